@@ -1,0 +1,164 @@
+//! The virtual NVMe device: raw backings, exact per-cause accounting, a throttle, a
+//! transparent-compression model, and an emulated OS page cache above it.
+//!
+//! The stack, from the bottom:
+//! - a [`Device`] backing: [`MemDevice`] (RAM) or [`FileDevice`] (one file per device file
+//!   id in a directory; pread/pwrite, O_DIRECT optional). Later a crash-simulation backing.
+//! - [`Nvme`]: counts every request per cause (`stats`), splits it into requests at
+//!   `iop_max_bytes`, rounds it out to 4 KiB blocks, throttles it ([`Throttle`], in the
+//!   manner of NVMeVirt), and records the compressed size of every 4 KiB block written
+//!   ([`CompressionModel`]).
+//! - [`Vfs`]: what the engine calls. Files that are buffered go through the
+//!   [`OsPageCache`] emulation (PostgreSQL's double buffering); direct files go straight
+//!   to the [`Nvme`] (InnoDB's O_DIRECT).
+//!
+//! # Accounting rules
+//! 1. A call of `len` bytes at `offset` touches `ceil((offset+len)/4096) - floor(offset/4096)`
+//!    4 KiB blocks and is `max(1, ceil(len / iop_max_bytes))` requests (a 64 KiB write with
+//!    the default 16 KiB split is 16 blocks and 4 requests). A zero-length call counts
+//!    nothing.
+//! 2. Every count goes to the cause current on the calling thread (`stats::enter`), except
+//!    OS-cache write-back, which goes to the cause that dirtied the block.
+//! 3. Syncs are explicit and counted; nothing is durable before a sync (the crash backing
+//!    of the recovery issue relies on this).
+//!
+//! # File ids
+//! A device holds numbered files (`FileId`), as a file system holds files: the control file,
+//! the doublewrite area, WAL segments and one file per relation (see [`file_ids`]).
+//!
+//! # Locking
+//! `Nvme` takes no lock on the accounting path; the throttle takes one short mutex per call
+//! to reserve channel time; the compression model takes a mutex per call when enabled.
+//! Lock order: the OS-cache mutex is never held across a device call.
+//!
+//! # Crash safety
+//! The memory and file backings keep what was written; durability is whatever the
+//! backing gives after `sync`. The OS-cache emulation loses unsynced dirty blocks when the
+//! process dies, as the kernel would at a power cut.
+
+mod compression;
+mod file;
+mod mem;
+mod nvme;
+mod os_cache;
+mod throttle;
+mod vfs;
+
+pub use compression::{Compression, CompressionModel, CompressionTotals};
+pub use file::FileDevice;
+pub use mem::MemDevice;
+pub use nvme::{IoEvent, IoKind, Nvme, NvmeConfig};
+pub use os_cache::{OsCacheConfig, OsPageCache};
+pub use throttle::{Throttle, ThrottleConfig};
+pub use vfs::Vfs;
+
+use crate::error::Result;
+
+/// A file on the device, numbered (the file device names it `f{id:08x}`).
+pub type FileId = u32;
+
+/// Size of the accounting block: every request is rounded out to these.
+pub const BLOCK_4K: u64 = 4096;
+
+/// Well-known file ids and ranges.
+pub mod file_ids {
+    use super::FileId;
+    /// The control file (PostgreSQL `global/pg_control`): last checkpoint location.
+    pub const CONTROL: FileId = 0;
+    /// The doublewrite area (InnoDB's doublewrite buffer, in the system tablespace).
+    pub const DOUBLEWRITE: FileId = 1;
+    /// WAL segment `n` is file `WAL_BASE + n`.
+    pub const WAL_BASE: FileId = 0x4000_0000;
+    /// First relation file id (PostgreSQL's FirstNormalObjectId).
+    pub const FIRST_RELATION: FileId = 16384;
+    /// True for WAL segment files.
+    pub fn is_wal(f: FileId) -> bool {
+        f >= WAL_BASE
+    }
+    /// True for relation files.
+    pub fn is_relation(f: FileId) -> bool {
+        (FIRST_RELATION..WAL_BASE).contains(&f)
+    }
+}
+
+/// A raw backing store: numbered files of bytes. Implementations do no accounting; the
+/// [`Nvme`] above them counts. All methods may be called from many threads at once.
+///
+/// Errors: [`crate::Error::NoSuchFile`] for a file that was not created,
+/// [`crate::Error::ReadPastEof`] for a read past the end, [`crate::Error::Io`] for a
+/// failure of the operating system.
+pub trait Device: Send + Sync + 'static {
+    /// Creates an empty file; a no-op if it exists.
+    fn create(&self, file: FileId) -> Result<()>;
+    /// Removes a file (a no-op if absent).
+    fn remove(&self, file: FileId) -> Result<()>;
+    /// The files that exist, ascending.
+    fn files(&self) -> Result<Vec<FileId>>;
+    /// The file's length in bytes.
+    fn len_bytes(&self, file: FileId) -> Result<u64>;
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// Writes `data` at `offset`, extending the file (with zeros in any gap) as needed.
+    fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()>;
+    /// Makes every write to `file` so far durable.
+    fn sync(&self, file: FileId) -> Result<()>;
+}
+
+/// 4 KiB blocks touched by `len` bytes at `offset` (accounting rule 1).
+#[inline]
+pub fn blocks_4k(offset: u64, len: usize) -> u64 {
+    if len == 0 {
+        return 0;
+    }
+    let end = offset + len as u64;
+    end.div_ceil(BLOCK_4K) - offset / BLOCK_4K
+}
+
+/// Requests a call of `len` bytes becomes when split at `iop_max_bytes` (accounting rule 1).
+#[inline]
+pub fn requests(len: usize, iop_max_bytes: usize) -> u64 {
+    if len == 0 {
+        0
+    } else {
+        len.div_ceil(iop_max_bytes) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn rounding_and_splitting_rules() {
+        assert_eq!(blocks_4k(0, 65536), 16);
+        assert_eq!(requests(65536, 16384), 4);
+        assert_eq!(blocks_4k(0, 1), 1);
+        assert_eq!(blocks_4k(4095, 2), 2);
+        assert_eq!(blocks_4k(512, 512), 1);
+        assert_eq!(blocks_4k(8192, 8192), 2);
+        assert_eq!(blocks_4k(100, 0), 0);
+        assert_eq!(requests(0, 16384), 0);
+        assert_eq!(requests(16385, 16384), 2);
+        assert_eq!(requests(512, 16384), 1);
+    }
+
+    proptest! {
+        /// The block count equals the number of distinct 4 KiB block numbers the bytes fall in.
+        #[test]
+        fn blocks_equal_distinct_block_numbers(offset in 0u64..100_000, len in 0usize..70_000) {
+            let distinct = if len == 0 { 0 } else {
+                (offset / 4096..=(offset + len as u64 - 1) / 4096).count() as u64
+            };
+            prop_assert_eq!(blocks_4k(offset, len), distinct);
+        }
+
+        /// Every request is at most iop_max_bytes, and no fewer requests could carry len.
+        #[test]
+        fn requests_are_minimal(len in 1usize..1_000_000, iop in 512usize..200_000) {
+            let n = requests(len, iop) as usize;
+            prop_assert!(n * iop >= len);
+            prop_assert!((n - 1) * iop < len);
+        }
+    }
+}

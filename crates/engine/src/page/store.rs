@@ -1,0 +1,205 @@
+//! The page store: one device file per relation (as PostgreSQL's relfilenode files and
+//! InnoDB's file-per-table tablespaces), fixed-size pages, allocation by extension and
+//! reuse of freed pages.
+//!
+//! # Invariants
+//! 1. Block `b` of relation `r` lives at byte `b × page_size` of file `r`.
+//! 2. A block is handed out by [`PageStore::allocate_page`] once until it is freed; freed
+//!    blocks are reused lowest first before the relation grows (InnoDB reuses free pages
+//!    of a segment; PostgreSQL nbtree recycles deleted pages through the FSM).
+//! 3. `n_blocks` may exceed the file's length: an allocated page reaches the device only
+//!    when the buffer pool first writes it (PostgreSQL 15 instead writes a zero page at
+//!    extension, `smgrextend`; set `zero_fill_on_extend` for that cost).
+//!
+//! # Locking
+//! The relation map is behind an `RwLock`; each relation's free list behind its own
+//! mutex; `n_blocks` is atomic. No lock is held across device I/O.
+//!
+//! # Crash safety
+//! The free list is in memory: after a restart, freed pages are not reused (they leak, no
+//! data is lost); `n_blocks` is recovered from the file length at open. Recovery (a later
+//! issue) extends relations from the WAL.
+
+use super::{finish_for_write, verify, PageId, PageSize};
+use crate::device::{file_ids, FileId, Vfs};
+use crate::error::{Error, Result};
+use crate::stats::Metric;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+struct Relation {
+    n_blocks: AtomicU32,
+    free: Mutex<BTreeSet<u32>>,
+}
+
+/// Pages of relations on a [`Vfs`]. See the module doc.
+pub struct PageStore {
+    vfs: Arc<Vfs>,
+    page_size: PageSize,
+    zero_fill_on_extend: bool,
+    rels: RwLock<HashMap<FileId, Arc<Relation>>>,
+    next_rel: AtomicU32,
+}
+
+impl PageStore {
+    /// Opens the store on `vfs`, finding the relations already there (block counts from
+    /// file lengths).
+    ///
+    /// Errors: device errors listing or measuring files; [`Error::Corrupted`] when a
+    /// relation file's length is not a whole number of pages.
+    pub fn open(vfs: Arc<Vfs>, page_size: PageSize, zero_fill_on_extend: bool) -> Result<Self> {
+        let mut rels = HashMap::new();
+        let mut next = file_ids::FIRST_RELATION;
+        for f in vfs.files()?.into_iter().filter(|f| file_ids::is_relation(*f)) {
+            let len = vfs.len_bytes(f)?;
+            if len % page_size.bytes() as u64 != 0 {
+                return Err(Error::Corrupted {
+                    what: format!("relation file {f}: length {len} is not a multiple of the {} byte page size", page_size.bytes()),
+                });
+            }
+            let n = (len / page_size.bytes() as u64) as u32;
+            rels.insert(f, Arc::new(Relation { n_blocks: AtomicU32::new(n), free: Mutex::new(BTreeSet::new()) }));
+            next = next.max(f + 1);
+        }
+        Ok(PageStore {
+            vfs,
+            page_size,
+            zero_fill_on_extend,
+            rels: RwLock::new(rels),
+            next_rel: AtomicU32::new(next),
+        })
+    }
+
+    /// Page size of this store.
+    pub fn page_size(&self) -> PageSize {
+        self.page_size
+    }
+
+    /// The file layer below.
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+
+    /// Creates an empty relation and returns its file id.
+    ///
+    /// Errors: device errors creating the file.
+    pub fn create_relation(&self) -> Result<FileId> {
+        let rel = self.next_rel.fetch_add(1, Ordering::Relaxed);
+        if !file_ids::is_relation(rel) {
+            return Err(Error::InvalidConfig("relation file ids exhausted".into()));
+        }
+        self.vfs.create(rel)?;
+        self.rels.write().insert(
+            rel,
+            Arc::new(Relation { n_blocks: AtomicU32::new(0), free: Mutex::new(BTreeSet::new()) }),
+        );
+        Ok(rel)
+    }
+
+    /// Removes a relation and its file. The caller must have discarded its pages from the
+    /// buffer pool first.
+    ///
+    /// Errors: device errors removing the file.
+    pub fn drop_relation(&self, rel: FileId) -> Result<()> {
+        self.rels.write().remove(&rel);
+        self.vfs.remove(rel)
+    }
+
+    /// Relations that exist, ascending.
+    pub fn relations(&self) -> Vec<FileId> {
+        let mut v: Vec<_> = self.rels.read().keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn rel(&self, rel: FileId) -> Result<Arc<Relation>> {
+        self.rels
+            .read()
+            .get(&rel)
+            .cloned()
+            .ok_or(Error::NoSuchPage { page: PageId::new(rel, 0), reason: "no such relation" })
+    }
+
+    /// Number of blocks allocated in `rel` (PostgreSQL `RelationGetNumberOfBlocks`).
+    ///
+    /// Errors: [`Error::NoSuchPage`] for an unknown relation.
+    pub fn n_blocks(&self, rel: FileId) -> Result<u32> {
+        Ok(self.rel(rel)?.n_blocks.load(Ordering::Acquire))
+    }
+
+    /// Allocates a page of `rel`: the lowest freed block, else a new block at the end.
+    /// Counts `pages_allocated`; with `zero_fill_on_extend` an extension also writes a zero
+    /// page (PostgreSQL 15 `smgrextend`).
+    ///
+    /// Errors: [`Error::NoSuchPage`] for an unknown relation; device errors.
+    pub fn allocate_page(&self, rel: FileId) -> Result<PageId> {
+        let r = self.rel(rel)?;
+        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
+        if let Some(b) = r.free.lock().pop_first() {
+            return Ok(PageId::new(rel, b));
+        }
+        let block = r.n_blocks.fetch_add(1, Ordering::AcqRel);
+        if self.zero_fill_on_extend {
+            let zeros = vec![0u8; self.page_size.bytes()];
+            self.vfs.write_at(rel, self.offset(block), &zeros)?;
+        }
+        Ok(PageId::new(rel, block))
+    }
+
+    /// Returns a page to its relation's free list. The caller must have discarded it from
+    /// the buffer pool.
+    ///
+    /// Errors: [`Error::NoSuchPage`] for an unknown relation or a block never allocated.
+    pub fn free_page(&self, id: PageId) -> Result<()> {
+        let r = self.rel(id.rel)?;
+        if id.block >= r.n_blocks.load(Ordering::Acquire) {
+            return Err(Error::NoSuchPage { page: id, reason: "freeing a block never allocated" });
+        }
+        r.free.lock().insert(id.block);
+        Ok(())
+    }
+
+    fn offset(&self, block: u32) -> u64 {
+        block as u64 * self.page_size.bytes() as u64
+    }
+
+    /// Reads page `id` into `buf` (one page) and verifies it ([`super::verify`]). A block
+    /// allocated but never written reads as zeros without device I/O.
+    ///
+    /// Errors: [`Error::NoSuchPage`] past the relation's end; [`Error::ChecksumMismatch`] or
+    /// [`Error::Corrupted`] for a damaged page; device errors.
+    pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+        let r = self.rel(id.rel)?;
+        if id.block >= r.n_blocks.load(Ordering::Acquire) {
+            return Err(Error::NoSuchPage { page: id, reason: "past the end of the relation" });
+        }
+        let off = self.offset(id.block);
+        if off + buf.len() as u64 > self.vfs.len_bytes(id.rel)? {
+            buf.fill(0);
+            return Ok(());
+        }
+        self.vfs.read_at(id.rel, off, buf)?;
+        verify(buf, id)
+    }
+
+    /// Writes `copy` (a private copy of the page) to `id`'s home location after stamping its
+    /// identity and checksum.
+    ///
+    /// Errors: device errors.
+    pub fn write_page(&self, id: PageId, copy: &mut [u8]) -> Result<()> {
+        finish_for_write(copy, id);
+        self.vfs.write_at(id.rel, self.offset(id.block), copy)
+    }
+
+    /// Syncs the files of `rels` (fsync after a batch of writes or at checkpoint).
+    ///
+    /// Errors: device errors.
+    pub fn sync_relations(&self, rels: impl IntoIterator<Item = FileId>) -> Result<()> {
+        for rel in rels {
+            self.vfs.sync(rel)?;
+        }
+        Ok(())
+    }
+}
