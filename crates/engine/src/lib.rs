@@ -8,3 +8,4 @@ pub mod stats;
 
 pub use error::{Error, Result};
 pub mod page;
+pub mod wal;

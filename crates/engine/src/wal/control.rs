@@ -1,0 +1,85 @@
+//! The control file (PostgreSQL `global/pg_control`, xlog.c `UpdateControlFile`): where the
+//! last checkpoint is. Written and synced at the end of every checkpoint.
+//!
+//! ```text
+//! | offset | bytes | field           |
+//! |--------|-------|-----------------|
+//! | 0      | 4     | magic "MVCL"    |
+//! | 4      | 4     | version (1)     |
+//! | 8      | 4     | page_size_bytes |
+//! | 12     | 4     | wal_block_bytes |
+//! | 16     | 8     | segment_bytes   |
+//! | 24     | 8     | checkpoint_lsn  | start of the last checkpoint record
+//! | 32     | 8     | redo_lsn        | its redo pointer
+//! | 40     | 4     | crc             | CRC-32C of bytes [0, 40)
+//! ```
+//! The file is one 512-byte sector, so its write is atomic on any device.
+
+use crate::device::{file_ids, Vfs};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+const MAGIC: &[u8; 4] = b"MVCL";
+const BYTES: usize = 512;
+
+/// Contents of the control file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlFile {
+    /// Page size of the database in bytes.
+    pub page_size_bytes: u32,
+    /// WAL write unit in bytes.
+    pub wal_block_bytes: u32,
+    /// WAL segment size in bytes.
+    pub segment_bytes: u64,
+    /// Start of the last checkpoint record (0 before the first checkpoint).
+    pub checkpoint_lsn: u64,
+    /// Redo pointer of the last checkpoint.
+    pub redo_lsn: u64,
+}
+
+impl ControlFile {
+    /// Reads it; `None` when the file does not exist (a new database).
+    ///
+    /// Errors: [`Error::Corrupted`] for a bad magic, version or CRC; device errors.
+    pub fn read(vfs: &Vfs) -> Result<Option<Self>> {
+        if !vfs.files()?.contains(&file_ids::CONTROL) {
+            return Ok(None);
+        }
+        let mut b = [0u8; BYTES];
+        vfs.read_at(file_ids::CONTROL, 0, &mut b)?;
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8"));
+        if &b[0..4] != MAGIC || u32_at(4) != 1 {
+            return Err(Error::Corrupted { what: "control file: bad magic or version".into() });
+        }
+        if crc32c::crc32c(&b[..40]) != u32_at(40) {
+            return Err(Error::Corrupted { what: "control file: checksum mismatch".into() });
+        }
+        Ok(Some(ControlFile {
+            page_size_bytes: u32_at(8),
+            wal_block_bytes: u32_at(12),
+            segment_bytes: u64_at(16),
+            checkpoint_lsn: u64_at(24),
+            redo_lsn: u64_at(32),
+        }))
+    }
+
+    /// Writes and syncs it.
+    ///
+    /// Errors: device errors.
+    pub fn write(&self, vfs: &Vfs) -> Result<()> {
+        let mut b = [0u8; BYTES];
+        b[0..4].copy_from_slice(MAGIC);
+        b[4..8].copy_from_slice(&1u32.to_le_bytes());
+        b[8..12].copy_from_slice(&self.page_size_bytes.to_le_bytes());
+        b[12..16].copy_from_slice(&self.wal_block_bytes.to_le_bytes());
+        b[16..24].copy_from_slice(&self.segment_bytes.to_le_bytes());
+        b[24..32].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
+        b[32..40].copy_from_slice(&self.redo_lsn.to_le_bytes());
+        let crc = crc32c::crc32c(&b[..40]);
+        b[40..44].copy_from_slice(&crc.to_le_bytes());
+        vfs.create(file_ids::CONTROL)?;
+        vfs.write_at(file_ids::CONTROL, 0, &b)?;
+        vfs.sync(file_ids::CONTROL)
+    }
+}

@@ -1,0 +1,432 @@
+//! Write-ahead log: records with LSN and CRC, a WAL buffer, group commit, segments, the
+//! full-page-image rule, and the control file that records the last checkpoint.
+//!
+//! Follows PostgreSQL's xlog.c / xloginsert.c (REL_15): `XLogInsert` appends a record to
+//! the WAL buffer and returns its end LSN, which becomes the page LSN of every page the
+//! record changed; `XLogFlush(lsn)` writes and syncs the WAL up to at least `lsn`, and
+//! whoever flushes writes everything inserted so far, so concurrent committers share one
+//! sync (group commit). A WAL block that was written partly is written again, whole, by the
+//! next flush (PostgreSQL rewrites the partial last page; InnoDB the last 512-byte block).
+//!
+//! # The WAL coding recipe (transam/README, "Write-Ahead Log Coding")
+//! 1. Pin and exclusively lock every page the change touches (`WritePageGuard`).
+//! 2. Apply the change to the page bytes.
+//! 3. Build the record ([`RecordBuilder`]) and call `buffer::log_change`, which inserts it
+//!    ([`Wal::insert`]), stamps the returned end LSN into every page and marks them dirty.
+//! 4. Release the locks. At commit, call [`Wal::flush`] with the commit record's LSN.
+//!
+//! # Full-page images (xloginsert.c `XLogRecordAssemble`, `XLogCheckBufferNeedsBackup`)
+//! With `full_page_writes`, a registered page whose page LSN is at or below the redo pointer
+//! of the last checkpoint gets its image attached (page minus the `lower..upper` hole), unless
+//! the record rebuilds the page (`will_init`). The redo pointer is read under the insert
+//! lock, and a checkpoint moves it under the same lock, so no change can slip between the
+//! two without an image. The image is taken after step 2, as in PostgreSQL.
+//!
+//! # Invariants
+//! 1. LSNs are byte positions in the WAL stream; records are 8-byte aligned and
+//!    contiguous; WAL segment `n` holds positions `[n × segment_bytes, (n+1) × segment_bytes)`.
+//! 2. `durable_lsn` only grows; every record ending at or below it has been written and
+//!    synced.
+//! 3. WAL-before-data: the buffer pool calls [`Wal::flush`] with a page's LSN before
+//!    writing the page.
+//! 4. After a write or sync failure the WAL refuses every later flush
+//!    ([`Error::PreviousIo`]) until reopened.
+//!
+//! # Locking
+//! Lock order: `flush` mutex, then `insert` mutex (a flusher copies the buffer under the
+//! insert lock; an inserter never takes the flush lock while holding the insert lock).
+//! Device I/O happens under the flush mutex only.
+//!
+//! # Crash safety
+//! A record is durable once `durable_lsn` passes its end. At a crash, the tail after the
+//! last synced write may be missing or torn; decoding stops at the first record whose
+//! length or CRC is invalid, which is the end of the WAL (PostgreSQL `ReadRecord`).
+
+mod control;
+mod record;
+
+pub use control::ControlFile;
+pub use record::{
+    align8, decode, rmgr, xlog_info, BlockRef, Decoded, PageImage, RecordBuilder, WalRecord,
+    BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES,
+};
+
+use crate::device::{file_ids, FileId, Vfs};
+use crate::error::{Error, Result};
+use crate::page::{fpi_hole, page_lsn, set_page_lsn};
+use crate::stats::{Metric, Stats};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A log sequence number: a byte position in the WAL. Shown as PostgreSQL shows it,
+/// `{hi:X}/{lo:X}` (e.g. `0/16B3740`, xlogdefs.h `LSN_FORMAT_ARGS`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lsn(pub u64);
+
+impl std::fmt::Display for Lsn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:X}/{:X}", self.0 >> 32, self.0 as u32)
+    }
+}
+
+/// LSN of the first record of a new WAL.
+pub const FIRST_LSN: u64 = 8;
+
+/// WAL settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WalConfig {
+    /// Unit of WAL writes in bytes: 8192 (PostgreSQL XLOG_BLCKSZ) or 512 (InnoDB
+    /// OS_FILE_LOG_BLOCK_SIZE). A power of two from 512 to 65536.
+    pub block_bytes: usize,
+    /// Bytes per WAL segment file (PostgreSQL wal_segment_size, 16 MiB). A multiple of
+    /// `block_bytes`.
+    pub segment_bytes: u64,
+    /// WAL buffer size in bytes (PostgreSQL wal_buffers; InnoDB innodb_log_buffer_size):
+    /// past this, inserters write the buffer out without syncing.
+    pub buffer_bytes: usize,
+    /// Attach full-page images (PostgreSQL full_page_writes).
+    pub full_page_writes: bool,
+}
+
+impl Default for WalConfig {
+    fn default() -> Self {
+        WalConfig {
+            block_bytes: 8192,
+            segment_bytes: 16 << 20,
+            buffer_bytes: 16 << 20,
+            full_page_writes: true,
+        }
+    }
+}
+
+impl WalConfig {
+    /// Checks ranges. Errors: [`Error::InvalidConfig`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if !self.block_bytes.is_power_of_two() || !(512..=65536).contains(&self.block_bytes) {
+            return Err(Error::InvalidConfig(format!(
+                "wal block_bytes must be a power of two from 512 to 65536, got {}",
+                self.block_bytes
+            )));
+        }
+        if self.segment_bytes == 0 || self.segment_bytes % self.block_bytes as u64 != 0 {
+            return Err(Error::InvalidConfig(format!(
+                "wal segment_bytes ({}) must be a positive multiple of block_bytes ({})",
+                self.segment_bytes, self.block_bytes
+            )));
+        }
+        if self.buffer_bytes < self.block_bytes {
+            return Err(Error::InvalidConfig(format!(
+                "wal buffer_bytes ({}) must be at least block_bytes ({})",
+                self.buffer_bytes, self.block_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+struct InsertState {
+    /// WAL bytes from `buf_start` to `insert_lsn`.
+    buf: Vec<u8>,
+    buf_start: u64,
+    insert_lsn: u64,
+    prev_lsn: u64,
+}
+
+struct FlushState {
+    written_lsn: u64,
+    unsynced: BTreeSet<FileId>,
+}
+
+/// The write-ahead log of one storage instance. See the module doc.
+pub struct Wal {
+    vfs: Arc<Vfs>,
+    stats: Arc<Stats>,
+    cfg: WalConfig,
+    insert: Mutex<InsertState>,
+    flush: Mutex<FlushState>,
+    durable_lsn: AtomicU64,
+    redo_lsn: AtomicU64,
+    failed: Mutex<Option<String>>,
+}
+
+fn align_down(x: u64, a: u64) -> u64 {
+    x - x % a
+}
+
+impl Wal {
+    /// Opens the WAL on `vfs`, continuing after the last valid record at or after
+    /// `redo_lsn` (the last checkpoint's redo pointer; [`FIRST_LSN`] for a new database).
+    ///
+    /// Errors: [`Error::InvalidConfig`]; device errors reading the tail.
+    pub fn open(vfs: Arc<Vfs>, cfg: WalConfig, stats: Arc<Stats>, redo_lsn: u64) -> Result<Self> {
+        cfg.validate()?;
+        let (records, end) = read_records(&vfs, cfg.segment_bytes, redo_lsn)?;
+        let prev = records.last().map_or(0, |r| r.lsn);
+        let buf_start = align_down(end, cfg.block_bytes as u64);
+        let mut buf = vec![0u8; (end - buf_start) as usize];
+        if !buf.is_empty() {
+            read_wal_bytes(&vfs, cfg.segment_bytes, buf_start, &mut buf)?;
+        }
+        Ok(Wal {
+            vfs,
+            stats,
+            insert: Mutex::new(InsertState { buf, buf_start, insert_lsn: end, prev_lsn: prev }),
+            flush: Mutex::new(FlushState { written_lsn: end, unsynced: BTreeSet::new() }),
+            durable_lsn: AtomicU64::new(end),
+            redo_lsn: AtomicU64::new(redo_lsn),
+            failed: Mutex::new(None),
+            cfg,
+        })
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &WalConfig {
+        &self.cfg
+    }
+
+    /// Position where the next record will be inserted.
+    pub fn insert_lsn(&self) -> Lsn {
+        Lsn(self.insert.lock().insert_lsn)
+    }
+
+    /// Everything below this LSN is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        Lsn(self.durable_lsn.load(Ordering::Acquire))
+    }
+
+    /// Redo pointer of the last checkpoint (pages at or below it need a full-page image).
+    pub fn redo_lsn(&self) -> Lsn {
+        Lsn(self.redo_lsn.load(Ordering::Acquire))
+    }
+
+    /// Starts a checkpoint: moves the redo pointer to the current insert position, under the
+    /// insert lock (xlog.c `CreateCheckPoint`), and returns it.
+    pub fn begin_checkpoint(&self) -> Lsn {
+        let ins = self.insert.lock();
+        self.redo_lsn.store(ins.insert_lsn, Ordering::Release);
+        Lsn(ins.insert_lsn)
+    }
+
+    /// Inserts record `rec`; `pages[i]` are the current bytes of the page registered as
+    /// block `i` (already changed, exclusively locked by the caller). Attaches full-page
+    /// images by the rule in the module doc, sets every page's LSN to the record's end, and
+    /// returns that end LSN. Counts `wal_records`, `wal_bytes`, `wal_fpi`, `wal_fpi_bytes`
+    /// to the current cause. When the buffer passes `buffer_bytes`, writes it out (no sync).
+    ///
+    /// Panics if `pages.len()` differs from the registered block count (a caller bug).
+    /// Errors: device errors of a buffer write-out; [`Error::PreviousIo`].
+    pub fn insert(&self, rec: &RecordBuilder, pages: &mut [&mut [u8]]) -> Result<Lsn> {
+        assert_eq!(pages.len(), rec.blocks.len(), "one page per registered block");
+        let (end, over) = {
+            let mut ins = self.insert.lock();
+            let redo = self.redo_lsn.load(Ordering::Acquire);
+            let mut fpi_bytes = 0u64;
+            let images: Vec<Option<PageImage>> = rec
+                .blocks
+                .iter()
+                .zip(pages.iter())
+                .map(|((_, will_init, _), page)| {
+                    let needs = self.cfg.full_page_writes && !*will_init && page_lsn(page) <= redo;
+                    needs.then(|| {
+                        let im = PageImage::of(page, fpi_hole(page));
+                        fpi_bytes += im.bytes.len() as u64;
+                        im
+                    })
+                })
+                .collect();
+            let lsn = ins.insert_lsn;
+            let bytes = record::encode(rec, ins.prev_lsn, &images);
+            ins.buf.extend_from_slice(&bytes);
+            ins.prev_lsn = lsn;
+            ins.insert_lsn += bytes.len() as u64;
+            let end = ins.insert_lsn;
+            for p in pages.iter_mut() {
+                set_page_lsn(p, end);
+            }
+            self.stats.add(Metric::wal_records, 1);
+            self.stats.add(Metric::wal_bytes, bytes.len() as u64);
+            self.stats.add(Metric::wal_fpi, images.iter().flatten().count() as u64);
+            self.stats.add(Metric::wal_fpi_bytes, fpi_bytes);
+            (end, ins.buf.len() > self.cfg.buffer_bytes)
+        };
+        if over {
+            self.write_out(0, false)?;
+        }
+        Ok(Lsn(end))
+    }
+
+    /// Makes the WAL durable up to at least `upto` (xlog.c `XLogFlush`): writes everything
+    /// inserted so far and syncs; returns at once when already durable (group commit: a
+    /// waiter finds its LSN covered by another's flush).
+    ///
+    /// Errors: device errors (after which the WAL is failed); [`Error::PreviousIo`].
+    pub fn flush(&self, upto: Lsn) -> Result<()> {
+        if self.durable_lsn.load(Ordering::Acquire) >= upto.0 {
+            return Ok(());
+        }
+        self.write_out(upto.0, true)
+    }
+
+    /// Writes (and syncs) everything inserted so far; for the WAL writer and shutdown.
+    ///
+    /// Errors: as [`Wal::flush`].
+    pub fn flush_all(&self) -> Result<()> {
+        let upto = self.insert_lsn();
+        self.flush(upto)
+    }
+
+    fn check_failed(&self) -> Result<()> {
+        match &*self.failed.lock() {
+            Some(m) => Err(Error::PreviousIo(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn write_out(&self, upto: u64, sync: bool) -> Result<()> {
+        self.check_failed()?;
+        let mut fl = self.flush.lock();
+        if sync && self.durable_lsn.load(Ordering::Acquire) >= upto {
+            return Ok(());
+        }
+        let r = self.write_out_locked(&mut fl, sync);
+        if let Err(e) = &r {
+            *self.failed.lock() = Some(e.to_string());
+        }
+        r
+    }
+
+    fn write_out_locked(&self, fl: &mut FlushState, sync: bool) -> Result<()> {
+        let block = self.cfg.block_bytes as u64;
+        let (start, end, mut bytes) = {
+            let ins = self.insert.lock();
+            let start = align_down(fl.written_lsn, block);
+            let from = (start - ins.buf_start) as usize;
+            (start, ins.insert_lsn, ins.buf[from..].to_vec())
+        };
+        if end > fl.written_lsn {
+            bytes.resize((end.div_ceil(block) * block - start) as usize, 0);
+            let mut pos = start;
+            let mut rest = &bytes[..];
+            while !rest.is_empty() {
+                let seg = pos / self.cfg.segment_bytes;
+                let off = pos % self.cfg.segment_bytes;
+                let n = ((self.cfg.segment_bytes - off) as usize).min(rest.len());
+                let file = file_ids::WAL_BASE + seg as FileId;
+                self.vfs.create(file)?;
+                self.vfs.write_at(file, off, &rest[..n])?;
+                self.stats.add(Metric::wal_writes, 1);
+                self.stats.add(Metric::wal_written_bytes, n as u64);
+                fl.unsynced.insert(file);
+                pos += n as u64;
+                rest = &rest[n..];
+            }
+            fl.written_lsn = end;
+            let mut ins = self.insert.lock();
+            let keep_from = align_down(end, block);
+            let drop_n = (keep_from - ins.buf_start) as usize;
+            ins.buf.drain(..drop_n);
+            ins.buf_start = keep_from;
+        }
+        if sync {
+            for file in std::mem::take(&mut fl.unsynced) {
+                self.vfs.sync(file)?;
+                self.stats.add(Metric::wal_syncs, 1);
+            }
+            self.durable_lsn.fetch_max(fl.written_lsn, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Removes WAL segments that end at or below `lsn` (after a checkpoint whose redo
+    /// pointer is `lsn`; xlog.c `RemoveOldXlogFiles`). Returns how many were removed.
+    ///
+    /// Errors: device errors.
+    pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
+        let _fl = self.flush.lock();
+        let mut n = 0;
+        for f in self.vfs.files()?.into_iter().filter(|f| file_ids::is_wal(*f)) {
+            let seg = (f - file_ids::WAL_BASE) as u64;
+            if (seg + 1) * self.cfg.segment_bytes <= lsn.0 {
+                self.vfs.remove(f)?;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Reads every valid record from `from` to the end of the WAL (counted to the current
+    /// cause). Returns the records and the end LSN.
+    ///
+    /// Errors: device errors.
+    pub fn read_from(&self, from: Lsn) -> Result<(Vec<WalRecord>, Lsn)> {
+        let _fl = self.flush.lock();
+        let (r, end) = read_records(&self.vfs, self.cfg.segment_bytes, from.0)?;
+        Ok((r, Lsn(end)))
+    }
+}
+
+/// Reads `buf.len()` WAL bytes at position `pos`, across segments; missing segments or
+/// bytes past a segment's end read as zeros (the end of the WAL).
+fn read_wal_bytes(vfs: &Vfs, segment_bytes: u64, mut pos: u64, buf: &mut [u8]) -> Result<()> {
+    let mut at = 0;
+    while at < buf.len() {
+        let seg = pos / segment_bytes;
+        let off = pos % segment_bytes;
+        let n = ((segment_bytes - off) as usize).min(buf.len() - at);
+        let file = file_ids::WAL_BASE + seg as FileId;
+        let chunk = &mut buf[at..at + n];
+        chunk.fill(0);
+        if let Ok(len) = vfs.len_bytes(file) {
+            let avail = len.saturating_sub(off).min(n as u64) as usize;
+            if avail > 0 {
+                vfs.read_at(file, off, &mut chunk[..avail])?;
+            }
+        }
+        at += n;
+        pos += n as u64;
+    }
+    Ok(())
+}
+
+/// Largest record the reader accepts; a longer length field is taken as the end of the WAL.
+const MAX_RECORD_BYTES: usize = 64 << 20;
+
+/// Decodes records from `from` until the first invalid one; returns them and the end LSN.
+/// Reads the WAL in 1 MiB chunks, keeping only the undecoded tail in memory.
+fn read_records(vfs: &Vfs, segment_bytes: u64, from: u64) -> Result<(Vec<WalRecord>, u64)> {
+    const CHUNK: usize = 1 << 20;
+    let mut out = Vec::new();
+    let mut window: Vec<u8> = Vec::new();
+    let mut window_start = from;
+    let mut pos = from;
+    let mut exhausted = false;
+    loop {
+        let rest = &window[(pos - window_start) as usize..];
+        if let Decoded::Record(r) = decode(rest, pos) {
+            pos = r.end_lsn;
+            out.push(r);
+            continue;
+        }
+        // Invalid here. More bytes could complete it only if it is cut by the window.
+        let tot = rest.get(..4).map(|b| u32::from_le_bytes(b.try_into().expect("4")) as usize);
+        let cut = match tot {
+            None => true,
+            Some(t) => t > rest.len() && t <= MAX_RECORD_BYTES,
+        };
+        if exhausted || !cut {
+            return Ok((out, pos));
+        }
+        let mut more = vec![0u8; CHUNK];
+        read_wal_bytes(vfs, segment_bytes, window_start + window.len() as u64, &mut more)?;
+        exhausted = more.iter().all(|&b| b == 0);
+        window.drain(..(pos - window_start) as usize);
+        window_start = pos;
+        window.extend_from_slice(&more);
+    }
+}
+
+#[cfg(test)]
+mod tests;

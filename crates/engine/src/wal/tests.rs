@@ -1,0 +1,201 @@
+use super::*;
+use crate::device::{IoKind, MemDevice, Nvme, NvmeConfig, OsCacheConfig};
+use crate::page::{init_page, PageId};
+use crate::stats::{enter, Cause};
+
+fn wal_with(cfg: WalConfig) -> (Arc<Vfs>, Wal) {
+    let stats = Arc::new(Stats::new());
+    let nvme = Nvme::new(
+        Box::new(MemDevice::new()),
+        &NvmeConfig { trace: true, ..Default::default() },
+        stats.clone(),
+    )
+    .unwrap();
+    let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
+    let wal = Wal::open(vfs.clone(), cfg, stats, FIRST_LSN).unwrap();
+    (vfs, wal)
+}
+
+fn page() -> Vec<u8> {
+    let mut p = vec![0u8; 8192];
+    init_page(&mut p, 1, 0);
+    crate::page::set_hole(&mut p, 64, 8000);
+    p
+}
+
+#[test]
+fn lsn_displays_like_postgres() {
+    assert_eq!(Lsn(0x16B3740).to_string(), "0/16B3740");
+    assert_eq!(Lsn(0x1_0000_00A0).to_string(), "1/A0");
+}
+
+#[test]
+fn fpi_only_on_first_change_after_the_redo_pointer() {
+    let (_vfs, wal) = wal_with(WalConfig::default());
+    let mut p = page();
+    let id = PageId::new(16384, 0);
+    let rec = RecordBuilder::new(rmgr::TEST, 0).block(id, false, b"x");
+    // Before any checkpoint the redo pointer is FIRST_LSN and the new page's LSN 0 is below it.
+    let e1 = wal.insert(&rec, &mut [&mut p]).unwrap();
+    assert_eq!(page_lsn(&p), e1.0);
+    let e2 = wal.insert(&rec, &mut [&mut p]).unwrap();
+    let s = wal.stats.snapshot().total();
+    assert_eq!(s.wal_fpi, 1, "second change in the same checkpoint cycle has no image");
+    assert_eq!(s.wal_fpi_bytes, 8192 - (8000 - 64), "image leaves the hole out");
+    assert!(e2 > e1);
+    // Checkpoint: the redo pointer moves past the page LSN, the next change carries an image.
+    let redo = wal.begin_checkpoint();
+    assert_eq!(redo, e2);
+    wal.insert(&rec, &mut [&mut p]).unwrap();
+    wal.insert(&rec, &mut [&mut p]).unwrap();
+    assert_eq!(wal.stats.snapshot().total().wal_fpi, 2);
+    // will_init pages never need one.
+    wal.begin_checkpoint();
+    let init = RecordBuilder::new(rmgr::TEST, 0).block(id, true, b"x");
+    wal.insert(&init, &mut [&mut p]).unwrap();
+    assert_eq!(wal.stats.snapshot().total().wal_fpi, 2);
+}
+
+#[test]
+fn full_page_writes_off_attaches_no_images() {
+    let (_vfs, wal) = wal_with(WalConfig { full_page_writes: false, ..Default::default() });
+    let mut p = page();
+    let rec = RecordBuilder::new(rmgr::TEST, 0).block(PageId::new(16384, 0), false, b"x");
+    wal.insert(&rec, &mut [&mut p]).unwrap();
+    assert_eq!(wal.stats.snapshot().total().wal_fpi, 0);
+}
+
+#[test]
+fn flush_writes_whole_blocks_syncs_and_rewrites_the_partial_tail() {
+    let (vfs, wal) = wal_with(WalConfig { block_bytes: 512, ..Default::default() });
+    let rec = RecordBuilder::new(rmgr::TEST, 0).main_data(&[1u8; 100]);
+    let e1 = wal.insert(&rec, &mut []).unwrap();
+    assert!(wal.durable_lsn() < e1);
+    {
+        let _g = enter(Cause::Commit);
+        wal.flush(e1).unwrap();
+    }
+    assert!(wal.durable_lsn() >= e1);
+    let e2 = wal.insert(&rec, &mut []).unwrap();
+    wal.flush(e2).unwrap();
+    let trace = vfs.nvme().take_trace();
+    let writes: Vec<_> = trace.iter().filter(|e| e.kind == IoKind::Write).collect();
+    assert_eq!(writes.len(), 2);
+    assert_eq!((writes[0].offset_bytes, writes[0].len_bytes), (0, 512));
+    assert_eq!((writes[1].offset_bytes, writes[1].len_bytes), (0, 512), "partial block rewritten");
+    assert_eq!(trace.iter().filter(|e| e.kind == IoKind::Sync).count(), 2);
+    let s = wal.stats.snapshot();
+    assert_eq!(s.cause(Cause::Commit).wal_syncs, 1);
+    assert_eq!(s.total().wal_written_bytes, 1024);
+    // Flushing again is free (already durable).
+    wal.flush(e2).unwrap();
+    assert_eq!(wal.stats.snapshot().total().wal_syncs, 2);
+}
+
+#[test]
+fn records_read_back_across_segments_and_reopen_continues() {
+    let cfg = WalConfig { block_bytes: 512, segment_bytes: 4096, buffer_bytes: 2048, full_page_writes: true };
+    let (vfs, wal) = wal_with(cfg.clone());
+    let mut ends = Vec::new();
+    for i in 0..50u32 {
+        let rec = RecordBuilder::new(rmgr::TEST, 1).xid(i).main_data(&vec![i as u8; 150]);
+        ends.push(wal.insert(&rec, &mut []).unwrap());
+    }
+    wal.flush_all().unwrap();
+    assert!(wal.stats.snapshot().total().wal_writes > 2, "buffer overflow wrote out early");
+    let (recs, end) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
+    assert_eq!(recs.len(), 50);
+    assert_eq!(end, *ends.last().unwrap());
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(r.xid, i as u32);
+        assert_eq!(r.main_data, vec![i as u8; 150]);
+        assert_eq!(r.end_lsn, ends[i].0);
+    }
+    assert!(vfs.files().unwrap().iter().filter(|f| file_ids::is_wal(**f)).count() >= 3);
+    // Reopen from the start: continues at the end, and new records chain after the old.
+    let stats = Arc::new(Stats::new());
+    let wal2 = Wal::open(vfs.clone(), cfg, stats, FIRST_LSN).unwrap();
+    assert_eq!(wal2.insert_lsn(), end);
+    let e = wal2.insert(&RecordBuilder::new(rmgr::TEST, 2), &mut []).unwrap();
+    wal2.flush(e).unwrap();
+    let (recs, _) = wal2.read_from(Lsn(FIRST_LSN)).unwrap();
+    assert_eq!(recs.len(), 51);
+    assert_eq!(recs[50].prev_lsn, recs[49].lsn);
+    // Old segments go once a redo pointer passes them.
+    let removed = wal2.remove_segments_before(Lsn(8192)).unwrap();
+    assert_eq!(removed, 2);
+}
+
+#[test]
+fn a_torn_tail_is_the_end_of_the_wal() {
+    let (vfs, wal) = wal_with(WalConfig { block_bytes: 512, ..Default::default() });
+    for _ in 0..3 {
+        wal.insert(&RecordBuilder::new(rmgr::TEST, 0).main_data(&[5u8; 40]), &mut []).unwrap();
+    }
+    wal.flush_all().unwrap();
+    let (recs, _) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
+    // Damage the third record's main data on the device.
+    let off = recs[2].lsn + 40;
+    vfs.nvme().write_at(file_ids::WAL_BASE, off, &[0xEE]).unwrap();
+    let (recs2, end) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
+    assert_eq!(recs2.len(), 2);
+    assert_eq!(end.0, recs[2].lsn);
+}
+
+/// A memory device whose syncs fail once `fail` is set (an I/O-error failpoint).
+struct FailingSync {
+    inner: MemDevice,
+    fail: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl crate::device::Device for FailingSync {
+    fn create(&self, f: FileId) -> Result<()> {
+        self.inner.create(f)
+    }
+    fn remove(&self, f: FileId) -> Result<()> {
+        self.inner.remove(f)
+    }
+    fn files(&self) -> Result<Vec<FileId>> {
+        self.inner.files()
+    }
+    fn len_bytes(&self, f: FileId) -> Result<u64> {
+        self.inner.len_bytes(f)
+    }
+    fn read_at(&self, f: FileId, o: u64, b: &mut [u8]) -> Result<()> {
+        self.inner.read_at(f, o, b)
+    }
+    fn write_at(&self, f: FileId, o: u64, d: &[u8]) -> Result<()> {
+        self.inner.write_at(f, o, d)
+    }
+    fn sync(&self, f: FileId) -> Result<()> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(Error::io("sync", f, std::io::Error::other("injected EIO")));
+        }
+        self.inner.sync(f)
+    }
+}
+
+#[test]
+fn a_failed_sync_fails_the_wal_until_reopened() {
+    let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stats = Arc::new(Stats::new());
+    let dev = FailingSync { inner: MemDevice::new(), fail: fail.clone() };
+    let nvme = Nvme::new(Box::new(dev), &NvmeConfig::default(), stats.clone()).unwrap();
+    let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
+    let wal = Wal::open(vfs.clone(), WalConfig::default(), stats.clone(), FIRST_LSN).unwrap();
+    let e = wal.insert(&RecordBuilder::new(rmgr::TEST, 0), &mut []).unwrap();
+    wal.flush(e).unwrap();
+    fail.store(true, Ordering::SeqCst);
+    let e = wal.insert(&RecordBuilder::new(rmgr::TEST, 0), &mut []).unwrap();
+    let first = wal.flush(e).unwrap_err();
+    assert!(first.to_string().contains("injected EIO"), "{first}");
+    assert!(wal.durable_lsn() < e, "a failed sync must not advance the durable LSN");
+    // The device is healthy again, but the WAL stays failed (fsync errors are not retried:
+    // PostgreSQL PANICs on them, since the kernel may have dropped the dirty data).
+    fail.store(false, Ordering::SeqCst);
+    let again = wal.flush(e).unwrap_err();
+    assert!(matches!(again, Error::PreviousIo(_)), "{again}");
+    // Reopening finds every record that was written.
+    let wal2 = Wal::open(vfs, WalConfig::default(), stats, FIRST_LSN).unwrap();
+    assert_eq!(wal2.insert_lsn(), e);
+}
