@@ -1,11 +1,19 @@
-//! mvcclab's storage engine.
+//! mvcclab's storage engine: the storage foundation (virtual NVMe device with exact I/O
+//! accounting, OS page cache emulation, page store, buffer pool, WAL, checkpoints) on which
+//! the MVCC designs are built.
+//!
+//! Start at [`storage::Storage`]; every count is in [`stats`], attributed to a
+//! [`stats::Cause`]. docs/sourcetree.md maps the folders; docs/glossary.md the terms.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod buffer;
 pub mod device;
 pub mod error;
+pub mod page;
 pub mod stats;
+pub mod storage;
+pub mod wal;
 
 pub use error::{Error, Result};
-pub mod page;
-pub mod wal;
+pub use storage::{Storage, StorageConfig, StorageSnapshot};

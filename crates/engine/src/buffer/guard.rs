@@ -1,0 +1,87 @@
+//! Page guards: the only way to touch page bytes in the pool (BusTub `page_guard.h`).
+//!
+//! A guard holds a pin (the frame cannot be evicted) and the frame's content lock, shared
+//! for [`ReadPageGuard`], exclusive for [`WritePageGuard`]. Dropping it releases the lock
+//! first, then the pin (PostgreSQL `UnlockReleaseBuffer`).
+
+use super::pool::{BufferPool, Frame};
+use super::FrameId;
+use crate::page::{page_lsn, PageId};
+use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::Ordering;
+
+/// Shared access to a pinned page.
+pub struct ReadPageGuard<'a> {
+    pub(super) pool: &'a BufferPool,
+    pub(super) frame: FrameId,
+    pub(super) id: PageId,
+    pub(super) data: Option<RwLockReadGuard<'a, Box<[u8]>>>,
+}
+
+impl ReadPageGuard<'_> {
+    /// The page's identity.
+    pub fn page_id(&self) -> PageId {
+        self.id
+    }
+    /// The page bytes (one page).
+    pub fn data(&self) -> &[u8] {
+        self.data.as_ref().expect("held until drop")
+    }
+    /// The page LSN.
+    pub fn page_lsn(&self) -> u64 {
+        page_lsn(self.data())
+    }
+}
+
+impl Drop for ReadPageGuard<'_> {
+    fn drop(&mut self) {
+        self.data.take();
+        self.pool.unpin(self.frame);
+    }
+}
+
+/// Exclusive access to a pinned page. Mutable access marks the page dirty
+/// (PostgreSQL `MarkBufferDirty`).
+pub struct WritePageGuard<'a> {
+    pub(super) pool: &'a BufferPool,
+    pub(super) frame: FrameId,
+    pub(super) id: PageId,
+    pub(super) data: Option<RwLockWriteGuard<'a, Box<[u8]>>>,
+}
+
+impl WritePageGuard<'_> {
+    /// The page's identity.
+    pub fn page_id(&self) -> PageId {
+        self.id
+    }
+    /// The page bytes (one page).
+    pub fn data(&self) -> &[u8] {
+        self.data.as_ref().expect("held until drop")
+    }
+    /// The page bytes for change; marks the page dirty.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        self.frame_ref().dirty.store(true, Ordering::Release);
+        self.data.as_mut().expect("held until drop")
+    }
+    /// The page LSN.
+    pub fn page_lsn(&self) -> u64 {
+        page_lsn(self.data())
+    }
+
+    pub(super) fn frame_ref(&self) -> &Frame {
+        self.pool.frame(self.frame)
+    }
+
+    /// Records that a WAL record ending at `lsn` changed this page: the frame's oldest
+    /// unflushed change (`rec_lsn`, InnoDB's `oldest_modification`) is set if unset.
+    pub(super) fn note_logged(&self, lsn: u64) {
+        let _ = self.frame_ref().rec_lsn.compare_exchange(0, lsn, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+impl Drop for WritePageGuard<'_> {
+    fn drop(&mut self) {
+        self.data.take();
+        self.pool.unpin(self.frame);
+    }
+}

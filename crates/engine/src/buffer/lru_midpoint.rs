@@ -1,0 +1,358 @@
+//! InnoDB's LRU list with midpoint insertion (storage/innobase/buf/buf0lru.cc, MariaDB 10.11;
+//! manual: "Making the Buffer Pool Scan Resistant").
+//!
+//! The list runs from the young head to the old tail. Its last `old_pct` percent (3/8 by
+//! default) is the old sublist; `lru_old` points at its first element. A page read into the
+//! pool enters at the midpoint, the head of the old sublist (`buf_LRU_add_block(old=true)`),
+//! so a scan that touches each page once pushes out only old pages. A page in the old
+//! sublist moves to the young head when accessed at least `old_blocks_time_ms` after its
+//! first access, the read that loaded it (`buf_page_make_young_if_needed`). InnoDB also
+//! moves nothing until the first eviction (`freed_page_clock == 0`); mvcclab does not
+//! model that warm-up rule. A young page is moved to the head only
+//! when it is not in the first quarter of the young sublist (`buf_page_peek_if_young`,
+//! approximated by position). Victims come from the tail (`buf_LRU_scan_and_free_block`).
+//! While the list is shorter than `old_min_len` (BUF_LRU_OLD_MIN_LEN) there is no old
+//! sublist and pages enter at the head. The old sublist is kept at its share by
+//! `buf_LRU_old_adjust_len`: after each change `lru_old` moves one step at a time.
+//!
+//! # Locking
+//! One mutex over the list (InnoDB's `buf_pool.mutex`). Hits on young pages near the head
+//! do not take it (the quarter rule exists for exactly that).
+
+use super::replacer::{FrameId, Replacer};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+const NIL: usize = usize::MAX;
+
+#[derive(Clone, Copy)]
+struct Node {
+    prev: usize,
+    next: usize,
+    in_list: bool,
+    old: bool,
+}
+
+struct List {
+    nodes: Vec<Node>,
+    head: usize,
+    tail: usize,
+    len: usize,
+    /// First node of the old sublist (NIL when there is none).
+    lru_old: usize,
+    old_len: usize,
+    /// Position counter for the young-quarter rule: node → sequence number when it was last
+    /// put at the head.
+    head_seq: Vec<u64>,
+    seq: u64,
+    /// Lock-free copy of each node's `old` flag, read on hits without the mutex (a hint: a
+    /// stale value costs at most one extra lock acquisition).
+    hint_old: Arc<[AtomicBool]>,
+}
+
+/// The LRU-with-midpoint policy. See the module doc.
+pub struct LruMidpoint {
+    list: Mutex<List>,
+    old_pct: usize,
+    old_blocks_time_us: u64,
+    old_min_len: usize,
+    first_access_us: Box<[AtomicU64]>,
+    is_old: Arc<[AtomicBool]>,
+    epoch: Instant,
+}
+
+impl List {
+    fn set_old(&mut self, f: usize, old: bool) {
+        self.nodes[f].old = old;
+        self.hint_old[f].store(old, Ordering::Relaxed);
+    }
+
+    fn unlink(&mut self, f: usize) {
+        let n = self.nodes[f];
+        if n.prev != NIL {
+            self.nodes[n.prev].next = n.next;
+        } else {
+            self.head = n.next;
+        }
+        if n.next != NIL {
+            self.nodes[n.next].prev = n.prev;
+        } else {
+            self.tail = n.prev;
+        }
+        if self.lru_old == f {
+            self.lru_old = n.next;
+        }
+        if n.old {
+            self.old_len -= 1;
+        }
+        self.nodes[f] = Node { prev: NIL, next: NIL, in_list: false, old: false };
+        self.hint_old[f].store(false, Ordering::Relaxed);
+        self.len -= 1;
+    }
+
+    fn push_head(&mut self, f: usize) {
+        self.nodes[f] = Node { prev: NIL, next: self.head, in_list: true, old: false };
+        self.hint_old[f].store(false, Ordering::Relaxed);
+        if self.head != NIL {
+            self.nodes[self.head].prev = f;
+        } else {
+            self.tail = f;
+        }
+        self.head = f;
+        self.len += 1;
+        self.seq += 1;
+        self.head_seq[f] = self.seq;
+    }
+
+    /// Inserts `f` just after `lru_old`, into the old sublist (buf0lru.cc
+    /// `buf_LRU_add_block_low` with old = true: `UT_LIST_INSERT_AFTER(LRU, LRU_old, bpage)`).
+    fn insert_at_midpoint(&mut self, f: usize) {
+        let at = self.lru_old;
+        let next = self.nodes[at].next;
+        self.nodes[f] = Node { prev: at, next, in_list: true, old: true };
+        self.hint_old[f].store(true, Ordering::Relaxed);
+        self.nodes[at].next = f;
+        if next != NIL {
+            self.nodes[next].prev = f;
+        } else {
+            self.tail = f;
+        }
+        self.old_len += 1;
+        self.len += 1;
+    }
+
+    /// buf_LRU_old_adjust_len: moves the boundary until the old sublist holds its share.
+    fn adjust_old(&mut self, old_pct: usize, min_len: usize) {
+        if self.len < min_len {
+            // No old sublist: every node is young.
+            let mut f = self.lru_old;
+            while f != NIL {
+                self.set_old(f, false);
+                f = self.nodes[f].next;
+            }
+            self.lru_old = NIL;
+            self.old_len = 0;
+            return;
+        }
+        if self.lru_old == NIL {
+            self.lru_old = self.tail;
+            self.set_old(self.tail, true);
+            self.old_len = 1;
+        }
+        let target = self.len * old_pct / 100;
+        while self.old_len < target {
+            let p = self.nodes[self.lru_old].prev;
+            if p == NIL {
+                break;
+            }
+            self.set_old(p, true);
+            self.lru_old = p;
+            self.old_len += 1;
+        }
+        while self.old_len > target.max(1) {
+            let f = self.lru_old;
+            self.set_old(f, false);
+            self.lru_old = self.nodes[f].next;
+            self.old_len -= 1;
+        }
+    }
+}
+
+impl LruMidpoint {
+    /// A policy for `frames` frames with InnoDB's settings (see [`super::ReplacerConfig`]).
+    pub fn new(frames: usize, old_pct: u8, old_blocks_time_ms: u64, old_min_len: usize) -> Self {
+        let is_old: Arc<[AtomicBool]> = (0..frames).map(|_| AtomicBool::new(false)).collect();
+        LruMidpoint {
+            list: Mutex::new(List {
+                nodes: vec![Node { prev: NIL, next: NIL, in_list: false, old: false }; frames],
+                head: NIL,
+                tail: NIL,
+                len: 0,
+                lru_old: NIL,
+                old_len: 0,
+                head_seq: vec![0; frames],
+                seq: 0,
+                hint_old: is_old.clone(),
+            }),
+            old_pct: (old_pct as usize).clamp(5, 95),
+            old_blocks_time_us: old_blocks_time_ms * 1000,
+            old_min_len: old_min_len.max(1),
+            first_access_us: (0..frames).map(|_| AtomicU64::new(0)).collect(),
+            is_old,
+            epoch: Instant::now(),
+        }
+    }
+
+    fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64 + 1
+    }
+
+    /// Frames from young head to old tail, with their old flag (for tests and reports).
+    pub fn order(&self) -> Vec<(FrameId, bool)> {
+        let l = self.list.lock();
+        let mut out = Vec::with_capacity(l.len);
+        let mut f = l.head;
+        while f != NIL {
+            out.push((f, l.nodes[f].old));
+            f = l.nodes[f].next;
+        }
+        out
+    }
+}
+
+impl Replacer for LruMidpoint {
+    fn loaded(&self, frame: FrameId) {
+        let mut l = self.list.lock();
+        if l.nodes[frame].in_list {
+            l.unlink(frame);
+        }
+        if l.lru_old != NIL && l.len >= self.old_min_len {
+            l.insert_at_midpoint(frame);
+        } else {
+            l.push_head(frame);
+        }
+        l.adjust_old(self.old_pct, self.old_min_len);
+        // The read that loaded the page is its first access (buf_page_get_low →
+        // `set_accessed`): old_blocks_time runs from here.
+        self.first_access_us[frame].store(self.now_us(), Ordering::Relaxed);
+    }
+
+    fn accessed(&self, frame: FrameId) {
+        let now = self.now_us();
+        if self.is_old[frame].load(Ordering::Relaxed) {
+            // buf_page_peek_if_too_old: an old page is made young only when accessed at
+            // least old_blocks_time after its first access.
+            let first = self.first_access_us[frame].load(Ordering::Relaxed);
+            if now.saturating_sub(first) < self.old_blocks_time_us {
+                return;
+            }
+        }
+        let mut l = self.list.lock();
+        if !l.nodes[frame].in_list {
+            return;
+        }
+        if !l.nodes[frame].old {
+            // Young: only move if it has drifted out of the young sublist's first quarter.
+            let young_len = l.len - l.old_len;
+            if l.seq - l.head_seq[frame] < (young_len / 4) as u64 {
+                return;
+            }
+        }
+        l.unlink(frame);
+        l.push_head(frame);
+        l.adjust_old(self.old_pct, self.old_min_len);
+    }
+
+    fn removed(&self, frame: FrameId) {
+        let mut l = self.list.lock();
+        if l.nodes[frame].in_list {
+            l.unlink(frame);
+            l.adjust_old(self.old_pct, self.old_min_len);
+        }
+    }
+
+    fn victim(&self, evictable: &dyn Fn(FrameId) -> bool) -> Option<FrameId> {
+        let l = self.list.lock();
+        let mut f = l.tail;
+        while f != NIL {
+            if evictable(f) {
+                return Some(f);
+            }
+            f = l.nodes[f].prev;
+        }
+        None
+    }
+
+    fn next_victims(&self, n: usize) -> Vec<FrameId> {
+        let l = self.list.lock();
+        let mut out = Vec::with_capacity(n);
+        let mut f = l.tail;
+        while f != NIL && out.len() < n {
+            out.push(f);
+            f = l.nodes[f].prev;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_pages_enter_at_the_midpoint_and_old_share_is_three_eighths() {
+        let r = LruMidpoint::new(64, 37, 0, 8);
+        for f in 0..16 {
+            r.loaded(f);
+        }
+        let order = r.order();
+        assert_eq!(order.len(), 16);
+        let old = order.iter().filter(|(_, o)| *o).count();
+        assert_eq!(old, 16 * 37 / 100);
+        // The most recent load sits at the midpoint, among the first two old pages, not at
+        // the list head.
+        let first_old = order.iter().position(|(_, o)| *o).unwrap();
+        let at = order.iter().position(|(f, _)| *f == 15).unwrap();
+        assert!(order[at].1, "a new page is old");
+        assert!(at == first_old || at == first_old + 1, "{order:?}");
+        assert_ne!(order[0].0, 15);
+    }
+
+    #[test]
+    fn a_scan_evicts_only_old_pages_and_spares_the_hot_set() {
+        let r = LruMidpoint::new(200, 37, 0, 8);
+        // Hot set 0..20 and cold pages 20..40 read once; then the hot set is used again,
+        // which makes it young.
+        for f in 0..40 {
+            r.loaded(f);
+        }
+        for f in 0..20 {
+            r.accessed(f);
+        }
+        // A scan of 100 pages read once.
+        for f in 40..140 {
+            r.loaded(f);
+        }
+        // The next 60 victims never include a hot page.
+        let victims = r.next_victims(60);
+        assert!(victims.iter().all(|&f| f >= 20), "{victims:?}\n{:?}", r.order());
+    }
+
+    #[test]
+    fn old_blocks_time_delays_promotion() {
+        let fast = LruMidpoint::new(64, 37, 0, 4);
+        for f in 0..10 {
+            fast.loaded(f);
+        }
+        let old_frame = fast.order().iter().find(|(_, o)| *o).unwrap().0;
+        fast.accessed(old_frame);
+        assert_eq!(fast.order()[0], (old_frame, false), "old_blocks_time 0: any re-access makes young");
+        let r = LruMidpoint::new(64, 37, 60_000, 4);
+        for f in 0..10 {
+            r.loaded(f);
+        }
+        let before = r.order();
+        let old_frame = before.iter().find(|(_, o)| *o).unwrap().0;
+        r.accessed(old_frame);
+        r.accessed(old_frame);
+        let after = r.order();
+        assert!(after.iter().find(|(f, _)| *f == old_frame).unwrap().1, "still old within old_blocks_time");
+    }
+
+    #[test]
+    fn victim_skips_pinned_tail_frames_and_removal_unlinks() {
+        let r = LruMidpoint::new(8, 37, 0, 4);
+        for f in 0..6 {
+            r.loaded(f);
+        }
+        let tail = r.next_victims(1)[0];
+        let v = r.victim(&|f| f != tail).unwrap();
+        assert_ne!(v, tail);
+        r.removed(v);
+        assert_eq!(r.order().len(), 5);
+        assert!(r.order().iter().all(|(f, _)| *f != v));
+        assert_eq!(r.victim(&|_| false), None);
+    }
+}

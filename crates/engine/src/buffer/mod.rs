@@ -1,0 +1,83 @@
+//! The buffer pool: a fixed number of frames caching pages, with pins kept apart from
+//! content locks, two replacement policies, dirty tracking, the WAL-before-data rule, the
+//! doublewrite write path and a background writer / page cleaner.
+//!
+//! Follows PostgreSQL src/backend/storage/buffer/README (REL_15) for pins and locks, and
+//! bufmgr.c `BufferAlloc` / `FlushBuffer` for eviction; the replacers are PostgreSQL's
+//! clock sweep ([`ClockSweep`], freelist.c) and InnoDB's LRU with midpoint insertion
+//! ([`LruMidpoint`], buf0lru.cc).
+//!
+//! # Access rules (after PostgreSQL's buffer README)
+//! 1. Page bytes are touched only through a [`ReadPageGuard`] (pin + shared content lock)
+//!    or a [`WritePageGuard`] (pin + exclusive content lock). A pin alone keeps the frame
+//!    from being evicted; the content lock keeps the bytes from changing under a reader.
+//! 2. Changing a page needs the exclusive lock; `WritePageGuard::data_mut` marks it dirty.
+//!    A WAL-logged change follows the recipe in `wal` and goes through [`log_change`].
+//! 3. Writing a page out needs only a pin and the shared lock: the writer copies the page,
+//!    clears the dirty flag under that lock, and writes the copy; a change made after the
+//!    copy sets the flag again, so the page is written again later.
+//! 4. WAL-before-data: before a copy is written, the WAL is flushed up to the copy's page
+//!    LSN (bufmgr.c `FlushBuffer` → `XLogFlush`).
+//! 5. With the doublewrite buffer on, copies reach their home location only after their
+//!    doublewrite copies are synced ([`Doublewrite`]).
+//!
+//! # Invariants
+//! 1. A frame maps at most one page, and a page at most one frame (the page table is the
+//!    authority; a frame's own page field is a hint checked under the partition lock).
+//! 2. A pin count is raised only under the page's partition lock (or by claiming an
+//!    unpinned, unmapped frame 0 → 1); so an evictor that sees 0 pins under that lock
+//!    owns the frame.
+//! 3. A frame is evicted only when it is unpinned by others and clean at the final check
+//!    under the partition lock.
+//!
+//! # Locking
+//! Lock order: page-table partition → frame content lock; never two partitions at once;
+//! the replacer's own lock (LRU) and the free-list lock are leaves. No partition lock is
+//! held across I/O. A thread may hold content locks of several pages only when it follows a
+//! consistent order (the B+tree's, later).
+//!
+//! # Crash safety
+//! The pool holds no durable state. What reaches the device is whole page copies with
+//! checksums, after the WAL covering them is durable; a torn write is repaired from a
+//! full-page image in the WAL or from the doublewrite area, by recovery (a later issue).
+
+mod clock_sweep;
+mod doublewrite;
+mod guard;
+mod lru_midpoint;
+mod pool;
+mod replacer;
+
+pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
+pub use doublewrite::Doublewrite;
+pub use guard::{ReadPageGuard, WritePageGuard};
+pub use lru_midpoint::LruMidpoint;
+pub use pool::{BufferPool, BufferPoolConfig, PageCleanerConfig, PoolState};
+pub use replacer::{FrameId, Replacer, ReplacerConfig};
+
+use crate::error::Result;
+use crate::wal::{Lsn, RecordBuilder, Wal};
+
+/// Inserts WAL record `rec` for the pages held by `guards` (block `i` of the record is
+/// `guards[i]`), stamps the record's end LSN into every page, marks them dirty and notes
+/// the oldest unflushed change of each frame. Step 3 of the WAL coding recipe.
+///
+/// Panics if the guards do not match the registered blocks in number and order (a caller
+/// bug, not an input error). Errors: as [`Wal::insert`].
+pub fn log_change(wal: &Wal, rec: &RecordBuilder, guards: &mut [&mut WritePageGuard<'_>]) -> Result<Lsn> {
+    assert!(
+        rec.pages().eq(guards.iter().map(|g| g.page_id())),
+        "log_change: guards must match the record's registered blocks"
+    );
+    let lsn = {
+        let mut pages: Vec<&mut [u8]> = guards.iter_mut().map(|g| g.data_mut()).collect();
+        wal.insert(rec, &mut pages)?
+    };
+    for g in guards.iter() {
+        g.note_logged(lsn.0);
+    }
+    Ok(lsn)
+}
+
+#[cfg(test)]
+mod tests;

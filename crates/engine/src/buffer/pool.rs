@@ -1,0 +1,519 @@
+//! The buffer pool proper: frames, the partitioned page table, pin/load/evict, and the
+//! write path shared by eviction, the page cleaner and the checkpointer.
+
+use super::doublewrite::Doublewrite;
+use super::guard::{ReadPageGuard, WritePageGuard};
+use super::replacer::{FrameId, Replacer, ReplacerConfig};
+use super::{ClockSweep, LruMidpoint};
+use crate::device::FileId;
+use crate::error::{Error, Result};
+use crate::page::{page_lsn, PageId, PageStore};
+use crate::stats::{Metric, Stats};
+use crate::wal::{Lsn, Wal};
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Page-table partitions (PostgreSQL NUM_BUFFER_PARTITIONS).
+const PARTITIONS: usize = 128;
+const NO_PAGE: u64 = u64::MAX;
+
+fn pack(id: PageId) -> u64 {
+    ((id.rel as u64) << 32) | id.block as u64
+}
+fn unpack(v: u64) -> Option<PageId> {
+    (v != NO_PAGE).then(|| PageId::new((v >> 32) as u32, v as u32))
+}
+
+/// Settings of the background writer / page cleaner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageCleanerConfig {
+    /// Run the page cleaner thread.
+    pub enabled: bool,
+    /// Sleep between rounds in ms (PostgreSQL bgwriter_delay, 200; InnoDB page cleaner
+    /// runs once a second).
+    pub interval_ms: u64,
+    /// Frames examined per round at the eviction end (PostgreSQL bgwriter_lru_maxpages,
+    /// 100; InnoDB innodb_lru_scan_depth, 1536).
+    pub lru_scan_pages: usize,
+    /// When set, dirty frames above this percent of the pool are flushed oldest change
+    /// first (InnoDB innodb_max_dirty_pages_pct, 90); PostgreSQL has no such rule (None).
+    pub max_dirty_pct: Option<u8>,
+}
+
+impl Default for PageCleanerConfig {
+    fn default() -> Self {
+        PageCleanerConfig { enabled: true, interval_ms: 200, lru_scan_pages: 100, max_dirty_pct: None }
+    }
+}
+
+/// Settings of the buffer pool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BufferPoolConfig {
+    /// Number of frames (pages the pool holds).
+    pub frames: usize,
+    /// Replacement policy.
+    pub replacer: ReplacerConfig,
+    /// Background writer / page cleaner.
+    pub page_cleaner: PageCleanerConfig,
+}
+
+impl Default for BufferPoolConfig {
+    fn default() -> Self {
+        BufferPoolConfig {
+            frames: 1024,
+            replacer: ReplacerConfig::ClockSweep,
+            page_cleaner: PageCleanerConfig::default(),
+        }
+    }
+}
+
+/// What the pool holds now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolState {
+    /// Frames in the pool.
+    pub frames: usize,
+    /// Frames holding a page.
+    pub resident_pages: usize,
+    /// Frames holding a page changed since it was last written.
+    pub dirty_pages: usize,
+}
+
+pub(super) struct Frame {
+    page: AtomicU64,
+    pins: AtomicU32,
+    pub(super) dirty: AtomicBool,
+    valid: AtomicBool,
+    pub(super) rec_lsn: AtomicU64,
+    data: RwLock<Box<[u8]>>,
+}
+
+/// A fixed set of frames caching pages of a [`PageStore`]. See the `buffer` module doc for
+/// the rules.
+pub struct BufferPool {
+    frames: Box<[Frame]>,
+    table: Box<[Mutex<HashMap<PageId, FrameId>>]>,
+    free: Mutex<Vec<FrameId>>,
+    replacer: Box<dyn Replacer>,
+    store: Arc<PageStore>,
+    wal: Arc<Wal>,
+    dblwr: Option<Doublewrite>,
+    stats: Arc<Stats>,
+    unsynced_rels: Mutex<BTreeSet<FileId>>,
+    cfg: BufferPoolConfig,
+}
+
+impl BufferPool {
+    /// A pool of `cfg.frames` frames over `store`, flushing `wal` before every page write,
+    /// and writing through `dblwr` when given.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for zero frames or out-of-range replacer settings.
+    pub fn new(
+        cfg: BufferPoolConfig,
+        store: Arc<PageStore>,
+        wal: Arc<Wal>,
+        dblwr: Option<Doublewrite>,
+        stats: Arc<Stats>,
+    ) -> Result<Self> {
+        let n = cfg.frames;
+        if n == 0 {
+            return Err(Error::InvalidConfig("buffer pool frames must be at least 1".into()));
+        }
+        let replacer: Box<dyn Replacer> = match &cfg.replacer {
+            ReplacerConfig::ClockSweep => Box::new(ClockSweep::new(n)),
+            ReplacerConfig::LruMidpoint { old_pct, old_blocks_time_ms, old_min_len } => {
+                if !(5..=95).contains(old_pct) {
+                    return Err(Error::InvalidConfig(format!(
+                        "lru_midpoint old_pct must be 5..=95 (innodb_old_blocks_pct), got {old_pct}"
+                    )));
+                }
+                Box::new(LruMidpoint::new(n, *old_pct, *old_blocks_time_ms, *old_min_len))
+            }
+        };
+        let page_bytes = store.page_size().bytes();
+        let frames = (0..n)
+            .map(|_| Frame {
+                page: AtomicU64::new(NO_PAGE),
+                pins: AtomicU32::new(0),
+                dirty: AtomicBool::new(false),
+                valid: AtomicBool::new(false),
+                rec_lsn: AtomicU64::new(0),
+                data: RwLock::new(vec![0u8; page_bytes].into_boxed_slice()),
+            })
+            .collect();
+        Ok(BufferPool {
+            frames,
+            table: (0..PARTITIONS).map(|_| Mutex::new(HashMap::new())).collect(),
+            free: Mutex::new((0..n).rev().collect()),
+            replacer,
+            store,
+            wal,
+            dblwr,
+            stats,
+            unsynced_rels: Mutex::new(BTreeSet::new()),
+            cfg,
+        })
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &BufferPoolConfig {
+        &self.cfg
+    }
+
+    /// The page store below.
+    pub fn store(&self) -> &Arc<PageStore> {
+        &self.store
+    }
+
+    /// The WAL the pool flushes before writing pages.
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.wal
+    }
+
+    pub(super) fn frame(&self, f: FrameId) -> &Frame {
+        &self.frames[f]
+    }
+
+    fn partition(&self, id: PageId) -> &Mutex<HashMap<PageId, FrameId>> {
+        let h = pack(id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.table[(h >> 57) as usize % PARTITIONS]
+    }
+
+    /// Pins and share-locks page `id`, reading it on a miss.
+    ///
+    /// Errors: [`Error::BufferPoolExhausted`] when every frame is pinned; the page store's
+    /// errors (no such page, checksum mismatch, device errors); write errors of evicting a
+    /// dirty victim.
+    pub fn fetch_read(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+        let f = self.pin(id, false)?;
+        Ok(ReadPageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.read()) })
+    }
+
+    /// Pins and exclusively locks page `id`, reading it on a miss.
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fetch_write(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+        let f = self.pin(id, false)?;
+        Ok(WritePageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.write()) })
+    }
+
+    /// Allocates a page of `rel` in the store and returns it zeroed, pinned, exclusively
+    /// locked and dirty, without reading it (PostgreSQL `ReadBuffer(P_NEW)`).
+    ///
+    /// Errors: as [`PageStore::allocate_page`] and [`BufferPool::fetch_read`].
+    pub fn new_page(&self, rel: FileId) -> Result<WritePageGuard<'_>> {
+        let id = self.store.allocate_page(rel)?;
+        let f = self.pin(id, true)?;
+        let mut g = WritePageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.write()) };
+        g.data_mut().fill(0);
+        Ok(g)
+    }
+
+    pub(super) fn unpin(&self, f: FrameId) {
+        let fr = &self.frames[f];
+        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && fr.page.load(Ordering::Acquire) == NO_PAGE {
+            self.free.lock().push(f);
+        }
+    }
+
+    /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss.
+    fn pin(&self, id: PageId, create: bool) -> Result<FrameId> {
+        let part = self.partition(id);
+        loop {
+            let found = {
+                let t = part.lock();
+                t.get(&id).map(|&f| {
+                    self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
+                    f
+                })
+            };
+            if let Some(f) = found {
+                let fr = &self.frames[f];
+                if !fr.valid.load(Ordering::Acquire) {
+                    drop(fr.data.read()); // wait for the thread loading it
+                    if !fr.valid.load(Ordering::Acquire) {
+                        self.unpin(f); // its load failed; try ourselves
+                        continue;
+                    }
+                }
+                self.replacer.accessed(f);
+                if !create {
+                    self.stats.add(Metric::buffer_hits, 1);
+                }
+                return Ok(f);
+            }
+            let f = self.grab_frame()?;
+            let fr = &self.frames[f];
+            let mut t = part.lock();
+            if t.contains_key(&id) {
+                drop(t);
+                self.unpin(f);
+                continue;
+            }
+            let mut data = fr.data.write();
+            t.insert(id, f);
+            fr.page.store(pack(id), Ordering::Release);
+            drop(t);
+            let loaded = if create {
+                data.fill(0);
+                Ok(())
+            } else {
+                self.store.read_page(id, &mut data)
+            };
+            match loaded {
+                Ok(()) => {
+                    fr.valid.store(true, Ordering::Release);
+                    drop(data);
+                    self.replacer.loaded(f);
+                    if !create {
+                        self.stats.add(Metric::buffer_misses, 1);
+                    }
+                    return Ok(f);
+                }
+                Err(e) => {
+                    let mut t = part.lock();
+                    t.remove(&id);
+                    fr.page.store(NO_PAGE, Ordering::Release);
+                    drop(t);
+                    drop(data);
+                    self.unpin(f);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// A frame pinned once by the caller, holding no page: from the free list, else evicted.
+    fn grab_frame(&self) -> Result<FrameId> {
+        loop {
+            let Some(f) = self.free.lock().pop() else { break };
+            if self.frames[f].pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                return Ok(f);
+            }
+            // A stale pin from a failed load: its unpin puts the frame back.
+        }
+        self.evict()
+    }
+
+    /// Evicts a victim chosen by the replacer, writing it first when dirty (PostgreSQL
+    /// `BufferAlloc`: FlushBuffer under a pin, then recheck under the partition lock).
+    fn evict(&self) -> Result<FrameId> {
+        let n = self.frames.len();
+        for _ in 0..(2 * n).max(16) {
+            let evictable = |f: FrameId| self.frames[f].pins.load(Ordering::Relaxed) == 0;
+            let Some(f) = self.replacer.victim(&evictable) else { break };
+            let fr = &self.frames[f];
+            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else { continue };
+            let part = self.partition(id);
+            {
+                let t = part.lock();
+                if t.get(&id) != Some(&f)
+                    || fr.pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_err()
+                {
+                    continue;
+                }
+            }
+            if fr.dirty.load(Ordering::Acquire) {
+                if let Err(e) = self.write_frames(&[f]) {
+                    self.unpin(f);
+                    return Err(e);
+                }
+            }
+            let mut t = part.lock();
+            if fr.pins.load(Ordering::Acquire) == 1 && !fr.dirty.load(Ordering::Acquire) {
+                t.remove(&id);
+                fr.page.store(NO_PAGE, Ordering::Release);
+                fr.valid.store(false, Ordering::Release);
+                drop(t);
+                self.replacer.removed(f);
+                self.stats.add(Metric::buffer_evictions, 1);
+                return Ok(f);
+            }
+            drop(t);
+            self.unpin(f);
+        }
+        Err(Error::BufferPoolExhausted { frames: n })
+    }
+
+    /// Pins frame `f` if it holds a page; returns the page.
+    fn pin_resident(&self, f: FrameId) -> Option<PageId> {
+        let id = unpack(self.frames[f].page.load(Ordering::Acquire))?;
+        let t = self.partition(id).lock();
+        if t.get(&id) == Some(&f) {
+            self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
+            Some(id)
+        } else {
+            None
+        }
+    }
+
+    /// Writes the dirty pages among `fs` (frames the caller has pinned) to their home
+    /// locations, the WAL flushed first up to their highest page LSN (WAL-before-data), and
+    /// through the doublewrite area when configured. Counts `buffer_pages_written` to the
+    /// current cause. Returns the pages written.
+    ///
+    /// Errors: WAL flush or device errors; the pages stay dirty then.
+    pub(super) fn write_frames(&self, fs: &[FrameId]) -> Result<usize> {
+        let mut copies: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(fs.len());
+        let mut written_frames = Vec::with_capacity(fs.len());
+        let mut max_lsn = 0;
+        for &f in fs {
+            let fr = &self.frames[f];
+            let g = fr.data.read();
+            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else { continue };
+            if !fr.dirty.swap(false, Ordering::AcqRel) {
+                continue;
+            }
+            fr.rec_lsn.store(0, Ordering::Release);
+            max_lsn = max_lsn.max(page_lsn(&g));
+            copies.push((id, g.to_vec()));
+            written_frames.push(f);
+        }
+        if copies.is_empty() {
+            return Ok(0);
+        }
+        let n = copies.len();
+        let r = self.write_copies(&mut copies, max_lsn);
+        if r.is_err() {
+            for f in written_frames {
+                self.frames[f].dirty.store(true, Ordering::Release);
+            }
+        }
+        r.map(|_| n)
+    }
+
+    fn write_copies(&self, copies: &mut [(PageId, Vec<u8>)], max_lsn: u64) -> Result<()> {
+        self.wal.flush(Lsn(max_lsn))?;
+        debug_assert!(self.wal.durable_lsn().0 >= max_lsn, "WAL-before-data");
+        match &self.dblwr {
+            Some(d) => d.write_through(copies, |id, copy| self.store.write_page(id, copy))?,
+            None => {
+                for (id, copy) in copies.iter_mut() {
+                    self.store.write_page(*id, copy)?;
+                }
+                self.unsynced_rels.lock().extend(copies.iter().map(|(id, _)| id.rel));
+            }
+        }
+        self.stats.add(Metric::buffer_pages_written, copies.len() as u64);
+        Ok(())
+    }
+
+    /// Writes every dirty page, in page order (PostgreSQL `BufferSync` sorts checkpoint
+    /// writes), in batches of 64. Counted to the current cause. Returns pages written.
+    ///
+    /// Errors: as [`BufferPool::write_frames`].
+    pub fn flush_all(&self) -> Result<usize> {
+        let mut dirty: Vec<(PageId, FrameId)> = (0..self.frames.len())
+            .filter(|&f| self.frames[f].dirty.load(Ordering::Acquire))
+            .filter_map(|f| self.pin_resident(f).map(|id| (id, f)))
+            .collect();
+        dirty.sort_unstable();
+        let frames: Vec<FrameId> = dirty.iter().map(|d| d.1).collect();
+        self.write_pinned_batches(&frames)
+    }
+
+    /// Writes pinned frames in batches of 64, unpinning all of them whatever happens.
+    fn write_pinned_batches(&self, frames: &[FrameId]) -> Result<usize> {
+        let mut total = 0;
+        let mut result = Ok(());
+        for chunk in frames.chunks(64) {
+            if result.is_ok() {
+                match self.write_frames(chunk) {
+                    Ok(n) => total += n,
+                    Err(e) => result = Err(e),
+                }
+            }
+            for &f in chunk {
+                self.unpin(f);
+            }
+        }
+        result.map(|_| total)
+    }
+
+    /// One round of the background writer / page cleaner (PostgreSQL bgwriter.c
+    /// `BgBufferSync`; InnoDB buf0flu.cc `buf_flush_LRU` and `buf_flush_list`): writes the
+    /// dirty, unpinned frames among the next `lru_scan_pages` victims, then, with
+    /// `max_dirty_pct`, the oldest-changed dirty frames above that share. Counted to the
+    /// current cause (the page cleaner thread enters `page_cleaner`). Returns pages written.
+    ///
+    /// Errors: as [`BufferPool::write_frames`].
+    pub fn clean_round(&self, cfg: &PageCleanerConfig) -> Result<usize> {
+        let mut picked: Vec<FrameId> = self
+            .replacer
+            .next_victims(cfg.lru_scan_pages)
+            .into_iter()
+            .filter(|&f| {
+                let fr = &self.frames[f];
+                fr.dirty.load(Ordering::Acquire) && fr.pins.load(Ordering::Acquire) == 0
+            })
+            .filter(|&f| self.pin_resident(f).is_some())
+            .collect();
+        let mut written = self.write_pinned_batches(&picked)?;
+        if let Some(pct) = cfg.max_dirty_pct {
+            let limit = self.frames.len() * pct as usize / 100;
+            let mut dirty: Vec<(u64, FrameId)> = (0..self.frames.len())
+                .filter(|&f| self.frames[f].dirty.load(Ordering::Acquire))
+                .map(|f| (self.frames[f].rec_lsn.load(Ordering::Acquire), f))
+                .collect();
+            if dirty.len() > limit {
+                dirty.sort_unstable();
+                let excess = dirty.len() - limit;
+                picked = dirty
+                    .into_iter()
+                    .take(excess)
+                    .filter_map(|(_, f)| self.pin_resident(f).map(|_| f))
+                    .collect();
+                written += self.write_pinned_batches(&picked)?;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Takes the set of relation files written since the last call without a sync (the
+    /// checkpointer syncs them: PostgreSQL's pending-fsync queue, md.c `register_dirty_segment`).
+    pub fn take_unsynced_relations(&self) -> BTreeSet<FileId> {
+        std::mem::take(&mut *self.unsynced_rels.lock())
+    }
+
+    /// Drops page `id` from the pool without writing it (before freeing the page or dropping
+    /// its relation). Returns false, leaving it, when the page is pinned.
+    pub fn discard(&self, id: PageId) -> bool {
+        let part = self.partition(id);
+        let mut t = part.lock();
+        let Some(&f) = t.get(&id) else { return true };
+        let fr = &self.frames[f];
+        if fr.pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        t.remove(&id);
+        fr.page.store(NO_PAGE, Ordering::Release);
+        fr.valid.store(false, Ordering::Release);
+        fr.dirty.store(false, Ordering::Release);
+        fr.rec_lsn.store(0, Ordering::Release);
+        drop(t);
+        self.replacer.removed(f);
+        self.unpin(f);
+        true
+    }
+
+    /// Frames, resident pages and dirty pages now.
+    pub fn state(&self) -> PoolState {
+        let mut s = PoolState { frames: self.frames.len(), ..Default::default() };
+        for fr in self.frames.iter() {
+            if fr.page.load(Ordering::Relaxed) != NO_PAGE {
+                s.resident_pages += 1;
+                if fr.dirty.load(Ordering::Relaxed) {
+                    s.dirty_pages += 1;
+                }
+            }
+        }
+        s
+    }
+
+    /// Whether page `id` is resident (for tests and tools).
+    pub fn is_resident(&self, id: PageId) -> bool {
+        self.partition(id).lock().contains_key(&id)
+    }
+}

@@ -1,0 +1,58 @@
+//! The replacement-policy interface of the buffer pool.
+
+use serde::{Deserialize, Serialize};
+
+/// Index of a frame in the buffer pool.
+pub type FrameId = usize;
+
+/// Which replacement policy a pool uses, with its settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "policy")]
+pub enum ReplacerConfig {
+    /// PostgreSQL's clock sweep (freelist.c `StrategyGetBuffer`).
+    ClockSweep,
+    /// InnoDB's LRU with midpoint insertion (buf0lru.cc).
+    LruMidpoint {
+        /// Share of the list kept as the old sublist, percent (innodb_old_blocks_pct, 37 =
+        /// 3/8).
+        old_pct: u8,
+        /// A page in the old sublist moves to the young head only when accessed at least this
+        /// long after its first access (innodb_old_blocks_time, 1000 ms).
+        old_blocks_time_ms: u64,
+        /// Below this list length there is no old sublist and pages enter at the head
+        /// (BUF_LRU_OLD_MIN_LEN, 512).
+        old_min_len: usize,
+    },
+}
+
+impl ReplacerConfig {
+    /// InnoDB's defaults for the LRU midpoint policy.
+    pub fn lru_midpoint_default() -> Self {
+        ReplacerConfig::LruMidpoint { old_pct: 37, old_blocks_time_ms: 1000, old_min_len: 512 }
+    }
+
+    /// The policy's report name: `clock_sweep` or `lru_midpoint`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReplacerConfig::ClockSweep => "clock_sweep",
+            ReplacerConfig::LruMidpoint { .. } => "lru_midpoint",
+        }
+    }
+}
+
+/// A replacement policy. The pool tells it about loads, hits and removals; it names
+/// victims. Implementations are internally synchronized; calls come from many threads.
+pub trait Replacer: Send + Sync {
+    /// A page was just read (or created) into `frame`.
+    fn loaded(&self, frame: FrameId);
+    /// A resident page in `frame` was pinned again (a buffer hit).
+    fn accessed(&self, frame: FrameId);
+    /// `frame` no longer holds a page.
+    fn removed(&self, frame: FrameId);
+    /// A frame to evict among those for which `evictable` is true (unpinned), or `None`
+    /// when none is found after a full search.
+    fn victim(&self, evictable: &dyn Fn(FrameId) -> bool) -> Option<FrameId>;
+    /// Up to `n` frames in the order `victim` would consider them, without changing any
+    /// state; for the page cleaner, which cleans what will be evicted next.
+    fn next_victims(&self, n: usize) -> Vec<FrameId>;
+}

@@ -1,0 +1,357 @@
+use super::*;
+use crate::device::{file_ids, IoKind, NvmeConfig};
+use crate::page::{identify, set_hole, PageId, PAGE_HEADER_BYTES};
+use crate::stats::{enter, Cause};
+use crate::storage::{CheckpointConfig, Storage, StorageConfig, TornPageProtection};
+use crate::wal::rmgr;
+use crate::Error;
+use proptest::prelude::*;
+
+/// A storage with `frames` frames, tracing, and no background threads (tests drive them).
+pub(crate) fn quiet(frames: usize, tpp: TornPageProtection, replacer: ReplacerConfig) -> Storage {
+    Storage::open(StorageConfig {
+        nvme: NvmeConfig { trace: true, ..Default::default() },
+        buffer_pool: BufferPoolConfig {
+            frames,
+            replacer,
+            page_cleaner: PageCleanerConfig { enabled: false, ..Default::default() },
+        },
+        torn_page_protection: tpp,
+        doublewrite_batch_pages: 4,
+        checkpoint: CheckpointConfig { interval_ms: None, wal_bytes: None },
+        wal_writer_interval_ms: None,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Fills the page outside a 64..len-64 hole with `v` and WAL-logs it as a TEST record.
+pub(crate) fn put(s: &Storage, g: &mut WritePageGuard<'_>, v: u8) -> Lsn {
+    let p = g.data_mut();
+    let n = p.len();
+    p[PAGE_HEADER_BYTES..64].fill(v);
+    p[n - 64..].fill(v);
+    set_hole(p, 64, (n - 64) as u16);
+    let rec = RecordBuilder::new(rmgr::TEST, 0).block(g.page_id(), false, &[v]);
+    log_change(s.wal(), &rec, &mut [g]).unwrap()
+}
+
+fn value(p: &[u8]) -> u8 {
+    p[PAGE_HEADER_BYTES]
+}
+
+#[test]
+fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
+    let s = quiet(4, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    let mut guards: Vec<_> = (0..4).map(|_| pool.new_page(rel).unwrap()).collect();
+    for (i, g) in guards.iter_mut().enumerate() {
+        put(&s, g, i as u8 + 1);
+    }
+    let err = pool.new_page(rel).err().expect("no frame can be had");
+    assert!(matches!(err, Error::BufferPoolExhausted { frames: 4 }), "{err}");
+    let kept = guards.pop().unwrap().page_id();
+    // One frame free again: the next page evicts the unpinned one, never a pinned one.
+    let mut g = pool.new_page(rel).unwrap();
+    put(&s, &mut g, 9);
+    drop(g);
+    for g in &guards {
+        assert!(pool.is_resident(g.page_id()));
+    }
+    assert!(!pool.is_resident(kept), "the only unpinned page was the victim");
+    drop(guards);
+    let r = pool.fetch_read(kept).unwrap();
+    assert_eq!(value(r.data()), 4, "the evicted page reads back from the device");
+}
+
+#[test]
+fn evicting_a_dirty_page_flushes_the_wal_to_its_lsn_first() {
+    let s = quiet(2, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    let mut g = pool.new_page(rel).unwrap();
+    let id = g.page_id();
+    let lsn = put(&s, &mut g, 7);
+    drop(g);
+    assert!(s.wal().durable_lsn() < lsn, "nothing flushed yet");
+    s.vfs().nvme().take_trace();
+    for v in 0..3 {
+        let mut g = pool.new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    assert!(!pool.is_resident(id));
+    assert!(s.wal().durable_lsn() >= lsn);
+    let trace = s.vfs().nvme().take_trace();
+    let page_write = trace
+        .iter()
+        .position(|e| e.kind == IoKind::Write && e.file == rel && e.offset_bytes == 0)
+        .expect("the page was written");
+    let wal_sync = trace
+        .iter()
+        .position(|e| e.kind == IoKind::Sync && file_ids::is_wal(e.file))
+        .expect("the WAL was synced");
+    assert!(wal_sync < page_write, "WAL sync must complete before the page write: {trace:?}");
+}
+
+#[test]
+fn doublewrite_copy_is_synced_before_home_writes() {
+    let s = quiet(64, TornPageProtection::Doublewrite, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    for v in 0..10u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v + 1);
+    }
+    s.vfs().nvme().take_trace();
+    s.checkpoint().unwrap();
+    let trace = s.vfs().nvme().take_trace();
+    let homes: Vec<usize> = trace
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == IoKind::Write && e.file == rel)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(homes.len(), 10);
+    // Batches of 4: each home write is preceded by a doublewrite sync that comes after the
+    // last home write of the previous batch.
+    for (n, &i) in homes.iter().enumerate() {
+        let batch_start = homes[n - n % 4];
+        let dblwr_sync = trace[..batch_start]
+            .iter()
+            .rposition(|e| e.kind == IoKind::Sync && e.file == file_ids::DOUBLEWRITE)
+            .expect("doublewrite synced before the batch");
+        let prev_home = if n >= 4 { homes[n - n % 4 - 1] } else { 0 };
+        assert!(dblwr_sync < i && dblwr_sync >= prev_home, "home write {n} at {i}: {trace:?}");
+    }
+    let c = s.snapshot().counters;
+    assert_eq!(c.cause(Cause::Doublewrite).write_blocks_4k, 10 * 2, "10 pages of 8 KiB");
+    assert_eq!(c.cause(Cause::Doublewrite).syncs, 3);
+    assert_eq!(c.total().doublewrite_pages, 10);
+    assert_eq!(c.total().doublewrite_batches, 3);
+    assert_eq!(c.total().wal_fpi, 0, "doublewrite replaces full-page images");
+    // The area holds whole self-identifying pages: the last batch is pages 8 and 9.
+    let mut area = vec![0u8; 8192];
+    s.vfs().read_at(file_ids::DOUBLEWRITE, 8192, &mut area).unwrap();
+    assert_eq!(identify(&area), Some(PageId::new(rel, 9)));
+}
+
+#[test]
+fn a_damaged_page_is_reported_not_returned() {
+    let s = quiet(2, TornPageProtection::None, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    let mut g = s.pool().new_page(rel).unwrap();
+    let id = g.page_id();
+    put(&s, &mut g, 3);
+    drop(g);
+    s.checkpoint().unwrap();
+    assert!(s.pool().discard(id));
+    // Tear the page: its second 4 KiB block is from "another version".
+    s.vfs().nvme().write_at(rel, 4096, &[0x5Au8; 4096]).unwrap();
+    let e = s.pool().fetch_read(id).err().expect("checksum must fail");
+    assert!(matches!(e, Error::ChecksumMismatch { page, .. } if page == id), "{e}");
+    assert!(!s.pool().is_resident(id), "a page that failed to load is not cached");
+    // The frame is usable again.
+    let mut g = s.pool().new_page(rel).unwrap();
+    put(&s, &mut g, 4);
+}
+
+#[test]
+fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
+    // LRU midpoint: the cleaner flushes the tail. (With the clock sweep it would write only
+    // frames whose usage count fell to 0, as PostgreSQL's BgBufferSync skips recently used
+    // buffers; see clock_sweep_cleaner_skips_recently_used_buffers.)
+    let s = quiet(16, TornPageProtection::FullPageWrites, ReplacerConfig::lru_midpoint_default());
+    let rel = s.store().create_relation().unwrap();
+    for v in 0..8u8 {
+        let _g = enter(Cause::Insert);
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    let before = s.snapshot();
+    let written = {
+        let _g = enter(Cause::PageCleaner);
+        s.pool()
+            .clean_round(&PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 100, max_dirty_pct: None })
+            .unwrap()
+    };
+    assert!(written > 0);
+    let d = s.snapshot().delta(&before).counters;
+    assert_eq!(d.cause(Cause::PageCleaner).buffer_pages_written, written as u64);
+    let pc = d.cause(Cause::PageCleaner);
+    assert!(pc.wal_syncs >= 1, "WAL flushed before the pages");
+    // Its device writes are the pages (2 blocks each) plus the WAL flush it had to do.
+    assert_eq!(pc.write_blocks_4k, 2 * written as u64 + pc.wal_written_bytes.div_ceil(4096));
+    assert_eq!(d.cause(Cause::Insert).write_blocks_4k, 0);
+}
+
+#[test]
+fn clock_sweep_cleaner_skips_recently_used_buffers() {
+    let s = quiet(8, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    for v in 0..8u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    let cfg = PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 100, max_dirty_pct: None };
+    assert_eq!(s.pool().clean_round(&cfg).unwrap(), 0, "every buffer has usage_count 1");
+    // One more page forces a sweep that brings usage counts down to 0 on its way.
+    let mut g = s.pool().new_page(rel).unwrap();
+    put(&s, &mut g, 9);
+    drop(g);
+    assert!(s.pool().clean_round(&cfg).unwrap() > 0);
+}
+
+#[test]
+fn max_dirty_pct_flushes_oldest_changes_first() {
+    let s = quiet(10, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let rel = s.store().create_relation().unwrap();
+    let mut ids = Vec::new();
+    for v in 0..10u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v);
+        ids.push(g.page_id());
+    }
+    let cfg = PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 0, max_dirty_pct: Some(50) };
+    assert_eq!(s.pool().clean_round(&cfg).unwrap(), 5);
+    assert_eq!(s.pool().state().dirty_pages, 5);
+    // The first five (oldest rec_lsn) went.
+    let written: Vec<u64> = s
+        .vfs()
+        .nvme()
+        .take_trace()
+        .iter()
+        .filter(|e| e.kind == IoKind::Write && e.file == rel)
+        .map(|e| e.offset_bytes / 8192)
+        .collect();
+    assert_eq!(written, vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn lru_midpoint_pool_keeps_a_hot_page_through_a_scan() {
+    let s = quiet(
+        32,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::LruMidpoint { old_pct: 37, old_blocks_time_ms: 0, old_min_len: 4 },
+    );
+    let rel = s.store().create_relation().unwrap();
+    let mut ids = Vec::new();
+    for v in 0..100u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v);
+        ids.push(g.page_id());
+    }
+    s.checkpoint().unwrap();
+    for &id in &ids {
+        assert!(s.pool().discard(id));
+    }
+    let hot = ids[0];
+    for _ in 0..3 {
+        drop(s.pool().fetch_read(hot).unwrap());
+    }
+    for &id in &ids[1..] {
+        drop(s.pool().fetch_read(id).unwrap());
+    }
+    assert!(s.pool().is_resident(hot), "a scan must not push out the young hot page");
+}
+
+#[test]
+fn concurrent_writers_and_readers_see_their_own_last_write() {
+    let s = std::sync::Arc::new(quiet(8, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep));
+    let rel = s.store().create_relation().unwrap();
+    let ids: Vec<PageId> = (0..32)
+        .map(|_| {
+            let mut g = s.pool().new_page(rel).unwrap();
+            put(&s, &mut g, 0);
+            g.page_id()
+        })
+        .collect();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let s = s.clone();
+            let mine: Vec<PageId> = ids.iter().copied().skip(t).step_by(4).collect();
+            std::thread::spawn(move || {
+                for round in 1..=20u8 {
+                    for &id in &mine {
+                        let mut g = s.pool().fetch_write(id).unwrap();
+                        put(&s, &mut g, round);
+                    }
+                    for &id in &mine {
+                        assert_eq!(value(s.pool().fetch_read(id).unwrap().data()), round);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for &id in &ids {
+        assert_eq!(value(s.pool().fetch_read(id).unwrap().data()), 20);
+    }
+    let c = s.snapshot().counters.total();
+    assert!(c.buffer_evictions > 0 && c.buffer_misses > 0, "the small pool had to evict: {c:?}");
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write(usize, u8),
+    Read(usize),
+    Checkpoint,
+    Clean,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..12usize, any::<u8>()).prop_map(|(p, v)| Op::Write(p, v)),
+        4 => (0..12usize).prop_map(Op::Read),
+        1 => Just(Op::Checkpoint),
+        1 => Just(Op::Clean),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    /// Model-based: the pool (3 frames, 12 pages, both replacers, both torn-page schemes)
+    /// always returns what a BTreeMap says was last written.
+    #[test]
+    fn pool_agrees_with_a_btreemap(ops in proptest::collection::vec(op(), 1..120), lru in any::<bool>(), dblwr in any::<bool>()) {
+        let replacer = if lru {
+            ReplacerConfig::LruMidpoint { old_pct: 37, old_blocks_time_ms: 0, old_min_len: 2 }
+        } else {
+            ReplacerConfig::ClockSweep
+        };
+        let tpp = if dblwr { TornPageProtection::Doublewrite } else { TornPageProtection::FullPageWrites };
+        let s = quiet(3, tpp, replacer);
+        let rel = s.store().create_relation().unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        let ids: Vec<PageId> = (0..12).map(|_| {
+            let mut g = s.pool().new_page(rel).unwrap();
+            put(&s, &mut g, 0);
+            model.insert(g.page_id(), 0u8);
+            g.page_id()
+        }).collect();
+        for op in ops {
+            match op {
+                Op::Write(p, v) => {
+                    let mut g = s.pool().fetch_write(ids[p]).unwrap();
+                    put(&s, &mut g, v);
+                    model.insert(ids[p], v);
+                }
+                Op::Read(p) => {
+                    let g = s.pool().fetch_read(ids[p]).unwrap();
+                    prop_assert_eq!(value(g.data()), model[&ids[p]]);
+                }
+                Op::Checkpoint => { s.checkpoint().unwrap(); }
+                Op::Clean => { s.pool().clean_round(&PageCleanerConfig::default()).unwrap(); }
+            }
+        }
+        s.checkpoint().unwrap();
+        prop_assert_eq!(s.pool().state().dirty_pages, 0);
+        // Everything is on the device: read it around the pool.
+        for (id, v) in model {
+            let mut page = vec![0u8; 8192];
+            s.store().read_page(id, &mut page).unwrap();
+            prop_assert_eq!(value(&page), v);
+        }
+    }
+}

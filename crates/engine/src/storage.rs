@@ -1,0 +1,460 @@
+//! The storage foundation assembled: device → OS cache → page store → WAL → buffer pool,
+//! with the checkpointer, page cleaner and WAL writer threads, and one snapshot of every
+//! counter.
+//!
+//! # Checkpoints (PostgreSQL xlog.c `CreateCheckPoint`, checkpointer.c)
+//! 1. Move the WAL's redo pointer to the current insert position (from here on, the first
+//!    change of every page carries a full-page image when full-page writes are on).
+//! 2. Write every dirty page of the pool (`BufferPool::flush_all`, page order).
+//! 3. Sync every relation file written since the last checkpoint (the pending-fsync queue).
+//! 4. Insert the checkpoint record (main data: the redo LSN) and flush the WAL.
+//! 5. Write and sync the control file (checkpoint LSN, redo LSN).
+//! 6. Remove WAL segments wholly below the redo pointer.
+//!
+//! A checkpoint starts when `checkpoint.interval_ms` has passed since the last one
+//! (checkpoint_timeout: counted `checkpoints_timed`), when the WAL since the redo pointer
+//! passes `checkpoint.wal_bytes` (max_wal_size: `checkpoints_requested`), or on a call of
+//! [`Storage::checkpoint`] (`checkpoints_requested`). PostgreSQL spreads step 2 over
+//! checkpoint_completion_target; mvcclab writes at full speed (documented difference).
+//!
+//! # Invariants
+//! 1. One checkpoint at a time (a mutex).
+//! 2. When the control file names a checkpoint, every page change before its redo LSN is
+//!    on the device and synced.
+//!
+//! # Locking
+//! Checkpoint mutex → (pool and WAL locks, in their own orders). Background threads hold
+//! `Arc`s of the components, never of `Storage`, and stop when it is dropped.
+//!
+//! # Crash safety
+//! Without recovery (a later issue) a database reopened after a crash is only as consistent
+//! as its last checkpoint; `Storage::close` ends with a checkpoint, so a cleanly closed
+//! database reopens with every change.
+
+use crate::buffer::{BufferPool, BufferPoolConfig, Doublewrite, PoolState};
+use crate::device::{
+    CompressionTotals, Device, FileDevice, MemDevice, Nvme, NvmeConfig, OsCacheConfig, Vfs,
+};
+use crate::error::{Error, Result};
+use crate::page::{PageSize, PageStore};
+use crate::stats::{enter, Cause, Counters, Metric, Stats};
+use crate::wal::{rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN};
+use parking_lot::{Condvar, Mutex};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the device's bytes live.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backing {
+    /// In memory (lost at exit).
+    #[default]
+    Memory,
+    /// Files in a directory.
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// Open with O_DIRECT.
+        direct: bool,
+    },
+}
+
+/// How torn pages are guarded against: the `torn-page protection` switch of the design.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TornPageProtection {
+    /// Full-page images in the WAL (PostgreSQL full_page_writes = on).
+    FullPageWrites,
+    /// The doublewrite buffer (InnoDB innodb_doublewrite = ON).
+    Doublewrite,
+    /// Neither: torn pages are detected by checksum only.
+    None,
+}
+
+impl std::str::FromStr for TornPageProtection {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "full_page_writes" | "fpw" => Ok(Self::FullPageWrites),
+            "doublewrite" => Ok(Self::Doublewrite),
+            "none" => Ok(Self::None),
+            _ => Err(format!("unknown torn-page protection '{s}'; expected full_page_writes, doublewrite or none")),
+        }
+    }
+}
+
+/// When checkpoints start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointConfig {
+    /// Interval in ms (PostgreSQL checkpoint_timeout, 300 s); `None` = never by time.
+    pub interval_ms: Option<u64>,
+    /// WAL bytes since the redo pointer that request one (PostgreSQL max_wal_size, 1 GiB);
+    /// `None` = never by volume.
+    pub wal_bytes: Option<u64>,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        CheckpointConfig { interval_ms: Some(300_000), wal_bytes: Some(1 << 30) }
+    }
+}
+
+/// Everything the storage foundation can be set to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StorageConfig {
+    /// Page size.
+    pub page_size: PageSize,
+    /// Where bytes live.
+    pub backing: Backing,
+    /// The virtual NVMe device.
+    pub nvme: NvmeConfig,
+    /// The emulated OS page cache (size 0 = direct I/O).
+    pub os_cache: OsCacheConfig,
+    /// The buffer pool.
+    pub buffer_pool: BufferPoolConfig,
+    /// The WAL (its `full_page_writes` is set from `torn_page_protection`).
+    pub wal: WalConfig,
+    /// Full-page writes, doublewrite, or none.
+    pub torn_page_protection: TornPageProtection,
+    /// Pages per doublewrite batch (InnoDB: 64).
+    pub doublewrite_batch_pages: usize,
+    /// When checkpoints start.
+    pub checkpoint: CheckpointConfig,
+    /// Background WAL writer interval in ms (PostgreSQL wal_writer_delay, 200); `None` = no
+    /// WAL writer thread.
+    pub wal_writer_interval_ms: Option<u64>,
+    /// Write a zero page when a relation grows (PostgreSQL 15 `smgrextend`).
+    pub zero_fill_on_extend: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            page_size: PageSize::K8,
+            backing: Backing::Memory,
+            nvme: NvmeConfig::default(),
+            os_cache: OsCacheConfig::default(),
+            buffer_pool: BufferPoolConfig::default(),
+            wal: WalConfig::default(),
+            torn_page_protection: TornPageProtection::FullPageWrites,
+            doublewrite_batch_pages: 64,
+            checkpoint: CheckpointConfig::default(),
+            wal_writer_interval_ms: Some(200),
+            zero_fill_on_extend: false,
+        }
+    }
+}
+
+/// State of the WAL in a snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalState {
+    /// Next insert position.
+    pub insert_lsn: u64,
+    /// Durable up to here.
+    pub durable_lsn: u64,
+    /// Redo pointer of the last checkpoint.
+    pub redo_lsn: u64,
+}
+
+/// State of the emulated OS page cache in a snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsCacheState {
+    /// 4 KiB blocks held.
+    pub cached_blocks_4k: usize,
+    /// Dirty 4 KiB blocks held.
+    pub dirty_blocks_4k: usize,
+}
+
+/// One snapshot of the storage: every count per cause (device, OS cache, buffer pool, WAL,
+/// doublewrite, checkpoints), beside the current state (compression, pool, WAL, OS cache).
+/// Serializes to JSON as one object; [`StorageSnapshot::delta`] gives a phase's counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StorageSnapshot {
+    /// Counts per cause since open (or, after `delta`, over the phase).
+    pub counters: Counters,
+    /// Logical and physical bytes held by the device (state, not a count).
+    pub compression: CompressionTotals,
+    /// Buffer pool occupancy (state).
+    pub buffer_pool: PoolState,
+    /// WAL positions (state).
+    pub wal: WalState,
+    /// OS cache occupancy (state; absent without an OS cache).
+    pub os_cache: Option<OsCacheState>,
+}
+
+impl StorageSnapshot {
+    /// Counts between `earlier` and `self`; the state fields are `self`'s.
+    pub fn delta(&self, earlier: &StorageSnapshot) -> StorageSnapshot {
+        StorageSnapshot { counters: self.counters.delta(&earlier.counters), ..self.clone() }
+    }
+}
+
+struct Shutdown {
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Shutdown {
+    /// Sleeps up to `d`; true when shutdown was signalled.
+    fn sleep(&self, d: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if !*stop {
+            self.wake.wait_for(&mut stop, d);
+        }
+        *stop
+    }
+}
+
+/// Runs checkpoints; shared by `Storage` and the checkpointer thread.
+struct Checkpointer {
+    pool: Arc<BufferPool>,
+    wal: Arc<Wal>,
+    vfs: Arc<Vfs>,
+    stats: Arc<Stats>,
+    page_size: PageSize,
+    lock: Mutex<Instant>,
+}
+
+impl Checkpointer {
+    fn run(&self, timed: bool) -> Result<Lsn> {
+        let _cause = enter(Cause::Checkpointer);
+        let mut last = self.lock.lock();
+        self.stats.add(if timed { Metric::checkpoints_timed } else { Metric::checkpoints_requested }, 1);
+        let redo = self.wal.begin_checkpoint();
+        self.pool.flush_all()?;
+        let rels = self.pool.take_unsynced_relations();
+        self.pool.store().sync_relations(rels)?;
+        let rec = RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&redo.0.to_le_bytes());
+        let start = self.wal.insert_lsn();
+        let end = self.wal.insert(&rec, &mut [])?;
+        self.wal.flush(end)?;
+        ControlFile {
+            page_size_bytes: self.page_size.bytes() as u32,
+            wal_block_bytes: self.wal.config().block_bytes as u32,
+            segment_bytes: self.wal.config().segment_bytes,
+            checkpoint_lsn: start.0,
+            redo_lsn: redo.0,
+        }
+        .write(&self.vfs)?;
+        self.wal.remove_segments_before(redo)?;
+        *last = Instant::now();
+        Ok(redo)
+    }
+
+    fn last_started(&self) -> Instant {
+        *self.lock.lock()
+    }
+}
+
+/// An open storage instance. Dropping it stops the background threads without a final
+/// checkpoint (as a crash would leave the device, minus the OS cache's dirty blocks, which
+/// live on in memory); call [`Storage::close`] for a clean shutdown.
+pub struct Storage {
+    cfg: StorageConfig,
+    stats: Arc<Stats>,
+    vfs: Arc<Vfs>,
+    store: Arc<PageStore>,
+    wal: Arc<Wal>,
+    pool: Arc<BufferPool>,
+    checkpointer: Arc<Checkpointer>,
+    shutdown: Arc<Shutdown>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    background_error: Arc<Mutex<Option<String>>>,
+}
+
+impl Storage {
+    /// Opens (or creates) storage with `cfg` and starts its background threads.
+    ///
+    /// Errors: [`Error::InvalidConfig`] naming the setting; [`Error::Corrupted`] when the
+    /// control file does not match `cfg` (page size, WAL block or segment size); device errors.
+    pub fn open(cfg: StorageConfig) -> Result<Storage> {
+        let mut cfg = cfg;
+        cfg.wal.full_page_writes = cfg.torn_page_protection == TornPageProtection::FullPageWrites;
+        let stats = Arc::new(Stats::new());
+        let backing: Box<dyn Device> = match &cfg.backing {
+            Backing::Memory => Box::new(MemDevice::new()),
+            Backing::Directory { path, direct } => Box::new(FileDevice::open(path, *direct)?),
+        };
+        let nvme = Nvme::new(backing, &cfg.nvme, stats.clone())?;
+        let vfs = Arc::new(Vfs::new(nvme, &cfg.os_cache));
+        let control = ControlFile::read(&vfs)?;
+        if let Some(c) = &control {
+            let want = (cfg.page_size.bytes() as u32, cfg.wal.block_bytes as u32, cfg.wal.segment_bytes);
+            let have = (c.page_size_bytes, c.wal_block_bytes, c.segment_bytes);
+            if want != have {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "control file: database has page size {} B, WAL block {} B, segment {} B; configuration asks for {} B, {} B, {} B",
+                        have.0, have.1, have.2, want.0, want.1, want.2
+                    ),
+                });
+            }
+        }
+        let redo = control.map_or(FIRST_LSN, |c| c.redo_lsn);
+        let store = Arc::new(PageStore::open(vfs.clone(), cfg.page_size, cfg.zero_fill_on_extend)?);
+        let wal = Arc::new(Wal::open(vfs.clone(), cfg.wal.clone(), stats.clone(), redo)?);
+        let dblwr = match cfg.torn_page_protection {
+            TornPageProtection::Doublewrite => {
+                Some(Doublewrite::new(vfs.clone(), stats.clone(), cfg.doublewrite_batch_pages)?)
+            }
+            _ => None,
+        };
+        let pool = Arc::new(BufferPool::new(cfg.buffer_pool.clone(), store.clone(), wal.clone(), dblwr, stats.clone())?);
+        let checkpointer = Arc::new(Checkpointer {
+            pool: pool.clone(),
+            wal: wal.clone(),
+            vfs: vfs.clone(),
+            stats: stats.clone(),
+            page_size: cfg.page_size,
+            lock: Mutex::new(Instant::now()),
+        });
+        let storage = Storage {
+            cfg,
+            stats,
+            vfs,
+            store,
+            wal,
+            pool,
+            checkpointer,
+            shutdown: Arc::new(Shutdown { stop: Mutex::new(false), wake: Condvar::new() }),
+            threads: Mutex::new(Vec::new()),
+            background_error: Arc::new(Mutex::new(None)),
+        };
+        storage.start_threads();
+        Ok(storage)
+    }
+
+    fn spawn(&self, name: &str, cause: Cause, period: Duration, mut round: impl FnMut() -> Result<()> + Send + 'static) {
+        let shutdown = self.shutdown.clone();
+        let errors = self.background_error.clone();
+        let h = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                let _c = enter(cause);
+                while !shutdown.sleep(period) {
+                    if let Err(e) = round() {
+                        *errors.lock() = Some(format!("{}: {e}", cause.name()));
+                        return;
+                    }
+                }
+            })
+            .expect("spawn background thread");
+        self.threads.lock().push(h);
+    }
+
+    fn start_threads(&self) {
+        let pc = self.cfg.buffer_pool.page_cleaner.clone();
+        if pc.enabled {
+            let pool = self.pool.clone();
+            self.spawn("page_cleaner", Cause::PageCleaner, Duration::from_millis(pc.interval_ms.max(1)), move || {
+                pool.clean_round(&pc).map(|_| ())
+            });
+        }
+        if let Some(ms) = self.cfg.wal_writer_interval_ms {
+            let wal = self.wal.clone();
+            self.spawn("wal_writer", Cause::WalWriter, Duration::from_millis(ms.max(1)), move || wal.flush_all());
+        }
+        let cp = self.cfg.checkpoint.clone();
+        if cp.interval_ms.is_some() || cp.wal_bytes.is_some() {
+            let ck = self.checkpointer.clone();
+            let wal = self.wal.clone();
+            let poll = Duration::from_millis(cp.interval_ms.unwrap_or(u64::MAX).clamp(1, 20));
+            self.spawn("checkpointer", Cause::Checkpointer, poll, move || {
+                let by_time = cp.interval_ms.is_some_and(|ms| ck.last_started().elapsed() >= Duration::from_millis(ms));
+                let by_wal = cp.wal_bytes.is_some_and(|b| wal.insert_lsn().0 - wal.redo_lsn().0 >= b);
+                if by_time || by_wal {
+                    ck.run(by_time && !by_wal)?;
+                }
+                Ok(())
+            });
+        }
+    }
+
+    /// Settings in force (with `wal.full_page_writes` derived from the torn-page switch).
+    pub fn config(&self) -> &StorageConfig {
+        &self.cfg
+    }
+
+    /// The buffer pool.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// The WAL.
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.wal
+    }
+
+    /// The page store.
+    pub fn store(&self) -> &Arc<PageStore> {
+        &self.store
+    }
+
+    /// The file layer (device and OS cache).
+    pub fn vfs(&self) -> &Arc<Vfs> {
+        &self.vfs
+    }
+
+    /// The live counters.
+    pub fn stats(&self) -> &Arc<Stats> {
+        &self.stats
+    }
+
+    /// Runs a checkpoint now (counted `checkpoints_requested`, cause `checkpointer`) and
+    /// returns its redo LSN.
+    ///
+    /// Errors: WAL and device errors.
+    pub fn checkpoint(&self) -> Result<Lsn> {
+        self.checkpointer.run(false)
+    }
+
+    /// The error that stopped a background thread, if any (the thread stops; the storage
+    /// keeps serving foreground calls, which will meet the same failure).
+    pub fn background_error(&self) -> Option<String> {
+        self.background_error.lock().clone()
+    }
+
+    /// Every counter per cause, with the current state of device, pool, WAL and OS cache.
+    pub fn snapshot(&self) -> StorageSnapshot {
+        StorageSnapshot {
+            counters: self.stats.snapshot(),
+            compression: self.vfs.compression_totals(),
+            buffer_pool: self.pool.state(),
+            wal: WalState {
+                insert_lsn: self.wal.insert_lsn().0,
+                durable_lsn: self.wal.durable_lsn().0,
+                redo_lsn: self.wal.redo_lsn().0,
+            },
+            os_cache: self.vfs.os_cache().map(|c| OsCacheState {
+                cached_blocks_4k: c.cached_blocks(),
+                dirty_blocks_4k: c.dirty_blocks(),
+            }),
+        }
+    }
+
+    fn stop_threads(&self) {
+        *self.shutdown.stop.lock() = true;
+        self.shutdown.wake.notify_all();
+        for h in self.threads.lock().drain(..) {
+            let _ = h.join();
+        }
+    }
+
+    /// Stops the background threads and ends with a checkpoint (PostgreSQL's shutdown
+    /// checkpoint), so a reopen finds every change.
+    ///
+    /// Errors: those of the checkpoint.
+    pub fn close(self) -> Result<()> {
+        self.stop_threads();
+        self.checkpointer.run(false).map(|_| ())
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
