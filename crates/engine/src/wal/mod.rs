@@ -382,7 +382,13 @@ fn read_wal_bytes(vfs: &Vfs, segment_bytes: u64, mut pos: u64, buf: &mut [u8]) -
         if let Ok(len) = vfs.len_bytes(file) {
             let avail = len.saturating_sub(off).min(n as u64) as usize;
             if avail > 0 {
-                vfs.read_at(file, off, &mut chunk[..avail])?;
+                // Read whole 512-byte sectors so that O_DIRECT files accept the request.
+                let a0 = align_down(off, 512);
+                let a1 = (off + avail as u64).div_ceil(512).saturating_mul(512).min(len);
+                let mut sectors = vec![0u8; (a1 - a0) as usize];
+                vfs.read_at(file, a0, &mut sectors)?;
+                let skip = (off - a0) as usize;
+                chunk[..avail].copy_from_slice(&sectors[skip..skip + avail]);
             }
         }
         at += n;
