@@ -140,7 +140,12 @@ fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
     let page_bytes = a.page_size.bytes() as u64;
     let frames = (a.buffer_pool / page_bytes) as usize;
     if frames < 2 {
-        bail!("--buffer-pool {} B holds fewer than 2 pages of {} B; give at least {} B", a.buffer_pool, page_bytes, 2 * page_bytes);
+        bail!(
+            "--buffer-pool {} B holds fewer than 2 pages of {} B; give at least {} B",
+            a.buffer_pool,
+            page_bytes,
+            2 * page_bytes
+        );
     }
     if a.read_pct > 100 {
         bail!("--read-pct must be 0..=100, got {}", a.read_pct);
@@ -148,13 +153,20 @@ fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
     if a.threads == 0 || a.pages == 0 {
         bail!("--threads and --pages must be at least 1");
     }
-    let mut cfg = StorageConfig { page_size: a.page_size, torn_page_protection: a.torn_page, ..Default::default() };
+    let mut cfg = StorageConfig {
+        page_size: a.page_size,
+        torn_page_protection: a.torn_page,
+        ..Default::default()
+    };
     cfg.buffer_pool.frames = frames;
     cfg.buffer_pool.replacer = match a.replacer {
         ReplacerArg::ClockSweep => ReplacerConfig::ClockSweep,
         ReplacerArg::LruMidpoint => ReplacerConfig::lru_midpoint_default(),
     };
-    cfg.os_cache = OsCacheConfig { size_bytes: a.os_cache, ..Default::default() };
+    cfg.os_cache = OsCacheConfig {
+        size_bytes: a.os_cache,
+        ..Default::default()
+    };
     cfg.nvme.iop_max_bytes = usize::try_from(a.iop_max).context("--iop-max is too large")?;
     cfg.nvme.compression = a.compression;
     cfg.nvme.throttle = ThrottleConfig {
@@ -163,16 +175,26 @@ fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
         latency_us: a.latency_us,
         queue_depth: None,
     };
-    cfg.checkpoint = CheckpointConfig { interval_ms: a.checkpoint_interval_ms, wal_bytes: None };
+    cfg.checkpoint = CheckpointConfig {
+        interval_ms: a.checkpoint_interval_ms,
+        wal_bytes: None,
+    };
     if let Some(dir) = &a.data_dir {
-        cfg.backing = Backing::Directory { path: dir.clone(), direct: false };
+        cfg.backing = Backing::Directory {
+            path: dir.clone(),
+            direct: false,
+        };
     }
     Ok(cfg)
 }
 
 /// Fills a page with a byte (outside a hole of all but 128 bytes) and WAL-logs it.
 fn update_page(s: &Storage, id: PageId, v: u8, new: bool) -> Result<()> {
-    let mut g = if new { s.pool().new_page(id.rel)? } else { s.pool().fetch_write(id)? };
+    let mut g = if new {
+        s.pool().new_page(id.rel)?
+    } else {
+        s.pool().fetch_write(id)?
+    };
     let p = g.data_mut();
     if new {
         init_page(p, 1, 0);
@@ -207,8 +229,10 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
                 let s = &s;
                 let a = &a;
                 scope.spawn(move || -> Result<()> {
-                    let mut rng = rand::rngs::SmallRng::seed_from_u64(a.rand_seed.wrapping_add(t as u64));
-                    let share = a.ops / a.threads as u64 + u64::from((t as u64) < a.ops % a.threads as u64);
+                    let mut rng =
+                        rand::rngs::SmallRng::seed_from_u64(a.rand_seed.wrapping_add(t as u64));
+                    let share =
+                        a.ops / a.threads as u64 + u64::from((t as u64) < a.ops % a.threads as u64);
                     for _ in 0..share {
                         let id = PageId::new(rel, rng.random_range(0..a.pages));
                         if rng.random_range(0..100u8) < a.read_pct {
@@ -225,7 +249,8 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
             })
             .collect();
         for h in handles {
-            h.join().map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
         }
         Ok(())
     })?;
@@ -249,7 +274,8 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
     if a.output == "-" {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
-        std::fs::write(&a.output, text).with_context(|| format!("writing --output {}", a.output))?;
+        std::fs::write(&a.output, text)
+            .with_context(|| format!("writing --output {}", a.output))?;
     }
     Ok(())
 }
@@ -262,16 +288,42 @@ fn table(r: &Report) -> String {
     );
     out += &format!(
         "{:<14} {:>12} {:>12} {:>10} {:>10} {:>7} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}\n",
-        "cause", "rd_blk_4k", "wr_blk_4k", "rd_req", "wr_req", "syncs", "buf_hit", "buf_miss", "wal_bytes", "wal_fpi", "dblwr_pg", "dev_wait_us"
+        "cause",
+        "rd_blk_4k",
+        "wr_blk_4k",
+        "rd_req",
+        "wr_req",
+        "syncs",
+        "buf_hit",
+        "buf_miss",
+        "wal_bytes",
+        "wal_fpi",
+        "dblwr_pg",
+        "dev_wait_us"
     );
-    let mut rows: Vec<(String, CauseCounts)> =
-        r.measured.counters.by_cause.iter().map(|(c, v)| (c.name().to_string(), *v)).collect();
+    let mut rows: Vec<(String, CauseCounts)> = r
+        .measured
+        .counters
+        .by_cause
+        .iter()
+        .map(|(c, v)| (c.name().to_string(), *v))
+        .collect();
     rows.push(("total".into(), r.measured.counters.total()));
     for (name, c) in rows {
         out += &format!(
             "{:<14} {:>12} {:>12} {:>10} {:>10} {:>7} {:>10} {:>10} {:>12} {:>8} {:>10} {:>12}\n",
-            name, c.read_blocks_4k, c.write_blocks_4k, c.read_requests, c.write_requests, c.syncs, c.buffer_hits,
-            c.buffer_misses, c.wal_bytes, c.wal_fpi, c.doublewrite_pages, c.device_wait_us
+            name,
+            c.read_blocks_4k,
+            c.write_blocks_4k,
+            c.read_requests,
+            c.write_requests,
+            c.syncs,
+            c.buffer_hits,
+            c.buffer_misses,
+            c.wal_bytes,
+            c.wal_fpi,
+            c.doublewrite_pages,
+            c.device_wait_us
         );
     }
     let t = r.measured.compression;

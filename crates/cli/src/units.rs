@@ -9,15 +9,22 @@ pub fn parse_size_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a size; expected e.g. 8192, 64KiB, 128MiB, 1GiB"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size; expected e.g. 8192, 64KiB, 128MiB, 1GiB"))?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
         "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit '{other}' in '{s}'; use B, KiB, MiB or GiB")),
+        other => {
+            return Err(format!(
+                "unknown size unit '{other}' in '{s}'; use B, KiB, MiB or GiB"
+            ))
+        }
     };
-    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
 #[cfg(test)]
@@ -30,7 +37,9 @@ mod tests {
         assert_eq!(parse_size_bytes("64KiB").unwrap(), 65536);
         assert_eq!(parse_size_bytes("128mb").unwrap(), 128 << 20);
         assert_eq!(parse_size_bytes("1G").unwrap(), 1 << 30);
-        assert!(parse_size_bytes("12 parsecs").unwrap_err().contains("parsecs"));
+        assert!(parse_size_bytes("12 parsecs")
+            .unwrap_err()
+            .contains("parsecs"));
         assert!(parse_size_bytes("MiB").is_err());
     }
 }

@@ -102,10 +102,14 @@ impl std::fmt::Display for Cause {
 impl std::str::FromStr for Cause {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Cause::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| {
-            let names: Vec<_> = Cause::ALL.iter().map(|c| c.name()).collect();
-            format!("unknown cause '{s}'; expected one of {}", names.join(", "))
-        })
+        Cause::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Cause::ALL.iter().map(|c| c.name()).collect();
+                format!("unknown cause '{s}'; expected one of {}", names.join(", "))
+            })
     }
 }
 
@@ -221,7 +225,9 @@ struct Shard {
 
 impl Shard {
     fn new() -> Self {
-        Shard { v: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))) }
+        Shard {
+            v: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
+        }
     }
 }
 
@@ -282,7 +288,9 @@ impl Default for Stats {
 impl Stats {
     /// Zeroed counters.
     pub fn new() -> Self {
-        Stats { shards: (0..SHARDS).map(|_| Shard::new()).collect() }
+        Stats {
+            shards: (0..SHARDS).map(|_| Shard::new()).collect(),
+        }
     }
 
     /// Adds `n` to `metric` for the cause current on this thread.
@@ -335,7 +343,9 @@ impl Counters {
 
     /// Sum over all causes.
     pub fn total(&self) -> CauseCounts {
-        self.by_cause.values().fold(CauseCounts::default(), |a, c| a.plus(c))
+        self.by_cause
+            .values()
+            .fold(CauseCounts::default(), |a, c| a.plus(c))
     }
 
     /// Sum over background causes only.
@@ -381,7 +391,12 @@ mod tests {
     #[test]
     fn counts_from_many_threads_are_attributed_to_each_threads_cause() {
         let stats = Arc::new(Stats::new());
-        let causes = [Cause::PointSelect, Cause::Update, Cause::Vacuum, Cause::Purge];
+        let causes = [
+            Cause::PointSelect,
+            Cause::Update,
+            Cause::Vacuum,
+            Cause::Purge,
+        ];
         let handles: Vec<_> = (0..8)
             .map(|i| {
                 let stats = stats.clone();
@@ -427,6 +442,9 @@ mod tests {
         for c in Cause::ALL {
             assert_eq!(c.name().parse::<Cause>().unwrap(), *c);
         }
-        assert!("nope".parse::<Cause>().unwrap_err().contains("page_cleaner"));
+        assert!("nope"
+            .parse::<Cause>()
+            .unwrap_err()
+            .contains("page_cleaner"));
     }
 }

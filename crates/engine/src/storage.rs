@@ -98,7 +98,10 @@ pub struct CheckpointConfig {
 
 impl Default for CheckpointConfig {
     fn default() -> Self {
-        CheckpointConfig { interval_ms: Some(300_000), wal_bytes: Some(1 << 30) }
+        CheckpointConfig {
+            interval_ms: Some(300_000),
+            wal_bytes: Some(1 << 30),
+        }
     }
 }
 
@@ -188,7 +191,10 @@ pub struct StorageSnapshot {
 impl StorageSnapshot {
     /// Counts between `earlier` and `self`; the state fields are `self`'s.
     pub fn delta(&self, earlier: &StorageSnapshot) -> StorageSnapshot {
-        StorageSnapshot { counters: self.counters.delta(&earlier.counters), ..self.clone() }
+        StorageSnapshot {
+            counters: self.counters.delta(&earlier.counters),
+            ..self.clone()
+        }
     }
 }
 
@@ -222,12 +228,20 @@ impl Checkpointer {
     fn run(&self, timed: bool) -> Result<Lsn> {
         let _cause = enter(Cause::Checkpointer);
         let mut last = self.lock.lock();
-        self.stats.add(if timed { Metric::checkpoints_timed } else { Metric::checkpoints_requested }, 1);
+        self.stats.add(
+            if timed {
+                Metric::checkpoints_timed
+            } else {
+                Metric::checkpoints_requested
+            },
+            1,
+        );
         let redo = self.wal.begin_checkpoint();
         self.pool.flush_all()?;
         let rels = self.pool.take_unsynced_relations();
         self.pool.store().sync_relations(rels)?;
-        let rec = RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&redo.0.to_le_bytes());
+        let rec =
+            RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&redo.0.to_le_bytes());
         let start = self.wal.insert_lsn();
         let end = self.wal.insert(&rec, &mut [])?;
         self.wal.flush(end)?;
@@ -282,7 +296,11 @@ impl Storage {
         let vfs = Arc::new(Vfs::new(nvme, &cfg.os_cache));
         let control = ControlFile::read(&vfs)?;
         if let Some(c) = &control {
-            let want = (cfg.page_size.bytes() as u32, cfg.wal.block_bytes as u32, cfg.wal.segment_bytes);
+            let want = (
+                cfg.page_size.bytes() as u32,
+                cfg.wal.block_bytes as u32,
+                cfg.wal.segment_bytes,
+            );
             let have = (c.page_size_bytes, c.wal_block_bytes, c.segment_bytes);
             if want != have {
                 return Err(Error::Corrupted {
@@ -294,15 +312,32 @@ impl Storage {
             }
         }
         let redo = control.map_or(FIRST_LSN, |c| c.redo_lsn);
-        let store = Arc::new(PageStore::open(vfs.clone(), cfg.page_size, cfg.zero_fill_on_extend)?);
-        let wal = Arc::new(Wal::open(vfs.clone(), cfg.wal.clone(), stats.clone(), redo)?);
+        let store = Arc::new(PageStore::open(
+            vfs.clone(),
+            cfg.page_size,
+            cfg.zero_fill_on_extend,
+        )?);
+        let wal = Arc::new(Wal::open(
+            vfs.clone(),
+            cfg.wal.clone(),
+            stats.clone(),
+            redo,
+        )?);
         let dblwr = match cfg.torn_page_protection {
-            TornPageProtection::Doublewrite => {
-                Some(Doublewrite::new(vfs.clone(), stats.clone(), cfg.doublewrite_batch_pages)?)
-            }
+            TornPageProtection::Doublewrite => Some(Doublewrite::new(
+                vfs.clone(),
+                stats.clone(),
+                cfg.doublewrite_batch_pages,
+            )?),
             _ => None,
         };
-        let pool = Arc::new(BufferPool::new(cfg.buffer_pool.clone(), store.clone(), wal.clone(), dblwr, stats.clone())?);
+        let pool = Arc::new(BufferPool::new(
+            cfg.buffer_pool.clone(),
+            store.clone(),
+            wal.clone(),
+            dblwr,
+            stats.clone(),
+        )?);
         let checkpointer = Arc::new(Checkpointer {
             pool: pool.clone(),
             wal: wal.clone(),
@@ -319,7 +354,10 @@ impl Storage {
             wal,
             pool,
             checkpointer,
-            shutdown: Arc::new(Shutdown { stop: Mutex::new(false), wake: Condvar::new() }),
+            shutdown: Arc::new(Shutdown {
+                stop: Mutex::new(false),
+                wake: Condvar::new(),
+            }),
             threads: Mutex::new(Vec::new()),
             background_error: Arc::new(Mutex::new(None)),
         };
@@ -327,7 +365,13 @@ impl Storage {
         Ok(storage)
     }
 
-    fn spawn(&self, name: &str, cause: Cause, period: Duration, mut round: impl FnMut() -> Result<()> + Send + 'static) {
+    fn spawn(
+        &self,
+        name: &str,
+        cause: Cause,
+        period: Duration,
+        mut round: impl FnMut() -> Result<()> + Send + 'static,
+    ) {
         let shutdown = self.shutdown.clone();
         let errors = self.background_error.clone();
         let h = std::thread::Builder::new()
@@ -349,13 +393,21 @@ impl Storage {
         let pc = self.cfg.buffer_pool.page_cleaner.clone();
         if pc.enabled {
             let pool = self.pool.clone();
-            self.spawn("page_cleaner", Cause::PageCleaner, Duration::from_millis(pc.interval_ms.max(1)), move || {
-                pool.clean_round(&pc).map(|_| ())
-            });
+            self.spawn(
+                "page_cleaner",
+                Cause::PageCleaner,
+                Duration::from_millis(pc.interval_ms.max(1)),
+                move || pool.clean_round(&pc).map(|_| ()),
+            );
         }
         if let Some(ms) = self.cfg.wal_writer_interval_ms {
             let wal = self.wal.clone();
-            self.spawn("wal_writer", Cause::WalWriter, Duration::from_millis(ms.max(1)), move || wal.flush_all());
+            self.spawn(
+                "wal_writer",
+                Cause::WalWriter,
+                Duration::from_millis(ms.max(1)),
+                move || wal.flush_all(),
+            );
         }
         let cp = self.cfg.checkpoint.clone();
         if cp.interval_ms.is_some() || cp.wal_bytes.is_some() {
@@ -363,8 +415,12 @@ impl Storage {
             let wal = self.wal.clone();
             let poll = Duration::from_millis(cp.interval_ms.unwrap_or(u64::MAX).clamp(1, 20));
             self.spawn("checkpointer", Cause::Checkpointer, poll, move || {
-                let by_time = cp.interval_ms.is_some_and(|ms| ck.last_started().elapsed() >= Duration::from_millis(ms));
-                let by_wal = cp.wal_bytes.is_some_and(|b| wal.insert_lsn().0 - wal.redo_lsn().0 >= b);
+                let by_time = cp
+                    .interval_ms
+                    .is_some_and(|ms| ck.last_started().elapsed() >= Duration::from_millis(ms));
+                let by_wal = cp
+                    .wal_bytes
+                    .is_some_and(|b| wal.insert_lsn().0 - wal.redo_lsn().0 >= b);
                 if by_time || by_wal {
                     ck.run(by_time && !by_wal)?;
                 }

@@ -9,7 +9,10 @@ use mvcclab_engine::Storage;
 
 fn run(os_cache_bytes: u64) -> (u64, u64, u64) {
     let s = Storage::open(mvcclab_engine::StorageConfig {
-        os_cache: OsCacheConfig { size_bytes: os_cache_bytes, dirty_background_pct: 10 },
+        os_cache: OsCacheConfig {
+            size_bytes: os_cache_bytes,
+            dirty_background_pct: 10,
+        },
         ..quiet_config(8)
     })
     .unwrap();
@@ -31,25 +34,42 @@ fn run(os_cache_bytes: u64) -> (u64, u64, u64) {
             }
         }
     }
-    let d = s.snapshot().delta(&before).counters.cause(Cause::PointSelect);
+    let d = s
+        .snapshot()
+        .delta(&before)
+        .counters
+        .cause(Cause::PointSelect);
     (d.buffer_misses, d.read_blocks_4k, d.os_cache_hit_blocks_4k)
 }
 
 #[test]
 fn pool_misses_are_served_by_the_os_cache_without_device_reads() {
     let (misses, device_blocks, _) = run(0);
-    assert!(misses >= 32 * 3 - 8, "an 8-frame pool cycling 32 pages misses: {misses}");
-    assert_eq!(device_blocks, 2 * misses, "direct I/O: every miss reads 2 blocks");
+    assert!(
+        misses >= 32 * 3 - 8,
+        "an 8-frame pool cycling 32 pages misses: {misses}"
+    );
+    assert_eq!(
+        device_blocks,
+        2 * misses,
+        "direct I/O: every miss reads 2 blocks"
+    );
     let (misses_c, device_blocks_c, hits_c) = run(1 << 20);
     assert_eq!(misses_c, misses, "the pool behaves the same");
-    assert_eq!(device_blocks_c, 0, "the 1 MiB OS cache holds all 32 pages written through it");
+    assert_eq!(
+        device_blocks_c, 0,
+        "the 1 MiB OS cache holds all 32 pages written through it"
+    );
     assert_eq!(hits_c, 2 * misses_c);
 }
 
 #[test]
 fn os_cache_writes_reach_the_device_at_the_checkpoint_fsync() {
     let s = Storage::open(mvcclab_engine::StorageConfig {
-        os_cache: OsCacheConfig { size_bytes: 4 << 20, dirty_background_pct: 50 },
+        os_cache: OsCacheConfig {
+            size_bytes: 4 << 20,
+            dirty_background_pct: 50,
+        },
         ..quiet_config(64)
     })
     .unwrap();
@@ -65,5 +85,9 @@ fn os_cache_writes_reach_the_device_at_the_checkpoint_fsync() {
     let cp = snap.counters.cause(Cause::Checkpointer);
     assert_eq!(cp.buffer_pages_written, 16);
     assert!(cp.write_blocks_4k >= 32, "{cp:?}");
-    assert_eq!(snap.os_cache.unwrap().dirty_blocks_4k, 0, "the checkpoint's fsyncs drained the cache");
+    assert_eq!(
+        snap.os_cache.unwrap().dirty_blocks_4k,
+        0,
+        "the checkpoint's fsyncs drained the cache"
+    );
 }

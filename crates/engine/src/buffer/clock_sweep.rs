@@ -26,7 +26,10 @@ pub struct ClockSweep {
 impl ClockSweep {
     /// A policy for `frames` frames, all usage counts 0.
     pub fn new(frames: usize) -> Self {
-        ClockSweep { usage: (0..frames).map(|_| AtomicU8::new(0)).collect(), hand: AtomicUsize::new(0) }
+        ClockSweep {
+            usage: (0..frames).map(|_| AtomicU8::new(0)).collect(),
+            hand: AtomicUsize::new(0),
+        }
     }
 
     /// Usage count of a frame (for tests and reports).

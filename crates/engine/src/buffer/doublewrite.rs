@@ -44,7 +44,12 @@ impl Doublewrite {
     /// Errors: device errors creating the file.
     pub fn new(vfs: Arc<Vfs>, stats: Arc<Stats>, batch_pages: usize) -> Result<Self> {
         vfs.create(file_ids::DOUBLEWRITE)?;
-        Ok(Doublewrite { vfs, stats, batch_pages: batch_pages.max(1), lock: Mutex::new(()) })
+        Ok(Doublewrite {
+            vfs,
+            stats,
+            batch_pages: batch_pages.max(1),
+            lock: Mutex::new(()),
+        })
     }
 
     /// Writes `pages` (private copies) through the area: per batch, the copies to the area
@@ -69,7 +74,8 @@ impl Doublewrite {
                 let _g = enter(Cause::Doublewrite);
                 self.vfs.write_at(file_ids::DOUBLEWRITE, 0, &area)?;
                 self.vfs.sync(file_ids::DOUBLEWRITE)?;
-                self.stats.add(Metric::doublewrite_pages, batch.len() as u64);
+                self.stats
+                    .add(Metric::doublewrite_pages, batch.len() as u64);
                 self.stats.add(Metric::doublewrite_batches, 1);
             }
             let mut rels = BTreeSet::new();

@@ -87,13 +87,23 @@ impl List {
         if n.old {
             self.old_len -= 1;
         }
-        self.nodes[f] = Node { prev: NIL, next: NIL, in_list: false, old: false };
+        self.nodes[f] = Node {
+            prev: NIL,
+            next: NIL,
+            in_list: false,
+            old: false,
+        };
         self.hint_old[f].store(false, Ordering::Relaxed);
         self.len -= 1;
     }
 
     fn push_head(&mut self, f: usize) {
-        self.nodes[f] = Node { prev: NIL, next: self.head, in_list: true, old: false };
+        self.nodes[f] = Node {
+            prev: NIL,
+            next: self.head,
+            in_list: true,
+            old: false,
+        };
         self.hint_old[f].store(false, Ordering::Relaxed);
         if self.head != NIL {
             self.nodes[self.head].prev = f;
@@ -111,7 +121,12 @@ impl List {
     fn insert_at_midpoint(&mut self, f: usize) {
         let at = self.lru_old;
         let next = self.nodes[at].next;
-        self.nodes[f] = Node { prev: at, next, in_list: true, old: true };
+        self.nodes[f] = Node {
+            prev: at,
+            next,
+            in_list: true,
+            old: true,
+        };
         self.hint_old[f].store(true, Ordering::Relaxed);
         self.nodes[at].next = f;
         if next != NIL {
@@ -166,7 +181,15 @@ impl LruMidpoint {
         let is_old: Arc<[AtomicBool]> = (0..frames).map(|_| AtomicBool::new(false)).collect();
         LruMidpoint {
             list: Mutex::new(List {
-                nodes: vec![Node { prev: NIL, next: NIL, in_list: false, old: false }; frames],
+                nodes: vec![
+                    Node {
+                        prev: NIL,
+                        next: NIL,
+                        in_list: false,
+                        old: false
+                    };
+                    frames
+                ],
                 head: NIL,
                 tail: NIL,
                 len: 0,
@@ -317,7 +340,11 @@ mod tests {
         }
         // The next 60 victims never include a hot page.
         let victims = r.next_victims(60);
-        assert!(victims.iter().all(|&f| f >= 20), "{victims:?}\n{:?}", r.order());
+        assert!(
+            victims.iter().all(|&f| f >= 20),
+            "{victims:?}\n{:?}",
+            r.order()
+        );
     }
 
     #[test]
@@ -328,7 +355,11 @@ mod tests {
         }
         let old_frame = fast.order().iter().find(|(_, o)| *o).unwrap().0;
         fast.accessed(old_frame);
-        assert_eq!(fast.order()[0], (old_frame, false), "old_blocks_time 0: any re-access makes young");
+        assert_eq!(
+            fast.order()[0],
+            (old_frame, false),
+            "old_blocks_time 0: any re-access makes young"
+        );
         let r = LruMidpoint::new(64, 37, 60_000, 4);
         for f in 0..10 {
             r.loaded(f);
@@ -338,7 +369,10 @@ mod tests {
         r.accessed(old_frame);
         r.accessed(old_frame);
         let after = r.order();
-        assert!(after.iter().find(|(f, _)| *f == old_frame).unwrap().1, "still old within old_blocks_time");
+        assert!(
+            after.iter().find(|(f, _)| *f == old_frame).unwrap().1,
+            "still old within old_blocks_time"
+        );
     }
 
     #[test]

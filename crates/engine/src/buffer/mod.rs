@@ -64,7 +64,11 @@ use crate::wal::{Lsn, RecordBuilder, Wal};
 ///
 /// Panics if the guards do not match the registered blocks in number and order (a caller
 /// bug, not an input error). Errors: as [`Wal::insert`].
-pub fn log_change(wal: &Wal, rec: &RecordBuilder, guards: &mut [&mut WritePageGuard<'_>]) -> Result<Lsn> {
+pub fn log_change(
+    wal: &Wal,
+    rec: &RecordBuilder,
+    guards: &mut [&mut WritePageGuard<'_>],
+) -> Result<Lsn> {
     assert!(
         rec.pages().eq(guards.iter().map(|g| g.page_id())),
         "log_change: guards must match the record's registered blocks"

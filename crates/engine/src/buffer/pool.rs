@@ -45,7 +45,12 @@ pub struct PageCleanerConfig {
 
 impl Default for PageCleanerConfig {
     fn default() -> Self {
-        PageCleanerConfig { enabled: true, interval_ms: 200, lru_scan_pages: 100, max_dirty_pct: None }
+        PageCleanerConfig {
+            enabled: true,
+            interval_ms: 200,
+            lru_scan_pages: 100,
+            max_dirty_pct: None,
+        }
     }
 }
 
@@ -119,17 +124,28 @@ impl BufferPool {
     ) -> Result<Self> {
         let n = cfg.frames;
         if n == 0 {
-            return Err(Error::InvalidConfig("buffer pool frames must be at least 1".into()));
+            return Err(Error::InvalidConfig(
+                "buffer pool frames must be at least 1".into(),
+            ));
         }
         let replacer: Box<dyn Replacer> = match &cfg.replacer {
             ReplacerConfig::ClockSweep => Box::new(ClockSweep::new(n)),
-            ReplacerConfig::LruMidpoint { old_pct, old_blocks_time_ms, old_min_len } => {
+            ReplacerConfig::LruMidpoint {
+                old_pct,
+                old_blocks_time_ms,
+                old_min_len,
+            } => {
                 if !(5..=95).contains(old_pct) {
                     return Err(Error::InvalidConfig(format!(
                         "lru_midpoint old_pct must be 5..=95 (innodb_old_blocks_pct), got {old_pct}"
                     )));
                 }
-                Box::new(LruMidpoint::new(n, *old_pct, *old_blocks_time_ms, *old_min_len))
+                Box::new(LruMidpoint::new(
+                    n,
+                    *old_pct,
+                    *old_blocks_time_ms,
+                    *old_min_len,
+                ))
             }
         };
         let page_bytes = store.page_size().bytes();
@@ -145,7 +161,9 @@ impl BufferPool {
             .collect();
         Ok(BufferPool {
             frames,
-            table: (0..PARTITIONS).map(|_| Mutex::new(HashMap::new())).collect(),
+            table: (0..PARTITIONS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
             free: Mutex::new((0..n).rev().collect()),
             replacer,
             store,
@@ -188,7 +206,12 @@ impl BufferPool {
     /// dirty victim.
     pub fn fetch_read(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
         let f = self.pin(id, false)?;
-        Ok(ReadPageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.read()) })
+        Ok(ReadPageGuard {
+            pool: self,
+            frame: f,
+            id,
+            data: Some(self.frames[f].data.read()),
+        })
     }
 
     /// Pins and exclusively locks page `id`, reading it on a miss.
@@ -196,7 +219,12 @@ impl BufferPool {
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_write(&self, id: PageId) -> Result<WritePageGuard<'_>> {
         let f = self.pin(id, false)?;
-        Ok(WritePageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.write()) })
+        Ok(WritePageGuard {
+            pool: self,
+            frame: f,
+            id,
+            data: Some(self.frames[f].data.write()),
+        })
     }
 
     /// Allocates a page of `rel` in the store and returns it zeroed, pinned, exclusively
@@ -206,14 +234,20 @@ impl BufferPool {
     pub fn new_page(&self, rel: FileId) -> Result<WritePageGuard<'_>> {
         let id = self.store.allocate_page(rel)?;
         let f = self.pin(id, true)?;
-        let mut g = WritePageGuard { pool: self, frame: f, id, data: Some(self.frames[f].data.write()) };
+        let mut g = WritePageGuard {
+            pool: self,
+            frame: f,
+            id,
+            data: Some(self.frames[f].data.write()),
+        };
         g.data_mut().fill(0);
         Ok(g)
     }
 
     pub(super) fn unpin(&self, f: FrameId) {
         let fr = &self.frames[f];
-        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && fr.page.load(Ordering::Acquire) == NO_PAGE {
+        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && fr.page.load(Ordering::Acquire) == NO_PAGE
+        {
             self.free.lock().push(f);
         }
     }
@@ -288,8 +322,14 @@ impl BufferPool {
     /// A frame pinned once by the caller, holding no page: from the free list, else evicted.
     fn grab_frame(&self) -> Result<FrameId> {
         loop {
-            let Some(f) = self.free.lock().pop() else { break };
-            if self.frames[f].pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            let Some(f) = self.free.lock().pop() else {
+                break;
+            };
+            if self.frames[f]
+                .pins
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
                 return Ok(f);
             }
             // A stale pin from a failed load: its unpin puts the frame back.
@@ -303,14 +343,21 @@ impl BufferPool {
         let n = self.frames.len();
         for _ in 0..(2 * n).max(16) {
             let evictable = |f: FrameId| self.frames[f].pins.load(Ordering::Relaxed) == 0;
-            let Some(f) = self.replacer.victim(&evictable) else { break };
+            let Some(f) = self.replacer.victim(&evictable) else {
+                break;
+            };
             let fr = &self.frames[f];
-            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else { continue };
+            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
+                continue;
+            };
             let part = self.partition(id);
             {
                 let t = part.lock();
                 if t.get(&id) != Some(&f)
-                    || fr.pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_err()
+                    || fr
+                        .pins
+                        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_err()
                 {
                     continue;
                 }
@@ -362,7 +409,9 @@ impl BufferPool {
         for &f in fs {
             let fr = &self.frames[f];
             let g = fr.data.read();
-            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else { continue };
+            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
+                continue;
+            };
             if !fr.dirty.swap(false, Ordering::AcqRel) {
                 continue;
             }
@@ -393,10 +442,13 @@ impl BufferPool {
                 for (id, copy) in copies.iter_mut() {
                     self.store.write_page(*id, copy)?;
                 }
-                self.unsynced_rels.lock().extend(copies.iter().map(|(id, _)| id.rel));
+                self.unsynced_rels
+                    .lock()
+                    .extend(copies.iter().map(|(id, _)| id.rel));
             }
         }
-        self.stats.add(Metric::buffer_pages_written, copies.len() as u64);
+        self.stats
+            .add(Metric::buffer_pages_written, copies.len() as u64);
         Ok(())
     }
 
@@ -484,7 +536,11 @@ impl BufferPool {
         let mut t = part.lock();
         let Some(&f) = t.get(&id) else { return true };
         let fr = &self.frames[f];
-        if fr.pins.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        if fr
+            .pins
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
             return false;
         }
         t.remove(&id);
@@ -500,7 +556,10 @@ impl BufferPool {
 
     /// Frames, resident pages and dirty pages now.
     pub fn state(&self) -> PoolState {
-        let mut s = PoolState { frames: self.frames.len(), ..Default::default() };
+        let mut s = PoolState {
+            frames: self.frames.len(),
+            ..Default::default()
+        };
         for fr in self.frames.iter() {
             if fr.page.load(Ordering::Relaxed) != NO_PAGE {
                 s.resident_pages += 1;

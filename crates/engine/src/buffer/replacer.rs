@@ -28,7 +28,11 @@ pub enum ReplacerConfig {
 impl ReplacerConfig {
     /// InnoDB's defaults for the LRU midpoint policy.
     pub fn lru_midpoint_default() -> Self {
-        ReplacerConfig::LruMidpoint { old_pct: 37, old_blocks_time_ms: 1000, old_min_len: 512 }
+        ReplacerConfig::LruMidpoint {
+            old_pct: 37,
+            old_blocks_time_ms: 1000,
+            old_min_len: 512,
+        }
     }
 
     /// The policy's report name: `clock_sweep` or `lru_midpoint`.

@@ -10,15 +10,24 @@ use proptest::prelude::*;
 /// A storage with `frames` frames, tracing, and no background threads (tests drive them).
 pub(crate) fn quiet(frames: usize, tpp: TornPageProtection, replacer: ReplacerConfig) -> Storage {
     Storage::open(StorageConfig {
-        nvme: NvmeConfig { trace: true, ..Default::default() },
+        nvme: NvmeConfig {
+            trace: true,
+            ..Default::default()
+        },
         buffer_pool: BufferPoolConfig {
             frames,
             replacer,
-            page_cleaner: PageCleanerConfig { enabled: false, ..Default::default() },
+            page_cleaner: PageCleanerConfig {
+                enabled: false,
+                ..Default::default()
+            },
         },
         torn_page_protection: tpp,
         doublewrite_batch_pages: 4,
-        checkpoint: CheckpointConfig { interval_ms: None, wal_bytes: None },
+        checkpoint: CheckpointConfig {
+            interval_ms: None,
+            wal_bytes: None,
+        },
         wal_writer_interval_ms: None,
         ..Default::default()
     })
@@ -42,7 +51,11 @@ fn value(p: &[u8]) -> u8 {
 
 #[test]
 fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
-    let s = quiet(4, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let s = quiet(
+        4,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
     let rel = s.store().create_relation().unwrap();
     let pool = s.pool();
     let mut guards: Vec<_> = (0..4).map(|_| pool.new_page(rel).unwrap()).collect();
@@ -50,7 +63,10 @@ fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
         put(&s, g, i as u8 + 1);
     }
     let err = pool.new_page(rel).err().expect("no frame can be had");
-    assert!(matches!(err, Error::BufferPoolExhausted { frames: 4 }), "{err}");
+    assert!(
+        matches!(err, Error::BufferPoolExhausted { frames: 4 }),
+        "{err}"
+    );
     let kept = guards.pop().unwrap().page_id();
     // One frame free again: the next page evicts the unpinned one, never a pinned one.
     let mut g = pool.new_page(rel).unwrap();
@@ -59,15 +75,26 @@ fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
     for g in &guards {
         assert!(pool.is_resident(g.page_id()));
     }
-    assert!(!pool.is_resident(kept), "the only unpinned page was the victim");
+    assert!(
+        !pool.is_resident(kept),
+        "the only unpinned page was the victim"
+    );
     drop(guards);
     let r = pool.fetch_read(kept).unwrap();
-    assert_eq!(value(r.data()), 4, "the evicted page reads back from the device");
+    assert_eq!(
+        value(r.data()),
+        4,
+        "the evicted page reads back from the device"
+    );
 }
 
 #[test]
 fn evicting_a_dirty_page_flushes_the_wal_to_its_lsn_first() {
-    let s = quiet(2, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let s = quiet(
+        2,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
     let rel = s.store().create_relation().unwrap();
     let pool = s.pool();
     let mut g = pool.new_page(rel).unwrap();
@@ -91,12 +118,19 @@ fn evicting_a_dirty_page_flushes_the_wal_to_its_lsn_first() {
         .iter()
         .position(|e| e.kind == IoKind::Sync && file_ids::is_wal(e.file))
         .expect("the WAL was synced");
-    assert!(wal_sync < page_write, "WAL sync must complete before the page write: {trace:?}");
+    assert!(
+        wal_sync < page_write,
+        "WAL sync must complete before the page write: {trace:?}"
+    );
 }
 
 #[test]
 fn doublewrite_copy_is_synced_before_home_writes() {
-    let s = quiet(64, TornPageProtection::Doublewrite, ReplacerConfig::ClockSweep);
+    let s = quiet(
+        64,
+        TornPageProtection::Doublewrite,
+        ReplacerConfig::ClockSweep,
+    );
     let rel = s.store().create_relation().unwrap();
     for v in 0..10u8 {
         let mut g = s.pool().new_page(rel).unwrap();
@@ -121,17 +155,30 @@ fn doublewrite_copy_is_synced_before_home_writes() {
             .rposition(|e| e.kind == IoKind::Sync && e.file == file_ids::DOUBLEWRITE)
             .expect("doublewrite synced before the batch");
         let prev_home = if n >= 4 { homes[n - n % 4 - 1] } else { 0 };
-        assert!(dblwr_sync < i && dblwr_sync >= prev_home, "home write {n} at {i}: {trace:?}");
+        assert!(
+            dblwr_sync < i && dblwr_sync >= prev_home,
+            "home write {n} at {i}: {trace:?}"
+        );
     }
     let c = s.snapshot().counters;
-    assert_eq!(c.cause(Cause::Doublewrite).write_blocks_4k, 10 * 2, "10 pages of 8 KiB");
+    assert_eq!(
+        c.cause(Cause::Doublewrite).write_blocks_4k,
+        10 * 2,
+        "10 pages of 8 KiB"
+    );
     assert_eq!(c.cause(Cause::Doublewrite).syncs, 3);
     assert_eq!(c.total().doublewrite_pages, 10);
     assert_eq!(c.total().doublewrite_batches, 3);
-    assert_eq!(c.total().wal_fpi, 0, "doublewrite replaces full-page images");
+    assert_eq!(
+        c.total().wal_fpi,
+        0,
+        "doublewrite replaces full-page images"
+    );
     // The area holds whole self-identifying pages: the last batch is pages 8 and 9.
     let mut area = vec![0u8; 8192];
-    s.vfs().read_at(file_ids::DOUBLEWRITE, 8192, &mut area).unwrap();
+    s.vfs()
+        .read_at(file_ids::DOUBLEWRITE, 8192, &mut area)
+        .unwrap();
     assert_eq!(identify(&area), Some(PageId::new(rel, 9)));
 }
 
@@ -148,8 +195,14 @@ fn a_damaged_page_is_reported_not_returned() {
     // Tear the page: its second 4 KiB block is from "another version".
     s.vfs().nvme().write_at(rel, 4096, &[0x5Au8; 4096]).unwrap();
     let e = s.pool().fetch_read(id).err().expect("checksum must fail");
-    assert!(matches!(e, Error::ChecksumMismatch { page, .. } if page == id), "{e}");
-    assert!(!s.pool().is_resident(id), "a page that failed to load is not cached");
+    assert!(
+        matches!(e, Error::ChecksumMismatch { page, .. } if page == id),
+        "{e}"
+    );
+    assert!(
+        !s.pool().is_resident(id),
+        "a page that failed to load is not cached"
+    );
     // The frame is usable again.
     let mut g = s.pool().new_page(rel).unwrap();
     put(&s, &mut g, 4);
@@ -160,7 +213,11 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
     // LRU midpoint: the cleaner flushes the tail. (With the clock sweep it would write only
     // frames whose usage count fell to 0, as PostgreSQL's BgBufferSync skips recently used
     // buffers; see clock_sweep_cleaner_skips_recently_used_buffers.)
-    let s = quiet(16, TornPageProtection::FullPageWrites, ReplacerConfig::lru_midpoint_default());
+    let s = quiet(
+        16,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::lru_midpoint_default(),
+    );
     let rel = s.store().create_relation().unwrap();
     for v in 0..8u8 {
         let _g = enter(Cause::Insert);
@@ -171,29 +228,53 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
     let written = {
         let _g = enter(Cause::PageCleaner);
         s.pool()
-            .clean_round(&PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 100, max_dirty_pct: None })
+            .clean_round(&PageCleanerConfig {
+                enabled: true,
+                interval_ms: 1,
+                lru_scan_pages: 100,
+                max_dirty_pct: None,
+            })
             .unwrap()
     };
     assert!(written > 0);
     let d = s.snapshot().delta(&before).counters;
-    assert_eq!(d.cause(Cause::PageCleaner).buffer_pages_written, written as u64);
+    assert_eq!(
+        d.cause(Cause::PageCleaner).buffer_pages_written,
+        written as u64
+    );
     let pc = d.cause(Cause::PageCleaner);
     assert!(pc.wal_syncs >= 1, "WAL flushed before the pages");
     // Its device writes are the pages (2 blocks each) plus the WAL flush it had to do.
-    assert_eq!(pc.write_blocks_4k, 2 * written as u64 + pc.wal_written_bytes.div_ceil(4096));
+    assert_eq!(
+        pc.write_blocks_4k,
+        2 * written as u64 + pc.wal_written_bytes.div_ceil(4096)
+    );
     assert_eq!(d.cause(Cause::Insert).write_blocks_4k, 0);
 }
 
 #[test]
 fn clock_sweep_cleaner_skips_recently_used_buffers() {
-    let s = quiet(8, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let s = quiet(
+        8,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
     let rel = s.store().create_relation().unwrap();
     for v in 0..8u8 {
         let mut g = s.pool().new_page(rel).unwrap();
         put(&s, &mut g, v);
     }
-    let cfg = PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 100, max_dirty_pct: None };
-    assert_eq!(s.pool().clean_round(&cfg).unwrap(), 0, "every buffer has usage_count 1");
+    let cfg = PageCleanerConfig {
+        enabled: true,
+        interval_ms: 1,
+        lru_scan_pages: 100,
+        max_dirty_pct: None,
+    };
+    assert_eq!(
+        s.pool().clean_round(&cfg).unwrap(),
+        0,
+        "every buffer has usage_count 1"
+    );
     // One more page forces a sweep that brings usage counts down to 0 on its way.
     let mut g = s.pool().new_page(rel).unwrap();
     put(&s, &mut g, 9);
@@ -203,7 +284,11 @@ fn clock_sweep_cleaner_skips_recently_used_buffers() {
 
 #[test]
 fn max_dirty_pct_flushes_oldest_changes_first() {
-    let s = quiet(10, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep);
+    let s = quiet(
+        10,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
     let rel = s.store().create_relation().unwrap();
     let mut ids = Vec::new();
     for v in 0..10u8 {
@@ -211,7 +296,12 @@ fn max_dirty_pct_flushes_oldest_changes_first() {
         put(&s, &mut g, v);
         ids.push(g.page_id());
     }
-    let cfg = PageCleanerConfig { enabled: true, interval_ms: 1, lru_scan_pages: 0, max_dirty_pct: Some(50) };
+    let cfg = PageCleanerConfig {
+        enabled: true,
+        interval_ms: 1,
+        lru_scan_pages: 0,
+        max_dirty_pct: Some(50),
+    };
     assert_eq!(s.pool().clean_round(&cfg).unwrap(), 5);
     assert_eq!(s.pool().state().dirty_pages, 5);
     // The first five (oldest rec_lsn) went.
@@ -231,7 +321,11 @@ fn lru_midpoint_pool_keeps_a_hot_page_through_a_scan() {
     let s = quiet(
         32,
         TornPageProtection::FullPageWrites,
-        ReplacerConfig::LruMidpoint { old_pct: 37, old_blocks_time_ms: 0, old_min_len: 4 },
+        ReplacerConfig::LruMidpoint {
+            old_pct: 37,
+            old_blocks_time_ms: 0,
+            old_min_len: 4,
+        },
     );
     let rel = s.store().create_relation().unwrap();
     let mut ids = Vec::new();
@@ -251,12 +345,19 @@ fn lru_midpoint_pool_keeps_a_hot_page_through_a_scan() {
     for &id in &ids[1..] {
         drop(s.pool().fetch_read(id).unwrap());
     }
-    assert!(s.pool().is_resident(hot), "a scan must not push out the young hot page");
+    assert!(
+        s.pool().is_resident(hot),
+        "a scan must not push out the young hot page"
+    );
 }
 
 #[test]
 fn concurrent_writers_and_readers_see_their_own_last_write() {
-    let s = std::sync::Arc::new(quiet(8, TornPageProtection::FullPageWrites, ReplacerConfig::ClockSweep));
+    let s = std::sync::Arc::new(quiet(
+        8,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    ));
     let rel = s.store().create_relation().unwrap();
     let ids: Vec<PageId> = (0..32)
         .map(|_| {
@@ -289,7 +390,10 @@ fn concurrent_writers_and_readers_see_their_own_last_write() {
         assert_eq!(value(s.pool().fetch_read(id).unwrap().data()), 20);
     }
     let c = s.snapshot().counters.total();
-    assert!(c.buffer_evictions > 0 && c.buffer_misses > 0, "the small pool had to evict: {c:?}");
+    assert!(
+        c.buffer_evictions > 0 && c.buffer_misses > 0,
+        "the small pool had to evict: {c:?}"
+    );
 }
 
 #[derive(Debug, Clone)]

@@ -119,7 +119,8 @@ impl CompressionModel {
         } else {
             self.physical_bytes.fetch_sub(old as u64, Ordering::Relaxed);
         }
-        self.physical_bytes.fetch_add(size as u64, Ordering::Relaxed);
+        self.physical_bytes
+            .fetch_add(size as u64, Ordering::Relaxed);
         size
     }
 
@@ -137,8 +138,16 @@ impl CompressionModel {
     pub fn totals(&self) -> CompressionTotals {
         let logical_bytes = self.logical_bytes.load(Ordering::Relaxed);
         let physical_bytes = self.physical_bytes.load(Ordering::Relaxed);
-        let ratio = if physical_bytes == 0 { 1.0 } else { logical_bytes as f64 / physical_bytes as f64 };
-        CompressionTotals { logical_bytes, physical_bytes, ratio }
+        let ratio = if physical_bytes == 0 {
+            1.0
+        } else {
+            logical_bytes as f64 / physical_bytes as f64
+        };
+        CompressionTotals {
+            logical_bytes,
+            physical_bytes,
+            ratio,
+        }
     }
 }
 
@@ -188,7 +197,10 @@ mod tests {
 
     #[test]
     fn parse_names() {
-        assert_eq!("zstd:7".parse::<Compression>().unwrap(), Compression::Zstd { level: 7 });
+        assert_eq!(
+            "zstd:7".parse::<Compression>().unwrap(),
+            Compression::Zstd { level: 7 }
+        );
         assert_eq!("lz4".parse::<Compression>().unwrap(), Compression::Lz4);
         let e = "zstd:99".parse::<Compression>().unwrap_err();
         assert!(e.contains("1..=22"), "{e}");

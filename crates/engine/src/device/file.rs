@@ -34,7 +34,11 @@ impl FileDevice {
     pub fn open(dir: impl AsRef<Path>, direct: bool) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create_dir", 0, e))?;
-        let dev = FileDevice { dir, direct, open: RwLock::new(BTreeMap::new()) };
+        let dev = FileDevice {
+            dir,
+            direct,
+            open: RwLock::new(BTreeMap::new()),
+        };
         for id in dev.files()? {
             dev.open_file(id, false)?;
         }
@@ -51,18 +55,29 @@ impl FileDevice {
         if self.direct {
             opts.custom_flags(libc::O_DIRECT);
         }
-        let f = Arc::new(opts.open(self.path(file)).map_err(|e| Error::io("open", file, e))?);
+        let f = Arc::new(
+            opts.open(self.path(file))
+                .map_err(|e| Error::io("open", file, e))?,
+        );
         self.open.write().insert(file, f.clone());
         Ok(f)
     }
 
     fn file(&self, file: FileId) -> Result<Arc<File>> {
-        self.open.read().get(&file).cloned().ok_or(Error::NoSuchFile { file })
+        self.open
+            .read()
+            .get(&file)
+            .cloned()
+            .ok_or(Error::NoSuchFile { file })
     }
 
     fn check_aligned(&self, file: FileId, offset: u64, len: usize) -> Result<()> {
         if self.direct && (offset % DIRECT_ALIGN as u64 != 0 || len % DIRECT_ALIGN != 0) {
-            return Err(Error::Unaligned { file, offset_bytes: offset, len_bytes: len });
+            return Err(Error::Unaligned {
+                file,
+                offset_bytes: offset,
+                len_bytes: len,
+            });
         }
         Ok(())
     }
@@ -141,11 +156,13 @@ impl Device for FileDevice {
         }
         if self.direct && buf.as_ptr().align_offset(DIRECT_ALIGN) != 0 {
             let mut bounce = Aligned::new(buf.len());
-            f.read_exact_at(bounce.bytes_mut(), offset).map_err(|e| Error::io("read", file, e))?;
+            f.read_exact_at(bounce.bytes_mut(), offset)
+                .map_err(|e| Error::io("read", file, e))?;
             buf.copy_from_slice(bounce.bytes());
             return Ok(());
         }
-        f.read_exact_at(buf, offset).map_err(|e| Error::io("read", file, e))
+        f.read_exact_at(buf, offset)
+            .map_err(|e| Error::io("read", file, e))
     }
 
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
@@ -154,13 +171,18 @@ impl Device for FileDevice {
         if self.direct && data.as_ptr().align_offset(DIRECT_ALIGN) != 0 {
             let mut bounce = Aligned::new(data.len());
             bounce.bytes_mut().copy_from_slice(data);
-            return f.write_all_at(bounce.bytes(), offset).map_err(|e| Error::io("write", file, e));
+            return f
+                .write_all_at(bounce.bytes(), offset)
+                .map_err(|e| Error::io("write", file, e));
         }
-        f.write_all_at(data, offset).map_err(|e| Error::io("write", file, e))
+        f.write_all_at(data, offset)
+            .map_err(|e| Error::io("write", file, e))
     }
 
     fn sync(&self, file: FileId) -> Result<()> {
-        self.file(file)?.sync_data().map_err(|e| Error::io("sync", file, e))
+        self.file(file)?
+            .sync_data()
+            .map_err(|e| Error::io("sync", file, e))
     }
 }
 

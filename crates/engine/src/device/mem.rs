@@ -21,7 +21,11 @@ impl MemDevice {
     }
 
     fn file(&self, file: FileId) -> Result<Arc<RwLock<Vec<u8>>>> {
-        self.files.read().get(&file).cloned().ok_or(Error::NoSuchFile { file })
+        self.files
+            .read()
+            .get(&file)
+            .cloned()
+            .ok_or(Error::NoSuchFile { file })
     }
 }
 

@@ -102,9 +102,22 @@ impl Nvme {
         &self.stats
     }
 
-    fn traced(&self, kind: IoKind, file: FileId, offset_bytes: u64, len_bytes: usize, cause: Cause) {
+    fn traced(
+        &self,
+        kind: IoKind,
+        file: FileId,
+        offset_bytes: u64,
+        len_bytes: usize,
+        cause: Cause,
+    ) {
         if let Some(t) = &self.trace {
-            t.lock().push(IoEvent { kind, file, offset_bytes, len_bytes, cause });
+            t.lock().push(IoEvent {
+                kind,
+                file,
+                offset_bytes,
+                len_bytes,
+                cause,
+            });
         }
     }
 
@@ -123,8 +136,10 @@ impl Nvme {
         let cause = current_cause();
         let n = requests(buf.len(), self.iop_max_bytes);
         self.stats.add_for(cause, Metric::read_requests, n);
-        self.stats.add_for(cause, Metric::read_blocks_4k, blocks_4k(offset, buf.len()));
-        self.stats.add_for(cause, Metric::read_bytes, buf.len() as u64);
+        self.stats
+            .add_for(cause, Metric::read_blocks_4k, blocks_4k(offset, buf.len()));
+        self.stats
+            .add_for(cause, Metric::read_bytes, buf.len() as u64);
         self.throttle(cause, false, buf.len(), n);
         self.backing.read_at(file, offset, buf)?;
         self.traced(IoKind::Read, file, offset, buf.len(), cause);
@@ -145,13 +160,19 @@ impl Nvme {
     pub fn write_at_for(&self, cause: Cause, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
         let n = requests(data.len(), self.iop_max_bytes);
         self.stats.add_for(cause, Metric::write_requests, n);
-        self.stats.add_for(cause, Metric::write_blocks_4k, blocks_4k(offset, data.len()));
-        self.stats.add_for(cause, Metric::write_bytes, data.len() as u64);
+        self.stats.add_for(
+            cause,
+            Metric::write_blocks_4k,
+            blocks_4k(offset, data.len()),
+        );
+        self.stats
+            .add_for(cause, Metric::write_bytes, data.len() as u64);
         self.throttle(cause, true, data.len(), n);
         self.backing.write_at(file, offset, data)?;
         if let Some(model) = &self.compression {
             let physical = self.record_compression(model, file, offset, data)?;
-            self.stats.add_for(cause, Metric::write_physical_bytes, physical);
+            self.stats
+                .add_for(cause, Metric::write_physical_bytes, physical);
         }
         self.traced(IoKind::Write, file, offset, data.len(), cause);
         Ok(())
@@ -227,12 +248,18 @@ impl Nvme {
 
     /// Logical and physical bytes held (zeros when compression accounting is off).
     pub fn compression_totals(&self) -> CompressionTotals {
-        self.compression.as_ref().map(|m| m.totals()).unwrap_or_default()
+        self.compression
+            .as_ref()
+            .map(|m| m.totals())
+            .unwrap_or_default()
     }
 
     /// Takes the trace recorded so far (empty unless `trace` was set).
     pub fn take_trace(&self) -> Vec<IoEvent> {
-        self.trace.as_ref().map(|t| std::mem::take(&mut *t.lock())).unwrap_or_default()
+        self.trace
+            .as_ref()
+            .map(|t| std::mem::take(&mut *t.lock()))
+            .unwrap_or_default()
     }
 }
 
@@ -259,14 +286,23 @@ mod tests {
         d.read_at(7, 4096 + 100, &mut buf).unwrap();
         let s = d.stats().snapshot();
         let c = s.cause(Cause::Checkpointer);
-        assert_eq!((c.write_blocks_4k, c.write_requests, c.write_bytes, c.syncs), (16, 4, 65536, 1));
+        assert_eq!(
+            (c.write_blocks_4k, c.write_requests, c.write_bytes, c.syncs),
+            (16, 4, 65536, 1)
+        );
         let o = s.cause(Cause::Other);
-        assert_eq!((o.read_blocks_4k, o.read_requests, o.read_bytes), (1, 1, 512));
+        assert_eq!(
+            (o.read_blocks_4k, o.read_requests, o.read_bytes),
+            (1, 1, 512)
+        );
     }
 
     #[test]
     fn unaligned_small_write_rounds_out_to_two_blocks() {
-        let d = nvme(NvmeConfig { iop_max_bytes: 4096, ..Default::default() });
+        let d = nvme(NvmeConfig {
+            iop_max_bytes: 4096,
+            ..Default::default()
+        });
         d.create(1).unwrap();
         d.write_at(1, 4000, &[9u8; 200]).unwrap();
         let c = d.stats().snapshot().total();
@@ -277,7 +313,10 @@ mod tests {
     fn bad_iop_max_is_refused() {
         let e = Nvme::new(
             Box::new(MemDevice::new()),
-            &NvmeConfig { iop_max_bytes: 1000, ..Default::default() },
+            &NvmeConfig {
+                iop_max_bytes: 1000,
+                ..Default::default()
+            },
             Arc::new(Stats::new()),
         )
         .err()
@@ -287,14 +326,19 @@ mod tests {
 
     #[test]
     fn compression_counts_physical_bytes_per_cause_and_partial_blocks() {
-        let d = nvme(NvmeConfig { compression: Compression::Lz4, ..Default::default() });
+        let d = nvme(NvmeConfig {
+            compression: Compression::Lz4,
+            ..Default::default()
+        });
         d.create(3).unwrap();
         d.write_at(3, 0, &[0u8; 8192]).unwrap();
         let t = d.compression_totals();
         assert_eq!(t.logical_bytes, 8192);
         assert!(t.physical_bytes < 200, "{t:?}");
         // A 512-byte write into block 0 recompresses the whole block.
-        let noise: Vec<u8> = (0..512u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..512u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         d.write_at(3, 512, &noise).unwrap();
         let t2 = d.compression_totals();
         assert_eq!(t2.logical_bytes, 8192);
@@ -307,12 +351,18 @@ mod tests {
 
     #[test]
     fn trace_records_completion_order() {
-        let d = nvme(NvmeConfig { trace: true, ..Default::default() });
+        let d = nvme(NvmeConfig {
+            trace: true,
+            ..Default::default()
+        });
         d.create(1).unwrap();
         d.write_at(1, 0, &[1u8; 4096]).unwrap();
         d.sync(1).unwrap();
         let t = d.take_trace();
-        assert_eq!(t.iter().map(|e| e.kind).collect::<Vec<_>>(), vec![IoKind::Write, IoKind::Sync]);
+        assert_eq!(
+            t.iter().map(|e| e.kind).collect::<Vec<_>>(),
+            vec![IoKind::Write, IoKind::Sync]
+        );
         assert!(d.take_trace().is_empty());
     }
 }

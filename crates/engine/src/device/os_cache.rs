@@ -48,7 +48,10 @@ pub struct OsCacheConfig {
 
 impl Default for OsCacheConfig {
     fn default() -> Self {
-        OsCacheConfig { size_bytes: 0, dirty_background_pct: 10 }
+        OsCacheConfig {
+            size_bytes: 0,
+            dirty_background_pct: 10,
+        }
     }
 }
 
@@ -89,7 +92,10 @@ impl Inner {
 
     fn mark_dirty(&mut self, key: Key, cause: Cause) {
         let t = self.next_tick();
-        let e = self.map.get_mut(&key).expect("mark_dirty of a cached block");
+        let e = self
+            .map
+            .get_mut(&key)
+            .expect("mark_dirty of a cached block");
         if let Some((old, _)) = e.dirty.take() {
             self.dirty_order.remove(&old);
         }
@@ -112,7 +118,14 @@ impl Inner {
     fn insert_clean(&mut self, key: Key, data: Box<[u8]>) {
         let t = self.next_tick();
         self.lru.insert(t, key);
-        self.map.insert(key, Entry { data, lru_tick: t, dirty: None });
+        self.map.insert(
+            key,
+            Entry {
+                data,
+                lru_tick: t,
+                dirty: None,
+            },
+        );
     }
 
     /// Evicts clean blocks, least recently used first, until at most `cap` are held or
@@ -163,7 +176,8 @@ impl OsPageCache {
         let cap_blocks = (cfg.size_bytes / BLOCK_4K) as usize;
         (cap_blocks > 0).then(|| OsPageCache {
             cap_blocks,
-            dirty_limit_blocks: (cap_blocks * cfg.dirty_background_pct.min(100) as usize / 100).max(1),
+            dirty_limit_blocks: (cap_blocks * cfg.dirty_background_pct.min(100) as usize / 100)
+                .max(1),
             inner: Mutex::new(Inner::default()),
             drained: Condvar::new(),
         })
@@ -237,7 +251,8 @@ impl OsPageCache {
         let dev_len = nvme.len_bytes(file)?;
         let readable = span_end.min(dev_len).saturating_sub(span_start) as usize;
         nvme.read_at(file, span_start, &mut span[..readable])?;
-        nvme.stats().add(Metric::os_cache_miss_blocks_4k, m1 - m0 + 1);
+        nvme.stats()
+            .add(Metric::os_cache_miss_blocks_4k, m1 - m0 + 1);
         let mut inner = self.inner.lock();
         for b in m0..=m1 {
             let key = (file, b);
@@ -310,8 +325,11 @@ impl OsPageCache {
     pub fn sync(&self, nvme: &Nvme, file: FileId) -> Result<()> {
         let runs = {
             let mut inner = self.inner.lock();
-            let blocks: Vec<u64> =
-                inner.dirty_by_file.get(&file).map(|s| s.iter().copied().collect()).unwrap_or_default();
+            let blocks: Vec<u64> = inner
+                .dirty_by_file
+                .get(&file)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
             Self::take_runs(&mut inner, file, &blocks)
         };
         self.write_runs(nvme, runs)?;
@@ -344,7 +362,11 @@ impl OsPageCache {
         if inner.n_dirty() <= self.dirty_limit_blocks && !over_cap {
             return Vec::new();
         }
-        let target = if over_cap { 0 } else { self.dirty_limit_blocks / 2 };
+        let target = if over_cap {
+            0
+        } else {
+            self.dirty_limit_blocks / 2
+        };
         let n = inner.n_dirty() - target.min(inner.n_dirty());
         let mut by_file: BTreeMap<FileId, Vec<u64>> = BTreeMap::new();
         for (_, (f, b)) in inner.dirty_order.iter().take(n) {
@@ -363,12 +385,19 @@ impl OsPageCache {
     fn take_runs(inner: &mut Inner, file: FileId, blocks: &[u64]) -> Vec<Run> {
         let mut runs: Vec<Run> = Vec::new();
         for &b in blocks {
-            let Some((cause, data)) = inner.mark_clean((file, b)) else { continue };
+            let Some((cause, data)) = inner.mark_clean((file, b)) else {
+                continue;
+            };
             match runs.last_mut() {
                 Some(r) if r.cause == cause && r.first_block + (r.data.len() / B) as u64 == b => {
                     r.data.extend_from_slice(&data)
                 }
-                _ => runs.push(Run { file, first_block: b, cause, data: data.into_vec() }),
+                _ => runs.push(Run {
+                    file,
+                    first_block: b,
+                    cause,
+                    data: data.into_vec(),
+                }),
             }
         }
         if !runs.is_empty() {
@@ -380,7 +409,13 @@ impl OsPageCache {
     fn write_runs(&self, nvme: &Nvme, runs: Vec<Run>) -> Result<()> {
         let mut result = Ok(());
         for run in runs {
-            let flen = self.inner.lock().file_len.get(&run.file).copied().unwrap_or(u64::MAX);
+            let flen = self
+                .inner
+                .lock()
+                .file_len
+                .get(&run.file)
+                .copied()
+                .unwrap_or(u64::MAX);
             let start = run.first_block * BLOCK_4K;
             let len = (run.data.len() as u64).min(flen.saturating_sub(start)) as usize;
             let r = nvme.write_at_for(run.cause, run.file, start, &run.data[..len]);
@@ -416,9 +451,18 @@ mod tests {
     use std::sync::Arc;
 
     fn setup(size_bytes: u64) -> (Nvme, OsPageCache) {
-        let nvme = Nvme::new(Box::new(MemDevice::new()), &NvmeConfig::default(), Arc::new(Stats::new())).unwrap();
+        let nvme = Nvme::new(
+            Box::new(MemDevice::new()),
+            &NvmeConfig::default(),
+            Arc::new(Stats::new()),
+        )
+        .unwrap();
         nvme.create(1).unwrap();
-        let c = OsPageCache::new(&OsCacheConfig { size_bytes, dirty_background_pct: 50 }).unwrap();
+        let c = OsPageCache::new(&OsCacheConfig {
+            size_bytes,
+            dirty_background_pct: 50,
+        })
+        .unwrap();
         (nvme, c)
     }
 
@@ -432,7 +476,10 @@ mod tests {
         c.read(&nvme, 1, 8192, &mut buf).unwrap();
         assert_eq!(buf, [7u8; 8192]);
         let d = nvme.stats().snapshot().delta(&before).total();
-        assert_eq!(d.read_blocks_4k, 2, "only the first read reaches the device");
+        assert_eq!(
+            d.read_blocks_4k, 2,
+            "only the first read reaches the device"
+        );
         assert_eq!(d.read_requests, 1);
         assert_eq!(d.os_cache_read_hits, 1);
         assert_eq!(d.os_cache_hit_blocks_4k, 2);
@@ -447,12 +494,20 @@ mod tests {
             c.write(&nvme, 1, 0, &[1u8; 8192]).unwrap();
             c.write(&nvme, 1, 8192, &[2u8; 8192]).unwrap();
         }
-        assert_eq!(nvme.stats().snapshot().total().write_blocks_4k, 0, "write-back, not write-through");
+        assert_eq!(
+            nvme.stats().snapshot().total().write_blocks_4k,
+            0,
+            "write-back, not write-through"
+        );
         assert_eq!(c.dirty_blocks(), 4);
         c.sync(&nvme, 1).unwrap(); // fsync from cause Other
         let s = nvme.stats().snapshot();
         let cp = s.cause(Cause::Checkpointer);
-        assert_eq!((cp.write_blocks_4k, cp.write_requests), (4, 1), "one contiguous run");
+        assert_eq!(
+            (cp.write_blocks_4k, cp.write_requests),
+            (4, 1),
+            "one contiguous run"
+        );
         assert_eq!(s.cause(Cause::Other).syncs, 1);
         assert_eq!(c.dirty_blocks(), 0);
         let mut back = [0u8; 16384];
@@ -508,10 +563,17 @@ mod tests {
         let (nvme, c) = setup(1 << 20);
         c.write(&nvme, 1, 0, &[1u8; 100]).unwrap();
         let mut b = [0u8; 200];
-        assert!(matches!(c.read(&nvme, 1, 0, &mut b), Err(crate::Error::ReadPastEof { .. })));
+        assert!(matches!(
+            c.read(&nvme, 1, 0, &mut b),
+            Err(crate::Error::ReadPastEof { .. })
+        ));
         let mut b = [0u8; 100];
         c.read(&nvme, 1, 0, &mut b).unwrap();
         c.sync(&nvme, 1).unwrap();
-        assert_eq!(nvme.len_bytes(1).unwrap(), 100, "write-back clamps to the file length");
+        assert_eq!(
+            nvme.len_bytes(1).unwrap(),
+            100,
+            "write-back clamps to the file length"
+        );
     }
 }

@@ -39,7 +39,10 @@ impl ThrottleConfig {
 
     /// Checks ranges. Errors: [`crate::Error::InvalidConfig`] naming the field.
     pub fn validate(&self) -> crate::Result<()> {
-        for (name, v) in [("read_mib_s", self.read_mib_s), ("write_mib_s", self.write_mib_s)] {
+        for (name, v) in [
+            ("read_mib_s", self.read_mib_s),
+            ("write_mib_s", self.write_mib_s),
+        ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0) {
                     return Err(crate::Error::InvalidConfig(format!(
@@ -49,7 +52,9 @@ impl ThrottleConfig {
             }
         }
         if self.queue_depth == Some(0) {
-            return Err(crate::Error::InvalidConfig("throttle queue_depth must be at least 1".into()));
+            return Err(crate::Error::InvalidConfig(
+                "throttle queue_depth must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -131,10 +136,24 @@ mod tests {
 
     #[test]
     fn invalid_settings_are_named() {
-        let c = ThrottleConfig { write_mib_s: Some(0.0), ..Default::default() };
-        assert!(c.validate().unwrap_err().to_string().contains("write_mib_s"));
-        let c = ThrottleConfig { queue_depth: Some(0), ..Default::default() };
-        assert!(c.validate().unwrap_err().to_string().contains("queue_depth"));
+        let c = ThrottleConfig {
+            write_mib_s: Some(0.0),
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("write_mib_s"));
+        let c = ThrottleConfig {
+            queue_depth: Some(0),
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("queue_depth"));
     }
 
     #[test]

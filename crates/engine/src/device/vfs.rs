@@ -15,7 +15,10 @@ pub struct Vfs {
 impl Vfs {
     /// Puts an OS page cache of `os_cache.size_bytes` (none if 0) over `nvme`.
     pub fn new(nvme: Nvme, os_cache: &OsCacheConfig) -> Self {
-        Vfs { nvme, os_cache: OsPageCache::new(os_cache) }
+        Vfs {
+            nvme,
+            os_cache: OsPageCache::new(os_cache),
+        }
     }
 
     /// The device below.

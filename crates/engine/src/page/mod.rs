@@ -201,7 +201,11 @@ pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     let expected = get_u32(page, OFF_CHECKSUM);
     let got = compute_checksum(page);
     if got != expected {
-        return Err(Error::ChecksumMismatch { page: id, got, expected });
+        return Err(Error::ChecksumMismatch {
+            page: id,
+            got,
+            expected,
+        });
     }
     let (rel, block) = (get_u32(page, OFF_REL), get_u32(page, OFF_BLOCK));
     if (rel, block) != (id.rel, id.block) {
@@ -211,7 +215,9 @@ pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     }
     let (lower, upper) = hole(page);
     if lower > upper || upper as usize > page.len() {
-        return Err(Error::Corrupted { what: format!("{id}: hole {lower}..{upper} is impossible") });
+        return Err(Error::Corrupted {
+            what: format!("{id}: hole {lower}..{upper} is impossible"),
+        });
     }
     Ok(())
 }
@@ -222,7 +228,10 @@ pub fn identify(page: &[u8]) -> Option<PageId> {
     if page.len() < PAGE_HEADER_BYTES || get_u32(page, OFF_CHECKSUM) != compute_checksum(page) {
         return None;
     }
-    Some(PageId::new(get_u32(page, OFF_REL), get_u32(page, OFF_BLOCK)))
+    Some(PageId::new(
+        get_u32(page, OFF_REL),
+        get_u32(page, OFF_BLOCK),
+    ))
 }
 
 #[cfg(test)]
@@ -242,7 +251,10 @@ mod tests {
         // Torn: the second half is from an older version.
         let mut torn = p.clone();
         torn[4096..].fill(0x11);
-        assert!(matches!(verify(&torn, id), Err(Error::ChecksumMismatch { .. })));
+        assert!(matches!(
+            verify(&torn, id),
+            Err(Error::ChecksumMismatch { .. })
+        ));
         assert_eq!(identify(&torn), None);
         let e = verify(&p, PageId::new(16384, 4)).unwrap_err();
         assert!(e.to_string().contains("misdirected"), "{e}");

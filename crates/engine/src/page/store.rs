@@ -52,7 +52,11 @@ impl PageStore {
     pub fn open(vfs: Arc<Vfs>, page_size: PageSize, zero_fill_on_extend: bool) -> Result<Self> {
         let mut rels = HashMap::new();
         let mut next = file_ids::FIRST_RELATION;
-        for f in vfs.files()?.into_iter().filter(|f| file_ids::is_relation(*f)) {
+        for f in vfs
+            .files()?
+            .into_iter()
+            .filter(|f| file_ids::is_relation(*f))
+        {
             let len = vfs.len_bytes(f)?;
             if len % page_size.bytes() as u64 != 0 {
                 return Err(Error::Corrupted {
@@ -60,7 +64,13 @@ impl PageStore {
                 });
             }
             let n = (len / page_size.bytes() as u64) as u32;
-            rels.insert(f, Arc::new(Relation { n_blocks: AtomicU32::new(n), free: Mutex::new(BTreeSet::new()) }));
+            rels.insert(
+                f,
+                Arc::new(Relation {
+                    n_blocks: AtomicU32::new(n),
+                    free: Mutex::new(BTreeSet::new()),
+                }),
+            );
             next = next.max(f + 1);
         }
         Ok(PageStore {
@@ -93,7 +103,10 @@ impl PageStore {
         self.vfs.create(rel)?;
         self.rels.write().insert(
             rel,
-            Arc::new(Relation { n_blocks: AtomicU32::new(0), free: Mutex::new(BTreeSet::new()) }),
+            Arc::new(Relation {
+                n_blocks: AtomicU32::new(0),
+                free: Mutex::new(BTreeSet::new()),
+            }),
         );
         Ok(rel)
     }
@@ -119,7 +132,10 @@ impl PageStore {
             .read()
             .get(&rel)
             .cloned()
-            .ok_or(Error::NoSuchPage { page: PageId::new(rel, 0), reason: "no such relation" })
+            .ok_or(Error::NoSuchPage {
+                page: PageId::new(rel, 0),
+                reason: "no such relation",
+            })
     }
 
     /// Number of blocks allocated in `rel` (PostgreSQL `RelationGetNumberOfBlocks`).
@@ -155,7 +171,10 @@ impl PageStore {
     pub fn free_page(&self, id: PageId) -> Result<()> {
         let r = self.rel(id.rel)?;
         if id.block >= r.n_blocks.load(Ordering::Acquire) {
-            return Err(Error::NoSuchPage { page: id, reason: "freeing a block never allocated" });
+            return Err(Error::NoSuchPage {
+                page: id,
+                reason: "freeing a block never allocated",
+            });
         }
         r.free.lock().insert(id.block);
         Ok(())
@@ -173,7 +192,10 @@ impl PageStore {
     pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
         let r = self.rel(id.rel)?;
         if id.block >= r.n_blocks.load(Ordering::Acquire) {
-            return Err(Error::NoSuchPage { page: id, reason: "past the end of the relation" });
+            return Err(Error::NoSuchPage {
+                page: id,
+                reason: "past the end of the relation",
+            });
         }
         let off = self.offset(id.block);
         if off + buf.len() as u64 > self.vfs.len_bytes(id.rel)? {

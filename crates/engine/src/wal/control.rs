@@ -50,10 +50,14 @@ impl ControlFile {
         let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4"));
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8"));
         if &b[0..4] != MAGIC || u32_at(4) != 1 {
-            return Err(Error::Corrupted { what: "control file: bad magic or version".into() });
+            return Err(Error::Corrupted {
+                what: "control file: bad magic or version".into(),
+            });
         }
         if crc32c::crc32c(&b[..40]) != u32_at(40) {
-            return Err(Error::Corrupted { what: "control file: checksum mismatch".into() });
+            return Err(Error::Corrupted {
+                what: "control file: checksum mismatch".into(),
+            });
         }
         Ok(Some(ControlFile {
             page_size_bytes: u32_at(8),

@@ -63,7 +63,9 @@ use std::sync::Arc;
 
 /// A log sequence number: a byte position in the WAL. Shown as PostgreSQL shows it,
 /// `{hi:X}/{lo:X}` (e.g. `0/16B3740`, xlogdefs.h `LSN_FORMAT_ARGS`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Lsn(pub u64);
 
 impl std::fmt::Display for Lsn {
@@ -173,8 +175,16 @@ impl Wal {
         Ok(Wal {
             vfs,
             stats,
-            insert: Mutex::new(InsertState { buf, buf_start, insert_lsn: end, prev_lsn: prev }),
-            flush: Mutex::new(FlushState { written_lsn: end, unsynced: BTreeSet::new() }),
+            insert: Mutex::new(InsertState {
+                buf,
+                buf_start,
+                insert_lsn: end,
+                prev_lsn: prev,
+            }),
+            flush: Mutex::new(FlushState {
+                written_lsn: end,
+                unsynced: BTreeSet::new(),
+            }),
             durable_lsn: AtomicU64::new(end),
             redo_lsn: AtomicU64::new(redo_lsn),
             failed: Mutex::new(None),
@@ -219,7 +229,11 @@ impl Wal {
     /// Panics if `pages.len()` differs from the registered block count (a caller bug).
     /// Errors: device errors of a buffer write-out; [`Error::PreviousIo`].
     pub fn insert(&self, rec: &RecordBuilder, pages: &mut [&mut [u8]]) -> Result<Lsn> {
-        assert_eq!(pages.len(), rec.blocks.len(), "one page per registered block");
+        assert_eq!(
+            pages.len(),
+            rec.blocks.len(),
+            "one page per registered block"
+        );
         let (end, over) = {
             let mut ins = self.insert.lock();
             let redo = self.redo_lsn.load(Ordering::Acquire);
@@ -248,7 +262,8 @@ impl Wal {
             }
             self.stats.add(Metric::wal_records, 1);
             self.stats.add(Metric::wal_bytes, bytes.len() as u64);
-            self.stats.add(Metric::wal_fpi, images.iter().flatten().count() as u64);
+            self.stats
+                .add(Metric::wal_fpi, images.iter().flatten().count() as u64);
             self.stats.add(Metric::wal_fpi_bytes, fpi_bytes);
             (end, ins.buf.len() > self.cfg.buffer_bytes)
         };
@@ -347,7 +362,12 @@ impl Wal {
     pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
         let _fl = self.flush.lock();
         let mut n = 0;
-        for f in self.vfs.files()?.into_iter().filter(|f| file_ids::is_wal(*f)) {
+        for f in self
+            .vfs
+            .files()?
+            .into_iter()
+            .filter(|f| file_ids::is_wal(*f))
+        {
             let seg = (f - file_ids::WAL_BASE) as u64;
             if (seg + 1) * self.cfg.segment_bytes <= lsn.0 {
                 self.vfs.remove(f)?;
@@ -384,7 +404,10 @@ fn read_wal_bytes(vfs: &Vfs, segment_bytes: u64, mut pos: u64, buf: &mut [u8]) -
             if avail > 0 {
                 // Read whole 512-byte sectors so that O_DIRECT files accept the request.
                 let a0 = align_down(off, 512);
-                let a1 = (off + avail as u64).div_ceil(512).saturating_mul(512).min(len);
+                let a1 = (off + avail as u64)
+                    .div_ceil(512)
+                    .saturating_mul(512)
+                    .min(len);
                 let mut sectors = vec![0u8; (a1 - a0) as usize];
                 vfs.read_at(file, a0, &mut sectors)?;
                 let skip = (off - a0) as usize;
@@ -417,7 +440,9 @@ fn read_records(vfs: &Vfs, segment_bytes: u64, from: u64) -> Result<(Vec<WalReco
             continue;
         }
         // Invalid here. More bytes could complete it only if it is cut by the window.
-        let tot = rest.get(..4).map(|b| u32::from_le_bytes(b.try_into().expect("4")) as usize);
+        let tot = rest
+            .get(..4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4")) as usize);
         let cut = match tot {
             None => true,
             Some(t) => t > rest.len() && t <= MAX_RECORD_BYTES,
@@ -426,7 +451,12 @@ fn read_records(vfs: &Vfs, segment_bytes: u64, from: u64) -> Result<(Vec<WalReco
             return Ok((out, pos));
         }
         let mut more = vec![0u8; CHUNK];
-        read_wal_bytes(vfs, segment_bytes, window_start + window.len() as u64, &mut more)?;
+        read_wal_bytes(
+            vfs,
+            segment_bytes,
+            window_start + window.len() as u64,
+            &mut more,
+        )?;
         exhausted = more.iter().all(|&b| b == 0);
         window.drain(..(pos - window_start) as usize);
         window_start = pos;

@@ -79,9 +79,17 @@ impl PageImage {
                 let mut bytes = Vec::with_capacity(page.len() - (hi - lo));
                 bytes.extend_from_slice(&page[..lo]);
                 bytes.extend_from_slice(&page[hi..]);
-                PageImage { hole_offset: lo as u16, hole_len: (hi - lo) as u16, bytes }
+                PageImage {
+                    hole_offset: lo as u16,
+                    hole_len: (hi - lo) as u16,
+                    bytes,
+                }
             }
-            None => PageImage { hole_offset: 0, hole_len: 0, bytes: page.to_vec() },
+            None => PageImage {
+                hole_offset: 0,
+                hole_len: 0,
+                bytes: page.to_vec(),
+            },
         }
     }
 
@@ -157,7 +165,11 @@ pub struct RecordBuilder {
 impl RecordBuilder {
     /// A record of resource manager `rmgr`, type `info`.
     pub fn new(rmgr: u8, info: u8) -> Self {
-        RecordBuilder { rmgr, info, ..Default::default() }
+        RecordBuilder {
+            rmgr,
+            info,
+            ..Default::default()
+        }
     }
     /// Sets the transaction id.
     pub fn xid(mut self, xid: u32) -> Self {
@@ -205,7 +217,8 @@ pub(crate) fn encode(b: &RecordBuilder, prev_lsn: u64, images: &[Option<PageImag
     out.extend_from_slice(&[0u8; 4]);
     for (i, (page, will_init, data)) in b.blocks.iter().enumerate() {
         let im = images[i].as_ref();
-        let flags = if im.is_some() { FLAG_HAS_IMAGE } else { 0 } | if *will_init { FLAG_WILL_INIT } else { 0 };
+        let flags = if im.is_some() { FLAG_HAS_IMAGE } else { 0 }
+            | if *will_init { FLAG_WILL_INIT } else { 0 };
         out.extend_from_slice(&page.rel.to_le_bytes());
         out.extend_from_slice(&page.block.to_le_bytes());
         out.push(flags);
@@ -255,10 +268,12 @@ impl<'a> Cursor<'a> {
         self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes(s.try_into().expect("4")))
+        self.take(4)
+            .map(|s| u32::from_le_bytes(s.try_into().expect("4")))
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|s| u64::from_le_bytes(s.try_into().expect("8")))
+        self.take(8)
+            .map(|s| u64::from_le_bytes(s.try_into().expect("8")))
     }
     fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|s| s[0])
@@ -308,10 +323,19 @@ fn parse(rec: &[u8], lsn: u64) -> Option<WalRecord> {
         c.u16()?;
         let image_len = c.u32()? as usize;
         let data_len = c.u32()? as usize;
-        if flags & !(FLAG_HAS_IMAGE | FLAG_WILL_INIT) != 0 || (flags & FLAG_HAS_IMAGE == 0 && image_len != 0) {
+        if flags & !(FLAG_HAS_IMAGE | FLAG_WILL_INIT) != 0
+            || (flags & FLAG_HAS_IMAGE == 0 && image_len != 0)
+        {
             return None;
         }
-        heads.push((PageId::new(rel, block), flags, hole_offset, hole_len, image_len, data_len));
+        heads.push((
+            PageId::new(rel, block),
+            flags,
+            hole_offset,
+            hole_len,
+            image_len,
+            data_len,
+        ));
     }
     let mut blocks = Vec::with_capacity(heads.len());
     for (page, flags, hole_offset, hole_len, image_len, data_len) in heads {
@@ -320,12 +344,21 @@ fn parse(rec: &[u8], lsn: u64) -> Option<WalRecord> {
             if hole_offset as usize > bytes.len() {
                 return None;
             }
-            Some(PageImage { hole_offset, hole_len, bytes })
+            Some(PageImage {
+                hole_offset,
+                hole_len,
+                bytes,
+            })
         } else {
             None
         };
         let data = c.take(data_len)?.to_vec();
-        blocks.push(BlockRef { page, will_init: flags & FLAG_WILL_INIT != 0, image, data });
+        blocks.push(BlockRef {
+            page,
+            will_init: flags & FLAG_WILL_INIT != 0,
+            image,
+            data,
+        });
     }
     let main_data = c.take(main_len)?.to_vec();
     if c.at != rec.len() {
@@ -365,8 +398,13 @@ mod tests {
         let (b, images) = sample();
         let bytes = encode(&b, 1234, &images);
         assert_eq!(bytes.len() % 8, 0);
-        let Decoded::Record(r) = decode(&bytes, 4096) else { panic!("not decoded") };
-        assert_eq!((r.xid, r.rmgr, r.info, r.prev_lsn), (42, rmgr::HEAP, 3, 1234));
+        let Decoded::Record(r) = decode(&bytes, 4096) else {
+            panic!("not decoded")
+        };
+        assert_eq!(
+            (r.xid, r.rmgr, r.info, r.prev_lsn),
+            (42, rmgr::HEAP, 3, 1234)
+        );
         assert_eq!(r.end_lsn, 4096 + bytes.len() as u64);
         assert_eq!(r.blocks.len(), 2);
         assert_eq!(r.blocks[0].data, b"tuple");

@@ -7,7 +7,10 @@ fn wal_with(cfg: WalConfig) -> (Arc<Vfs>, Wal) {
     let stats = Arc::new(Stats::new());
     let nvme = Nvme::new(
         Box::new(MemDevice::new()),
-        &NvmeConfig { trace: true, ..Default::default() },
+        &NvmeConfig {
+            trace: true,
+            ..Default::default()
+        },
         stats.clone(),
     )
     .unwrap();
@@ -40,8 +43,15 @@ fn fpi_only_on_first_change_after_the_redo_pointer() {
     assert_eq!(page_lsn(&p), e1.0);
     let e2 = wal.insert(&rec, &mut [&mut p]).unwrap();
     let s = wal.stats.snapshot().total();
-    assert_eq!(s.wal_fpi, 1, "second change in the same checkpoint cycle has no image");
-    assert_eq!(s.wal_fpi_bytes, 8192 - (8000 - 64), "image leaves the hole out");
+    assert_eq!(
+        s.wal_fpi, 1,
+        "second change in the same checkpoint cycle has no image"
+    );
+    assert_eq!(
+        s.wal_fpi_bytes,
+        8192 - (8000 - 64),
+        "image leaves the hole out"
+    );
     assert!(e2 > e1);
     // Checkpoint: the redo pointer moves past the page LSN, the next change carries an image.
     let redo = wal.begin_checkpoint();
@@ -58,7 +68,10 @@ fn fpi_only_on_first_change_after_the_redo_pointer() {
 
 #[test]
 fn full_page_writes_off_attaches_no_images() {
-    let (_vfs, wal) = wal_with(WalConfig { full_page_writes: false, ..Default::default() });
+    let (_vfs, wal) = wal_with(WalConfig {
+        full_page_writes: false,
+        ..Default::default()
+    });
     let mut p = page();
     let rec = RecordBuilder::new(rmgr::TEST, 0).block(PageId::new(16384, 0), false, b"x");
     wal.insert(&rec, &mut [&mut p]).unwrap();
@@ -67,7 +80,10 @@ fn full_page_writes_off_attaches_no_images() {
 
 #[test]
 fn flush_writes_whole_blocks_syncs_and_rewrites_the_partial_tail() {
-    let (vfs, wal) = wal_with(WalConfig { block_bytes: 512, ..Default::default() });
+    let (vfs, wal) = wal_with(WalConfig {
+        block_bytes: 512,
+        ..Default::default()
+    });
     let rec = RecordBuilder::new(rmgr::TEST, 0).main_data(&[1u8; 100]);
     let e1 = wal.insert(&rec, &mut []).unwrap();
     assert!(wal.durable_lsn() < e1);
@@ -82,7 +98,11 @@ fn flush_writes_whole_blocks_syncs_and_rewrites_the_partial_tail() {
     let writes: Vec<_> = trace.iter().filter(|e| e.kind == IoKind::Write).collect();
     assert_eq!(writes.len(), 2);
     assert_eq!((writes[0].offset_bytes, writes[0].len_bytes), (0, 512));
-    assert_eq!((writes[1].offset_bytes, writes[1].len_bytes), (0, 512), "partial block rewritten");
+    assert_eq!(
+        (writes[1].offset_bytes, writes[1].len_bytes),
+        (0, 512),
+        "partial block rewritten"
+    );
     assert_eq!(trace.iter().filter(|e| e.kind == IoKind::Sync).count(), 2);
     let s = wal.stats.snapshot();
     assert_eq!(s.cause(Cause::Commit).wal_syncs, 1);
@@ -94,15 +114,25 @@ fn flush_writes_whole_blocks_syncs_and_rewrites_the_partial_tail() {
 
 #[test]
 fn records_read_back_across_segments_and_reopen_continues() {
-    let cfg = WalConfig { block_bytes: 512, segment_bytes: 4096, buffer_bytes: 2048, full_page_writes: true };
+    let cfg = WalConfig {
+        block_bytes: 512,
+        segment_bytes: 4096,
+        buffer_bytes: 2048,
+        full_page_writes: true,
+    };
     let (vfs, wal) = wal_with(cfg.clone());
     let mut ends = Vec::new();
     for i in 0..50u32 {
-        let rec = RecordBuilder::new(rmgr::TEST, 1).xid(i).main_data(&vec![i as u8; 150]);
+        let rec = RecordBuilder::new(rmgr::TEST, 1)
+            .xid(i)
+            .main_data(&[i as u8; 150]);
         ends.push(wal.insert(&rec, &mut []).unwrap());
     }
     wal.flush_all().unwrap();
-    assert!(wal.stats.snapshot().total().wal_writes > 2, "buffer overflow wrote out early");
+    assert!(
+        wal.stats.snapshot().total().wal_writes > 2,
+        "buffer overflow wrote out early"
+    );
     let (recs, end) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
     assert_eq!(recs.len(), 50);
     assert_eq!(end, *ends.last().unwrap());
@@ -111,12 +141,21 @@ fn records_read_back_across_segments_and_reopen_continues() {
         assert_eq!(r.main_data, vec![i as u8; 150]);
         assert_eq!(r.end_lsn, ends[i].0);
     }
-    assert!(vfs.files().unwrap().iter().filter(|f| file_ids::is_wal(**f)).count() >= 3);
+    assert!(
+        vfs.files()
+            .unwrap()
+            .iter()
+            .filter(|f| file_ids::is_wal(**f))
+            .count()
+            >= 3
+    );
     // Reopen from the start: continues at the end, and new records chain after the old.
     let stats = Arc::new(Stats::new());
     let wal2 = Wal::open(vfs.clone(), cfg, stats, FIRST_LSN).unwrap();
     assert_eq!(wal2.insert_lsn(), end);
-    let e = wal2.insert(&RecordBuilder::new(rmgr::TEST, 2), &mut []).unwrap();
+    let e = wal2
+        .insert(&RecordBuilder::new(rmgr::TEST, 2), &mut [])
+        .unwrap();
     wal2.flush(e).unwrap();
     let (recs, _) = wal2.read_from(Lsn(FIRST_LSN)).unwrap();
     assert_eq!(recs.len(), 51);
@@ -128,15 +167,24 @@ fn records_read_back_across_segments_and_reopen_continues() {
 
 #[test]
 fn a_torn_tail_is_the_end_of_the_wal() {
-    let (vfs, wal) = wal_with(WalConfig { block_bytes: 512, ..Default::default() });
+    let (vfs, wal) = wal_with(WalConfig {
+        block_bytes: 512,
+        ..Default::default()
+    });
     for _ in 0..3 {
-        wal.insert(&RecordBuilder::new(rmgr::TEST, 0).main_data(&[5u8; 40]), &mut []).unwrap();
+        wal.insert(
+            &RecordBuilder::new(rmgr::TEST, 0).main_data(&[5u8; 40]),
+            &mut [],
+        )
+        .unwrap();
     }
     wal.flush_all().unwrap();
     let (recs, _) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
     // Damage the third record's main data on the device.
     let off = recs[2].lsn + 40;
-    vfs.nvme().write_at(file_ids::WAL_BASE, off, &[0xEE]).unwrap();
+    vfs.nvme()
+        .write_at(file_ids::WAL_BASE, off, &[0xEE])
+        .unwrap();
     let (recs2, end) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
     assert_eq!(recs2.len(), 2);
     assert_eq!(end.0, recs[2].lsn);
@@ -179,17 +227,27 @@ impl crate::device::Device for FailingSync {
 fn a_failed_sync_fails_the_wal_until_reopened() {
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stats = Arc::new(Stats::new());
-    let dev = FailingSync { inner: MemDevice::new(), fail: fail.clone() };
+    let dev = FailingSync {
+        inner: MemDevice::new(),
+        fail: fail.clone(),
+    };
     let nvme = Nvme::new(Box::new(dev), &NvmeConfig::default(), stats.clone()).unwrap();
     let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
     let wal = Wal::open(vfs.clone(), WalConfig::default(), stats.clone(), FIRST_LSN).unwrap();
-    let e = wal.insert(&RecordBuilder::new(rmgr::TEST, 0), &mut []).unwrap();
+    let e = wal
+        .insert(&RecordBuilder::new(rmgr::TEST, 0), &mut [])
+        .unwrap();
     wal.flush(e).unwrap();
     fail.store(true, Ordering::SeqCst);
-    let e = wal.insert(&RecordBuilder::new(rmgr::TEST, 0), &mut []).unwrap();
+    let e = wal
+        .insert(&RecordBuilder::new(rmgr::TEST, 0), &mut [])
+        .unwrap();
     let first = wal.flush(e).unwrap_err();
     assert!(first.to_string().contains("injected EIO"), "{first}");
-    assert!(wal.durable_lsn() < e, "a failed sync must not advance the durable LSN");
+    assert!(
+        wal.durable_lsn() < e,
+        "a failed sync must not advance the durable LSN"
+    );
     // The device is healthy again, but the WAL stays failed (fsync errors are not retried:
     // PostgreSQL PANICs on them, since the kernel may have dropped the dirty data).
     fail.store(false, Ordering::SeqCst);

@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests (included with `mod common;`).
 #![allow(dead_code)]
 
-use mvcclab_engine::buffer::{log_change, BufferPoolConfig, PageCleanerConfig, ReplacerConfig, WritePageGuard};
+use mvcclab_engine::buffer::{
+    log_change, BufferPoolConfig, PageCleanerConfig, ReplacerConfig, WritePageGuard,
+};
 use mvcclab_engine::page::{set_hole, PAGE_HEADER_BYTES};
 use mvcclab_engine::storage::{CheckpointConfig, StorageConfig};
 use mvcclab_engine::wal::{rmgr, Lsn, RecordBuilder};
@@ -13,9 +15,15 @@ pub fn quiet_config(frames: usize) -> StorageConfig {
         buffer_pool: BufferPoolConfig {
             frames,
             replacer: ReplacerConfig::ClockSweep,
-            page_cleaner: PageCleanerConfig { enabled: false, ..Default::default() },
+            page_cleaner: PageCleanerConfig {
+                enabled: false,
+                ..Default::default()
+            },
         },
-        checkpoint: CheckpointConfig { interval_ms: None, wal_bytes: None },
+        checkpoint: CheckpointConfig {
+            interval_ms: None,
+            wal_bytes: None,
+        },
         wal_writer_interval_ms: None,
         ..Default::default()
     }
