@@ -7,12 +7,12 @@
 use crate::units::parse_size_bytes;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use mvcclab_engine::buffer::{log_change, ReplacerConfig};
+use mvcclab_engine::buffer::ReplacerConfig;
 use mvcclab_engine::device::{Compression, OsCacheConfig, ThrottleConfig};
-use mvcclab_engine::page::{init_page, PageId, PageSize};
+use mvcclab_engine::page::{PageId, PageSize};
 use mvcclab_engine::stats::{enter, Cause, CauseCounts};
 use mvcclab_engine::storage::{Backing, CheckpointConfig, StorageSnapshot, TornPageProtection};
-use mvcclab_engine::wal::{rmgr, RecordBuilder};
+use mvcclab_engine::testkit::fill_and_log;
 use mvcclab_engine::{Storage, StorageConfig};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -188,23 +188,14 @@ fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
     Ok(cfg)
 }
 
-/// Fills a page with a byte (outside a hole of all but 128 bytes) and WAL-logs it.
+/// One page update: [`fill_and_log`] on a new or existing page.
 fn update_page(s: &Storage, id: PageId, v: u8, new: bool) -> Result<()> {
     let mut g = if new {
         s.pool().new_page(id.rel)?
     } else {
         s.pool().fetch_write(id)?
     };
-    let p = g.data_mut();
-    if new {
-        init_page(p, 1, 0);
-    }
-    let n = p.len();
-    p[32..96].fill(v);
-    p[n - 64..].fill(v);
-    mvcclab_engine::page::set_hole(p, 96, (n - 64) as u16);
-    let rec = RecordBuilder::new(rmgr::TEST, 0).block(g.page_id(), new, &[v]);
-    log_change(s.wal(), &rec, &mut [&mut g])?;
+    fill_and_log(s.wal(), &mut g, v, new)?;
     Ok(())
 }
 

@@ -4,32 +4,17 @@
 //! docs/benchmarks.md.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use mvcclab_engine::buffer::{BufferPoolConfig, PageCleanerConfig, ReplacerConfig};
+use mvcclab_engine::buffer::ReplacerConfig;
 use mvcclab_engine::device::{Device, MemDevice, Nvme, NvmeConfig};
 use mvcclab_engine::page::PageId;
 use mvcclab_engine::stats::{Metric, Stats};
-use mvcclab_engine::storage::CheckpointConfig;
 use mvcclab_engine::{Storage, StorageConfig};
 use std::sync::Arc;
 
 fn storage(replacer: ReplacerConfig) -> (Storage, Vec<PageId>) {
-    let s = Storage::open(StorageConfig {
-        buffer_pool: BufferPoolConfig {
-            frames: 1024,
-            replacer,
-            page_cleaner: PageCleanerConfig {
-                enabled: false,
-                ..Default::default()
-            },
-        },
-        checkpoint: CheckpointConfig {
-            interval_ms: None,
-            wal_bytes: None,
-        },
-        wal_writer_interval_ms: None,
-        ..Default::default()
-    })
-    .unwrap();
+    let mut cfg = StorageConfig::without_background(1024);
+    cfg.buffer_pool.replacer = replacer;
+    let s = Storage::open(cfg).unwrap();
     let rel = s.store().create_relation().unwrap();
     let ids = (0..512)
         .map(|_| s.pool().new_page(rel).unwrap().page_id())

@@ -13,6 +13,7 @@ pub mod error;
 pub mod page;
 pub mod stats;
 pub mod storage;
+pub mod testkit;
 pub mod wal;
 
 pub use error::{Error, Result};

@@ -151,6 +151,23 @@ impl Default for StorageConfig {
     }
 }
 
+impl StorageConfig {
+    /// The defaults with `frames` buffer frames and no background threads (no page
+    /// cleaner, WAL writer or timed/volume checkpoints): the caller drives cleaning and
+    /// checkpoints, so counts do not depend on timing. For tests and benchmarks.
+    pub fn without_background(frames: usize) -> Self {
+        let mut cfg = StorageConfig::default();
+        cfg.buffer_pool.frames = frames;
+        cfg.buffer_pool.page_cleaner.enabled = false;
+        cfg.checkpoint = CheckpointConfig {
+            interval_ms: None,
+            wal_bytes: None,
+        };
+        cfg.wal_writer_interval_ms = None;
+        cfg
+    }
+}
+
 /// State of the WAL in a snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalState {

@@ -1,52 +1,30 @@
 use super::*;
 use crate::device::{file_ids, IoKind, NvmeConfig};
-use crate::page::{identify, set_hole, PageId, PAGE_HEADER_BYTES};
+use crate::page::{identify, PageId};
 use crate::stats::{enter, Cause};
-use crate::storage::{CheckpointConfig, Storage, StorageConfig, TornPageProtection};
-use crate::wal::rmgr;
+use crate::storage::{Storage, StorageConfig, TornPageProtection};
 use crate::Error;
 use proptest::prelude::*;
 
 /// A storage with `frames` frames, tracing, and no background threads (tests drive them).
 pub(crate) fn quiet(frames: usize, tpp: TornPageProtection, replacer: ReplacerConfig) -> Storage {
-    Storage::open(StorageConfig {
-        nvme: NvmeConfig {
-            trace: true,
-            ..Default::default()
-        },
-        buffer_pool: BufferPoolConfig {
-            frames,
-            replacer,
-            page_cleaner: PageCleanerConfig {
-                enabled: false,
-                ..Default::default()
-            },
-        },
-        torn_page_protection: tpp,
-        doublewrite_batch_pages: 4,
-        checkpoint: CheckpointConfig {
-            interval_ms: None,
-            wal_bytes: None,
-        },
-        wal_writer_interval_ms: None,
+    let mut cfg = StorageConfig::without_background(frames);
+    cfg.nvme = NvmeConfig {
+        trace: true,
         ..Default::default()
-    })
-    .unwrap()
+    };
+    cfg.buffer_pool.replacer = replacer;
+    cfg.torn_page_protection = tpp;
+    cfg.doublewrite_batch_pages = 4;
+    Storage::open(cfg).unwrap()
 }
 
-/// Fills the page outside a 64..len-64 hole with `v` and WAL-logs it as a TEST record.
 pub(crate) fn put(s: &Storage, g: &mut WritePageGuard<'_>, v: u8) -> Lsn {
-    let p = g.data_mut();
-    let n = p.len();
-    p[PAGE_HEADER_BYTES..64].fill(v);
-    p[n - 64..].fill(v);
-    set_hole(p, 64, (n - 64) as u16);
-    let rec = RecordBuilder::new(rmgr::TEST, 0).block(g.page_id(), false, &[v]);
-    log_change(s.wal(), &rec, &mut [g]).unwrap()
+    crate::testkit::fill_and_log(s.wal(), g, v, false).unwrap()
 }
 
 fn value(p: &[u8]) -> u8 {
-    p[PAGE_HEADER_BYTES]
+    crate::testkit::filled_value(p)
 }
 
 #[test]

@@ -1,0 +1,35 @@
+//! A page-level workload shared by `mvcclab storage-bench`, the tests and the benchmarks:
+//! fill a page (outside a hole) with one byte and WAL-log the change as an
+//! [`rmgr::TEST`] record. It exercises the buffer pool, the FPI rule and the WAL without
+//! any MVCC design.
+
+use crate::buffer::{log_change, WritePageGuard};
+use crate::error::Result;
+use crate::page::{init_page, set_hole, PAGE_HEADER_BYTES};
+use crate::wal::{rmgr, Lsn, RecordBuilder, Wal};
+
+/// Bytes kept outside the hole at each end of a filled page: `[header, 64)` and the last 64.
+pub const FILLED_EDGE_BYTES: usize = 64;
+
+/// Sets the page (initializing it first when `new`) to byte `v` outside the hole
+/// `[64, len − 64)`, and logs a TEST record for it (with `will_init` when `new`). Returns
+/// the record's end LSN.
+///
+/// Errors: as [`Wal::insert`].
+pub fn fill_and_log(wal: &Wal, g: &mut WritePageGuard<'_>, v: u8, new: bool) -> Result<Lsn> {
+    let p = g.data_mut();
+    if new {
+        init_page(p, 1, 0);
+    }
+    let n = p.len();
+    p[PAGE_HEADER_BYTES..FILLED_EDGE_BYTES].fill(v);
+    p[n - FILLED_EDGE_BYTES..].fill(v);
+    set_hole(p, FILLED_EDGE_BYTES as u16, (n - FILLED_EDGE_BYTES) as u16);
+    let rec = RecordBuilder::new(rmgr::TEST, 0).block(g.page_id(), new, &[v]);
+    log_change(wal, &rec, &mut [g])
+}
+
+/// The byte [`fill_and_log`] wrote into `page`.
+pub fn filled_value(page: &[u8]) -> u8 {
+    page[PAGE_HEADER_BYTES]
+}
