@@ -363,7 +363,10 @@ impl BufferPool {
                 }
             }
             if fr.dirty.load(Ordering::Acquire) {
-                if let Err(e) = self.write_frames(&[f]) {
+                // The evicting thread may hold other content locks: take the victim's only
+                // if it is free, else pass it over (bufmgr.c `BufferAlloc`:
+                // `LWLockConditionalAcquire` on the victim's content lock).
+                if let Err(e) = self.write_frames_with(&[f], true) {
                     self.unpin(f);
                     return Err(e);
                 }
@@ -403,12 +406,25 @@ impl BufferPool {
     ///
     /// Errors: WAL flush or device errors; the pages stay dirty then.
     pub(super) fn write_frames(&self, fs: &[FrameId]) -> Result<usize> {
+        self.write_frames_with(fs, false)
+    }
+
+    /// [`BufferPool::write_frames`]; with `conditional`, a frame whose content lock is held
+    /// is skipped (it stays dirty).
+    pub(super) fn write_frames_with(&self, fs: &[FrameId], conditional: bool) -> Result<usize> {
         let mut copies: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(fs.len());
         let mut written_frames = Vec::with_capacity(fs.len());
         let mut max_lsn = 0;
         for &f in fs {
             let fr = &self.frames[f];
-            let g = fr.data.read();
+            let g = if conditional {
+                match fr.data.try_read() {
+                    Some(g) => g,
+                    None => continue,
+                }
+            } else {
+                fr.data.read()
+            };
             let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
                 continue;
             };

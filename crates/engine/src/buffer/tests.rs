@@ -67,6 +67,37 @@ fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
 }
 
 #[test]
+fn conditional_write_passes_over_a_frame_whose_content_lock_is_held() {
+    // Eviction writes a dirty victim only if its content lock is free (the race it guards:
+    // another thread pins and locks the victim after the evictor saw it unpinned, and waits
+    // on something the evictor holds). Here the lock is held by a live write guard.
+    let s = quiet(
+        4,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
+    let rel = s.store().create_relation().unwrap();
+    let mut g = s.pool().new_page(rel).unwrap();
+    put(&s, &mut g, 1);
+    let frame = g.frame;
+    assert_eq!(
+        s.pool().write_frames_with(&[frame], true).unwrap(),
+        0,
+        "skipped, not waited for"
+    );
+    assert_eq!(s.pool().state().dirty_pages, 1);
+    drop(g);
+    let pinned = s.pool().fetch_read(PageId::new(rel, 0)).unwrap();
+    assert_eq!(
+        s.pool().write_frames_with(&[frame], true).unwrap(),
+        1,
+        "a shared lock does not stop it"
+    );
+    drop(pinned);
+    assert_eq!(s.pool().state().dirty_pages, 0);
+}
+
+#[test]
 fn evicting_a_dirty_page_flushes_the_wal_to_its_lsn_first() {
     let s = quiet(
         2,

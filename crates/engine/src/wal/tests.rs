@@ -257,3 +257,45 @@ fn a_failed_sync_fails_the_wal_until_reopened() {
     let wal2 = Wal::open(vfs, WalConfig::default(), stats, FIRST_LSN).unwrap();
     assert_eq!(wal2.insert_lsn(), e);
 }
+
+#[test]
+fn concurrent_committers_share_syncs() {
+    // Group commit: with 200 µs per sync, committers that arrive while one syncs are covered
+    // by the next flusher, so there are fewer syncs than commits.
+    let stats = Arc::new(Stats::new());
+    let cfg = NvmeConfig {
+        throttle: crate::device::ThrottleConfig {
+            latency_us: Some(200),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let nvme = Nvme::new(Box::new(MemDevice::new()), &cfg, stats.clone()).unwrap();
+    let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
+    let wal = Arc::new(Wal::open(vfs, WalConfig::default(), stats.clone(), FIRST_LSN).unwrap());
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let wal = wal.clone();
+            std::thread::spawn(move || {
+                let _c = enter(Cause::Commit);
+                for _ in 0..50 {
+                    let e = wal
+                        .insert(&RecordBuilder::new(rmgr::XACT, 0), &mut [])
+                        .unwrap();
+                    wal.flush(e).unwrap();
+                    assert!(wal.durable_lsn() >= e);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let c = stats.snapshot().cause(Cause::Commit);
+    assert_eq!(c.wal_records, 400);
+    assert!(
+        c.wal_syncs < 300,
+        "8 committers x 50 commits needed {} syncs",
+        c.wal_syncs
+    );
+}
