@@ -97,6 +97,41 @@ pub enum Error {
     /// The storage is shutting down.
     #[error("storage is shut down")]
     ShutDown,
+    /// A unique index (or primary key) already holds the key
+    /// (PostgreSQL SQLSTATE 23505 unique_violation).
+    #[error("duplicate key value violates unique constraint \"{index}\": key {key}")]
+    DuplicateKey {
+        /// Index (or primary key) name.
+        index: String,
+        /// The key, rendered for people.
+        key: String,
+    },
+    /// A value does not fit its column (type, length, nullability) or a row is malformed.
+    #[error("invalid value: {0}")]
+    InvalidValue(String),
+    /// An index entry or tuple is larger than a page can hold.
+    #[error("{what} of {bytes} bytes exceeds the maximum of {max_bytes} bytes")]
+    TooLarge {
+        /// What was too large (index entry, tuple).
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The limit in bytes.
+        max_bytes: usize,
+    },
+    /// A table, column or index that does not exist, or a definition that is not valid.
+    #[error("catalog: {0}")]
+    Catalog(String),
+    /// A concurrent update made the transaction's snapshot unusable
+    /// (PostgreSQL SQLSTATE 40001 "could not serialize access due to concurrent update").
+    #[error("could not serialize access due to concurrent update ({0})")]
+    SerializationFailure(String),
+    /// The transaction was chosen as the victim of a deadlock (PostgreSQL SQLSTATE 40P01).
+    #[error("deadlock detected: {0}")]
+    Deadlock(String),
+    /// The transaction can no longer be used (aborted, or already committed).
+    #[error("transaction is {0}; start a new one")]
+    TransactionClosed(&'static str),
 }
 
 impl Error {

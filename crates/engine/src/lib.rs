@@ -7,7 +7,9 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod btree;
 pub mod buffer;
+pub mod catalog;
 pub mod device;
 pub mod error;
 pub mod page;
