@@ -12,6 +12,7 @@ pub mod buffer;
 pub mod catalog;
 pub mod device;
 pub mod error;
+pub mod mvcc;
 pub mod page;
 pub mod stats;
 pub mod storage;
