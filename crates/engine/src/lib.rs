@@ -10,8 +10,11 @@
 pub mod btree;
 pub mod buffer;
 pub mod catalog;
+pub mod db;
+pub mod design;
 pub mod device;
 pub mod error;
+pub mod heap;
 pub mod mvcc;
 pub mod page;
 pub mod stats;

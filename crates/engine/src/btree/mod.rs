@@ -1,1 +1,99 @@
-//! B+tree (being written).
+//! A concurrent B+tree in buffer-pool pages, shared by both MVCC designs.
+//!
+//! - PostgreSQL-style indexes: key = encoded index key followed by the 6-byte heap TID, so
+//!   duplicates of an index key are distinct entries (nbtree uses the heap TID as a
+//!   tiebreaker since PostgreSQL 12, nbtree/README "Notes about duplicates"); value empty.
+//! - InnoDB-style clustered index: key = encoded primary key, value = the whole record (up
+//!   to a quarter of a page); its secondary indexes: key = index key + primary key, value
+//!   empty.
+//!
+//! Keys compare as unsigned bytes (memcmp order) and are unique. Follows PostgreSQL's
+//! nbtree (src/backend/access/nbtree/README, nbtinsert.c `_bt_split` / `_bt_newroot`,
+//! nbtsplitloc.c `_bt_findsplitloc`, nbtutils.c `_bt_truncate`, nbtree.c `btbulkdelete`,
+//! nbtxlog.h records, REL_15) for page layout, splits and WAL, and InnoDB (btr0cur.cc
+//! `btr_cur_optimistic_insert` / `btr_cur_pessimistic_insert`, btr0btr.cc
+//! `btr_page_split_and_insert`, `btr_page_get_split_rec_to_right`) for the
+//! optimistic-then-pessimistic insert. Unlike nbtree's Lehman–Yao design (no latch coupling,
+//! high keys, move-right), concurrency here is classic latch coupling ("crabbing", Bayer and
+//! Schkolnick 1977), which needs neither high keys nor move-right. Pages are never merged
+//! (nbtree does not merge either); empty leaves stay.
+//!
+//! Page layouts (byte tables) are in [`node`]; WAL records and their block data in [`wal`].
+//! Differences from PostgreSQL worth knowing: the fillfactor split applies when the
+//! rightmost leaf splits because of an insert at its end (PostgreSQL applies it to any
+//! split of the rightmost leaf, and BTREE_NONLEAF_FILLFACTOR 70 to rightmost internal
+//! pages; here internal splits halve the bytes); the split point ignores how well the
+//! separator truncates; the key carries no separate high key.
+//!
+//! # Invariants
+//! 1. Block 0 is the meta page; it names the root and the height (root level + 1). Every
+//!    other page reachable from the root is a node whose level is its parent's minus one;
+//!    leaves are level 0.
+//! 2. Within a page, keys strictly ascend in slot order. An internal page's first key is
+//!    empty and means minus infinity; child `i` holds exactly the keys `k` with
+//!    `key(i) <= k < key(i + 1)` (bounds inherited from the parent at the ends). So every
+//!    page has a fixed key range, its *low fence* never changes (splits keep the left
+//!    page's low fence, the new right page takes `[separator, old high)`), and no page is
+//!    ever freed or changes level.
+//! 3. The entry area `[upper, special)` holds exactly the live entries, packed; the hole
+//!    `lower..upper` is free space (zeros), left out of full-page images.
+//! 4. Each level's pages are linked left to right (`right_sibling`) and back
+//!    (`left_sibling`) in key order, ending in u32::MAX; splits insert the new page right
+//!    of the old one.
+//! 5. Every entry takes at most a quarter of a page's usable bytes (key + value at most
+//!    [`BTree::max_entry_bytes`]), so any overfull page splits into two that fit, and an
+//!    internal page with a quarter page free (*safe*) can take any separator.
+//! 6. Outside an operation that holds the latches, no page has INCOMPLETE_SPLIT set: a
+//!    split's downlink is inserted before those latches are released.
+//!
+//! # Locking
+//! Page latches are the pool's content locks ([`crate::buffer::ReadPageGuard`] /
+//! [`crate::buffer::WritePageGuard`]).
+//! 1. Lookups and scans descend with shared latches from the meta page, latching the
+//!    child before releasing the parent. The meta latch keeps the root from changing
+//!    under the descent.
+//! 2. Inserts, updates and deletes first descend the same way but latch the leaf
+//!    exclusively; if the change fits, it is done there (the optimistic path).
+//! 3. Otherwise the insert starts again pessimistically: exclusive latches from the meta
+//!    page down; whenever a child is safe (invariant 5), every latch above it is released
+//!    (the meta page included: root changes need it). The leaf splits, each split inserts
+//!    its separator into the still-latched parent, up to a new root (meta still latched).
+//! 4. Forward scans and bulk delete move right by latching the right sibling before
+//!    releasing the current leaf. Backward scans never latch right to left: they
+//!    re-descend from the root for the keys below the last leaf's low fence.
+//! 5. A scan's callback runs with no latch held (the leaf's matching entries are copied
+//!    first; the scan resumes after the last key delivered). No latch is held while waiting
+//!    on anything but another page latch (callbacks, row locks, commits).
+//!
+//! Lock order: the meta page first; then pages ordered by (low fence ascending, level
+//! descending). Every latch taken while others are held is later in this order: a child
+//! after its parent (its low fence is at or above the parent's, its level lower), a right
+//! sibling after its left, the new right page of a split after the left, and, when an
+//! internal page splits, its right sibling after the child whose split it completes
+//! (still latched: its whole range lies left of that sibling's low fence, as in
+//! PostgreSQL's `_bt_split`). Since low fences never change (invariant 2), the order is
+//! fixed and no cycle of waits can form.
+//!
+//! # Crash safety
+//! Every change follows the WAL recipe (`wal` module doc) through
+//! [`crate::buffer::log_change`] with an [`crate::wal::rmgr::BTREE`] record while the
+//! changed pages are exclusively latched, so WAL order is the order of changes to each
+//! page. Split and new-root pages are logged whole with `will_init` (no full-page image);
+//! other records carry the slot and entry bytes. A split cascade is one record per level,
+//! as in PostgreSQL: a crash between them leaves the left page of the lower split with
+//! INCOMPLETE_SPLIT set and its right page reachable only through the right link; redo
+//! ([`wal::redo_block`]) replays what was logged, and recovery (a later issue) must then
+//! insert the missing downlinks (PostgreSQL finishes such splits lazily in
+//! `_bt_finish_split`; mvcclab readers do not move right, so they must be finished before
+//! the tree is used). An I/O error or an exhausted pool in the middle of a cascade leaves
+//! the same state in the running tree; [`BTree::verify`] reports it.
+
+pub mod node;
+mod tree;
+pub mod wal;
+
+pub use tree::{BTree, BTreeConfig, BTreeStats, ScanDirection};
+pub use wal::info;
+
+#[cfg(test)]
+mod tests;

@@ -15,10 +15,15 @@ pub struct ReadPageGuard<'a> {
     pub(super) pool: &'a BufferPool,
     pub(super) frame: FrameId,
     pub(super) id: PageId,
+    pub(super) hit: bool,
     pub(super) data: Option<RwLockReadGuard<'a, Box<[u8]>>>,
 }
 
 impl ReadPageGuard<'_> {
+    /// True when the page was found in the pool (a buffer hit), false when it was read.
+    pub fn was_hit(&self) -> bool {
+        self.hit
+    }
     /// The page's identity.
     pub fn page_id(&self) -> PageId {
         self.id
@@ -46,10 +51,21 @@ pub struct WritePageGuard<'a> {
     pub(super) pool: &'a BufferPool,
     pub(super) frame: FrameId,
     pub(super) id: PageId,
+    pub(super) hit: bool,
     pub(super) data: Option<RwLockWriteGuard<'a, Box<[u8]>>>,
 }
 
 impl WritePageGuard<'_> {
+    /// True when the page was found in the pool (a buffer hit), false when it was read or
+    /// created.
+    pub fn was_hit(&self) -> bool {
+        self.hit
+    }
+    /// Pins on the frame, this guard's included: 1 means no one else holds the page
+    /// (PostgreSQL's cleanup-lock condition, bufmgr.c `ConditionalLockBufferForCleanup`).
+    pub fn pin_count(&self) -> u32 {
+        self.frame_ref().pins.load(Ordering::Acquire)
+    }
     /// The page's identity.
     pub fn page_id(&self) -> PageId {
         self.id

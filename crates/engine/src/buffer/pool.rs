@@ -88,7 +88,7 @@ pub struct PoolState {
 
 pub(super) struct Frame {
     page: AtomicU64,
-    pins: AtomicU32,
+    pub(super) pins: AtomicU32,
     pub(super) dirty: AtomicBool,
     valid: AtomicBool,
     pub(super) rec_lsn: AtomicU64,
@@ -205,12 +205,14 @@ impl BufferPool {
     /// errors (no such page, checksum mismatch, device errors); write errors of evicting a
     /// dirty victim.
     pub fn fetch_read(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
-        let f = self.pin(id, false)?;
+        let (f, hit) = self.pin(id, false)?;
+        let data = Some(self.frames[f].data.read());
         Ok(ReadPageGuard {
             pool: self,
             frame: f,
             id,
-            data: Some(self.frames[f].data.read()),
+            hit,
+            data,
         })
     }
 
@@ -218,13 +220,36 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_write(&self, id: PageId) -> Result<WritePageGuard<'_>> {
-        let f = self.pin(id, false)?;
+        let (f, hit) = self.pin(id, false)?;
+        let data = Some(self.frames[f].data.write());
         Ok(WritePageGuard {
             pool: self,
             frame: f,
             id,
-            data: Some(self.frames[f].data.write()),
+            hit,
+            data,
         })
+    }
+
+    /// Pins page `id` and takes its exclusive lock only if no one holds its content lock
+    /// now; `None` otherwise (bufmgr.c `ConditionalLockBuffer`).
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn try_fetch_write(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
+        let (f, hit) = self.pin(id, false)?;
+        match self.frames[f].data.try_write() {
+            Some(data) => Ok(Some(WritePageGuard {
+                pool: self,
+                frame: f,
+                id,
+                hit,
+                data: Some(data),
+            })),
+            None => {
+                self.unpin(f);
+                Ok(None)
+            }
+        }
     }
 
     /// Allocates a page of `rel` in the store and returns it zeroed, pinned, exclusively
@@ -233,12 +258,14 @@ impl BufferPool {
     /// Errors: as [`PageStore::allocate_page`] and [`BufferPool::fetch_read`].
     pub fn new_page(&self, rel: FileId) -> Result<WritePageGuard<'_>> {
         let id = self.store.allocate_page(rel)?;
-        let f = self.pin(id, true)?;
+        let (f, _) = self.pin(id, true)?;
+        let data = Some(self.frames[f].data.write());
         let mut g = WritePageGuard {
             pool: self,
             frame: f,
             id,
-            data: Some(self.frames[f].data.write()),
+            hit: false,
+            data,
         };
         g.data_mut().fill(0);
         Ok(g)
@@ -252,8 +279,9 @@ impl BufferPool {
         }
     }
 
-    /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss.
-    fn pin(&self, id: PageId, create: bool) -> Result<FrameId> {
+    /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss;
+    /// returns the frame and whether it was a hit.
+    fn pin(&self, id: PageId, create: bool) -> Result<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
             let found = {
@@ -276,7 +304,7 @@ impl BufferPool {
                 if !create {
                     self.stats.add(Metric::buffer_hits, 1);
                 }
-                return Ok(f);
+                return Ok((f, true));
             }
             let f = self.grab_frame()?;
             let fr = &self.frames[f];
@@ -304,7 +332,7 @@ impl BufferPool {
                     if !create {
                         self.stats.add(Metric::buffer_misses, 1);
                     }
-                    return Ok(f);
+                    return Ok((f, false));
                 }
                 Err(e) => {
                     let mut t = part.lock();

@@ -57,7 +57,9 @@ impl std::str::FromStr for Isolation {
         match s.to_ascii_lowercase().replace([' ', '-'], "_").as_str() {
             "read_committed" | "rc" => Ok(Isolation::ReadCommitted),
             "repeatable_read" | "rr" => Ok(Isolation::RepeatableRead),
-            _ => Err(format!("unknown isolation '{s}'; expected read_committed or repeatable_read")),
+            _ => Err(format!(
+                "unknown isolation '{s}'; expected read_committed or repeatable_read"
+            )),
         }
     }
 }

@@ -37,7 +37,12 @@ mod tests {
 
     #[test]
     fn in_progress_rules() {
-        let s = Snapshot { xmin: 10, xmax: 20, xip: vec![12, 15], own_xid: 0 };
+        let s = Snapshot {
+            xmin: 10,
+            xmax: 20,
+            xip: vec![12, 15],
+            own_xid: 0,
+        };
         assert!(!s.xid_in_progress(9));
         assert!(!s.xid_in_progress(11));
         assert!(s.xid_in_progress(12));

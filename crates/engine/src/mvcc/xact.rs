@@ -102,7 +102,11 @@ impl TransactionManager {
 
     /// The xid of `proc` (0 if none yet).
     pub fn xid_of(&self, proc: ProcId) -> Xid {
-        self.procs.lock().procs.get(&proc).map_or(INVALID_XID, |p| p.xid)
+        self.procs
+            .lock()
+            .procs
+            .get(&proc)
+            .map_or(INVALID_XID, |p| p.xid)
     }
 
     /// Takes a snapshot for `proc` (procarray.c `GetSnapshotData`) and records its xmin in
@@ -118,7 +122,12 @@ impl TransactionManager {
                 p.xmin = xmin;
             }
         }
-        Snapshot { xmin, xmax, xip, own_xid }
+        Snapshot {
+            xmin,
+            xmax,
+            xip,
+            own_xid,
+        }
     }
 
     /// Forgets the xmin `proc` holds (at read committed, between statements; PostgreSQL
@@ -211,7 +220,11 @@ impl TransactionManager {
             if next == waiter {
                 return Err(Error::Deadlock(format!(
                     "transaction {waiter} waits for {}; this transaction was chosen as the victim",
-                    cycle[1..].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", which waits for ")
+                    cycle[1..]
+                        .iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", which waits for ")
                         + &format!(", which waits for {waiter}")
                 )));
             }
@@ -249,7 +262,10 @@ mod tests {
         assert_eq!(tm.status(xa), XidStatus::Committed);
         assert!(s.xid_in_progress(xb), "b was running");
         tm.end(b, true);
-        assert!(s.xid_in_progress(xb), "still in progress for the old snapshot");
+        assert!(
+            s.xid_in_progress(xb),
+            "still in progress for the old snapshot"
+        );
         let c = tm.begin();
         let xc = tm.assign_xid(c);
         assert!(s.xid_in_progress(xc), "assigned after the snapshot");
@@ -266,7 +282,11 @@ mod tests {
         let _s = tm.snapshot(r);
         assert_eq!(tm.xid_of(r), INVALID_XID);
         tm.end(w, true);
-        assert_eq!(tm.oldest_xmin(), xw, "the reader's snapshot still treats xw as running");
+        assert_eq!(
+            tm.oldest_xmin(),
+            xw,
+            "the reader's snapshot still treats xw as running"
+        );
         tm.release_snapshot(r);
         assert_eq!(tm.oldest_xmin(), tm.next_xid());
         tm.end(r, true);

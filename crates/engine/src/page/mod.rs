@@ -19,7 +19,7 @@
 //! | 24     | 2     | special       | start of the layout's special space (pd_special)         |
 //! | 26     | 1     | page_type     | layout tag (0 = untyped)                                 |
 //! | 27     | 1     | flags         | layout flags                                             |
-//! | 28     | 4     | reserved      | zero                                                     |
+//! | 28     | 4     | aux           | a word the layout defines (heap: pd_prune_xid)           |
 //! ```
 //! All integers little-endian. `lower..upper` is the hole left out of a full-page image;
 //! a layout that has no hole leaves `lower == upper`.
@@ -105,6 +105,8 @@ const OFF_LOWER: usize = 20;
 const OFF_UPPER: usize = 22;
 const OFF_SPECIAL: usize = 24;
 const OFF_TYPE: usize = 26;
+const OFF_FLAGS: usize = 27;
+const OFF_AUX: usize = 28;
 
 fn get_u16(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
@@ -152,6 +154,26 @@ pub fn page_type(page: &[u8]) -> u8 {
 /// Sets the layout tag.
 pub fn set_page_type(page: &mut [u8], t: u8) {
     page[OFF_TYPE] = t;
+}
+
+/// Layout flags byte (heap: PD_HAS_FREE_LINES, PD_PAGE_FULL, PD_ALL_VISIBLE).
+pub fn flags(page: &[u8]) -> u8 {
+    page[OFF_FLAGS]
+}
+
+/// Sets the layout flags byte.
+pub fn set_flags(page: &mut [u8], f: u8) {
+    page[OFF_FLAGS] = f;
+}
+
+/// The layout-defined word (heap: pd_prune_xid).
+pub fn aux(page: &[u8]) -> u32 {
+    get_u32(page, OFF_AUX)
+}
+
+/// Sets the layout-defined word.
+pub fn set_aux(page: &mut [u8], v: u32) {
+    page[OFF_AUX..OFF_AUX + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// Initializes an empty page of a layout: zero header, the hole spanning everything after

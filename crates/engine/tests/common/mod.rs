@@ -21,3 +21,96 @@ pub fn put(s: &Storage, g: &mut WritePageGuard<'_>, v: u8) -> Lsn {
 pub fn value(p: &[u8]) -> u8 {
     filled_value(p)
 }
+
+use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef};
+use mvcclab_engine::db::{Database, DatabaseConfig};
+use mvcclab_engine::design::DesignConfig;
+
+/// The designs every MVCC test body runs for (the innodb preset joins with issue 4).
+pub fn designs() -> Vec<DesignConfig> {
+    vec![DesignConfig::postgres()]
+}
+
+/// A database of `design` with `frames` buffer frames, no autovacuum and no background
+/// storage threads (tests decide when to vacuum and checkpoint).
+pub fn open_db(design: DesignConfig, frames: usize) -> Database {
+    let mut cfg = DatabaseConfig::new(design);
+    let quiet = StorageConfig::without_background(frames);
+    cfg.storage.buffer_pool = quiet.buffer_pool.clone();
+    cfg.storage.buffer_pool.replacer = DatabaseConfig::new(cfg.design.clone())
+        .storage
+        .buffer_pool
+        .replacer;
+    cfg.storage.checkpoint = quiet.checkpoint;
+    cfg.storage.wal_writer_interval_ms = None;
+    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(64 << 20);
+    cfg.vacuum.autovacuum = false;
+    Database::open(cfg).expect("open database")
+}
+
+/// `accounts(id INTEGER PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL)`
+/// with a non-unique index on owner.
+pub fn accounts_def() -> TableDef {
+    TableDef {
+        name: "accounts".into(),
+        columns: vec![
+            Column {
+                name: "id".into(),
+                ty: ColumnType::Integer,
+                nullable: false,
+            },
+            Column {
+                name: "balance".into(),
+                ty: ColumnType::BigInt,
+                nullable: false,
+            },
+            Column {
+                name: "owner".into(),
+                ty: ColumnType::Varchar(32),
+                nullable: false,
+            },
+        ],
+        primary_key: vec![0],
+        indexes: vec![IndexDef {
+            name: "accounts_owner".into(),
+            columns: vec![2],
+            unique: false,
+        }],
+    }
+}
+
+/// sysbench's sbtest table: id INTEGER PRIMARY KEY, k INTEGER (index k_1), c CHAR(120),
+/// pad CHAR(60).
+pub fn sbtest_def(name: &str) -> TableDef {
+    TableDef {
+        name: name.into(),
+        columns: vec![
+            Column {
+                name: "id".into(),
+                ty: ColumnType::Integer,
+                nullable: false,
+            },
+            Column {
+                name: "k".into(),
+                ty: ColumnType::Integer,
+                nullable: false,
+            },
+            Column {
+                name: "c".into(),
+                ty: ColumnType::Char(120),
+                nullable: false,
+            },
+            Column {
+                name: "pad".into(),
+                ty: ColumnType::Char(60),
+                nullable: false,
+            },
+        ],
+        primary_key: vec![0],
+        indexes: vec![IndexDef {
+            name: format!("k_{name}"),
+            columns: vec![1],
+            unique: false,
+        }],
+    }
+}

@@ -1,0 +1,1134 @@
+use super::node::{Meta, Node, NodeHeader, NO_BLOCK, SPECIAL_BYTES};
+use super::*;
+use crate::page::{set_page_lsn, PageId};
+use crate::stats::{enter, Cause};
+use crate::storage::{Storage, StorageConfig};
+use crate::wal::{rmgr, Lsn, FIRST_LSN};
+use crate::{Error, Result};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+type Kv = (Vec<u8>, Vec<u8>);
+
+/// A storage of 8 KiB pages with `frames` frames and no background threads.
+fn storage(frames: usize) -> Storage {
+    Storage::open(StorageConfig::without_background(frames)).unwrap()
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("k{i:08}").into_bytes()
+}
+
+fn collect(t: &BTree, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: ScanDirection) -> Result<Vec<Kv>> {
+    let mut out = Vec::new();
+    t.scan(lo, hi, dir, &mut |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+fn all(t: &BTree) -> Vec<Kv> {
+    collect(
+        t,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+    )
+    .unwrap()
+}
+
+fn is_corrupted<T: std::fmt::Debug>(r: Result<T>) -> bool {
+    matches!(r, Err(Error::Corrupted { .. }))
+}
+
+/// Leaf blocks left to right with their keys, read around the tree's code.
+fn leaves(s: &Storage, t: &BTree) -> Vec<(u32, Vec<Vec<u8>>)> {
+    let pool = s.pool();
+    let meta_id = PageId::new(t.rel(), 0);
+    let meta = Meta::read(pool.fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
+    let mut b = meta.root;
+    loop {
+        let id = PageId::new(t.rel(), b);
+        let g = pool.fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        if n.level() == 0 {
+            break;
+        }
+        b = n.child(0).unwrap();
+    }
+    let mut out = Vec::new();
+    while b != NO_BLOCK {
+        let id = PageId::new(t.rel(), b);
+        let g = pool.fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        out.push((b, n.entries().unwrap().into_iter().map(|e| e.key).collect()));
+        b = n.right();
+    }
+    out
+}
+
+/// Replays every B+tree record of `t` from the start of the WAL onto zeroed pages with
+/// `wal::redo_block` (restoring full-page images where attached) and checks that every
+/// page of the relation comes out byte for byte as the pool has it (page LSN included;
+/// checksum and identity, stamped only on write copies, excepted).
+fn assert_redo_rebuilds(s: &Storage, t: &BTree) {
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(Lsn(FIRST_LSN)).unwrap();
+    let page_bytes = s.store().page_size().bytes();
+    let mut pages: HashMap<u32, Vec<u8>> = HashMap::new();
+    for r in recs.iter().filter(|r| r.rmgr == rmgr::BTREE) {
+        for (b, blk) in r.blocks.iter().enumerate() {
+            if blk.page.rel != t.rel() {
+                continue;
+            }
+            let p = pages
+                .entry(blk.page.block)
+                .or_insert_with(|| vec![0u8; page_bytes]);
+            match &blk.image {
+                Some(img) => {
+                    img.restore(p).unwrap();
+                    set_page_lsn(p, r.end_lsn);
+                }
+                None => wal::redo_block(r, b, p)
+                    .unwrap_or_else(|e| panic!("redo of {:#04x} block {b}: {e}", r.info)),
+            }
+        }
+    }
+    let n = s.store().n_blocks(t.rel()).unwrap();
+    assert_eq!(
+        pages.len() as u32,
+        n,
+        "every page of the relation is logged"
+    );
+    for block in 0..n {
+        let id = PageId::new(t.rel(), block);
+        let live = s.pool().fetch_read(id).unwrap();
+        let redone = &pages[&block];
+        assert!(
+            live.data()[..8] == redone[..8] && live.data()[20..] == redone[20..],
+            "{id} differs after redo"
+        );
+    }
+}
+
+#[test]
+fn basic_operations_and_reopen() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    assert_eq!(t.get(b"a").unwrap(), None);
+    assert!(all(&t).is_empty());
+    t.insert(b"b", b"2").unwrap();
+    t.insert(b"a", b"1").unwrap();
+    t.insert(b"", b"empty key").unwrap();
+    let e = t.insert(b"a", b"again").unwrap_err();
+    assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+    assert_eq!(t.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(t.get(b"").unwrap().as_deref(), Some(&b"empty key"[..]));
+    assert!(t.update_value(b"a", b"one").unwrap());
+    assert!(!t.update_value(b"zz", b"x").unwrap());
+    assert!(t.delete(b"b").unwrap());
+    assert!(!t.delete(b"b").unwrap());
+    assert_eq!(
+        all(&t),
+        vec![
+            (b"".to_vec(), b"empty key".to_vec()),
+            (b"a".to_vec(), b"one".to_vec())
+        ]
+    );
+    let st = t.verify().unwrap();
+    assert_eq!(
+        (st.height, st.leaf_pages, st.entries, st.pages),
+        (1, 1, 2, 2)
+    );
+    let again = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::postgres()).unwrap();
+    assert_eq!(all(&again), all(&t));
+    let e = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::innodb())
+        .err()
+        .expect("geometry differs");
+    assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
+    let mut bad = BTreeConfig::postgres();
+    bad.entry_align = 3;
+    assert!(matches!(
+        BTree::create(s.pool().clone(), bad),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn entries_above_a_quarter_page_are_too_large() {
+    let s = storage(64);
+    for cfg in [BTreeConfig::postgres(), BTreeConfig::innodb()] {
+        let t = BTree::create(s.pool().clone(), cfg).unwrap();
+        let max = t.max_entry_bytes();
+        // 8 KiB page: usable 8144, a quarter 2036 bytes including header, padding, slot.
+        assert!((1900..=2036).contains(&max), "{max}");
+        let e = t.insert(b"key", &vec![0u8; max - 2]).unwrap_err();
+        assert!(
+            matches!(e, Error::TooLarge { bytes, max_bytes, .. } if bytes == max + 1 && max_bytes == max),
+            "{e}"
+        );
+        // Entries of the maximum size still split correctly, level after level.
+        for i in 0..40u32 {
+            let key = k(i);
+            t.insert(&key, &vec![i as u8; max - key.len()]).unwrap();
+        }
+        assert!(t.update_value(&k(3), b"").is_ok());
+        assert!(matches!(
+            t.update_value(&k(3), &vec![0u8; max]),
+            Err(Error::TooLarge { .. })
+        ));
+        let st = t.verify().unwrap();
+        assert_eq!(st.entries, 40);
+        assert!(st.height >= 2);
+    }
+}
+
+#[test]
+fn ascending_inserts_fill_leaves_to_rightmost_fill_pct() {
+    // PostgreSQL-shaped entries: an 8-byte key plus a 6-byte heap TID, no value.
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    for i in 0..20_000u32 {
+        let mut key = (i as u64).to_be_bytes().to_vec();
+        key.extend_from_slice(&[0, 0, 0, 1, 0, 1]);
+        t.insert(&key, b"").unwrap();
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    assert!(st.leaf_pages > 50, "{st:?}");
+    assert!(
+        (88.0..=90.5).contains(&fill),
+        "postgres fill {fill:.1} % {st:?}"
+    );
+
+    // InnoDB: 94 % (15/16).
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..5_000u32 {
+        t.insert(&k(i), &[7u8; 100]).unwrap();
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    assert!(
+        (92.0..=94.5).contains(&fill),
+        "innodb fill {fill:.1} % {st:?}"
+    );
+}
+
+#[test]
+fn random_inserts_fill_leaves_about_two_thirds() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let _ = t.insert(&x.to_be_bytes(), b"");
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    // Half splits of random inserts settle near ln 2 (Yao 1978).
+    assert!((55.0..=78.0).contains(&fill), "fill {fill:.1} % {st:?}");
+}
+
+#[test]
+fn suffix_truncation_keeps_separators_short() {
+    let s = storage(256);
+    let pad = [b'x'; 200];
+    let mut internal_bytes = Vec::new();
+    for truncate in [true, false] {
+        let cfg = BTreeConfig {
+            suffix_truncation: truncate,
+            ..BTreeConfig::postgres()
+        };
+        let t = BTree::create(s.pool().clone(), cfg).unwrap();
+        for i in 0..3000u32 {
+            let mut key = k(i);
+            key.extend_from_slice(&pad);
+            t.insert(&key, b"").unwrap();
+        }
+        let st = t.verify().unwrap();
+        internal_bytes.push(st.internal_used_bytes);
+        // Every separator of the root distinguishes within the 9-byte prefix.
+        let root = Meta::read(
+            s.pool().fetch_read(PageId::new(t.rel(), 0)).unwrap().data(),
+            PageId::new(t.rel(), 0),
+        )
+        .unwrap()
+        .root;
+        let id = PageId::new(t.rel(), root);
+        let g = s.pool().fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        assert!(n.level() >= 1);
+        let longest = (1..n.len()).map(|i| n.key(i).unwrap().len()).max().unwrap();
+        if truncate {
+            assert!(longest <= 9, "{longest}");
+        } else {
+            assert_eq!(longest, 209);
+        }
+    }
+    assert!(
+        internal_bytes[0] * 5 < internal_bytes[1],
+        "{internal_bytes:?}"
+    );
+}
+
+#[test]
+fn separator_is_the_shortest_distinguishing_prefix() {
+    use super::tree::truncated_separator as t;
+    assert_eq!(t(b"abc", b"abd"), b"abd");
+    assert_eq!(t(b"abc", b"abdzzz"), b"abd");
+    assert_eq!(t(b"ab", b"abc"), b"abc");
+    assert_eq!(t(b"", b"a"), b"a");
+    assert_eq!(t(b"a\xff", b"b"), b"b");
+}
+
+#[test]
+fn wal_records_per_operation() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    let infos = |from: Lsn| -> Vec<u8> {
+        s.wal().flush_all().unwrap();
+        let (recs, _) = s.wal().read_from(from).unwrap();
+        recs.iter()
+            .filter(|r| r.rmgr == rmgr::BTREE)
+            .map(|r| r.info)
+            .collect()
+    };
+    let mut i = 0u32;
+    let mut from = s.wal().insert_lsn();
+    t.insert(&k(i), &[1u8; 500]).unwrap();
+    assert_eq!(infos(from), vec![info::INSERT_LEAF]);
+    // Fill the root leaf until it splits: SPLIT then NEWROOT.
+    loop {
+        i += 1;
+        from = s.wal().insert_lsn();
+        t.insert(&k(i), &[1u8; 500]).unwrap();
+        if t.stats().unwrap().height == 2 {
+            break;
+        }
+    }
+    assert_eq!(infos(from), vec![info::SPLIT, info::NEWROOT]);
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let split = &recs[0];
+    assert_eq!(split.blocks.len(), 2, "no old right sibling, no child");
+    assert!(split
+        .blocks
+        .iter()
+        .all(|b| b.will_init && b.image.is_none()));
+    let newroot = &recs[1];
+    assert_eq!(newroot.blocks.len(), 3);
+    assert_eq!(
+        newroot
+            .blocks
+            .iter()
+            .map(|b| b.will_init)
+            .collect::<Vec<_>>(),
+        vec![true, false, true],
+        "root, left child (flag cleared), meta"
+    );
+    // The split record carries both halves whole.
+    let (lh, left) = wal::decode_node(&split.blocks[0].data, split.lsn).unwrap();
+    let (rh, right) = wal::decode_node(&split.blocks[1].data, split.lsn).unwrap();
+    assert_eq!(left.len() + right.len(), i as usize + 1);
+    assert_eq!(lh.right, split.blocks[1].page.block);
+    assert_eq!(rh.left, split.blocks[0].page.block);
+    // A split of the leftmost leaf (inserts below everything) now inserts a downlink.
+    let mut j = 0u32;
+    loop {
+        from = s.wal().insert_lsn();
+        let before = t.stats().unwrap().leaf_pages;
+        let mut key = b"a".to_vec();
+        key.extend_from_slice(&j.to_be_bytes());
+        t.insert(&key, &[2u8; 500]).unwrap();
+        j += 1;
+        if t.stats().unwrap().leaf_pages > before {
+            break;
+        }
+    }
+    assert_eq!(infos(from), vec![info::SPLIT, info::INSERT_UPPER]);
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    assert_eq!(
+        recs[0].blocks.len(),
+        3,
+        "left, right and the old right sibling"
+    );
+    from = s.wal().insert_lsn();
+    assert!(t.update_value(&k(0), &[3u8; 10]).unwrap());
+    assert!(t.delete(&k(1)).unwrap());
+    assert_eq!(infos(from), vec![info::UPDATE_VALUE, info::DELETE]);
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn update_that_does_not_fit_splits_the_leaf_in_one_step() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..60u32 {
+        t.insert(&k(i), &[1u8; 100]).unwrap();
+    }
+    let before = t.verify().unwrap();
+    assert_eq!(before.height, 1, "{before:?}");
+    let from = s.wal().insert_lsn();
+    let big = vec![9u8; 1500];
+    assert!(t.update_value(&k(30), &big).unwrap());
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let infos: Vec<u8> = recs.iter().map(|r| r.info).collect();
+    assert_eq!(
+        infos,
+        vec![info::SPLIT, info::NEWROOT],
+        "no delete + insert pair"
+    );
+    assert_eq!(t.get(&k(30)).unwrap(), Some(big));
+    let after = t.verify().unwrap();
+    assert_eq!(after.entries, 60);
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn scans_skip_empty_leaves_in_both_directions() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..600u32 {
+        t.insert(&k(i), &[0u8; 200]).unwrap();
+    }
+    // Empty every leaf but the first and last.
+    let ls = leaves(&s, &t);
+    assert!(ls.len() > 4);
+    let mut kept = Vec::new();
+    for (j, (_, keys)) in ls.iter().enumerate() {
+        for key in keys {
+            if j == 0 || j == ls.len() - 1 {
+                kept.push(key.clone());
+            } else {
+                assert!(t.delete(key).unwrap());
+            }
+        }
+    }
+    let fwd: Vec<Vec<u8>> = all(&t).into_iter().map(|e| e.0).collect();
+    assert_eq!(fwd, kept);
+    let mut bwd: Vec<Vec<u8>> = collect(
+        &t,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Backward,
+    )
+    .unwrap()
+    .into_iter()
+    .map(|e| e.0)
+    .collect();
+    bwd.reverse();
+    assert_eq!(bwd, kept);
+    // A range inside the emptied middle is empty both ways.
+    let (lo, hi) = (k(200), k(300));
+    for dir in [ScanDirection::Forward, ScanDirection::Backward] {
+        assert!(collect(&t, Bound::Included(&lo), Bound::Included(&hi), dir)
+            .unwrap()
+            .is_empty());
+    }
+    assert_eq!(t.verify().unwrap().leaf_pages as usize, ls.len());
+}
+
+#[test]
+fn bulk_delete_removes_exactly_the_dead_entries_with_one_record_per_leaf() {
+    let s = storage(128);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..4000u32 {
+        let mut key = k(i);
+        key.extend_from_slice(&[0, 0, 0, 1, 0, (i % 200) as u8]);
+        t.insert(&key, b"").unwrap();
+        model.insert(key, Vec::new());
+    }
+    // Dead: every 5th key in the first quarter, so some leaves have none.
+    let is_dead = |key: &[u8]| {
+        let i: u32 = std::str::from_utf8(&key[1..9]).unwrap().parse().unwrap();
+        i < 1000 && i % 5 == 0
+    };
+    let changed_leaves = leaves(&s, &t)
+        .iter()
+        .filter(|(_, keys)| keys.iter().any(|k| is_dead(k)))
+        .count() as u64;
+    let total_leaves = leaves(&s, &t).len() as u64;
+    assert!(changed_leaves > 0 && changed_leaves < total_leaves);
+    let before = s.snapshot();
+    let mut calls = 0u64;
+    let removed = {
+        let _c = enter(Cause::Vacuum);
+        t.bulk_delete(&mut |key, _| {
+            calls += 1;
+            is_dead(key)
+        })
+        .unwrap()
+    };
+    let d = s.snapshot().delta(&before).counters;
+    assert_eq!(removed, 200);
+    assert_eq!(calls, 4000, "every entry visited once");
+    assert_eq!(d.cause(Cause::Vacuum).wal_records, changed_leaves);
+    assert_eq!(d.cause(Cause::Other).wal_records, 0);
+    model.retain(|k, _| !is_dead(k));
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = all(&t).into_iter().collect();
+    assert_eq!(got, model);
+    assert_eq!(t.bulk_delete(&mut |_, _| false).unwrap(), 0);
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn corrupted_pages_give_corrupted_errors() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..500u32 {
+        t.insert(&k(i), &[5u8; 100]).unwrap();
+    }
+    let ls = leaves(&s, &t);
+    let (leaf, keys) = ls[2].clone();
+    let key = keys[0].clone();
+    let leaf_id = PageId::new(t.rel(), leaf);
+    let meta_id = PageId::new(t.rel(), 0);
+    let root = Meta::read(s.pool().fetch_read(meta_id).unwrap().data(), meta_id)
+        .unwrap()
+        .root;
+    let root_id = PageId::new(t.rel(), root);
+    let sp = 8192 - SPECIAL_BYTES;
+
+    let corrupt = |id: PageId, f: &dyn Fn(&mut [u8]), check: &dyn Fn(&BTree) -> bool| {
+        let saved = s.pool().fetch_read(id).unwrap().data().to_vec();
+        f(s.pool().fetch_write(id).unwrap().data_mut());
+        let ok = check(&t);
+        s.pool()
+            .fetch_write(id)
+            .unwrap()
+            .data_mut()
+            .copy_from_slice(&saved);
+        ok
+    };
+    let get = |t: &BTree| is_corrupted(t.get(&key));
+    let scan = |t: &BTree| {
+        is_corrupted(collect(
+            t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+        )) && is_corrupted(collect(
+            t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Backward,
+        )) && is_corrupted(t.verify())
+    };
+    let fwd = |t: &BTree| {
+        is_corrupted(collect(
+            t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+        )) && is_corrupted(t.verify())
+    };
+    let insert = |t: &BTree| {
+        let near = [key.clone(), b"+".to_vec()].concat();
+        is_corrupted(t.insert(&near, b"v"))
+            && is_corrupted(t.update_value(&key, b"v"))
+            && is_corrupted(t.delete(&key))
+    };
+    let meta_check = |t: &BTree| {
+        is_corrupted(t.get(b"x"))
+            && is_corrupted(BTree::open(
+                s.pool().clone(),
+                t.rel(),
+                BTreeConfig::innodb(),
+            ))
+    };
+    let cases: Vec<(
+        &str,
+        PageId,
+        Box<dyn Fn(&mut [u8])>,
+        &dyn Fn(&BTree) -> bool,
+    )> = vec![
+        ("page type", leaf_id, Box::new(|p| p[26] = 0), &get),
+        ("special offset", leaf_id, Box::new(|p| p[24] = 1), &get),
+        (
+            "hole lower > upper",
+            leaf_id,
+            Box::new(|p| {
+                p[20] = 0xff;
+                p[21] = 0x1f;
+            }),
+            &get,
+        ),
+        (
+            "slot offset",
+            leaf_id,
+            Box::new(|p| {
+                p[32] = 0xf0;
+                p[33] = 0xff;
+            }),
+            &scan,
+        ),
+        (
+            "key length",
+            leaf_id,
+            Box::new(move |p| {
+                let off = u16::from_le_bytes([p[32], p[33]]) as usize;
+                p[off] = 0xff;
+                p[off + 1] = 0xff;
+            }),
+            &scan,
+        ),
+        ("level", leaf_id, Box::new(move |p| p[sp] = 1), &get),
+        ("geometry", leaf_id, Box::new(move |p| p[sp + 13] = 3), &get),
+        (
+            "right link to itself",
+            leaf_id,
+            Box::new(move |p| {
+                p[sp + 8..sp + 12].copy_from_slice(&leaf.to_le_bytes());
+            }),
+            &|t: &BTree| {
+                is_corrupted(collect(
+                    t,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                )) && is_corrupted(t.bulk_delete(&mut |_, _| false))
+            },
+        ),
+        (
+            "right link to the meta page",
+            leaf_id,
+            Box::new(move |p| {
+                p[sp + 8..sp + 12].copy_from_slice(&0u32.to_le_bytes());
+            }),
+            &fwd,
+        ),
+        (
+            "changes to a page of another type",
+            leaf_id,
+            Box::new(|p| p[26] = 1),
+            &insert,
+        ),
+        (
+            "meta magic",
+            meta_id,
+            Box::new(|p| p[32] ^= 0xff),
+            &meta_check,
+        ),
+        (
+            "meta root",
+            meta_id,
+            Box::new(|p| p[40..44].copy_from_slice(&0u32.to_le_bytes())),
+            &get,
+        ),
+    ];
+    // Downlinks of the root: to the meta page, past the relation's end, to the root itself.
+    let downlink_cases: Vec<u32> = vec![0, 999_999, root];
+    for (what, id, f, check) in cases {
+        assert!(corrupt(id, f.as_ref(), check), "{what}");
+        t.verify()
+            .unwrap_or_else(|e| panic!("after restoring {what}: {e}"));
+    }
+    for target in downlink_cases {
+        let set_all = move |p: &mut [u8]| {
+            let n = Node::parse(p, root_id).unwrap();
+            let offs: Vec<usize> = (0..n.len())
+                .map(|i| u16::from_le_bytes([p[32 + 2 * i], p[33 + 2 * i]]) as usize)
+                .collect();
+            for off in offs {
+                let klen = u16::from_le_bytes([p[off], p[off + 1]]) as usize;
+                let at = off + 5 + klen;
+                p[at..at + 4].copy_from_slice(&target.to_le_bytes());
+            }
+        };
+        let check = |t: &BTree| {
+            is_corrupted(t.get(&key))
+                && is_corrupted(t.insert(b"new", b"v"))
+                && is_corrupted(t.delete(&key))
+                && is_corrupted(t.stats())
+        };
+        assert!(corrupt(root_id, &set_all, &check), "downlink to {target}");
+    }
+    t.verify().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Node functions never panic on damaged bytes: any outcome is a value or an error.
+    #[test]
+    fn node_functions_never_panic_on_damaged_pages(
+        entries in proptest::collection::vec((proptest::collection::vec(any::<u8>(), 0..40), proptest::collection::vec(any::<u8>(), 0..40)), 0..30),
+        level in 0u16..3,
+        damage in proptest::collection::vec((0usize..8192, any::<u8>()), 1..12),
+        probe in proptest::collection::vec(any::<u8>(), 0..20),
+    ) {
+        let id = PageId::new(16384, 7);
+        let geo = BTreeConfig::postgres().geometry();
+        let mut sorted: BTreeMap<Vec<u8>, Vec<u8>> = entries.into_iter().collect();
+        if level > 0 {
+            sorted.insert(Vec::new(), 5u32.to_le_bytes().to_vec());
+        }
+        let list: Vec<(Vec<u8>, Vec<u8>)> = sorted.into_iter().collect();
+        let mut p = vec![0u8; 8192];
+        let h = NodeHeader { level, flags: 0, left: NO_BLOCK, right: NO_BLOCK };
+        node::build(&mut p, id, geo, h, &list).unwrap();
+        for (off, v) in damage {
+            p[off] = v;
+        }
+        if let Ok(n) = Node::parse(&p, id) {
+            let _ = n.entries();
+            let _ = n.search(&probe);
+            let _ = n.child_index(&probe, true);
+            let _ = n.child(0);
+            let _ = n.entry_space(n.len().saturating_sub(1));
+        }
+        let _ = node::insert_at(&mut p.clone(), id, 0, &probe, b"v");
+        let _ = node::remove_at(&mut p.clone(), id, 0);
+        let _ = node::replace_at(&mut p.clone(), id, 0, &probe, &probe);
+        let _ = Meta::read(&p, id);
+    }
+
+    /// Redo never panics on damaged record data.
+    #[test]
+    fn redo_never_panics_on_damaged_records(
+        info_code in prop_oneof![Just(0x00u8), Just(0x10), Just(0x20), Just(0x30), Just(0x70), Just(0xA0), Just(0xC0), Just(0xF0), any::<u8>()],
+        blocks in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..64), 1..5),
+        main in proptest::collection::vec(any::<u8>(), 0..16),
+        which in 0usize..5,
+    ) {
+        let mut p = vec![0u8; 8192];
+        let id = PageId::new(16384, 3);
+        let h = NodeHeader { level: 0, flags: 0, left: NO_BLOCK, right: NO_BLOCK };
+        node::build(&mut p, id, BTreeConfig::innodb().geometry(), h, &[(b"a".as_slice(), b"1".as_slice())]).unwrap();
+        let rec = crate::wal::WalRecord {
+            lsn: 8, end_lsn: 64, prev_lsn: 0, xid: 0, rmgr: rmgr::BTREE, info: info_code,
+            blocks: blocks.into_iter().map(|data| crate::wal::BlockRef { page: id, will_init: false, image: None, data }).collect(),
+            main_data: main,
+        };
+        let _ = wal::redo_block(&rec, which, &mut p);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Insert(usize, usize, u8),
+    Update(usize, usize, u8),
+    Delete(usize),
+    Get(usize),
+    Scan {
+        lo: (u8, usize),
+        hi: (u8, usize),
+        backward: bool,
+        limit: usize,
+    },
+    BulkDelete(usize),
+    Checkpoint,
+    /// Reads 16 pages of another relation, evicting every unpinned page of the tree.
+    Flood,
+}
+
+/// Mostly large values (up to about a quarter page), so that 16 frames cannot hold the
+/// tree and leaves split every few inserts.
+fn value_len() -> impl Strategy<Value = usize> {
+    prop_oneof![1 => 0usize..16, 3 => 300usize..2000]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        12 => (any::<usize>(), value_len(), any::<u8>()).prop_map(|(k, l, b)| Op::Insert(k, l, b)),
+        3 => (any::<usize>(), value_len(), any::<u8>()).prop_map(|(k, l, b)| Op::Update(k, l, b)),
+        2 => any::<usize>().prop_map(Op::Delete),
+        2 => any::<usize>().prop_map(Op::Get),
+        3 => ((0u8..3, any::<usize>()), (0u8..3, any::<usize>()), any::<bool>(), 1usize..400)
+            .prop_map(|(lo, hi, backward, limit)| Op::Scan { lo, hi, backward, limit }),
+        1 => (4usize..12).prop_map(Op::BulkDelete),
+        1 => Just(Op::Checkpoint),
+        1 => Just(Op::Flood),
+    ]
+}
+
+/// Short keys over a 3-letter alphabet (many share prefixes, "" included), some padded
+/// long, a few very long with long common prefixes, so that even truncated separators are
+/// long and internal pages split too.
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    let padded = |pad: std::ops::Range<usize>| {
+        (proptest::collection::vec(b'a'..b'd', 0..8), pad).prop_map(|(mut k, pad)| {
+            k.extend(std::iter::repeat(b'z').take(pad));
+            k
+        })
+    };
+    prop_oneof![
+        3 => proptest::collection::vec(b'a'..b'd', 0..10),
+        3 => padded(0..300),
+        4 => padded(300..1800),
+    ]
+}
+
+fn bound(b: (u8, usize), keys: &[Vec<u8>]) -> Bound<&[u8]> {
+    let key = keys[b.1 % keys.len()].as_slice();
+    match b.0 {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key),
+        _ => Bound::Excluded(key),
+    }
+}
+
+fn in_range(k: &[u8], lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    (match lo {
+        Bound::Included(l) => k >= l,
+        Bound::Excluded(l) => k > l,
+        Bound::Unbounded => true,
+    }) && (match hi {
+        Bound::Included(h) => k <= h,
+        Bound::Excluded(h) => k < h,
+        Bound::Unbounded => true,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Model-based: with 16 frames (evictions) and entries up to a quarter page (splits
+    /// every few inserts), every operation answers as a BTreeMap does, and after every
+    /// operation a full scan equals the map. At the end the structure checks out, the WAL
+    /// replays to the same pages, and a reopened tree sees the same entries.
+    #[test]
+    fn tree_agrees_with_a_btreemap(
+        keys in proptest::collection::vec(key(), 50..400),
+        ops in proptest::collection::vec(op(), 100..600),
+        innodb in any::<bool>(),
+    ) {
+        let s = storage(16);
+        let cfg = if innodb { BTreeConfig::innodb() } else { BTreeConfig::postgres() };
+        let t = BTree::create(s.pool().clone(), cfg.clone()).unwrap();
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let max = t.max_entry_bytes();
+        let scratch = s.store().create_relation().unwrap();
+        for _ in 0..16 {
+            crate::testkit::fill_and_log(s.wal(), &mut s.pool().new_page(scratch).unwrap(), 1, true).unwrap();
+        }
+        let fit = |key: &[u8], len: usize| len.min(max - key.len());
+        for (n, op) in ops.into_iter().enumerate() {
+            match op {
+                Op::Insert(i, len, b) => {
+                    let key = &keys[i % keys.len()];
+                    let v = vec![b; fit(key, len)];
+                    let r = t.insert(key, &v);
+                    if model.contains_key(key) {
+                        prop_assert!(matches!(r, Err(Error::DuplicateKey { .. })), "{:?}", r);
+                    } else {
+                        r.unwrap();
+                        model.insert(key.clone(), v);
+                    }
+                }
+                Op::Update(i, len, b) => {
+                    let key = &keys[i % keys.len()];
+                    let v = vec![b; fit(key, len)];
+                    let present = model.contains_key(key);
+                    prop_assert_eq!(t.update_value(key, &v).unwrap(), present);
+                    if present {
+                        model.insert(key.clone(), v);
+                    }
+                }
+                Op::Delete(i) => {
+                    let key = &keys[i % keys.len()];
+                    prop_assert_eq!(t.delete(key).unwrap(), model.remove(key).is_some());
+                }
+                Op::Get(i) => {
+                    let key = &keys[i % keys.len()];
+                    let got = t.get(key).unwrap();
+                    prop_assert_eq!(got.as_ref(), model.get(key));
+                }
+                Op::Scan { lo, hi, backward, limit } => {
+                    let (lo, hi) = (bound(lo, &keys), bound(hi, &keys));
+                    let mut want: Vec<Kv> = model
+                        .iter()
+                        .filter(|(k, _)| in_range(k, lo, hi))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    if backward {
+                        want.reverse();
+                    }
+                    want.truncate(limit);
+                    let mut got = Vec::new();
+                    let dir = if backward { ScanDirection::Backward } else { ScanDirection::Forward };
+                    t.scan(lo, hi, dir, &mut |k, v| {
+                        got.push((k.to_vec(), v.to_vec()));
+                        Ok(got.len() < limit)
+                    }).unwrap();
+                    prop_assert_eq!(got, want);
+                }
+                Op::BulkDelete(m) => {
+                    let dead = |k: &[u8], v: &[u8]| (k.len() + v.len()) % m == 0;
+                    let before = model.len();
+                    model.retain(|k, v| !dead(k, v));
+                    let removed = t.bulk_delete(&mut |k, v| dead(k, v)).unwrap();
+                    prop_assert_eq!(removed as usize, before - model.len());
+                }
+                Op::Checkpoint => {
+                    s.checkpoint().unwrap();
+                }
+                Op::Flood => {
+                    for b in 0..16 {
+                        drop(s.pool().fetch_read(PageId::new(scratch, b)).unwrap());
+                    }
+                }
+            }
+            let got: Vec<Kv> = all(&t);
+            let want: Vec<Kv> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            prop_assert_eq!(got, want, "after op {}", n);
+            if n % 25 == 0 {
+                t.verify().unwrap();
+            }
+        }
+        let st = t.verify().unwrap();
+        prop_assert_eq!(st.entries as usize, model.len());
+        prop_assert_eq!(t.stats().unwrap(), st);
+        assert_redo_rebuilds(&s, &t);
+        let again = BTree::open(s.pool().clone(), t.rel(), cfg).unwrap();
+        let want: Vec<Kv> = model.into_iter().collect();
+        prop_assert_eq!(all(&again), want);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Whatever bytes of whatever page are damaged, every operation returns (a value or an
+    /// error) instead of panicking or hanging.
+    #[test]
+    fn operations_never_panic_on_a_damaged_tree(
+        damage in proptest::collection::vec((any::<usize>(), 0usize..8192, any::<u8>()), 1..6),
+        probe in any::<u32>(),
+    ) {
+        let s = storage(32);
+        let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+        for i in 0..300u32 {
+            t.insert(&k(i * 2), &[3u8; 150]).unwrap();
+        }
+        let n = s.store().n_blocks(t.rel()).unwrap();
+        for (page, off, v) in damage {
+            let id = PageId::new(t.rel(), (page % n as usize) as u32);
+            s.pool().fetch_write(id).unwrap().data_mut()[off] = v;
+        }
+        let key = k(probe % 700);
+        let _ = t.get(&key);
+        let _ = collect(&t, Bound::Included(&key), Bound::Unbounded, ScanDirection::Forward);
+        let _ = collect(&t, Bound::Unbounded, Bound::Included(&key), ScanDirection::Backward);
+        let _ = t.insert(&k(probe % 700 * 2 + 1), &[1u8; 1000]);
+        let _ = t.update_value(&key, &[2u8; 1500]);
+        let _ = t.delete(&key);
+        let _ = t.bulk_delete(&mut |k, _| k.ends_with(b"0"));
+        let _ = t.stats();
+        let _ = t.verify();
+    }
+}
+
+#[test]
+fn concurrent_inserts_and_lookups_then_a_full_scan_returns_exactly_the_set() {
+    let s = Arc::new(storage(256));
+    let t = Arc::new(BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap());
+    const THREADS: u32 = 4;
+    const OWN: u32 = 1500;
+    const SHARED: u32 = 400;
+    // Long keys: few entries per internal page, so internal pages split too.
+    let key_of = |n: u32| [k(n), vec![b'p'; 250]].concat();
+    let shared_wins = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|th| {
+            let (t, wins) = (t.clone(), shared_wins.clone());
+            std::thread::spawn(move || {
+                let mut x = 0x9E37_79B9u32.wrapping_mul(th + 1);
+                for i in 0..OWN {
+                    // Disjoint: interleaved key sets, each thread in its own order.
+                    let key = key_of((i * 7919 + th * 13) % OWN * THREADS + th);
+                    let value = key[..9].repeat(7);
+                    t.insert(&key, &value).unwrap();
+                    assert_eq!(t.get(&key).unwrap(), Some(value));
+                    // Overlapping: every thread tries the same keys; exactly one wins each.
+                    if i % 4 == 0 {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        let shared = format!("s{:06}", x % SHARED).into_bytes();
+                        match t.insert(&shared, b"shared") {
+                            Ok(()) => {
+                                wins.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(Error::DuplicateKey { .. }) => {}
+                            Err(e) => panic!("{e}"),
+                        }
+                        assert_eq!(t.get(&shared).unwrap().as_deref(), Some(&b"shared"[..]));
+                    }
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let got = all(&t);
+    let shared: Vec<&Kv> = got.iter().filter(|e| e.0[0] == b's').collect();
+    assert_eq!(shared.len(), shared_wins.load(Ordering::Relaxed));
+    let own: Vec<Vec<u8>> = got
+        .iter()
+        .filter(|e| e.0[0] == b'k')
+        .map(|e| e.0.clone())
+        .collect();
+    let want: Vec<Vec<u8>> = (0..OWN * THREADS).map(key_of).collect();
+    assert_eq!(own, want, "exactly the inserted set, in order");
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
+    let st = t.verify().unwrap();
+    assert!(st.height >= 3, "splits at several levels happened: {st:?}");
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn concurrent_scans_see_every_old_key_in_order_while_inserts_split_pages() {
+    let s = Arc::new(storage(256));
+    let t = Arc::new(BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap());
+    const OLD: u32 = 2000;
+    for i in 0..OLD {
+        t.insert(&k(i * 2), &[1u8; 40]).unwrap();
+    }
+    let writing = Arc::new(AtomicBool::new(true));
+    let writers: Vec<_> = (0..2u32)
+        .map(|w| {
+            let t = t.clone();
+            std::thread::spawn(move || {
+                for i in 0..OLD / 2 {
+                    let odd = ((i * 4099 + w * 1009) % (OLD / 2)) * 2 + w;
+                    t.insert(&k(odd * 2 + 1), &[2u8; 120]).unwrap();
+                    if i % 10 == 0 {
+                        // Values that grow force replace-splits under the scans too.
+                        assert!(t.update_value(&k(odd * 2), &[3u8; 300]).unwrap());
+                    }
+                }
+            })
+        })
+        .collect();
+    let scanners: Vec<_> = (0..2)
+        .map(|sc| {
+            let (t, writing) = (t.clone(), writing.clone());
+            std::thread::spawn(move || {
+                let mut scans = 0;
+                while writing.load(Ordering::Acquire) || scans < 4 {
+                    let backward = (scans + sc) % 2 == 1;
+                    let (lo, hi) = if scans % 3 == 2 {
+                        (k(500), k(3000))
+                    } else {
+                        (Vec::new(), b"l".to_vec())
+                    };
+                    let dir = if backward {
+                        ScanDirection::Backward
+                    } else {
+                        ScanDirection::Forward
+                    };
+                    let mut keys: Vec<Vec<u8>> = Vec::new();
+                    t.scan(
+                        Bound::Included(&lo),
+                        Bound::Excluded(&hi),
+                        dir,
+                        &mut |k, _| {
+                            keys.push(k.to_vec());
+                            Ok(true)
+                        },
+                    )
+                    .unwrap();
+                    if backward {
+                        keys.reverse();
+                    }
+                    assert!(
+                        keys.windows(2).all(|w| w[0] < w[1]),
+                        "scan {scans} ({dir:?}) out of order or repeated"
+                    );
+                    let old: Vec<Vec<u8>> = (0..OLD)
+                        .map(|i| k(i * 2))
+                        .filter(|key| *key >= lo && *key < hi)
+                        .collect();
+                    let seen_old: Vec<&Vec<u8>> = keys
+                        .iter()
+                        .filter(|key| {
+                            let i: u32 = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
+                            i % 2 == 0
+                        })
+                        .collect();
+                    assert_eq!(
+                        seen_old.len(),
+                        old.len(),
+                        "scan {scans} ({dir:?}) missed old keys"
+                    );
+                    scans += 1;
+                }
+                scans
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    writing.store(false, Ordering::Release);
+    for sc in scanners {
+        assert!(sc.join().unwrap() >= 4);
+    }
+    let st = t.verify().unwrap();
+    assert_eq!(st.entries, 2 * OLD as u64);
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn concurrent_mixed_operations_match_per_thread_models() {
+    let s = Arc::new(storage(128));
+    let t = Arc::new(BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap());
+    let threads: Vec<_> = (0..4u8)
+        .map(|th| {
+            let t = t.clone();
+            std::thread::spawn(move || {
+                let mut model = BTreeMap::new();
+                let mut x = 0x1234_5678u64 + th as u64;
+                for _ in 0..1500 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let key = format!("{}-{:04}", (b'a' + th) as char, x % 400).into_bytes();
+                    let v = vec![th; (x >> 20) as usize % 600];
+                    match x % 10 {
+                        0..=4 => {
+                            let r = t.insert(&key, &v);
+                            if model.contains_key(&key) {
+                                assert!(matches!(r, Err(Error::DuplicateKey { .. })));
+                            } else {
+                                r.unwrap();
+                                model.insert(key, v);
+                            }
+                        }
+                        5..=6 => {
+                            let present = model.contains_key(&key);
+                            assert_eq!(t.update_value(&key, &v).unwrap(), present);
+                            if present {
+                                model.insert(key, v);
+                            }
+                        }
+                        7..=8 => assert_eq!(t.delete(&key).unwrap(), model.remove(&key).is_some()),
+                        _ => assert_eq!(t.get(&key).unwrap().as_ref(), model.get(&key)),
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let mut want = BTreeMap::new();
+    for th in threads {
+        want.extend(th.join().unwrap());
+    }
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = all(&t).into_iter().collect();
+    assert_eq!(got, want);
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}

@@ -1,0 +1,1383 @@
+//! The B+tree operations: create/open, lookup, insert (optimistic, then pessimistic with
+//! splits), update, delete, scans in both directions, bulk delete, statistics and a
+//! structural check. See the module doc of `btree` for the rules they follow.
+
+use super::node::{
+    self, usable_bytes, Entry, Geometry, Meta, Node, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BLOCK,
+    NO_BLOCK,
+};
+use super::wal::{self as bwal, info};
+use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
+use crate::device::FileId;
+use crate::error::{Error, Result};
+use crate::page::PageId;
+use crate::wal::{rmgr, RecordBuilder};
+use serde::{Deserialize, Serialize};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// How a B+tree sizes and splits its pages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BTreeConfig {
+    /// When an insert splits the rightmost leaf at its end (ascending inserts), the left
+    /// page keeps this percent of the page's usable bytes (PostgreSQL
+    /// BTREE_DEFAULT_FILLFACTOR 90, nbtsplitloc.c `_bt_findsplitloc`; InnoDB about 15/16 =
+    /// 94, btr0btr.cc `btr_page_get_split_rec_to_right`). Other splits divide the bytes in
+    /// half. 10..=100.
+    pub rightmost_fill_pct: u8,
+    /// Bytes of each entry's header (PostgreSQL: IndexTupleData, 8; InnoDB: the 5-byte
+    /// record header). At least 4 (key_len u16 + value_len u16, then zero padding), at
+    /// most 64.
+    pub entry_header_bytes: u16,
+    /// Alignment of each entry's size in bytes (PostgreSQL MAXALIGN 8; InnoDB 1): an entry
+    /// occupies `align_up(entry_header_bytes + key.len() + value.len(), entry_align)`
+    /// bytes. 1, 2, 4 or 8.
+    pub entry_align: u16,
+    /// Bytes of each slot in the slot array (PostgreSQL ItemIdData, 4; InnoDB about 2 of
+    /// page directory). At least 2 (a u16 offset, then zero padding), at most 16.
+    pub slot_bytes: u16,
+    /// Leaf splits push up the shortest prefix of the right half's first key that is
+    /// still greater than the left half's last key, instead of the whole key (PostgreSQL
+    /// suffix truncation since 12, nbtutils.c `_bt_truncate`; InnoDB copies the whole key
+    /// into its node pointers).
+    pub suffix_truncation: bool,
+}
+
+impl BTreeConfig {
+    /// PostgreSQL nbtree's accounting: 8-byte tuple header, MAXALIGN 8, 4-byte line
+    /// pointers, fillfactor 90 for the rightmost leaf, suffix truncation.
+    pub fn postgres() -> Self {
+        BTreeConfig {
+            rightmost_fill_pct: 90,
+            entry_header_bytes: 8,
+            entry_align: 8,
+            slot_bytes: 4,
+            suffix_truncation: true,
+        }
+    }
+
+    /// InnoDB's accounting: 5-byte record header, no alignment, about 2 bytes of page
+    /// directory per record, 15/16 fill on ascending inserts, whole keys in node pointers.
+    pub fn innodb() -> Self {
+        BTreeConfig {
+            rightmost_fill_pct: 94,
+            entry_header_bytes: 5,
+            entry_align: 1,
+            slot_bytes: 2,
+            suffix_truncation: false,
+        }
+    }
+
+    /// The entry geometry recorded in every page.
+    pub fn geometry(&self) -> Geometry {
+        Geometry {
+            entry_header_bytes: self.entry_header_bytes,
+            entry_align: self.entry_align,
+            slot_bytes: self.slot_bytes,
+        }
+    }
+
+    /// Checks every field's range.
+    ///
+    /// Errors: [`Error::InvalidConfig`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        self.geometry().validate()?;
+        if !(10..=100).contains(&self.rightmost_fill_pct) {
+            return Err(Error::InvalidConfig(format!(
+                "btree rightmost_fill_pct must be 10..=100, got {}",
+                self.rightmost_fill_pct
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Direction of [`BTree::scan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScanDirection {
+    /// Ascending key order.
+    Forward,
+    /// Descending key order.
+    Backward,
+}
+
+/// Size and shape of a tree (PostgreSQL pgstattuple's `pgstatindex`). Exact when no other
+/// thread changes the tree meanwhile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BTreeStats {
+    /// Pages in the index relation (meta page included).
+    pub pages: u32,
+    /// Leaf pages reachable from the root.
+    pub leaf_pages: u64,
+    /// Internal pages reachable from the root.
+    pub internal_pages: u64,
+    /// Entries in the leaves.
+    pub entries: u64,
+    /// Levels (1 = the root is a leaf).
+    pub height: u32,
+    /// Bytes of slots and entries in all leaves.
+    pub leaf_used_bytes: u64,
+    /// Bytes of slots and entries in the rightmost leaf.
+    pub rightmost_leaf_used_bytes: u64,
+    /// Bytes of slots and entries in all internal pages.
+    pub internal_used_bytes: u64,
+    /// Bytes of a page that slots and entries can use (page minus header and special).
+    pub page_usable_bytes: u32,
+}
+
+impl BTreeStats {
+    /// Average fill of the leaves in percent of their usable bytes, the rightmost leaf
+    /// left out when there are others (it is the one still filling up). 0 for no leaves.
+    pub fn avg_leaf_fill_pct(&self) -> f64 {
+        let (used, pages) = if self.leaf_pages > 1 {
+            (
+                self.leaf_used_bytes - self.rightmost_leaf_used_bytes,
+                self.leaf_pages - 1,
+            )
+        } else {
+            (self.leaf_used_bytes, self.leaf_pages)
+        };
+        if pages == 0 || self.page_usable_bytes == 0 {
+            return 0.0;
+        }
+        100.0 * used as f64 / (pages as f64 * self.page_usable_bytes as f64)
+    }
+}
+
+/// A concurrent B+tree in the pages of a buffer pool. See the `btree` module doc.
+pub struct BTree {
+    pool: Arc<BufferPool>,
+    rel: FileId,
+    cfg: BTreeConfig,
+    geo: Geometry,
+    usable: usize,
+    /// Largest key + value (bytes) of an entry: its space is at most a quarter of
+    /// `usable`.
+    max_payload: usize,
+    /// Free bytes an internal page needs to be "safe": room for the largest separator.
+    sep_reserve: usize,
+}
+
+impl std::fmt::Debug for BTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BTree")
+            .field("rel", &self.rel)
+            .field("cfg", &self.cfg)
+            .field("max_entry_bytes", &self.max_payload)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Insert,
+    Replace,
+}
+
+/// Where a descent goes.
+enum Target<'k> {
+    /// The leaf holding the first key at or after the bound.
+    Lower(Bound<&'k [u8]>),
+    /// The rightmost leaf that can hold keys below (or at) the bound.
+    Upper(Bound<&'k [u8]>),
+}
+
+fn pick(n: &Node<'_>, t: &Target<'_>) -> Result<usize> {
+    match *t {
+        Target::Lower(Bound::Unbounded) => Ok(0),
+        Target::Lower(Bound::Included(k) | Bound::Excluded(k)) => n.child_index(k, true),
+        Target::Upper(Bound::Unbounded) => Ok(n.len() - 1),
+        Target::Upper(Bound::Included(k)) => n.child_index(k, true),
+        Target::Upper(Bound::Excluded(k)) => n.child_index(k, false),
+    }
+}
+
+fn above_lo(k: &[u8], lo: Bound<&[u8]>) -> bool {
+    match lo {
+        Bound::Included(l) => k >= l,
+        Bound::Excluded(l) => k > l,
+        Bound::Unbounded => true,
+    }
+}
+
+fn below_hi(k: &[u8], hi: Bound<&[u8]>) -> bool {
+    match hi {
+        Bound::Included(h) => k <= h,
+        Bound::Excluded(h) => k < h,
+        Bound::Unbounded => true,
+    }
+}
+
+fn borrowed(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The shortest prefix of `right_first` that is greater than `left_last` (which is
+/// smaller than `right_first`): PostgreSQL nbtutils.c `_bt_truncate` on bytes.
+pub(crate) fn truncated_separator(left_last: &[u8], right_first: &[u8]) -> Vec<u8> {
+    let common = left_last
+        .iter()
+        .zip(right_first)
+        .take_while(|(a, b)| a == b)
+        .count();
+    right_first[..(common + 1).min(right_first.len())].to_vec()
+}
+
+/// Renders a key for an error message: text when printable, else hex; long keys cut.
+fn render_key(k: &[u8]) -> String {
+    const MAX: usize = 48;
+    let cut = &k[..k.len().min(MAX)];
+    let mut s = if cut.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        String::from_utf8_lossy(cut).into_owned()
+    } else {
+        cut.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    if k.len() > MAX {
+        s.push_str(&format!("... ({} bytes)", k.len()));
+    }
+    s
+}
+
+fn header(n: &Node<'_>) -> NodeHeader {
+    NodeHeader {
+        level: n.level(),
+        flags: n.flags(),
+        left: n.left(),
+        right: n.right(),
+    }
+}
+
+fn pairs(v: &[Entry]) -> Vec<(&[u8], &[u8])> {
+    v.iter()
+        .map(|e| (e.key.as_slice(), e.value.as_slice()))
+        .collect()
+}
+
+/// Counts sibling hops and descents so that a corrupted sibling chain (a cycle) ends in an
+/// error instead of a loop.
+struct Hops<'t> {
+    tree: &'t BTree,
+    n: u64,
+    limit: u64,
+}
+
+impl<'t> Hops<'t> {
+    fn new(tree: &'t BTree) -> Result<Self> {
+        Ok(Hops {
+            tree,
+            n: 0,
+            limit: tree.n_blocks()? as u64,
+        })
+    }
+    fn step(&mut self, at: PageId) -> Result<()> {
+        self.n += 1;
+        if self.n > self.limit {
+            self.limit = self.tree.n_blocks()? as u64;
+            if self.n > self.limit {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "B+tree {at}: more steps along a level than the relation has pages ({}): a sibling cycle",
+                        self.limit
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BTree {
+    /// Creates the index relation (`store.create_relation()`), its meta page at block 0
+    /// (root block and height) and an empty root leaf at block 1, logged as one CREATE
+    /// record.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for a bad `cfg` or a page size whose quarter cannot
+    /// hold an entry; store, pool and WAL errors.
+    pub fn create(pool: Arc<BufferPool>, cfg: BTreeConfig) -> Result<BTree> {
+        let rel = pool.store().create_relation()?;
+        let tree = BTree::with(pool, rel, cfg)?;
+        let mut mg = tree.pool.new_page(rel)?;
+        let mut rg = tree.pool.new_page(rel)?;
+        let (mid, rid) = (mg.page_id(), rg.page_id());
+        if mid.block != META_BLOCK {
+            return Err(Error::Corrupted {
+                what: format!("B+tree {mid}: a new relation's first page is not block 0"),
+            });
+        }
+        let meta = Meta {
+            root: rid.block,
+            height: 1,
+            geometry: tree.geo,
+        };
+        meta.write(mg.data_mut());
+        let h = NodeHeader {
+            level: 0,
+            flags: 0,
+            left: NO_BLOCK,
+            right: NO_BLOCK,
+        };
+        let none: [(&[u8], &[u8]); 0] = [];
+        node::build(rg.data_mut(), rid, tree.geo, h, &none)?;
+        let rec = RecordBuilder::new(rmgr::BTREE, info::CREATE)
+            .block(mid, true, &meta.encode())
+            .block(rid, true, &bwal::encode_node(h, &none));
+        log_change(tree.pool.wal(), &rec, &mut [&mut mg, &mut rg])?;
+        drop((mg, rg));
+        Ok(tree)
+    }
+
+    /// Opens the tree stored in relation `rel` (reads its meta page).
+    ///
+    /// Errors: [`Error::InvalidConfig`] for a bad `cfg` or one whose entry geometry differs
+    /// from the tree's; [`Error::Corrupted`] when block 0 is not a B+tree meta page; pool
+    /// errors reading it.
+    pub fn open(pool: Arc<BufferPool>, rel: FileId, cfg: BTreeConfig) -> Result<BTree> {
+        let tree = BTree::with(pool, rel, cfg)?;
+        let g = tree.pool.fetch_read(tree.meta_id())?;
+        let m = Meta::read(g.data(), g.page_id())?;
+        if m.geometry != tree.geo {
+            return Err(Error::InvalidConfig(format!(
+                "B+tree in relation {rel} was created with {:?}, the configuration says {:?}",
+                m.geometry, tree.geo
+            )));
+        }
+        drop(g);
+        Ok(tree)
+    }
+
+    fn with(pool: Arc<BufferPool>, rel: FileId, cfg: BTreeConfig) -> Result<BTree> {
+        cfg.validate()?;
+        let geo = cfg.geometry();
+        let usable = usable_bytes(pool.store().page_size().bytes());
+        let quarter = usable / 4;
+        let a = geo.entry_align as usize;
+        let room = (quarter.saturating_sub(geo.slot_bytes as usize)) / a * a;
+        let max_payload = room.saturating_sub(geo.entry_header_bytes as usize);
+        if max_payload < 16 {
+            return Err(Error::InvalidConfig(format!(
+                "btree entry geometry {geo:?} leaves {max_payload} bytes per entry in a quarter page"
+            )));
+        }
+        Ok(BTree {
+            rel,
+            geo,
+            usable,
+            max_payload,
+            sep_reserve: geo.space(max_payload + 4),
+            cfg,
+            pool,
+        })
+    }
+
+    /// The index relation's file id.
+    pub fn rel(&self) -> FileId {
+        self.rel
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BTreeConfig {
+        &self.cfg
+    }
+
+    /// Largest key + value in bytes an entry may have: its space (header, padding, slot)
+    /// is at most a quarter of a page's usable bytes.
+    pub fn max_entry_bytes(&self) -> usize {
+        self.max_payload
+    }
+
+    fn meta_id(&self) -> PageId {
+        PageId::new(self.rel, META_BLOCK)
+    }
+
+    fn n_blocks(&self) -> Result<u32> {
+        self.pool.store().n_blocks(self.rel)
+    }
+
+    fn check_meta(&self, m: &Meta, id: PageId) -> Result<()> {
+        if m.geometry != self.geo {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {id}: meta geometry {:?} differs from the open tree's {:?}",
+                    m.geometry, self.geo
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn read_meta(&self) -> Result<(ReadPageGuard<'_>, Meta)> {
+        let g = self.pool.fetch_read(self.meta_id())?;
+        let m = Meta::read(g.data(), g.page_id())?;
+        self.check_meta(&m, g.page_id())?;
+        Ok((g, m))
+    }
+
+    /// The page `block` named by a link (`what`) on page `from`, checked (a link to the
+    /// page itself would make the caller latch a page it holds).
+    fn linked(&self, block: u32, from: PageId, what: &str) -> Result<PageId> {
+        if block == META_BLOCK || block == NO_BLOCK || block == from.block {
+            return Err(Error::Corrupted {
+                what: format!("B+tree {from}: {what} names block {block}"),
+            });
+        }
+        Ok(PageId::new(self.rel, block))
+    }
+
+    fn missing(e: Error, from: PageId, what: &str, block: u32) -> Error {
+        match e {
+            Error::NoSuchPage { .. } => Error::Corrupted {
+                what: format!(
+                    "B+tree {from}: {what} names block {block}, past the end of the relation"
+                ),
+            },
+            e => e,
+        }
+    }
+
+    fn fetch_read(&self, block: u32, from: PageId, what: &str) -> Result<ReadPageGuard<'_>> {
+        let id = self.linked(block, from, what)?;
+        self.pool
+            .fetch_read(id)
+            .map_err(|e| Self::missing(e, from, what, block))
+    }
+
+    fn fetch_write(&self, block: u32, from: PageId, what: &str) -> Result<WritePageGuard<'_>> {
+        let id = self.linked(block, from, what)?;
+        self.pool
+            .fetch_write(id)
+            .map_err(|e| Self::missing(e, from, what, block))
+    }
+
+    /// Parses node page `data` (page `id`), checking the tree's geometry and, when given,
+    /// the level the path to it implies.
+    fn node<'g>(&self, data: &'g [u8], id: PageId, level: Option<u16>) -> Result<Node<'g>> {
+        let n = Node::parse(data, id)?;
+        if n.geometry() != self.geo {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {id}: page geometry {:?} differs from the tree's {:?}",
+                    n.geometry(),
+                    self.geo
+                ),
+            });
+        }
+        if let Some(l) = level {
+            if n.level() != l {
+                return Err(Error::Corrupted {
+                    what: format!("B+tree {id}: level {} where {l} was expected", n.level()),
+                });
+            }
+        }
+        Ok(n)
+    }
+
+    fn root_level(m: &Meta) -> u16 {
+        (m.height - 1) as u16
+    }
+
+    /// The leaf for `t` under a shared latch (latch coupling from the meta page down), and
+    /// with `fence`, the leaf's low fence: the separator that bounds its keys from below
+    /// (`None` = minus infinity).
+    fn descend_read(
+        &self,
+        t: &Target<'_>,
+        fence: bool,
+    ) -> Result<(ReadPageGuard<'_>, Option<Vec<u8>>)> {
+        let (mg, meta) = self.read_meta()?;
+        let mut level = Self::root_level(&meta);
+        let mut g = self.fetch_read(meta.root, mg.page_id(), "root")?;
+        drop(mg);
+        let mut low = None;
+        while level > 0 {
+            let child = {
+                let n = self.node(g.data(), g.page_id(), Some(level))?;
+                let i = pick(&n, t)?;
+                if fence && i > 0 {
+                    low = Some(n.key(i)?.to_vec());
+                }
+                n.child(i)?
+            };
+            let c = self.fetch_read(child, g.page_id(), "downlink")?;
+            g = c;
+            level -= 1;
+        }
+        self.node(g.data(), g.page_id(), Some(0))?;
+        Ok((g, low))
+    }
+
+    /// The leaf for `t` under an exclusive latch: shared latches down to the leaf's parent,
+    /// coupled (InnoDB `btr_cur_optimistic_insert`'s BTR_MODIFY_LEAF descent).
+    fn descend_write(&self, t: &Target<'_>) -> Result<WritePageGuard<'_>> {
+        let (mg, meta) = self.read_meta()?;
+        let mut level = Self::root_level(&meta);
+        if level == 0 {
+            let g = self.fetch_write(meta.root, mg.page_id(), "root")?;
+            drop(mg);
+            self.node(g.data(), g.page_id(), Some(0))?;
+            return Ok(g);
+        }
+        let mut g = self.fetch_read(meta.root, mg.page_id(), "root")?;
+        drop(mg);
+        loop {
+            let child = {
+                let n = self.node(g.data(), g.page_id(), Some(level))?;
+                n.child(pick(&n, t)?)?
+            };
+            if level == 1 {
+                let w = self.fetch_write(child, g.page_id(), "downlink")?;
+                drop(g);
+                self.node(w.data(), w.page_id(), Some(0))?;
+                return Ok(w);
+            }
+            let c = self.fetch_read(child, g.page_id(), "downlink")?;
+            g = c;
+            level -= 1;
+        }
+    }
+
+    fn check_size(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let bytes = key.len() + value.len();
+        if bytes > self.max_payload {
+            return Err(Error::TooLarge {
+                what: "B+tree entry (key + value)",
+                bytes,
+                max_bytes: self.max_payload,
+            });
+        }
+        Ok(())
+    }
+
+    fn duplicate(&self, key: &[u8]) -> Error {
+        Error::DuplicateKey {
+            index: format!("btree {}", self.rel),
+            key: render_key(key),
+        }
+    }
+
+    /// Inserts (key, value) as a new entry.
+    ///
+    /// Errors: [`Error::DuplicateKey`] when the exact key is present;
+    /// [`Error::TooLarge`] when key + value exceed [`BTree::max_entry_bytes`] (a quarter of
+    /// the usable page); [`Error::Corrupted`] for a damaged page on the path; pool and WAL
+    /// errors.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_size(key, value)?;
+        match self.modify_optimistic(key, value, Mode::Insert)? {
+            Some(_) => Ok(()),
+            None => self
+                .modify_pessimistic(key, value, Mode::Insert)
+                .map(|_| ()),
+        }
+    }
+
+    /// The value stored under `key`, if any.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool errors.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let (g, _) = self.descend_read(&Target::Lower(Bound::Included(key)), false)?;
+        let n = self.node(g.data(), g.page_id(), Some(0))?;
+        match n.search(key)? {
+            Ok(i) => Ok(Some(n.entry(i)?.1.to_vec())),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Replaces the value stored under `key`: in place (one UPDATE_VALUE record) when the
+    /// new entry fits the leaf, else by splitting the leaf with the new entry in the old
+    /// one's place (the pessimistic insert path), so that no reader ever finds the key
+    /// missing. Returns `Ok(false)`, changing nothing, when the key is absent.
+    ///
+    /// Errors: as [`BTree::insert`], without `DuplicateKey`.
+    pub fn update_value(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        self.check_size(key, value)?;
+        match self.modify_optimistic(key, value, Mode::Replace)? {
+            Some(found) => Ok(found),
+            None => self.modify_pessimistic(key, value, Mode::Replace),
+        }
+    }
+
+    /// Removes the entry with `key`; `Ok(false)` when there is none. Pages are never
+    /// merged: a leaf may become empty and stays in the tree (PostgreSQL deletes empty
+    /// pages in VACUUM, never merges; mvcclab does neither).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool and WAL errors.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
+        let id = g.page_id();
+        let found = self.node(g.data(), id, Some(0))?.search(key)?;
+        let Ok(i) = found else { return Ok(false) };
+        node::remove_at(g.data_mut(), id, i)?;
+        let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE).block(
+            id,
+            false,
+            &bwal::encode_delete(i, key),
+        );
+        log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+        Ok(true)
+    }
+
+    fn apply_leaf_change(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        mode: Mode,
+        slot: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let id = g.page_id();
+        let code = match mode {
+            Mode::Insert => {
+                node::insert_at(g.data_mut(), id, slot, key, value)?;
+                info::INSERT_LEAF
+            }
+            Mode::Replace => {
+                node::replace_at(g.data_mut(), id, slot, key, value)?;
+                info::UPDATE_VALUE
+            }
+        };
+        let rec = RecordBuilder::new(rmgr::BTREE, code).block(
+            id,
+            false,
+            &bwal::encode_slot_entry(slot, key, value),
+        );
+        log_change(self.pool.wal(), &rec, &mut [g])?;
+        Ok(())
+    }
+
+    /// The leaf change when it fits without a split: `Some(found)`; `None` to go
+    /// pessimistic. (InnoDB `btr_cur_optimistic_insert`; PostgreSQL `_bt_doinsert` with
+    /// its fast path.)
+    fn modify_optimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<Option<bool>> {
+        let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
+        let (pos, free, old_space) = {
+            let n = self.node(g.data(), g.page_id(), Some(0))?;
+            let pos = n.search(key)?;
+            let old = match pos {
+                Ok(i) => n.entry_space(i)?,
+                Err(_) => 0,
+            };
+            (pos, n.free_bytes(), old)
+        };
+        let need = self.geo.space(key.len() + value.len());
+        match (mode, pos) {
+            (Mode::Insert, Ok(_)) => Err(self.duplicate(key)),
+            (Mode::Replace, Err(_)) => Ok(Some(false)),
+            (Mode::Insert, Err(i)) | (Mode::Replace, Ok(i)) if free + old_space >= need => {
+                self.apply_leaf_change(&mut g, mode, i, key, value)?;
+                Ok(Some(true))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The change with splits (InnoDB `btr_cur_pessimistic_insert`; the latch crabbing of
+    /// Bayer and Schkolnick): exclusive latches from the meta page down, ancestors released
+    /// as soon as a child is safe (room for one more separator); the leaf splits, and each
+    /// split inserts its separator into the parent still latched, up to a new root.
+    fn modify_pessimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<bool> {
+        let mg = self.pool.fetch_write(self.meta_id())?;
+        let meta = Meta::read(mg.data(), mg.page_id())?;
+        self.check_meta(&meta, mg.page_id())?;
+        let mut meta_g = Some(mg);
+        let mut level = Self::root_level(&meta);
+        let mut path: Vec<(WritePageGuard<'_>, usize)> = Vec::new();
+        let mut g = self.fetch_write(meta.root, self.meta_id(), "root")?;
+        while level > 0 {
+            let (i, child, safe) = {
+                let n = self.node(g.data(), g.page_id(), Some(level))?;
+                let i = n.child_index(key, true)?;
+                (i, n.child(i)?, n.free_bytes() >= self.sep_reserve)
+            };
+            if safe {
+                path.clear();
+                meta_g = None;
+            }
+            if path.iter().any(|(p, _)| p.page_id().block == child) {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "B+tree {}: downlink to an ancestor, block {child}",
+                        g.page_id()
+                    ),
+                });
+            }
+            let c = self.fetch_write(child, g.page_id(), "downlink")?;
+            path.push((g, i));
+            g = c;
+            level -= 1;
+        }
+        let (pos, n_entries, hdr, fits) = {
+            let n = self.node(g.data(), g.page_id(), Some(0))?;
+            let pos = n.search(key)?;
+            let old = match pos {
+                Ok(i) => n.entry_space(i)?,
+                Err(_) => 0,
+            };
+            let need = self.geo.space(key.len() + value.len());
+            (pos, n.len(), header(&n), n.free_bytes() + old >= need)
+        };
+        let slot = match (mode, pos) {
+            (Mode::Insert, Ok(_)) => return Err(self.duplicate(key)),
+            (Mode::Replace, Err(_)) => return Ok(false),
+            (_, Ok(i) | Err(i)) => i,
+        };
+        if fits {
+            // Another thread made room meanwhile: no split, no ancestors needed.
+            drop(path);
+            drop(meta_g);
+            self.apply_leaf_change(&mut g, mode, slot, key, value)?;
+            return Ok(true);
+        }
+        let mut combined = self.node(g.data(), g.page_id(), Some(0))?.entries()?;
+        let new = Entry {
+            key: key.to_vec(),
+            value: value.to_vec(),
+        };
+        match mode {
+            Mode::Insert => combined.insert(slot, new),
+            Mode::Replace => combined[slot] = new,
+        }
+        let ascending = mode == Mode::Insert && hdr.right == NO_BLOCK && slot == n_entries;
+        let held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
+        let (mut sep, mut right) = self.split(&mut g, hdr, combined, ascending, None, &held)?;
+        // `g` is the left half of the last split, at `child_level`.
+        let mut child_level = 0u16;
+        loop {
+            match path.pop() {
+                Some((mut pg, i)) => {
+                    let pid = pg.page_id();
+                    let down = right.to_le_bytes();
+                    let (fits, phdr) = {
+                        let n = self.node(pg.data(), pid, Some(child_level + 1))?;
+                        let fits = n.free_bytes() >= self.geo.space(sep.len() + down.len());
+                        (fits, header(&n))
+                    };
+                    if fits {
+                        node::insert_at(pg.data_mut(), pid, i + 1, &sep, &down)?;
+                        self.clear_incomplete(&mut g)?;
+                        let rec = RecordBuilder::new(rmgr::BTREE, info::INSERT_UPPER)
+                            .block(pid, false, &bwal::encode_slot_entry(i + 1, &sep, &down))
+                            .block(g.page_id(), false, &[]);
+                        log_change(self.pool.wal(), &rec, &mut [&mut pg, &mut g])?;
+                        return Ok(true);
+                    }
+                    let mut combined = self.node(pg.data(), pid, None)?.entries()?;
+                    combined.insert(
+                        i + 1,
+                        Entry {
+                            key: sep,
+                            value: down.to_vec(),
+                        },
+                    );
+                    let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
+                    held.push(g.page_id().block);
+                    let (s, r) = self.split(&mut pg, phdr, combined, false, Some(&mut g), &held)?;
+                    g = pg;
+                    sep = s;
+                    right = r;
+                    child_level += 1;
+                }
+                None => {
+                    let Some(mut mg) = meta_g.take() else {
+                        return Err(Error::Corrupted {
+                            what: format!(
+                                "B+tree {}: a split reached the root without the meta page latched",
+                                g.page_id()
+                            ),
+                        });
+                    };
+                    self.new_root(&mut mg, &mut g, child_level + 1, meta, &sep, right)?;
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    fn clear_incomplete(&self, g: &mut WritePageGuard<'_>) -> Result<()> {
+        let id = g.page_id();
+        let flags = Node::parse(g.data(), id)?.flags();
+        node::set_flags(g.data_mut(), id, flags & !FLAG_INCOMPLETE_SPLIT)
+    }
+
+    /// Index `m` of the first entry of `combined` that goes right: among the points that
+    /// leave both halves fitting, the one whose left half is closest to the target, which
+    /// is `rightmost_fill_pct` of the usable bytes for `ascending` (nbtsplitloc.c's
+    /// fillfactor split of the rightmost page; InnoDB `btr_page_get_split_rec_to_right`),
+    /// else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
+    fn split_point(&self, combined: &[Entry], leaf: bool, ascending: bool) -> Result<usize> {
+        let sizes: Vec<usize> = combined
+            .iter()
+            .map(|e| self.geo.space(e.key.len() + e.value.len()))
+            .collect();
+        let total: usize = sizes.iter().sum();
+        let target = self.usable * self.cfg.rightmost_fill_pct as usize / 100;
+        let mut best: Option<((u8, usize), usize)> = None;
+        let mut left = 0;
+        for m in 1..combined.len() {
+            left += sizes[m - 1];
+            // An internal page's first entry on the right keeps only its downlink.
+            let first_right = if leaf {
+                sizes[m]
+            } else {
+                self.geo.space(combined[m].value.len())
+            };
+            let right = total - left - sizes[m] + first_right;
+            if left > self.usable || right > self.usable {
+                continue;
+            }
+            let score = if ascending {
+                if left <= target {
+                    (0, target - left)
+                } else {
+                    (1, left - target)
+                }
+            } else {
+                (0, left.abs_diff(right))
+            };
+            if best.map_or(true, |(s, _)| score < s) {
+                best = Some((score, m));
+            }
+        }
+        best.map(|(_, m)| m).ok_or_else(|| Error::Corrupted {
+            what: format!(
+                "B+tree: no split point fits {} entries of {total} bytes in two pages",
+                combined.len()
+            ),
+        })
+    }
+
+    /// Splits the page held by `g` (header `hdr`) whose contents would be `combined`: the
+    /// left part stays (flagged INCOMPLETE_SPLIT until its parent has the downlink), the
+    /// rest moves to a new right page, the old right sibling's left link is updated, and
+    /// `child` (the page whose split this completes, one level down) loses its flag; one
+    /// SPLIT record. `held` are the other pages the caller has latched (a corrupted right
+    /// link to one of them is an error, not a self-deadlock). Returns the separator for the parent and the new page's block
+    /// (PostgreSQL nbtinsert.c `_bt_split`; InnoDB `btr_page_split_and_insert`).
+    fn split<'a>(
+        &'a self,
+        g: &mut WritePageGuard<'a>,
+        hdr: NodeHeader,
+        mut combined: Vec<Entry>,
+        ascending: bool,
+        child: Option<&mut WritePageGuard<'a>>,
+        held: &[u32],
+    ) -> Result<(Vec<u8>, u32)> {
+        let leaf = hdr.level == 0;
+        let m = self.split_point(&combined, leaf, ascending)?;
+        let sep = if !leaf {
+            // The separator moves up; the right page's first entry means minus infinity.
+            std::mem::take(&mut combined[m].key)
+        } else if self.cfg.suffix_truncation {
+            truncated_separator(&combined[m - 1].key, &combined[m].key)
+        } else {
+            combined[m].key.clone()
+        };
+        let right_entries = combined.split_off(m);
+        let lid = g.page_id();
+        let mut old_right = match hdr.right {
+            NO_BLOCK => None,
+            b if held.contains(&b) => {
+                return Err(Error::Corrupted {
+                    what: format!("B+tree {lid}: right link to block {b}, a page on the path"),
+                })
+            }
+            b => {
+                let o = self.fetch_write(b, lid, "right link")?;
+                self.node(o.data(), o.page_id(), Some(hdr.level))?;
+                Some(o)
+            }
+        };
+        let mut r = self.pool.new_page(self.rel)?;
+        let rid = r.page_id();
+        let left_h = NodeHeader {
+            flags: hdr.flags | FLAG_INCOMPLETE_SPLIT,
+            right: rid.block,
+            ..hdr
+        };
+        let right_h = NodeHeader {
+            level: hdr.level,
+            flags: 0,
+            left: lid.block,
+            right: hdr.right,
+        };
+        let (lp, rp) = (pairs(&combined), pairs(&right_entries));
+        node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
+        node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;
+        let mut which = 0;
+        let mut rec = RecordBuilder::new(rmgr::BTREE, info::SPLIT)
+            .block(lid, true, &bwal::encode_node(left_h, &lp))
+            .block(rid, true, &bwal::encode_node(right_h, &rp));
+        if let Some(o) = old_right.as_mut() {
+            let oid = o.page_id();
+            node::set_left(o.data_mut(), oid, rid.block)?;
+            rec = rec.block(oid, false, &rid.block.to_le_bytes());
+            which |= bwal::SPLIT_HAS_OLD_RIGHT;
+        }
+        let mut child = child;
+        if let Some(c) = child.as_deref_mut() {
+            self.clear_incomplete(c)?;
+            rec = rec.block(c.page_id(), false, &[]);
+            which |= bwal::SPLIT_HAS_CHILD;
+        }
+        let rec = rec.main_data(&bwal::encode_split_main(self.geo, which, &sep));
+        let mut guards: Vec<&mut WritePageGuard<'a>> = vec![g, &mut r];
+        if let Some(o) = old_right.as_mut() {
+            guards.push(o);
+        }
+        if let Some(c) = child {
+            guards.push(c);
+        }
+        log_change(self.pool.wal(), &rec, &mut guards)?;
+        Ok((sep, rid.block))
+    }
+
+    /// A new root above the split old root `left` (PostgreSQL nbtinsert.c `_bt_newroot`):
+    /// entries (minus infinity → left, `sep` → `right`); the meta page names it and the
+    /// height grows by one; one NEWROOT record.
+    fn new_root<'a>(
+        &'a self,
+        mg: &mut WritePageGuard<'a>,
+        left: &mut WritePageGuard<'a>,
+        level: u16,
+        meta: Meta,
+        sep: &[u8],
+        right: u32,
+    ) -> Result<()> {
+        let mut root = self.pool.new_page(self.rel)?;
+        let rid = root.page_id();
+        let h = NodeHeader {
+            level,
+            flags: 0,
+            left: NO_BLOCK,
+            right: NO_BLOCK,
+        };
+        let (dl, dr) = (left.page_id().block.to_le_bytes(), right.to_le_bytes());
+        let entries: [(&[u8], &[u8]); 2] = [(&[], &dl), (sep, &dr)];
+        node::build(root.data_mut(), rid, self.geo, h, &entries)?;
+        self.clear_incomplete(left)?;
+        let meta = Meta {
+            root: rid.block,
+            height: meta.height + 1,
+            ..meta
+        };
+        meta.write(mg.data_mut());
+        let rec = RecordBuilder::new(rmgr::BTREE, info::NEWROOT)
+            .block(rid, true, &bwal::encode_node(h, &entries))
+            .block(left.page_id(), false, &[])
+            .block(mg.page_id(), true, &meta.encode())
+            .main_data(&bwal::encode_geometry(self.geo));
+        log_change(self.pool.wal(), &rec, &mut [&mut root, left, mg])?;
+        Ok(())
+    }
+
+    /// Visits the entries with `lo <= key <= hi` in key order (`Forward`) or reverse
+    /// (`Backward`), calling `f(key, value)`; `f` returns `Ok(false)` to stop, and its
+    /// error ends the scan and is returned.
+    ///
+    /// `f` runs with no latch held: the scan copies one leaf's matching entries under the
+    /// leaf's shared latch, releases it, then calls `f` for them, so `f` may use this tree
+    /// or wait on anything. Forward, the scan then latches the leaf again, latches its
+    /// right sibling and only then releases the leaf (left-to-right coupling), and skips
+    /// entries at or below the last key delivered (entries moved right by a split since).
+    /// Backward scans never latch right to left: after a leaf, they descend again from the
+    /// root for the keys below that leaf's low fence (the separator bounding it from below,
+    /// at most the smallest key seen there). Not a snapshot: an entry inserted or deleted
+    /// during the scan may or may not be seen, but every entry present throughout is seen
+    /// exactly once, in order.
+    ///
+    /// Errors: `f`'s error; [`Error::Corrupted`] for a damaged page (or a sibling cycle);
+    /// pool errors.
+    pub fn scan(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        match dir {
+            ScanDirection::Forward => self.scan_forward(lo, hi, f),
+            ScanDirection::Backward => self.scan_backward(lo, hi, f),
+        }
+    }
+
+    fn scan_forward(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let (mut g, _) = self.descend_read(&Target::Lower(lo), false)?;
+        let mut last: Option<Vec<u8>> = None;
+        let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut hops = Hops::new(self)?;
+        loop {
+            let cur = g.page_id();
+            let (done, right) = {
+                let n = self.node(g.data(), cur, Some(0))?;
+                let start = match (&last, lo) {
+                    (Some(l), _) => n.upper_bound(l)?,
+                    (None, Bound::Included(k)) => n.lower_bound(k)?,
+                    (None, Bound::Excluded(k)) => n.upper_bound(k)?,
+                    (None, Bound::Unbounded) => 0,
+                };
+                let mut done = false;
+                for i in start..n.len() {
+                    let (k, v) = n.entry(i)?;
+                    if !below_hi(k, hi) {
+                        done = true;
+                        break;
+                    }
+                    batch.push((k.to_vec(), v.to_vec()));
+                }
+                (done, n.right())
+            };
+            if batch.is_empty() {
+                if done || right == NO_BLOCK {
+                    return Ok(());
+                }
+                let r = self.fetch_read(right, cur, "right link")?;
+                hops.step(cur)?;
+                g = r;
+                continue;
+            }
+            drop(g);
+            for (k, v) in &batch {
+                if !f(k, v)? {
+                    return Ok(());
+                }
+            }
+            last = batch.pop().map(|e| e.0);
+            batch.clear();
+            if done {
+                return Ok(());
+            }
+            let c = self.fetch_read(cur.block, self.meta_id(), "scan position")?;
+            let right = self.node(c.data(), cur, Some(0))?.right();
+            if right == NO_BLOCK {
+                return Ok(());
+            }
+            let r = self.fetch_read(right, cur, "right link")?;
+            hops.step(cur)?;
+            drop(c);
+            g = r;
+        }
+    }
+
+    fn scan_backward(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut bound: Bound<Vec<u8>> = match hi {
+            Bound::Included(k) => Bound::Included(k.to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        let mut hops = Hops::new(self)?;
+        loop {
+            let (g, low) = self.descend_read(&Target::Upper(borrowed(&bound)), true)?;
+            let at = g.page_id();
+            let done = {
+                let n = self.node(g.data(), at, Some(0))?;
+                let end = match &bound {
+                    Bound::Unbounded => n.len(),
+                    Bound::Included(k) => n.upper_bound(k)?,
+                    Bound::Excluded(k) => n.lower_bound(k)?,
+                };
+                let mut done = false;
+                for i in (0..end).rev() {
+                    let (k, v) = n.entry(i)?;
+                    if !above_lo(k, lo) {
+                        done = true;
+                        break;
+                    }
+                    batch.push((k.to_vec(), v.to_vec()));
+                }
+                done
+            };
+            drop(g);
+            for (k, v) in &batch {
+                if !f(k, v)? {
+                    return Ok(());
+                }
+            }
+            batch.clear();
+            let Some(low) = low else { return Ok(()) };
+            if done {
+                return Ok(());
+            }
+            if let Bound::Included(l) | Bound::Excluded(l) = lo {
+                if low.as_slice() <= l {
+                    return Ok(()); // every key below the fence is below `lo`
+                }
+            }
+            bound = Bound::Excluded(low);
+            hops.step(at)?;
+        }
+    }
+
+    /// Vacuum's index pass (PostgreSQL nbtree.c `btbulkdelete` → `btvacuumscan`): visits
+    /// every leaf once, left to right along the sibling links under exclusive latches
+    /// (coupled), removes the entries for which `dead(key, value)` is true and logs one
+    /// VACUUM record per changed leaf. `dead` runs under the leaf's exclusive latch and
+    /// must not use this tree (PostgreSQL's callback is a lookup in the dead-TID store).
+    /// Returns the number of entries removed. Counts go to the calling thread's cause
+    /// (`vacuum` when the caller entered it).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool and WAL
+    /// errors (the leaves before the failing one keep their removals).
+    pub fn bulk_delete(&self, dead: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
+        let mut g = self.descend_write(&Target::Lower(Bound::Unbounded))?;
+        let mut removed = 0u64;
+        let mut hops = Hops::new(self)?;
+        loop {
+            let id = g.page_id();
+            let (hdr, gone) = {
+                let n = self.node(g.data(), id, Some(0))?;
+                let mut gone = Vec::new();
+                for i in 0..n.len() {
+                    let (k, v) = n.entry(i)?;
+                    if dead(k, v) {
+                        gone.push(i);
+                    }
+                }
+                (header(&n), gone)
+            };
+            if !gone.is_empty() {
+                let (keep, keys) = {
+                    let n = self.node(g.data(), id, Some(0))?;
+                    let mut keep = Vec::with_capacity(n.len() - gone.len());
+                    let mut keys = Vec::with_capacity(gone.len());
+                    let mut next = gone.iter().peekable();
+                    for i in 0..n.len() {
+                        let (k, v) = n.entry(i)?;
+                        if next.peek() == Some(&&i) {
+                            next.next();
+                            keys.push(k.to_vec());
+                        } else {
+                            keep.push(Entry {
+                                key: k.to_vec(),
+                                value: v.to_vec(),
+                            });
+                        }
+                    }
+                    (keep, keys)
+                };
+                // One compaction for the page (bufpage.c `PageIndexMultiDelete`).
+                node::build(g.data_mut(), id, self.geo, hdr, &pairs(&keep))?;
+                let rec = RecordBuilder::new(rmgr::BTREE, info::VACUUM).block(
+                    id,
+                    false,
+                    &bwal::encode_keys(&keys),
+                );
+                log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+                removed += keys.len() as u64;
+            }
+            if hdr.right == NO_BLOCK {
+                return Ok(removed);
+            }
+            let r = self.fetch_write(hdr.right, id, "right link")?;
+            hops.step(id)?;
+            g = r;
+        }
+    }
+
+    /// Pages, leaf and internal page counts, entries, bytes used and height, by walking
+    /// each level left to right from its leftmost page (one shared latch at a time).
+    /// Exact when the tree is quiet.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool errors.
+    pub fn stats(&self) -> Result<BTreeStats> {
+        let (mg, meta) = self.read_meta()?;
+        drop(mg);
+        let mut s = BTreeStats {
+            pages: self.n_blocks()?,
+            height: meta.height,
+            page_usable_bytes: self.usable as u32,
+            ..Default::default()
+        };
+        let mut level = Self::root_level(&meta);
+        let mut leftmost = meta.root;
+        let mut from = self.meta_id();
+        loop {
+            let mut hops = Hops::new(self)?;
+            let mut block = leftmost;
+            let mut next_leftmost = None;
+            while block != NO_BLOCK {
+                let g = self.fetch_read(block, from, "link")?;
+                let id = g.page_id();
+                let n = self.node(g.data(), id, Some(level))?;
+                let used = n.used_bytes() as u64;
+                if level > 0 {
+                    if next_leftmost.is_none() {
+                        next_leftmost = Some(n.child(0)?);
+                    }
+                    s.internal_pages += 1;
+                    s.internal_used_bytes += used;
+                } else {
+                    s.leaf_pages += 1;
+                    s.entries += n.len() as u64;
+                    s.leaf_used_bytes += used;
+                    if n.right() == NO_BLOCK {
+                        s.rightmost_leaf_used_bytes = used;
+                    }
+                }
+                block = n.right();
+                from = id;
+                hops.step(id)?;
+            }
+            match next_leftmost {
+                Some(b) if level > 0 => {
+                    leftmost = b;
+                    level -= 1;
+                }
+                _ => return Ok(s),
+            }
+        }
+    }
+
+    /// Checks the whole structure (PostgreSQL contrib/amcheck `bt_index_check`): every
+    /// page's level and geometry, keys strictly ascending within each page and inside the
+    /// bounds its parent gives, internal pages' first key empty, no INCOMPLETE_SPLIT left,
+    /// and the sibling links of every level matching the order the downlinks give. Returns
+    /// the statistics. Call it on a quiet tree (it takes one latch at a time).
+    ///
+    /// Errors: [`Error::Corrupted`] naming the first violation; pool errors.
+    pub fn verify(&self) -> Result<BTreeStats> {
+        let (mg, meta) = self.read_meta()?;
+        drop(mg);
+        let root_level = Self::root_level(&meta);
+        let mut levels: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); root_level as usize + 1];
+        let mut s = BTreeStats {
+            pages: self.n_blocks()?,
+            height: meta.height,
+            page_usable_bytes: self.usable as u32,
+            ..Default::default()
+        };
+        let mut budget = s.pages as u64;
+        self.verify_page(
+            meta.root,
+            self.meta_id(),
+            root_level,
+            None,
+            None,
+            &mut levels,
+            &mut s,
+            &mut budget,
+        )?;
+        for (level, pages) in levels.iter().enumerate() {
+            for (j, &(block, left, right)) in pages.iter().enumerate() {
+                let want_left = if j == 0 { NO_BLOCK } else { pages[j - 1].0 };
+                let want_right = pages.get(j + 1).map_or(NO_BLOCK, |p| p.0);
+                if left != want_left || right != want_right {
+                    return Err(Error::Corrupted {
+                        what: format!(
+                            "B+tree {}: level {level} links left {left} right {right}, the downlinks say {want_left} and {want_right}",
+                            PageId::new(self.rel, block)
+                        ),
+                    });
+                }
+            }
+        }
+        if let Some(&(last, _, _)) = levels[0].last() {
+            let g = self.fetch_read(last, self.meta_id(), "leaf")?;
+            s.rightmost_leaf_used_bytes =
+                self.node(g.data(), g.page_id(), Some(0))?.used_bytes() as u64;
+        }
+        Ok(s)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn verify_page(
+        &self,
+        block: u32,
+        from: PageId,
+        level: u16,
+        low: Option<&[u8]>,
+        high: Option<&[u8]>,
+        levels: &mut [Vec<(u32, u32, u32)>],
+        s: &mut BTreeStats,
+        budget: &mut u64,
+    ) -> Result<()> {
+        let bad = |id: PageId, what: String| Error::Corrupted {
+            what: format!("B+tree {id}: {what}"),
+        };
+        if *budget == 0 {
+            return Err(bad(
+                from,
+                "more pages reachable than the relation has".into(),
+            ));
+        }
+        *budget -= 1;
+        let (id, hdr, entries, used) = {
+            let g = self.fetch_read(block, from, "downlink")?;
+            let id = g.page_id();
+            let n = self.node(g.data(), id, Some(level))?;
+            (id, header(&n), n.entries()?, n.used_bytes() as u64)
+        };
+        if hdr.flags & FLAG_INCOMPLETE_SPLIT != 0 {
+            return Err(bad(id, "INCOMPLETE_SPLIT is set".into()));
+        }
+        levels[level as usize].push((block, hdr.left, hdr.right));
+        let first_checked = if level > 0 {
+            if !entries[0].key.is_empty() {
+                return Err(bad(
+                    id,
+                    "first internal key is not empty (minus infinity)".into(),
+                ));
+            }
+            1
+        } else {
+            0
+        };
+        for (i, e) in entries.iter().enumerate().skip(first_checked) {
+            if i > first_checked && entries[i - 1].key >= e.key {
+                return Err(bad(id, format!("keys {} and {i} are not ascending", i - 1)));
+            }
+            let above = match low {
+                None => true,
+                Some(l) if level > 0 => e.key.as_slice() > l,
+                Some(l) => e.key.as_slice() >= l,
+            };
+            if !above || high.is_some_and(|h| e.key.as_slice() >= h) {
+                return Err(bad(
+                    id,
+                    format!("key {i} is outside the bounds its parent gives"),
+                ));
+            }
+        }
+        if level == 0 {
+            s.leaf_pages += 1;
+            s.entries += entries.len() as u64;
+            s.leaf_used_bytes += used;
+            return Ok(());
+        }
+        s.internal_pages += 1;
+        s.internal_used_bytes += used;
+        for (i, e) in entries.iter().enumerate() {
+            let child: [u8; 4] = e
+                .value
+                .as_slice()
+                .try_into()
+                .map_err(|_| bad(id, format!("downlink {i} is not 4 bytes")))?;
+            let child_low = if i == 0 { low } else { Some(e.key.as_slice()) };
+            let child_high = entries.get(i + 1).map(|n| n.key.as_slice()).or(high);
+            self.verify_page(
+                u32::from_le_bytes(child),
+                id,
+                level - 1,
+                child_low,
+                child_high,
+                levels,
+                s,
+                budget,
+            )?;
+        }
+        Ok(())
+    }
+}

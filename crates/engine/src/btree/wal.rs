@@ -1,0 +1,361 @@
+//! The B+tree's WAL records ([`rmgr::BTREE`](crate::wal::rmgr::BTREE)): info codes,
+//! block data encoders, decoders and redo of one block.
+//!
+//! Records are physiological, as PostgreSQL's nbtxlog.h: a block is named physically, the
+//! change inside it logically (slot and entry bytes). Block data formats (all integers
+//! little-endian):
+//! ```text
+//! entry      = key_len u16 | value_len u16 | key | value
+//! slot_entry = slot u16 | entry
+//! node_image = level u16 | flags u16 | left u32 | right u32 | n u16 | n × entry
+//! geometry   = entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8
+//! ```
+//! | info | name | blocks (registration order) and their data | main data |
+//! |------|------|--------------------------------------------|-----------|
+//! | 0x00 | INSERT_LEAF  | 0: leaf, `slot_entry` (insert before slot) | — |
+//! | 0x10 | INSERT_UPPER | 0: internal page, `slot_entry` (separator, child u32); 1: left child, empty (clears INCOMPLETE_SPLIT) | — |
+//! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
+//! | 0x30 | SPLIT        | 0: left page, will_init, `node_image`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
+//! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
+//! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
+//! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed) | — |
+//! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
+//!
+//! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
+//! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, DELETE 0x70, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
+//! stands for SPLIT_L/SPLIT_R (0x30/0x40), and both halves are logged whole. UPDATE_VALUE
+//! (InnoDB's update-in-place redo, `MLOG_REC_UPDATE_IN_PLACE`) and CREATE (PostgreSQL logs
+//! a new index's pages as full images) are mvcclab's.
+
+use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
+use crate::error::{Error, Result};
+use crate::page::{set_page_lsn, PageId};
+use crate::wal::WalRecord;
+
+/// `info` codes of [`rmgr::BTREE`](crate::wal::rmgr::BTREE) records; block data formats in
+/// the `btree::wal` module doc.
+pub mod info {
+    /// Insert into a leaf (PostgreSQL XLOG_BTREE_INSERT_LEAF).
+    pub const INSERT_LEAF: u8 = 0x00;
+    /// Insert a downlink into an internal page (PostgreSQL XLOG_BTREE_INSERT_UPPER).
+    pub const INSERT_UPPER: u8 = 0x10;
+    /// Replace a leaf entry's value in place.
+    pub const UPDATE_VALUE: u8 = 0x20;
+    /// Split a page in two (PostgreSQL XLOG_BTREE_SPLIT_L / _R).
+    pub const SPLIT: u8 = 0x30;
+    /// Delete one leaf entry by key (PostgreSQL XLOG_BTREE_DELETE).
+    pub const DELETE: u8 = 0x70;
+    /// New root above a split root (PostgreSQL XLOG_BTREE_NEWROOT).
+    pub const NEWROOT: u8 = 0xA0;
+    /// Bulk delete of one leaf's dead entries (PostgreSQL XLOG_BTREE_VACUUM).
+    pub const VACUUM: u8 = 0xC0;
+    /// Index creation: meta page and empty root leaf.
+    pub const CREATE: u8 = 0xF0;
+}
+
+/// `which` bit of a SPLIT record: the old right sibling is registered.
+pub const SPLIT_HAS_OLD_RIGHT: u8 = 1;
+/// `which` bit of a SPLIT record: the child whose split this completes is registered.
+pub const SPLIT_HAS_CHILD: u8 = 2;
+
+fn put16(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// `slot u16 | key_len u16 | value_len u16 | key | value`.
+pub fn encode_slot_entry(slot: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(6 + key.len() + value.len());
+    put16(&mut out, slot as u16);
+    put16(&mut out, key.len() as u16);
+    put16(&mut out, value.len() as u16);
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+    out
+}
+
+/// `slot u16 | key_len u16 | key`.
+pub fn encode_delete(slot: usize, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + key.len());
+    put16(&mut out, slot as u16);
+    put16(&mut out, key.len() as u16);
+    out.extend_from_slice(key);
+    out
+}
+
+/// `level u16 | flags u16 | left u32 | right u32 | n u16 | n × entry`.
+pub fn encode_node<K: AsRef<[u8]>, V: AsRef<[u8]>>(h: NodeHeader, entries: &[(K, V)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put16(&mut out, h.level);
+    put16(&mut out, h.flags);
+    out.extend_from_slice(&h.left.to_le_bytes());
+    out.extend_from_slice(&h.right.to_le_bytes());
+    put16(&mut out, entries.len() as u16);
+    for (k, v) in entries {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        put16(&mut out, k.len() as u16);
+        put16(&mut out, v.len() as u16);
+        out.extend_from_slice(k);
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+/// `n u16 | n × (key_len u16 | key)`.
+pub fn encode_keys<K: AsRef<[u8]>>(keys: &[K]) -> Vec<u8> {
+    let mut out = Vec::new();
+    put16(&mut out, keys.len() as u16);
+    for k in keys {
+        put16(&mut out, k.as_ref().len() as u16);
+        out.extend_from_slice(k.as_ref());
+    }
+    out
+}
+
+/// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8`.
+pub fn encode_geometry(g: Geometry) -> [u8; 4] {
+    [
+        g.entry_header_bytes as u8,
+        g.entry_align as u8,
+        g.slot_bytes as u8,
+        0,
+    ]
+}
+
+/// Main data of a SPLIT record.
+pub fn encode_split_main(g: Geometry, which: u8, separator: &[u8]) -> Vec<u8> {
+    let mut out = encode_geometry(g).to_vec();
+    out.push(which);
+    put16(&mut out, separator.len() as u16);
+    out.extend_from_slice(separator);
+    out
+}
+
+/// A bounds-checked reader over record bytes.
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+    lsn: u64,
+}
+
+impl<'a> Reader<'a> {
+    fn new(b: &'a [u8], lsn: u64) -> Self {
+        Reader { b, at: 0, lsn }
+    }
+    fn bad(&self, what: &str) -> Error {
+        Error::Corrupted {
+            what: format!(
+                "B+tree WAL record at {}: {what} (at byte {} of {})",
+                crate::wal::Lsn(self.lsn),
+                self.at,
+                self.b.len()
+            ),
+        }
+    }
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| self.bad("block data too short"))?;
+        let s = &self.b[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.bytes(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        let s = self.bytes(2)?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        let s = self.bytes(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn entry(&mut self) -> Result<(&'a [u8], &'a [u8])> {
+        let k = self.u16()? as usize;
+        let v = self.u16()? as usize;
+        Ok((self.bytes(k)?, self.bytes(v)?))
+    }
+    fn geometry(&mut self) -> Result<Geometry> {
+        let g = Geometry {
+            entry_header_bytes: self.u8()? as u16,
+            entry_align: self.u8()? as u16,
+            slot_bytes: self.u8()? as u16,
+        };
+        self.u8()?;
+        g.validate().map_err(|_| self.bad("impossible geometry"))?;
+        Ok(g)
+    }
+    fn end(&self) -> Result<()> {
+        if self.at == self.b.len() {
+            Ok(())
+        } else {
+            Err(self.bad("trailing bytes"))
+        }
+    }
+}
+
+/// A decoded `node_image`.
+pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
+
+/// Decodes a `node_image` (block data of SPLIT, NEWROOT and CREATE).
+///
+/// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
+    let mut r = Reader::new(b, lsn);
+    let h = NodeHeader {
+        level: r.u16()?,
+        flags: r.u16()?,
+        left: r.u32()?,
+        right: r.u32()?,
+    };
+    let n = r.u16()? as usize;
+    let mut entries = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        entries.push(r.entry()?);
+    }
+    r.end()?;
+    Ok((h, entries))
+}
+
+/// Decodes the main data of a SPLIT record: geometry, `which` bits, separator.
+///
+/// Errors: [`Error::Corrupted`] naming the record's LSN.
+pub fn decode_split_main(b: &[u8], lsn: u64) -> Result<(Geometry, u8, &[u8])> {
+    let mut r = Reader::new(b, lsn);
+    let g = r.geometry()?;
+    let which = r.u8()?;
+    let n = r.u16()? as usize;
+    let sep = r.bytes(n)?;
+    r.end()?;
+    Ok((g, which, sep))
+}
+
+fn clear_incomplete(page: &mut [u8], id: PageId) -> Result<()> {
+    let flags = node::Node::parse(page, id)?.flags();
+    node::set_flags(page, id, flags & !FLAG_INCOMPLETE_SPLIT)
+}
+
+/// Redo of block `b` of B+tree record `rec` on `page` (the page's current bytes; ignored
+/// for will-init blocks), then sets the page LSN to the record's end. The caller (crash
+/// recovery, a later issue) skips blocks restored from a full-page image and pages whose
+/// LSN is already at or past `rec.end_lsn`, and afterwards finishes every split left
+/// incomplete (a page with INCOMPLETE_SPLIT whose downlink record never made it), as
+/// PostgreSQL's `_bt_finish_split` does.
+///
+/// Errors: [`Error::Corrupted`] when the record or the page does not fit the format, or
+/// the record is not a B+tree record this module writes.
+pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
+    let lsn = rec.lsn;
+    let block = rec.blocks.get(b).ok_or_else(|| Error::Corrupted {
+        what: format!(
+            "B+tree WAL record at {}: no block {b}",
+            crate::wal::Lsn(lsn)
+        ),
+    })?;
+    let id = block.page;
+    let mut r = Reader::new(&block.data, lsn);
+    if page.len() < crate::page::PAGE_HEADER_BYTES + node::SPECIAL_BYTES + 64 {
+        return Err(r.bad(&format!("page buffer of {} bytes", page.len())));
+    }
+    match (rec.info, b) {
+        (info::INSERT_LEAF, 0) | (info::INSERT_UPPER, 0) => {
+            let slot = r.u16()? as usize;
+            let (k, v) = r.entry()?;
+            r.end()?;
+            node::insert_at(page, id, slot, k, v)?;
+        }
+        (info::UPDATE_VALUE, 0) => {
+            let slot = r.u16()? as usize;
+            let (k, v) = r.entry()?;
+            r.end()?;
+            node::replace_at(page, id, slot, k, v)?;
+        }
+        (info::DELETE, 0) => {
+            let slot = r.u16()? as usize;
+            let n = r.u16()? as usize;
+            let key = r.bytes(n)?;
+            r.end()?;
+            if node::Node::parse(page, id)?.key(slot)? != key {
+                return Err(r.bad("DELETE names a key that is not at its slot"));
+            }
+            node::remove_at(page, id, slot)?;
+        }
+        (info::VACUUM, 0) => {
+            // As the change did: one compaction of the survivors, in slot order.
+            let n = r.u16()? as usize;
+            let (h, g, mut keep) = {
+                let page_node = node::Node::parse(page, id)?;
+                let h = NodeHeader {
+                    level: page_node.level(),
+                    flags: page_node.flags(),
+                    left: page_node.left(),
+                    right: page_node.right(),
+                };
+                (h, page_node.geometry(), page_node.entries()?)
+            };
+            for _ in 0..n {
+                let len = r.u16()? as usize;
+                let key = r.bytes(len)?;
+                let Ok(i) = keep.binary_search_by(|e| e.key.as_slice().cmp(key)) else {
+                    return Err(r.bad("VACUUM names a key the page does not hold"));
+                };
+                keep.remove(i);
+            }
+            r.end()?;
+            let pairs: Vec<(&[u8], &[u8])> = keep
+                .iter()
+                .map(|e| (e.key.as_slice(), e.value.as_slice()))
+                .collect();
+            node::build(page, id, g, h, &pairs)?;
+        }
+        (info::INSERT_UPPER, 1) | (info::NEWROOT, 1) => {
+            r.end()?;
+            clear_incomplete(page, id)?;
+        }
+        (info::SPLIT, 0) | (info::SPLIT, 1) => {
+            let (g, _, _) = decode_split_main(&rec.main_data, lsn)?;
+            let (h, entries) = decode_node(&block.data, lsn)?;
+            node::build(page, id, g, h, &entries)?;
+        }
+        (info::SPLIT, _) => {
+            let (_, which, _) = decode_split_main(&rec.main_data, lsn)?;
+            let old_right_at = (which & SPLIT_HAS_OLD_RIGHT != 0).then_some(2);
+            let child_at = (which & SPLIT_HAS_CHILD != 0)
+                .then_some(2 + (which & SPLIT_HAS_OLD_RIGHT) as usize);
+            if Some(b) == old_right_at {
+                let left = r.u32()?;
+                r.end()?;
+                node::set_left(page, id, left)?;
+            } else if Some(b) == child_at {
+                r.end()?;
+                clear_incomplete(page, id)?;
+            } else {
+                return Err(r.bad("SPLIT block not named by its `which` bits"));
+            }
+        }
+        (info::NEWROOT, 0) => {
+            let g = Reader::new(&rec.main_data, lsn).geometry()?;
+            let (h, entries) = decode_node(&block.data, lsn)?;
+            node::build(page, id, g, h, &entries)?;
+        }
+        (info::NEWROOT, 2) | (info::CREATE, 0) => {
+            let m = Meta::decode(r.bytes(META_BYTES)?, id)?;
+            r.end()?;
+            m.write(page);
+        }
+        (info::CREATE, 1) => {
+            let (h, entries) = decode_node(&block.data, lsn)?;
+            let meta_block = rec
+                .blocks
+                .first()
+                .ok_or_else(|| r.bad("CREATE without meta"))?;
+            let m = Meta::decode(&meta_block.data, meta_block.page)?;
+            node::build(page, id, m.geometry, h, &entries)?;
+        }
+        (i, b) => return Err(r.bad(&format!("unknown info {i:#04x} or block {b}"))),
+    }
+    set_page_lsn(page, rec.end_lsn);
+    Ok(())
+}

@@ -1,0 +1,634 @@
+//! InnoDB ROW_FORMAT=COMPACT records: the clustered-index record of a row, and the size of a
+//! secondary-index record.
+//!
+//! Follows MariaDB 10.11 storage/innobase/rem/rem0rec.cc (`rec_convert_dtuple_to_rec_comp`,
+//! `rec_init_offsets_comp_ordinary`), include/rem0rec.h (`REC_N_NEW_EXTRA_BYTES`,
+//! `REC_INFO_DELETED_FLAG`), row/row0mysql.cc (`row_mysql_store_col_in_innobase_format`),
+//! dict/dict0dict.cc (`dict_index_build_internal_clust`) and the manual's "InnoDB Row
+//! Formats" / "COMPACT Row Format". MariaDB 10.11's default, ROW_FORMAT=DYNAMIC, stores
+//! records that fit inline exactly like COMPACT; the two differ only in off-page columns,
+//! which are not modelled.
+//!
+//! A clustered record holds its fields in index order: the primary key columns (key order),
+//! `DB_TRX_ID`, `DB_ROLL_PTR`, then the other columns in table order. Our record, from its
+//! first byte:
+//!
+//! ```text
+//! | offset         | bytes          | field                                                   |
+//! |----------------|----------------|---------------------------------------------------------|
+//! | 0              | 1              | info bits (high nibble: 0x20 delete mark) | n_owned (low) |
+//! | 1              | 2              | heap_no << 3 | status, big-endian (page layer; 0 here)  |
+//! | 3              | 2              | next record offset, big-endian (page layer; 0 here)     |
+//! | 5              | ceil(nullable/8)| NULL bitmap: bit i % 8 of byte i / 8 set = i-th nullable |
+//! |                |                |   field is NULL (none if no field is nullable)          |
+//! | 5 + N          | 1 or 2 each    | lengths of the non-NULL variable-length fields, in      |
+//! |                |                |   field order: 1 byte if len < 128 or max ≤ 255 bytes,  |
+//! |                |                |   else 0x80 | len >> 8, then len & 0xFF (len < 16384)   |
+//! | origin         | ...            | fields: NULLs take nothing                              |
+//! |                |   4            |   INTEGER: big-endian, sign bit flipped                 |
+//! |                |   8            |   BIGINT: big-endian, sign bit flipped                  |
+//! |                |   4            |   TIMESTAMP: Unix seconds, big-endian (MariaDB          |
+//! |                |                |   TIMESTAMP(0), `my_timestamp_to_binary`)               |
+//! |                |   len          |   CHAR(n), utf8mb4: value without trailing blanks,      |
+//! |                |                |   blank-padded to at least n bytes                      |
+//! |                |   len          |   VARCHAR(n): the value's bytes                         |
+//! |                |   6            |   DB_TRX_ID, big-endian (`mach_write_to_6`)             |
+//! |                |   7            |   DB_ROLL_PTR, big-endian (`mach_write_to_7`)           |
+//! ```
+//!
+//! **Order of the extra bytes.** InnoDB points at the record's origin (the first field) and
+//! reads the extra bytes *downward* from it: header at origin−5..origin, NULL bitmap from
+//! origin−6 down, lengths below it. We store the same bytes in the order InnoDB reads them,
+//! header first, so that a record is self-delimiting from its first byte (no origin pointer
+//! needed) and the delete mark is always byte 0. Sizes and contents are InnoDB's; only the
+//! order of the extra bytes differs.
+//!
+//! Size rules worth knowing:
+//! - A length byte exists only for a non-NULL variable-length field. CHAR in a multi-byte
+//!   charset (utf8mb4) is variable-length in InnoDB (`dict_col_get_fixed_size` is 0 when
+//!   mbminlen ≠ mbmaxlen); its stored form keeps at least n bytes so that most updates fit
+//!   in place (row0mysql.cc: `while (col_len > n_chars && ptr[col_len - 1] == 0x20)`).
+//! - Maximum byte lengths are MariaDB's: CHAR(n)/VARCHAR(n) n × 4 (utf8mb4), so a column of
+//!   more than 63 characters takes a 2-byte length when its value has 128 bytes or more.
+//! - INTEGER, BIGINT and TIMESTAMP are fixed-length: no length byte.
+//! - `TIMESTAMP` is 4 bytes because [`TableDef::check_row`] holds timestamps to whole
+//!   seconds in MariaDB's TIMESTAMP range (see [`ColumnType::Timestamp`]); MariaDB would use
+//!   4 + 3 bytes for TIMESTAMP(6).
+//! - A field longer than 16383 bytes cannot be stored inline (InnoDB would move it off page);
+//!   [`encode_compact`] refuses it with [`Error::TooLarge`].
+//!
+//! Example, sysbench `sbtest` (`id INTEGER, k INTEGER, c CHAR(120), pad CHAR(60)`, all
+//! NOT NULL, ASCII): lengths of c (120 < 128: 1 byte) and pad (1 byte), no NULL bitmap,
+//! 5 header bytes, id 4, DB_TRX_ID 6, DB_ROLL_PTR 7, k 4, c 120, pad 60: 208 bytes.
+//!
+//! A secondary-index record has the same layout over the index's columns followed by the
+//! primary key columns not among them ([`TableDef::secondary_record_columns`]), without
+//! DB_TRX_ID and DB_ROLL_PTR: [`compact_index_record_bytes`].
+
+use super::value::{check_value, pad_char, timestamp_in_domain, NUL_IN_TEXT};
+use super::{ColumnType, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
+use crate::error::{Error, Result};
+use std::ops::Range;
+
+/// Bytes of the fixed record header of a COMPACT record (`REC_N_NEW_EXTRA_BYTES`).
+pub const REC_N_NEW_EXTRA_BYTES: usize = 5;
+/// The delete-mark bit in byte 0 of a record (`REC_INFO_DELETED_FLAG`).
+pub const COMPACT_DELETED_FLAG: u8 = 0x20;
+/// Info bits other than the delete mark; none of them is valid in a leaf record
+/// (`REC_INFO_MIN_REC_FLAG` 0x10 marks node pointers, 0x40/0x80 are unused).
+const INFO_BITS_OTHER: u8 = 0xD0;
+/// Bytes of `DB_TRX_ID` (`DATA_TRX_ID_LEN`).
+pub const DB_TRX_ID_BYTES: usize = 6;
+/// Bytes of `DB_ROLL_PTR` (`DATA_ROLL_PTR_LEN`).
+pub const DB_ROLL_PTR_BYTES: usize = 7;
+/// Largest transaction id a record can hold (48 bits).
+pub const MAX_TRX_ID: u64 = (1 << 48) - 1;
+/// Largest roll pointer a record can hold (56 bits; InnoDB packs insert flag, rollback
+/// segment, undo page and offset into them, mvcclab treats it as an opaque number).
+pub const MAX_ROLL_PTR: u64 = (1 << 56) - 1;
+/// Longest field stored inline, in bytes (14 bits of a 2-byte length).
+const MAX_INLINE_FIELD_BYTES: usize = 0x3FFF;
+
+/// A field of an index record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Field {
+    /// A user column (position in `TableDef::columns`).
+    Col(usize),
+    /// `DB_TRX_ID`.
+    TrxId,
+    /// `DB_ROLL_PTR`.
+    RollPtr,
+}
+
+/// Fields of the clustered index in order (`dict_index_build_internal_clust`): primary key
+/// columns, DB_TRX_ID, DB_ROLL_PTR, the other columns in table order.
+pub(super) fn clustered_fields(def: &TableDef) -> Vec<Field> {
+    let mut fields: Vec<Field> = def.primary_key.iter().map(|&c| Field::Col(c)).collect();
+    fields.push(Field::TrxId);
+    fields.push(Field::RollPtr);
+    fields.extend(
+        (0..def.columns.len())
+            .filter(|c| !def.primary_key.contains(c))
+            .map(Field::Col),
+    );
+    fields
+}
+
+fn is_var_len(ty: ColumnType) -> bool {
+    ty.is_text()
+}
+
+/// Appends the stored form of a non-NULL value (`row_mysql_store_col_in_innobase_format`).
+/// Errors name the problem (the caller adds the column).
+pub(super) fn put_field(
+    ty: ColumnType,
+    v: &Value,
+    out: &mut Vec<u8>,
+) -> std::result::Result<(), String> {
+    match (ty, v) {
+        (ColumnType::Integer, Value::Integer(x)) => {
+            out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes());
+        }
+        (ColumnType::BigInt, Value::BigInt(x)) => {
+            out.extend_from_slice(&((*x as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        (ColumnType::Timestamp, Value::Timestamp(us)) => {
+            if !timestamp_in_domain(*us) {
+                // Gives the precise message.
+                check_value(ty, v, true)?;
+            }
+            let unix = us / USECS_PER_SEC + PG_EPOCH_UNIX_SECS;
+            out.extend_from_slice(&(unix as u32).to_be_bytes());
+        }
+        (ColumnType::Char(n), Value::Text(s)) => {
+            let content = s.trim_end_matches(' ');
+            out.extend_from_slice(content.as_bytes());
+            let pad = usize::from(n).saturating_sub(content.len());
+            out.resize(out.len() + pad, b' ');
+        }
+        (ColumnType::Varchar(_), Value::Text(s)) => out.extend_from_slice(s.as_bytes()),
+        _ => return Err(format!("expected {ty}, got a {} value {v}", v.kind_name())),
+    }
+    Ok(())
+}
+
+/// Decodes the stored form of a non-NULL value; `bytes` has the field's full length.
+pub(super) fn get_field(ty: ColumnType, bytes: &[u8]) -> std::result::Result<Value, String> {
+    let fixed = |n: usize| {
+        if bytes.len() == n {
+            Ok(())
+        } else {
+            Err(format!(
+                "{ty} field of {} bytes (expected {n})",
+                bytes.len()
+            ))
+        }
+    };
+    match ty {
+        ColumnType::Integer => {
+            fixed(4)?;
+            let mut b = [0u8; 4];
+            b.copy_from_slice(bytes);
+            Ok(Value::Integer((u32::from_be_bytes(b) ^ 0x8000_0000) as i32))
+        }
+        ColumnType::BigInt => {
+            fixed(8)?;
+            let mut b = [0u8; 8];
+            b.copy_from_slice(bytes);
+            Ok(Value::BigInt((u64::from_be_bytes(b) ^ (1 << 63)) as i64))
+        }
+        ColumnType::Timestamp => {
+            fixed(4)?;
+            let mut b = [0u8; 4];
+            b.copy_from_slice(bytes);
+            let unix = i64::from(u32::from_be_bytes(b));
+            let us = (unix - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC;
+            if !timestamp_in_domain(us) {
+                return Err(format!("timestamp of {unix} Unix seconds is out of range"));
+            }
+            Ok(Value::Timestamp(us))
+        }
+        ColumnType::Char(n) | ColumnType::Varchar(n) => {
+            let max = ty.mariadb_max_bytes();
+            if bytes.len() > max {
+                return Err(format!(
+                    "{ty} field of {} bytes (at most {max})",
+                    bytes.len()
+                ));
+            }
+            let s = std::str::from_utf8(bytes).map_err(|_| "text is not valid UTF-8")?;
+            if bytes.contains(&0) {
+                return Err(NUL_IN_TEXT.into());
+            }
+            let text = match ty {
+                ColumnType::Char(_) => {
+                    let n_bytes = usize::from(n);
+                    if bytes.len() < n_bytes {
+                        return Err(format!(
+                            "{ty} field of {} bytes (at least {n_bytes})",
+                            bytes.len()
+                        ));
+                    }
+                    if bytes.len() > n_bytes && bytes.last() == Some(&b' ') {
+                        return Err(format!(
+                            "{ty} field of {} bytes keeps trailing blanks past {n_bytes} bytes",
+                            bytes.len()
+                        ));
+                    }
+                    s.trim_end_matches(' ')
+                }
+                _ => s,
+            };
+            let chars = text.chars().count();
+            if chars > usize::from(n) {
+                return Err(format!("text of {chars} characters in a {ty} field"));
+            }
+            Ok(Value::Text(match ty {
+                ColumnType::Char(_) => pad_char(text, n),
+                _ => text.to_owned(),
+            }))
+        }
+    }
+}
+
+/// Encodes `fields` of `row` as a COMPACT record (header zero, no delete mark).
+fn encode_fields(
+    def: &TableDef,
+    fields: &[Field],
+    row: &Row,
+    trx_id: u64,
+    roll_ptr: u64,
+) -> Result<Vec<u8>> {
+    if row.len() != def.columns.len() {
+        return Err(Error::InvalidValue(format!(
+            "table \"{}\" has {} columns, the row has {} values",
+            def.name,
+            def.columns.len(),
+            row.len()
+        )));
+    }
+    let n_nullable = fields
+        .iter()
+        .filter(|f| matches!(f, Field::Col(c) if def.columns[*c].nullable))
+        .count();
+    let mut nulls = vec![0u8; n_nullable.div_ceil(8)];
+    let mut lens = Vec::new();
+    let mut data = Vec::with_capacity(fields.len() * 8);
+    let mut null_bit = 0;
+    for &f in fields {
+        let c = match f {
+            Field::TrxId => {
+                data.extend_from_slice(&trx_id.to_be_bytes()[8 - DB_TRX_ID_BYTES..]);
+                continue;
+            }
+            Field::RollPtr => {
+                data.extend_from_slice(&roll_ptr.to_be_bytes()[8 - DB_ROLL_PTR_BYTES..]);
+                continue;
+            }
+            Field::Col(c) => c,
+        };
+        let col = &def.columns[c];
+        let v = &row[c];
+        let invalid = |problem: &str| {
+            Error::InvalidValue(format!(
+                "column \"{}\" of table \"{}\": {problem}",
+                col.name, def.name
+            ))
+        };
+        if col.nullable {
+            let bit = null_bit;
+            null_bit += 1;
+            if v.is_null() {
+                nulls[bit / 8] |= 1 << (bit % 8);
+                continue;
+            }
+        } else if v.is_null() {
+            return Err(invalid("null value violates not-null constraint"));
+        }
+        check_value(col.ty, v, true).map_err(|p| invalid(&p))?;
+        let start = data.len();
+        put_field(col.ty, v, &mut data).map_err(|p| invalid(&p))?;
+        if is_var_len(col.ty) {
+            let len = data.len() - start;
+            if len < 128 || col.ty.mariadb_max_bytes() <= 255 {
+                lens.push(len as u8);
+            } else if len <= MAX_INLINE_FIELD_BYTES {
+                lens.push(0x80 | (len >> 8) as u8);
+                lens.push(len as u8);
+            } else {
+                return Err(Error::TooLarge {
+                    what: "InnoDB COMPACT field stored inline (off-page columns are not modelled)",
+                    bytes: len,
+                    max_bytes: MAX_INLINE_FIELD_BYTES,
+                });
+            }
+        }
+    }
+    let mut rec = Vec::with_capacity(REC_N_NEW_EXTRA_BYTES + nulls.len() + lens.len() + data.len());
+    rec.extend_from_slice(&[0u8; REC_N_NEW_EXTRA_BYTES]);
+    rec.extend_from_slice(&nulls);
+    rec.extend_from_slice(&lens);
+    rec.extend_from_slice(&data);
+    Ok(rec)
+}
+
+fn corrupt(def: &TableDef, problem: impl std::fmt::Display) -> Error {
+    Error::Corrupted {
+        what: format!("InnoDB COMPACT record of table \"{}\": {problem}", def.name),
+    }
+}
+
+/// Where each field lies in `rec` (`None` = NULL): InnoDB's `rec_init_offsets_comp_ordinary`.
+/// Checks the header's info bits, the NULL bitmap's unused bits, that NOT NULL fields are not
+/// NULL, and that the fields end exactly at the end of `rec`.
+fn rec_offsets(def: &TableDef, fields: &[Field], rec: &[u8]) -> Result<Vec<Option<Range<usize>>>> {
+    let Some(&info) = rec.first() else {
+        return Err(corrupt(def, "empty record"));
+    };
+    if rec.len() < REC_N_NEW_EXTRA_BYTES {
+        return Err(corrupt(
+            def,
+            format_args!("{} bytes, shorter than the 5-byte header", rec.len()),
+        ));
+    }
+    if info & INFO_BITS_OTHER != 0 {
+        return Err(corrupt(
+            def,
+            format_args!(
+                "info bits {:#04x} are not valid in a leaf record",
+                info & 0xF0
+            ),
+        ));
+    }
+    let n_nullable = fields
+        .iter()
+        .filter(|f| matches!(f, Field::Col(c) if def.columns[*c].nullable))
+        .count();
+    let nulls_end = REC_N_NEW_EXTRA_BYTES + n_nullable.div_ceil(8);
+    let nulls = rec
+        .get(REC_N_NEW_EXTRA_BYTES..nulls_end)
+        .ok_or_else(|| corrupt(def, "record ends inside the NULL bitmap"))?;
+    if n_nullable % 8 != 0 && nulls[nulls.len() - 1] >> (n_nullable % 8) != 0 {
+        return Err(corrupt(
+            def,
+            "NULL bitmap has bits set past the last nullable field",
+        ));
+    }
+    // Pass 1: NULL flags and lengths of variable-length fields.
+    let mut pos = nulls_end;
+    let mut null_bit = 0;
+    let mut lens: Vec<Option<usize>> = Vec::with_capacity(fields.len());
+    for &f in fields {
+        let (ty, name) = match f {
+            Field::TrxId => (None, "DB_TRX_ID"),
+            Field::RollPtr => (None, "DB_ROLL_PTR"),
+            Field::Col(c) => (Some(def.columns[c].ty), def.columns[c].name.as_str()),
+        };
+        let Some(ty) = ty else {
+            lens.push(Some(if f == Field::TrxId {
+                DB_TRX_ID_BYTES
+            } else {
+                DB_ROLL_PTR_BYTES
+            }));
+            continue;
+        };
+        if let Field::Col(c) = f {
+            if def.columns[c].nullable {
+                let bit = null_bit;
+                null_bit += 1;
+                if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
+                    lens.push(None);
+                    continue;
+                }
+            }
+        }
+        let len = match ty {
+            ColumnType::Integer => 4,
+            ColumnType::BigInt => 8,
+            ColumnType::Timestamp => 4,
+            ColumnType::Char(_) | ColumnType::Varchar(_) => {
+                let b = *rec.get(pos).ok_or_else(|| {
+                    corrupt(
+                        def,
+                        format_args!("record ends inside the length of column \"{name}\""),
+                    )
+                })?;
+                pos += 1;
+                if ty.mariadb_max_bytes() > 255 && b & 0x80 != 0 {
+                    if b & 0x40 != 0 {
+                        return Err(corrupt(
+                            def,
+                            format_args!(
+                                "column \"{name}\" is stored off page (external flag); \
+                                 off-page columns are not modelled"
+                            ),
+                        ));
+                    }
+                    let lo = *rec.get(pos).ok_or_else(|| {
+                        corrupt(
+                            def,
+                            format_args!("record ends inside the length of column \"{name}\""),
+                        )
+                    })?;
+                    pos += 1;
+                    (usize::from(b & 0x3F) << 8) | usize::from(lo)
+                } else {
+                    usize::from(b)
+                }
+            }
+        };
+        lens.push(Some(len));
+    }
+    // Pass 2: field ranges from the origin.
+    let mut offsets = Vec::with_capacity(fields.len());
+    for len in lens {
+        match len {
+            None => offsets.push(None),
+            Some(len) => {
+                let end = pos + len;
+                if end > rec.len() {
+                    return Err(corrupt(
+                        def,
+                        format_args!(
+                            "fields run to byte {end}, past the end of the {}-byte record",
+                            rec.len()
+                        ),
+                    ));
+                }
+                offsets.push(Some(pos..end));
+                pos = end;
+            }
+        }
+    }
+    if pos != rec.len() {
+        return Err(corrupt(
+            def,
+            format_args!("{} trailing bytes after the last field", rec.len() - pos),
+        ));
+    }
+    Ok(offsets)
+}
+
+fn be_uint(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b))
+}
+
+/// A decoded clustered-index record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactRecord {
+    /// The row, CHAR(n) values blank-padded to n characters.
+    pub row: Row,
+    /// `DB_TRX_ID`: the transaction that last changed the row.
+    pub trx_id: u64,
+    /// `DB_ROLL_PTR`: the undo record holding the previous version.
+    pub roll_ptr: u64,
+    /// Whether the delete mark (`REC_INFO_DELETED_FLAG`) is set.
+    pub delete_marked: bool,
+}
+
+/// Encodes a row as an InnoDB COMPACT clustered-index record carrying `trx_id` (48 bits)
+/// and `roll_ptr` (56 bits), delete mark clear; see the module doc for the layout. Set the
+/// mark with [`set_compact_delete_mark`].
+///
+/// # Errors
+/// [`Error::InvalidValue`] naming the column if the row fails [`TableDef::check_row`] or
+/// `trx_id`/`roll_ptr` do not fit their fields; [`Error::TooLarge`] for a field longer than
+/// 16383 bytes (InnoDB would store it off page).
+pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> Result<Vec<u8>> {
+    if trx_id > MAX_TRX_ID {
+        return Err(Error::InvalidValue(format!(
+            "DB_TRX_ID {trx_id} does not fit in 6 bytes"
+        )));
+    }
+    if roll_ptr > MAX_ROLL_PTR {
+        return Err(Error::InvalidValue(format!(
+            "DB_ROLL_PTR {roll_ptr:#x} does not fit in 7 bytes"
+        )));
+    }
+    encode_fields(def, &clustered_fields(def), row, trx_id, roll_ptr)
+}
+
+/// Decodes a clustered-index record made by [`encode_compact`]: the row and its delete mark,
+/// `DB_TRX_ID` and `DB_ROLL_PTR`.
+///
+/// # Errors
+/// [`Error::Corrupted`] naming the table (and column) for any byte string that is not such a
+/// record of a row passing [`TableDef::check_row`]: truncation, stray info or NULL bits, a
+/// NULL in a NOT NULL column, an off-page flag, field lengths that disagree with the record
+/// length or the type, invalid UTF-8 or a NUL character, non-canonical CHAR padding, an
+/// out-of-range timestamp. Never panics.
+pub fn decode_compact_record(def: &TableDef, rec: &[u8]) -> Result<CompactRecord> {
+    let fields = clustered_fields(def);
+    let offsets = rec_offsets(def, &fields, rec)?;
+    let mut row = vec![Value::Null; def.columns.len()];
+    let (mut trx_id, mut roll_ptr) = (0, 0);
+    for (f, range) in fields.iter().zip(offsets) {
+        match (*f, range) {
+            (Field::TrxId, Some(r)) => trx_id = be_uint(&rec[r]),
+            (Field::RollPtr, Some(r)) => roll_ptr = be_uint(&rec[r]),
+            (Field::Col(c), None) => {
+                if !def.columns[c].nullable {
+                    return Err(corrupt(
+                        def,
+                        format_args!("NULL in NOT NULL column \"{}\"", def.columns[c].name),
+                    ));
+                }
+            }
+            (Field::Col(c), Some(r)) => {
+                let col = &def.columns[c];
+                row[c] = get_field(col.ty, &rec[r])
+                    .map_err(|p| corrupt(def, format_args!("column \"{}\": {p}", col.name)))?;
+            }
+            (_, None) => return Err(corrupt(def, "system column is NULL")),
+        }
+    }
+    Ok(CompactRecord {
+        row,
+        trx_id,
+        roll_ptr,
+        delete_marked: rec[0] & COMPACT_DELETED_FLAG != 0,
+    })
+}
+
+/// Decodes a clustered-index record into `(row, DB_TRX_ID, DB_ROLL_PTR)`; the delete mark
+/// is read with [`compact_delete_mark`] (or use [`decode_compact_record`]).
+///
+/// # Errors
+/// As [`decode_compact_record`].
+pub fn decode_compact(def: &TableDef, rec: &[u8]) -> Result<(Row, u64, u64)> {
+    let r = decode_compact_record(def, rec)?;
+    Ok((r.row, r.trx_id, r.roll_ptr))
+}
+
+/// Whether a COMPACT record (clustered or secondary) is delete-marked (byte 0,
+/// `REC_INFO_DELETED_FLAG`).
+///
+/// # Errors
+/// [`Error::Corrupted`] if `rec` is shorter than the 5-byte header.
+pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
+    match rec.first() {
+        Some(&b) if rec.len() >= REC_N_NEW_EXTRA_BYTES => Ok(b & COMPACT_DELETED_FLAG != 0),
+        _ => Err(Error::Corrupted {
+            what: format!("InnoDB COMPACT record of {} bytes has no header", rec.len()),
+        }),
+    }
+}
+
+/// Sets or clears the delete mark of a COMPACT record in place, as InnoDB's
+/// `btr_rec_set_deleted` does (the record's size does not change).
+///
+/// # Errors
+/// [`Error::Corrupted`] if `rec` is shorter than the 5-byte header.
+pub fn set_compact_delete_mark(rec: &mut [u8], marked: bool) -> Result<()> {
+    compact_delete_mark(rec)?;
+    if marked {
+        rec[0] |= COMPACT_DELETED_FLAG;
+    } else {
+        rec[0] &= !COMPACT_DELETED_FLAG;
+    }
+    Ok(())
+}
+
+/// Range of DB_TRX_ID followed by DB_ROLL_PTR in a clustered record.
+fn system_columns_range(def: &TableDef, rec: &[u8]) -> Result<Range<usize>> {
+    let fields = clustered_fields(def);
+    let offsets = rec_offsets(def, &fields, rec)?;
+    let trx = offsets[def.primary_key.len()].clone();
+    match trx {
+        Some(r) => Ok(r.start..r.start + DB_TRX_ID_BYTES + DB_ROLL_PTR_BYTES),
+        None => Err(corrupt(def, "system column is NULL")),
+    }
+}
+
+/// `(DB_TRX_ID, DB_ROLL_PTR)` of a clustered record, without decoding the row (what a
+/// consistent read checks first, `row_sel_clust_sees` / `lock_clust_rec_cons_read_sees`).
+///
+/// # Errors
+/// [`Error::Corrupted`] if the record's structure is damaged.
+pub fn compact_system_columns(def: &TableDef, rec: &[u8]) -> Result<(u64, u64)> {
+    let r = system_columns_range(def, rec)?;
+    let sys = &rec[r];
+    Ok((
+        be_uint(&sys[..DB_TRX_ID_BYTES]),
+        be_uint(&sys[DB_TRX_ID_BYTES..]),
+    ))
+}
+
+/// Overwrites DB_TRX_ID and DB_ROLL_PTR of a clustered record in place
+/// (`row_upd_rec_sys_fields`).
+///
+/// # Errors
+/// [`Error::InvalidValue`] if the values do not fit 6 and 7 bytes; [`Error::Corrupted`] if
+/// the record's structure is damaged.
+pub fn set_compact_system_columns(
+    def: &TableDef,
+    rec: &mut [u8],
+    trx_id: u64,
+    roll_ptr: u64,
+) -> Result<()> {
+    if trx_id > MAX_TRX_ID || roll_ptr > MAX_ROLL_PTR {
+        return Err(Error::InvalidValue(format!(
+            "DB_TRX_ID {trx_id} / DB_ROLL_PTR {roll_ptr:#x} do not fit in 6 / 7 bytes"
+        )));
+    }
+    let r = system_columns_range(def, rec)?;
+    let sys = &mut rec[r];
+    sys[..DB_TRX_ID_BYTES].copy_from_slice(&trx_id.to_be_bytes()[8 - DB_TRX_ID_BYTES..]);
+    sys[DB_TRX_ID_BYTES..].copy_from_slice(&roll_ptr.to_be_bytes()[8 - DB_ROLL_PTR_BYTES..]);
+    Ok(())
+}
+
+/// Size in bytes of a COMPACT index record over `columns` of `row` (header, NULL bitmap of
+/// the nullable ones, lengths, fields), as InnoDB's `rec_get_converted_size_comp` gives it.
+/// For a secondary index pass [`TableDef::secondary_record_columns`]; e.g. sysbench's
+/// `k_1 (k)` with primary key `id`: 5 + 4 + 4 = 13 bytes. Excludes the page directory
+/// (about 2 bytes per 4–8 records).
+///
+/// # Errors
+/// [`Error::Catalog`] for a column position not in the table; [`Error::InvalidValue`] and
+/// [`Error::TooLarge`] as [`encode_compact`].
+pub fn compact_index_record_bytes(def: &TableDef, columns: &[usize], row: &Row) -> Result<usize> {
+    def.column_types(columns)?;
+    let fields: Vec<Field> = columns.iter().map(|&c| Field::Col(c)).collect();
+    Ok(encode_fields(def, &fields, row, 0, 0)?.len())
+}

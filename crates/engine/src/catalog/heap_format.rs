@@ -1,0 +1,434 @@
+//! PostgreSQL heap tuple data: the user-data part of a heap tuple, and the null bitmap that
+//! lives in the tuple header.
+//!
+//! Follows PostgreSQL 15 src/include/access/htup_details.h (`HeapTupleHeaderData`, `t_bits`,
+//! `t_hoff`), src/backend/access/common/heaptuple.c (`heap_compute_data_size`,
+//! `heap_fill_tuple`, `heap_deform_tuple`), src/include/varatt.h / postgres.h (varlena
+//! headers) and pg_type.dat (typlen, typalign). The heap layer writes the 23 fixed header
+//! bytes (`t_xmin`, `t_xmax`, `t_cid`, `t_ctid`, `t_infomask2`, `t_infomask`, `t_hoff`);
+//! this module produces what follows them:
+//!
+//! ```text
+//! | offset              | bytes              | field                                        |
+//! |---------------------|--------------------|----------------------------------------------|
+//! | 0                   | 23                 | fixed tuple header (heap layer)              |
+//! | 23                  | ceil(natts/8)      | t_bits, only if some attribute is NULL       |
+//! | ...                 | 0–7                | zero padding up to t_hoff = MAXALIGN(23+bits)|
+//! | t_hoff              | data.len()         | attributes, in column order:                 |
+//! |   align 4           |   4                |   integer (int4, little-endian)              |
+//! |   align 8           |   8                |   bigint (int8), timestamp (int8 µs), LE     |
+//! |   none              |   1 + len          |   text, short varlena: header (1+len)<<1 | 1 |
+//! |   align 4           |   4 + len          |   text, 4-byte varlena: header (4+len)<<2, LE |
+//! ```
+//! - `t_bits`: bit `i % 8` of byte `i / 8` is **1 when attribute `i` is not NULL**
+//!   (`heap_fill_tuple`); bits past the last attribute are 0. Without NULLs there is no
+//!   bitmap (`HEAP_HASNULL` clear) and `t_hoff` = 24.
+//! - NULL attributes take no data bytes and no alignment.
+//! - Alignment is relative to the start of the data area; since `t_hoff` and the tuple's
+//!   place on the page are MAXALIGNed (8), it is also the address alignment PostgreSQL uses.
+//!   Padding bytes are zero.
+//! - Text (`bpchar`, `varchar`; typalign `i`, typstorage `x`) takes the 1-byte header without
+//!   alignment when header + payload ≤ 127 bytes (`VARATT_CAN_MAKE_SHORT`,
+//!   `VARATT_SHORT_MAX`), else the 4-byte header aligned to 4. A reader tells padding from a
+//!   1-byte header by the first byte: padding is 0, a 1-byte header has its low bit set
+//!   (`att_align_pointer`). CHAR(n) text is blank-padded to n characters before it is stored.
+//! - Values are never compressed or moved out of line (no TOAST): a 1-byte header of exactly
+//!   `0x01` (external pointer) or a 4-byte header with low bits `10` (compressed) is refused
+//!   as corrupt.
+//!
+//! Example, sysbench `sbtest` (`id int4, k int4, c char(120), pad char(60)`):
+//! id at 0, k at 4, c at 8 (header 121<<1|1, 120 bytes), pad at 129 (header 61<<1|1,
+//! 60 bytes): 190 bytes of data, `t_hoff` 24, tuple 214 bytes (216 on the page after
+//! MAXALIGN, plus a 4-byte line pointer).
+
+use super::value::{check_value, timestamp_in_domain, NUL_IN_TEXT};
+use super::{ColumnType, Row, TableDef, Value};
+use crate::error::{Error, Result};
+
+/// Bytes of the fixed part of a heap tuple header, up to `t_bits`
+/// (`SizeofHeapTupleHeader`, `offsetof(HeapTupleHeaderData, t_bits)`).
+pub const SIZEOF_HEAP_TUPLE_HEADER: usize = 23;
+/// Bytes of an index tuple header (`IndexTupleData`: 6-byte `t_tid` + 2-byte `t_info`).
+pub const SIZEOF_INDEX_TUPLE_HEADER: usize = 8;
+/// Bytes of an index tuple's null bitmap when it has one (`IndexAttributeBitMapData`,
+/// `INDEX_MAX_KEYS` / 8).
+const SIZEOF_INDEX_ATTR_BITMAP: usize = 4;
+/// Largest index tuple PostgreSQL can represent (`INDEX_SIZE_MASK`, 13 bits of `t_info`;
+/// `index_form_tuple` "index row requires %zu bytes, maximum size is %zu").
+const INDEX_SIZE_MASK: usize = 0x1FFF;
+/// PostgreSQL's `MAXIMUM_ALIGNOF` on 64-bit platforms, in bytes.
+pub const MAXIMUM_ALIGNOF: usize = 8;
+/// Largest varlena (header + payload) that takes a 1-byte header (`VARATT_SHORT_MAX`).
+const VARATT_SHORT_MAX: usize = 0x7F;
+/// Bytes of a 4-byte varlena header (`VARHDRSZ`).
+const VARHDRSZ: usize = 4;
+/// Largest 4-byte varlena (30 bits of length).
+const VARLENA_MAX: usize = 0x3FFF_FFFF;
+
+/// `n` rounded up to a multiple of [`MAXIMUM_ALIGNOF`] (PostgreSQL `MAXALIGN`).
+pub fn maxalign(n: usize) -> usize {
+    n.div_ceil(MAXIMUM_ALIGNOF) * MAXIMUM_ALIGNOF
+}
+
+/// The parts of a heap tuple this module encodes: the null bitmap (`t_bits`, which lives in
+/// the header and decides `t_hoff`) and the data area that starts at `t_hoff`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeapTupleData {
+    /// `t_bits`: `ceil(natts / 8)` bytes, bit set = attribute not NULL; `None` when no
+    /// attribute is NULL (`HEAP_HASNULL` clear).
+    pub null_bitmap: Option<Vec<u8>>,
+    /// The attributes, aligned as described in the module doc.
+    pub data: Vec<u8>,
+}
+
+impl HeapTupleData {
+    /// Offset of the data area in the tuple, in bytes: `MAXALIGN(23 + bitmap bytes)`
+    /// (`t_hoff`, computed in `heap_form_tuple`).
+    pub fn t_hoff(&self) -> usize {
+        maxalign(SIZEOF_HEAP_TUPLE_HEADER + self.null_bitmap.as_ref().map_or(0, Vec::len))
+    }
+
+    /// Length of the whole tuple in bytes, header included (`t_len`, the line pointer's
+    /// `lp_len`). The tuple occupies `MAXALIGN` of it on the page, plus a 4-byte line pointer.
+    pub fn tuple_bytes(&self) -> usize {
+        self.t_hoff() + self.data.len()
+    }
+}
+
+fn align_with_zeros(data: &mut Vec<u8>, align: usize) {
+    let pad = data.len().next_multiple_of(align) - data.len();
+    data.resize(data.len() + pad, 0);
+}
+
+/// Appends one non-NULL attribute as `heap_fill_tuple` does. The value must be of `ty`'s
+/// kind; otherwise the value's kind name is returned.
+fn fill_attr(ty: ColumnType, v: &Value, data: &mut Vec<u8>) -> std::result::Result<(), String> {
+    match (ty, v) {
+        (ColumnType::Integer, Value::Integer(x)) => {
+            align_with_zeros(data, 4);
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+        (ColumnType::BigInt, Value::BigInt(x)) | (ColumnType::Timestamp, Value::Timestamp(x)) => {
+            align_with_zeros(data, 8);
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+        (ColumnType::Char(_) | ColumnType::Varchar(_), Value::Text(s)) => {
+            let pad = match ty {
+                ColumnType::Char(n) => usize::from(n).saturating_sub(char_count(s)),
+                _ => 0,
+            };
+            let len = s.len() + pad;
+            // VARATT_CAN_MAKE_SHORT: 1-byte header + payload <= VARATT_SHORT_MAX.
+            if len < VARATT_SHORT_MAX {
+                // SET_VARSIZE_SHORT: little-endian 1-byte header, low bit 1.
+                data.push((((1 + len) << 1) | 1) as u8);
+            } else {
+                if VARHDRSZ + len > VARLENA_MAX {
+                    return Err(format!("text of {len} bytes (over 1 GB)"));
+                }
+                align_with_zeros(data, 4);
+                // SET_VARSIZE_4B: little-endian 4-byte header, low bits 00.
+                data.extend_from_slice(&(((VARHDRSZ + len) as u32) << 2).to_le_bytes());
+            }
+            data.extend_from_slice(s.as_bytes());
+            data.resize(data.len() + pad, b' ');
+        }
+        _ => return Err(format!("a {} value", v.kind_name())),
+    }
+    Ok(())
+}
+
+fn char_count(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+/// Encodes a row as PostgreSQL heap tuple data: the null bitmap (only if a value is NULL)
+/// and the aligned data area. CHAR(n) values are blank-padded to n characters.
+///
+/// # Panics
+/// If the row has a different number of values than the table has columns, or a value is
+/// not of its column's kind (a row that fails [`TableDef::check_row`]; call it first).
+pub fn encode_heap(def: &TableDef, row: &Row) -> HeapTupleData {
+    assert_eq!(
+        row.len(),
+        def.columns.len(),
+        "encode_heap: table \"{}\" has {} columns, the row has {} values; \
+         call TableDef::check_row first",
+        def.name,
+        def.columns.len(),
+        row.len()
+    );
+    let natts = def.columns.len();
+    let has_null = row.iter().any(Value::is_null);
+    let mut bitmap = has_null.then(|| vec![0u8; natts.div_ceil(8)]);
+    let mut data = Vec::with_capacity(natts * 8);
+    for (i, (col, v)) in def.columns.iter().zip(row).enumerate() {
+        if v.is_null() {
+            continue;
+        }
+        if let Some(bm) = bitmap.as_mut() {
+            bm[i / 8] |= 1 << (i % 8);
+        }
+        if let Err(problem) = fill_attr(col.ty, v, &mut data) {
+            panic!(
+                "encode_heap: column \"{}\" of table \"{}\" ({}) got {problem}; \
+                 call TableDef::check_row first",
+                col.name, def.name, col.ty
+            );
+        }
+    }
+    HeapTupleData {
+        null_bitmap: bitmap,
+        data,
+    }
+}
+
+/// Cursor over a data area that reports every problem as [`Error::Corrupted`].
+struct Reader<'a> {
+    data: &'a [u8],
+    off: usize,
+    table: &'a str,
+}
+
+impl Reader<'_> {
+    fn corrupt(&self, column: &str, problem: impl std::fmt::Display) -> Error {
+        Error::Corrupted {
+            what: format!(
+                "heap tuple of table \"{}\", column \"{column}\" at data offset {}: {problem}",
+                self.table, self.off
+            ),
+        }
+    }
+
+    fn byte(&self, column: &str) -> Result<u8> {
+        self.data
+            .get(self.off)
+            .copied()
+            .ok_or_else(|| self.corrupt(column, "data ends before the attribute"))
+    }
+
+    /// Skips the zero padding up to a multiple of `align`.
+    fn align(&mut self, align: usize, column: &str) -> Result<()> {
+        let to = self.off.next_multiple_of(align);
+        let pad = self
+            .data
+            .get(self.off..to)
+            .ok_or_else(|| self.corrupt(column, "data ends inside alignment padding"))?;
+        if pad.iter().any(|&b| b != 0) {
+            return Err(self.corrupt(column, "non-zero alignment padding"));
+        }
+        self.off = to;
+        Ok(())
+    }
+
+    fn take(&mut self, n: usize, column: &str) -> Result<&[u8]> {
+        let end = self.off.checked_add(n);
+        let bytes = end
+            .and_then(|end| self.data.get(self.off..end))
+            .ok_or_else(|| {
+                self.corrupt(
+                    column,
+                    format_args!(
+                        "attribute of {n} bytes runs past the end of the data ({} bytes)",
+                        self.data.len()
+                    ),
+                )
+            })?;
+        self.off += n;
+        Ok(bytes)
+    }
+
+    fn fixed<const N: usize>(&mut self, column: &str) -> Result<[u8; N]> {
+        self.align(N.min(MAXIMUM_ALIGNOF), column)?;
+        let b = self.take(N, column)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(b);
+        Ok(out)
+    }
+
+    /// Reads a varlena payload (`att_align_pointer`, `VARSIZE_ANY`).
+    fn varlena(&mut self, column: &str) -> Result<&[u8]> {
+        if self.off % 4 != 0 && self.byte(column)? == 0 {
+            self.align(4, column)?;
+        }
+        let first = self.byte(column)?;
+        if first & 0x01 == 0x01 {
+            if first == 0x01 {
+                return Err(self.corrupt(
+                    column,
+                    "external (TOAST) varlena pointer; out-of-line values are not modelled",
+                ));
+            }
+            let total = usize::from(first >> 1);
+            self.off += 1;
+            return self.take(total - 1, column);
+        }
+        if self.off % 4 != 0 {
+            return Err(self.corrupt(column, "4-byte varlena header is not 4-byte aligned"));
+        }
+        let h = u32::from_le_bytes(self.fixed::<4>(column)?);
+        if h & 0x03 != 0 {
+            return Err(self.corrupt(
+                column,
+                format_args!("varlena header {h:#010x} is compressed; compression is not modelled"),
+            ));
+        }
+        let total = (h >> 2) as usize;
+        if total < VARHDRSZ {
+            return Err(self.corrupt(column, format_args!("varlena length {total} < 4")));
+        }
+        self.take(total - VARHDRSZ, column)
+    }
+}
+
+/// Decodes heap tuple data back into a row; `null_bitmap` is `t_bits` (`None` when the
+/// tuple has no NULLs). CHAR(n) values come back blank-padded to n characters.
+///
+/// # Errors
+/// [`Error::Corrupted`] naming the table, column and problem for any byte string that is not
+/// the encoding of a row passing [`TableDef::check_row`]: wrong bitmap length or stray bits,
+/// a NULL in a NOT NULL column, non-zero padding, a truncated attribute, a TOAST pointer or
+/// compressed varlena, invalid UTF-8 or a NUL character, a CHAR(n) of other than n
+/// characters, a VARCHAR(n) longer than n, a timestamp outside the domain, or trailing bytes.
+/// Never panics.
+pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> Result<Row> {
+    let natts = def.columns.len();
+    let corrupt_bitmap = |problem: String| Error::Corrupted {
+        what: format!("heap tuple of table \"{}\": {problem}", def.name),
+    };
+    if let Some(bm) = null_bitmap {
+        if bm.len() != natts.div_ceil(8) {
+            return Err(corrupt_bitmap(format!(
+                "null bitmap of {} bytes for {natts} attributes (expected {})",
+                bm.len(),
+                natts.div_ceil(8)
+            )));
+        }
+        if natts % 8 != 0 {
+            let stray = bm[bm.len() - 1] >> (natts % 8);
+            if stray != 0 {
+                return Err(corrupt_bitmap(
+                    "null bitmap has bits set past the last attribute".into(),
+                ));
+            }
+        }
+    }
+    let mut r = Reader {
+        data,
+        off: 0,
+        table: &def.name,
+    };
+    let mut row = Vec::with_capacity(natts);
+    for (i, col) in def.columns.iter().enumerate() {
+        let present = null_bitmap.map_or(true, |bm| bm[i / 8] & (1 << (i % 8)) != 0);
+        let name = col.name.as_str();
+        if !present {
+            if !col.nullable {
+                return Err(r.corrupt(name, "NULL in a NOT NULL column"));
+            }
+            row.push(Value::Null);
+            continue;
+        }
+        let v = match col.ty {
+            ColumnType::Integer => Value::Integer(i32::from_le_bytes(r.fixed::<4>(name)?)),
+            ColumnType::BigInt => Value::BigInt(i64::from_le_bytes(r.fixed::<8>(name)?)),
+            ColumnType::Timestamp => {
+                let us = i64::from_le_bytes(r.fixed::<8>(name)?);
+                if !timestamp_in_domain(us) {
+                    return Err(r.corrupt(name, format_args!("timestamp {us} µs is out of range")));
+                }
+                Value::Timestamp(us)
+            }
+            ColumnType::Char(n) | ColumnType::Varchar(n) => {
+                let start = r.off;
+                let payload = r.varlena(name)?;
+                let s = std::str::from_utf8(payload).map(str::to_owned);
+                let s = match s {
+                    Ok(s) if !s.contains('\0') => s,
+                    Ok(_) => {
+                        r.off = start;
+                        return Err(r.corrupt(name, NUL_IN_TEXT));
+                    }
+                    Err(_) => {
+                        r.off = start;
+                        return Err(r.corrupt(name, "text is not valid UTF-8"));
+                    }
+                };
+                let chars = char_count(&s);
+                let ok = match col.ty {
+                    ColumnType::Char(_) => chars == usize::from(n),
+                    _ => chars <= usize::from(n),
+                };
+                if !ok {
+                    r.off = start;
+                    return Err(r.corrupt(
+                        name,
+                        format_args!("text of {chars} characters in a {} column", col.ty),
+                    ));
+                }
+                Value::Text(s)
+            }
+        };
+        row.push(v);
+    }
+    if r.off != data.len() {
+        return Err(Error::Corrupted {
+            what: format!(
+                "heap tuple of table \"{}\": {} trailing bytes after the last attribute",
+                def.name,
+                data.len() - r.off
+            ),
+        });
+    }
+    Ok(row)
+}
+
+/// Size in bytes PostgreSQL gives a B-tree index tuple holding `values` (of `types`):
+/// the 8-byte `IndexTupleData` header, a 4-byte null bitmap when a value is NULL (the data
+/// then starts at MAXALIGN(12) = 16), the attributes aligned as in the heap, and the whole
+/// rounded up to MAXALIGN (access/itup.h, indextuple.c `index_form_tuple`). CHAR(n) values
+/// count blank-padded. Excludes the 4-byte line pointer; B-tree deduplication and pivot
+/// suffix truncation are not modelled.
+///
+/// Examples: one int4 key, 16 bytes; one int8, 16; int4 + char(10) 'abc', 8 + 4 + 11 → 24.
+///
+/// # Errors
+/// [`Error::InvalidValue`] if the counts differ or a value does not fit its type;
+/// [`Error::TooLarge`] above PostgreSQL's 8191-byte index tuple limit.
+pub fn pg_index_tuple_bytes(types: &[ColumnType], values: &[Value]) -> Result<usize> {
+    if types.len() != values.len() {
+        return Err(Error::InvalidValue(format!(
+            "index tuple of {} columns given {} values",
+            types.len(),
+            values.len()
+        )));
+    }
+    let has_null = values.iter().any(Value::is_null);
+    let header = if has_null {
+        maxalign(SIZEOF_INDEX_TUPLE_HEADER + SIZEOF_INDEX_ATTR_BITMAP)
+    } else {
+        maxalign(SIZEOF_INDEX_TUPLE_HEADER)
+    };
+    let mut data = Vec::new();
+    for (k, (&ty, v)) in types.iter().zip(values).enumerate() {
+        if v.is_null() {
+            continue;
+        }
+        check_value(ty, v, false)
+            .and_then(|()| fill_attr(ty, v, &mut data))
+            .map_err(|p| Error::InvalidValue(format!("index key column {}: {p}", k + 1)))?;
+    }
+    let bytes = maxalign(header + data.len());
+    if bytes > INDEX_SIZE_MASK {
+        return Err(Error::TooLarge {
+            what: "PostgreSQL index tuple",
+            bytes,
+            max_bytes: INDEX_SIZE_MASK,
+        });
+    }
+    Ok(bytes)
+}

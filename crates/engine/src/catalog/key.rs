@@ -1,0 +1,243 @@
+//! Order-preserving key encoding for B+tree keys: comparing two encodings as unsigned bytes
+//! (`memcmp`, then length) gives the SQL order of the values they encode.
+//!
+//! The format is mvcclab's own (neither engine stores keys this way: PostgreSQL compares
+//! index tuples with the type's comparison function, InnoDB with `cmp_dtuple_rec`); the
+//! order is PostgreSQL's for `COLLATE "C"`, ascending, NULLS LAST. A key is the
+//! concatenation of its columns:
+//!
+//! ```text
+//! | bytes     | field                                                                  |
+//! |-----------|------------------------------------------------------------------------|
+//! | 1         | tag: 0x01 = value follows, 0x02 = NULL (sorts after every value)       |
+//! | 4         | integer: big-endian, sign bit flipped                                  |
+//! | 8         | bigint, timestamp (µs since 2000-01-01): big-endian, sign bit flipped  |
+//! | 2+        | char(n): the value without trailing blanks, escaped, then terminated   |
+//! | 2+        | varchar(n): the value's bytes, escaped, then terminated                |
+//! ```
+//! Text escaping: every 0x00 byte becomes `0x00 0xFF`; the terminator is `0x00 0x01`. A
+//! prefix thus sorts before its extensions, and UTF-8 byte order is code-point order
+//! (PostgreSQL `varstr_cmp` under the C collation: `memcmp`, then length; MariaDB
+//! `utf8mb4_bin`).
+//!
+//! CHAR values drop their trailing blanks before encoding, so `'ab'` and `'ab  '` are the
+//! same key, and compare as PostgreSQL's `bpcharcmp` does (trailing blanks stripped, then
+//! as text). [`decode_key`] gives them back blank-padded to n characters.
+//!
+//! Note for unique indexes: two keys holding a NULL encode equal when their other columns
+//! are equal, yet SQL treats them as distinct (neither engine reports a duplicate); the
+//! unique check must skip keys with a NULL.
+
+use super::value::{check_value, pad_char};
+use super::{ColumnType, Row, TableDef, Value};
+use crate::error::{Error, Result};
+
+/// Tag byte of a non-NULL key column.
+pub const KEY_NOT_NULL: u8 = 0x01;
+/// Tag byte of a NULL key column (greater than [`KEY_NOT_NULL`]: NULLs sort last).
+pub const KEY_NULL: u8 = 0x02;
+
+fn put_escaped(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        if b == 0 {
+            out.extend_from_slice(&[0x00, 0xFF]);
+        } else {
+            out.push(b);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+fn encode_pairs<'a>(
+    pairs: impl Iterator<Item = (ColumnType, &'a Value)>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    for (k, (ty, v)) in pairs.enumerate() {
+        if v.is_null() {
+            out.push(KEY_NULL);
+            continue;
+        }
+        check_value(ty, v, false)
+            .map_err(|p| Error::InvalidValue(format!("key column {}: {p}", k + 1)))?;
+        out.push(KEY_NOT_NULL);
+        match v {
+            Value::Integer(x) => out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
+            Value::BigInt(x) | Value::Timestamp(x) => {
+                out.extend_from_slice(&((*x as u64) ^ (1 << 63)).to_be_bytes())
+            }
+            Value::Text(s) => {
+                let s = match ty {
+                    ColumnType::Char(_) => s.trim_end_matches(' '),
+                    _ => s.as_str(),
+                };
+                put_escaped(s.as_bytes(), out);
+            }
+            Value::Null => {}
+        }
+    }
+    Ok(())
+}
+
+/// Appends the key encoding of `values` (one per entry of `types`) to `out`.
+///
+/// # Errors
+/// [`Error::InvalidValue`] naming the key column (1-based) if the counts differ, a value is
+/// not of its type's kind, or a text is longer than the type allows; `out` is then left as
+/// it was.
+pub fn encode_key(types: &[ColumnType], values: &[Value], out: &mut Vec<u8>) -> Result<()> {
+    if types.len() != values.len() {
+        return Err(Error::InvalidValue(format!(
+            "key of {} columns given {} values",
+            types.len(),
+            values.len()
+        )));
+    }
+    let start = out.len();
+    let r = encode_pairs(types.iter().copied().zip(values), out);
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
+
+/// The key of `row` over `columns` (positions in the table), e.g. `def.primary_key` or an
+/// index's columns followed by the primary key's.
+///
+/// # Errors
+/// [`Error::Catalog`] for a position that is not a column; [`Error::InvalidValue`] if the
+/// row does not have one value per column or a value does not fit its type.
+pub fn key_of(def: &TableDef, columns: &[usize], row: &Row) -> Result<Vec<u8>> {
+    let types = def.column_types(columns)?;
+    if row.len() != def.columns.len() {
+        return Err(Error::InvalidValue(format!(
+            "table \"{}\" has {} columns, the row has {} values",
+            def.name,
+            def.columns.len(),
+            row.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(columns.len() * 9);
+    encode_pairs(
+        types.into_iter().zip(columns.iter().map(|&c| &row[c])),
+        &mut out,
+    )
+    .map_err(|e| match e {
+        Error::InvalidValue(m) => {
+            Error::InvalidValue(format!("key of table \"{}\": {m}", def.name))
+        }
+        e => e,
+    })?;
+    Ok(out)
+}
+
+fn corrupt(at: usize, problem: impl std::fmt::Display) -> Error {
+    Error::Corrupted {
+        what: format!("index key at byte {at}: {problem}"),
+    }
+}
+
+fn take<const N: usize>(bytes: &[u8], pos: &mut usize) -> Result<[u8; N]> {
+    let s = bytes
+        .get(*pos..*pos + N)
+        .ok_or_else(|| corrupt(*pos, format_args!("key ends inside a {N}-byte value")))?;
+    let mut a = [0u8; N];
+    a.copy_from_slice(s);
+    *pos += N;
+    Ok(a)
+}
+
+/// Decodes the key columns of `types` from the start of `bytes`, returning the values and
+/// the number of bytes they took (the rest may be a suffix the caller appended).
+///
+/// # Errors
+/// [`Error::Corrupted`] for a bad tag, a truncated value, a bad escape, invalid UTF-8, a text
+/// longer than its type, or a CHAR encoding that keeps trailing blanks. Never panics.
+pub fn decode_key_prefix(types: &[ColumnType], bytes: &[u8]) -> Result<(Vec<Value>, usize)> {
+    let mut pos = 0;
+    let mut values = Vec::with_capacity(types.len());
+    for &ty in types {
+        let tag_at = pos;
+        let tag = *bytes
+            .get(pos)
+            .ok_or_else(|| corrupt(pos, "key ends before a column"))?;
+        pos += 1;
+        match tag {
+            KEY_NULL => {
+                values.push(Value::Null);
+                continue;
+            }
+            KEY_NOT_NULL => {}
+            t => return Err(corrupt(tag_at, format_args!("bad tag {t:#04x}"))),
+        }
+        let v = match ty {
+            ColumnType::Integer => Value::Integer(
+                (u32::from_be_bytes(take::<4>(bytes, &mut pos)?) ^ 0x8000_0000) as i32,
+            ),
+            ColumnType::BigInt => {
+                Value::BigInt((u64::from_be_bytes(take::<8>(bytes, &mut pos)?) ^ (1 << 63)) as i64)
+            }
+            ColumnType::Timestamp => Value::Timestamp(
+                (u64::from_be_bytes(take::<8>(bytes, &mut pos)?) ^ (1 << 63)) as i64,
+            ),
+            ColumnType::Char(n) | ColumnType::Varchar(n) => {
+                let start = pos;
+                let mut raw = Vec::new();
+                loop {
+                    let b = *bytes
+                        .get(pos)
+                        .ok_or_else(|| corrupt(start, "text has no terminator"))?;
+                    if b != 0 {
+                        raw.push(b);
+                        pos += 1;
+                        continue;
+                    }
+                    match bytes.get(pos + 1) {
+                        Some(0xFF) => raw.push(0),
+                        Some(0x01) => {
+                            pos += 2;
+                            break;
+                        }
+                        _ => return Err(corrupt(pos, "bad escape in text")),
+                    }
+                    pos += 2;
+                }
+                let s = String::from_utf8(raw)
+                    .map_err(|_| corrupt(start, "text is not valid UTF-8"))?;
+                if matches!(ty, ColumnType::Char(_)) && s.ends_with(' ') {
+                    return Err(corrupt(start, "char key keeps trailing blanks"));
+                }
+                let chars = s.chars().count();
+                if chars > usize::from(n) {
+                    return Err(corrupt(
+                        start,
+                        format_args!("text of {chars} characters for {ty}"),
+                    ));
+                }
+                Value::Text(match ty {
+                    ColumnType::Char(_) => pad_char(&s, n),
+                    _ => s,
+                })
+            }
+        };
+        values.push(v);
+    }
+    Ok((values, pos))
+}
+
+/// Decodes a whole key of `types` (CHAR values blank-padded to n characters).
+///
+/// # Errors
+/// As [`decode_key_prefix`], and [`Error::Corrupted`] if bytes remain after the last column.
+pub fn decode_key(types: &[ColumnType], bytes: &[u8]) -> Result<Vec<Value>> {
+    let (values, used) = decode_key_prefix(types, bytes)?;
+    if used != bytes.len() {
+        return Err(corrupt(
+            used,
+            format_args!(
+                "{} trailing bytes after the last column",
+                bytes.len() - used
+            ),
+        ));
+    }
+    Ok(values)
+}

@@ -1,0 +1,423 @@
+//! The engine API every design implements: open a database with a design, create tables
+//! and indexes, and run transactions of single-row and range operations from many threads.
+//!
+//! [`Database`] owns the storage and one [`Engine`] (the design: `postgres` now, `innodb`
+//! next). A [`Transaction`] wraps the engine's transaction: any error of an operation aborts
+//! it (as PostgreSQL puts a transaction in the failed state, and mvcclab then rolls it back),
+//! after which every call returns [`Error::TransactionClosed`]; dropping an open transaction
+//! aborts it.
+//!
+//! Each operation runs under a foreground cause (`point_select` for `get` and
+//! `get_by_index`, `range_scan`, `insert`, `update`, `delete`, `commit`, `abort`), so its
+//! I/O is attributed without the caller doing anything.
+//!
+//! # Locking
+//! The engine's own; `Database` adds none.
+//!
+//! # Crash safety
+//! The catalog (table definitions) is kept in memory: a database can be reopened after
+//! `close` only empty of tables until recovery and a persistent catalog arrive (issue 7).
+
+mod postgres;
+
+pub use postgres::PostgresEngine;
+
+use crate::btree::ScanDirection;
+use crate::catalog::{Row, TableDef, Value};
+use crate::design::{DesignConfig, TableLayout, VersionStorage};
+use crate::error::{Error, Result};
+use crate::heap::{TableStats, VacuumConfig, VacuumReport};
+use crate::mvcc::Isolation;
+use crate::storage::{Storage, StorageConfig};
+use serde::{Deserialize, Serialize};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// A table's id within its database.
+pub type TableId = u32;
+
+/// One assignment of an UPDATE's SET list, evaluated on the version being replaced (so that,
+/// as PostgreSQL's EvalPlanQual re-evaluates `SET k = k + 1` on the newest version after a
+/// wait, no increment is lost at read committed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Assign {
+    /// `column = value`.
+    Set(usize, Value),
+    /// `column = column + delta` (INTEGER or BIGINT columns).
+    Add(usize, i64),
+}
+
+impl Assign {
+    /// Applies the assignments to `row` in order.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a column out of range, `Add` on a non-integer or
+    /// NULL column, or an overflow.
+    pub fn apply(set: &[Assign], row: &mut Row) -> Result<()> {
+        for a in set {
+            let c = match a {
+                Assign::Set(c, _) | Assign::Add(c, _) => *c,
+            };
+            let slot = row
+                .get_mut(c)
+                .ok_or_else(|| Error::InvalidValue(format!("no column #{c}")))?;
+            match a {
+                Assign::Set(_, v) => *slot = v.clone(),
+                Assign::Add(_, d) => {
+                    *slot = match slot {
+                        Value::Integer(x) => i32::try_from(*x as i64 + d)
+                            .map(Value::Integer)
+                            .map_err(|_| {
+                                Error::InvalidValue(format!("column #{c}: integer out of range"))
+                            })?,
+                        Value::BigInt(x) => {
+                            x.checked_add(*d).map(Value::BigInt).ok_or_else(|| {
+                                Error::InvalidValue(format!("column #{c}: bigint out of range"))
+                            })?
+                        }
+                        other => {
+                            return Err(Error::InvalidValue(format!(
+                                "column #{c}: cannot add to {other:?}"
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything a database is opened with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatabaseConfig {
+    /// The design switches.
+    pub design: DesignConfig,
+    /// Storage settings (page size, torn-page protection, replacer and OS cache are taken
+    /// from the design by [`DatabaseConfig::new`]).
+    pub storage: StorageConfig,
+    /// Vacuum / autovacuum settings (postgres design).
+    pub vacuum: VacuumConfig,
+}
+
+impl DatabaseConfig {
+    /// Storage defaults shaped by `design`: page size, torn-page protection, replacement
+    /// policy, and an OS page cache of 1 GiB when the design has one (pick the size to
+    /// match the experiment).
+    pub fn new(design: DesignConfig) -> Self {
+        let mut storage = StorageConfig {
+            page_size: design.page_size,
+            torn_page_protection: design.torn_page_protection,
+            ..Default::default()
+        };
+        storage.buffer_pool.replacer = match design.buffer_replacement {
+            crate::design::BufferReplacement::ClockSweep => {
+                crate::buffer::ReplacerConfig::ClockSweep
+            }
+            crate::design::BufferReplacement::LruMidpoint => {
+                crate::buffer::ReplacerConfig::lru_midpoint_default()
+            }
+        };
+        if design.os_page_cache {
+            storage.os_cache.size_bytes = 1 << 30;
+        }
+        DatabaseConfig {
+            design,
+            storage,
+            vacuum: VacuumConfig::default(),
+        }
+    }
+}
+
+/// A design's transaction. Implemented by each engine; used through [`Transaction`].
+pub trait EngineTxn: Send {
+    /// Row by primary key.
+    fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>>;
+    /// Rows by secondary index key.
+    fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>>;
+    /// Rows by primary-key range.
+    fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>>;
+    /// Inserts a row.
+    fn insert(&mut self, t: TableId, row: Row) -> Result<()>;
+    /// Updates columns of the row with a primary key; false if none.
+    fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool>;
+    /// Deletes the row with a primary key; false if none.
+    fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool>;
+    /// Commits.
+    fn commit(&mut self) -> Result<()>;
+    /// Rolls back.
+    fn abort(&mut self) -> Result<()>;
+}
+
+/// The relation files holding a table (for tools and tests that inspect pages).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableRelations {
+    /// The heap (postgres) or clustered index (innodb).
+    pub table: crate::device::FileId,
+    /// The primary-key index (postgres); the same as `table` for a clustered table.
+    pub primary_key: crate::device::FileId,
+    /// Secondary indexes in definition order.
+    pub indexes: Vec<crate::device::FileId>,
+}
+
+/// What garbage collection did (vacuum for `postgres`, purge for `innodb`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    /// Vacuum's report (postgres design).
+    pub vacuum: Option<VacuumReport>,
+}
+
+/// A design: tables, transactions, garbage collection.
+pub trait Engine: Send + Sync {
+    /// Creates a table (and its indexes); returns its id.
+    fn create_table(&self, def: TableDef) -> Result<TableId>;
+    /// The id of a table by name.
+    fn table_id(&self, name: &str) -> Result<TableId>;
+    /// The definition of a table.
+    fn table_def(&self, t: TableId) -> Result<TableDef>;
+    /// Begins a transaction.
+    fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn>;
+    /// Runs garbage collection on a table now.
+    fn gc(&self, t: TableId) -> Result<GcReport>;
+    /// The table's counters.
+    fn table_stats(&self, t: TableId) -> Result<TableStats>;
+    /// Pages held by the table: (heap or clustered, indexes).
+    fn table_pages(&self, t: TableId) -> Result<(u64, u64)>;
+    /// The relation files of a table.
+    fn relations(&self, t: TableId) -> Result<TableRelations>;
+    /// Stops background work (autovacuum, purge threads).
+    fn shutdown(&self);
+}
+
+/// An open database. Share it by `Arc` between threads; every method takes `&self`.
+pub struct Database {
+    design: DesignConfig,
+    storage: Arc<Storage>,
+    engine: Box<dyn Engine>,
+}
+
+impl Database {
+    /// Opens a database with `cfg`.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for an impossible or not yet built combination of
+    /// switches (naming them); storage errors.
+    pub fn open(cfg: DatabaseConfig) -> Result<Database> {
+        cfg.design.validate()?;
+        let mut storage_cfg = cfg.storage.clone();
+        storage_cfg.page_size = cfg.design.page_size;
+        storage_cfg.torn_page_protection = cfg.design.torn_page_protection;
+        let storage = Arc::new(Storage::open(storage_cfg)?);
+        let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
+            (TableLayout::Heap, VersionStorage::AppendO2n) => {
+                Box::new(PostgresEngine::new(storage.clone(), cfg.design.clone(), cfg.vacuum.clone()))
+            }
+            (layout, vs) => {
+                return Err(Error::InvalidConfig(format!(
+                    "switches table_layout={layout:?} with version_storage={vs:?} are not built yet; use the postgres preset"
+                )))
+            }
+        };
+        Ok(Database {
+            design: cfg.design,
+            storage,
+            engine,
+        })
+    }
+
+    /// The design switches in force.
+    pub fn design(&self) -> &DesignConfig {
+        &self.design
+    }
+
+    /// The storage below (counters, checkpoints).
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
+    }
+
+    /// Creates a table with its primary key and secondary indexes (cause `ddl`).
+    ///
+    /// Errors: [`Error::Catalog`] for an invalid definition or a name in use.
+    pub fn create_table(&self, def: TableDef) -> Result<TableId> {
+        let _c = crate::stats::enter(crate::stats::Cause::Ddl);
+        self.engine.create_table(def)
+    }
+
+    /// A table's id by name. Errors: [`Error::Catalog`].
+    pub fn table_id(&self, name: &str) -> Result<TableId> {
+        self.engine.table_id(name)
+    }
+
+    /// A table's definition. Errors: [`Error::Catalog`].
+    pub fn table_def(&self, t: TableId) -> Result<TableDef> {
+        self.engine.table_def(t)
+    }
+
+    /// Begins a transaction at the design's default isolation.
+    pub fn begin(&self) -> Transaction {
+        self.begin_with(self.design.default_isolation)
+    }
+
+    /// Begins a transaction at `iso`.
+    pub fn begin_with(&self, iso: Isolation) -> Transaction {
+        Transaction {
+            inner: self.engine.begin(iso),
+            state: TxnState::Open,
+        }
+    }
+
+    /// Runs garbage collection (vacuum or purge) on a table now (cause `vacuum`/`purge`).
+    ///
+    /// Errors: storage errors.
+    pub fn gc(&self, t: TableId) -> Result<GcReport> {
+        self.engine.gc(t)
+    }
+
+    /// A table's counters. Errors: [`Error::Catalog`].
+    pub fn table_stats(&self, t: TableId) -> Result<TableStats> {
+        self.engine.table_stats(t)
+    }
+
+    /// Pages of a table: (heap or clustered index, all other indexes).
+    pub fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {
+        self.engine.table_pages(t)
+    }
+
+    /// The relation files of a table. Errors: [`Error::Catalog`].
+    pub fn relations(&self, t: TableId) -> Result<TableRelations> {
+        self.engine.relations(t)
+    }
+
+    /// Stops background work and closes the storage with a checkpoint.
+    ///
+    /// Errors: those of the final checkpoint.
+    pub fn close(self) -> Result<()> {
+        self.engine.shutdown();
+        let storage = self.storage.clone();
+        drop(self);
+        match Arc::try_unwrap(storage) {
+            Ok(s) => s.close(),
+            // Transactions still hold the engine: checkpoint, the threads stop on drop.
+            Err(s) => s.checkpoint().map(|_| ()),
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        self.engine.shutdown();
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxnState {
+    Open,
+    Committed,
+    Aborted,
+}
+
+/// A transaction. Operations take `&mut self`; the first error aborts it.
+pub struct Transaction {
+    inner: Box<dyn EngineTxn>,
+    state: TxnState,
+}
+
+impl Transaction {
+    fn run<T>(&mut self, f: impl FnOnce(&mut dyn EngineTxn) -> Result<T>) -> Result<T> {
+        match self.state {
+            TxnState::Open => {}
+            TxnState::Committed => return Err(Error::TransactionClosed("committed")),
+            TxnState::Aborted => return Err(Error::TransactionClosed("aborted")),
+        }
+        let r = f(self.inner.as_mut());
+        if r.is_err() {
+            self.state = TxnState::Aborted;
+            let _ = self.inner.abort();
+        }
+        r
+    }
+
+    /// The row with primary key `pk`, if visible.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`];
+    /// storage errors. Any error aborts the transaction.
+    pub fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        self.run(|x| x.get(t, pk))
+    }
+
+    /// Rows whose secondary index `index` (position in the table's `indexes`) key is `key`.
+    ///
+    /// Errors: as [`Transaction::get`].
+    pub fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.run(|x| x.get_by_index(t, index, key))
+    }
+
+    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`.
+    ///
+    /// Errors: as [`Transaction::get`].
+    pub fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.run(|x| x.scan(t, lo, hi, dir, limit))
+    }
+
+    /// Inserts `row`.
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`], as
+    /// [`Transaction::get`].
+    pub fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
+        self.run(|x| x.insert(t, row))
+    }
+
+    /// Applies `set` to the row with primary key `pk` (on the newest version, after any
+    /// wait); false when there is no such row.
+    ///
+    /// Errors: [`Error::SerializationFailure`] (repeatable read), [`Error::Deadlock`],
+    /// [`Error::DuplicateKey`], as [`Transaction::get`].
+    pub fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
+        self.run(|x| x.update(t, pk, set))
+    }
+
+    /// Deletes the row with primary key `pk`; false when there is none.
+    ///
+    /// Errors: as [`Transaction::update`].
+    pub fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
+        self.run(|x| x.delete(t, pk))
+    }
+
+    /// Commits (the commit record is durable when this returns).
+    ///
+    /// Errors: [`Error::TransactionClosed`] when already ended; WAL errors.
+    pub fn commit(mut self) -> Result<()> {
+        self.run(|x| x.commit())?;
+        self.state = TxnState::Committed;
+        Ok(())
+    }
+
+    /// Rolls back.
+    ///
+    /// Errors: [`Error::TransactionClosed`] when already ended.
+    pub fn abort(mut self) -> Result<()> {
+        self.run(|x| x.abort())?;
+        self.state = TxnState::Aborted;
+        Ok(())
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.state == TxnState::Open {
+            let _ = self.inner.abort();
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Lazy vacuum (PostgreSQL src/backend/access/heap/vacuumlazy.c, REL_15
+//! `lazy_scan_heap`, `lazy_vacuum_all_indexes`, `lazy_vacuum_heap_rel`).
+//!
+//! 1. Scan: every heap page not skippable by the visibility map (runs of at least
+//!    `SKIP_PAGES_THRESHOLD` = 32 all-visible pages are skipped) is pruned under a cleanup
+//!    lock and its LP_DEAD line pointers collected; pages whose tuples are all visible to
+//!    everyone get their all-visible bit (XLOG_HEAP2_VISIBLE).
+//! 2. Index pass: each index deletes the entries whose TID was collected (`btbulkdelete`).
+//! 3. Heap pass: the collected line pointers become LP_UNUSED (XLOG_HEAP2_VACUUM), the line
+//!    pointer array is truncated, and the free space map is updated.
+//!
+//! When the collected TIDs exceed `max_dead_tids` (maintenance_work_mem / 6 bytes), passes
+//! 2 and 3 run before the scan continues.
+
+use super::info;
+use super::page::{self as hp, LpState};
+use super::table::HeapTable;
+use super::tuple::{HeaderRead, Tid};
+use super::visibility::{satisfies_vacuum, VacuumStatus};
+use crate::buffer::log_change;
+use crate::error::Result;
+use crate::mvcc::TransactionManager;
+use crate::page::{flags, set_flags, PageId};
+use crate::wal::{rmgr, RecordBuilder};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
+
+/// Runs of all-visible pages at least this long are skipped (vacuumlazy.c).
+pub const SKIP_PAGES_THRESHOLD: u32 = 32;
+
+/// Vacuum and autovacuum settings (postgresql.conf names).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VacuumConfig {
+    /// Run the autovacuum worker.
+    pub autovacuum: bool,
+    /// autovacuum_naptime in ms (PostgreSQL: 60 s).
+    pub naptime_ms: u64,
+    /// autovacuum_vacuum_threshold (50).
+    pub threshold: u64,
+    /// autovacuum_vacuum_scale_factor (0.2).
+    pub scale_factor: f64,
+    /// autovacuum_vacuum_insert_threshold (1000; PostgreSQL 13+).
+    pub insert_threshold: u64,
+    /// autovacuum_vacuum_insert_scale_factor (0.2).
+    pub insert_scale_factor: f64,
+    /// Dead TIDs held before an index pass (maintenance_work_mem 64 MiB / 6 bytes).
+    pub max_dead_tids: usize,
+}
+
+impl Default for VacuumConfig {
+    fn default() -> Self {
+        VacuumConfig {
+            autovacuum: true,
+            naptime_ms: 60_000,
+            threshold: 50,
+            scale_factor: 0.2,
+            insert_threshold: 1000,
+            insert_scale_factor: 0.2,
+            max_dead_tids: (64 << 20) / 6,
+        }
+    }
+}
+
+impl VacuumConfig {
+    /// autovacuum.c `relation_needs_vacanalyze`: dead tuples above threshold + scale factor ×
+    /// live tuples, or inserts since the last vacuum above the insert threshold.
+    pub fn needs_vacuum(&self, live: u64, dead: u64, ins_since: u64) -> bool {
+        let vac = self.threshold as f64 + self.scale_factor * live as f64;
+        let ins = self.insert_threshold as f64 + self.insert_scale_factor * live as f64;
+        dead as f64 > vac || ins_since as f64 > ins
+    }
+}
+
+/// What one vacuum did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VacuumReport {
+    /// Heap pages scanned.
+    pub pages_scanned: u64,
+    /// Heap pages skipped as all-visible.
+    pub pages_skipped: u64,
+    /// Tuples removed by pruning during the scan.
+    pub tuples_pruned: u64,
+    /// Line pointers reclaimed (LP_DEAD → LP_UNUSED).
+    pub dead_items_removed: u64,
+    /// Index entries deleted, all indexes.
+    pub index_entries_removed: u64,
+    /// Index passes run.
+    pub index_passes: u64,
+    /// Pages newly marked all-visible.
+    pub pages_set_all_visible: u64,
+    /// Live tuples counted (becomes n_live_tup).
+    pub live_tuples: u64,
+}
+
+impl HeapTable {
+    /// VACUUM of this table. Counted to the caller's cause (enter `vacuum` first).
+    ///
+    /// Errors: storage errors.
+    pub fn vacuum(&self, tm: &TransactionManager, cfg: &VacuumConfig) -> Result<VacuumReport> {
+        let mut rep = VacuumReport::default();
+        let n_blocks = self.pool().store().n_blocks(self.heap_rel)?;
+        let mut dead: Vec<Tid> = Vec::new();
+        let mut block = 0;
+        while block < n_blocks {
+            // Skip long runs of all-visible pages.
+            let mut run = 0;
+            while block + run < n_blocks && self.vm.is_all_visible(block + run) {
+                run += 1;
+            }
+            if run >= SKIP_PAGES_THRESHOLD {
+                rep.pages_skipped += run as u64;
+                block += run;
+                continue;
+            }
+            self.vacuum_scan_page(tm, block, &mut dead, &mut rep)?;
+            block += 1;
+            if dead.len() >= cfg.max_dead_tids {
+                self.vacuum_dead_items(&mut dead, &mut rep)?;
+            }
+        }
+        if !dead.is_empty() {
+            self.vacuum_dead_items(&mut dead, &mut rep)?;
+        }
+        self.counters
+            .n_live_tup
+            .store(rep.live_tuples as i64, Ordering::Relaxed);
+        self.counters.n_dead_tup.store(0, Ordering::Relaxed);
+        self.counters.n_ins_since_vacuum.store(0, Ordering::Relaxed);
+        Ok(rep)
+    }
+
+    fn vacuum_scan_page(
+        &self,
+        tm: &TransactionManager,
+        block: u32,
+        dead: &mut Vec<Tid>,
+        rep: &mut VacuumReport,
+    ) -> Result<()> {
+        let id = PageId::new(self.heap_rel, block);
+        // LockBufferForCleanup: wait until ours is the only pin.
+        let mut g = loop {
+            let g = self.pool().fetch_write(id)?;
+            if g.pin_count() == 1 {
+                break g;
+            }
+            drop(g);
+            std::thread::yield_now();
+        };
+        rep.pages_scanned += 1;
+        if hp::max_offset(g.data()) == 0 {
+            self.fsm.record(block, hp::heap_free_space(g.data()));
+            return Ok(());
+        }
+        let oldest = tm.oldest_xmin();
+        rep.tuples_pruned += self.prune_locked(&mut g, tm, oldest)?;
+        let mut all_visible = true;
+        let mut page_dead = 0;
+        for off in 1..=hp::max_offset(g.data()) {
+            let lp = hp::item_id(g.data(), off, id)?;
+            match lp.state {
+                LpState::Dead => {
+                    dead.push(Tid { block, offset: off });
+                    page_dead += 1;
+                }
+                LpState::Normal => {
+                    let t = hp::tuple(g.data(), lp);
+                    let (st, _) = satisfies_vacuum(t, oldest, tm);
+                    match st {
+                        VacuumStatus::Live => {
+                            rep.live_tuples += 1;
+                            // All-visible needs the inserter older than every snapshot.
+                            if t.xmin() >= oldest {
+                                all_visible = false;
+                            }
+                        }
+                        VacuumStatus::DeleteInProgress | VacuumStatus::InsertInProgress => {
+                            all_visible = false;
+                            if st == VacuumStatus::DeleteInProgress {
+                                rep.live_tuples += 1;
+                            }
+                        }
+                        _ => all_visible = false,
+                    }
+                }
+                _ => {}
+            }
+        }
+        if all_visible && page_dead == 0 && flags(g.data()) & hp::PD_ALL_VISIBLE == 0 {
+            let f = flags(g.data()) | hp::PD_ALL_VISIBLE;
+            set_flags(g.data_mut(), f);
+            let rec = RecordBuilder::new(rmgr::HEAP, info::VISIBLE)
+                .block(id, false, &[])
+                .main_data(&oldest.to_le_bytes());
+            log_change(self.wal(), &rec, &mut [&mut g])?;
+            self.vm.set(block);
+            rep.pages_set_all_visible += 1;
+        }
+        if page_dead == 0 {
+            self.fsm.record(block, hp::heap_free_space(g.data()));
+        }
+        Ok(())
+    }
+
+    /// Passes 2 and 3 over the collected dead TIDs (sorted by construction).
+    fn vacuum_dead_items(&self, dead: &mut Vec<Tid>, rep: &mut VacuumReport) -> Result<()> {
+        dead.sort_unstable();
+        dead.dedup();
+        rep.index_passes += 1;
+        let is_dead = |key: &[u8]| -> bool {
+            key.len() >= 6
+                && Tid::from_bytes(&key[key.len() - 6..])
+                    .is_some_and(|t| dead.binary_search(&t).is_ok())
+        };
+        rep.index_entries_removed += self.pk.bulk_delete(&mut |k, _| is_dead(k))?;
+        for idx in &self.indexes {
+            rep.index_entries_removed += idx.bulk_delete(&mut |k, _| is_dead(k))?;
+        }
+        let mut i = 0;
+        while i < dead.len() {
+            let block = dead[i].block;
+            let mut offs = Vec::new();
+            while i < dead.len() && dead[i].block == block {
+                offs.push(dead[i].offset);
+                i += 1;
+            }
+            let id = PageId::new(self.heap_rel, block);
+            let mut g = self.pool().fetch_write(id)?;
+            let mut freed = Vec::new();
+            for &off in &offs {
+                if hp::item_id(g.data(), off, id)?.state == LpState::Dead {
+                    hp::set_item_id(
+                        g.data_mut(),
+                        off,
+                        hp::ItemId {
+                            off: 0,
+                            state: LpState::Unused,
+                            len: 0,
+                        },
+                    );
+                    freed.push(off);
+                }
+            }
+            if freed.is_empty() {
+                continue;
+            }
+            hp::truncate_line_pointers(g.data_mut());
+            hp::repair_fragmentation(g.data_mut());
+            let data: Vec<u8> = freed.iter().flat_map(|o| o.to_le_bytes()).collect();
+            let rec = RecordBuilder::new(rmgr::HEAP, info::VACUUM).block(id, false, &data);
+            log_change(self.wal(), &rec, &mut [&mut g])?;
+            rep.dead_items_removed += freed.len() as u64;
+            self.fsm.record(block, hp::heap_free_space(g.data()));
+        }
+        dead.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,357 @@
+//! Concurrency behaviour every design must show (one body, run for each design): bank
+//! transfers keep the total, no reader sees half a transaction, no lost update at read
+//! committed, serialization failure at repeatable read, deadlocks detected.
+
+mod common;
+use common::*;
+use mvcclab_engine::btree::ScanDirection;
+use mvcclab_engine::catalog::Value;
+use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::mvcc::Isolation;
+use mvcclab_engine::Error;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const ACCOUNTS: i32 = 50;
+const START: i64 = 1000;
+
+fn setup(db: &Database) -> TableId {
+    let t = db.create_table(accounts_def()).unwrap();
+    let mut tx = db.begin();
+    for id in 0..ACCOUNTS {
+        tx.insert(
+            t,
+            vec![
+                Value::Integer(id),
+                Value::BigInt(START),
+                Value::Text(format!("owner{}", id % 7)),
+            ],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
+fn total(db: &Database, t: TableId, iso: Isolation) -> i64 {
+    let mut tx = db.begin_with(iso);
+    let rows = tx
+        .scan(
+            t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )
+        .unwrap();
+    assert_eq!(
+        rows.len(),
+        ACCOUNTS as usize,
+        "every account visible exactly once"
+    );
+    tx.commit().unwrap();
+    rows.iter()
+        .map(|r| match r[1] {
+            Value::BigInt(b) => b,
+            _ => panic!("balance type"),
+        })
+        .sum()
+}
+
+fn retryable(e: &Error) -> bool {
+    matches!(e, Error::SerializationFailure(_) | Error::Deadlock(_))
+}
+
+#[test]
+fn bank_transfers_keep_the_total_and_readers_never_see_half_a_transfer() {
+    for design in designs() {
+        for iso in [Isolation::ReadCommitted, Isolation::RepeatableRead] {
+            let db = Arc::new(open_db(design.clone(), 64));
+            let t = setup(&db);
+            let stop = Arc::new(AtomicBool::new(false));
+            let committed = Arc::new(AtomicU64::new(0));
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (db, stop) = (db.clone(), stop.clone());
+                    std::thread::spawn(move || {
+                        let mut n = 0;
+                        while !stop.load(Ordering::Relaxed) || n < 3 {
+                            // A repeatable-read snapshot must always add up.
+                            assert_eq!(
+                                total(&db, t, Isolation::RepeatableRead),
+                                ACCOUNTS as i64 * START
+                            );
+                            n += 1;
+                        }
+                    })
+                })
+                .collect();
+            let writers: Vec<_> = (0..4u64)
+                .map(|w| {
+                    let (db, committed) = (db.clone(), committed.clone());
+                    std::thread::spawn(move || {
+                        let mut x = w * 7919 + 1;
+                        for _ in 0..150 {
+                            x = x
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
+                            let a = ((x >> 33) % ACCOUNTS as u64) as i32;
+                            let b = ((x >> 13) % ACCOUNTS as u64) as i32;
+                            if a == b {
+                                continue;
+                            }
+                            let amount = ((x >> 40) % 50) as i64;
+                            let mut tx = db.begin_with(iso);
+                            let r = tx
+                                .update(t, &[Value::Integer(a)], &[Assign::Add(1, -amount)])
+                                .and_then(|_| {
+                                    tx.update(t, &[Value::Integer(b)], &[Assign::Add(1, amount)])
+                                });
+                            match r {
+                                Ok(_) => {
+                                    tx.commit().unwrap();
+                                    committed.fetch_add(1, Ordering::Relaxed);
+                                }
+                                Err(e) if retryable(&e) => {}
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in writers {
+                w.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+            for r in readers {
+                r.join().unwrap();
+            }
+            assert!(
+                committed.load(Ordering::Relaxed) > 100,
+                "{iso:?}: most transfers commit"
+            );
+            assert_eq!(
+                total(&db, t, Isolation::ReadCommitted),
+                ACCOUNTS as i64 * START,
+                "{} {iso:?}",
+                design.name
+            );
+        }
+    }
+}
+
+#[test]
+fn no_lost_update_at_read_committed() {
+    for design in designs() {
+        let db = Arc::new(open_db(design, 64));
+        let t = setup(&db);
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        let mut tx = db.begin_with(Isolation::ReadCommitted);
+                        assert!(tx
+                            .update(t, &[Value::Integer(7)], &[Assign::Add(1, 1)])
+                            .unwrap());
+                        tx.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for th in threads {
+            th.join().unwrap();
+        }
+        let mut tx = db.begin();
+        let row = tx.get(t, &[Value::Integer(7)]).unwrap().unwrap();
+        assert_eq!(
+            row[1],
+            Value::BigInt(START + 400),
+            "every increment counted"
+        );
+    }
+}
+
+#[test]
+fn repeatable_read_fails_on_a_concurrent_update() {
+    for design in designs() {
+        let db = open_db(design, 64);
+        let t = setup(&db);
+        let mut t1 = db.begin_with(Isolation::RepeatableRead);
+        assert_eq!(
+            t1.get(t, &[Value::Integer(1)]).unwrap().unwrap()[1],
+            Value::BigInt(START)
+        );
+        let mut t2 = db.begin_with(Isolation::ReadCommitted);
+        assert!(t2
+            .update(t, &[Value::Integer(1)], &[Assign::Set(1, Value::BigInt(1))])
+            .unwrap());
+        t2.commit().unwrap();
+        // t1's snapshot still sees the old balance ...
+        assert_eq!(
+            t1.get(t, &[Value::Integer(1)]).unwrap().unwrap()[1],
+            Value::BigInt(START)
+        );
+        // ... and may not overwrite the newer version.
+        let e = t1
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 5)])
+            .unwrap_err();
+        assert!(matches!(e, Error::SerializationFailure(_)), "{e}");
+        assert!(matches!(
+            t1.get(t, &[Value::Integer(1)]),
+            Err(Error::TransactionClosed("aborted"))
+        ));
+    }
+}
+
+#[test]
+fn read_committed_sees_each_statements_newest_commits_repeatable_read_does_not() {
+    for design in designs() {
+        let db = open_db(design, 64);
+        let t = setup(&db);
+        let mut rc = db.begin_with(Isolation::ReadCommitted);
+        let mut rr = db.begin_with(Isolation::RepeatableRead);
+        assert_eq!(
+            rc.get(t, &[Value::Integer(2)]).unwrap().unwrap()[1],
+            Value::BigInt(START)
+        );
+        assert_eq!(
+            rr.get(t, &[Value::Integer(2)]).unwrap().unwrap()[1],
+            Value::BigInt(START)
+        );
+        let mut w = db.begin();
+        w.update(t, &[Value::Integer(2)], &[Assign::Set(1, Value::BigInt(5))])
+            .unwrap();
+        w.insert(
+            t,
+            vec![
+                Value::Integer(999),
+                Value::BigInt(1),
+                Value::Text("new".into()),
+            ],
+        )
+        .unwrap();
+        w.commit().unwrap();
+        assert_eq!(
+            rc.get(t, &[Value::Integer(2)]).unwrap().unwrap()[1],
+            Value::BigInt(5)
+        );
+        assert!(rc.get(t, &[Value::Integer(999)]).unwrap().is_some());
+        assert_eq!(
+            rr.get(t, &[Value::Integer(2)]).unwrap().unwrap()[1],
+            Value::BigInt(START)
+        );
+        assert!(rr.get(t, &[Value::Integer(999)]).unwrap().is_none());
+        rc.commit().unwrap();
+        rr.commit().unwrap();
+    }
+}
+
+#[test]
+fn a_writer_waits_for_the_row_holder_then_sees_its_outcome() {
+    for design in designs() {
+        let db = Arc::new(open_db(design, 64));
+        let t = setup(&db);
+        let mut holder = db.begin();
+        holder
+            .update(t, &[Value::Integer(3)], &[Assign::Set(1, Value::BigInt(1))])
+            .unwrap();
+        let waiter = {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let mut tx = db.begin_with(Isolation::ReadCommitted);
+                let r = tx
+                    .update(t, &[Value::Integer(3)], &[Assign::Add(1, 10)])
+                    .unwrap();
+                tx.commit().unwrap();
+                r
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !waiter.is_finished(),
+            "the second writer must wait for the first"
+        );
+        holder.abort().unwrap();
+        assert!(waiter.join().unwrap());
+        let mut tx = db.begin();
+        assert_eq!(
+            tx.get(t, &[Value::Integer(3)]).unwrap().unwrap()[1],
+            Value::BigInt(START + 10),
+            "built on the surviving version"
+        );
+    }
+}
+
+#[test]
+fn deadlock_is_detected_and_one_victim_aborted() {
+    for design in designs() {
+        let db = Arc::new(open_db(design, 64));
+        let t = setup(&db);
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let run = |first: i32, second: i32| {
+            let (db, barrier) = (db.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut tx = db.begin();
+                tx.update(t, &[Value::Integer(first)], &[Assign::Add(1, 1)])
+                    .unwrap();
+                barrier.wait();
+                match tx.update(t, &[Value::Integer(second)], &[Assign::Add(1, 1)]) {
+                    Ok(_) => tx.commit().map(|_| true),
+                    Err(e) => Err(e),
+                }
+            })
+        };
+        let a = run(10, 11);
+        let b = run(11, 10);
+        let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+        let deadlocks = [&ra, &rb]
+            .iter()
+            .filter(|r| matches!(r, Err(Error::Deadlock(_))))
+            .count();
+        assert_eq!(deadlocks, 1, "exactly one victim: {ra:?} {rb:?}");
+        assert!(ra.is_ok() || rb.is_ok());
+        let msg = [ra, rb]
+            .into_iter()
+            .find_map(|r| r.err())
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("deadlock detected"), "{msg}");
+    }
+}
+
+#[test]
+fn unique_violation_names_the_key_and_aborts() {
+    for design in designs() {
+        let db = open_db(design, 64);
+        let t = setup(&db);
+        let mut tx = db.begin();
+        let e = tx
+            .insert(
+                t,
+                vec![Value::Integer(5), Value::BigInt(0), Value::Text("x".into())],
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+        assert!(e.to_string().contains("(5)"), "{e}");
+        // A key freed by a committed delete can be used again.
+        let mut d = db.begin();
+        assert!(d.delete(t, &[Value::Integer(5)]).unwrap());
+        d.commit().unwrap();
+        let mut tx = db.begin();
+        tx.insert(
+            t,
+            vec![Value::Integer(5), Value::BigInt(0), Value::Text("x".into())],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let mut r = db.begin();
+        assert_eq!(
+            r.get_by_index(t, 0, &[Value::Text("x".into())])
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}

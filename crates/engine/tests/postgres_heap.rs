@@ -1,0 +1,226 @@
+//! The postgres preset's heap: HOT and non-HOT updates, pruning, vacuum, fillfactor.
+
+mod common;
+use common::*;
+use mvcclab_engine::btree::{BTree, BTreeConfig};
+use mvcclab_engine::catalog::Value;
+use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::heap::raw;
+use mvcclab_engine::page::PageId;
+
+fn entries(db: &Database, rel: u32) -> u64 {
+    BTree::open(db.storage().pool().clone(), rel, BTreeConfig::postgres())
+        .unwrap()
+        .stats()
+        .unwrap()
+        .entries
+}
+
+fn index_entries(db: &Database, t: TableId) -> (u64, u64) {
+    let r = db.relations(t).unwrap();
+    (entries(db, r.primary_key), entries(db, r.indexes[0]))
+}
+
+fn sb_row(id: i32, k: i32, tag: u64) -> Vec<Value> {
+    vec![
+        Value::Integer(id),
+        Value::Integer(k),
+        Value::Text(format!("c-{tag:0>20}")),
+        Value::Text("pad".into()),
+    ]
+}
+
+fn load(db: &Database, name: &str, rows: i32) -> TableId {
+    let t = db.create_table(sbtest_def(name)).unwrap();
+    let mut tx = db.begin();
+    for id in 0..rows {
+        tx.insert(t, sb_row(id, id, 0)).unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
+fn update(db: &Database, t: TableId, id: i32, set: &[Assign]) {
+    let mut tx = db.begin();
+    assert!(tx.update(t, &[Value::Integer(id)], set).unwrap());
+    tx.commit().unwrap();
+}
+
+#[test]
+fn non_indexed_update_with_room_is_hot_and_adds_no_index_entry() {
+    let db = open_db(
+        DesignConfig {
+            fillfactor: 80,
+            ..DesignConfig::postgres()
+        },
+        256,
+    );
+    let t = load(&db, "sbtest1", 100);
+    let before = (db.table_stats(t).unwrap(), index_entries(&db, t));
+    update(&db, t, 5, &[Assign::Set(2, Value::Text("changed".into()))]);
+    let after = (db.table_stats(t).unwrap(), index_entries(&db, t));
+    assert_eq!(after.0.n_tup_hot_upd, before.0.n_tup_hot_upd + 1);
+    assert_eq!(
+        after.0.index_entries_inserted,
+        before.0.index_entries_inserted
+    );
+    assert_eq!(after.1, before.1, "no index entry added");
+}
+
+#[test]
+fn indexed_update_adds_one_entry_to_every_index() {
+    let db = open_db(
+        DesignConfig {
+            fillfactor: 80,
+            ..DesignConfig::postgres()
+        },
+        256,
+    );
+    let t = load(&db, "sbtest1", 100);
+    let (pk0, k0) = index_entries(&db, t);
+    update(&db, t, 5, &[Assign::Add(1, 1)]); // k = k + 1: k is indexed
+    let s = db.table_stats(t).unwrap();
+    assert_eq!((s.n_tup_upd, s.n_tup_hot_upd), (1, 0));
+    assert_eq!(
+        index_entries(&db, t),
+        (pk0 + 1, k0 + 1),
+        "an entry in the primary key and in k_1"
+    );
+}
+
+#[test]
+fn update_on_a_full_page_is_not_hot_even_for_unindexed_columns() {
+    let db = open_db(DesignConfig::postgres(), 256); // fillfactor 100: pages fill up
+    let t = load(&db, "sbtest1", 200);
+    assert!(db.table_pages(t).unwrap().0 >= 2);
+    let (pk0, k0) = index_entries(&db, t);
+    update(&db, t, 0, &[Assign::Set(2, Value::Text("x".into()))]); // row 0 lives on full page 0
+    let s = db.table_stats(t).unwrap();
+    assert_eq!(
+        (s.n_tup_upd, s.n_tup_hot_upd),
+        (1, 0),
+        "no room on the page: not HOT"
+    );
+    assert_eq!(index_entries(&db, t), (pk0 + 1, k0 + 1));
+}
+
+#[test]
+fn pruning_keeps_a_steady_update_of_the_same_rows_hot_and_the_heap_stops_growing() {
+    let db = open_db(DesignConfig::postgres(), 512);
+    let t = load(&db, "sbtest1", 2000);
+    let mut x: u64 = 42;
+    let mut round = |n: usize| {
+        for i in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let id = ((x >> 33) % 2000) as i32;
+            update(
+                &db,
+                t,
+                id,
+                &[Assign::Set(2, Value::Text(format!("c-{i:0>20}")))],
+            );
+        }
+    };
+    round(6000);
+    let s1 = db.table_stats(t).unwrap();
+    let pages1 = db.table_pages(t).unwrap().0;
+    round(6000);
+    let s2 = db.table_stats(t).unwrap();
+    let pages2 = db.table_pages(t).unwrap().0;
+    let hot_share =
+        (s2.n_tup_hot_upd - s1.n_tup_hot_upd) as f64 / (s2.n_tup_upd - s1.n_tup_upd) as f64;
+    assert!(hot_share > 0.95, "steady state HOT share {hot_share:.3}");
+    assert!(s2.pages_pruned > 0);
+    assert!(
+        pages2 <= pages1 + pages1 / 50,
+        "heap grew from {pages1} to {pages2} pages"
+    );
+}
+
+#[test]
+fn vacuum_removes_dead_tuples_and_their_index_entries_and_growth_stops() {
+    let db = open_db(DesignConfig::postgres(), 512);
+    let t = load(&db, "sbtest1", 1000);
+    let mut pages = Vec::new();
+    for round in 0..6 {
+        // Non-HOT: k is indexed, so every update adds entries and leaves a dead version.
+        for id in 0..1000 {
+            update(
+                &db,
+                t,
+                id,
+                &[Assign::Set(1, Value::Integer(round * 10_000 + id))],
+            );
+        }
+        let dead_before = db.table_stats(t).unwrap().n_dead_tup;
+        assert!(dead_before > 0);
+        let rep = db.gc(t).unwrap().vacuum.unwrap();
+        assert!(rep.index_entries_removed > 0, "{rep:?}");
+        assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 0);
+        assert_eq!(rep.live_tuples, 1000);
+        assert_eq!(
+            index_entries(&db, t),
+            (1000, 1000),
+            "one entry per live row in every index after vacuum"
+        );
+        pages.push(db.table_pages(t).unwrap().0);
+    }
+    assert!(
+        pages[5] <= pages[2],
+        "heap keeps growing despite vacuum: {pages:?}"
+    );
+    let mut tx = db.begin();
+    let rows = tx
+        .get_by_index(t, 0, &[Value::Integer(50_000 + 7)])
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][0], Value::Integer(7));
+}
+
+#[test]
+fn fillfactor_75_leaves_a_quarter_of_each_page_free_after_a_load() {
+    let db = open_db(
+        DesignConfig {
+            fillfactor: 75,
+            ..DesignConfig::postgres()
+        },
+        512,
+    );
+    let t = load(&db, "sbtest1", 3000);
+    let rel = db.relations(t).unwrap().table;
+    let n = db.table_pages(t).unwrap().0 as u32;
+    assert!(n > 5);
+    for b in 0..n {
+        let g = db.storage().pool().fetch_read(PageId::new(rel, b)).unwrap();
+        let free = raw::heap_free_space(g.data());
+        assert!(free >= 8192 / 4, "page {b} has only {free} bytes free");
+        if b + 1 < n {
+            assert!(
+                free < 8192 / 4 + 300,
+                "page {b} was left with {free} bytes: it should have taken another row"
+            );
+        }
+    }
+}
+
+#[test]
+fn hint_bits_are_set_by_the_first_reader_and_dirty_the_page() {
+    let db = open_db(DesignConfig::postgres(), 256);
+    let t = load(&db, "sbtest1", 100);
+    db.storage().checkpoint().unwrap();
+    assert_eq!(db.storage().pool().state().dirty_pages, 0);
+    let mut tx = db.begin();
+    for id in 0..100 {
+        tx.get(t, &[Value::Integer(id)]).unwrap().unwrap();
+    }
+    tx.commit().unwrap();
+    let s = db.table_stats(t).unwrap();
+    assert_eq!(s.hint_bit_writes, 100, "each tuple's xmin hint set once");
+    assert!(
+        db.storage().pool().state().dirty_pages > 0,
+        "hint bits dirty pages without WAL"
+    );
+}
