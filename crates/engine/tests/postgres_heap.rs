@@ -224,3 +224,86 @@ fn hint_bits_are_set_by_the_first_reader_and_dirty_the_page() {
         "hint bits dirty pages without WAL"
     );
 }
+
+#[test]
+fn statio_counts_heap_and_index_blocks_hit_and_read() {
+    let db = open_db(DesignConfig::postgres(), 256);
+    let t = load(&db, "sbtest1", 500);
+    let before = db.table_stats(t).unwrap();
+    let mut tx = db.begin();
+    for id in (0..500).step_by(7) {
+        tx.get(t, &[Value::Integer(id)]).unwrap().unwrap();
+    }
+    tx.commit().unwrap();
+    let after = db.table_stats(t).unwrap();
+    let heap = (after.heap_blks_hit + after.heap_blks_read)
+        - (before.heap_blks_hit + before.heap_blks_read);
+    let idx =
+        (after.idx_blks_hit + after.idx_blks_read) - (before.idx_blks_hit + before.idx_blks_read);
+    assert!(heap >= 72, "one heap page per lookup at least: {heap}");
+    assert!(
+        idx >= 72 * 2,
+        "a root and a leaf per lookup at least: {idx}"
+    );
+}
+
+#[test]
+fn autovacuum_fires_by_the_threshold_rule() {
+    use mvcclab_engine::db::DatabaseConfig;
+    // Fillfactor 50 keeps every page above the pruning trigger (free < max(50 % reserve,
+    // BLCKSZ/10)), so on-access pruning does not lower n_dead_tup behind the test's back.
+    let mut cfg = DatabaseConfig::new(DesignConfig {
+        fillfactor: 50,
+        ..DesignConfig::postgres()
+    });
+    cfg.storage = mvcclab_engine::StorageConfig::without_background(256);
+    cfg.vacuum.autovacuum = true;
+    cfg.vacuum.naptime_ms = 10;
+    cfg.vacuum.insert_threshold = u64::MAX / 2; // only the dead-tuple rule here
+    let db = Database::open(cfg).unwrap();
+    let t = load(&db, "sbtest1", 500);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        db.table_stats(t).unwrap().autovacuum_count,
+        0,
+        "0 dead tuples: below 50 + 0.2 × 500"
+    );
+    // 100 deleted: 100 dead ≤ 50 + 0.2 × 400 live = 130: no vacuum.
+    let mut tx = db.begin();
+    for id in 0..100 {
+        tx.delete(t, &[Value::Integer(id)]).unwrap();
+    }
+    tx.commit().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(
+        db.table_stats(t).unwrap().autovacuum_count,
+        0,
+        "100 dead ≤ 130"
+    );
+    // 30 more: 130 dead > 50 + 0.2 × 370 = 124: vacuum.
+    let mut tx = db.begin();
+    for id in 100..130 {
+        tx.delete(t, &[Value::Integer(id)]).unwrap();
+    }
+    tx.commit().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db.table_stats(t).unwrap().autovacuum_count == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "autovacuum did not run: {:?}",
+            db.table_stats(t).unwrap()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let s = db.table_stats(t).unwrap();
+    assert_eq!((s.n_dead_tup, s.n_live_tup), (0, 370));
+    assert!(
+        db.storage()
+            .snapshot()
+            .counters
+            .cause(mvcclab_engine::stats::Cause::Vacuum)
+            .buffer_hits
+            > 0,
+        "vacuum's work is counted to its cause"
+    );
+}

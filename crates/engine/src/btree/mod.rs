@@ -23,7 +23,7 @@
 //! rightmost leaf splits because of an insert at its end (PostgreSQL applies it to any
 //! split of the rightmost leaf, and BTREE_NONLEAF_FILLFACTOR 70 to rightmost internal
 //! pages; here internal splits halve the bytes); the split point ignores how well the
-//! separator truncates; the key carries no separate high key.
+//! separator truncates; pages carry no high key (PostgreSQL's `P_HIKEY` item).
 //!
 //! # Invariants
 //! 1. Block 0 is the meta page; it names the root and the height (root level + 1). Every
@@ -44,7 +44,8 @@
 //!    [`BTree::max_entry_bytes`]), so any overfull page splits into two that fit, and an
 //!    internal page with a quarter page free (*safe*) can take any separator.
 //! 6. Outside an operation that holds the latches, no page has INCOMPLETE_SPLIT set: a
-//!    split's downlink is inserted before those latches are released.
+//!    split's downlink is inserted before those latches are released (unless an error
+//!    interrupts the cascade; see Crash safety).
 //!
 //! # Locking
 //! Page latches are the pool's content locks ([`crate::buffer::ReadPageGuard`] /
@@ -63,7 +64,9 @@
 //!    re-descend from the root for the keys below the last leaf's low fence.
 //! 5. A scan's callback runs with no latch held (the leaf's matching entries are copied
 //!    first; the scan resumes after the last key delivered). No latch is held while waiting
-//!    on anything but another page latch (callbacks, row locks, commits).
+//!    on anything but another page latch (callbacks, row locks, commits); the one callback
+//!    run under a latch is bulk delete's `dead` predicate, which must not block (as
+//!    PostgreSQL's `btvacuumpage` calls its callback under the page's cleanup lock).
 //!
 //! Lock order: the meta page first; then pages ordered by (low fence ascending, level
 //! descending). Every latch taken while others are held is later in this order: a child
@@ -72,7 +75,9 @@
 //! internal page splits, its right sibling after the child whose split it completes
 //! (still latched: its whole range lies left of that sibling's low fence, as in
 //! PostgreSQL's `_bt_split`). Since low fences never change (invariant 2), the order is
-//! fixed and no cycle of waits can form.
+//! fixed and no cycle of waits can form. A page just allocated for a split or a new root
+//! is outside the order: no other thread can reach it before it is linked in, so latching
+//! it never waits (the pool's eviction only try-locks a victim).
 //!
 //! # Crash safety
 //! Every change follows the WAL recipe (`wal` module doc) through

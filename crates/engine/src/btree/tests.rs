@@ -12,6 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 type Kv = (Vec<u8>, Vec<u8>);
+/// A corruption case: name, page, how to damage it, what must then report corruption.
+type Case<'c> = (
+    &'c str,
+    PageId,
+    Box<dyn Fn(&mut [u8])>,
+    &'c dyn Fn(&BTree) -> bool,
+);
 
 /// A storage of 8 KiB pages with `frames` frames and no background threads.
 fn storage(frames: usize) -> Storage {
@@ -147,8 +154,7 @@ fn basic_operations_and_reopen() {
     let again = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::postgres()).unwrap();
     assert_eq!(all(&again), all(&t));
     let e = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::innodb())
-        .err()
-        .expect("geometry differs");
+        .expect_err("geometry differs");
     assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
     let mut bad = BTreeConfig::postgres();
     bad.entry_align = 3;
@@ -547,12 +553,7 @@ fn corrupted_pages_give_corrupted_errors() {
                 BTreeConfig::innodb(),
             ))
     };
-    let cases: Vec<(
-        &str,
-        PageId,
-        Box<dyn Fn(&mut [u8])>,
-        &dyn Fn(&BTree) -> bool,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         ("page type", leaf_id, Box::new(|p| p[26] = 0), &get),
         ("special offset", leaf_id, Box::new(|p| p[24] = 1), &get),
         (
@@ -993,7 +994,7 @@ fn concurrent_inserts_and_lookups_then_a_full_scan_returns_exactly_the_set() {
 fn concurrent_scans_see_every_old_key_in_order_while_inserts_split_pages() {
     let s = Arc::new(storage(256));
     let t = Arc::new(BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap());
-    const OLD: u32 = 2000;
+    const OLD: u32 = 4000;
     for i in 0..OLD {
         t.insert(&k(i * 2), &[1u8; 40]).unwrap();
     }
@@ -1101,11 +1102,14 @@ fn concurrent_mixed_operations_match_per_thread_models() {
                     match x % 10 {
                         0..=4 => {
                             let r = t.insert(&key, &v);
-                            if model.contains_key(&key) {
-                                assert!(matches!(r, Err(Error::DuplicateKey { .. })));
-                            } else {
-                                r.unwrap();
-                                model.insert(key, v);
+                            match model.entry(key) {
+                                std::collections::btree_map::Entry::Occupied(_) => {
+                                    assert!(matches!(r, Err(Error::DuplicateKey { .. })))
+                                }
+                                std::collections::btree_map::Entry::Vacant(e) => {
+                                    r.unwrap();
+                                    e.insert(v);
+                                }
                             }
                         }
                         5..=6 => {

@@ -990,6 +990,7 @@ impl BTree {
     ///
     /// Errors: `f`'s error; [`Error::Corrupted`] for a damaged page (or a sibling cycle);
     /// pool errors.
+    #[allow(clippy::type_complexity)] // the signature the callers were promised
     pub fn scan(
         &self,
         lo: Bound<&[u8]>,
@@ -1003,6 +1004,7 @@ impl BTree {
         }
     }
 
+    #[allow(clippy::type_complexity)]
     fn scan_forward(
         &self,
         lo: Bound<&[u8]>,
@@ -1066,6 +1068,7 @@ impl BTree {
         }
     }
 
+    #[allow(clippy::type_complexity)]
     fn scan_backward(
         &self,
         lo: Bound<&[u8]>,

@@ -18,6 +18,18 @@ use std::sync::Arc;
 
 /// Page-table partitions (PostgreSQL NUM_BUFFER_PARTITIONS).
 const PARTITIONS: usize = 128;
+/// Relations whose page requests are counted per relation (ids FIRST_RELATION onwards).
+const REL_IO_SLOTS: usize = 4096;
+
+/// Page requests of one relation (pg_statio_user_tables / pg_statio_user_indexes:
+/// `*_blks_hit`, `*_blks_read`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelIo {
+    /// Requests served from the pool.
+    pub blks_hit: u64,
+    /// Requests that read the page.
+    pub blks_read: u64,
+}
 const NO_PAGE: u64 = u64::MAX;
 
 fn pack(id: PageId) -> u64 {
@@ -107,6 +119,7 @@ pub struct BufferPool {
     dblwr: Option<Doublewrite>,
     stats: Arc<Stats>,
     unsynced_rels: Mutex<BTreeSet<FileId>>,
+    rel_io: Box<[[AtomicU64; 2]]>,
     cfg: BufferPoolConfig,
 }
 
@@ -171,6 +184,9 @@ impl BufferPool {
             dblwr,
             stats,
             unsynced_rels: Mutex::new(BTreeSet::new()),
+            rel_io: (0..REL_IO_SLOTS)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
             cfg,
         })
     }
@@ -188,6 +204,23 @@ impl BufferPool {
     /// The WAL the pool flushes before writing pages.
     pub fn wal(&self) -> &Arc<Wal> {
         &self.wal
+    }
+
+    fn count_rel(&self, rel: FileId, hit: bool) {
+        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
+        if let Some(c) = self.rel_io.get(slot) {
+            c[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Page requests of relation `rel` since the pool opened (zero for relations beyond the
+    /// first 4096, which are not counted per relation).
+    pub fn rel_io(&self, rel: FileId) -> RelIo {
+        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
+        self.rel_io.get(slot).map_or(RelIo::default(), |c| RelIo {
+            blks_hit: c[0].load(Ordering::Relaxed),
+            blks_read: c[1].load(Ordering::Relaxed),
+        })
     }
 
     pub(super) fn frame(&self, f: FrameId) -> &Frame {
@@ -303,6 +336,7 @@ impl BufferPool {
                 self.replacer.accessed(f);
                 if !create {
                     self.stats.add(Metric::buffer_hits, 1);
+                    self.count_rel(id.rel, true);
                 }
                 return Ok((f, true));
             }
@@ -331,6 +365,7 @@ impl BufferPool {
                     self.replacer.loaded(f);
                     if !create {
                         self.stats.add(Metric::buffer_misses, 1);
+                        self.count_rel(id.rel, false);
                     }
                     return Ok((f, false));
                 }

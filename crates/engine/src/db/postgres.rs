@@ -189,7 +189,7 @@ impl Engine for PostgresEngine {
     }
 
     fn table_stats(&self, t: TableId) -> Result<TableStats> {
-        Ok(self.inner.table(t)?.counters.snapshot())
+        Ok(self.inner.table(t)?.stats())
     }
 
     fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {

@@ -127,10 +127,6 @@ pub struct TableCounters {
     pub vacuum_count: AtomicU64,
     /// Vacuums by autovacuum.
     pub autovacuum_count: AtomicU64,
-    /// Heap page requests that were buffer hits.
-    pub heap_blks_hit: AtomicU64,
-    /// Heap page requests that had to read the page.
-    pub heap_blks_read: AtomicU64,
     /// Index entries inserted (all indexes).
     pub index_entries_inserted: AtomicU64,
     /// Tuple versions examined by reads (chain members checked for visibility).
@@ -165,7 +161,8 @@ impl TableCounters {
         }
     }
 
-    /// A plain snapshot for reports.
+    /// A plain snapshot of the table's own counters (block figures are zero here; see
+    /// `HeapTable::stats`, which adds them from the buffer pool).
     pub fn snapshot(&self) -> TableStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         TableStats {
@@ -177,8 +174,10 @@ impl TableCounters {
             n_dead_tup: self.n_dead_tup.load(Ordering::Relaxed).max(0) as u64,
             vacuum_count: l(&self.vacuum_count),
             autovacuum_count: l(&self.autovacuum_count),
-            heap_blks_hit: l(&self.heap_blks_hit),
-            heap_blks_read: l(&self.heap_blks_read),
+            heap_blks_hit: 0,
+            heap_blks_read: 0,
+            idx_blks_hit: 0,
+            idx_blks_read: 0,
             index_entries_inserted: l(&self.index_entries_inserted),
             versions_traversed: l(&self.versions_traversed),
             pages_pruned: l(&self.pages_pruned),
@@ -210,6 +209,10 @@ pub struct TableStats {
     pub heap_blks_hit: u64,
     /// Heap pages read.
     pub heap_blks_read: u64,
+    /// Index page buffer hits, all the table's indexes (pg_statio_user_tables.idx_blks_hit).
+    pub idx_blks_hit: u64,
+    /// Index pages read.
+    pub idx_blks_read: u64,
     /// Index entries inserted.
     pub index_entries_inserted: u64,
     /// Tuple versions examined by reads.

@@ -160,7 +160,7 @@ impl HeapTable {
             .def
             .primary_key
             .iter()
-            .map(|&c| self.def.columns[c].ty.clone())
+            .map(|&c| self.def.columns[c].ty)
             .collect();
         if values.len() != types.len() {
             return Err(Error::InvalidValue(format!(
@@ -184,7 +184,7 @@ impl HeapTable {
         let types: Vec<_> = idx
             .columns
             .iter()
-            .map(|&c| self.def.columns[c].ty.clone())
+            .map(|&c| self.def.columns[c].ty)
             .collect();
         if values.len() != types.len() {
             return Err(Error::InvalidValue(format!(
@@ -199,12 +199,18 @@ impl HeapTable {
         Ok(out)
     }
 
-    fn note_page_access(&self, hit: bool) {
-        if hit {
-            self.counters.heap_blks_hit.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.counters.heap_blks_read.fetch_add(1, Ordering::Relaxed);
+    /// Counters with pg_statio's block figures filled in from the buffer pool.
+    pub fn stats(&self) -> super::TableStats {
+        let mut s = self.counters.snapshot();
+        let heap = self.pool.rel_io(self.heap_rel);
+        s.heap_blks_hit = heap.blks_hit;
+        s.heap_blks_read = heap.blks_read;
+        for rel in std::iter::once(self.pk.rel()).chain(self.indexes.iter().map(|i| i.rel())) {
+            let io = self.pool.rel_io(rel);
+            s.idx_blks_hit += io.blks_hit;
+            s.idx_blks_read += io.blks_read;
         }
+        s
     }
 
     // ---------------------------------------------------------------------------------
@@ -296,7 +302,6 @@ impl HeapTable {
     fn chain(&self, tm: &TransactionManager, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
         self.prune_opt(tm, root.block)?;
         let g = self.pool.fetch_read(self.page_id(root.block))?;
-        self.note_page_access(g.was_hit());
         let id = g.page_id();
         let page = g.data();
         let mut out = Vec::new();
@@ -524,7 +529,6 @@ impl HeapTable {
             tries += 1;
             if Some(b) != avoid && b < self.pool.store().n_blocks(self.heap_rel)? {
                 let g = self.pool.fetch_write(self.page_id(b))?;
-                self.note_page_access(g.was_hit());
                 let free = hp::heap_free_space(g.data());
                 if need <= free {
                     return Ok((g, false));
@@ -702,9 +706,7 @@ impl HeapTable {
                 .unwrap_or(0);
             &self.def.indexes[ix].columns
         };
-        cols.iter()
-            .map(|&c| self.def.columns[c].ty.clone())
-            .collect()
+        cols.iter().map(|&c| self.def.columns[c].ty).collect()
     }
 
     /// `_bt_check_unique` with SnapshotDirty: `None` when no conflicting row exists,
@@ -847,7 +849,6 @@ impl HeapTable {
         pk_key: &[u8],
     ) -> Result<std::result::Result<(WritePageGuard<'_>, hp::ItemId, Row), Attempt>> {
         let mut g = self.pool.fetch_write(self.page_id(tid.block))?;
-        self.note_page_access(g.was_hit());
         let id = g.page_id();
         let lp = hp::item_id(g.data(), tid.offset, id)?;
         if lp.state != LpState::Normal {

@@ -63,7 +63,9 @@ impl Default for VacuumConfig {
 
 impl VacuumConfig {
     /// autovacuum.c `relation_needs_vacanalyze`: dead tuples above threshold + scale factor ×
-    /// live tuples, or inserts since the last vacuum above the insert threshold.
+    /// live tuples, or inserts since the last vacuum above the insert threshold. PostgreSQL
+    /// multiplies by pg_class.reltuples (as of the last vacuum or analyze); mvcclab by the
+    /// current n_live_tup estimate (documented difference).
     pub fn needs_vacuum(&self, live: u64, dead: u64, ins_since: u64) -> bool {
         let vac = self.threshold as f64 + self.scale_factor * live as f64;
         let ins = self.insert_threshold as f64 + self.insert_scale_factor * live as f64;
