@@ -144,11 +144,22 @@ pub fn free_space(page: &[u8]) -> usize {
 }
 
 /// PageGetHeapFreeSpace: [`free_space`], but 0 when the page already has
-/// `MaxHeapTuplesPerPage` line pointers and none is unused.
+/// `MaxHeapTuplesPerPage` line pointers and none is unused. The PD_HAS_FREE_LINES flag is
+/// only a hint, so it is confirmed by looking for an unused line pointer, as bufpage.c does
+/// ("the hint is wrong, but we can't clear it here").
 pub fn heap_free_space(page: &[u8]) -> usize {
-    let n = max_offset(page) as usize;
-    if n >= max_heap_tuples_per_page(page.len()) && flags(page) & PD_HAS_FREE_LINES == 0 {
-        return 0;
+    let n = max_offset(page);
+    if n as usize >= max_heap_tuples_per_page(page.len()) {
+        if flags(page) & PD_HAS_FREE_LINES == 0 {
+            return 0;
+        }
+        let any_unused = (1..=n).any(|off| {
+            let p = lp_pos(off);
+            (u32::from_le_bytes(page[p..p + 4].try_into().expect("4 bytes")) >> 15) & 3 == 0
+        });
+        if !any_unused {
+            return 0;
+        }
     }
     free_space(page)
 }
@@ -223,7 +234,7 @@ pub fn repair_fragmentation(page: &mut [u8]) {
         }
     }
     // Copy tuples out in descending page order, then lay them down from the end.
-    items.sort_by(|a, b| b.1.off.cmp(&a.1.off));
+    items.sort_by_key(|b| std::cmp::Reverse(b.1.off));
     let copies: Vec<(u16, Vec<u8>)> = items
         .iter()
         .map(|(o, lp)| (*o, tuple(page, *lp).to_vec()))

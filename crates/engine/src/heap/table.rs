@@ -1010,7 +1010,14 @@ impl HeapTable {
                 ht::set_infomask2(&mut new_t, m2);
             }
             let off = hp::add_tuple(g.data_mut(), &new_t).ok_or_else(|| Error::Corrupted {
-                what: format!("{id}: no room for an update that fit"),
+                what: format!(
+                    "{id}: no room for an update that fit ({} bytes; free {}, lower/upper {:?}, {} line pointers, flags {:#x})",
+                    new_t.len(),
+                    hp::heap_free_space(g.data()),
+                    crate::page::hole(g.data()),
+                    hp::max_offset(g.data()),
+                    flags(g.data())
+                ),
             })?;
             let new_tid = Tid {
                 block: tid.block,
