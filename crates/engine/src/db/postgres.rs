@@ -86,7 +86,8 @@ impl PostgresEngine {
             stop: Mutex::new(false),
             wake: Condvar::new(),
         });
-        let handle = inner.vacuum.autovacuum.then(|| {
+        let gc_on = inner.design.garbage_collection != crate::design::GarbageCollection::Off;
+        let handle = (inner.vacuum.autovacuum && gc_on).then(|| {
             let weak: Weak<Inner> = Arc::downgrade(&inner);
             let stop = stop.clone();
             let nap = Duration::from_millis(inner.vacuum.naptime_ms.max(1));
@@ -139,7 +140,7 @@ impl Engine for PostgresEngine {
             .map(|_| BTree::create(pool.clone(), BTreeConfig::postgres()))
             .collect::<Result<Vec<_>>>()?;
         let id = tables.len() as TableId;
-        tables.push(Arc::new(HeapTable::new(
+        let mut table = HeapTable::new(
             id,
             def,
             heap_rel,
@@ -149,7 +150,10 @@ impl Engine for PostgresEngine {
             self.inner.design.hot_updates,
             pool,
             self.inner.storage.wal().clone(),
-        )));
+        );
+        table.prune_on_access =
+            self.inner.design.garbage_collection != crate::design::GarbageCollection::Off;
+        tables.push(Arc::new(table));
         Ok(id)
     }
 

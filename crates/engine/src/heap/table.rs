@@ -72,6 +72,8 @@ pub struct HeapTable {
     pub fillfactor: u8,
     /// HOT updates enabled (the design switch).
     pub hot: bool,
+    /// Prune pages on access (off when the design's garbage collection is off).
+    pub prune_on_access: bool,
     /// pg_stat_user_tables-style counters.
     pub counters: TableCounters,
     pool: Arc<BufferPool>,
@@ -127,6 +129,7 @@ impl HeapTable {
             vm: VisibilityMap::new(),
             fillfactor,
             hot,
+            prune_on_access: true,
             counters: TableCounters::default(),
             pool,
             wal,
@@ -220,6 +223,9 @@ impl HeapTable {
     /// heap_page_prune_opt: prunes `block` if the trigger rule holds and a cleanup lock can
     /// be had without waiting (see `prune`).
     fn prune_opt(&self, tm: &TransactionManager, block: u32) -> Result<()> {
+        if !self.prune_on_access {
+            return Ok(());
+        }
         let id = self.page_id(block);
         {
             let g = self.pool.fetch_read(id)?;
