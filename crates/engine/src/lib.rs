@@ -10,6 +10,7 @@
 pub mod btree;
 pub mod buffer;
 pub mod catalog;
+pub mod clustered;
 pub mod db;
 pub mod design;
 pub mod device;

@@ -18,8 +18,10 @@
 //! The catalog (table definitions) is kept in memory: a database can be reopened after
 //! `close` only empty of tables until recovery and a persistent catalog arrive (issue 7).
 
+mod innodb;
 mod postgres;
 
+pub use innodb::InnodbEngine;
 pub use postgres::PostgresEngine;
 
 use crate::btree::ScanDirection;
@@ -97,6 +99,8 @@ pub struct DatabaseConfig {
     pub storage: StorageConfig,
     /// Vacuum / autovacuum settings (postgres design).
     pub vacuum: VacuumConfig,
+    /// Purge settings (innodb design).
+    pub purge: crate::clustered::PurgeConfig,
 }
 
 impl DatabaseConfig {
@@ -120,10 +124,20 @@ impl DatabaseConfig {
         if design.os_page_cache {
             storage.os_cache.size_bytes = 1 << 30;
         }
+        if design.version_storage == VersionStorage::UndoDelta {
+            // InnoDB: redo written in 512-byte blocks (OS_FILE_LOG_BLOCK_SIZE); page cleaner
+            // once a second, scanning innodb_lru_scan_depth 1536 pages, flushing above
+            // innodb_max_dirty_pages_pct 90.
+            storage.wal.block_bytes = 512;
+            storage.buffer_pool.page_cleaner.interval_ms = 1000;
+            storage.buffer_pool.page_cleaner.lru_scan_pages = 1536;
+            storage.buffer_pool.page_cleaner.max_dirty_pct = Some(90);
+        }
         DatabaseConfig {
             design,
             storage,
             vacuum: VacuumConfig::default(),
+            purge: Default::default(),
         }
     }
 }
@@ -166,6 +180,32 @@ pub struct TableRelations {
     pub indexes: Vec<crate::device::FileId>,
 }
 
+/// Design-wide counters (innodb_metrics / SHOW ENGINE INNODB STATUS names in the docs);
+/// zero for designs without an undo log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    /// Undo records written (undo_rec_written... InnoDB counts them per log).
+    pub undo_records_written: u64,
+    /// Undo pages allocated.
+    pub undo_pages_allocated: u64,
+    /// Undo pages freed by commit (insert undo) or purge.
+    pub undo_pages_freed: u64,
+    /// Undo pages held now.
+    pub undo_pages_in_use: u64,
+    /// Cached undo segments reused (TRX_UNDO_CACHED).
+    pub undo_segments_reused: u64,
+    /// Undo records purge processed (purge_undo_log_pages... innodb_metrics purge_upd_exist_or_extern_records + purge_del_mark_records).
+    pub purge_records: u64,
+    /// Records and secondary entries purge removed.
+    pub purge_removed: u64,
+    /// Undo logs purged.
+    pub purged_logs: u64,
+    /// History list length now (trx_rseg_history_len).
+    pub history_list_length: u64,
+    /// Highest history list length seen.
+    pub history_list_length_peak: u64,
+}
+
 /// What garbage collection did (vacuum for `postgres`, purge for `innodb`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcReport {
@@ -191,6 +231,10 @@ pub trait Engine: Send + Sync {
     fn table_pages(&self, t: TableId) -> Result<(u64, u64)>;
     /// The relation files of a table.
     fn relations(&self, t: TableId) -> Result<TableRelations>;
+    /// Design-wide counters (undo, purge, history list).
+    fn engine_counters(&self) -> EngineCounters {
+        EngineCounters::default()
+    }
     /// Stops background work (autovacuum, purge threads).
     fn shutdown(&self);
 }
@@ -217,9 +261,12 @@ impl Database {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {
                 Box::new(PostgresEngine::new(storage.clone(), cfg.design.clone(), cfg.vacuum.clone()))
             }
+            (TableLayout::Clustered, VersionStorage::UndoDelta) => {
+                Box::new(InnodbEngine::new(storage.clone(), cfg.design.clone(), cfg.purge.clone())?)
+            }
             (layout, vs) => {
                 return Err(Error::InvalidConfig(format!(
-                    "switches table_layout={layout:?} with version_storage={vs:?} are not built yet; use the postgres preset"
+                    "switches table_layout={layout:?} with version_storage={vs:?} are not built yet; use the postgres or innodb preset"
                 )))
             }
         };
@@ -276,6 +323,11 @@ impl Database {
     /// Errors: storage errors.
     pub fn gc(&self, t: TableId) -> Result<GcReport> {
         self.engine.gc(t)
+    }
+
+    /// Design-wide counters (undo, purge, history list).
+    pub fn engine_counters(&self) -> EngineCounters {
+        self.engine.engine_counters()
     }
 
     /// A table's counters. Errors: [`Error::Catalog`].

@@ -26,9 +26,9 @@ use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef};
 use mvcclab_engine::db::{Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
 
-/// The designs every MVCC test body runs for (the innodb preset joins with issue 4).
+/// The designs every MVCC test body runs for.
 pub fn designs() -> Vec<DesignConfig> {
-    vec![DesignConfig::postgres()]
+    vec![DesignConfig::postgres(), DesignConfig::innodb()]
 }
 
 /// A database of `design` with `frames` buffer frames, no autovacuum and no background

@@ -1,0 +1,659 @@
+//! A clustered table: rows in the leaves of the primary-key B+tree, updated in place with
+//! the old values in the undo log, secondary indexes keyed by (index key, primary key) with
+//! delete marks (MariaDB 10.11 storage/innobase: row0ins.cc, row0upd.cc, row0vers.cc,
+//! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
+
+use super::undo::{UndoRecord, UndoSegment, UndoSpace, UndoType};
+use crate::btree::{BTree, ScanDirection};
+use crate::catalog::{
+    apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
+    encode_key, key_of, set_compact_delete_mark, Row, TableDef, Value,
+};
+use crate::db::Assign;
+use crate::error::{Error, Result};
+use crate::heap::TableCounters;
+use crate::mvcc::{Snapshot, TransactionManager, Xid, XidStatus};
+use parking_lot::{Mutex, MutexGuard};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+const ROW_STRIPES: usize = 1024;
+const SCAN_BATCH: usize = 256;
+/// Secondary entry value: live.
+const LIVE: &[u8] = &[0];
+/// Secondary entry value: delete-marked.
+const DELETE_MARKED: &[u8] = &[1];
+
+/// A transaction's undo state in one database (its insert and update segments).
+#[derive(Debug, Default)]
+pub struct TrxUndo {
+    /// Insert undo.
+    pub insert: UndoSegment,
+    /// Update undo.
+    pub update: UndoSegment,
+    /// Every record written, in order, for rollback: (roll pointer, table id).
+    pub all: Vec<u64>,
+}
+
+/// What a row operation runs with.
+pub struct RowCtx<'a> {
+    /// Transactions.
+    pub tm: &'a TransactionManager,
+    /// The transaction's id (0 for reads without one).
+    pub xid: Xid,
+    /// Read view of the statement or transaction.
+    pub view: &'a Snapshot,
+}
+
+/// One attempt's outcome under the row lock stripe.
+enum Attempt<T> {
+    Done(T),
+    Wait(Xid),
+}
+
+/// A clustered table with its secondary indexes. See the `clustered` module doc.
+pub struct ClusteredTable {
+    /// Table id.
+    pub id: u32,
+    /// Definition.
+    pub def: TableDef,
+    /// The clustered index: key = encoded primary key, value = COMPACT record.
+    pub clustered: BTree,
+    /// Secondary indexes: key = encoded index key ‖ encoded primary key, value = delete mark.
+    pub indexes: Vec<BTree>,
+    /// Counters (PostgreSQL names where the meaning is the same).
+    pub counters: TableCounters,
+    undo: Arc<UndoSpace>,
+    stripes: Box<[Mutex<()>]>,
+}
+
+fn record_bad(def: &TableDef, what: &str) -> Error {
+    Error::Corrupted {
+        what: format!("table {}: {what}", def.name),
+    }
+}
+
+impl ClusteredTable {
+    /// A table on existing relations.
+    pub fn new(
+        id: u32,
+        def: TableDef,
+        clustered: BTree,
+        indexes: Vec<BTree>,
+        undo: Arc<UndoSpace>,
+    ) -> Self {
+        ClusteredTable {
+            id,
+            def,
+            clustered,
+            indexes,
+            counters: TableCounters::default(),
+            undo,
+            stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
+        }
+    }
+
+    fn stripe(&self, pk: &[u8]) -> MutexGuard<'_, ()> {
+        self.stripes[crc32c::crc32c(pk) as usize % ROW_STRIPES].lock()
+    }
+
+    /// Encoded primary key of the pk values.
+    ///
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
+    pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        let types: Vec<_> = self
+            .def
+            .primary_key
+            .iter()
+            .map(|&c| self.def.columns[c].ty)
+            .collect();
+        if values.len() != types.len() {
+            return Err(Error::InvalidValue(format!(
+                "table {}: primary key has {} columns, {} values given",
+                self.def.name,
+                types.len(),
+                values.len()
+            )));
+        }
+        let mut out = Vec::new();
+        encode_key(&types, values, &mut out)?;
+        Ok(out)
+    }
+
+    fn sec_key(&self, ix: usize, row: &Row, pk: &[u8]) -> Result<Vec<u8>> {
+        let mut k = key_of(&self.def, &self.def.indexes[ix].columns, row)?;
+        k.extend_from_slice(pk);
+        Ok(k)
+    }
+
+    /// row_vers_build_for_consistent_read: the version of the record `rec` visible to the
+    /// view, following roll pointers newest to oldest; `None` when the row did not exist or
+    /// was deleted for this view.
+    fn visible_version(&self, ctx: &RowCtx<'_>, rec: &[u8]) -> Result<Option<Row>> {
+        let r = decode_compact_record(&self.def, rec)?;
+        let (mut row, mut trx, mut roll, mut deleted) =
+            (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
+        for _ in 0..1_000_000 {
+            self.counters
+                .versions_traversed
+                .fetch_add(1, Ordering::Relaxed);
+            let t = trx as Xid;
+            let own = ctx.xid != 0 && t == ctx.xid;
+            if own || !ctx.view.xid_in_progress(t) {
+                return Ok((!deleted).then_some(row));
+            }
+            let (insert, _, _) = super::undo::split_roll_ptr(roll);
+            if insert || roll == 0 {
+                return Ok(None); // inserted by a transaction the view does not see
+            }
+            let u = self.undo.read(roll)?;
+            apply_delta(&self.def, &mut row, &u.delta)?;
+            deleted = u.kind == UndoType::UpdateDeleted;
+            trx = u.old_trx_id;
+            roll = u.old_roll_ptr;
+        }
+        Err(record_bad(&self.def, "undo chain does not end"))
+    }
+
+    /// Consistent read by primary key.
+    ///
+    /// Errors: storage and decoding errors.
+    pub fn get(&self, ctx: &RowCtx<'_>, pk: &[Value]) -> Result<Option<Row>> {
+        let key = self.pk_key(pk)?;
+        match self.clustered.get(&key)? {
+            Some(rec) => self.visible_version(ctx, &rec),
+            None => Ok(None),
+        }
+    }
+
+    /// Consistent read through secondary index `ix`: every entry with the key, delete-marked
+    /// or not, leads to the clustered record, whose visible version must still carry the key
+    /// (row0sel.cc `row_sel_sec_rec_is_for_clust_rec`).
+    ///
+    /// Errors: [`Error::Catalog`] for an unknown index; storage errors.
+    pub fn get_by_index(&self, ctx: &RowCtx<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+        let idx =
+            self.def.indexes.get(ix).ok_or_else(|| {
+                Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
+            })?;
+        let types: Vec<_> = idx
+            .columns
+            .iter()
+            .map(|&c| self.def.columns[c].ty)
+            .collect();
+        let mut prefix = Vec::new();
+        encode_key(&types, key, &mut prefix)?;
+        let mut pks = Vec::new();
+        let mut hi = prefix.clone();
+        hi.push(0xFF);
+        self.indexes[ix].scan(
+            Bound::Included(&prefix),
+            Bound::Excluded(&hi),
+            ScanDirection::Forward,
+            &mut |k, _| {
+                pks.push(k[prefix.len()..].to_vec());
+                Ok(true)
+            },
+        )?;
+        let mut rows = Vec::new();
+        for pk in pks {
+            if let Some(rec) = self.clustered.get(&pk)? {
+                if let Some(row) = self.visible_version(ctx, &rec)? {
+                    if key_of(&self.def, &idx.columns, &row)? == prefix {
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Consistent read of a primary-key range.
+    ///
+    /// Errors: storage errors.
+    pub fn scan(
+        &self,
+        ctx: &RowCtx<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        let conv = |b: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
+            Ok(match b {
+                Bound::Included(v) => Bound::Included(self.pk_key(v)?),
+                Bound::Excluded(v) => Bound::Excluded(self.pk_key(v)?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
+        let mut rows = Vec::new();
+        while rows.len() < limit {
+            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            self.clustered.scan(
+                lo.as_ref().map(|v| v.as_slice()),
+                hi.as_ref().map(|v| v.as_slice()),
+                dir,
+                &mut |k, v| {
+                    batch.push((k.to_vec(), v.to_vec()));
+                    Ok(batch.len() < SCAN_BATCH)
+                },
+            )?;
+            let full = batch.len() == SCAN_BATCH;
+            for (_, rec) in &batch {
+                if let Some(row) = self.visible_version(ctx, rec)? {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        return Ok(rows);
+                    }
+                }
+            }
+            match (full, batch.last()) {
+                (true, Some((k, _))) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k.clone()),
+                    ScanDirection::Backward => hi = Bound::Excluded(k.clone()),
+                },
+                _ => break,
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Runs `f` under the row's stripe lock, waiting (outside the lock) for a transaction
+    /// that holds the row with an implicit lock (its id in DB_TRX_ID,
+    /// lock0lock.cc `lock_rec_convert_impl_to_expl` + lock wait), with deadlock detection.
+    fn with_row_lock<T>(
+        &self,
+        ctx: &RowCtx<'_>,
+        pk: &[u8],
+        mut f: impl FnMut() -> Result<Attempt<T>>,
+    ) -> Result<T> {
+        loop {
+            let attempt = {
+                let _g = self.stripe(pk);
+                f()?
+            };
+            match attempt {
+                Attempt::Done(v) => return Ok(v),
+                Attempt::Wait(x) => ctx.tm.wait_for(ctx.xid, x)?,
+            }
+        }
+    }
+
+    /// The implicit lock holder of a record: its DB_TRX_ID when that transaction is still
+    /// running and is not us.
+    fn holder(&self, ctx: &RowCtx<'_>, trx: u64) -> Option<Xid> {
+        let t = trx as Xid;
+        (t != ctx.xid && ctx.tm.status(t) == XidStatus::InProgress).then_some(t)
+    }
+
+    /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
+    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`],
+    /// storage errors.
+    pub fn insert(&self, ctx: &RowCtx<'_>, undo: &mut TrxUndo, row: Row) -> Result<()> {
+        let row = self.def.normalize_row(&row);
+        self.def.check_row(&row)?;
+        let pk = key_of(&self.def, &self.def.primary_key, &row)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let existing = self.clustered.get(&pk)?;
+            let Some(rec) = existing else {
+                for (ix, idx) in self.def.indexes.iter().enumerate() {
+                    if idx.unique {
+                        if let Some(x) = self.unique_conflict(ctx, ix, &row, &pk)? {
+                            return Ok(Attempt::Wait(x));
+                        }
+                    }
+                }
+                let u = UndoRecord {
+                    kind: UndoType::Insert,
+                    table: self.id,
+                    old_trx_id: 0,
+                    old_roll_ptr: 0,
+                    pk: pk.clone(),
+                    delta: Vec::new(),
+                };
+                let rp = self
+                    .undo
+                    .append(&mut undo.insert, true, ctx.xid as u64, &u)?;
+                undo.all.push(rp);
+                self.clustered
+                    .insert(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
+                for ix in 0..self.indexes.len() {
+                    self.indexes[ix].insert(&self.sec_key(ix, &row, &pk)?, LIVE)?;
+                    self.counters
+                        .index_entries_inserted
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
+                return Ok(Attempt::Done(()));
+            };
+            let r = decode_compact_record(&self.def, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if !r.delete_marked {
+                return Err(Error::DuplicateKey {
+                    index: "PRIMARY".into(),
+                    key: format!("({})", self.render_pk(&pk)),
+                });
+            }
+            // Re-insert over the committed delete-marked record: an update with undo.
+            let all: Vec<usize> = (0..self.def.columns.len()).collect();
+            let u = UndoRecord {
+                kind: UndoType::UpdateDeleted,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: r.roll_ptr,
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &all),
+            };
+            let rp = self
+                .undo
+                .append(&mut undo.update, false, ctx.xid as u64, &u)?;
+            undo.all.push(rp);
+            self.clustered
+                .update_value(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
+            for ix in 0..self.indexes.len() {
+                // The old entries stay delete-marked (purge removes them); the new key's entry
+                // is un-delete-marked when it exists, else inserted.
+                let new = self.sec_key(ix, &row, &pk)?;
+                if !self.indexes[ix].update_value(&new, LIVE)? {
+                    self.indexes[ix].insert(&new, LIVE)?;
+                    self.counters
+                        .index_entries_inserted
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(()))
+        })
+    }
+
+    fn render_pk(&self, pk: &[u8]) -> String {
+        let types: Vec<_> = self
+            .def
+            .primary_key
+            .iter()
+            .map(|&c| self.def.columns[c].ty)
+            .collect();
+        crate::catalog::decode_key(&types, pk)
+            .map(|v| {
+                v.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|_| "?".into())
+    }
+
+    /// A live (not delete-marked) entry with the same unique key for another row: the
+    /// running transaction that holds it (wait), or a duplicate-key error.
+    fn unique_conflict(
+        &self,
+        ctx: &RowCtx<'_>,
+        ix: usize,
+        row: &Row,
+        pk: &[u8],
+    ) -> Result<Option<Xid>> {
+        let key = key_of(&self.def, &self.def.indexes[ix].columns, row)?;
+        let mut hi = key.clone();
+        hi.push(0xFF);
+        let mut others = Vec::new();
+        self.indexes[ix].scan(
+            Bound::Included(&key),
+            Bound::Excluded(&hi),
+            ScanDirection::Forward,
+            &mut |k, v| {
+                if v != DELETE_MARKED && &k[key.len()..] != pk {
+                    others.push(k[key.len()..].to_vec());
+                }
+                Ok(true)
+            },
+        )?;
+        for other in others {
+            if let Some(rec) = self.clustered.get(&other)? {
+                let r = decode_compact_record(&self.def, &rec)?;
+                if let Some(x) = self.holder(ctx, r.trx_id) {
+                    return Ok(Some(x));
+                }
+                if !r.delete_marked {
+                    return Err(Error::DuplicateKey {
+                        index: self.def.indexes[ix].name.clone(),
+                        key: format!("({})", self.render_pk(&other)),
+                    });
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// row_upd_clust_rec (in place) and row_upd_sec_index_entry: applies `set` to the latest
+    /// version of the row (a locking read: InnoDB's UPDATE reads the newest committed
+    /// version whatever the read view), writing the old values of the changed columns to
+    /// the update undo. Returns false when there is no such row.
+    ///
+    /// Errors: [`Error::InvalidValue`] (including a change of the primary key, not built
+    /// yet); [`Error::DuplicateKey`]; [`Error::Deadlock`]; storage errors.
+    pub fn update(
+        &self,
+        ctx: &RowCtx<'_>,
+        undo: &mut TrxUndo,
+        pk_vals: &[Value],
+        set: &[Assign],
+    ) -> Result<bool> {
+        let pk = self.pk_key(pk_vals)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
+            let r = decode_compact_record(&self.def, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if r.delete_marked {
+                return Ok(Attempt::Done(false));
+            }
+            let mut new_row = r.row.clone();
+            Assign::apply(set, &mut new_row)?;
+            let new_row = self.def.normalize_row(&new_row);
+            self.def.check_row(&new_row)?;
+            if key_of(&self.def, &self.def.primary_key, &new_row)? != pk {
+                return Err(Error::InvalidValue(format!("table {}: updating the primary key is not supported by the clustered design yet", self.def.name)));
+            }
+            let changed: Vec<usize> = (0..new_row.len()).filter(|&c| r.row[c] != new_row[c]).collect();
+            let changed_ix: Vec<usize> = (0..self.def.indexes.len())
+                .filter(|&ix| self.def.indexes[ix].columns.iter().any(|c| changed.contains(c)))
+                .collect();
+            for &ix in &changed_ix {
+                if self.def.indexes[ix].unique {
+                    if let Some(x) = self.unique_conflict(ctx, ix, &new_row, &pk)? {
+                        return Ok(Attempt::Wait(x));
+                    }
+                }
+            }
+            // Undo holds the changed columns, plus the ordering fields of every index whose
+            // key changes (trx0rec.cc: needed by purge to find the old secondary entries).
+            let mut undo_cols = changed.clone();
+            for &ix in &changed_ix {
+                undo_cols.extend(self.def.indexes[ix].columns.iter().copied());
+            }
+            undo_cols.sort_unstable();
+            undo_cols.dedup();
+            let u = UndoRecord {
+                kind: UndoType::UpdateExisting,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: r.roll_ptr,
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &undo_cols),
+            };
+            let rp = self.undo.append(&mut undo.update, false, ctx.xid as u64, &u)?;
+            undo.all.push(rp);
+            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, ctx.xid as u64, rp)?)?;
+            for &ix in &changed_ix {
+                // Secondary entries are never updated in place: delete-mark the old one, insert
+                // (or un-delete-mark) the new one.
+                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
+                let new = self.sec_key(ix, &new_row, &pk)?;
+                if !self.indexes[ix].update_value(&new, LIVE)? {
+                    self.indexes[ix].insert(&new, LIVE)?;
+                    self.counters.index_entries_inserted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(true))
+        })
+    }
+
+    /// row_upd_del_mark_clust_rec: delete-marks the latest version of the row and its
+    /// secondary entries. Returns false when there is no such row.
+    ///
+    /// Errors: [`Error::Deadlock`]; storage errors.
+    pub fn delete(&self, ctx: &RowCtx<'_>, undo: &mut TrxUndo, pk_vals: &[Value]) -> Result<bool> {
+        let pk = self.pk_key(pk_vals)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let Some(rec) = self.clustered.get(&pk)? else {
+                return Ok(Attempt::Done(false));
+            };
+            let r = decode_compact_record(&self.def, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if r.delete_marked {
+                return Ok(Attempt::Done(false));
+            }
+            let ord: Vec<usize> = {
+                let mut v: Vec<usize> = self
+                    .def
+                    .indexes
+                    .iter()
+                    .flat_map(|i| i.columns.iter().copied())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let u = UndoRecord {
+                kind: UndoType::DeleteMark,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: r.roll_ptr,
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &ord),
+            };
+            let rp = self
+                .undo
+                .append(&mut undo.update, false, ctx.xid as u64, &u)?;
+            undo.all.push(rp);
+            let mut new_rec = encode_compact(&self.def, &r.row, ctx.xid as u64, rp)?;
+            set_compact_delete_mark(&mut new_rec, true)?;
+            self.clustered.update_value(&pk, &new_rec)?;
+            for ix in 0..self.indexes.len() {
+                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
+            }
+            self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(true))
+        })
+    }
+
+    /// Rolls back one undo record of this table (row0undo.cc: row_undo_ins /
+    /// row_undo_mod), under the row's stripe lock.
+    ///
+    /// Errors: storage and decoding errors.
+    pub fn rollback_record(&self, u: &UndoRecord) -> Result<()> {
+        let _g = self.stripe(&u.pk);
+        let Some(rec) = self.clustered.get(&u.pk)? else {
+            return Ok(());
+        };
+        let cur = decode_compact_record(&self.def, &rec)?;
+        match u.kind {
+            UndoType::Insert => {
+                for ix in 0..self.indexes.len() {
+                    self.indexes[ix].delete(&self.sec_key(ix, &cur.row, &u.pk)?)?;
+                }
+                self.clustered.delete(&u.pk)?;
+            }
+            UndoType::UpdateExisting | UndoType::DeleteMark | UndoType::UpdateDeleted => {
+                let mut old = cur.row.clone();
+                apply_delta(&self.def, &mut old, &u.delta)?;
+                let mut restored = encode_compact(&self.def, &old, u.old_trx_id, u.old_roll_ptr)?;
+                let was_deleted = u.kind == UndoType::UpdateDeleted;
+                set_compact_delete_mark(&mut restored, was_deleted)?;
+                self.clustered.update_value(&u.pk, &restored)?;
+                for ix in 0..self.indexes.len() {
+                    let new = self.sec_key(ix, &cur.row, &u.pk)?;
+                    let oldk = self.sec_key(ix, &old, &u.pk)?;
+                    if new != oldk && !cur.delete_marked {
+                        self.indexes[ix].delete(&new)?;
+                    }
+                    let mark = if was_deleted { DELETE_MARKED } else { LIVE };
+                    if !self.indexes[ix].update_value(&oldk, mark)? {
+                        self.indexes[ix].insert(&oldk, mark)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Purges one update-undo record of a committed transaction older than every read view
+    /// (row0purge.cc): a delete-marked record still carrying that delete is removed with its
+    /// secondary entries; after an update, the old secondary entries that are still
+    /// delete-marked and no longer the current key are removed. Returns records removed.
+    ///
+    /// Errors: storage and decoding errors.
+    pub fn purge_record(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
+        let _g = self.stripe(&u.pk);
+        let Some(rec) = self.clustered.get(&u.pk)? else {
+            return Ok(0);
+        };
+        let cur = decode_compact_record(&self.def, &rec)?;
+        let mut old = cur.row.clone();
+        apply_delta(&self.def, &mut old, &u.delta)?;
+        match u.kind {
+            UndoType::DeleteMark => {
+                if !cur.delete_marked || cur.trx_id != trx_id {
+                    return Ok(0); // re-inserted or changed since: not this delete's to purge
+                }
+                for ix in 0..self.indexes.len() {
+                    let k = self.sec_key(ix, &cur.row, &u.pk)?;
+                    if self.indexes[ix].get(&k)?.as_deref() == Some(DELETE_MARKED) {
+                        self.indexes[ix].delete(&k)?;
+                    }
+                }
+                self.clustered.delete(&u.pk)?;
+                Ok(1)
+            }
+            UndoType::UpdateExisting | UndoType::UpdateDeleted => {
+                // row_purge_poss_sec: only when no version a view may still need carries the
+                // old key (the current record is older than the horizon).
+                if (cur.trx_id as Xid) >= horizon {
+                    return Ok(0);
+                }
+                let mut n = 0;
+                for ix in 0..self.indexes.len() {
+                    let k = self.sec_key(ix, &old, &u.pk)?;
+                    if k != self.sec_key(ix, &cur.row, &u.pk)?
+                        && self.indexes[ix].get(&k)?.as_deref() == Some(DELETE_MARKED)
+                    {
+                        self.indexes[ix].delete(&k)?;
+                        n += 1;
+                    }
+                }
+                Ok(n)
+            }
+            UndoType::Insert => Ok(0),
+        }
+    }
+
+    /// Whether the record for `pk` is delete-marked (for tests).
+    ///
+    /// Errors: storage errors.
+    pub fn is_delete_marked(&self, pk: &[u8]) -> Result<Option<bool>> {
+        match self.clustered.get(pk)? {
+            Some(rec) => Ok(Some(compact_delete_mark(&rec)?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,473 @@
+//! The `innodb` engine: clustered tables (crate::clustered), read views per transaction at
+//! repeatable read (InnoDB's default) or per statement at read committed, undo segments per
+//! transaction, the history list and purge threads.
+
+use super::{Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableRelations};
+use crate::btree::{BTree, BTreeConfig, ScanDirection};
+use crate::catalog::{Row, TableDef, Value};
+use crate::clustered::{
+    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
+};
+use crate::db::postgres::xact_info;
+use crate::design::{DesignConfig, GarbageCollection};
+use crate::error::{Error, Result};
+use crate::heap::TableStats;
+use crate::mvcc::{Isolation, ProcId, Snapshot, TransactionManager, INVALID_XID};
+use crate::stats::{enter, Cause};
+use crate::storage::Storage;
+use crate::wal::{rmgr, RecordBuilder};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+struct Inner {
+    storage: Arc<Storage>,
+    tm: TransactionManager,
+    tables: RwLock<Vec<Arc<ClusteredTable>>>,
+    undo: Arc<UndoSpace>,
+    history: History,
+}
+
+impl Inner {
+    fn table(&self, t: TableId) -> Result<Arc<ClusteredTable>> {
+        self.tables
+            .read()
+            .get(t as usize)
+            .cloned()
+            .ok_or_else(|| Error::Catalog(format!("no table with id {t}")))
+    }
+
+    /// Purges history entries older than every read view; returns how many logs.
+    fn purge_round(&self, max_logs: usize) -> Result<u64> {
+        let _c = enter(Cause::Purge);
+        let mut n = 0;
+        while n < max_logs as u64 {
+            let Some(e) = self.history.pop_purgeable(self.tm.oldest_xmin()) else {
+                break;
+            };
+            purge_entry(
+                e,
+                &self.undo,
+                &self.history,
+                &self.tm,
+                &|u, trx, horizon| match self.table(u.table) {
+                    Ok(t) => t.purge_record(u, trx, horizon),
+                    Err(_) => Ok(0),
+                },
+            )?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+struct Stop {
+    stop: Mutex<bool>,
+    wake: Condvar,
+}
+
+/// The `innodb` design. See the `clustered` module doc.
+pub struct InnodbEngine {
+    inner: Arc<Inner>,
+    stop: Arc<Stop>,
+    purge_threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl InnodbEngine {
+    /// The engine on `storage`, with `purge.threads` purge threads unless garbage collection
+    /// is off.
+    ///
+    /// Errors: storage errors creating the undo space.
+    pub fn new(storage: Arc<Storage>, design: DesignConfig, purge: PurgeConfig) -> Result<Self> {
+        let undo = Arc::new(UndoSpace::create(
+            storage.pool().clone(),
+            storage.wal().clone(),
+        )?);
+        let inner = Arc::new(Inner {
+            storage,
+            tm: TransactionManager::new(),
+            tables: RwLock::new(Vec::new()),
+            undo,
+            history: History::default(),
+        });
+        let stop = Arc::new(Stop {
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let mut threads = Vec::new();
+        if design.garbage_collection != GarbageCollection::Off {
+            for i in 0..purge.threads {
+                let weak: Weak<Inner> = Arc::downgrade(&inner);
+                let stop = stop.clone();
+                let nap = Duration::from_millis(purge.interval_ms.max(1));
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("purge_{i}"))
+                        .spawn(move || loop {
+                            let worked = match weak.upgrade() {
+                                Some(inner) => match inner.purge_round(16) {
+                                    Ok(n) => n > 0,
+                                    Err(e) => {
+                                        eprintln!("purge thread stopped: {e}");
+                                        return;
+                                    }
+                                },
+                                None => return,
+                            };
+                            let mut s = stop.stop.lock();
+                            if *s {
+                                return;
+                            }
+                            if !worked {
+                                stop.wake.wait_for(&mut s, nap);
+                                if *s {
+                                    return;
+                                }
+                            }
+                        })
+                        .expect("spawn purge thread"),
+                );
+            }
+        }
+        Ok(InnodbEngine {
+            inner,
+            stop,
+            purge_threads: Mutex::new(threads),
+        })
+    }
+
+    /// The transaction manager (for tests and tools).
+    pub fn transactions(&self) -> &TransactionManager {
+        &self.inner.tm
+    }
+}
+
+impl Engine for InnodbEngine {
+    fn create_table(&self, def: TableDef) -> Result<TableId> {
+        def.validate()?;
+        let mut tables = self.inner.tables.write();
+        if tables.iter().any(|t| t.def.name == def.name) {
+            return Err(Error::Catalog(format!("table {} already exists", def.name)));
+        }
+        let pool = self.inner.storage.pool().clone();
+        let clustered = BTree::create(pool.clone(), BTreeConfig::innodb())?;
+        let indexes = def
+            .indexes
+            .iter()
+            .map(|_| BTree::create(pool.clone(), BTreeConfig::innodb()))
+            .collect::<Result<Vec<_>>>()?;
+        let id = tables.len() as TableId;
+        tables.push(Arc::new(ClusteredTable::new(
+            id,
+            def,
+            clustered,
+            indexes,
+            self.inner.undo.clone(),
+        )));
+        Ok(id)
+    }
+
+    fn table_id(&self, name: &str) -> Result<TableId> {
+        self.inner
+            .tables
+            .read()
+            .iter()
+            .find(|t| t.def.name == name)
+            .map(|t| t.id)
+            .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+    }
+
+    fn table_def(&self, t: TableId) -> Result<TableDef> {
+        Ok(self.inner.table(t)?.def.clone())
+    }
+
+    fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn> {
+        let proc = self.inner.tm.begin();
+        Box::new(InnoTxn {
+            inner: self.inner.clone(),
+            proc,
+            iso,
+            view: None,
+            undo: TrxUndo::default(),
+            changes: BTreeMap::new(),
+            ended: false,
+        })
+    }
+
+    fn gc(&self, _t: TableId) -> Result<GcReport> {
+        while self.inner.purge_round(usize::MAX)? > 0 {}
+        Ok(GcReport { vacuum: None })
+    }
+
+    fn table_stats(&self, t: TableId) -> Result<TableStats> {
+        let table = self.inner.table(t)?;
+        let pool = self.inner.storage.pool();
+        let mut s = table.counters.snapshot();
+        let c = pool.rel_io(table.clustered.rel());
+        s.heap_blks_hit = c.blks_hit;
+        s.heap_blks_read = c.blks_read;
+        for i in &table.indexes {
+            let io = pool.rel_io(i.rel());
+            s.idx_blks_hit += io.blks_hit;
+            s.idx_blks_read += io.blks_read;
+        }
+        Ok(s)
+    }
+
+    fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {
+        let table = self.inner.table(t)?;
+        let store = self.inner.storage.store();
+        let main = store.n_blocks(table.clustered.rel())? as u64;
+        let mut idx = 0;
+        for i in &table.indexes {
+            idx += store.n_blocks(i.rel())? as u64;
+        }
+        Ok((main, idx))
+    }
+
+    fn relations(&self, t: TableId) -> Result<TableRelations> {
+        let table = self.inner.table(t)?;
+        Ok(TableRelations {
+            table: table.clustered.rel(),
+            primary_key: table.clustered.rel(),
+            indexes: table.indexes.iter().map(|i| i.rel()).collect(),
+        })
+    }
+
+    fn engine_counters(&self) -> EngineCounters {
+        let u = &self.inner.undo.counters;
+        let h = &self.inner.history;
+        EngineCounters {
+            undo_records_written: u.records_written.load(Ordering::Relaxed),
+            undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),
+            undo_pages_freed: u.pages_freed.load(Ordering::Relaxed),
+            undo_pages_in_use: self.inner.undo.pages_in_use(),
+            undo_segments_reused: u.segments_reused.load(Ordering::Relaxed),
+            purge_records: h.purge_records.load(Ordering::Relaxed),
+            purge_removed: h.purge_removed.load(Ordering::Relaxed),
+            purged_logs: h.purged_logs.load(Ordering::Relaxed),
+            history_list_length: h.length.load(Ordering::Relaxed),
+            history_list_length_peak: h.peak.load(Ordering::Relaxed),
+        }
+    }
+
+    fn shutdown(&self) {
+        *self.stop.stop.lock() = true;
+        self.stop.wake.notify_all();
+        for h in self.purge_threads.lock().drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for InnodbEngine {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct InnoTxn {
+    inner: Arc<Inner>,
+    proc: ProcId,
+    iso: Isolation,
+    view: Option<Snapshot>,
+    undo: TrxUndo,
+    changes: BTreeMap<TableId, (u64, u64, u64)>,
+    ended: bool,
+}
+
+impl InnoTxn {
+    /// One statement under `cause`: a read view per statement (read committed) or created at
+    /// the first statement and kept (repeatable read: trx_assign_read_view).
+    fn stmt<T>(
+        &mut self,
+        cause: Cause,
+        t: TableId,
+        writes: bool,
+        f: impl FnOnce(&ClusteredTable, &RowCtx<'_>, &mut TrxUndo) -> Result<T>,
+    ) -> Result<T> {
+        if self.ended {
+            return Err(Error::TransactionClosed("ended"));
+        }
+        let _c = enter(cause);
+        let table = self.inner.table(t)?;
+        let tm = &self.inner.tm;
+        let xid = if writes {
+            tm.assign_xid(self.proc)
+        } else {
+            tm.xid_of(self.proc)
+        };
+        let view = match self.iso {
+            Isolation::RepeatableRead => self
+                .view
+                .get_or_insert_with(|| tm.snapshot(self.proc))
+                .clone(),
+            Isolation::ReadCommitted => tm.snapshot(self.proc),
+        };
+        let ctx = RowCtx {
+            tm,
+            xid,
+            view: &view,
+        };
+        let r = f(&table, &ctx, &mut self.undo);
+        if self.iso == Isolation::ReadCommitted {
+            tm.release_snapshot(self.proc);
+        }
+        r
+    }
+
+    fn count(&mut self, t: TableId, ins: u64, upd: u64, del: u64) {
+        let e = self.changes.entry(t).or_default();
+        e.0 += ins;
+        e.1 += upd;
+        e.2 += del;
+    }
+
+    fn end(&mut self, committed: bool) -> Result<()> {
+        if self.ended {
+            return Ok(());
+        }
+        let _c = enter(if committed {
+            Cause::Commit
+        } else {
+            Cause::Abort
+        });
+        let xid = self.inner.tm.xid_of(self.proc);
+        let undo = std::mem::take(&mut self.undo);
+        let mut result = Ok(());
+        if !committed {
+            // trx_rollback: undo every change, newest first.
+            for rp in undo.all.iter().rev() {
+                let r = self
+                    .inner
+                    .undo
+                    .read(*rp)
+                    .and_then(|u| match self.inner.table(u.table) {
+                        Ok(t) => t.rollback_record(&u),
+                        Err(_) => Ok(()),
+                    });
+                if r.is_err() && result.is_ok() {
+                    result = r;
+                }
+            }
+        }
+        if xid != INVALID_XID {
+            let now_us = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64);
+            let rec = RecordBuilder::new(
+                rmgr::XACT,
+                if committed {
+                    xact_info::COMMIT
+                } else {
+                    xact_info::ABORT
+                },
+            )
+            .xid(xid)
+            .main_data(&now_us.to_le_bytes());
+            let wal = self.inner.storage.wal();
+            let r =
+                wal.insert(&rec, &mut [])
+                    .and_then(|lsn| if committed { wal.flush(lsn) } else { Ok(()) });
+            if r.is_err() && result.is_ok() {
+                result = r;
+            }
+        }
+        let committed = committed && result.is_ok();
+        let u = &self.inner.undo;
+        let r1 = u.finish_insert(undo.insert);
+        // Update undo joins the history list after a commit and after a rollback alike
+        // (trx_commit_low → trx_purge_add_undo_to_history): a reader may still follow a roll
+        // pointer into it, so only purge, past every read view, may free its pages.
+        let r2 = if !undo.update.records.is_empty() {
+            let r = u.finish_update(&undo.update);
+            self.inner.history.push(HistoryEntry {
+                trx_id: xid as u64,
+                records: undo.update.records,
+                pages: undo.update.pages,
+            });
+            r
+        } else {
+            u.discard_update(undo.update)
+        };
+        self.inner.tm.end(self.proc, committed);
+        self.ended = true;
+        for (t, (ins, upd, del)) in std::mem::take(&mut self.changes) {
+            if let Ok(table) = self.inner.table(t) {
+                table.counters.end_of_xact(committed, ins, upd, del);
+            }
+        }
+        result.and(r1).and(r2)
+    }
+}
+
+impl EngineTxn for InnoTxn {
+    fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        self.stmt(Cause::PointSelect, t, false, |tb, ctx, _| tb.get(ctx, pk))
+    }
+
+    fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.stmt(Cause::PointSelect, t, false, |tb, ctx, _| {
+            tb.get_by_index(ctx, index, key)
+        })
+    }
+
+    fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.stmt(Cause::RangeScan, t, false, |tb, ctx, _| {
+            tb.scan(ctx, lo, hi, dir, limit)
+        })
+    }
+
+    fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
+        self.stmt(Cause::Insert, t, true, |tb, ctx, undo| {
+            tb.insert(ctx, undo, row)
+        })?;
+        self.count(t, 1, 0, 0);
+        Ok(())
+    }
+
+    fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
+        let done = self.stmt(Cause::Update, t, true, |tb, ctx, undo| {
+            tb.update(ctx, undo, pk, set)
+        })?;
+        if done {
+            self.count(t, 0, 1, 0);
+        }
+        Ok(done)
+    }
+
+    fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
+        let done = self.stmt(Cause::Delete, t, true, |tb, ctx, undo| {
+            tb.delete(ctx, undo, pk)
+        })?;
+        if done {
+            self.count(t, 0, 0, 1);
+        }
+        Ok(done)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.end(true)
+    }
+
+    fn abort(&mut self) -> Result<()> {
+        self.end(false)
+    }
+}
+
+impl Drop for InnoTxn {
+    fn drop(&mut self) {
+        let _ = self.end(false);
+    }
+}
