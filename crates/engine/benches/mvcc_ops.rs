@@ -73,8 +73,7 @@ fn setup(design: DesignConfig) -> (Database, TableId) {
 }
 
 fn ops(c: &mut Criterion) {
-    {
-        let design = DesignConfig::postgres();
+    for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
         let name = design.name.clone();
         let (db, t) = setup(design);
         let mut g = c.benchmark_group(format!("mvcc_ops/{name}"));

@@ -1,0 +1,339 @@
+//! The innodb preset: undo deltas, delete-marked secondary entries, purge and read views.
+
+mod common;
+use common::*;
+use mvcclab_engine::btree::{BTree, BTreeConfig, ScanDirection};
+use mvcclab_engine::catalog::{apply_delta, Value};
+use mvcclab_engine::clustered::{UndoRecord, UndoType};
+use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::mvcc::Isolation;
+use mvcclab_engine::wal::{rmgr, Lsn};
+use std::ops::Bound;
+
+fn load(db: &Database, rows: i32) -> TableId {
+    let t = db.create_table(sbtest_def("sbtest1")).unwrap();
+    let mut tx = db.begin();
+    for id in 0..rows {
+        tx.insert(
+            t,
+            vec![
+                Value::Integer(id),
+                Value::Integer(id),
+                Value::Text(format!("c{id}")),
+                Value::Text("pad".into()),
+            ],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
+/// Undo records written to the WAL since `from` (UNDO APPEND records carry them), and the
+/// relations every WAL record touched.
+fn undo_since(db: &Database, from: Lsn) -> (Vec<UndoRecord>, Vec<u32>) {
+    db.storage().wal().flush_all().unwrap();
+    let (recs, _) = db.storage().wal().read_from(from).unwrap();
+    let mut undo = Vec::new();
+    let mut rels = Vec::new();
+    for r in recs {
+        for b in &r.blocks {
+            rels.push(b.page.rel);
+        }
+        if r.rmgr == rmgr::UNDO && r.info == 0x10 {
+            let data = &r.blocks[0].data[2..];
+            if let Ok(u) = UndoRecord::decode(data) {
+                if data.len() != 34 {
+                    undo.push(u);
+                }
+            }
+        }
+    }
+    (undo, rels)
+}
+
+fn secondary(db: &Database, t: TableId) -> BTree {
+    BTree::open(
+        db.storage().pool().clone(),
+        db.relations(t).unwrap().indexes[0],
+        BTreeConfig::innodb(),
+    )
+    .unwrap()
+}
+
+fn entries(b: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    b.scan(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn non_indexed_update_writes_one_undo_record_of_the_changed_column_and_no_index_change() {
+    let db = open_db(DesignConfig::innodb(), 256);
+    let t = load(&db, 100);
+    let sec_rel = db.relations(t).unwrap().indexes[0];
+    let before = entries(&secondary(&db, t));
+    let from = db.storage().wal().insert_lsn();
+    let mut tx = db.begin();
+    assert!(tx
+        .update(
+            t,
+            &[Value::Integer(5)],
+            &[Assign::Set(2, Value::Text("changed".into()))]
+        )
+        .unwrap());
+    tx.commit().unwrap();
+    let (undo, rels) = undo_since(&db, from);
+    assert_eq!(undo.len(), 1, "{undo:?}");
+    assert_eq!(undo[0].kind, UndoType::UpdateExisting);
+    let def = db.table_def(t).unwrap();
+    let mut row = vec![Value::Integer(0); 4];
+    assert_eq!(
+        apply_delta(&def, &mut row, &undo[0].delta).unwrap(),
+        vec![2],
+        "only column c"
+    );
+    assert!(
+        matches!(&row[2], Value::Text(s) if s.starts_with("c5")),
+        "{row:?}"
+    );
+    assert!(
+        !rels.contains(&sec_rel),
+        "the secondary index k_1 was not touched"
+    );
+    assert_eq!(entries(&secondary(&db, t)), before);
+}
+
+#[test]
+fn indexed_update_delete_marks_one_secondary_entry_and_inserts_one() {
+    let db = open_db(
+        DesignConfig {
+            garbage_collection: mvcclab_engine::design::GarbageCollection::Off,
+            ..DesignConfig::innodb()
+        },
+        256,
+    );
+    let t = load(&db, 100);
+    let before = entries(&secondary(&db, t));
+    let mut tx = db.begin();
+    assert!(tx
+        .update(t, &[Value::Integer(5)], &[Assign::Add(1, 1000)])
+        .unwrap());
+    tx.commit().unwrap();
+    let after = entries(&secondary(&db, t));
+    assert_eq!(after.len(), before.len() + 1, "one entry inserted");
+    let marked: Vec<_> = after.iter().filter(|(_, v)| v == &vec![1u8]).collect();
+    assert_eq!(marked.len(), 1, "one entry delete-marked");
+    let mut r = db.begin();
+    assert_eq!(
+        r.get_by_index(t, 0, &[Value::Integer(1005)]).unwrap().len(),
+        1
+    );
+    assert!(
+        r.get_by_index(t, 0, &[Value::Integer(5)])
+            .unwrap()
+            .is_empty(),
+        "the old key no longer finds the row"
+    );
+}
+
+#[test]
+fn a_long_reader_keeps_its_snapshot_while_purge_waits_then_history_empties() {
+    let db = open_db(DesignConfig::innodb(), 256);
+    let t = load(&db, 50);
+    let mut reader = db.begin_with(Isolation::RepeatableRead);
+    assert_eq!(
+        reader.get(t, &[Value::Integer(1)]).unwrap().unwrap()[1],
+        Value::Integer(1)
+    );
+    for i in 0..200 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap();
+        tx.update(
+            t,
+            &[Value::Integer(2 + i % 40)],
+            &[Assign::Set(2, Value::Text(format!("v{i}")))],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    db.gc(t).unwrap();
+    let c = db.engine_counters();
+    assert!(
+        c.history_list_length >= 200,
+        "purge must wait for the reader: {c:?}"
+    );
+    // The reader still sees its snapshot, through 200 versions of undo.
+    assert_eq!(
+        reader.get(t, &[Value::Integer(1)]).unwrap().unwrap()[1],
+        Value::Integer(1)
+    );
+    reader.commit().unwrap();
+    db.gc(t).unwrap();
+    // Background purge threads may still be finishing logs they took.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db.engine_counters().purged_logs < 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            db.engine_counters()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let c = db.engine_counters();
+    assert_eq!(c.history_list_length, 0, "{c:?}");
+    assert!(c.history_list_length_peak >= 200);
+    assert!(c.purge_records >= 400, "{c:?}");
+    assert!(c.undo_pages_freed > 0, "{c:?}");
+    let mut tx = db.begin();
+    assert_eq!(
+        tx.get(t, &[Value::Integer(1)]).unwrap().unwrap()[1],
+        Value::Integer(201)
+    );
+}
+
+#[test]
+fn purge_removes_delete_marked_rows_and_stale_secondary_entries() {
+    let db = open_db(DesignConfig::innodb(), 256);
+    let t = load(&db, 100);
+    let mut tx = db.begin();
+    for id in 0..10 {
+        tx.delete(t, &[Value::Integer(id)]).unwrap();
+    }
+    for id in 10..20 {
+        tx.update(t, &[Value::Integer(id)], &[Assign::Add(1, 1000)])
+            .unwrap();
+    }
+    tx.commit().unwrap();
+    assert_eq!(entries(&secondary(&db, t)).len(), 110);
+    db.gc(t).unwrap();
+    let sec = entries(&secondary(&db, t));
+    assert_eq!(
+        sec.len(),
+        90,
+        "deleted rows' and old keys' entries are gone"
+    );
+    assert!(
+        sec.iter().all(|(_, v)| v == &vec![0u8]),
+        "no delete-marked entry is left"
+    );
+    let clustered = BTree::open(
+        db.storage().pool().clone(),
+        db.relations(t).unwrap().table,
+        BTreeConfig::innodb(),
+    )
+    .unwrap();
+    assert_eq!(
+        clustered.stats().unwrap().entries,
+        90,
+        "delete-marked records removed"
+    );
+    // A deleted key can be inserted again.
+    let mut tx = db.begin();
+    tx.insert(
+        t,
+        vec![
+            Value::Integer(3),
+            Value::Integer(3),
+            Value::Text("again".into()),
+            Value::Text("p".into()),
+        ],
+    )
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+#[test]
+fn reinsert_over_a_delete_marked_record_and_rollback_restore_versions() {
+    let db = open_db(
+        DesignConfig {
+            garbage_collection: mvcclab_engine::design::GarbageCollection::Off,
+            ..DesignConfig::innodb()
+        },
+        256,
+    );
+    let t = load(&db, 10);
+    let mut tx = db.begin();
+    tx.delete(t, &[Value::Integer(4)]).unwrap();
+    tx.commit().unwrap();
+    let mut old_reader = db.begin_with(Isolation::RepeatableRead);
+    assert!(old_reader.get(t, &[Value::Integer(4)]).unwrap().is_none());
+    let mut tx = db.begin();
+    tx.insert(
+        t,
+        vec![
+            Value::Integer(4),
+            Value::Integer(44),
+            Value::Text("re".into()),
+            Value::Text("p".into()),
+        ],
+    )
+    .unwrap();
+    tx.update(t, &[Value::Integer(5)], &[Assign::Add(1, 1)])
+        .unwrap();
+    tx.abort().unwrap();
+    let mut r = db.begin();
+    assert!(
+        r.get(t, &[Value::Integer(4)]).unwrap().is_none(),
+        "rolled back re-insert"
+    );
+    assert_eq!(
+        r.get(t, &[Value::Integer(5)]).unwrap().unwrap()[1],
+        Value::Integer(5),
+        "rolled back update"
+    );
+    assert!(r
+        .get_by_index(t, 0, &[Value::Integer(44)])
+        .unwrap()
+        .is_empty());
+    let mut tx = db.begin();
+    tx.insert(
+        t,
+        vec![
+            Value::Integer(4),
+            Value::Integer(44),
+            Value::Text("re".into()),
+            Value::Text("p".into()),
+        ],
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    assert!(
+        old_reader.get(t, &[Value::Integer(4)]).unwrap().is_none(),
+        "still absent for the older view"
+    );
+    let mut r = db.begin();
+    assert_eq!(
+        r.get(t, &[Value::Integer(4)]).unwrap().unwrap()[1],
+        Value::Integer(44)
+    );
+    assert_eq!(
+        r.get_by_index(t, 0, &[Value::Integer(44)]).unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn sequential_inserts_leave_clustered_leaves_15_16_full() {
+    let db = open_db(DesignConfig::innodb(), 1024);
+    let t = load(&db, 5000);
+    let clustered = BTree::open(
+        db.storage().pool().clone(),
+        db.relations(t).unwrap().table,
+        BTreeConfig::innodb(),
+    )
+    .unwrap();
+    let fill = clustered.stats().unwrap().avg_leaf_fill_pct();
+    assert!((90.0..=95.0).contains(&fill), "leaf fill {fill:.1} %");
+}
