@@ -1,5 +1,6 @@
 //! The `mvcclab` command line.
 
+mod designs;
 mod storage_bench;
 mod units;
 
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Every design switch with its meaning and values, and each preset's value.
+    Designs,
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
@@ -24,6 +27,7 @@ enum Command {
 fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::StorageBench(a) => storage_bench::run(a),
+        Command::Designs => designs::run(),
     }
 }
 

@@ -94,3 +94,26 @@ fn bad_flags_fail_with_a_message_naming_them() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("doublewrite"));
 }
+
+#[test]
+fn designs_lists_every_switch_with_both_presets() {
+    let out = mvcclab(&["designs"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines().next().unwrap().contains("postgres") && text.contains("innodb"),
+        "{text}"
+    );
+    for sw in [
+        "page_size",
+        "table_layout",
+        "torn_page_protection",
+        "default_isolation",
+    ] {
+        assert!(text.contains(sw), "{sw} missing:\n{text}");
+    }
+    assert!(
+        text.contains("| table_layout |") && text.contains("| heap | clustered |"),
+        "{text}"
+    );
+}

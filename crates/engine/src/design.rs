@@ -25,6 +25,79 @@ use crate::page::PageSize;
 use crate::storage::TornPageProtection;
 use serde::{Deserialize, Serialize};
 
+const PRESETS_JSON: &str = include_str!("presets.json");
+
+/// One switch of the design space: its name, what it decides, its values.
+#[derive(Clone, Copy, Debug)]
+pub struct Switch {
+    /// Name (as in presets.json and `--set SWITCH=VALUE`).
+    pub name: &'static str,
+    /// What it decides.
+    pub meaning: &'static str,
+    /// Allowed values.
+    pub values: &'static str,
+}
+
+/// Every switch, in the order of the module table.
+pub const SWITCHES: &[Switch] = &[
+    Switch {
+        name: "page_size",
+        meaning: "size of every data page",
+        values: "8k, 16k",
+    },
+    Switch {
+        name: "table_layout",
+        meaning: "where rows live: an unordered heap, or the primary-key B+tree's leaves",
+        values: "heap, clustered",
+    },
+    Switch {
+        name: "version_storage",
+        meaning: "how old versions are kept",
+        values: "append_o2n, append_n2o, undo_delta, time_travel",
+    },
+    Switch {
+        name: "garbage_collection",
+        meaning: "how versions no one can see are removed",
+        values: "vacuum, purge, off",
+    },
+    Switch {
+        name: "index_pointers",
+        meaning: "what secondary index entries point at",
+        values: "physical (TID), logical (primary key)",
+    },
+    Switch {
+        name: "hot_updates",
+        meaning: "heap-only tuple updates when no indexed column changes",
+        values: "on, off",
+    },
+    Switch {
+        name: "fillfactor",
+        meaning:
+            "percent of a page inserts fill (heap) or ascending inserts leave in a leaf (clustered)",
+        values: "10..=100",
+    },
+    Switch {
+        name: "torn_page_protection",
+        meaning: "how a page torn by a power cut is repaired",
+        values: "full_page_writes, doublewrite, none",
+    },
+    Switch {
+        name: "buffer_replacement",
+        meaning: "buffer pool replacement policy",
+        values: "clock_sweep, lru_midpoint",
+    },
+    Switch {
+        name: "os_page_cache",
+        meaning: "an emulated OS page cache below the buffer pool (double buffering)",
+        values: "on, off",
+    },
+    Switch {
+        name: "default_isolation",
+        meaning: "isolation level of a transaction begun without one",
+        values: "read_committed, repeatable_read",
+    },
+];
+
 /// Where a table's rows live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -111,51 +184,59 @@ pub struct DesignConfig {
 }
 
 impl DesignConfig {
+    /// Every preset, from the presets file `crates/engine/src/presets.json` (the data
+    /// behind the table in this module's doc).
+    pub fn presets() -> Vec<DesignConfig> {
+        serde_json::from_str(PRESETS_JSON).expect("presets.json is valid (checked by a test)")
+    }
+
+    fn named(name: &str) -> Self {
+        Self::presets()
+            .into_iter()
+            .find(|p| p.name == name)
+            .expect("preset in presets.json")
+    }
+
     /// The `postgres` preset (PostgreSQL 15 defaults).
     pub fn postgres() -> Self {
-        DesignConfig {
-            name: "postgres".into(),
-            page_size: PageSize::K8,
-            table_layout: TableLayout::Heap,
-            version_storage: VersionStorage::AppendO2n,
-            garbage_collection: GarbageCollection::Vacuum,
-            index_pointers: IndexPointers::Physical,
-            hot_updates: true,
-            fillfactor: 100,
-            torn_page_protection: TornPageProtection::FullPageWrites,
-            buffer_replacement: BufferReplacement::ClockSweep,
-            os_page_cache: true,
-            default_isolation: Isolation::ReadCommitted,
-        }
+        Self::named("postgres")
     }
 
     /// The `innodb` preset (MariaDB 10.11 defaults).
     pub fn innodb() -> Self {
-        DesignConfig {
-            name: "innodb".into(),
-            page_size: PageSize::K16,
-            table_layout: TableLayout::Clustered,
-            version_storage: VersionStorage::UndoDelta,
-            garbage_collection: GarbageCollection::Purge,
-            index_pointers: IndexPointers::Logical,
-            hot_updates: false,
-            fillfactor: 94,
-            torn_page_protection: TornPageProtection::Doublewrite,
-            buffer_replacement: BufferReplacement::LruMidpoint,
-            os_page_cache: false,
-            default_isolation: Isolation::RepeatableRead,
-        }
+        Self::named("innodb")
     }
 
     /// A preset by name.
     ///
     /// Errors: [`Error::InvalidConfig`] listing the presets.
     pub fn preset(name: &str) -> Result<Self> {
-        match name {
-            "postgres" => Ok(Self::postgres()),
-            "innodb" => Ok(Self::innodb()),
+        let all = Self::presets();
+        let names: Vec<String> = all.iter().map(|p| p.name.clone()).collect();
+        all.into_iter().find(|p| p.name == name).ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "unknown design '{name}'; presets are {}",
+                names.join(" and ")
+            ))
+        })
+    }
+
+    /// The value of switch `name` as text (as in the presets file; booleans as on/off).
+    ///
+    /// Errors: [`Error::InvalidConfig`] for an unknown switch, listing the switches.
+    pub fn switch_value(&self, name: &str) -> Result<String> {
+        let v = serde_json::to_value(self).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        match v.get(name) {
+            Some(serde_json::Value::String(s)) if name != "name" => Ok(s.clone()),
+            Some(serde_json::Value::Bool(b)) => Ok(if *b { "on" } else { "off" }.into()),
+            Some(serde_json::Value::Number(n)) => Ok(n.to_string()),
             _ => Err(Error::InvalidConfig(format!(
-                "unknown design '{name}'; presets are postgres and innodb"
+                "unknown switch '{name}'; switches are {}",
+                SWITCHES
+                    .iter()
+                    .map(|s| s.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))),
         }
     }
@@ -225,6 +306,36 @@ impl DesignConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn presets_file_matches_the_documented_table() {
+        let p = DesignConfig::postgres();
+        let i = DesignConfig::innodb();
+        let want = [
+            ("page_size", "8k", "16k"),
+            ("table_layout", "heap", "clustered"),
+            ("version_storage", "append_o2n", "undo_delta"),
+            ("garbage_collection", "vacuum", "purge"),
+            ("index_pointers", "physical", "logical"),
+            ("hot_updates", "on", "off"),
+            ("fillfactor", "100", "94"),
+            ("torn_page_protection", "full_page_writes", "doublewrite"),
+            ("buffer_replacement", "clock_sweep", "lru_midpoint"),
+            ("os_page_cache", "on", "off"),
+            ("default_isolation", "read_committed", "repeatable_read"),
+        ];
+        assert_eq!(want.len(), SWITCHES.len());
+        for (sw, pv, iv) in want {
+            assert_eq!(p.switch_value(sw).unwrap(), pv, "{sw}");
+            assert_eq!(i.switch_value(sw).unwrap(), iv, "{sw}");
+        }
+        assert!(p
+            .switch_value("colour")
+            .unwrap_err()
+            .to_string()
+            .contains("page_size"));
+        assert_eq!(DesignConfig::presets().len(), 2);
+    }
 
     #[test]
     fn presets_are_valid_and_impossible_combinations_name_both_switches() {

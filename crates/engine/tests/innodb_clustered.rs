@@ -337,3 +337,36 @@ fn sequential_inserts_leave_clustered_leaves_15_16_full() {
     let fill = clustered.stats().unwrap().avg_leaf_fill_pct();
     assert!((90.0..=95.0).contains(&fill), "leaf fill {fill:.1} %");
 }
+
+#[test]
+fn row_versions_walk_the_undo_chain_newest_first() {
+    let db = open_db(
+        DesignConfig {
+            garbage_collection: mvcclab_engine::design::GarbageCollection::Off,
+            ..DesignConfig::innodb()
+        },
+        256,
+    );
+    let t = load(&db, 5);
+    for _ in 0..3 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(2)], &[Assign::Add(1, 10)])
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let v = db.row_versions(t, &[Value::Integer(2)]).unwrap();
+    let ks: Vec<Value> = v.iter().map(|(_, _, r)| r[1].clone()).collect();
+    assert_eq!(
+        ks,
+        vec![
+            Value::Integer(32),
+            Value::Integer(22),
+            Value::Integer(12),
+            Value::Integer(2)
+        ]
+    );
+    assert!(
+        v.windows(2).all(|w| w[0].0 > w[1].0),
+        "newest (highest trx id) first: {v:?}"
+    );
+}

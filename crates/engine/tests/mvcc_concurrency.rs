@@ -73,14 +73,15 @@ fn bank_transfers_keep_the_total_and_readers_never_see_half_a_transfer() {
             let committed = Arc::new(AtomicU64::new(0));
             let readers: Vec<_> = (0..2)
                 .map(|_| {
-                    let (db, stop) = (db.clone(), stop.clone());
+                    let (db, stop, name) = (db.clone(), stop.clone(), design.name.clone());
                     std::thread::spawn(move || {
                         let mut n = 0;
                         while !stop.load(Ordering::Relaxed) || n < 3 {
                             // A repeatable-read snapshot must always add up.
                             assert_eq!(
                                 total(&db, t, Isolation::RepeatableRead),
-                                ACCOUNTS as i64 * START
+                                ACCOUNTS as i64 * START,
+                                "{name}, writers at {iso:?}"
                             );
                             n += 1;
                         }

@@ -29,6 +29,8 @@ pub struct RelIo {
     pub blks_hit: u64,
     /// Requests that read the page.
     pub blks_read: u64,
+    /// Pages written from the pool to their home location.
+    pub blks_written: u64,
 }
 const NO_PAGE: u64 = u64::MAX;
 
@@ -119,7 +121,7 @@ pub struct BufferPool {
     dblwr: Option<Doublewrite>,
     stats: Arc<Stats>,
     unsynced_rels: Mutex<BTreeSet<FileId>>,
-    rel_io: Box<[[AtomicU64; 2]]>,
+    rel_io: Box<[[AtomicU64; 3]]>,
     cfg: BufferPoolConfig,
 }
 
@@ -185,7 +187,7 @@ impl BufferPool {
             stats,
             unsynced_rels: Mutex::new(BTreeSet::new()),
             rel_io: (0..REL_IO_SLOTS)
-                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
             cfg,
         })
@@ -220,6 +222,7 @@ impl BufferPool {
         self.rel_io.get(slot).map_or(RelIo::default(), |c| RelIo {
             blks_hit: c[0].load(Ordering::Relaxed),
             blks_read: c[1].load(Ordering::Relaxed),
+            blks_written: c[2].load(Ordering::Relaxed),
         })
     }
 

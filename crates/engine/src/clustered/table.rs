@@ -647,6 +647,36 @@ impl ClusteredTable {
         }
     }
 
+    /// Every version of the row with primary key `pk`, newest first, following roll pointers
+    /// to the end of the chain (or to an undo log purge already removed): (DB_TRX_ID, delete
+    /// mark, row). For tools, tests and the `version_chain` experiment.
+    ///
+    /// Errors: storage and decoding errors.
+    pub fn versions(&self, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        let key = self.pk_key(pk)?;
+        let Some(rec) = self.clustered.get(&key)? else {
+            return Ok(Vec::new());
+        };
+        let r = decode_compact_record(&self.def, &rec)?;
+        let (mut row, mut trx, mut roll, mut deleted) =
+            (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
+        let mut out = Vec::new();
+        loop {
+            out.push((trx, deleted, row.clone()));
+            let (insert, _, _) = super::undo::split_roll_ptr(roll);
+            if insert || roll == 0 || out.len() > 100_000 {
+                return Ok(out);
+            }
+            let Ok(u) = self.undo.read(roll) else {
+                return Ok(out);
+            };
+            apply_delta(&self.def, &mut row, &u.delta)?;
+            deleted = u.kind == UndoType::UpdateDeleted;
+            trx = u.old_trx_id;
+            roll = u.old_roll_ptr;
+        }
+    }
+
     /// Whether the record for `pk` is delete-marked (for tests).
     ///
     /// Errors: storage errors.

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 struct Inner {
     storage: Arc<Storage>,
+    design: DesignConfig,
     tm: TransactionManager,
     tables: RwLock<Vec<Arc<ClusteredTable>>>,
     undo: Arc<UndoSpace>,
@@ -87,8 +88,10 @@ impl InnodbEngine {
             storage.pool().clone(),
             storage.wal().clone(),
         )?);
+        let gc_off = design.garbage_collection == GarbageCollection::Off;
         let inner = Arc::new(Inner {
             storage,
+            design,
             tm: TransactionManager::new(),
             tables: RwLock::new(Vec::new()),
             undo,
@@ -99,7 +102,7 @@ impl InnodbEngine {
             wake: Condvar::new(),
         });
         let mut threads = Vec::new();
-        if design.garbage_collection != GarbageCollection::Off {
+        if !gc_off {
             for i in 0..purge.threads {
                 let weak: Weak<Inner> = Arc::downgrade(&inner);
                 let stop = stop.clone();
@@ -154,7 +157,12 @@ impl Engine for InnodbEngine {
             return Err(Error::Catalog(format!("table {} already exists", def.name)));
         }
         let pool = self.inner.storage.pool().clone();
-        let clustered = BTree::create(pool.clone(), BTreeConfig::innodb())?;
+        // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB 15/16).
+        let cfg = BTreeConfig {
+            rightmost_fill_pct: self.inner.design.fillfactor,
+            ..BTreeConfig::innodb()
+        };
+        let clustered = BTree::create(pool.clone(), cfg)?;
         let indexes = def
             .indexes
             .iter()
@@ -238,12 +246,22 @@ impl Engine for InnodbEngine {
         })
     }
 
+    fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        self.inner.table(t)?.versions(pk)
+    }
+
     fn engine_counters(&self) -> EngineCounters {
         let u = &self.inner.undo.counters;
         let h = &self.inner.history;
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
             undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),
+            undo_pages_written: self
+                .inner
+                .storage
+                .pool()
+                .rel_io(self.inner.undo.rel())
+                .blks_written,
             undo_pages_freed: u.pages_freed.load(Ordering::Relaxed),
             undo_pages_in_use: self.inner.undo.pages_in_use(),
             undo_segments_reused: u.segments_reused.load(Ordering::Relaxed),

@@ -188,6 +188,9 @@ pub struct EngineCounters {
     pub undo_records_written: u64,
     /// Undo pages allocated.
     pub undo_pages_allocated: u64,
+    /// Undo pages written from the buffer pool (innodb_metrics undo pages written, as
+    /// page writes of the undo relation).
+    pub undo_pages_written: u64,
     /// Undo pages freed by commit (insert undo) or purge.
     pub undo_pages_freed: u64,
     /// Undo pages held now.
@@ -231,6 +234,11 @@ pub trait Engine: Send + Sync {
     fn table_pages(&self, t: TableId) -> Result<(u64, u64)>;
     /// The relation files of a table.
     fn relations(&self, t: TableId) -> Result<TableRelations>;
+    /// Every version of a row, newest first: (transaction id, deleted, row). Empty for
+    /// designs that do not chain versions from the newest (postgres: use the heap tools).
+    fn row_versions(&self, _t: TableId, _pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        Ok(Vec::new())
+    }
     /// Design-wide counters (undo, purge, history list).
     fn engine_counters(&self) -> EngineCounters {
         EngineCounters::default()
@@ -323,6 +331,11 @@ impl Database {
     /// Errors: storage errors.
     pub fn gc(&self, t: TableId) -> Result<GcReport> {
         self.engine.gc(t)
+    }
+
+    /// Every version of a row, newest first (innodb: the undo chain). Errors: storage errors.
+    pub fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        self.engine.row_versions(t, pk)
     }
 
     /// Design-wide counters (undo, purge, history list).

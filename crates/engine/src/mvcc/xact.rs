@@ -182,20 +182,21 @@ impl TransactionManager {
     /// the proc array (xact.c `RecordTransactionCommit` → `ProcArrayEndTransaction`) and wakes
     /// the transactions waiting for it. The caller has made the commit record durable first.
     pub fn end(&self, proc: ProcId, committed: bool) {
+        // The clog entry and the removal from the running set change together under the
+        // proc-array lock: a writer that reads "committed" in the clog may then build on the
+        // row, and every snapshot taken after that must see the transaction as finished
+        // (PostgreSQL gets the same guarantee by checking the proc array before the clog in
+        // HeapTupleSatisfiesUpdate; a gap here let readers see half a transaction).
         let xid = {
-            let pa = self.procs.lock();
-            pa.procs.get(&proc).map_or(INVALID_XID, |p| p.xid)
-        };
-        if xid != INVALID_XID {
-            self.clog.write()[xid as usize] = if committed { 1 } else { 2 };
-        }
-        {
             let mut pa = self.procs.lock();
-            pa.procs.remove(&proc);
+            let xid = pa.procs.get(&proc).map_or(INVALID_XID, |p| p.xid);
             if xid != INVALID_XID {
+                self.clog.write()[xid as usize] = if committed { 1 } else { 2 };
                 pa.running.remove(&xid);
             }
-        }
+            pa.procs.remove(&proc);
+            xid
+        };
         let mut w = self.waits.lock();
         w.remove(&xid);
         drop(w);
