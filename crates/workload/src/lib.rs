@@ -1,0 +1,26 @@
+//! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
+//! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
+//! target ([`driver`]).
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod rand;
+pub mod sysbench;
+
+/// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a
+/// permutation of u32, used for unique insert ids.
+pub fn unique_permute(x: u32) -> u32 {
+    const PRIME: u32 = 4_294_967_291;
+    if x >= PRIME {
+        return x;
+    }
+    let residue = ((x as u64 * x as u64) % PRIME as u64) as u32;
+    if x <= PRIME / 2 {
+        residue
+    } else {
+        PRIME - residue
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+use crate::sysbench::*;
+
+const LUA_DIR: &str = "/usr/share/sysbench";
+
+fn lua(name: &str) -> String {
+    std::fs::read_to_string(format!("{LUA_DIR}/{name}.lua")).unwrap_or_else(|e| {
+        panic!("{LUA_DIR}/{name}.lua: {e}; install Debian's sysbench (apt-get install -y sysbench), as README.md's set-up does")
+    })
+}
+
+fn is_digit_groups(s: &str, groups: usize) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == groups
+        && parts
+            .iter()
+            .all(|p| p.len() == 11 && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[test]
+fn templates_and_defaults_match_sysbench_lua() {
+    let common = lua("oltp_common");
+    let norm: String = common.split_whitespace().collect::<Vec<_>>().join(" ");
+    let c_lua = C_TEMPLATE
+        .split('-')
+        .map(|_| "###########")
+        .collect::<Vec<_>>()
+        .join("-");
+    assert_eq!(C_TEMPLATE, c_lua);
+    // The Lua builds the templates from quoted pieces joined with '..': compare the pieces.
+    let pieces = |name: &str| -> String {
+        let start = norm
+            .find(&format!("local {name} ="))
+            .unwrap_or_else(|| panic!("{name} not in oltp_common.lua"));
+        let rest = &norm[start..];
+        let end = rest
+            .find("local ")
+            .map(|e| {
+                if e == 0 {
+                    rest[6..].find("local ").map_or(rest.len(), |x| x + 6)
+                } else {
+                    e
+                }
+            })
+            .unwrap_or(rest.len());
+        rest[..end].split('"').skip(1).step_by(2).collect()
+    };
+    assert_eq!(pieces("c_value_template"), C_TEMPLATE);
+    assert_eq!(pieces("pad_value_template"), PAD_TEMPLATE);
+    let d = SysbenchOptions::default();
+    for (opt, val) in [
+        ("table_size", d.table_size),
+        ("range_size", d.range_size),
+        ("tables", d.tables),
+        ("point_selects", d.point_selects),
+        ("simple_ranges", d.simple_ranges),
+        ("sum_ranges", d.sum_ranges),
+        ("order_ranges", d.order_ranges),
+        ("distinct_ranges", d.distinct_ranges),
+        ("index_updates", d.index_updates),
+        ("non_index_updates", d.non_index_updates),
+        ("delete_inserts", d.delete_inserts),
+    ] {
+        let at = norm
+            .find(&format!("{opt} = {{"))
+            .unwrap_or_else(|| panic!("{opt} not in oltp_common.lua"));
+        let default = norm[at..]
+            .split('}')
+            .next()
+            .unwrap()
+            .rsplit(',')
+            .next()
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(default, val.to_string(), "--{opt}");
+    }
+    for (script, opt, val) in [
+        ("select_random_points", "random_points", d.random_points),
+        (
+            "select_random_ranges",
+            "number_of_ranges",
+            d.number_of_ranges,
+        ),
+        ("select_random_ranges", "delta", d.delta),
+    ] {
+        let s: String = lua(script).split_whitespace().collect::<Vec<_>>().join(" ");
+        let at = s.find(&format!("{opt} = {{")).unwrap();
+        let default = s[at..]
+            .split('}')
+            .next()
+            .unwrap()
+            .rsplit(',')
+            .next()
+            .unwrap()
+            .trim()
+            .to_string();
+        assert_eq!(default, val.to_string(), "{script} --{opt}");
+    }
+}
+
+fn events(kind: WorkloadKind, opts: &SysbenchOptions, n: usize) -> Vec<Vec<Op>> {
+    let mut g = Generator::new(kind, opts.clone(), 42, 1, 4);
+    (0..n).map(|_| g.next_event()).collect()
+}
+
+fn count(ev: &[Op], kind: &str) -> usize {
+    ev.iter().filter(|o| o.kind() == kind).count()
+}
+
+#[test]
+fn statement_mix_per_event_matches_each_script() {
+    let o = SysbenchOptions {
+        tables: 3,
+        table_size: 1000,
+        ..Default::default()
+    };
+    // oltp_read_write event(): BEGIN, 10 point, 1 of each range, 1 index update, 1 non-index
+    // update, 1 delete + 1 insert, COMMIT.
+    let want: &[(WorkloadKind, &[(&str, usize)])] = &[
+        (
+            WorkloadKind::OltpReadWrite,
+            &[
+                ("begin", 1),
+                ("point_select", 10),
+                ("simple_range", 1),
+                ("sum_range", 1),
+                ("order_range", 1),
+                ("distinct_range", 1),
+                ("index_update", 1),
+                ("non_index_update", 1),
+                ("delete", 1),
+                ("insert", 1),
+                ("commit", 1),
+            ],
+        ),
+        (
+            WorkloadKind::OltpReadOnly,
+            &[
+                ("begin", 1),
+                ("point_select", 10),
+                ("simple_range", 1),
+                ("sum_range", 1),
+                ("order_range", 1),
+                ("distinct_range", 1),
+                ("index_update", 0),
+                ("delete", 0),
+                ("commit", 1),
+            ],
+        ),
+        (
+            WorkloadKind::OltpWriteOnly,
+            &[
+                ("begin", 1),
+                ("point_select", 0),
+                ("simple_range", 0),
+                ("index_update", 1),
+                ("non_index_update", 1),
+                ("delete", 1),
+                ("insert", 1),
+                ("commit", 1),
+            ],
+        ),
+        (
+            WorkloadKind::OltpPointSelect,
+            &[("begin", 0), ("point_select", 10), ("commit", 0)],
+        ),
+        (
+            WorkloadKind::OltpUpdateIndex,
+            &[("begin", 0), ("index_update", 1)],
+        ),
+        (
+            WorkloadKind::OltpUpdateNonIndex,
+            &[("begin", 0), ("non_index_update", 1)],
+        ),
+        (WorkloadKind::OltpInsert, &[("begin", 0), ("insert", 1)]),
+        (WorkloadKind::OltpDelete, &[("begin", 0), ("delete", 1)]),
+        (WorkloadKind::SelectRandomPoints, &[("random_points", 1)]),
+        (WorkloadKind::SelectRandomRanges, &[("random_ranges", 1)]),
+    ];
+    assert_eq!(
+        want.len(),
+        WorkloadKind::ALL.len(),
+        "every workload is checked"
+    );
+    for (kind, counts) in want {
+        let evs = events(*kind, &o, 300);
+        for ev in &evs {
+            for (k, n) in counts.iter() {
+                assert_eq!(count(ev, k), *n, "{} {k}", kind.name());
+            }
+            assert!(ev.first().is_some());
+        }
+        // Order inside a read/write transaction: as the script calls them.
+        if *kind == WorkloadKind::OltpReadWrite {
+            let order: Vec<&str> = evs[0].iter().map(|o| o.kind()).collect();
+            let mut dedup = order.clone();
+            dedup.dedup();
+            assert_eq!(
+                dedup,
+                [
+                    "begin",
+                    "point_select",
+                    "simple_range",
+                    "sum_range",
+                    "order_range",
+                    "distinct_range",
+                    "index_update",
+                    "non_index_update",
+                    "delete",
+                    "insert",
+                    "commit"
+                ]
+            );
+        }
+    }
+    // Option counts are honoured; --skip-trx drops BEGIN/COMMIT; --range-selects=off drops ranges.
+    let o2 = SysbenchOptions {
+        point_selects: 3,
+        index_updates: 4,
+        delete_inserts: 2,
+        skip_trx: true,
+        range_selects: false,
+        ..o.clone()
+    };
+    let ev = &events(WorkloadKind::OltpReadWrite, &o2, 1)[0];
+    assert_eq!(
+        (
+            count(ev, "begin"),
+            count(ev, "point_select"),
+            count(ev, "simple_range"),
+            count(ev, "index_update"),
+            count(ev, "delete"),
+            count(ev, "insert")
+        ),
+        (0, 3, 0, 4, 2, 2)
+    );
+}
+
+#[test]
+fn values_and_key_ranges_follow_the_scripts() {
+    let o = SysbenchOptions {
+        tables: 3,
+        table_size: 1000,
+        ..Default::default()
+    };
+    for ev in events(WorkloadKind::OltpReadWrite, &o, 500) {
+        let tables: std::collections::BTreeSet<u32> = ev
+            .iter()
+            .filter_map(|op| match op {
+                Op::PointSelect { table, .. }
+                | Op::IndexUpdate { table, .. }
+                | Op::Delete { table, .. } => Some(*table),
+                _ => None,
+            })
+            .collect();
+        assert!(tables.iter().all(|t| (1..=3).contains(t)));
+        for op in &ev {
+            match op {
+                Op::PointSelect { id, .. } | Op::IndexUpdate { id, .. } | Op::Delete { id, .. } => {
+                    assert!((1..=1000).contains(id))
+                }
+                Op::SimpleRange { lo, hi, .. }
+                | Op::SumRange { lo, hi, .. }
+                | Op::OrderRange { lo, hi, .. }
+                | Op::DistinctRange { lo, hi, .. } => {
+                    assert!((1..=1000).contains(lo));
+                    assert_eq!(hi - lo, 99, "id BETWEEN id AND id + range_size - 1");
+                }
+                Op::NonIndexUpdate { c, id, .. } => {
+                    assert!(is_digit_groups(c, 10), "{c}");
+                    assert!((1..=1000).contains(id));
+                }
+                Op::Insert { id, k, c, pad, .. } => {
+                    assert!((1..=1000).contains(id) && (1..=1000).contains(k));
+                    assert!(is_digit_groups(c, 10) && is_digit_groups(pad, 5));
+                }
+                _ => {}
+            }
+        }
+        // delete/insert pairs use the same id.
+        let dels: Vec<i32> = ev
+            .iter()
+            .filter_map(|o| {
+                if let Op::Delete { id, .. } = o {
+                    Some(*id)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let ins: Vec<i32> = ev
+            .iter()
+            .filter_map(|o| {
+                if let Op::Insert { id, .. } = o {
+                    Some(*id)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(dels, ins);
+    }
+    // The load: ids 1..=table_size, k from the default distribution, c/pad from templates.
+    let mut rng = crate::rand::SbRand::new(1, 0, o.rand.clone());
+    for id in 1..=100 {
+        let (i, k, c, pad) = load_row(&mut rng, &o, id);
+        assert_eq!(i, id as i32);
+        assert!((1..=1000).contains(&k));
+        assert!(
+            is_digit_groups(&c, 10)
+                && c.len() == 119
+                && is_digit_groups(&pad, 5)
+                && pad.len() == 59
+        );
+    }
+    // select_random_*: each thread stays in its slice of table_size / threads.
+    let o = SysbenchOptions {
+        table_size: 1000,
+        ..Default::default()
+    };
+    for ev in events(WorkloadKind::SelectRandomPoints, &o, 200) {
+        let Op::RandomPoints { ks } = &ev[0] else {
+            panic!()
+        };
+        assert_eq!(ks.len(), 10);
+        assert!(
+            ks.iter().all(|k| (250..=500).contains(k)),
+            "thread 1 of 4: [250, 500]: {ks:?}"
+        );
+    }
+    for ev in events(WorkloadKind::SelectRandomRanges, &o, 200) {
+        let Op::RandomRanges { ranges } = &ev[0] else {
+            panic!()
+        };
+        assert_eq!(ranges.len(), 10);
+        assert!(ranges
+            .iter()
+            .all(|(a, b)| b - a == 5 && (250..=500).contains(a)));
+    }
+    // oltp_insert: unique ids across many events.
+    let mut ids = std::collections::HashSet::new();
+    for ev in events(WorkloadKind::OltpInsert, &o, 5000) {
+        let Op::Insert { id, .. } = &ev[0] else {
+            panic!()
+        };
+        assert!(ids.insert(*id), "duplicate insert id {id}");
+    }
+}
+
+#[test]
+fn workload_names_parse_and_unknown_ones_are_named() {
+    for (k, n) in WorkloadKind::ALL {
+        assert_eq!(n.parse::<WorkloadKind>().unwrap(), *k);
+        assert_eq!(format!("{n}.lua").parse::<WorkloadKind>().unwrap(), *k);
+    }
+    let e = "oltp_everything".parse::<WorkloadKind>().unwrap_err();
+    assert!(
+        e.contains("oltp_everything") && e.contains("oltp_read_write"),
+        "{e}"
+    );
+}
