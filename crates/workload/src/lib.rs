@@ -1,9 +1,11 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
-//! target ([`driver`]).
+//! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod driver;
+pub mod embedded;
 pub mod rand;
 pub mod sysbench;
 

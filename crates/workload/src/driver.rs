@@ -1,0 +1,289 @@
+//! The driver: runs a workload's events against a [`Target`] from N threads, by event count
+//! or for a time, and measures transactions, queries, errors and latencies per operation
+//! kind (hdrhistogram), the way sysbench reports them.
+//!
+//! Threads take their events from their own generator, seeded from `--rand-seed` and the
+//! thread number, so the stream of operations is deterministic for a seed and thread count
+//! (what happens when threads race for rows is not). An operation that fails (deadlock,
+//! serialization failure, duplicate key) ends its event: the transaction is rolled back, the
+//! error counted, and the thread goes on with the next event, as sysbench does with its
+//! ignored errors.
+
+use crate::sysbench::{Generator, Op, SysbenchOptions, WorkloadKind};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// An error of one operation, as a target reports it.
+#[derive(Debug, Clone)]
+pub struct OpError {
+    /// Text of the error.
+    pub message: String,
+    /// A deadlock or serialization failure, which a client retries (sysbench ignores them).
+    pub retryable: bool,
+}
+
+/// Where a workload runs: the embedded engine, later real servers.
+pub trait Target: Send + Sync {
+    /// Creates the sbtest tables and loads them (sysbench `prepare`).
+    ///
+    /// Errors: the target's, as text.
+    fn prepare(&self, opts: &SysbenchOptions, seed: u64) -> Result<(), String>;
+    /// A connection for one thread.
+    fn session(&self) -> Box<dyn Session + '_>;
+}
+
+/// One thread's connection.
+pub trait Session: Send {
+    /// Executes one operation.
+    ///
+    /// Errors: [`OpError`]; after one, the session's transaction is rolled back.
+    fn execute(&mut self, op: &Op) -> Result<(), OpError>;
+    /// Rolls back an open transaction, if any (after an error in an event).
+    fn rollback(&mut self);
+}
+
+/// How long and how wide to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// --threads.
+    pub threads: u32,
+    /// --time in seconds (0 = no limit).
+    pub time_s: f64,
+    /// --events (0 = no limit). At least one of time and events must be set.
+    pub events: u64,
+    /// --rand-seed.
+    pub rand_seed: u64,
+}
+
+/// Latency percentiles of one kind, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Minimum (ms).
+    pub min_ms: f64,
+    /// Mean (ms).
+    pub avg_ms: f64,
+    /// Median (ms).
+    pub p50_ms: f64,
+    /// 95th percentile (ms, sysbench's default --percentile).
+    pub p95_ms: f64,
+    /// 99th percentile (ms).
+    pub p99_ms: f64,
+    /// Maximum (ms).
+    pub max_ms: f64,
+}
+
+/// What a run did (sysbench's "SQL statistics" and "Latency").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Events completed (sysbench "transactions").
+    pub transactions: u64,
+    /// Statements executed, BEGIN/COMMIT excluded.
+    pub queries: u64,
+    /// Read statements.
+    pub reads: u64,
+    /// Write statements.
+    pub writes: u64,
+    /// BEGIN and COMMIT.
+    pub other: u64,
+    /// Events ended by an error.
+    pub errors: u64,
+    /// Of which deadlocks or serialization failures.
+    pub retryable_errors: u64,
+    /// Operations per kind (point_select, index_update, ...).
+    pub ops_by_kind: BTreeMap<String, u64>,
+    /// Wall time of the run in seconds.
+    pub elapsed_s: f64,
+    /// Events per second.
+    pub tps: f64,
+    /// Queries per second.
+    pub qps: f64,
+    /// Latency per operation kind, and "event" for whole events.
+    pub latency: BTreeMap<String, Latency>,
+    /// First error messages seen (at most 5), to say what went wrong.
+    pub error_samples: Vec<String>,
+}
+
+fn latency(h: &Histogram<u64>) -> Latency {
+    let ms = |us: u64| us as f64 / 1000.0;
+    Latency {
+        count: h.len(),
+        min_ms: ms(h.min()),
+        avg_ms: h.mean() / 1000.0,
+        p50_ms: ms(h.value_at_quantile(0.5)),
+        p95_ms: ms(h.value_at_quantile(0.95)),
+        p99_ms: ms(h.value_at_quantile(0.99)),
+        max_ms: ms(h.max()),
+    }
+}
+
+fn is_read(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::PointSelect { .. }
+            | Op::SimpleRange { .. }
+            | Op::SumRange { .. }
+            | Op::OrderRange { .. }
+            | Op::DistinctRange { .. }
+            | Op::RandomPoints { .. }
+            | Op::RandomRanges { .. }
+    )
+}
+
+struct ThreadResult {
+    r: RunResult,
+    hist: BTreeMap<String, Histogram<u64>>,
+}
+
+/// Runs `kind` against `target` until `run.events` events or `run.time_s` seconds, or until
+/// `stop` is set (Ctrl-C). Returns the measured result.
+///
+/// Errors: a message naming the bad option (no limit given, zero threads).
+pub fn run(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    run: &RunOptions,
+    stop: &AtomicBool,
+) -> Result<RunResult, String> {
+    if run.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if run.events == 0 && run.time_s <= 0.0 {
+        return Err("give --time or --events (both are 0)".into());
+    }
+    let deadline = (run.time_s > 0.0).then(|| Instant::now() + Duration::from_secs_f64(run.time_s));
+    let events_left = AtomicU64::new(if run.events == 0 {
+        u64::MAX
+    } else {
+        run.events
+    });
+    let start = Instant::now();
+    let results: Vec<ThreadResult> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..run.threads)
+            .map(|t| {
+                let events_left = &events_left;
+                scope.spawn(move || {
+                    let mut gen = Generator::new(kind, opts.clone(), run.rand_seed, t, run.threads);
+                    let mut session = target.session();
+                    let mut out = ThreadResult {
+                        r: RunResult::default(),
+                        hist: BTreeMap::new(),
+                    };
+                    loop {
+                        if stop.load(Ordering::Relaxed)
+                            || deadline.is_some_and(|d| Instant::now() >= d)
+                        {
+                            break;
+                        }
+                        if events_left
+                            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                            .is_err()
+                        {
+                            break;
+                        }
+                        let ev = gen.next_event();
+                        let ev_start = Instant::now();
+                        let mut failed = false;
+                        for op in &ev {
+                            let op_start = Instant::now();
+                            match session.execute(op) {
+                                Ok(()) => {
+                                    let us = op_start.elapsed().as_micros() as u64;
+                                    let h = out
+                                        .hist
+                                        .entry(op.kind().to_string())
+                                        .or_insert_with(|| Histogram::new(3).expect("histogram"));
+                                    let _ = h.record(us.max(1));
+                                    *out.r.ops_by_kind.entry(op.kind().to_string()).or_default() +=
+                                        1;
+                                    if op.is_query() {
+                                        out.r.queries += 1;
+                                        if is_read(op) {
+                                            out.r.reads += 1;
+                                        } else {
+                                            out.r.writes += 1;
+                                        }
+                                    } else {
+                                        out.r.other += 1;
+                                    }
+                                }
+                                Err(e) => {
+                                    session.rollback();
+                                    out.r.errors += 1;
+                                    if e.retryable {
+                                        out.r.retryable_errors += 1;
+                                    }
+                                    if out.r.error_samples.len() < 5 {
+                                        out.r.error_samples.push(format!(
+                                            "{}: {}",
+                                            op.kind(),
+                                            e.message
+                                        ));
+                                    }
+                                    failed = true;
+                                    break;
+                                }
+                            }
+                        }
+                        if !failed {
+                            out.r.transactions += 1;
+                            let h = out
+                                .hist
+                                .entry("event".into())
+                                .or_insert_with(|| Histogram::new(3).expect("histogram"));
+                            let _ = h.record((ev_start.elapsed().as_micros() as u64).max(1));
+                        }
+                    }
+                    session.rollback();
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("driver thread panicked"))
+            .collect()
+    });
+    let elapsed_s = start.elapsed().as_secs_f64();
+    let mut total = RunResult {
+        elapsed_s,
+        ..Default::default()
+    };
+    let mut hist: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
+    for t in results {
+        total.transactions += t.r.transactions;
+        total.queries += t.r.queries;
+        total.reads += t.r.reads;
+        total.writes += t.r.writes;
+        total.other += t.r.other;
+        total.errors += t.r.errors;
+        total.retryable_errors += t.r.retryable_errors;
+        for (k, n) in t.r.ops_by_kind {
+            *total.ops_by_kind.entry(k).or_default() += n;
+        }
+        for e in t.r.error_samples {
+            if total.error_samples.len() < 5 {
+                total.error_samples.push(e);
+            }
+        }
+        for (k, h) in t.hist {
+            match hist.get_mut(&k) {
+                Some(acc) => {
+                    let _ = acc.add(&h);
+                }
+                None => {
+                    hist.insert(k, h);
+                }
+            }
+        }
+    }
+    total.tps = total.transactions as f64 / elapsed_s.max(1e-9);
+    total.qps = total.queries as f64 / elapsed_s.max(1e-9);
+    total.latency = hist.iter().map(|(k, h)| (k.clone(), latency(h))).collect();
+    Ok(total)
+}

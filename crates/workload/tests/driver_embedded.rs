@@ -1,0 +1,166 @@
+//! The driver runs sysbench workloads on the embedded engine for both presets.
+
+use mvcclab_engine::db::{Database, DatabaseConfig};
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::stats::Cause;
+use mvcclab_workload::driver::{run, RunOptions, Target};
+use mvcclab_workload::embedded::Embedded;
+use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+fn target(design: DesignConfig) -> Embedded {
+    let mut cfg = DatabaseConfig::new(design);
+    cfg.storage.buffer_pool.frames = 512;
+    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(64 << 20);
+    cfg.vacuum.naptime_ms = 200;
+    Embedded::new(Arc::new(Database::open(cfg).unwrap()))
+}
+
+#[test]
+fn oltp_read_write_runs_on_both_presets_with_the_scripts_mix() {
+    for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let name = design.name.clone();
+        let t = target(design);
+        let opts = SysbenchOptions {
+            table_size: 2000,
+            ..Default::default()
+        };
+        t.prepare(&opts, 1).unwrap();
+        let before = t.database().storage().snapshot();
+        let r = run(
+            &t,
+            WorkloadKind::OltpReadWrite,
+            &opts,
+            &RunOptions {
+                threads: 2,
+                time_s: 0.0,
+                events: 300,
+                rand_seed: 5,
+            },
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let d = t.database().storage().snapshot().delta(&before).counters;
+        assert_eq!(r.transactions + r.errors, 300, "{name}: {r:?}");
+        assert!(
+            r.transactions >= 280,
+            "{name}: few errors expected: {:?}",
+            r.error_samples
+        );
+        // 18 queries per transaction: 10 point, 4 ranges, 2 updates, 1 delete, 1 insert.
+        let ps = r.ops_by_kind["point_select"];
+        assert!(
+            ps >= 10 * r.transactions && ps <= 10 * (r.transactions + r.errors),
+            "{name}: {ps}"
+        );
+        for k in [
+            "simple_range",
+            "sum_range",
+            "order_range",
+            "distinct_range",
+            "index_update",
+            "non_index_update",
+            "delete",
+            "insert",
+        ] {
+            let n = r.ops_by_kind[k];
+            assert!(
+                n >= r.transactions && n <= r.transactions + r.errors,
+                "{name}: {k} {n}"
+            );
+        }
+        assert_eq!(r.ops_by_kind["commit"], r.transactions, "{name}");
+        assert_eq!(r.queries, r.reads + r.writes);
+        assert!(r.latency.contains_key("event") && r.latency["point_select"].count > 0);
+        assert!(
+            d.cause(Cause::Commit).wal_syncs > 0,
+            "{name}: commits flush the WAL"
+        );
+        assert!(
+            d.cause(Cause::Update).wal_records > 0 && d.cause(Cause::Insert).wal_records > 0,
+            "{name}"
+        );
+        assert!(d.cause(Cause::PointSelect).buffer_hits > 0, "{name}");
+    }
+}
+
+#[test]
+fn single_thread_runs_are_deterministic_for_a_seed() {
+    let opts = SysbenchOptions {
+        table_size: 1000,
+        ..Default::default()
+    };
+    let once = || {
+        let t = target(DesignConfig::postgres());
+        t.prepare(&opts, 9).unwrap();
+        let r = run(
+            &t,
+            WorkloadKind::OltpReadWrite,
+            &opts,
+            &RunOptions {
+                threads: 1,
+                time_s: 0.0,
+                events: 100,
+                rand_seed: 3,
+            },
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let s = t.database().table_stats(0).unwrap();
+        (
+            r.ops_by_kind,
+            r.transactions,
+            s.n_tup_upd,
+            s.n_tup_hot_upd,
+            s.n_tup_ins,
+        )
+    };
+    assert_eq!(once(), once());
+}
+
+#[test]
+fn every_workload_runs() {
+    for (kind, name) in WorkloadKind::ALL {
+        let t = target(DesignConfig::innodb());
+        let opts = SysbenchOptions {
+            table_size: 500,
+            ..Default::default()
+        };
+        t.prepare(&opts, 1).unwrap();
+        let r = run(
+            &t,
+            *kind,
+            &opts,
+            &RunOptions {
+                threads: 2,
+                time_s: 0.0,
+                events: 40,
+                rand_seed: 1,
+            },
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(r.transactions + r.errors, 40, "{name}");
+        assert!(r.queries > 0, "{name}");
+    }
+}
+
+#[test]
+fn bad_run_options_are_refused() {
+    let t = target(DesignConfig::postgres());
+    let e = run(
+        &t,
+        WorkloadKind::OltpPointSelect,
+        &SysbenchOptions::default(),
+        &RunOptions {
+            threads: 1,
+            time_s: 0.0,
+            events: 0,
+            rand_seed: 1,
+        },
+        &AtomicBool::new(false),
+    )
+    .unwrap_err();
+    assert!(e.contains("--time") && e.contains("--events"), "{e}");
+}
