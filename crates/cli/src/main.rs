@@ -1,6 +1,7 @@
 //! The `mvcclab` command line.
 
 mod designs;
+mod run;
 mod storage_bench;
 mod units;
 
@@ -17,6 +18,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a sysbench workload on one design and report I/O per transaction and per cause.
+    Run(run::RunArgs),
+    /// Run a workload on several designs (default postgres and innodb) side by side.
+    Compare(run::CompareArgs),
     /// Every design switch with its meaning and values, and each preset's value.
     Designs,
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
@@ -28,12 +33,27 @@ fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::StorageBench(a) => storage_bench::run(a),
         Command::Designs => designs::run(),
+        Command::Run(a) => run::run(a),
+        Command::Compare(a) => run::compare(a),
     }
 }
+
+/// An error in what the user asked for (a flag, a switch, a workload name): exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
 
 fn main() {
     if let Err(e) = run() {
         eprintln!("Error: {e:#}");
-        std::process::exit(1);
+        let usage = e.downcast_ref::<UsageError>().is_some();
+        std::process::exit(if usage { 2 } else { 1 });
     }
 }
