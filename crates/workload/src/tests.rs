@@ -188,7 +188,7 @@ fn statement_mix_per_event_matches_each_script() {
             for (k, n) in counts.iter() {
                 assert_eq!(count(ev, k), *n, "{} {k}", kind.name());
             }
-            assert!(ev.first().is_some());
+            assert!(!ev.is_empty());
         }
         // Order inside a read/write transaction: as the script calls them.
         if *kind == WorkloadKind::OltpReadWrite {
