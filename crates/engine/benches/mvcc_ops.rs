@@ -6,7 +6,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
+use mvcclab_engine::catalog::{TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::StorageConfig;
@@ -23,37 +23,7 @@ fn setup(design: DesignConfig) -> (Database, TableId) {
     cfg.storage.wal_writer_interval_ms = None;
     cfg.vacuum.autovacuum = false;
     let db = Database::open(cfg).unwrap();
-    let def = TableDef {
-        name: "sbtest1".into(),
-        columns: vec![
-            Column {
-                name: "id".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "k".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "c".into(),
-                ty: ColumnType::Char(120),
-                nullable: false,
-            },
-            Column {
-                name: "pad".into(),
-                ty: ColumnType::Char(60),
-                nullable: false,
-            },
-        ],
-        primary_key: vec![0],
-        indexes: vec![IndexDef {
-            name: "k_1".into(),
-            columns: vec![1],
-            unique: false,
-        }],
-    };
+    let def = TableDef::sbtest(1);
     let t = db.create_table(def).unwrap();
     let mut tx = db.begin();
     for id in 0..ROWS {

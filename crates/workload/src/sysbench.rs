@@ -15,7 +15,7 @@
 //! within a slice of the key space per thread.
 
 use crate::rand::{RandOptions, SbRand};
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef};
+use mvcclab_engine::catalog::TableDef;
 use serde::{Deserialize, Serialize};
 
 /// oltp_common.lua `c_value_template`: ten groups of 11 digits separated by '-' (119 chars).
@@ -228,39 +228,9 @@ impl Op {
     }
 }
 
-/// `sbtest{n}` with its index `k_{n}`.
+/// `sbtest{n}` with its index `k_{n}` (defined with the catalog: `TableDef::sbtest`).
 pub fn sbtest_def(n: u32) -> TableDef {
-    TableDef {
-        name: format!("sbtest{n}"),
-        columns: vec![
-            Column {
-                name: "id".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "k".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "c".into(),
-                ty: ColumnType::Char(120),
-                nullable: false,
-            },
-            Column {
-                name: "pad".into(),
-                ty: ColumnType::Char(60),
-                nullable: false,
-            },
-        ],
-        primary_key: vec![0],
-        indexes: vec![IndexDef {
-            name: format!("k_{n}"),
-            columns: vec![1],
-            unique: false,
-        }],
-    }
+    TableDef::sbtest(n)
 }
 
 /// One row of the load (`cmd_prepare`): (id, k, c, pad).

@@ -428,6 +428,62 @@ impl TableDef {
         cols
     }
 
+    /// sysbench's `sbtest{n}` table (oltp_common.lua `create_table`): id INTEGER primary key,
+    /// k INTEGER with the secondary index `k_{n}`, c CHAR(120), pad CHAR(60), all NOT NULL.
+    pub fn sbtest(n: u32) -> TableDef {
+        TableDef {
+            name: format!("sbtest{n}"),
+            columns: vec![
+                Column {
+                    name: "id".into(),
+                    ty: ColumnType::Integer,
+                    nullable: false,
+                },
+                Column {
+                    name: "k".into(),
+                    ty: ColumnType::Integer,
+                    nullable: false,
+                },
+                Column {
+                    name: "c".into(),
+                    ty: ColumnType::Char(120),
+                    nullable: false,
+                },
+                Column {
+                    name: "pad".into(),
+                    ty: ColumnType::Char(60),
+                    nullable: false,
+                },
+            ],
+            primary_key: vec![0],
+            indexes: vec![IndexDef {
+                name: format!("k_{n}"),
+                columns: vec![1],
+                unique: false,
+            }],
+        }
+    }
+
+    /// The key of `columns` for a key given as `values` (a lookup by primary key or index
+    /// key), encoded with [`encode_key`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the number of values differs from the columns' or a
+    /// value does not fit its column's type; [`Error::Catalog`] for a bad column position.
+    pub fn key_from_values(&self, columns: &[usize], values: &[Value]) -> Result<Vec<u8>> {
+        if values.len() != columns.len() {
+            return Err(Error::InvalidValue(format!(
+                "table {}: the key has {} columns, {} values given",
+                self.name,
+                columns.len(),
+                values.len()
+            )));
+        }
+        let mut out = Vec::new();
+        encode_key(&self.column_types(columns)?, values, &mut out)?;
+        Ok(out)
+    }
+
     /// Column types of `columns`, for [`encode_key`] and [`decode_key`].
     ///
     /// # Errors

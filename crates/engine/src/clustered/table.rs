@@ -102,23 +102,7 @@ impl ClusteredTable {
     ///
     /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
-        let types: Vec<_> = self
-            .def
-            .primary_key
-            .iter()
-            .map(|&c| self.def.columns[c].ty)
-            .collect();
-        if values.len() != types.len() {
-            return Err(Error::InvalidValue(format!(
-                "table {}: primary key has {} columns, {} values given",
-                self.def.name,
-                types.len(),
-                values.len()
-            )));
-        }
-        let mut out = Vec::new();
-        encode_key(&types, values, &mut out)?;
-        Ok(out)
+        self.def.key_from_values(&self.def.primary_key, values)
     }
 
     fn sec_key(&self, ix: usize, row: &Row, pk: &[u8]) -> Result<Vec<u8>> {

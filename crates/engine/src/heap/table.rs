@@ -13,7 +13,7 @@ use super::vm::VisibilityMap;
 use super::{info, TableCounters};
 use crate::btree::{BTree, ScanDirection};
 use crate::buffer::{log_change, BufferPool, WritePageGuard};
-use crate::catalog::{decode_heap, encode_heap, encode_key, key_of, Row, TableDef, Value};
+use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::db::Assign;
 use crate::device::FileId;
 use crate::error::{Error, Result};
@@ -158,48 +158,21 @@ impl HeapTable {
     }
 
     /// Encoded primary key of `values` (the pk columns' values, in pk order).
+    ///
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
-        let types: Vec<_> = self
-            .def
-            .primary_key
-            .iter()
-            .map(|&c| self.def.columns[c].ty)
-            .collect();
-        if values.len() != types.len() {
-            return Err(Error::InvalidValue(format!(
-                "table {}: primary key has {} columns, {} values given",
-                self.def.name,
-                types.len(),
-                values.len()
-            )));
-        }
-        let mut out = Vec::new();
-        encode_key(&types, values, &mut out)?;
-        Ok(out)
+        self.def.key_from_values(&self.def.primary_key, values)
     }
 
     /// Encoded key of secondary index `ix` for `values`.
+    ///
+    /// Errors: [`Error::Catalog`] for an unknown index; as [`HeapTable::pk_key`].
     pub fn index_key(&self, ix: usize, values: &[Value]) -> Result<Vec<u8>> {
         let idx =
             self.def.indexes.get(ix).ok_or_else(|| {
                 Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
             })?;
-        let types: Vec<_> = idx
-            .columns
-            .iter()
-            .map(|&c| self.def.columns[c].ty)
-            .collect();
-        if values.len() != types.len() {
-            return Err(Error::InvalidValue(format!(
-                "index {}: {} columns, {} values given",
-                idx.name,
-                types.len(),
-                values.len()
-            )));
-        }
-        let mut out = Vec::new();
-        encode_key(&types, values, &mut out)?;
-        Ok(out)
+        self.def.key_from_values(&idx.columns, values)
     }
 
     /// Counters with pg_statio's block figures filled in from the buffer pool.

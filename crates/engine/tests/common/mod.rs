@@ -79,38 +79,10 @@ pub fn accounts_def() -> TableDef {
     }
 }
 
-/// sysbench's sbtest table: id INTEGER PRIMARY KEY, k INTEGER (index k_1), c CHAR(120),
-/// pad CHAR(60).
+/// sysbench's sbtest table named `name` (`TableDef::sbtest` under another name).
 pub fn sbtest_def(name: &str) -> TableDef {
     TableDef {
         name: name.into(),
-        columns: vec![
-            Column {
-                name: "id".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "k".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "c".into(),
-                ty: ColumnType::Char(120),
-                nullable: false,
-            },
-            Column {
-                name: "pad".into(),
-                ty: ColumnType::Char(60),
-                nullable: false,
-            },
-        ],
-        primary_key: vec![0],
-        indexes: vec![IndexDef {
-            name: format!("k_{name}"),
-            columns: vec![1],
-            unique: false,
-        }],
+        ..TableDef::sbtest(1)
     }
 }
