@@ -19,6 +19,7 @@ pub mod heap;
 pub mod mvcc;
 pub mod page;
 pub mod stats;
+pub mod stop;
 pub mod storage;
 pub mod testkit;
 pub mod wal;

@@ -38,8 +38,9 @@ use crate::device::{
 use crate::error::{Error, Result};
 use crate::page::{PageSize, PageStore};
 use crate::stats::{enter, Cause, Counters, Metric, Stats};
+use crate::stop::StopSignal;
 use crate::wal::{rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -215,22 +216,6 @@ impl StorageSnapshot {
     }
 }
 
-struct Shutdown {
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
-impl Shutdown {
-    /// Sleeps up to `d`; true when shutdown was signalled.
-    fn sleep(&self, d: Duration) -> bool {
-        let mut stop = self.stop.lock();
-        if !*stop {
-            self.wake.wait_for(&mut stop, d);
-        }
-        *stop
-    }
-}
-
 /// Runs checkpoints; shared by `Storage` and the checkpointer thread.
 struct Checkpointer {
     pool: Arc<BufferPool>,
@@ -291,7 +276,7 @@ pub struct Storage {
     wal: Arc<Wal>,
     pool: Arc<BufferPool>,
     checkpointer: Arc<Checkpointer>,
-    shutdown: Arc<Shutdown>,
+    shutdown: Arc<StopSignal>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     background_error: Arc<Mutex<Option<String>>>,
 }
@@ -371,10 +356,7 @@ impl Storage {
             wal,
             pool,
             checkpointer,
-            shutdown: Arc::new(Shutdown {
-                stop: Mutex::new(false),
-                wake: Condvar::new(),
-            }),
+            shutdown: Arc::new(StopSignal::default()),
             threads: Mutex::new(Vec::new()),
             background_error: Arc::new(Mutex::new(None)),
         };
@@ -509,8 +491,7 @@ impl Storage {
     }
 
     fn stop_threads(&self) {
-        *self.shutdown.stop.lock() = true;
-        self.shutdown.wake.notify_all();
+        self.shutdown.raise();
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }

@@ -2,22 +2,21 @@
 //! repeatable read (InnoDB's default) or per statement at read committed, undo segments per
 //! transaction, the history list and purge threads.
 
+use super::txn::TxnCore;
 use super::{Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableRelations};
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{
     purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
 };
-use crate::db::postgres::xact_info;
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::{Error, Result};
 use crate::heap::TableStats;
-use crate::mvcc::{Isolation, ProcId, Snapshot, TransactionManager, INVALID_XID};
+use crate::mvcc::{Isolation, TransactionManager};
 use crate::stats::{enter, Cause};
+use crate::stop::StopSignal;
 use crate::storage::Storage;
-use crate::wal::{rmgr, RecordBuilder};
-use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::BTreeMap;
+use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -66,15 +65,10 @@ impl Inner {
     }
 }
 
-struct Stop {
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
 /// The `innodb` design. See the `clustered` module doc.
 pub struct InnodbEngine {
     inner: Arc<Inner>,
-    stop: Arc<Stop>,
+    stop: Arc<StopSignal>,
     purge_threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -97,10 +91,7 @@ impl InnodbEngine {
             undo,
             history: History::default(),
         });
-        let stop = Arc::new(Stop {
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
-        });
+        let stop = Arc::new(StopSignal::default());
         let mut threads = Vec::new();
         if !gc_off {
             for i in 0..purge.threads {
@@ -121,15 +112,13 @@ impl InnodbEngine {
                                 },
                                 None => return,
                             };
-                            let mut s = stop.stop.lock();
-                            if *s {
+                            let stopped = if worked {
+                                stop.is_raised()
+                            } else {
+                                stop.sleep(nap)
+                            };
+                            if stopped {
                                 return;
-                            }
-                            if !worked {
-                                stop.wake.wait_for(&mut s, nap);
-                                if *s {
-                                    return;
-                                }
                             }
                         })
                         .expect("spawn purge thread"),
@@ -194,15 +183,10 @@ impl Engine for InnodbEngine {
     }
 
     fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn> {
-        let proc = self.inner.tm.begin();
         Box::new(InnoTxn {
+            core: TxnCore::begin(&self.inner.tm, iso),
             inner: self.inner.clone(),
-            proc,
-            iso,
-            view: None,
             undo: TrxUndo::default(),
-            changes: BTreeMap::new(),
-            ended: false,
         })
     }
 
@@ -274,8 +258,7 @@ impl Engine for InnodbEngine {
     }
 
     fn shutdown(&self) {
-        *self.stop.stop.lock() = true;
-        self.stop.wake.notify_all();
+        self.stop.raise();
         for h in self.purge_threads.lock().drain(..) {
             let _ = h.join();
         }
@@ -290,17 +273,14 @@ impl Drop for InnodbEngine {
 
 struct InnoTxn {
     inner: Arc<Inner>,
-    proc: ProcId,
-    iso: Isolation,
-    view: Option<Snapshot>,
+    core: TxnCore,
     undo: TrxUndo,
-    changes: BTreeMap<TableId, (u64, u64, u64)>,
-    ended: bool,
 }
 
 impl InnoTxn {
-    /// One statement under `cause`: a read view per statement (read committed) or created at
-    /// the first statement and kept (repeatable read: trx_assign_read_view).
+    /// One statement under `cause`, with the statement's read view (TxnCore::statement: per
+    /// statement at read committed; created at the first statement and kept at repeatable
+    /// read, trx_assign_read_view).
     fn stmt<T>(
         &mut self,
         cause: Cause,
@@ -308,45 +288,23 @@ impl InnoTxn {
         writes: bool,
         f: impl FnOnce(&ClusteredTable, &RowCtx<'_>, &mut TrxUndo) -> Result<T>,
     ) -> Result<T> {
-        if self.ended {
-            return Err(Error::TransactionClosed("ended"));
-        }
+        self.core.check_open()?;
         let _c = enter(cause);
         let table = self.inner.table(t)?;
         let tm = &self.inner.tm;
-        let xid = if writes {
-            tm.assign_xid(self.proc)
-        } else {
-            tm.xid_of(self.proc)
-        };
-        let view = match self.iso {
-            Isolation::RepeatableRead => self
-                .view
-                .get_or_insert_with(|| tm.snapshot(self.proc))
-                .clone(),
-            Isolation::ReadCommitted => tm.snapshot(self.proc),
-        };
+        let (xid, view) = self.core.statement(tm, writes);
         let ctx = RowCtx {
             tm,
             xid,
             view: &view,
         };
         let r = f(&table, &ctx, &mut self.undo);
-        if self.iso == Isolation::ReadCommitted {
-            tm.release_snapshot(self.proc);
-        }
+        self.core.end_statement(tm);
         r
     }
 
-    fn count(&mut self, t: TableId, ins: u64, upd: u64, del: u64) {
-        let e = self.changes.entry(t).or_default();
-        e.0 += ins;
-        e.1 += upd;
-        e.2 += del;
-    }
-
     fn end(&mut self, committed: bool) -> Result<()> {
-        if self.ended {
+        if self.core.is_ended() {
             return Ok(());
         }
         let _c = enter(if committed {
@@ -354,7 +312,8 @@ impl InnoTxn {
         } else {
             Cause::Abort
         });
-        let xid = self.inner.tm.xid_of(self.proc);
+        let tm = &self.inner.tm;
+        let xid = self.core.xid(tm);
         let undo = std::mem::take(&mut self.undo);
         let mut result = Ok(());
         if !committed {
@@ -373,27 +332,9 @@ impl InnoTxn {
                 }
             }
         }
-        if xid != INVALID_XID {
-            let now_us = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as i64);
-            let rec = RecordBuilder::new(
-                rmgr::XACT,
-                if committed {
-                    xact_info::COMMIT
-                } else {
-                    xact_info::ABORT
-                },
-            )
-            .xid(xid)
-            .main_data(&now_us.to_le_bytes());
-            let wal = self.inner.storage.wal();
-            let r =
-                wal.insert(&rec, &mut [])
-                    .and_then(|lsn| if committed { wal.flush(lsn) } else { Ok(()) });
-            if r.is_err() && result.is_ok() {
-                result = r;
-            }
+        let logged = self.core.log_end(tm, self.inner.storage.wal(), committed);
+        if result.is_ok() {
+            result = logged;
         }
         let committed = committed && result.is_ok();
         let u = &self.inner.undo;
@@ -412,9 +353,7 @@ impl InnoTxn {
         } else {
             u.discard_update(undo.update)
         };
-        self.inner.tm.end(self.proc, committed);
-        self.ended = true;
-        for (t, (ins, upd, del)) in std::mem::take(&mut self.changes) {
+        for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
             if let Ok(table) = self.inner.table(t) {
                 table.counters.end_of_xact(committed, ins, upd, del);
             }
@@ -451,7 +390,7 @@ impl EngineTxn for InnoTxn {
         self.stmt(Cause::Insert, t, true, |tb, ctx, undo| {
             tb.insert(ctx, undo, row)
         })?;
-        self.count(t, 1, 0, 0);
+        self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
@@ -460,7 +399,7 @@ impl EngineTxn for InnoTxn {
             tb.update(ctx, undo, pk, set)
         })?;
         if done {
-            self.count(t, 0, 1, 0);
+            self.core.count(t, 0, 1, 0);
         }
         Ok(done)
     }
@@ -470,7 +409,7 @@ impl EngineTxn for InnoTxn {
             tb.delete(ctx, undo, pk)
         })?;
         if done {
-            self.count(t, 0, 0, 1);
+            self.core.count(t, 0, 0, 1);
         }
         Ok(done)
     }

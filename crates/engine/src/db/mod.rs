@@ -20,9 +20,11 @@
 
 mod innodb;
 mod postgres;
+mod txn;
 
 pub use innodb::InnodbEngine;
 pub use postgres::PostgresEngine;
+pub use txn::xact_info;
 
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};

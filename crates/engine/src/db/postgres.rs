@@ -2,31 +2,23 @@
 //! at the first change, snapshot per statement at read committed or per transaction at
 //! repeatable read, commit record flushed at commit), vacuum and autovacuum.
 
+use super::txn::TxnCore;
 use super::{Assign, Engine, EngineTxn, GcReport, TableId, TableRelations};
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::DesignConfig;
 use crate::error::{Error, Result};
 use crate::heap::{Ctx, HeapTable, TableStats, VacuumConfig};
-use crate::mvcc::{Isolation, ProcId, Snapshot, TransactionManager, INVALID_XID};
+use crate::mvcc::{Isolation, TransactionManager};
 use crate::stats::{enter, Cause};
+use crate::stop::StopSignal;
 use crate::storage::Storage;
-use crate::wal::{rmgr, RecordBuilder};
-use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::BTreeMap;
+use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// `info` codes of [`rmgr::XACT`] records (xact.h).
-pub mod xact_info {
-    /// XLOG_XACT_COMMIT: main data = commit timestamp (µs, i64).
-    pub const COMMIT: u8 = 0x00;
-    /// XLOG_XACT_ABORT: main data = abort timestamp (µs, i64).
-    pub const ABORT: u8 = 0x20;
-}
 
 struct Inner {
     storage: Arc<Storage>,
@@ -60,15 +52,10 @@ impl Inner {
     }
 }
 
-struct Stop {
-    stop: Mutex<bool>,
-    wake: Condvar,
-}
-
 /// The `postgres` design. See the module doc.
 pub struct PostgresEngine {
     inner: Arc<Inner>,
-    stop: Arc<Stop>,
+    stop: Arc<StopSignal>,
     autovacuum: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -82,10 +69,7 @@ impl PostgresEngine {
             vacuum,
             tables: RwLock::new(Vec::new()),
         });
-        let stop = Arc::new(Stop {
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
-        });
+        let stop = Arc::new(StopSignal::default());
         let gc_on = inner.design.garbage_collection != crate::design::GarbageCollection::Off;
         let handle = (inner.vacuum.autovacuum && gc_on).then(|| {
             let weak: Weak<Inner> = Arc::downgrade(&inner);
@@ -94,14 +78,8 @@ impl PostgresEngine {
             std::thread::Builder::new()
                 .name("autovacuum".into())
                 .spawn(move || loop {
-                    {
-                        let mut s = stop.stop.lock();
-                        if !*s {
-                            stop.wake.wait_for(&mut s, nap);
-                        }
-                        if *s {
-                            return;
-                        }
+                    if stop.sleep(nap) {
+                        return;
                     }
                     let Some(inner) = weak.upgrade() else { return };
                     if let Err(e) = inner.autovacuum_round() {
@@ -172,15 +150,10 @@ impl Engine for PostgresEngine {
     }
 
     fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn> {
-        let proc = self.inner.tm.begin();
         Box::new(PgTxn {
+            core: TxnCore::begin(&self.inner.tm, iso),
             inner: self.inner.clone(),
-            proc,
-            iso,
-            xact_snapshot: None,
             cid: 0,
-            changes: BTreeMap::new(),
-            ended: false,
         })
     }
 
@@ -217,8 +190,7 @@ impl Engine for PostgresEngine {
     }
 
     fn shutdown(&self) {
-        *self.stop.stop.lock() = true;
-        self.stop.wake.notify_all();
+        self.stop.raise();
         if let Some(h) = self.autovacuum.lock().take() {
             let _ = h.join();
         }
@@ -233,18 +205,13 @@ impl Drop for PostgresEngine {
 
 struct PgTxn {
     inner: Arc<Inner>,
-    proc: ProcId,
-    iso: Isolation,
-    xact_snapshot: Option<Snapshot>,
+    core: TxnCore,
     cid: u32,
-    /// Per table: (inserted, updated, deleted) for pgstat at the end.
-    changes: BTreeMap<TableId, (u64, u64, u64)>,
-    ended: bool,
 }
 
 impl PgTxn {
-    /// Runs one statement: under `cause`, with the statement's snapshot (a new one at read
-    /// committed, the transaction's at repeatable read), assigning an xid first when `writes`.
+    /// Runs one statement under `cause`, with the statement's snapshot (TxnCore::statement),
+    /// assigning an xid first when it `writes`.
     fn stmt<T>(
         &mut self,
         cause: Cause,
@@ -252,48 +219,26 @@ impl PgTxn {
         writes: bool,
         f: impl FnOnce(&HeapTable, &Ctx<'_>) -> Result<T>,
     ) -> Result<T> {
-        if self.ended {
-            return Err(Error::TransactionClosed("ended"));
-        }
+        self.core.check_open()?;
         let _c = enter(cause);
         let table = self.inner.table(t)?;
         let tm = &self.inner.tm;
-        let xid = if writes {
-            tm.assign_xid(self.proc)
-        } else {
-            tm.xid_of(self.proc)
-        };
+        let (xid, snapshot) = self.core.statement(tm, writes);
         self.cid += 1;
-        let snapshot = match self.iso {
-            Isolation::RepeatableRead => self
-                .xact_snapshot
-                .get_or_insert_with(|| tm.snapshot(self.proc))
-                .clone(),
-            Isolation::ReadCommitted => tm.snapshot(self.proc),
-        };
         let ctx = Ctx {
             tm,
             xid,
             snapshot: &snapshot,
             cid: self.cid,
-            repeatable_read: self.iso == Isolation::RepeatableRead,
+            repeatable_read: self.core.isolation() == Isolation::RepeatableRead,
         };
         let r = f(&table, &ctx);
-        if self.iso == Isolation::ReadCommitted {
-            tm.release_snapshot(self.proc);
-        }
+        self.core.end_statement(tm);
         r
     }
 
-    fn count(&mut self, t: TableId, ins: u64, upd: u64, del: u64) {
-        let e = self.changes.entry(t).or_default();
-        e.0 += ins;
-        e.1 += upd;
-        e.2 += del;
-    }
-
     fn end(&mut self, committed: bool) -> Result<()> {
-        if self.ended {
+        if self.core.is_ended() {
             return Ok(());
         }
         let _c = enter(if committed {
@@ -301,31 +246,10 @@ impl PgTxn {
         } else {
             Cause::Abort
         });
-        let xid = self.inner.tm.xid_of(self.proc);
-        let mut result = Ok(());
-        if xid != INVALID_XID {
-            let now_us = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as i64);
-            let rec = RecordBuilder::new(
-                rmgr::XACT,
-                if committed {
-                    xact_info::COMMIT
-                } else {
-                    xact_info::ABORT
-                },
-            )
-            .xid(xid)
-            .main_data(&now_us.to_le_bytes());
-            let wal = self.inner.storage.wal();
-            result =
-                wal.insert(&rec, &mut [])
-                    .and_then(|lsn| if committed { wal.flush(lsn) } else { Ok(()) });
-        }
+        let tm = &self.inner.tm;
+        let result = self.core.log_end(tm, self.inner.storage.wal(), committed);
         let committed = committed && result.is_ok();
-        self.inner.tm.end(self.proc, committed);
-        self.ended = true;
-        for (t, (ins, upd, del)) in std::mem::take(&mut self.changes) {
+        for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
             if let Ok(table) = self.inner.table(t) {
                 table.counters.end_of_xact(committed, ins, upd, del);
             }
@@ -360,14 +284,14 @@ impl EngineTxn for PgTxn {
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
         self.stmt(Cause::Insert, t, true, |tb, ctx| tb.insert(ctx, row))?;
-        self.count(t, 1, 0, 0);
+        self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
         let done = self.stmt(Cause::Update, t, true, |tb, ctx| tb.update(ctx, pk, set))?;
         if done {
-            self.count(t, 0, 1, 0);
+            self.core.count(t, 0, 1, 0);
         }
         Ok(done)
     }
@@ -375,7 +299,7 @@ impl EngineTxn for PgTxn {
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
         let done = self.stmt(Cause::Delete, t, true, |tb, ctx| tb.delete(ctx, pk))?;
         if done {
-            self.count(t, 0, 0, 1);
+            self.core.count(t, 0, 0, 1);
         }
         Ok(done)
     }
