@@ -1,6 +1,7 @@
 //! The `mvcclab` command line.
 
 mod designs;
+mod output;
 mod run;
 mod storage_bench;
 mod units;

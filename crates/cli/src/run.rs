@@ -1,10 +1,11 @@
 //! `mvcclab run` and `mvcclab compare`: a sysbench workload on one or more designs, with
 //! every 4 KiB block of I/O per transaction and per cause.
 
+use crate::output::{emit, Format};
 use crate::units::parse_size_bytes;
 use crate::UsageError;
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use mvcclab_engine::db::{Database, DatabaseConfig, EngineCounters};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, ThrottleConfig};
@@ -17,19 +18,9 @@ use mvcclab_workload::rand::RandType;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-
-/// Output formats.
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    /// A human-readable table.
-    Table,
-    /// The result schema as JSON.
-    Json,
-}
 
 /// Flags shared by `run` and `compare` (sysbench's names where sysbench has them).
 #[derive(Args, Debug, Clone)]
@@ -406,15 +397,6 @@ pub fn run_design(design_name: &str, c: &CommonArgs) -> Result<DesignResult> {
     })
 }
 
-fn emit(text: String, output: &str) -> Result<()> {
-    if output == "-" {
-        std::io::stdout().write_all(text.as_bytes())?;
-    } else {
-        std::fs::write(output, text).with_context(|| format!("writing --output {output}"))?;
-    }
-    Ok(())
-}
-
 fn table(results: &[DesignResult]) -> String {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |name: &str, f: &dyn Fn(&DesignResult) -> String| {
@@ -530,7 +512,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         Format::Json => serde_json::to_string_pretty(&r)? + "\n",
         Format::Table => table(std::slice::from_ref(&r)),
     };
-    emit(text, &a.common.output)
+    emit(&text, &a.common.output)
 }
 
 /// `mvcclab compare`.
@@ -546,5 +528,5 @@ pub fn compare(a: CompareArgs) -> Result<()> {
         Format::Json => serde_json::to_string_pretty(&results)? + "\n",
         Format::Table => table(&results),
     };
-    emit(text, &a.common.output)
+    emit(&text, &a.common.output)
 }

@@ -4,6 +4,7 @@
 //! torn-page protection, the replacer and the device settings cost before any design is
 //! involved.
 
+use crate::output::{emit, Format};
 use crate::units::parse_size_bytes;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -16,7 +17,6 @@ use mvcclab_engine::testkit::fill_and_log;
 use mvcclab_engine::{Storage, StorageConfig};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -28,15 +28,6 @@ pub enum ReplacerArg {
     ClockSweep,
     /// InnoDB's LRU with midpoint insertion (innodb_old_blocks_pct 37, old_blocks_time 1000 ms).
     LruMidpoint,
-}
-
-/// Output formats.
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    /// A human-readable table.
-    Table,
-    /// One JSON object.
-    Json,
 }
 
 /// Flags of `mvcclab storage-bench`.
@@ -262,13 +253,7 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Table => table(&report),
     };
-    if a.output == "-" {
-        std::io::stdout().write_all(text.as_bytes())?;
-    } else {
-        std::fs::write(&a.output, text)
-            .with_context(|| format!("writing --output {}", a.output))?;
-    }
-    Ok(())
+    emit(&text, &a.output)
 }
 
 fn table(r: &Report) -> String {
