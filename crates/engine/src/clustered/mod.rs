@@ -62,7 +62,6 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Purge settings (MariaDB system variables).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -155,6 +154,3 @@ pub fn purge_entry(
     history.purged_logs.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
-
-/// Shared handle type of the undo space.
-pub type SharedUndo = Arc<UndoSpace>;

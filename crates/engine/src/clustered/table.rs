@@ -32,7 +32,8 @@ pub struct TrxUndo {
     pub insert: UndoSegment,
     /// Update undo.
     pub update: UndoSegment,
-    /// Every record written, in order, for rollback: (roll pointer, table id).
+    /// Roll pointers of every record written, in order, for rollback (each undo record
+    /// names its table).
     pub all: Vec<u64>,
 }
 

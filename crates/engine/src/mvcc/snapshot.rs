@@ -13,8 +13,6 @@ pub struct Snapshot {
     pub xmax: Xid,
     /// Xids in `[xmin, xmax)` running when the snapshot was taken, sorted.
     pub xip: Vec<Xid>,
-    /// The owning transaction's xid (its own changes are visible to it), or 0.
-    pub own_xid: Xid,
 }
 
 impl Snapshot {
@@ -41,7 +39,6 @@ mod tests {
             xmin: 10,
             xmax: 20,
             xip: vec![12, 15],
-            own_xid: 0,
         };
         assert!(!s.xid_in_progress(9));
         assert!(!s.xid_in_progress(11));

@@ -116,18 +116,12 @@ impl TransactionManager {
         let xmax = self.next_xid.load(Ordering::Acquire);
         let xip: Vec<Xid> = pa.running.keys().copied().collect();
         let xmin = xip.first().copied().unwrap_or(xmax);
-        let own_xid = pa.procs.get(&proc).map_or(INVALID_XID, |p| p.xid);
         if let Some(p) = pa.procs.get_mut(&proc) {
             if p.xmin == INVALID_XID {
                 p.xmin = xmin;
             }
         }
-        Snapshot {
-            xmin,
-            xmax,
-            xip,
-            own_xid,
-        }
+        Snapshot { xmin, xmax, xip }
     }
 
     /// Forgets the xmin `proc` holds (at read committed, between statements; PostgreSQL
