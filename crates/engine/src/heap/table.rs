@@ -193,23 +193,18 @@ impl HeapTable {
     // Reading
     // ---------------------------------------------------------------------------------
 
-    /// heap_page_prune_opt: prunes `block` if the trigger rule holds and a cleanup lock can
-    /// be had without waiting (see `prune`).
-    fn prune_opt(&self, tm: &TransactionManager, block: u32) -> Result<()> {
-        if !self.prune_on_access {
-            return Ok(());
-        }
-        let id = self.page_id(block);
-        {
-            let g = self.pool.fetch_read(id)?;
-            if crate::page::aux(g.data()) == INVALID_XID {
-                return Ok(());
-            }
-            if !should_prune(g.data(), tm.oldest_xmin(), self.fillfactor) {
-                return Ok(());
-            }
-        }
-        let Some(mut g) = self.pool.try_fetch_write(id)? else {
+    /// Conditions 1 and 2 of `heap_page_prune_opt` on a page the caller holds (cheap when
+    /// the page has no prune hint: the oldest xmin is only computed otherwise).
+    fn wants_pruning(&self, tm: &TransactionManager, page: &[u8]) -> bool {
+        self.prune_on_access
+            && crate::page::aux(page) != INVALID_XID
+            && should_prune(page, tm.oldest_xmin(), self.fillfactor)
+    }
+
+    /// The rest of `heap_page_prune_opt`: takes the cleanup lock on `block` if it can be had
+    /// without waiting (exclusive lock, no other pin), checks the trigger again, and prunes.
+    fn prune_if_cleanup_lock(&self, tm: &TransactionManager, block: u32) -> Result<()> {
+        let Some(mut g) = self.pool.try_fetch_write(self.page_id(block))? else {
             return Ok(());
         };
         if g.pin_count() != 1 {
@@ -279,8 +274,14 @@ impl HeapTable {
     /// their tuples (heapam.c `heap_hot_search_buffer`'s walk). Prunes the page first when
     /// the trigger rule holds.
     fn chain(&self, tm: &TransactionManager, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
-        self.prune_opt(tm, root.block)?;
-        let g = self.pool.fetch_read(self.page_id(root.block))?;
+        // One read of the page, as heapam_index_fetch_tuple does; the page is read again only
+        // when it is to be pruned (heap_page_prune_opt on the same buffer).
+        let mut g = self.pool.fetch_read(self.page_id(root.block))?;
+        if self.wants_pruning(tm, g.data()) {
+            drop(g);
+            self.prune_if_cleanup_lock(tm, root.block)?;
+            g = self.pool.fetch_read(self.page_id(root.block))?;
+        }
         let id = g.page_id();
         let page = g.data();
         let mut out = Vec::new();
