@@ -1,12 +1,7 @@
 //! The `mvcclab` command line.
 
-mod designs;
-mod output;
-mod run;
-mod storage_bench;
-mod units;
-
 use clap::{Parser, Subcommand};
+use mvcclab::{designs, run, storage_bench, workloads, UsageError};
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.
@@ -25,6 +20,8 @@ enum Command {
     Compare(run::CompareArgs),
     /// Every design switch with its meaning and values, and each preset's value.
     Designs,
+    /// The sysbench workloads with the statements per event and the options each reads.
+    Workloads,
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
@@ -34,22 +31,11 @@ fn run() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::StorageBench(a) => storage_bench::run(a),
         Command::Designs => designs::run(),
+        Command::Workloads => workloads::run(),
         Command::Run(a) => run::run(a),
         Command::Compare(a) => run::compare(a),
     }
 }
-
-/// An error in what the user asked for (a flag, a switch, a workload name): exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
 
 fn main() {
     if let Err(e) = run() {

@@ -9,6 +9,19 @@ use std::io::Write;
 pub enum Format {
     /// A human-readable table.
     Table,
+    /// The report as JSON (schema in docs/results.md).
+    Json,
+    /// One row per run, one column per JSON field.
+    Csv,
+    /// A Markdown summary.
+    Md,
+}
+
+/// Output formats of reports that have no CSV or Markdown view (`storage-bench`).
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum BasicFormat {
+    /// A human-readable table.
+    Table,
     /// The report as JSON.
     Json,
 }

@@ -1,7 +1,14 @@
 //! `mvcclab run` and `mvcclab compare`: a sysbench workload on one or more designs, with
 //! every 4 KiB block of I/O per transaction and per cause.
 
+use crate::design_arg::resolve_design;
 use crate::output::{emit, Format};
+use crate::progress::{install_ctrl_c, status, with_progress};
+use crate::report::write_report_dir;
+use crate::result::{
+    per, to_csv, to_markdown, to_table, BlocksPerTxn, DeviceInfo, DriverInfo, EngineReport, Io,
+    PerOp, Report, RunReport, Space, WorkloadInfo,
+};
 use crate::units::parse_size_bytes;
 use crate::UsageError;
 use anyhow::{Context, Result};
@@ -10,16 +17,15 @@ use mvcclab_engine::db::{Database, DatabaseConfig, EngineCounters};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, ThrottleConfig};
 use mvcclab_engine::heap::TableStats;
-use mvcclab_engine::stats::{CauseCounts, Counters};
+use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
 use mvcclab_engine::storage::Backing;
-use mvcclab_workload::driver::{run as drive, RunOptions, RunResult, Target};
+use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::rand::RandType;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
-use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Flags shared by `run` and `compare` (sysbench's names where sysbench has them).
@@ -66,6 +72,19 @@ pub struct CommonArgs {
     /// DELETE/INSERT pairs per transaction.
     #[arg(long, default_value_t = 1)]
     pub delete_inserts: u32,
+    /// oltp_insert: let the table assign ids (AUTO_INCREMENT / SERIAL); off, send unique
+    /// random ids and prepare the tables empty.
+    #[arg(long, default_value = "on", value_parser = parse_on_off)]
+    pub auto_inc: bool,
+    /// select_random_points: values of k per event.
+    #[arg(long, default_value_t = 10)]
+    pub random_points: u32,
+    /// select_random_ranges: ranges of k per event.
+    #[arg(long, default_value_t = 10)]
+    pub number_of_ranges: u32,
+    /// select_random_ranges: width of each range of k.
+    #[arg(long, default_value_t = 5)]
+    pub delta: u32,
     /// Range SELECTs on or off.
     #[arg(long, default_value = "on", value_parser = parse_on_off)]
     pub range_selects: bool,
@@ -96,9 +115,10 @@ pub struct CommonArgs {
     /// Emulated OS page cache for designs that have one (0 = off for every design).
     #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
     pub os_cache: u64,
-    /// Device bandwidth in MiB/s, read and write (unset = unthrottled).
-    #[arg(long)]
-    pub bandwidth: Option<f64>,
+    /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
+    pub bandwidth: Vec<f64>,
     /// Device latency per request in µs.
     #[arg(long)]
     pub latency_us: Option<u64>,
@@ -114,6 +134,21 @@ pub struct CommonArgs {
     /// Write the report here; `-` is standard output.
     #[arg(long, default_value = "-")]
     pub output: String,
+    /// Also write report.json, report.csv, summary.md and SVG plots into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    /// No progress bar and no status lines on standard error.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
+        _ => Err(format!(
+            "'{s}' is not a bandwidth in MiB/s (a number above 0)"
+        )),
+    }
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -127,9 +162,10 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 /// Flags of `mvcclab run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Design: a preset (postgres, innodb).
+    /// Design: a preset (postgres, innodb) or a design file (FILE.toml).
     #[arg(long, default_value = "postgres")]
     pub design: String,
+    /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -137,85 +173,12 @@ pub struct RunArgs {
 /// Flags of `mvcclab compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Designs to compare, comma-separated.
+    /// Designs to compare, comma-separated: presets or design files (FILE.toml).
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
+    /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
-}
-
-/// I/O of a run, per transaction and per cause.
-#[derive(Serialize)]
-pub struct Io {
-    /// Totals over all causes.
-    pub total: CauseCounts,
-    /// Every count per cause.
-    pub by_cause: Counters,
-    /// 4 KiB blocks read per transaction, all causes.
-    pub read_blocks_4k_per_txn: f64,
-    /// 4 KiB blocks written per transaction, all causes.
-    pub write_blocks_4k_per_txn: f64,
-    /// Device requests per transaction.
-    pub requests_per_txn: f64,
-    /// WAL / redo bytes per transaction.
-    pub wal_bytes_per_txn: f64,
-    /// Foreground 4 KiB blocks (read + written) per operation of each kind.
-    pub fg_blocks_4k_per_op: BTreeMap<String, f64>,
-}
-
-/// One design's result (schema version 1; docs/results.md describes every field).
-#[derive(Serialize)]
-pub struct DesignResult {
-    /// Result schema version.
-    pub schema_version: u32,
-    /// Target: `embedded`.
-    pub target: String,
-    /// Every switch value.
-    pub design: DesignConfig,
-    /// Workload name.
-    pub workload: String,
-    /// Workload options.
-    pub workload_options: SysbenchOptions,
-    /// Driver options.
-    pub run: RunOptions,
-    /// Device and memory settings.
-    pub storage: serde_json::Value,
-    /// Transactions, queries, errors, latencies.
-    pub results: RunResult,
-    /// I/O.
-    pub io: Io,
-    /// Per-table counters, summed over the sbtest tables.
-    pub tables: TableStats,
-    /// Design-wide counters (undo, purge, history list).
-    pub engine: EngineCounters,
-    /// Pages: (table or clustered index, other indexes), summed.
-    pub pages: (u64, u64),
-    /// Device space: logical and physical bytes (physical only with compression).
-    pub compression: mvcclab_engine::device::CompressionTotals,
-}
-
-fn apply_set(design: &mut DesignConfig, set: &[String]) -> Result<()> {
-    let mut v = serde_json::to_value(&*design)?;
-    for s in set {
-        let (k, val) = s
-            .split_once('=')
-            .ok_or_else(|| UsageError(format!("--set '{s}': expected SWITCH=VALUE")))?;
-        design
-            .switch_value(k)
-            .map_err(|e| UsageError(format!("--set {s}: {e}")))?;
-        let parsed = match val {
-            "on" => serde_json::Value::Bool(true),
-            "off" => serde_json::Value::Bool(false),
-            _ => val
-                .parse::<u64>()
-                .map(serde_json::Value::from)
-                .unwrap_or_else(|_| serde_json::Value::String(val.to_string())),
-        };
-        v[k] = parsed;
-    }
-    *design = serde_json::from_value(v).map_err(|e| UsageError(format!("--set: {e}")))?;
-    design.validate().map_err(|e| UsageError(e.to_string()))?;
-    Ok(())
 }
 
 fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
@@ -233,72 +196,262 @@ fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
         delete_inserts: c.delete_inserts,
         range_selects: c.range_selects,
         skip_trx: c.skip_trx,
+        auto_inc: c.auto_inc,
+        random_points: c.random_points,
+        number_of_ranges: c.number_of_ranges,
+        delta: c.delta,
         ..Default::default()
     };
     o.rand.rand_type = c.rand_type;
     o
 }
 
-/// Runs one design and returns its result.
-pub fn run_design(design_name: &str, c: &CommonArgs) -> Result<DesignResult> {
-    let kind: WorkloadKind = c.workload.parse().map_err(UsageError)?;
-    let mut design = DesignConfig::preset(design_name).map_err(|e| UsageError(e.to_string()))?;
-    apply_set(&mut design, &c.set)?;
-    if c.tables == 0 || c.table_size == 0 {
-        return Err(UsageError("--tables and --table-size must be at least 1".into()).into());
-    }
+/// The database for one run: the design with the run's memory and device settings.
+/// Returns the open database and its storage settings as JSON (for the report).
+///
+/// Errors: a data directory that cannot be cleared; the engine refusing the settings.
+pub fn open_database(
+    design: &DesignConfig,
+    c: &CommonArgs,
+    bandwidth: Option<f64>,
+) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
     let mut cfg = DatabaseConfig::new(design.clone());
     let page = design.page_size.bytes() as u64;
     cfg.storage.buffer_pool.frames = (c.buffer_pool / page).max(16) as usize;
     cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
     cfg.storage.nvme.compression = c.compression;
     cfg.storage.nvme.throttle = ThrottleConfig {
-        read_mib_s: c.bandwidth,
-        write_mib_s: c.bandwidth,
+        read_mib_s: bandwidth,
+        write_mib_s: bandwidth,
         latency_us: c.latency_us,
         queue_depth: None,
     };
+    let mut data_dir = None;
     if let Some(dir) = &c.data_dir {
         let d = dir.join(&design.name);
         if d.exists() {
             std::fs::remove_dir_all(&d).with_context(|| format!("clearing {}", d.display()))?;
         }
+        data_dir = Some(d.display().to_string());
         cfg.storage.backing = Backing::Directory {
             path: d,
             direct: false,
         };
     }
+    let device = DeviceInfo {
+        page_size_bytes: page,
+        buffer_pool_bytes: cfg.storage.buffer_pool.frames as u64 * page,
+        os_cache_bytes: cfg.storage.os_cache.size_bytes,
+        bandwidth_mib_s: bandwidth,
+        latency_us: c.latency_us,
+        compression: c.compression,
+        data_dir,
+    };
     let storage_json = serde_json::to_value(&cfg.storage)?;
-    let db = Arc::new(Database::open(cfg).map_err(|e| UsageError(e.to_string()))?);
+    let db = Database::open(cfg).map_err(|e| UsageError(e.to_string()))?;
+    Ok((Arc::new(db), storage_json, device))
+}
+
+/// Table counters summed over `tables`: `after − before` for counts, `after` for the
+/// state values `n_live_tup` and `n_dead_tup`.
+pub fn table_stats_delta(after: &[TableStats], before: &[TableStats]) -> TableStats {
+    let mut t = TableStats::default();
+    for (a, b) in after.iter().zip(before) {
+        t.n_tup_ins += a.n_tup_ins - b.n_tup_ins;
+        t.n_tup_upd += a.n_tup_upd - b.n_tup_upd;
+        t.n_tup_hot_upd += a.n_tup_hot_upd - b.n_tup_hot_upd;
+        t.n_tup_del += a.n_tup_del - b.n_tup_del;
+        t.n_live_tup += a.n_live_tup;
+        t.n_dead_tup += a.n_dead_tup;
+        t.vacuum_count += a.vacuum_count - b.vacuum_count;
+        t.autovacuum_count += a.autovacuum_count - b.autovacuum_count;
+        t.heap_blks_hit += a.heap_blks_hit - b.heap_blks_hit;
+        t.heap_blks_read += a.heap_blks_read - b.heap_blks_read;
+        t.idx_blks_hit += a.idx_blks_hit - b.idx_blks_hit;
+        t.idx_blks_read += a.idx_blks_read - b.idx_blks_read;
+        t.index_entries_inserted += a.index_entries_inserted - b.index_entries_inserted;
+        t.versions_traversed += a.versions_traversed - b.versions_traversed;
+        t.pages_pruned += a.pages_pruned - b.pages_pruned;
+        t.hint_bit_writes += a.hint_bit_writes - b.hint_bit_writes;
+    }
+    t
+}
+
+/// Engine counters of a phase: counts as `after − before`, state values from `after`.
+pub fn engine_delta(after: EngineCounters, before: EngineCounters) -> EngineCounters {
+    EngineCounters {
+        undo_records_written: after.undo_records_written - before.undo_records_written,
+        undo_pages_allocated: after.undo_pages_allocated - before.undo_pages_allocated,
+        undo_pages_written: after.undo_pages_written - before.undo_pages_written,
+        undo_pages_freed: after.undo_pages_freed - before.undo_pages_freed,
+        undo_pages_in_use: after.undo_pages_in_use,
+        undo_segments_reused: after.undo_segments_reused - before.undo_segments_reused,
+        purge_records: after.purge_records - before.purge_records,
+        purge_removed: after.purge_removed - before.purge_removed,
+        purged_logs: after.purged_logs - before.purged_logs,
+        history_list_length: after.history_list_length,
+        history_list_length_peak: after.history_list_length_peak,
+    }
+}
+
+/// The operations behind each foreground cause, by the driver's operation kinds.
+fn ops_of_cause(cause: Cause, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> u64 {
+    let sum = |kinds: &[&str]| -> u64 {
+        kinds
+            .iter()
+            .map(|k| ops_by_kind.get(*k).copied().unwrap_or(0))
+            .sum()
+    };
+    match cause {
+        Cause::PointSelect => sum(&["point_select", "random_points"]),
+        Cause::RangeScan => sum(&[
+            "simple_range",
+            "sum_range",
+            "order_range",
+            "distinct_range",
+            "random_ranges",
+        ]),
+        Cause::Update => sum(&["index_update", "non_index_update"]),
+        Cause::Insert => sum(&["insert"]),
+        Cause::Delete => sum(&["delete"]),
+        Cause::Commit => ops_by_kind.get("commit").copied().unwrap_or(txns),
+        _ => 0,
+    }
+}
+
+/// The I/O section of a report from a phase's counters.
+pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> Io {
+    let total = d.total();
+    let n = txns.max(1) as f64;
+    let per_txn_by_cause = d
+        .by_cause
+        .iter()
+        .map(|(c, cc)| {
+            (
+                *c,
+                BlocksPerTxn {
+                    read_blocks_4k: cc.read_blocks_4k as f64 / n,
+                    write_blocks_4k: cc.write_blocks_4k as f64 / n,
+                    requests: (cc.read_requests + cc.write_requests) as f64 / n,
+                },
+            )
+        })
+        .collect();
+    let mut per_op = BTreeMap::new();
+    for (cause, cc) in &d.by_cause {
+        let ops = ops_of_cause(*cause, ops_by_kind, txns);
+        if ops > 0 && !cause.is_background() {
+            let k = ops as f64;
+            per_op.insert(
+                cause.name().to_string(),
+                PerOp {
+                    ops,
+                    read_blocks_4k: cc.read_blocks_4k as f64 / k,
+                    write_blocks_4k: cc.write_blocks_4k as f64 / k,
+                    requests: (cc.read_requests + cc.write_requests) as f64 / k,
+                },
+            );
+        }
+    }
+    Io {
+        per_txn: per(&total, txns),
+        total,
+        by_cause: d.by_cause.clone(),
+        per_txn_by_cause,
+        per_op,
+    }
+}
+
+/// The engine section of a report.
+pub fn engine_report(
+    total: &CauseCounts,
+    tables: TableStats,
+    undo: EngineCounters,
+    reads: u64,
+) -> EngineReport {
+    EngineReport {
+        buffer_hits: total.buffer_hits,
+        buffer_misses: total.buffer_misses,
+        buffer_hit_ratio: if total.buffer_hits + total.buffer_misses == 0 {
+            1.0
+        } else {
+            total.buffer_hits as f64 / (total.buffer_hits + total.buffer_misses) as f64
+        },
+        os_cache_hits: total.os_cache_read_hits,
+        wal_bytes: total.wal_bytes,
+        wal_fpi: total.wal_fpi,
+        doublewrite_pages: total.doublewrite_pages,
+        hot_updates: tables.n_tup_hot_upd,
+        non_hot_updates: tables.n_tup_upd - tables.n_tup_hot_upd,
+        index_entries_inserted: tables.index_entries_inserted,
+        versions_traversed: tables.versions_traversed,
+        versions_traversed_per_read: tables.versions_traversed as f64 / reads.max(1) as f64,
+        dead_tuples: tables.n_dead_tup,
+        vacuum_runs: tables.vacuum_count + tables.autovacuum_count,
+        pages_pruned: tables.pages_pruned,
+        purge_records: undo.purge_records,
+        history_list_length: undo.history_list_length,
+        history_list_length_peak: undo.history_list_length_peak,
+        tables,
+        undo,
+    }
+}
+
+/// Runs the workload of `c` on `design` with device bandwidth `bandwidth` and returns its
+/// report. A Ctrl-C (`ctl.stop`) ends the warm-up or the measured phase early; the report
+/// then says `interrupted`.
+///
+/// Errors: bad options ([`UsageError`]), or the engine failing to load the tables.
+pub fn run_design(
+    design: &DesignConfig,
+    c: &CommonArgs,
+    bandwidth: Option<f64>,
+    ctl: &RunControl,
+) -> Result<RunReport> {
+    let kind: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    if c.tables == 0 || c.table_size == 0 {
+        return Err(UsageError("--tables and --table-size must be at least 1".into()).into());
+    }
+    let (db, storage_config, device) = open_database(design, c, bandwidth)?;
     let target = Embedded::new(db.clone());
     let opts = sysbench_options(c);
+    let label = run_label_of(design, bandwidth);
+    status(
+        c.quiet,
+        &format!("{label}: loading {} × {} rows ...", c.tables, c.table_size),
+    );
     target
-        .prepare(&opts, c.rand_seed)
+        .prepare(kind, &opts, c.rand_seed)
         .map_err(|e| anyhow::anyhow!("prepare: {e}"))?;
     db.storage().checkpoint()?;
-    let stop = AtomicBool::new(false);
-    if c.warmup > 0.0 {
-        drive(
-            &target,
-            kind,
-            &opts,
-            &RunOptions {
-                threads: c.threads,
-                time_s: c.warmup,
-                events: 0,
-                rand_seed: c.rand_seed ^ 0xA5A5,
-            },
-            &stop,
+    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
+        let warm = RunOptions {
+            threads: c.threads,
+            time_s: c.warmup,
+            events: 0,
+            rand_seed: c.rand_seed ^ 0xA5A5,
+        };
+        with_progress(
+            &format!("{label} warm-up"),
+            c.warmup,
+            0,
+            ctl,
+            c.quiet,
+            || drive(&target, kind, &opts, &warm, ctl),
         )
         .map_err(UsageError)?;
     }
     let tables: Vec<_> = (1..=c.tables)
         .map(|n| db.table_id(&format!("sbtest{n}")))
         .collect::<Result<_, _>>()?;
-    let stats_before: Vec<TableStats> = tables
-        .iter()
-        .map(|&t| db.table_stats(t))
-        .collect::<Result<_, _>>()?;
+    let table_stats = || -> Result<Vec<TableStats>> {
+        Ok(tables
+            .iter()
+            .map(|&t| db.table_stats(t))
+            .collect::<Result<_, _>>()?)
+    };
+    let stats_before = table_stats()?;
+    let engine_before = db.engine_counters();
     let before = db.storage().snapshot();
     let run_opts = RunOptions {
         threads: c.threads,
@@ -306,227 +459,115 @@ pub fn run_design(design_name: &str, c: &CommonArgs) -> Result<DesignResult> {
         events: c.events,
         rand_seed: c.rand_seed,
     };
-    let results = drive(&target, kind, &opts, &run_opts, &stop).map_err(UsageError)?;
+    let results = with_progress(&label, c.time, c.events, ctl, c.quiet, || {
+        drive(&target, kind, &opts, &run_opts, ctl)
+    })
+    .map_err(UsageError)?;
     let snap = db.storage().snapshot();
     let d = snap.delta(&before);
-    let total = d.counters.total();
-    let txns = results.transactions.max(1) as f64;
-    let mut fg_per_op = BTreeMap::new();
-    for (cause, cc) in &d.counters.by_cause {
-        if !cause.is_background() {
-            let ops: u64 = match cause.name() {
-                "point_select" => results
-                    .ops_by_kind
-                    .get("point_select")
-                    .copied()
-                    .unwrap_or(0),
-                "range_scan" => ["simple_range", "sum_range", "order_range", "distinct_range"]
-                    .iter()
-                    .map(|k| results.ops_by_kind.get(*k).copied().unwrap_or(0))
-                    .sum(),
-                "update" => ["index_update", "non_index_update"]
-                    .iter()
-                    .map(|k| results.ops_by_kind.get(*k).copied().unwrap_or(0))
-                    .sum(),
-                "insert" => results.ops_by_kind.get("insert").copied().unwrap_or(0),
-                "delete" => results.ops_by_kind.get("delete").copied().unwrap_or(0),
-                "commit" => results
-                    .ops_by_kind
-                    .get("commit")
-                    .copied()
-                    .unwrap_or(results.transactions),
-                _ => 0,
-            };
-            if ops > 0 {
-                fg_per_op.insert(
-                    cause.name().to_string(),
-                    (cc.read_blocks_4k + cc.write_blocks_4k) as f64 / ops as f64,
-                );
-            }
-        }
-    }
-    let mut tstats = TableStats::default();
+    let tstats = table_stats_delta(&table_stats()?, &stats_before);
+    let undo = engine_delta(db.engine_counters(), engine_before);
     let mut pages = (0, 0);
-    for (i, &t) in tables.iter().enumerate() {
-        let a = db.table_stats(t)?;
-        let b = &stats_before[i];
-        tstats.n_tup_ins += a.n_tup_ins - b.n_tup_ins;
-        tstats.n_tup_upd += a.n_tup_upd - b.n_tup_upd;
-        tstats.n_tup_hot_upd += a.n_tup_hot_upd - b.n_tup_hot_upd;
-        tstats.n_tup_del += a.n_tup_del - b.n_tup_del;
-        tstats.n_live_tup += a.n_live_tup;
-        tstats.n_dead_tup += a.n_dead_tup;
-        tstats.vacuum_count += a.vacuum_count - b.vacuum_count;
-        tstats.autovacuum_count += a.autovacuum_count - b.autovacuum_count;
-        tstats.heap_blks_hit += a.heap_blks_hit - b.heap_blks_hit;
-        tstats.heap_blks_read += a.heap_blks_read - b.heap_blks_read;
-        tstats.idx_blks_hit += a.idx_blks_hit - b.idx_blks_hit;
-        tstats.idx_blks_read += a.idx_blks_read - b.idx_blks_read;
-        tstats.index_entries_inserted += a.index_entries_inserted - b.index_entries_inserted;
-        tstats.versions_traversed += a.versions_traversed - b.versions_traversed;
-        tstats.pages_pruned += a.pages_pruned - b.pages_pruned;
-        tstats.hint_bit_writes += a.hint_bit_writes - b.hint_bit_writes;
-        let (p, i2) = db.table_pages(t)?;
+    for &t in &tables {
+        let (p, i) = db.table_pages(t)?;
         pages.0 += p;
-        pages.1 += i2;
+        pages.1 += i;
     }
-    let io = Io {
-        read_blocks_4k_per_txn: total.read_blocks_4k as f64 / txns,
-        write_blocks_4k_per_txn: total.write_blocks_4k as f64 / txns,
-        requests_per_txn: (total.read_requests + total.write_requests) as f64 / txns,
-        wal_bytes_per_txn: total.wal_bytes as f64 / txns,
-        fg_blocks_4k_per_op: fg_per_op,
-        total,
-        by_cause: d.counters,
-    };
-    let engine = db.engine_counters();
-    Ok(DesignResult {
-        schema_version: 1,
+    let io = io_report(&d.counters, &results.ops_by_kind, results.transactions);
+    let engine = engine_report(&io.total, tstats, undo, results.reads);
+    Ok(RunReport {
         target: "embedded".into(),
-        design,
-        workload: kind.name().into(),
-        workload_options: opts,
-        run: run_opts,
-        storage: storage_json,
+        design: design.clone(),
+        workload: WorkloadInfo {
+            name: kind.name().into(),
+            options: opts,
+        },
+        driver: DriverInfo {
+            threads: c.threads,
+            time_s: c.time,
+            events: c.events,
+            warmup_s: c.warmup,
+            rand_seed: c.rand_seed,
+        },
+        device: device.clone(),
+        storage_config,
+        space: Space::new(
+            pages,
+            undo.undo_pages_in_use,
+            device.page_size_bytes,
+            snap.compression,
+        ),
         results,
         io,
-        tables: tstats,
         engine,
-        pages,
-        compression: snap.compression,
     })
 }
 
-fn table(results: &[DesignResult]) -> String {
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut add = |name: &str, f: &dyn Fn(&DesignResult) -> String| {
-        rows.push((name.to_string(), results.iter().map(f).collect()))
-    };
-    add("transactions", &|r| r.results.transactions.to_string());
-    add("tps", &|r| format!("{:.1}", r.results.tps));
-    add("qps", &|r| format!("{:.1}", r.results.qps));
-    add("errors", &|r| r.results.errors.to_string());
-    add("event latency p95 (ms)", &|r| {
-        r.results
-            .latency
-            .get("event")
-            .map_or("-".into(), |l| format!("{:.3}", l.p95_ms))
-    });
-    add("4 KiB blocks read / txn", &|r| {
-        format!("{:.2}", r.io.read_blocks_4k_per_txn)
-    });
-    add("4 KiB blocks written / txn", &|r| {
-        format!("{:.2}", r.io.write_blocks_4k_per_txn)
-    });
-    add("device requests / txn", &|r| {
-        format!("{:.2}", r.io.requests_per_txn)
-    });
-    add("WAL/redo bytes / txn", &|r| {
-        format!("{:.0}", r.io.wal_bytes_per_txn)
-    });
-    add("full-page images / txn", &|r| {
-        format!(
-            "{:.3}",
-            r.io.total.wal_fpi as f64 / r.results.transactions.max(1) as f64
-        )
-    });
-    add("doublewrite pages / txn", &|r| {
-        format!(
-            "{:.3}",
-            r.io.total.doublewrite_pages as f64 / r.results.transactions.max(1) as f64
-        )
-    });
-    add("buffer hit ratio", &|r| {
-        let t = &r.io.total;
-        format!(
-            "{:.4}",
-            t.buffer_hits as f64 / (t.buffer_hits + t.buffer_misses).max(1) as f64
-        )
-    });
-    add("HOT updates / updates", &|r| {
-        format!("{}/{}", r.tables.n_tup_hot_upd, r.tables.n_tup_upd)
-    });
-    add("index entries inserted", &|r| {
-        r.tables.index_entries_inserted.to_string()
-    });
-    add("versions traversed", &|r| {
-        r.tables.versions_traversed.to_string()
-    });
-    add("history list length (peak)", &|r| {
-        r.engine.history_list_length_peak.to_string()
-    });
-    add("pages (table, indexes)", &|r| {
-        format!("{}, {}", r.pages.0, r.pages.1)
-    });
-    let mut causes: Vec<String> = results
+fn run_label_of(design: &DesignConfig, bandwidth: Option<f64>) -> String {
+    match bandwidth {
+        Some(b) => format!("{} @ {b} MiB/s", design.name),
+        None => design.name.clone(),
+    }
+}
+
+/// Runs every design × bandwidth, stopping early on Ctrl-C, and writes the report in the
+/// chosen format (and the report directory).
+fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
+    // Check every name and flag before the first (long) run.
+    let designs: Vec<DesignConfig> = designs
         .iter()
-        .flat_map(|r| r.io.by_cause.by_cause.keys().map(|c| c.name().to_string()))
-        .collect();
-    causes.sort();
-    causes.dedup();
-    for c in causes {
-        add(&format!("blocks r/w / txn: {c}"), &|r| {
-            let cc =
-                r.io.by_cause
-                    .by_cause
-                    .iter()
-                    .find(|(k, _)| k.name() == c)
-                    .map(|(_, v)| *v)
-                    .unwrap_or_default();
-            let t = r.results.transactions.max(1) as f64;
-            format!(
-                "{:.2}/{:.2}",
-                cc.read_blocks_4k as f64 / t,
-                cc.write_blocks_4k as f64 / t
-            )
-        });
+        .map(|d| resolve_design(d, &c.set))
+        .collect::<Result<_>>()?;
+    let _: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    let mut names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
+    names.sort();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(UsageError(format!(
+            "two designs are named '{}'; give design files distinct `name`s",
+            names.windows(2).find(|w| w[0] == w[1]).map_or("", |w| w[0])
+        ))
+        .into());
     }
-    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(10).max(6);
-    let mut out = format!(
-        "workload {} ({} rows × {} tables, {} threads, {:.0} s)\n\n{:<w0$}",
-        results[0].workload,
-        results[0].workload_options.table_size,
-        results[0].workload_options.tables,
-        results[0].run.threads,
-        results[0].results.elapsed_s,
-        "",
-    );
-    for r in results {
-        out += &format!(" {:>18}", r.design.name);
-    }
-    out += "\n";
-    for (name, vals) in rows {
-        out += &format!("{name:<w0$}");
-        for v in vals {
-            out += &format!(" {v:>18}");
+    let bandwidths: Vec<Option<f64>> = if c.bandwidth.is_empty() {
+        vec![None]
+    } else {
+        c.bandwidth.iter().map(|&b| Some(b)).collect()
+    };
+    let ctl = RunControl::default();
+    install_ctrl_c(&ctl.stop)?;
+    let mut runs = Vec::new();
+    'all: for b in &bandwidths {
+        for d in &designs {
+            if ctl.stop.load(Ordering::Relaxed) {
+                status(c.quiet, "Ctrl-C: skipping the remaining runs");
+                break 'all;
+            }
+            runs.push(run_design(d, c, *b, &ctl)?);
         }
-        out += "\n";
     }
-    out
+    let report = Report::new(command, runs);
+    if let Some(dir) = &c.report {
+        let files = write_report_dir(&report, dir)?;
+        status(
+            c.quiet,
+            &format!("report written to {}: {}", dir.display(), files.join(", ")),
+        );
+    }
+    let text = match c.format {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Table => to_table(&report),
+        Format::Csv => to_csv(&report)?,
+        Format::Md => to_markdown(&report, &[]),
+    };
+    emit(&text, &c.output)
 }
 
 /// `mvcclab run`.
 pub fn run(a: RunArgs) -> Result<()> {
-    let r = run_design(&a.design, &a.common)?;
-    let text = match a.common.format {
-        Format::Json => serde_json::to_string_pretty(&r)? + "\n",
-        Format::Table => table(std::slice::from_ref(&r)),
-    };
-    emit(&text, &a.common.output)
+    run_all("run", std::slice::from_ref(&a.design), &a.common)
 }
 
 /// `mvcclab compare`.
 pub fn compare(a: CompareArgs) -> Result<()> {
-    let mut results = Vec::new();
-    for d in &a.designs {
-        if a.common.format == Format::Table && a.common.output == "-" {
-            eprintln!("running {} on {} ...", a.common.workload, d);
-        }
-        results.push(run_design(d, &a.common)?);
-    }
-    let text = match a.common.format {
-        Format::Json => serde_json::to_string_pretty(&results)? + "\n",
-        Format::Table => table(&results),
-    };
-    emit(&text, &a.common.output)
+    run_all("compare", &a.designs, &a.common)
 }

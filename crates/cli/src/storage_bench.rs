@@ -4,7 +4,7 @@
 //! torn-page protection, the replacer and the device settings cost before any design is
 //! involved.
 
-use crate::output::{emit, Format};
+use crate::output::{emit, BasicFormat};
 use crate::units::parse_size_bytes;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -82,8 +82,8 @@ pub struct StorageBenchArgs {
     #[arg(long, default_value_t = 1)]
     pub rand_seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = BasicFormat::Table)]
+    pub format: BasicFormat,
     /// Write the report here; `-` is standard output.
     #[arg(long, default_value = "-")]
     pub output: String,
@@ -250,8 +250,8 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
         measured,
     };
     let text = match a.format {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Table => table(&report),
+        BasicFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        BasicFormat::Table => table(&report),
     };
     emit(&text, &a.output)
 }

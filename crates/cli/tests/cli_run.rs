@@ -40,24 +40,36 @@ fn run_writes_the_result_schema_as_json() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema_version"], 1);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["command"], "run");
+    let v = &report["runs"][0];
     assert_eq!(v["design"]["table_layout"], "clustered");
-    assert_eq!(v["workload"], "oltp_read_write");
+    assert_eq!(v["workload"]["name"], "oltp_read_write");
     let txns = v["results"]["transactions"].as_u64().unwrap();
     assert!(
         txns + v["results"]["errors"].as_u64().unwrap() == 60,
         "{}",
         v["results"]
     );
+    assert!(v["io"]["by_cause"]["commit"]["wal_syncs"].as_u64().unwrap() > 0);
+    assert!(v["io"]["per_txn"]["wal_bytes"].as_f64().unwrap() > 0.0);
     assert!(
-        v["io"]["by_cause"]["by_cause"]["commit"]["wal_syncs"]
+        v["engine"]["undo"]["undo_records_written"]
             .as_u64()
             .unwrap()
             > 0
     );
-    assert!(v["io"]["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
-    assert!(v["engine"]["undo_records_written"].as_u64().unwrap() > 0);
+    assert_eq!(
+        v["io"]["per_op"]["point_select"]["ops"],
+        v["results"]["ops_by_kind"]["point_select"]
+    );
+    assert!(
+        v["results"]["ops_by_kind"]["point_select"]
+            .as_u64()
+            .unwrap()
+            >= txns * 10
+    );
 }
 
 #[test]
@@ -98,7 +110,7 @@ fn set_changes_a_switch_and_bad_input_exits_2_naming_it() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["design"]["fillfactor"], 70);
+    assert_eq!(v["runs"][0]["design"]["fillfactor"], 70);
     for (bad, what) in [
         (
             vec!["run", "--workload", "oltp_everything"],
@@ -117,10 +129,201 @@ fn set_changes_a_switch_and_bad_input_exits_2_naming_it() {
         ),
         (vec!["run", "--design", "oracle"], "oracle"),
         (vec!["run", "--threads", "many"], "--threads"),
+        (vec!["run", "--bandwidth", "fast"], "fast"),
+        (vec!["compare", "--bandwidth", "100,0"], "'0'"),
+        (vec!["run", "--format", "pdf"], "pdf"),
+        (vec!["run", "--design", "/nonexistent/x.toml"], "x.toml"),
     ] {
         let out = mvcclab(&bad);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
         assert!(err.contains(what), "{bad:?}: {err}");
     }
+}
+
+#[test]
+fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("rep");
+    let mut args = vec![
+        "compare",
+        "--workload",
+        "oltp_write_only",
+        "--bandwidth",
+        "2000,4000",
+        "--quiet",
+        "--report",
+        rep.to_str().unwrap(),
+    ];
+    args.extend_from_slice(SMALL);
+    let out = mvcclab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "--quiet: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // JSON: the documented schema, and back to the same JSON.
+    let text = std::fs::read_to_string(rep.join("report.json")).unwrap();
+    let report: mvcclab::result::Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(report.schema_version, mvcclab::result::SCHEMA_VERSION);
+    assert_eq!(report.runs.len(), 4, "2 designs × 2 bandwidths");
+    let again = serde_json::to_value(&report).unwrap();
+    assert_eq!(
+        again,
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    );
+    let designs: Vec<(String, Option<f64>)> = report
+        .runs
+        .iter()
+        .map(|r| (r.design.name.clone(), r.device.bandwidth_mib_s))
+        .collect();
+    assert_eq!(
+        designs,
+        [
+            ("postgres".into(), Some(2000.0)),
+            ("innodb".into(), Some(2000.0)),
+            ("postgres".into(), Some(4000.0)),
+            ("innodb".into(), Some(4000.0)),
+        ]
+    );
+    for r in &report.runs {
+        let per_txn_write: f64 =
+            r.io.per_txn_by_cause
+                .values()
+                .map(|b| b.write_blocks_4k)
+                .sum();
+        let txns = r.results.transactions.max(1) as f64;
+        assert!((per_txn_write - r.io.total.write_blocks_4k as f64 / txns).abs() < 1e-6);
+    }
+    // CSV: a header and one row per run, with the same figures.
+    let mut csv = csv::Reader::from_path(rep.join("report.csv")).unwrap();
+    let header = csv.headers().unwrap().clone();
+    let tps_col = header.iter().position(|h| h == "results.tps").unwrap();
+    let rows: Vec<csv::StringRecord> = csv.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 4);
+    for (row, run) in rows.iter().zip(&report.runs) {
+        assert_eq!(row.len(), header.len());
+        let tps: f64 = row[tps_col].parse().unwrap();
+        assert!((tps - run.results.tps).abs() < 1e-9 * tps.max(1.0));
+    }
+    // Markdown and plots.
+    let md = std::fs::read_to_string(rep.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| tps |") && md.contains("blocks_per_txn.svg"),
+        "{md}"
+    );
+    for svg in [
+        "tps.svg",
+        "blocks_per_txn.svg",
+        "latency.svg",
+        "tps_vs_bandwidth.svg",
+    ] {
+        let text = std::fs::read_to_string(rep.join(svg)).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{svg}: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg", "{svg}");
+        let n = doc
+            .descendants()
+            .filter(|n| ["rect", "circle", "polyline", "path"].contains(&n.tag_name().name()))
+            .count();
+        assert!(n > 4, "{svg} draws something ({n} shapes)");
+    }
+}
+
+#[test]
+fn csv_and_markdown_are_formats_of_the_same_result() {
+    for (fmt, want) in [("csv", "results.tps"), ("md", "| tps |")] {
+        let mut args = vec!["run", "--quiet", "--format", fmt];
+        args.extend_from_slice(SMALL);
+        let out = mvcclab(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(want), "{fmt}: {text}");
+    }
+}
+
+#[test]
+fn a_design_file_sets_switches_on_a_base_preset_and_bad_files_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("pg_no_hot.toml");
+    std::fs::write(
+        &good,
+        "base = \"postgres\"\nhot_updates = \"off\"\nfillfactor = 90\n",
+    )
+    .unwrap();
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--workload",
+        "oltp_update_non_index",
+        "--format",
+        "json",
+        "--design",
+        good.to_str().unwrap(),
+    ];
+    args.extend_from_slice(SMALL);
+    let out = mvcclab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &v["runs"][0];
+    assert_eq!(run["design"]["name"], "pg_no_hot");
+    assert_eq!(run["design"]["hot_updates"], false);
+    assert_eq!(run["design"]["fillfactor"], 90);
+    assert_eq!(run["design"]["table_layout"], "heap");
+    assert!(run["engine"]["non_hot_updates"].as_u64().unwrap() > 0);
+    assert_eq!(run["engine"]["hot_updates"], 0);
+    for (name, text, what) in [
+        ("broken.toml", "base = \"postgres\nhot", "broken.toml"),
+        (
+            "unknown.toml",
+            "base = \"postgres\"\ncolour = \"blue\"",
+            "colour",
+        ),
+        (
+            "badvalue.toml",
+            "base = \"innodb\"\ntable_layout = \"pile\"",
+            "pile",
+        ),
+        ("nobase.toml", "hot_updates = true", "missing field"),
+        ("oracle.toml", "base = \"oracle\"", "oracle"),
+        (
+            "clash.toml",
+            "base = \"innodb\"\nindex_pointers = \"physical\"",
+            "index_pointers",
+        ),
+    ] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let out = mvcclab(&["run", "--design", p.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(what) && err.contains(name), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+}
+
+#[test]
+fn workloads_lists_every_workload_with_its_statements() {
+    let out = mvcclab(&["workloads"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for (_, name) in mvcclab_workload::sysbench::WorkloadKind::ALL {
+        assert!(text.contains(&format!("| {name} |")), "{name}: {text}");
+    }
+    assert!(
+        text.contains("| oltp_point_select | 1 × point_select |"),
+        "{text}"
+    );
 }

@@ -14,6 +14,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// An error of one operation, as a target reports it.
@@ -27,10 +28,11 @@ pub struct OpError {
 
 /// Where a workload runs: the embedded engine, later real servers.
 pub trait Target: Send + Sync {
-    /// Creates the sbtest tables and loads them (sysbench `prepare`).
+    /// Creates the sbtest tables and loads `opts.prepare_rows(kind)` rows into each
+    /// (sysbench `prepare` of the workload `kind`).
     ///
     /// Errors: the target's, as text.
-    fn prepare(&self, opts: &SysbenchOptions, seed: u64) -> Result<(), String>;
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String>;
     /// A connection for one thread.
     fn session(&self) -> Box<dyn Session + '_>;
 }
@@ -106,6 +108,20 @@ pub struct RunResult {
     pub latency: BTreeMap<String, Latency>,
     /// First error messages seen (at most 5), to say what went wrong.
     pub error_samples: Vec<String>,
+    /// The run was stopped early (Ctrl-C): the figures cover `elapsed_s` only.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// Shared between the driver and its caller while a run is under way: the caller sets
+/// `stop` (Ctrl-C) and reads `completed` (events finished so far) to show live TPS.
+#[derive(Debug, Default)]
+pub struct RunControl {
+    /// Set to end the run early; each thread finishes its current event and returns.
+    /// Shared by `Arc` so a signal handler can hold it.
+    pub stop: Arc<AtomicBool>,
+    /// Events completed so far in the current run (reset by [`run`] at its start).
+    pub completed: AtomicU64,
 }
 
 fn latency(h: &Histogram<u64>) -> Latency {
@@ -140,7 +156,8 @@ struct ThreadResult {
 }
 
 /// Runs `kind` against `target` until `run.events` events or `run.time_s` seconds, or until
-/// `stop` is set (Ctrl-C). Returns the measured result.
+/// `ctl.stop` is set (Ctrl-C; the result then says `interrupted`). Returns the measured
+/// result; `ctl.completed` counts finished events while it runs.
 ///
 /// Errors: a message naming the bad option (no limit given, zero threads).
 pub fn run(
@@ -148,8 +165,10 @@ pub fn run(
     kind: WorkloadKind,
     opts: &SysbenchOptions,
     run: &RunOptions,
-    stop: &AtomicBool,
+    ctl: &RunControl,
 ) -> Result<RunResult, String> {
+    let stop = &*ctl.stop;
+    ctl.completed.store(0, Ordering::Relaxed);
     if run.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -232,6 +251,7 @@ pub fn run(
                         }
                         if !failed {
                             out.r.transactions += 1;
+                            ctl.completed.fetch_add(1, Ordering::Relaxed);
                             let h = out
                                 .hist
                                 .entry("event".into())
@@ -282,6 +302,7 @@ pub fn run(
             }
         }
     }
+    total.interrupted = stop.load(Ordering::Relaxed);
     total.tps = total.transactions as f64 / elapsed_s.max(1e-9);
     total.qps = total.queries as f64 / elapsed_s.max(1e-9);
     total.latency = hist.iter().map(|(k, h)| (k.clone(), latency(h))).collect();

@@ -4,13 +4,14 @@
 
 use crate::driver::{OpError, Session, Target};
 use crate::rand::SbRand;
-use crate::sysbench::{load_row, sbtest_def, Op, SysbenchOptions};
+use crate::sysbench::{load_row, sbtest_def, Op, SysbenchOptions, WorkloadKind};
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId, Transaction};
 use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_engine::Error;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// mvcclab's engine as a target.
@@ -18,6 +19,9 @@ pub struct Embedded {
     db: Arc<Database>,
     /// sbtest number − 1 → table id, filled by `prepare`.
     tables: RwLock<Vec<TableId>>,
+    /// sbtest number − 1 → the last AUTO_INCREMENT value given (InnoDB's
+    /// `dict_table_t::autoinc` / a SERIAL's sequence): inserts without an id take the next.
+    auto_increment: RwLock<Arc<Vec<AtomicI64>>>,
 }
 
 impl Embedded {
@@ -26,6 +30,7 @@ impl Embedded {
         Embedded {
             db,
             tables: RwLock::new(Vec::new()),
+            auto_increment: RwLock::new(Arc::new(Vec::new())),
         }
     }
 
@@ -44,8 +49,9 @@ fn op_error(e: Error) -> OpError {
 }
 
 impl Target for Embedded {
-    fn prepare(&self, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
         let _c = enter(Cause::Load);
+        let rows = opts.prepare_rows(kind);
         let mut ids = Vec::new();
         for n in 1..=opts.tables {
             let t = self
@@ -55,7 +61,7 @@ impl Target for Embedded {
             ids.push(t);
             let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
             let mut tx = self.db.begin();
-            for id in 1..=opts.table_size {
+            for id in 1..=rows {
                 let (id, k, c, pad) = load_row(&mut rng, opts, id);
                 tx.insert(
                     t,
@@ -78,14 +84,28 @@ impl Target for Embedded {
             .tables
             .write()
             .map_err(|_| "table map poisoned".to_string())? = ids;
+        *self
+            .auto_increment
+            .write()
+            .map_err(|_| "auto-increment map poisoned".to_string())? = Arc::new(
+            (0..opts.tables)
+                .map(|_| AtomicI64::new(rows as i64))
+                .collect(),
+        );
         Ok(())
     }
 
     fn session(&self) -> Box<dyn Session + '_> {
         let tables = self.tables.read().map(|t| t.clone()).unwrap_or_default();
+        let auto_increment = self
+            .auto_increment
+            .read()
+            .map(|a| a.clone())
+            .unwrap_or_default();
         Box::new(EmbeddedSession {
             db: &self.db,
             tables,
+            auto_increment,
             tx: None,
         })
     }
@@ -94,6 +114,7 @@ impl Target for Embedded {
 struct EmbeddedSession<'a> {
     db: &'a Database,
     tables: Vec<TableId>,
+    auto_increment: Arc<Vec<AtomicI64>>,
     tx: Option<Transaction>,
 }
 
@@ -221,8 +242,23 @@ impl Session for EmbeddedSession<'_> {
                 pad,
             } => {
                 let t = self.table(*table)?;
+                let id = match id {
+                    Some(id) => *id,
+                    // AUTO_INCREMENT: the next value; like InnoDB's default
+                    // innodb_autoinc_lock_mode=2 (and a sequence), a value taken by a
+                    // statement that fails is not given back.
+                    None => {
+                        let next = self.auto_increment[*table as usize - 1]
+                            .fetch_add(1, Ordering::Relaxed)
+                            + 1;
+                        i32::try_from(next).map_err(|_| OpError {
+                            message: format!("AUTO_INCREMENT of sbtest{table} passed INT's range"),
+                            retryable: false,
+                        })?
+                    }
+                };
                 let row = vec![
-                    Value::Integer(*id),
+                    Value::Integer(id),
                     Value::Integer(*k),
                     Value::Text(c.clone()),
                     Value::Text(pad.clone()),

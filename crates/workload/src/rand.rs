@@ -40,6 +40,17 @@ impl std::str::FromStr for RandType {
     }
 }
 
+impl std::fmt::Display for RandType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RandType::Uniform => "uniform",
+            RandType::Gaussian => "gaussian",
+            RandType::Special => "special",
+            RandType::Pareto => "pareto",
+        })
+    }
+}
+
 /// Parameters of the distributions (sysbench option names).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RandOptions {

@@ -3,9 +3,11 @@
 //!
 //! Schema (oltp_common.lua `create_table`): `sbtestN(id INTEGER PRIMARY KEY, k INTEGER NOT
 //! NULL DEFAULT 0, c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '')` with
-//! the secondary index `k_N(k)`. Rows `id = 1..=table_size` (client-generated ids, as with
-//! `--auto_inc=off`), `k = sb_rand(1, table_size)` (the default distribution), `c` and `pad`
-//! from the templates below.
+//! the secondary index `k_N(k)`. Rows `id = 1..=table_size` (the ids `cmd_prepare` writes
+//! explicitly), `k = sb_rand(1, table_size)` (the default distribution), `c` and `pad`
+//! from the templates below. `oltp_insert` inserts with the next AUTO_INCREMENT / SERIAL id
+//! (`--auto-inc=on`, the default), or with `sysbench.rand.unique() - 2^31` into tables that
+//! prepare left empty (`--auto-inc=off`).
 //!
 //! Events (the scripts' `event()`): `oltp_read_write` = BEGIN, point selects, the four range
 //! kinds, index updates, non-index updates, delete/insert pairs, COMMIT; `oltp_read_only`
@@ -125,6 +127,10 @@ pub struct SysbenchOptions {
     pub range_selects: bool,
     /// --skip-trx (off).
     pub skip_trx: bool,
+    /// --auto-inc (on): `oltp_insert` lets the table assign ids; off, it sends
+    /// `sysbench.rand.unique() - 2^31` and prepare creates the tables empty.
+    #[serde(default = "yes")]
+    pub auto_inc: bool,
     /// select_random_points --random-points (10).
     pub random_points: u32,
     /// select_random_ranges --number-of-ranges (10).
@@ -133,6 +139,23 @@ pub struct SysbenchOptions {
     pub delta: u32,
     /// Random number options.
     pub rand: RandOptions,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SysbenchOptions {
+    /// Rows per table that `prepare` loads for `kind`: `table_size`, except 0 for
+    /// `oltp_insert` with `--auto-inc=off` (oltp_insert.lua's prepare command empties
+    /// `table_size` so that prepared ids cannot collide with `rand.unique()` ones).
+    pub fn prepare_rows(&self, kind: WorkloadKind) -> u32 {
+        if kind == WorkloadKind::OltpInsert && !self.auto_inc {
+            0
+        } else {
+            self.table_size
+        }
+    }
 }
 
 impl Default for SysbenchOptions {
@@ -151,6 +174,7 @@ impl Default for SysbenchOptions {
             delete_inserts: 1,
             range_selects: true,
             skip_trx: false,
+            auto_inc: true,
             random_points: 10,
             number_of_ranges: 10,
             delta: 5,
@@ -188,10 +212,11 @@ pub enum Op {
     NonIndexUpdate { table: u32, id: i32, c: String },
     /// `DELETE FROM sbtestN WHERE id=?`.
     Delete { table: u32, id: i32 },
-    /// `INSERT INTO sbtestN (id, k, c, pad) VALUES (?, ?, ?, ?)`.
+    /// `INSERT INTO sbtestN (id, k, c, pad) VALUES (?, ?, ?, ?)`; `id: None` leaves the id
+    /// to the table's AUTO_INCREMENT / SERIAL (the next value after the largest given).
     Insert {
         table: u32,
-        id: i32,
+        id: Option<i32>,
         k: i32,
         c: String,
         pad: String,
@@ -338,7 +363,7 @@ impl Generator {
             out.push(Op::Delete { table: t, id });
             out.push(Op::Insert {
                 table: t,
-                id,
+                id: Some(id),
                 k,
                 c,
                 pad,
@@ -380,11 +405,12 @@ impl Generator {
                 }
             }
             WorkloadKind::OltpPointSelect => {
+                // oltp_point_select.lua's prepare_statements() sets
+                // sysbench.opt.point_selects=1: one point select per event, whatever
+                // --point-selects says.
                 let t = self.table();
-                for _ in 0..self.opts.point_selects {
-                    let id = self.id();
-                    out.push(Op::PointSelect { table: t, id });
-                }
+                let id = self.id();
+                out.push(Op::PointSelect { table: t, id });
             }
             WorkloadKind::OltpUpdateIndex => self.index_updates(&mut out),
             WorkloadKind::OltpUpdateNonIndex => self.non_index_updates(&mut out),
@@ -393,9 +419,14 @@ impl Generator {
                 let k = self.id();
                 let c = self.rng.string(C_TEMPLATE);
                 let pad = self.rng.string(PAD_TEMPLATE);
-                // sysbench.rand.unique() - 2^31: a unique permutation of u32 as SQL INT.
-                self.unique = self.unique.wrapping_add(1);
-                let id = (crate::unique_permute(self.unique) as i64 - 2_147_483_648) as i32;
+                // oltp_insert.lua event(): with --auto-inc the server assigns the id;
+                // otherwise sysbench.rand.unique() - 2^31 (a permutation of u32 as SQL INT).
+                let id = if self.opts.auto_inc {
+                    None
+                } else {
+                    self.unique = self.unique.wrapping_add(1);
+                    Some((crate::unique_permute(self.unique) as i64 - 2_147_483_648) as i32)
+                };
                 out.push(Op::Insert {
                     table,
                     id,

@@ -48,17 +48,20 @@ fn templates_and_defaults_match_sysbench_lua() {
     assert_eq!(pieces("pad_value_template"), PAD_TEMPLATE);
     let d = SysbenchOptions::default();
     for (opt, val) in [
-        ("table_size", d.table_size),
-        ("range_size", d.range_size),
-        ("tables", d.tables),
-        ("point_selects", d.point_selects),
-        ("simple_ranges", d.simple_ranges),
-        ("sum_ranges", d.sum_ranges),
-        ("order_ranges", d.order_ranges),
-        ("distinct_ranges", d.distinct_ranges),
-        ("index_updates", d.index_updates),
-        ("non_index_updates", d.non_index_updates),
-        ("delete_inserts", d.delete_inserts),
+        ("table_size", d.table_size.to_string()),
+        ("range_size", d.range_size.to_string()),
+        ("tables", d.tables.to_string()),
+        ("point_selects", d.point_selects.to_string()),
+        ("simple_ranges", d.simple_ranges.to_string()),
+        ("sum_ranges", d.sum_ranges.to_string()),
+        ("order_ranges", d.order_ranges.to_string()),
+        ("distinct_ranges", d.distinct_ranges.to_string()),
+        ("index_updates", d.index_updates.to_string()),
+        ("non_index_updates", d.non_index_updates.to_string()),
+        ("delete_inserts", d.delete_inserts.to_string()),
+        ("range_selects", d.range_selects.to_string()),
+        ("skip_trx", d.skip_trx.to_string()),
+        ("auto_inc", d.auto_inc.to_string()),
     ] {
         let at = norm
             .find(&format!("{opt} = {{"))
@@ -72,7 +75,7 @@ fn templates_and_defaults_match_sysbench_lua() {
             .unwrap()
             .trim()
             .to_string();
-        assert_eq!(default, val.to_string(), "--{opt}");
+        assert_eq!(default, val, "--{opt}");
     }
     for (script, opt, val) in [
         ("select_random_points", "random_points", d.random_points),
@@ -162,7 +165,7 @@ fn statement_mix_per_event_matches_each_script() {
         ),
         (
             WorkloadKind::OltpPointSelect,
-            &[("begin", 0), ("point_select", 10), ("commit", 0)],
+            &[("begin", 0), ("point_select", 1), ("commit", 0)],
         ),
         (
             WorkloadKind::OltpUpdateIndex,
@@ -271,7 +274,8 @@ fn values_and_key_ranges_follow_the_scripts() {
                     assert!((1..=1000).contains(id));
                 }
                 Op::Insert { id, k, c, pad, .. } => {
-                    assert!((1..=1000).contains(id) && (1..=1000).contains(k));
+                    let id = id.expect("delete/insert pairs give the id");
+                    assert!((1..=1000).contains(&id) && (1..=1000).contains(k));
                     assert!(is_digit_groups(c, 10) && is_digit_groups(pad, 5));
                 }
                 _ => {}
@@ -292,7 +296,7 @@ fn values_and_key_ranges_follow_the_scripts() {
             .iter()
             .filter_map(|o| {
                 if let Op::Insert { id, .. } = o {
-                    Some(*id)
+                    *id
                 } else {
                     None
                 }
@@ -337,11 +341,23 @@ fn values_and_key_ranges_follow_the_scripts() {
             .iter()
             .all(|(a, b)| b - a == 5 && (250..=500).contains(a)));
     }
-    // oltp_insert: unique ids across many events.
+    // oltp_insert: the table's AUTO_INCREMENT by default; with --auto-inc=off, unique
+    // client ids (and prepare loads nothing).
+    assert!(lua("oltp_insert").contains("sysbench.opt.auto_inc"));
+    for ev in events(WorkloadKind::OltpInsert, &o, 100) {
+        assert!(matches!(&ev[0], Op::Insert { id: None, .. }));
+    }
+    assert_eq!(o.prepare_rows(WorkloadKind::OltpInsert), 1000);
+    let off = SysbenchOptions {
+        auto_inc: false,
+        ..o.clone()
+    };
+    assert_eq!(off.prepare_rows(WorkloadKind::OltpInsert), 0);
+    assert_eq!(off.prepare_rows(WorkloadKind::OltpReadWrite), 1000);
     let mut ids = std::collections::HashSet::new();
-    for ev in events(WorkloadKind::OltpInsert, &o, 5000) {
-        let Op::Insert { id, .. } = &ev[0] else {
-            panic!()
+    for ev in events(WorkloadKind::OltpInsert, &off, 5000) {
+        let Op::Insert { id: Some(id), .. } = &ev[0] else {
+            panic!("--auto-inc=off gives ids")
         };
         assert!(ids.insert(*id), "duplicate insert id {id}");
     }
@@ -357,5 +373,60 @@ fn workload_names_parse_and_unknown_ones_are_named() {
     assert!(
         e.contains("oltp_everything") && e.contains("oltp_read_write"),
         "{e}"
+    );
+}
+
+/// Options a script overrides in its own `prepare_statements()` (`sysbench.opt.NAME=N`).
+fn script_overrides(script: &str) -> Vec<(String, usize)> {
+    let text = lua(script);
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("sysbench.opt.")?;
+            let (name, v) = rest.split_once('=')?;
+            Some((name.trim().to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn options_a_script_overrides_are_overridden_whatever_the_flag_says() {
+    let mut found = Vec::new();
+    for &(kind, name) in WorkloadKind::ALL {
+        for (opt, n) in script_overrides(name) {
+            found.push(format!("{name}:{opt}"));
+            match opt.as_str() {
+                // oltp_point_select.lua prepare_statements(): one point select per event.
+                "point_selects" => {
+                    for flag in [1, 10, 25] {
+                        let o = SysbenchOptions {
+                            point_selects: flag,
+                            ..Default::default()
+                        };
+                        for ev in events(kind, &o, 20) {
+                            assert_eq!(
+                                count(&ev, "point_select"),
+                                n,
+                                "{name} --point-selects {flag}"
+                            );
+                        }
+                    }
+                }
+                // oltp_insert.lua's prepare command with --auto-inc=off: empty tables.
+                "table_size" => {
+                    let o = SysbenchOptions {
+                        auto_inc: false,
+                        ..Default::default()
+                    };
+                    assert_eq!(o.prepare_rows(kind) as usize, n, "{name}");
+                }
+                _ => panic!("{name} overrides {opt}: model it"),
+            }
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        ["oltp_insert:table_size", "oltp_point_select:point_selects"]
     );
 }

@@ -3,10 +3,10 @@
 use mvcclab_engine::db::{Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::stats::Cause;
-use mvcclab_workload::driver::{run, RunOptions, Target};
+use mvcclab_workload::driver::{run, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 fn target(design: DesignConfig) -> Embedded {
@@ -26,7 +26,7 @@ fn oltp_read_write_runs_on_both_presets_with_the_scripts_mix() {
             table_size: 2000,
             ..Default::default()
         };
-        t.prepare(&opts, 1).unwrap();
+        t.prepare(WorkloadKind::OltpReadWrite, &opts, 1).unwrap();
         let before = t.database().storage().snapshot();
         let r = run(
             &t,
@@ -38,7 +38,7 @@ fn oltp_read_write_runs_on_both_presets_with_the_scripts_mix() {
                 events: 300,
                 rand_seed: 5,
             },
-            &AtomicBool::new(false),
+            &RunControl::default(),
         )
         .unwrap();
         let d = t.database().storage().snapshot().delta(&before).counters;
@@ -93,7 +93,7 @@ fn single_thread_runs_are_deterministic_for_a_seed() {
     };
     let once = || {
         let t = target(DesignConfig::postgres());
-        t.prepare(&opts, 9).unwrap();
+        t.prepare(WorkloadKind::OltpReadWrite, &opts, 9).unwrap();
         let r = run(
             &t,
             WorkloadKind::OltpReadWrite,
@@ -104,7 +104,7 @@ fn single_thread_runs_are_deterministic_for_a_seed() {
                 events: 100,
                 rand_seed: 3,
             },
-            &AtomicBool::new(false),
+            &RunControl::default(),
         )
         .unwrap();
         let s = t.database().table_stats(0).unwrap();
@@ -127,7 +127,7 @@ fn every_workload_runs() {
             table_size: 500,
             ..Default::default()
         };
-        t.prepare(&opts, 1).unwrap();
+        t.prepare(*kind, &opts, 1).unwrap();
         let r = run(
             &t,
             *kind,
@@ -138,7 +138,7 @@ fn every_workload_runs() {
                 events: 40,
                 rand_seed: 1,
             },
-            &AtomicBool::new(false),
+            &RunControl::default(),
         )
         .unwrap();
         assert_eq!(r.transactions + r.errors, 40, "{name}");
@@ -159,8 +159,45 @@ fn bad_run_options_are_refused() {
             events: 0,
             rand_seed: 1,
         },
-        &AtomicBool::new(false),
+        &RunControl::default(),
     )
     .unwrap_err();
     assert!(e.contains("--time") && e.contains("--events"), "{e}");
+}
+
+#[test]
+fn a_stop_request_ends_a_timed_run_early_and_marks_it_interrupted() {
+    let t = target(DesignConfig::innodb());
+    let opts = SysbenchOptions {
+        table_size: 500,
+        ..Default::default()
+    };
+    t.prepare(WorkloadKind::OltpReadWrite, &opts, 1).unwrap();
+    let ctl = RunControl::default();
+    let r = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            run(
+                &t,
+                WorkloadKind::OltpPointSelect,
+                &opts,
+                &RunOptions {
+                    threads: 2,
+                    time_s: 600.0,
+                    events: 0,
+                    rand_seed: 3,
+                },
+                &ctl,
+            )
+        });
+        // Wait for progress to show, then stop as the Ctrl-C handler does.
+        while ctl.completed.load(Ordering::Relaxed) < 50 {
+            std::thread::yield_now();
+        }
+        ctl.stop.store(true, Ordering::Relaxed);
+        h.join().unwrap().unwrap()
+    });
+    assert!(r.interrupted);
+    assert!(r.elapsed_s < 600.0);
+    assert_eq!(r.transactions, ctl.completed.load(Ordering::Relaxed));
+    assert!(r.transactions >= 50);
 }

@@ -1,0 +1,283 @@
+//! `--report DIR`: the report directory. It holds the same [`Report`] four ways:
+//!
+//! | file | contents |
+//! |---|---|
+//! | `report.json` | the result schema (docs/results.md) |
+//! | `report.csv` | one row per run, one column per JSON leaf |
+//! | `summary.md` | the side-by-side summary, blocks per operation, latencies, plots |
+//! | `tps.svg` | transactions per second per run |
+//! | `blocks_per_txn.svg` | stacked bars: 4 KiB blocks (read + written) per transaction by cause |
+//! | `latency.svg` | transaction latency p50 / p95 / p99 per run |
+//! | `tps_vs_bandwidth.svg` | TPS versus device bandwidth, one line per design (only with several `--bandwidth` values) |
+//!
+//! Plots are drawn with plotters' SVG backend (no fonts needed; text is SVG `<text>`).
+
+use crate::result::{causes_with_blocks, run_label, to_csv, to_markdown, Report};
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const W: u32 = 900;
+const H: u32 = 540;
+
+/// A colour per series index, from plotters' palette.
+fn colour(i: usize) -> RGBColor {
+    let p = Palette99::pick(i).to_rgba();
+    RGBColor(p.0, p.1, p.2)
+}
+
+/// Writes every file of the report into `dir` (created if missing) and returns their names.
+///
+/// Errors: the directory or a file cannot be written (the message names the path), or a
+/// plot cannot be drawn.
+pub fn write_report_dir(report: &Report, dir: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating --report {}", dir.display()))?;
+    let mut plots: Vec<&str> = Vec::new();
+    if !report.runs.is_empty() {
+        plot_tps(report, &dir.join("tps.svg"))?;
+        plots.push("tps.svg");
+        plot_blocks(report, &dir.join("blocks_per_txn.svg"))?;
+        plots.push("blocks_per_txn.svg");
+        plot_latency(report, &dir.join("latency.svg"))?;
+        plots.push("latency.svg");
+        if bandwidths(report).len() > 1 {
+            plot_tps_vs_bandwidth(report, &dir.join("tps_vs_bandwidth.svg"))?;
+            plots.push("tps_vs_bandwidth.svg");
+        }
+    }
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    write("report.json", serde_json::to_string_pretty(report)? + "\n")?;
+    write("report.csv", to_csv(report)?)?;
+    write("summary.md", to_markdown(report, &plots))?;
+    let mut files = vec![
+        "report.json".into(),
+        "report.csv".into(),
+        "summary.md".into(),
+    ];
+    files.extend(plots.iter().map(|p| p.to_string()));
+    Ok(files)
+}
+
+fn bandwidths(report: &Report) -> Vec<f64> {
+    let mut b: Vec<f64> = report
+        .runs
+        .iter()
+        .filter_map(|r| r.device.bandwidth_mib_s)
+        .collect();
+    b.sort_by(f64::total_cmp);
+    b.dedup();
+    b
+}
+
+fn plot_err<E: std::fmt::Debug>(path: &Path) -> impl FnOnce(E) -> anyhow::Error + '_ {
+    move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+}
+
+/// Bars: one group per run, `series` stacked (stacked = true) or side by side.
+fn bars(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    labels: &[String],
+    series: &[(String, Vec<f64>)],
+    stacked: bool,
+) -> Result<()> {
+    let n = labels.len();
+    let ymax = if stacked {
+        (0..n)
+            .map(|i| series.iter().map(|s| s.1[i]).sum::<f64>())
+            .fold(0.0, f64::max)
+    } else {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().copied())
+            .fold(0.0, f64::max)
+    };
+    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err(path))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)
+        .map_err(plot_err(path))?;
+    let labels_owned = labels.to_vec();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n.max(1))
+        .x_label_formatter(&move |x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < labels_owned.len() {
+                labels_owned[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_desc)
+        .draw()
+        .map_err(plot_err(path))?;
+    let k = series.len().max(1) as f64;
+    for (si, (name, vals)) in series.iter().enumerate() {
+        let c = colour(si);
+        let rects: Vec<Rectangle<(f64, f64)>> = vals
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let x = i as f64;
+                if stacked {
+                    let base: f64 = series[..si].iter().map(|s| s.1[i]).sum();
+                    Rectangle::new([(x - 0.3, base), (x + 0.3, base + v)], c.filled())
+                } else {
+                    let w = 0.7 / k;
+                    let x0 = x - 0.35 + w * si as f64;
+                    Rectangle::new([(x0, 0.0), (x0 + w * 0.9, v)], c.filled())
+                }
+            })
+            .collect();
+        chart
+            .draw_series(rects)
+            .map_err(plot_err(path))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
+    }
+    if series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(plot_err(path))?;
+    }
+    root.present().map_err(plot_err(path))?;
+    Ok(())
+}
+
+fn plot_tps(report: &Report, path: &Path) -> Result<()> {
+    let labels: Vec<String> = report.runs.iter().map(run_label).collect();
+    let tps = report.runs.iter().map(|r| r.results.tps).collect();
+    let title = format!("{}: transactions per second", report.runs[0].workload.name);
+    bars(path, &title, "tps", &labels, &[("tps".into(), tps)], false)
+}
+
+fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
+    let labels: Vec<String> = report.runs.iter().map(run_label).collect();
+    let causes = causes_with_blocks(&report.runs);
+    let series: Vec<(String, Vec<f64>)> = causes
+        .iter()
+        .map(|c| {
+            let v = report
+                .runs
+                .iter()
+                .map(|r| {
+                    r.io.per_txn_by_cause
+                        .get(c)
+                        .map_or(0.0, |b| b.read_blocks_4k + b.write_blocks_4k)
+                })
+                .collect();
+            (c.name().to_string(), v)
+        })
+        .collect();
+    bars(
+        path,
+        "4 KiB blocks read + written per transaction, by cause",
+        "4 KiB blocks / txn",
+        &labels,
+        &series,
+        true,
+    )
+}
+
+fn plot_latency(report: &Report, path: &Path) -> Result<()> {
+    let labels: Vec<String> = report.runs.iter().map(run_label).collect();
+    let pick = |f: fn(&mvcclab_workload::driver::Latency) -> f64| -> Vec<f64> {
+        report
+            .runs
+            .iter()
+            .map(|r| r.results.latency.get("event").map_or(0.0, f))
+            .collect()
+    };
+    let series = vec![
+        ("p50".to_string(), pick(|l| l.p50_ms)),
+        ("p95".to_string(), pick(|l| l.p95_ms)),
+        ("p99".to_string(), pick(|l| l.p99_ms)),
+    ];
+    bars(
+        path,
+        "transaction latency percentiles",
+        "ms",
+        &labels,
+        &series,
+        false,
+    )
+}
+
+fn plot_tps_vs_bandwidth(report: &Report, path: &Path) -> Result<()> {
+    let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in &report.runs {
+        if let Some(b) = r.device.bandwidth_mib_s {
+            lines
+                .entry(r.design.name.clone())
+                .or_default()
+                .push((b, r.results.tps));
+        }
+    }
+    let bw = bandwidths(report);
+    let (xmin, xmax) = (bw[0], bw[bw.len() - 1]);
+    let ymax = report
+        .runs
+        .iter()
+        .map(|r| r.results.tps)
+        .fold(0.0, f64::max)
+        .max(1.0)
+        * 1.1;
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err(path))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "{}: TPS versus device bandwidth",
+                report.runs[0].workload.name
+            ),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), 0f64..ymax)
+        .map_err(plot_err(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("device bandwidth (MiB/s, read and write)")
+        .y_desc("tps")
+        .draw()
+        .map_err(plot_err(path))?;
+    for (i, (name, mut pts)) in lines.into_iter().enumerate() {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let c = colour(i);
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(plot_err(path))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+        chart
+            .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
+            .map_err(plot_err(path))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(plot_err(path))?;
+    root.present().map_err(plot_err(path))?;
+    Ok(())
+}

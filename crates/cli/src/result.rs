@@ -1,0 +1,531 @@
+//! The result schema of `mvcclab run` and `mvcclab compare` (version [`SCHEMA_VERSION`],
+//! documented field by field in docs/results.md), and its views: CSV (one row per run, one
+//! column per leaf of the JSON) and Markdown (the summary a report directory opens with).
+//!
+//! Invariants: every number carries its unit in its name (`_blocks_4k`, `_bytes`, `_ms`,
+//! `_us`, `_s`) or is a count or a ratio; per-transaction figures divide by
+//! `results.transactions` (events completed in the measured phase, at least 1); the JSON
+//! written by [`Report`] deserializes back into an equal [`Report`].
+
+use mvcclab_engine::db::EngineCounters;
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::device::{Compression, CompressionTotals};
+use mvcclab_engine::heap::TableStats;
+use mvcclab_engine::stats::{Cause, CauseCounts};
+use mvcclab_workload::driver::RunResult;
+use mvcclab_workload::sysbench::SysbenchOptions;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the result schema; bumped when a field changes meaning or is removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole report: one entry in `runs` per design (and per bandwidth with several).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Version of mvcclab that wrote it.
+    pub mvcclab_version: String,
+    /// `run` or `compare`.
+    pub command: String,
+    /// The runs, in the order they ran.
+    pub runs: Vec<RunReport>,
+}
+
+impl Report {
+    /// A report of `runs` made by `command`.
+    pub fn new(command: &str, runs: Vec<RunReport>) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            mvcclab_version: env!("CARGO_PKG_VERSION").to_string(),
+            command: command.to_string(),
+            runs,
+        }
+    }
+}
+
+/// One design on one workload with one device setting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Where the workload ran: `embedded` (mvcclab's engine).
+    pub target: String,
+    /// Every switch value of the design (see `mvcclab designs`).
+    pub design: DesignConfig,
+    /// The workload and its options.
+    pub workload: WorkloadInfo,
+    /// How long and how wide the driver ran.
+    pub driver: DriverInfo,
+    /// Memory and device settings.
+    pub device: DeviceInfo,
+    /// Every storage setting of the run (buffer pool, WAL, checkpoints, device), as the
+    /// engine's `StorageConfig` serializes it: enough to rebuild the run exactly.
+    pub storage_config: serde_json::Value,
+    /// Transactions, queries, errors and latency percentiles per operation kind.
+    pub results: RunResult,
+    /// I/O of the measured phase.
+    pub io: Io,
+    /// Engine counters of the measured phase (state counters such as dead tuples and
+    /// history list length are values at its end).
+    pub engine: EngineReport,
+    /// Space at the end of the run.
+    pub space: Space,
+}
+
+/// The workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    /// sysbench script name (`oltp_read_write`, ...).
+    pub name: String,
+    /// Its options, named as sysbench names them.
+    pub options: SysbenchOptions,
+}
+
+/// The driver's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DriverInfo {
+    /// --threads.
+    pub threads: u32,
+    /// --time: measured seconds (0 = bounded by events).
+    pub time_s: f64,
+    /// --events (0 = bounded by time).
+    pub events: u64,
+    /// --warmup: unmeasured seconds after the load and a checkpoint.
+    pub warmup_s: f64,
+    /// --rand-seed.
+    pub rand_seed: u64,
+}
+
+/// Memory and device settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// Page size of the design in bytes.
+    pub page_size_bytes: u64,
+    /// Buffer pool size in bytes (frames × page size).
+    pub buffer_pool_bytes: u64,
+    /// Emulated OS page cache in bytes (0 for designs that bypass it, O_DIRECT).
+    pub os_cache_bytes: u64,
+    /// Device bandwidth, read and write, in MiB/s (null = unthrottled).
+    pub bandwidth_mib_s: Option<f64>,
+    /// Added latency per device request in µs (null = none).
+    pub latency_us: Option<u64>,
+    /// Transparent compression of the device.
+    pub compression: Compression,
+    /// Directory of the database files (null = in memory).
+    pub data_dir: Option<String>,
+}
+
+/// Foreground 4 KiB blocks and requests per operation of one kind.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerOp {
+    /// Operations of the kind in the measured phase.
+    pub ops: u64,
+    /// 4 KiB blocks read per operation.
+    pub read_blocks_4k: f64,
+    /// 4 KiB blocks written per operation.
+    pub write_blocks_4k: f64,
+    /// Device requests (read + write) per operation.
+    pub requests: f64,
+}
+
+/// Per-transaction blocks of one cause.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlocksPerTxn {
+    /// 4 KiB blocks read per transaction.
+    pub read_blocks_4k: f64,
+    /// 4 KiB blocks written per transaction.
+    pub write_blocks_4k: f64,
+    /// Device requests (read + write) per transaction.
+    pub requests: f64,
+}
+
+/// I/O of the measured phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Io {
+    /// Every metric summed over all causes.
+    pub total: CauseCounts,
+    /// Every metric per cause (causes with no counts are absent).
+    pub by_cause: BTreeMap<Cause, CauseCounts>,
+    /// Every metric of `total` divided by the transactions.
+    pub per_txn: BTreeMap<String, f64>,
+    /// Blocks and requests per transaction, per cause (the stacked-bar plot).
+    pub per_txn_by_cause: BTreeMap<Cause, BlocksPerTxn>,
+    /// Foreground blocks per operation, keyed by the operation's cause (`point_select`,
+    /// `range_scan`, `update` (index and non-index together), `insert`, `delete`,
+    /// `commit`).
+    pub per_op: BTreeMap<String, PerOp>,
+}
+
+/// Engine counters of the measured phase.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EngineReport {
+    /// Page requests served by the buffer pool.
+    pub buffer_hits: u64,
+    /// Page requests that read the page.
+    pub buffer_misses: u64,
+    /// `buffer_hits / (buffer_hits + buffer_misses)` (1 when there were none).
+    pub buffer_hit_ratio: f64,
+    /// Reads served by the emulated OS page cache.
+    pub os_cache_hits: u64,
+    /// WAL / redo bytes inserted.
+    pub wal_bytes: u64,
+    /// Full-page images in the WAL.
+    pub wal_fpi: u64,
+    /// Pages written to the doublewrite area.
+    pub doublewrite_pages: u64,
+    /// Updates that were heap-only (HOT).
+    pub hot_updates: u64,
+    /// Updates that were not HOT (every update of a design without HOT).
+    pub non_hot_updates: u64,
+    /// Index entries inserted (by inserts and by non-HOT / key-changing updates).
+    pub index_entries_inserted: u64,
+    /// Row versions examined by reads.
+    pub versions_traversed: u64,
+    /// `versions_traversed` per read statement.
+    pub versions_traversed_per_read: f64,
+    /// Dead tuples (or delete-marked records) at the end of the run.
+    pub dead_tuples: u64,
+    /// Vacuums (manual and auto) run during the measured phase.
+    pub vacuum_runs: u64,
+    /// Pages pruned on access (heap designs).
+    pub pages_pruned: u64,
+    /// Undo records purge processed.
+    pub purge_records: u64,
+    /// History list length at the end.
+    pub history_list_length: u64,
+    /// Highest history list length seen since the database opened.
+    pub history_list_length_peak: u64,
+    /// Every table counter (pg_stat_user_tables names), summed over the workload's tables;
+    /// `n_live_tup` and `n_dead_tup` are values at the end, the rest measured-phase deltas.
+    pub tables: TableStats,
+    /// Undo and purge counters (zero for designs without an undo log); counts are
+    /// measured-phase deltas, `undo_pages_in_use` and the history list values at the end.
+    pub undo: EngineCounters,
+}
+
+/// Space at the end of the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Space {
+    /// Heap pages, or clustered-index pages.
+    pub table_pages: u64,
+    /// Pages of the other indexes.
+    pub index_pages: u64,
+    /// Undo pages in use.
+    pub undo_pages: u64,
+    /// `(table_pages + index_pages + undo_pages) × page size` in bytes.
+    pub logical_bytes: u64,
+    /// Bytes held on the device as 4 KiB blocks (every file, WAL included); only
+    /// computed with device compression on (0 otherwise).
+    pub device_logical_bytes: u64,
+    /// Those blocks after transparent compression (0 without compression).
+    pub device_physical_bytes: u64,
+    /// `device_logical_bytes / device_physical_bytes` (1 without compression).
+    pub compression_ratio: f64,
+}
+
+impl Space {
+    /// Space from page counts and the device's compression totals.
+    pub fn new(pages: (u64, u64), undo_pages: u64, page_bytes: u64, c: CompressionTotals) -> Space {
+        Space {
+            table_pages: pages.0,
+            index_pages: pages.1,
+            undo_pages,
+            logical_bytes: (pages.0 + pages.1 + undo_pages) * page_bytes,
+            device_logical_bytes: c.logical_bytes,
+            device_physical_bytes: c.physical_bytes,
+            compression_ratio: c.ratio,
+        }
+    }
+}
+
+/// Every metric of `c` divided by `n`, keyed by metric name.
+pub fn per(c: &CauseCounts, n: u64) -> BTreeMap<String, f64> {
+    let v = serde_json::to_value(c).expect("counts serialize");
+    let n = n.max(1) as f64;
+    v.as_object()
+        .expect("counts are an object")
+        .iter()
+        .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(0.0) / n))
+        .collect()
+}
+
+/// Flattens JSON into `(dotted.path, scalar)` pairs, arrays indexed by position.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    let key = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                flatten(&key(k), x, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                flatten(&key(&i.to_string()), x, out);
+            }
+        }
+        serde_json::Value::Null => out.push((prefix.to_string(), String::new())),
+        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// The CSV view: a header of dotted JSON paths (`results.tps`,
+/// `io.per_txn_by_cause.vacuum.write_blocks_4k`, ...) and one row per run; a field a run
+/// does not have is empty. `storage_config` is left out (it is in the JSON).
+///
+/// Errors: none in practice (writing to memory).
+pub fn to_csv(report: &Report) -> anyhow::Result<String> {
+    let rows: Vec<Vec<(String, String)>> = report
+        .runs
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r).expect("run serializes");
+            if let Some(m) = v.as_object_mut() {
+                m.remove("storage_config");
+            }
+            let mut out = Vec::new();
+            flatten("", &v, &mut out);
+            out
+        })
+        .collect();
+    let mut columns: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for row in &rows {
+        for (k, _) in row {
+            if seen.insert(k.clone()) {
+                columns.push(k.clone());
+            }
+        }
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(&columns)?;
+    for row in &rows {
+        let m: BTreeMap<&str, &str> = row.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        w.write_record(
+            columns
+                .iter()
+                .map(|c| m.get(c.as_str()).copied().unwrap_or("")),
+        )?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// A short label of a run: the design name, with the bandwidth when one was set.
+pub fn run_label(r: &RunReport) -> String {
+    match r.device.bandwidth_mib_s {
+        Some(b) => format!("{} @ {b} MiB/s", r.design.name),
+        None => r.design.name.clone(),
+    }
+}
+
+/// Rows of the side-by-side summary: (label, one value per run).
+pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |name: &str, f: &dyn Fn(&RunReport) -> String| {
+        rows.push((name.to_string(), runs.iter().map(f).collect()))
+    };
+    let txns = |r: &RunReport| r.results.transactions.max(1) as f64;
+    add("transactions", &|r| r.results.transactions.to_string());
+    add("tps", &|r| format!("{:.1}", r.results.tps));
+    add("qps", &|r| format!("{:.1}", r.results.qps));
+    add("errors", &|r| r.results.errors.to_string());
+    for (label, q) in [("p50", 0), ("p95", 1), ("p99", 2)] {
+        add(&format!("txn latency {label} (ms)"), &|r| {
+            r.results.latency.get("event").map_or("-".into(), |l| {
+                format!("{:.3}", [l.p50_ms, l.p95_ms, l.p99_ms][q])
+            })
+        });
+    }
+    add("4 KiB blocks read / txn", &|r| {
+        format!("{:.2}", r.io.total.read_blocks_4k as f64 / txns(r))
+    });
+    add("4 KiB blocks written / txn", &|r| {
+        format!("{:.2}", r.io.total.write_blocks_4k as f64 / txns(r))
+    });
+    add("device requests / txn", &|r| {
+        format!(
+            "{:.2}",
+            (r.io.total.read_requests + r.io.total.write_requests) as f64 / txns(r)
+        )
+    });
+    add("device syncs / txn", &|r| {
+        format!("{:.2}", r.io.total.syncs as f64 / txns(r))
+    });
+    add("WAL/redo bytes / txn", &|r| {
+        format!("{:.0}", r.io.total.wal_bytes as f64 / txns(r))
+    });
+    add("full-page images / txn", &|r| {
+        format!("{:.3}", r.io.total.wal_fpi as f64 / txns(r))
+    });
+    add("doublewrite pages / txn", &|r| {
+        format!("{:.3}", r.io.total.doublewrite_pages as f64 / txns(r))
+    });
+    add("buffer hit ratio", &|r| {
+        format!("{:.4}", r.engine.buffer_hit_ratio)
+    });
+    add("HOT updates / updates", &|r| {
+        format!(
+            "{}/{}",
+            r.engine.hot_updates,
+            r.engine.hot_updates + r.engine.non_hot_updates
+        )
+    });
+    add("index entries inserted", &|r| {
+        r.engine.index_entries_inserted.to_string()
+    });
+    add("versions traversed / read", &|r| {
+        format!("{:.2}", r.engine.versions_traversed_per_read)
+    });
+    add("dead tuples (end)", &|r| r.engine.dead_tuples.to_string());
+    add("history list length (end, peak)", &|r| {
+        format!(
+            "{}, {}",
+            r.engine.history_list_length, r.engine.history_list_length_peak
+        )
+    });
+    add("pages (table, indexes, undo)", &|r| {
+        format!(
+            "{}, {}, {}",
+            r.space.table_pages, r.space.index_pages, r.space.undo_pages
+        )
+    });
+    for c in causes_with_blocks(runs) {
+        add(&format!("blocks r/w / txn: {c}"), &|r| {
+            let b = r.io.per_txn_by_cause.get(&c).cloned().unwrap_or_default();
+            format!("{:.2}/{:.2}", b.read_blocks_4k, b.write_blocks_4k)
+        });
+    }
+    rows
+}
+
+/// Causes that moved at least one 4 KiB block in some run, in declaration order.
+pub fn causes_with_blocks(runs: &[RunReport]) -> Vec<Cause> {
+    let mut causes: Vec<Cause> = runs
+        .iter()
+        .flat_map(|r| {
+            r.io.by_cause
+                .iter()
+                .filter(|(_, c)| c.read_blocks_4k + c.write_blocks_4k > 0)
+                .map(|(k, _)| *k)
+        })
+        .collect();
+    causes.sort();
+    causes.dedup();
+    causes
+}
+
+fn heading(runs: &[RunReport]) -> String {
+    let r = &runs[0];
+    format!(
+        "workload {} ({} rows × {} tables, {} threads, {:.0} s measured{})",
+        r.workload.name,
+        r.workload.options.table_size,
+        r.workload.options.tables,
+        r.driver.threads,
+        r.results.elapsed_s,
+        if runs.iter().any(|r| r.results.interrupted) {
+            ", INTERRUPTED by Ctrl-C"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The terminal table: runs side by side.
+pub fn to_table(report: &Report) -> String {
+    if report.runs.is_empty() {
+        return "no run completed\n".into();
+    }
+    let rows = summary_rows(&report.runs);
+    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10);
+    let labels: Vec<String> = report.runs.iter().map(run_label).collect();
+    let w = labels.iter().map(|l| l.len()).max().unwrap_or(0).max(18);
+    let mut out = format!("{}\n\n{:<w0$}", heading(&report.runs), "");
+    for l in &labels {
+        out += &format!(" {l:>w$}");
+    }
+    out += "\n";
+    for (name, vals) in rows {
+        out += &format!("{name:<w0$}");
+        for v in vals {
+            out += &format!(" {v:>w$}");
+        }
+        out += "\n";
+    }
+    out
+}
+
+/// The Markdown view: the summary table, foreground blocks per operation, latency
+/// percentiles per operation kind, and (when `plots` is given) links to the SVG files.
+pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
+    if report.runs.is_empty() {
+        return "# mvcclab report\n\nNo run completed.\n".into();
+    }
+    let runs = &report.runs;
+    let labels: Vec<String> = runs.iter().map(run_label).collect();
+    let table_head = |first: &str| {
+        let mut s = format!("| {first} |");
+        for l in &labels {
+            s += &format!(" {l} |");
+        }
+        s += "\n|---|";
+        s += &"---:|".repeat(labels.len());
+        s + "\n"
+    };
+    let mut out = format!(
+        "# mvcclab {}\n\n{}. Schema version {}; every field is described in docs/results.md.\n\n",
+        report.command,
+        heading(runs),
+        report.schema_version
+    );
+    out += "## Summary\n\n";
+    out += &table_head("");
+    for (name, vals) in summary_rows(runs) {
+        out += &format!("| {name} | {} |\n", vals.join(" | "));
+    }
+    out += "\n## Foreground 4 KiB blocks read/written per operation\n\n";
+    out += &table_head("operation");
+    let mut ops: Vec<&String> = runs.iter().flat_map(|r| r.io.per_op.keys()).collect();
+    ops.sort();
+    ops.dedup();
+    for op in ops {
+        out += &format!("| {op} |");
+        for r in runs {
+            match r.io.per_op.get(op) {
+                Some(p) => out += &format!(" {:.3}/{:.3} |", p.read_blocks_4k, p.write_blocks_4k),
+                None => out += " - |",
+            }
+        }
+        out += "\n";
+    }
+    out += "\n## Latency per operation kind, p50 / p95 / p99 (ms)\n\n";
+    out += &table_head("operation");
+    let mut kinds: Vec<&String> = runs.iter().flat_map(|r| r.results.latency.keys()).collect();
+    kinds.sort();
+    kinds.dedup();
+    for k in kinds {
+        out += &format!("| {k} |");
+        for r in runs {
+            match r.results.latency.get(k) {
+                Some(l) => {
+                    out += &format!(" {:.3} / {:.3} / {:.3} |", l.p50_ms, l.p95_ms, l.p99_ms)
+                }
+                None => out += " - |",
+            }
+        }
+        out += "\n";
+    }
+    if !plots.is_empty() {
+        out += "\n## Plots\n\n";
+        for p in plots {
+            out += &format!("![{p}]({p})\n\n");
+        }
+    }
+    out
+}
