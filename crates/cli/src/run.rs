@@ -94,6 +94,18 @@ pub struct CommonArgs {
     /// Random distribution: uniform, gaussian, special, pareto.
     #[arg(long, default_value = "special", value_parser = |s: &str| s.parse::<RandType>())]
     pub rand_type: RandType,
+    /// special distribution: iterations (sysbench --rand-spec-iter).
+    #[arg(long, default_value_t = 12)]
+    pub rand_spec_iter: u32,
+    /// special distribution: percent of values that are "special" (--rand-spec-pct).
+    #[arg(long, default_value_t = 1)]
+    pub rand_spec_pct: u32,
+    /// special distribution: percent of hits on the special values (--rand-spec-res).
+    #[arg(long, default_value_t = 75)]
+    pub rand_spec_res: u32,
+    /// pareto distribution: h (--rand-pareto-h).
+    #[arg(long, default_value_t = 0.2)]
+    pub rand_pareto_h: f64,
     /// Seed of the random numbers (deterministic for a seed and thread count).
     #[arg(long, default_value_t = 1)]
     pub rand_seed: u64,
@@ -203,6 +215,10 @@ fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
         ..Default::default()
     };
     o.rand.rand_type = c.rand_type;
+    o.rand.rand_spec_iter = c.rand_spec_iter;
+    o.rand.rand_spec_pct = c.rand_spec_pct;
+    o.rand.rand_spec_res = c.rand_spec_res;
+    o.rand.rand_pareto_h = c.rand_pareto_h;
     o
 }
 
@@ -519,6 +535,16 @@ fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
         .map(|d| resolve_design(d, &c.set))
         .collect::<Result<_>>()?;
     let _: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    let bad = |m: &str| -> Result<()> { Err(UsageError(m.to_string()).into()) };
+    if c.rand_spec_iter == 0 {
+        bad("--rand-spec-iter must be at least 1")?;
+    }
+    if c.rand_spec_pct > 100 || c.rand_spec_res > 100 {
+        bad("--rand-spec-pct and --rand-spec-res are percentages (0..=100)")?;
+    }
+    if !(c.rand_pareto_h > 0.0 && c.rand_pareto_h < 1.0) {
+        bad("--rand-pareto-h must lie strictly between 0 and 1")?;
+    }
     let mut names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
     names.sort();
     if names.windows(2).any(|w| w[0] == w[1]) {

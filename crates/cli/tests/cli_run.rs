@@ -327,3 +327,55 @@ fn workloads_lists_every_workload_with_its_statements() {
         "{text}"
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_run_cleanly_skips_the_rest_and_still_writes_the_report() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("rep");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args([
+            "compare",
+            "--table-size",
+            "500",
+            "--time",
+            "120",
+            "--warmup",
+            "0",
+            "--threads",
+            "2",
+            "--format",
+            "json",
+            "--report",
+            rep.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(
+        line.contains("postgres") && line.contains("loading"),
+        "{line}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(out.status.success(), "{rest}");
+    assert!(rest.contains("skipping the remaining runs"), "{rest}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "innodb never started");
+    assert_eq!(runs[0]["results"]["interrupted"], true);
+    assert!(runs[0]["results"]["elapsed_s"].as_f64().unwrap() < 60.0);
+    assert!(rep.join("report.json").is_file() && rep.join("tps.svg").is_file());
+}
