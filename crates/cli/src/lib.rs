@@ -6,6 +6,7 @@
 
 pub mod design_arg;
 pub mod designs;
+pub mod experiments;
 pub mod output;
 pub mod progress;
 pub mod report;

@@ -1,7 +1,7 @@
 //! The `mvcclab` command line.
 
 use clap::{Parser, Subcommand};
-use mvcclab::{designs, run, storage_bench, workloads, UsageError};
+use mvcclab::{designs, experiments, run, storage_bench, workloads, UsageError};
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.
@@ -20,6 +20,8 @@ enum Command {
     Compare(run::CompareArgs),
     /// Every design switch with its meaning and values, and each preset's value.
     Designs,
+    /// A named experiment: update_hot_set or version_chain.
+    Experiment(experiments::ExperimentArgs),
     /// The sysbench workloads with the statements per event and the options each reads.
     Workloads,
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
@@ -32,6 +34,7 @@ fn run() -> anyhow::Result<()> {
         Command::StorageBench(a) => storage_bench::run(a),
         Command::Designs => designs::run(),
         Command::Workloads => workloads::run(),
+        Command::Experiment(a) => experiments::run(a),
         Command::Run(a) => run::run(a),
         Command::Compare(a) => run::compare(a),
     }

@@ -250,7 +250,7 @@ pub fn per(c: &CauseCounts, n: u64) -> BTreeMap<String, f64> {
 }
 
 /// Flattens JSON into `(dotted.path, scalar)` pairs, arrays indexed by position.
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
     let key = |k: &str| {
         if prefix.is_empty() {
             k.to_string()

@@ -121,25 +121,9 @@ pub struct CommonArgs {
     /// Seconds of unmeasured warm-up after the load and checkpoint.
     #[arg(long, default_value_t = 10.0)]
     pub warmup: f64,
-    /// Buffer pool size.
-    #[arg(long, default_value = "8MiB", value_parser = parse_size_bytes)]
-    pub buffer_pool: u64,
-    /// Emulated OS page cache for designs that have one (0 = off for every design).
-    #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
-    pub os_cache: u64,
-    /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
-    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
-    #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
-    pub bandwidth: Vec<f64>,
-    /// Device latency per request in µs.
-    #[arg(long)]
-    pub latency_us: Option<u64>,
-    /// Transparent compression of the device: none, lz4, zstd, zstd:LEVEL.
-    #[arg(long, default_value = "none", value_parser = |s: &str| s.parse::<Compression>())]
-    pub compression: Compression,
-    /// Keep each design's database under this directory (default: in memory).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    /// Memory and device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -161,6 +145,30 @@ fn parse_bandwidth(s: &str) -> Result<f64, String> {
             "'{s}' is not a bandwidth in MiB/s (a number above 0)"
         )),
     }
+}
+
+/// Memory and device flags, shared by `run`, `compare` and the experiments.
+#[derive(Args, Debug, Clone)]
+pub struct DeviceArgs {
+    /// Buffer pool size.
+    #[arg(long, default_value = "8MiB", value_parser = parse_size_bytes)]
+    pub buffer_pool: u64,
+    /// Emulated OS page cache for designs that have one (0 = off for every design).
+    #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
+    pub os_cache: u64,
+    /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
+    pub bandwidth: Vec<f64>,
+    /// Device latency per request in µs.
+    #[arg(long)]
+    pub latency_us: Option<u64>,
+    /// Transparent compression of the device: none, lz4, zstd, zstd:LEVEL.
+    #[arg(long, default_value = "none", value_parser = |s: &str| s.parse::<Compression>())]
+    pub compression: Compression,
+    /// Keep each design's database under this directory (default: in memory).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -228,7 +236,7 @@ fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
 /// Errors: a data directory that cannot be cleared; the engine refusing the settings.
 pub fn open_database(
     design: &DesignConfig,
-    c: &CommonArgs,
+    c: &DeviceArgs,
     bandwidth: Option<f64>,
 ) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
     let mut cfg = DatabaseConfig::new(design.clone());
@@ -428,7 +436,7 @@ pub fn run_design(
     if c.tables == 0 || c.table_size == 0 {
         return Err(UsageError("--tables and --table-size must be at least 1".into()).into());
     }
-    let (db, storage_config, device) = open_database(design, c, bandwidth)?;
+    let (db, storage_config, device) = open_database(design, &c.device, bandwidth)?;
     let target = Embedded::new(db.clone());
     let opts = sysbench_options(c);
     let label = run_label_of(design, bandwidth);
@@ -554,10 +562,10 @@ fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
         ))
         .into());
     }
-    let bandwidths: Vec<Option<f64>> = if c.bandwidth.is_empty() {
+    let bandwidths: Vec<Option<f64>> = if c.device.bandwidth.is_empty() {
         vec![None]
     } else {
-        c.bandwidth.iter().map(|&b| Some(b)).collect()
+        c.device.bandwidth.iter().map(|&b| Some(b)).collect()
     };
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;

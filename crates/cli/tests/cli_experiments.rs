@@ -1,0 +1,144 @@
+//! `mvcclab experiment update_hot_set` and `version_chain` on both presets, small.
+
+use std::process::Command;
+
+fn mvcclab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(args)
+        .output()
+        .expect("run mvcclab")
+}
+
+fn json(args: &[&str]) -> mvcclab::experiments::ExperimentReport {
+    let out = mvcclab(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn update_hot_set_reports_two_passes_per_design_by_cause() {
+    let r = json(&[
+        "experiment",
+        "update_hot_set",
+        "--rows",
+        "3000",
+        "--updates",
+        "300",
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.experiment, "update_hot_set");
+    assert_eq!(r.runs.len(), 2);
+    for run in &r.runs {
+        let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["first_update", "second_update"]);
+        for p in &run.phases {
+            assert_eq!(p.ops, 300);
+            assert_eq!(p.tables.n_tup_upd, 300, "{} {}", run.design.name, p.name);
+            // Each phase ends with a checkpoint: the updated pages reach the device in it.
+            assert!(p.per_op.write_blocks_4k > 0.0);
+            assert!(p
+                .by_cause
+                .contains_key(&mvcclab_engine::stats::Cause::Checkpointer));
+            let sum: f64 = p.per_op_by_cause.values().map(|x| x.write_blocks_4k).sum();
+            assert!((sum - p.per_op.write_blocks_4k).abs() < 1e-9);
+        }
+        match run.design.name.as_str() {
+            // status is unindexed: InnoDB updates in place, no index entry changes.
+            "innodb" => {
+                assert!(run
+                    .phases
+                    .iter()
+                    .all(|p| p.tables.index_entries_inserted == 0));
+                assert!(run
+                    .phases
+                    .iter()
+                    .all(|p| p.undo.undo_records_written >= 300));
+            }
+            // A non-HOT update inserts into all seven indexes (primary key + six).
+            "postgres" => {
+                let p = &run.phases[0];
+                let non_hot = p.tables.n_tup_upd - p.tables.n_tup_hot_upd;
+                assert_eq!(p.tables.index_entries_inserted, 7 * non_hot);
+            }
+            other => panic!("{other}"),
+        }
+    }
+    let out = mvcclab(&[
+        "experiment",
+        "update_hot_set",
+        "--rows",
+        "10",
+        "--updates",
+        "11",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--updates"));
+}
+
+#[test]
+fn version_chain_shows_long_chains_until_gc_and_reports_update_cost_with_gc_on_and_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = dir.path().join("vc");
+    let r = json(&[
+        "experiment",
+        "version_chain",
+        "--table-size",
+        "2000",
+        "--updates",
+        "6000",
+        "--selects",
+        "2000",
+        "--quiet",
+        "--format",
+        "json",
+        "--report",
+        rep.to_str().unwrap(),
+    ]);
+    assert!(rep.join("experiment.json").is_file() && rep.join("summary.md").is_file());
+    let csv = std::fs::read_to_string(rep.join("experiment.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        1 + 2 * 5,
+        "header + a row per design and phase"
+    );
+    for run in &r.runs {
+        let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "update_gc_off",
+                "select_before_gc",
+                "full_gc",
+                "select_after_gc",
+                "update_gc_on"
+            ]
+        );
+        let ph = |n: &str| run.phases.iter().find(|p| p.name == n).unwrap();
+        assert_eq!(ph("update_gc_off").ops, 6000);
+        assert_eq!(ph("select_before_gc").ops, 2000);
+        let before = ph("select_before_gc").versions_traversed_per_op;
+        let after = ph("select_after_gc").versions_traversed_per_op;
+        match run.design.name.as_str() {
+            // Index → oldest version, chains walked to the newest: long before vacuum.
+            "postgres" => {
+                assert!(before > 3.0 * after, "{before} vs {after}");
+                assert!((after - 1.0).abs() < 0.05, "{after}");
+                assert!(ph("full_gc").total.write_blocks_4k > 0);
+            }
+            // In place: a new read view sees the record itself, before purge or after.
+            "innodb" => {
+                assert!((before - 1.0).abs() < 0.05 && (after - 1.0).abs() < 0.05);
+                assert!(ph("update_gc_off").undo.history_list_length > 0);
+                assert_eq!(ph("full_gc").undo.history_list_length, 0);
+                assert!(ph("full_gc").undo.purge_records > 0);
+            }
+            other => panic!("{other}"),
+        }
+    }
+}
