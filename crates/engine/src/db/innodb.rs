@@ -55,7 +55,13 @@ impl Inner {
                 &self.history,
                 &self.tm,
                 &|u, trx, horizon| match self.table(u.table) {
-                    Ok(t) => t.purge_record(u, trx, horizon),
+                    Ok(t) => {
+                        let r = t.purge_record(u, trx, horizon)?;
+                        // The old version this undo record kept is gone: one dead tuple
+                        // fewer (n_dead_tup counted it at the update's or delete's commit).
+                        t.counters.sub_dead(1);
+                        Ok(r)
+                    }
                     Err(_) => Ok(0),
                 },
             )?;
