@@ -1,7 +1,7 @@
 //! The `mvcclab` command line.
 
 use clap::{Parser, Subcommand};
-use mvcclab::{designs, experiments, run, storage_bench, workloads, UsageError};
+use mvcclab::{designs, experiments, report, run, storage_bench, workloads, UsageError};
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.
@@ -22,6 +22,8 @@ enum Command {
     Designs,
     /// A named experiment: update_hot_set or version_chain.
     Experiment(experiments::ExperimentArgs),
+    /// Write a report directory (CSV, Markdown, SVG plots) from a saved report.json.
+    Report(report::ReportArgs),
     /// The sysbench workloads with the statements per event and the options each reads.
     Workloads,
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
@@ -35,6 +37,7 @@ fn run() -> anyhow::Result<()> {
         Command::Designs => designs::run(),
         Command::Workloads => workloads::run(),
         Command::Experiment(a) => experiments::run(a),
+        Command::Report(a) => report::run(a),
         Command::Run(a) => run::run(a),
         Command::Compare(a) => run::compare(a),
     }

@@ -18,6 +18,44 @@ use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// Flags of `mvcclab report`.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// A report.json written by `run`/`compare` (`--format json` or `--report`).
+    pub input: std::path::PathBuf,
+    /// Directory to write report.json, report.csv, summary.md and the plots into.
+    #[arg(long, value_name = "DIR")]
+    pub report: std::path::PathBuf,
+}
+
+/// `mvcclab report FILE --report DIR`: the report directory again from a saved report
+/// (for example after mvcclab's plots changed).
+///
+/// Errors ([`crate::UsageError`]): the file cannot be read or is not a report of this
+/// schema version; or the directory cannot be written.
+pub fn run(a: ReportArgs) -> Result<()> {
+    let what = a.input.display();
+    let text =
+        std::fs::read_to_string(&a.input).map_err(|e| crate::UsageError(format!("{what}: {e}")))?;
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| crate::UsageError(format!("{what} is not an mvcclab report: {e}")))?;
+    if report.schema_version != crate::result::SCHEMA_VERSION {
+        return Err(crate::UsageError(format!(
+            "{what} has schema version {}; this mvcclab reads version {}",
+            report.schema_version,
+            crate::result::SCHEMA_VERSION
+        ))
+        .into());
+    }
+    let files = write_report_dir(&report, &a.report)?;
+    eprintln!(
+        "report written to {}: {}",
+        a.report.display(),
+        files.join(", ")
+    );
+    Ok(())
+}
+
 const W: u32 = 900;
 const H: u32 = 540;
 
@@ -100,7 +138,22 @@ fn bars(
     let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
     let root = SVGBackend::new(path, (W, H)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err(path))?;
-    let mut chart = ChartBuilder::on(&root)
+    // The legend gets its own column at the right, so it never covers a bar.
+    let (plot_area, legend_area) = if series.len() > 1 {
+        root.split_horizontally(W - 150)
+    } else {
+        root.split_horizontally(W)
+    };
+    for (si, (name, _)) in series.iter().enumerate() {
+        let y = 60 + 22 * si as i32;
+        legend_area
+            .draw(&Rectangle::new([(8, y), (20, y + 12)], colour(si).filled()))
+            .map_err(plot_err(path))?;
+        legend_area
+            .draw(&Text::new(name.clone(), (26, y), ("sans-serif", 14)))
+            .map_err(plot_err(path))?;
+    }
+    let mut chart = ChartBuilder::on(&plot_area)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
@@ -124,7 +177,7 @@ fn bars(
         .draw()
         .map_err(plot_err(path))?;
     let k = series.len().max(1) as f64;
-    for (si, (name, vals)) in series.iter().enumerate() {
+    for (si, (_, vals)) in series.iter().enumerate() {
         let c = colour(si);
         let rects: Vec<Rectangle<(f64, f64)>> = vals
             .iter()
@@ -141,20 +194,7 @@ fn bars(
                 }
             })
             .collect();
-        chart
-            .draw_series(rects)
-            .map_err(plot_err(path))?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
-    }
-    if series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(plot_err(path))?;
+        chart.draw_series(rects).map_err(plot_err(path))?;
     }
     root.present().map_err(plot_err(path))?;
     Ok(())

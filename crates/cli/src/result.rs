@@ -233,7 +233,7 @@ impl Space {
             logical_bytes: (pages.0 + pages.1 + undo_pages) * page_bytes,
             device_logical_bytes: c.logical_bytes,
             device_physical_bytes: c.physical_bytes,
-            compression_ratio: c.ratio,
+            compression_ratio: if c.physical_bytes == 0 { 1.0 } else { c.ratio },
         }
     }
 }

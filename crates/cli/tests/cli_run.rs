@@ -211,6 +211,35 @@ fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
         let tps: f64 = row[tps_col].parse().unwrap();
         assert!((tps - run.results.tps).abs() < 1e-9 * tps.max(1.0));
     }
+    // `mvcclab report` writes the same directory again from the JSON.
+    let again_dir = dir.path().join("again");
+    let out = mvcclab(&[
+        "report",
+        rep.join("report.json").to_str().unwrap(),
+        "--report",
+        again_dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json_of = |d: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap()
+    };
+    assert!(json_of(&rep) == json_of(&again_dir), "report.json differs");
+    for f in ["report.csv", "summary.md", "tps_vs_bandwidth.svg"] {
+        let same = std::fs::read(rep.join(f)).unwrap() == std::fs::read(again_dir.join(f)).unwrap();
+        assert!(same, "{f} differs");
+    }
+    let out = mvcclab(&[
+        "report",
+        rep.join("tps.svg").to_str().unwrap(),
+        "--report",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an mvcclab report"));
     // Markdown and plots.
     let md = std::fs::read_to_string(rep.join("summary.md")).unwrap();
     assert!(
