@@ -18,7 +18,7 @@
 //! fields docs/results.md describes under "Experiments".
 
 use crate::design_arg::resolve_design;
-use crate::output::{emit, Format};
+use crate::output::{emit, markdown_table, side_by_side, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::result::{DeviceInfo, SCHEMA_VERSION};
 use crate::run::{engine_delta, open_database, table_stats_delta, DeviceArgs};
@@ -37,7 +37,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -75,18 +74,9 @@ pub struct ExperimentCommon {
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
-    /// Output format: table, json, csv (one row per design and phase) or md.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the report here; `-` is standard output.
-    #[arg(long, default_value = "-")]
-    pub output: String,
-    /// Also write experiment.json and summary.md into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
-    /// No progress and no status lines on standard error.
-    #[arg(long, short)]
-    pub quiet: bool,
+    /// Report format (csv: one row per design and phase) and destination.
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 /// Flags of `update_hot_set`.
@@ -390,7 +380,7 @@ fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<Experime
         }
         let (db, _, device) = open_database(&design, &c.device, bandwidth)?;
         status(
-            c.quiet,
+            c.out.quiet,
             &format!(
                 "{}: loading {} rows with six UUID indexes ...",
                 design.name, a.rows
@@ -414,7 +404,7 @@ fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<Experime
                 0.0,
                 a.updates as u64,
                 ctl,
-                c.quiet,
+                c.out.quiet,
                 || phase(&db, t, name, || update_pass(&db, t, &ids, pass, ctl)),
             )?);
         }
@@ -461,7 +451,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
             device = Some(dev);
             let target = Embedded::new(db.clone());
             status(
-                c.quiet,
+                c.out.quiet,
                 &format!(
                     "{} (garbage collection {}): loading {} rows ...",
                     design.name,
@@ -475,7 +465,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
             db.storage().checkpoint()?;
             let t = db.table_id("sbtest1")?;
             let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
-                let r = with_progress(label, 0.0, events, ctl, c.quiet, || {
+                let r = with_progress(label, 0.0, events, ctl, c.out.quiet, || {
                     drive(&target, kind, &opts, &run(events, seed), ctl)
                 })
                 .map_err(UsageError)?;
@@ -508,7 +498,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
                 let label = format!("{} {name}", design.name);
                 phases.push(phase(&db, t, name, || {
                     if name == "full_gc" {
-                        status(c.quiet, &format!("{label} ..."));
+                        status(c.out.quiet, &format!("{label} ..."));
                         db.gc(t)?;
                         Ok(0)
                     } else {
@@ -651,34 +641,12 @@ pub fn to_table(r: &ExperimentReport, markdown: bool) -> String {
             ""
         }
     );
+    let labels: Vec<String> = cols.into_iter().map(|(l, _)| l).collect();
     if markdown {
-        let mut out = format!("# {title}\n\n|  |");
-        for (l, _) in &cols {
-            out += &format!(" {l} |");
-        }
-        out += "\n|---|";
-        out += &"---:|".repeat(cols.len());
-        out += "\n";
-        for (name, vals) in rows {
-            out += &format!("| {name} | {} |\n", vals.join(" | "));
-        }
-        return out;
+        format!("# {title}\n\n{}", markdown_table("", &labels, &rows))
+    } else {
+        side_by_side(&title, &labels, &rows, 12)
     }
-    let w0 = rows.iter().map(|r| r.0.len()).max().unwrap_or(10);
-    let w = cols.iter().map(|c| c.0.len()).max().unwrap_or(10).max(12);
-    let mut out = format!("{title}\n\n{:<w0$}", "");
-    for (l, _) in &cols {
-        out += &format!(" {l:>w$}");
-    }
-    out += "\n";
-    for (name, vals) in rows {
-        out += &format!("{name:<w0$}");
-        for v in vals {
-            out += &format!(" {v:>w$}");
-        }
-        out += "\n";
-    }
-    out
 }
 
 /// The CSV view: one row per design and phase, one column per JSON leaf of the phase.
@@ -739,7 +707,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         runs,
     };
     let json = serde_json::to_string_pretty(&report)? + "\n";
-    if let Some(dir) = &common.report {
+    if let Some(dir) = &common.out.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("experiment.json"), &json)
             .with_context(|| format!("writing {}", dir.display()))?;
@@ -748,20 +716,20 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         std::fs::write(dir.join("summary.md"), to_table(&report, true))
             .with_context(|| format!("writing {}", dir.display()))?;
         status(
-            common.quiet,
+            common.out.quiet,
             &format!(
                 "report written to {}: experiment.json, experiment.csv, summary.md",
                 dir.display()
             ),
         );
     }
-    let text = match common.format {
+    let text = match common.out.format {
         Format::Json => json,
         Format::Table => to_table(&report, false),
         Format::Md => to_table(&report, true),
         Format::Csv => to_csv(&report)?,
     };
-    emit(&text, &common.output)
+    emit(&text, &common.out.output)
 }
 
 #[cfg(test)]

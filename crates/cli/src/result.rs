@@ -7,6 +7,7 @@
 //! `results.transactions` (events completed in the measured phase, at least 1); the JSON
 //! written by [`Report`] deserializes back into an equal [`Report`].
 
+use crate::output::{markdown_table, side_by_side};
 use mvcclab_engine::db::EngineCounters;
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
@@ -442,23 +443,13 @@ pub fn to_table(report: &Report) -> String {
     if report.runs.is_empty() {
         return "no run completed\n".into();
     }
-    let rows = summary_rows(&report.runs);
-    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10);
     let labels: Vec<String> = report.runs.iter().map(run_label).collect();
-    let w = labels.iter().map(|l| l.len()).max().unwrap_or(0).max(18);
-    let mut out = format!("{}\n\n{:<w0$}", heading(&report.runs), "");
-    for l in &labels {
-        out += &format!(" {l:>w$}");
-    }
-    out += "\n";
-    for (name, vals) in rows {
-        out += &format!("{name:<w0$}");
-        for v in vals {
-            out += &format!(" {v:>w$}");
-        }
-        out += "\n";
-    }
-    out
+    side_by_side(
+        &heading(&report.runs),
+        &labels,
+        &summary_rows(&report.runs),
+        18,
+    )
 }
 
 /// The Markdown view: the summary table, foreground blocks per operation, latency
@@ -469,15 +460,6 @@ pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
     }
     let runs = &report.runs;
     let labels: Vec<String> = runs.iter().map(run_label).collect();
-    let table_head = |first: &str| {
-        let mut s = format!("| {first} |");
-        for l in &labels {
-            s += &format!(" {l} |");
-        }
-        s += "\n|---|";
-        s += &"---:|".repeat(labels.len());
-        s + "\n"
-    };
     let mut out = format!(
         "# mvcclab {}\n\n{}. Schema version {}; every field is described in docs/results.md.\n\n",
         report.command,
@@ -485,42 +467,42 @@ pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
         report.schema_version
     );
     out += "## Summary\n\n";
-    out += &table_head("");
-    for (name, vals) in summary_rows(runs) {
-        out += &format!("| {name} | {} |\n", vals.join(" | "));
-    }
+    out += &markdown_table("", &labels, &summary_rows(runs));
+    // Rows of `keys` (sorted, deduplicated), one cell per run from `cell` ("-" if None).
+    let rows_of = |keys: Vec<&String>, cell: &dyn Fn(&RunReport, &str) -> Option<String>| {
+        let mut keys = keys;
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .map(|k| {
+                let vals = runs
+                    .iter()
+                    .map(|r| cell(r, k).unwrap_or_else(|| "-".into()));
+                (k.clone(), vals.collect())
+            })
+            .collect::<Vec<(String, Vec<String>)>>()
+    };
     out += "\n## Foreground 4 KiB blocks read/written per operation\n\n";
-    out += &table_head("operation");
-    let mut ops: Vec<&String> = runs.iter().flat_map(|r| r.io.per_op.keys()).collect();
-    ops.sort();
-    ops.dedup();
-    for op in ops {
-        out += &format!("| {op} |");
-        for r in runs {
-            match r.io.per_op.get(op) {
-                Some(p) => out += &format!(" {:.3}/{:.3} |", p.read_blocks_4k, p.write_blocks_4k),
-                None => out += " - |",
-            }
-        }
-        out += "\n";
-    }
+    let ops = rows_of(
+        runs.iter().flat_map(|r| r.io.per_op.keys()).collect(),
+        &|r, k| {
+            r.io.per_op
+                .get(k)
+                .map(|p| format!("{:.3}/{:.3}", p.read_blocks_4k, p.write_blocks_4k))
+        },
+    );
+    out += &markdown_table("operation", &labels, &ops);
     out += "\n## Latency per operation kind, p50 / p95 / p99 (ms)\n\n";
-    out += &table_head("operation");
-    let mut kinds: Vec<&String> = runs.iter().flat_map(|r| r.results.latency.keys()).collect();
-    kinds.sort();
-    kinds.dedup();
-    for k in kinds {
-        out += &format!("| {k} |");
-        for r in runs {
-            match r.results.latency.get(k) {
-                Some(l) => {
-                    out += &format!(" {:.3} / {:.3} / {:.3} |", l.p50_ms, l.p95_ms, l.p99_ms)
-                }
-                None => out += " - |",
-            }
-        }
-        out += "\n";
-    }
+    let lat = rows_of(
+        runs.iter().flat_map(|r| r.results.latency.keys()).collect(),
+        &|r, k| {
+            r.results
+                .latency
+                .get(k)
+                .map(|l| format!("{:.3} / {:.3} / {:.3}", l.p50_ms, l.p95_ms, l.p99_ms))
+        },
+    );
+    out += &markdown_table("operation", &labels, &lat);
     if !plots.is_empty() {
         out += "\n## Plots\n\n";
         for p in plots {

@@ -2,7 +2,7 @@
 //! every 4 KiB block of I/O per transaction and per cause.
 
 use crate::design_arg::resolve_design;
-use crate::output::{emit, Format};
+use crate::output::{emit, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::report::write_report_dir;
 use crate::result::{
@@ -124,18 +124,9 @@ pub struct CommonArgs {
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Write the report here; `-` is standard output.
-    #[arg(long, default_value = "-")]
-    pub output: String,
-    /// Also write report.json, report.csv, summary.md and SVG plots into this directory.
-    #[arg(long, value_name = "DIR")]
-    pub report: Option<PathBuf>,
-    /// No progress bar and no status lines on standard error.
-    #[arg(long, short)]
-    pub quiet: bool,
+    /// Report format and destination.
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 fn parse_bandwidth(s: &str) -> Result<f64, String> {
@@ -441,7 +432,7 @@ pub fn run_design(
     let opts = sysbench_options(c);
     let label = run_label_of(design, bandwidth);
     status(
-        c.quiet,
+        c.out.quiet,
         &format!("{label}: loading {} × {} rows ...", c.tables, c.table_size),
     );
     target
@@ -460,7 +451,7 @@ pub fn run_design(
             c.warmup,
             0,
             ctl,
-            c.quiet,
+            c.out.quiet,
             || drive(&target, kind, &opts, &warm, ctl),
         )
         .map_err(UsageError)?;
@@ -483,7 +474,7 @@ pub fn run_design(
         events: c.events,
         rand_seed: c.rand_seed,
     };
-    let results = with_progress(&label, c.time, c.events, ctl, c.quiet, || {
+    let results = with_progress(&label, c.time, c.events, ctl, c.out.quiet, || {
         drive(&target, kind, &opts, &run_opts, ctl)
     })
     .map_err(UsageError)?;
@@ -573,27 +564,27 @@ fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
     'all: for b in &bandwidths {
         for d in &designs {
             if ctl.stop.load(Ordering::Relaxed) {
-                status(c.quiet, "Ctrl-C: skipping the remaining runs");
+                status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
                 break 'all;
             }
             runs.push(run_design(d, c, *b, &ctl)?);
         }
     }
     let report = Report::new(command, runs);
-    if let Some(dir) = &c.report {
+    if let Some(dir) = &c.out.report {
         let files = write_report_dir(&report, dir)?;
         status(
-            c.quiet,
+            c.out.quiet,
             &format!("report written to {}: {}", dir.display(), files.join(", ")),
         );
     }
-    let text = match c.format {
+    let text = match c.out.format {
         Format::Json => serde_json::to_string_pretty(&report)? + "\n",
         Format::Table => to_table(&report),
         Format::Csv => to_csv(&report)?,
         Format::Md => to_markdown(&report, &[]),
     };
-    emit(&text, &c.output)
+    emit(&text, &c.out.output)
 }
 
 /// `mvcclab run`.
