@@ -21,6 +21,8 @@ pub fn run() -> Result<()> {
         }
         out += "\n";
     }
+    out += "\nA design file (FILE.toml, for --design/--designs) names a `base` preset and the switches it \
+             changes, e.g. `base = \"postgres\"` and `hot_updates = false`; examples are in docs/designs/.\n";
     print!("{out}");
     Ok(())
 }

@@ -122,6 +122,7 @@ fn bars(
     y_desc: &str,
     labels: &[String],
     series: &[(String, Vec<f64>)],
+    colours: &[RGBColor],
     stacked: bool,
 ) -> Result<()> {
     let n = labels.len();
@@ -147,7 +148,10 @@ fn bars(
     for (si, (name, _)) in series.iter().enumerate() {
         let y = 60 + 22 * si as i32;
         legend_area
-            .draw(&Rectangle::new([(8, y), (20, y + 12)], colour(si).filled()))
+            .draw(&Rectangle::new(
+                [(8, y), (20, y + 12)],
+                colours[si].filled(),
+            ))
             .map_err(plot_err(path))?;
         legend_area
             .draw(&Text::new(name.clone(), (26, y), ("sans-serif", 14)))
@@ -178,7 +182,7 @@ fn bars(
         .map_err(plot_err(path))?;
     let k = series.len().max(1) as f64;
     for (si, (_, vals)) in series.iter().enumerate() {
-        let c = colour(si);
+        let c = colours[si];
         let rects: Vec<Rectangle<(f64, f64)>> = vals
             .iter()
             .enumerate()
@@ -204,7 +208,15 @@ fn plot_tps(report: &Report, path: &Path) -> Result<()> {
     let labels: Vec<String> = report.runs.iter().map(run_label).collect();
     let tps = report.runs.iter().map(|r| r.results.tps).collect();
     let title = format!("{}: transactions per second", report.runs[0].workload.name);
-    bars(path, &title, "tps", &labels, &[("tps".into(), tps)], false)
+    bars(
+        path,
+        &title,
+        "tps",
+        &labels,
+        &[("tps".into(), tps)],
+        &[colour(0)],
+        false,
+    )
 }
 
 fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
@@ -231,6 +243,11 @@ fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
         "4 KiB blocks / txn",
         &labels,
         &series,
+        // A cause keeps its colour from one report to the next.
+        &causes
+            .iter()
+            .map(|c| colour(*c as usize))
+            .collect::<Vec<_>>(),
         true,
     )
 }
@@ -255,6 +272,7 @@ fn plot_latency(report: &Report, path: &Path) -> Result<()> {
         "ms",
         &labels,
         &series,
+        &[colour(0), colour(1), colour(2)],
         false,
     )
 }
