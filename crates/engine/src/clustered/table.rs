@@ -672,3 +672,9 @@ impl ClusteredTable {
         }
     }
 }
+
+impl crate::db::Catalogued for ClusteredTable {
+    fn def(&self) -> &TableDef {
+        &self.def
+    }
+}

@@ -3,20 +3,22 @@
 //! transaction, the history list and purge threads.
 
 use super::txn::TxnCore;
-use super::{Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableRelations};
+use super::{
+    Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableList, TableRelations,
+};
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{
     purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
 };
 use crate::design::{DesignConfig, GarbageCollection};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::heap::TableStats;
 use crate::mvcc::{Isolation, TransactionManager};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -27,18 +29,14 @@ struct Inner {
     storage: Arc<Storage>,
     design: DesignConfig,
     tm: TransactionManager,
-    tables: RwLock<Vec<Arc<ClusteredTable>>>,
+    tables: TableList<ClusteredTable>,
     undo: Arc<UndoSpace>,
     history: History,
 }
 
 impl Inner {
     fn table(&self, t: TableId) -> Result<Arc<ClusteredTable>> {
-        self.tables
-            .read()
-            .get(t as usize)
-            .cloned()
-            .ok_or_else(|| Error::Catalog(format!("no table with id {t}")))
+        self.tables.get(t)
     }
 
     /// Purges history entries older than every read view; returns how many logs.
@@ -93,7 +91,7 @@ impl InnodbEngine {
             storage,
             design,
             tm: TransactionManager::new(),
-            tables: RwLock::new(Vec::new()),
+            tables: TableList::new(),
             undo,
             history: History::default(),
         });
@@ -146,42 +144,32 @@ impl InnodbEngine {
 
 impl Engine for InnodbEngine {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
-        def.validate()?;
-        let mut tables = self.inner.tables.write();
-        if tables.iter().any(|t| t.def.name == def.name) {
-            return Err(Error::Catalog(format!("table {} already exists", def.name)));
-        }
-        let pool = self.inner.storage.pool().clone();
-        // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB 15/16).
-        let cfg = BTreeConfig {
-            rightmost_fill_pct: self.inner.design.fillfactor,
-            ..BTreeConfig::innodb()
-        };
-        let clustered = BTree::create(pool.clone(), cfg)?;
-        let indexes = def
-            .indexes
-            .iter()
-            .map(|_| BTree::create(pool.clone(), BTreeConfig::innodb()))
-            .collect::<Result<Vec<_>>>()?;
-        let id = tables.len() as TableId;
-        tables.push(Arc::new(ClusteredTable::new(
-            id,
-            def,
-            clustered,
-            indexes,
-            self.inner.undo.clone(),
-        )));
-        Ok(id)
+        self.inner.tables.create(def, |id, def| {
+            let pool = self.inner.storage.pool().clone();
+            // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
+            // 15/16).
+            let cfg = BTreeConfig {
+                rightmost_fill_pct: self.inner.design.fillfactor,
+                ..BTreeConfig::innodb()
+            };
+            let clustered = BTree::create(pool.clone(), cfg)?;
+            let indexes = def
+                .indexes
+                .iter()
+                .map(|_| BTree::create(pool.clone(), BTreeConfig::innodb()))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(ClusteredTable::new(
+                id,
+                def,
+                clustered,
+                indexes,
+                self.inner.undo.clone(),
+            ))
+        })
     }
 
     fn table_id(&self, name: &str) -> Result<TableId> {
-        self.inner
-            .tables
-            .read()
-            .iter()
-            .find(|t| t.def.name == name)
-            .map(|t| t.id)
-            .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+        self.inner.tables.id_of(name)
     }
 
     fn table_def(&self, t: TableId) -> Result<TableDef> {
@@ -201,30 +189,8 @@ impl Engine for InnodbEngine {
         Ok(GcReport { vacuum: None })
     }
 
-    fn table_stats(&self, t: TableId) -> Result<TableStats> {
-        let table = self.inner.table(t)?;
-        let pool = self.inner.storage.pool();
-        let mut s = table.counters.snapshot();
-        let c = pool.rel_io(table.clustered.rel());
-        s.heap_blks_hit = c.blks_hit;
-        s.heap_blks_read = c.blks_read;
-        for i in &table.indexes {
-            let io = pool.rel_io(i.rel());
-            s.idx_blks_hit += io.blks_hit;
-            s.idx_blks_read += io.blks_read;
-        }
-        Ok(s)
-    }
-
-    fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {
-        let table = self.inner.table(t)?;
-        let store = self.inner.storage.store();
-        let main = store.n_blocks(table.clustered.rel())? as u64;
-        let mut idx = 0;
-        for i in &table.indexes {
-            idx += store.n_blocks(i.rel())? as u64;
-        }
-        Ok((main, idx))
+    fn table_counters(&self, t: TableId) -> Result<TableStats> {
+        Ok(self.inner.table(t)?.counters.snapshot())
     }
 
     fn relations(&self, t: TableId) -> Result<TableRelations> {

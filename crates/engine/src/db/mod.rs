@@ -20,6 +20,8 @@
 
 mod innodb;
 mod postgres;
+mod tables;
+pub(crate) use tables::{Catalogued, TableList};
 mod txn;
 
 pub use innodb::InnodbEngine;
@@ -182,6 +184,16 @@ pub struct TableRelations {
     pub indexes: Vec<crate::device::FileId>,
 }
 
+impl TableRelations {
+    /// Every index relation apart from the table itself: the primary-key index when it is
+    /// separate (postgres), then the secondary indexes. What pg_statio_user_tables counts
+    /// as `idx_blks_*`.
+    pub fn index_relations(&self) -> impl Iterator<Item = crate::device::FileId> + '_ {
+        let pk = (self.primary_key != self.table).then_some(self.primary_key);
+        pk.into_iter().chain(self.indexes.iter().copied())
+    }
+}
+
 /// Design-wide counters (innodb_metrics / SHOW ENGINE INNODB STATUS names in the docs);
 /// zero for designs without an undo log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,10 +242,9 @@ pub trait Engine: Send + Sync {
     fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn>;
     /// Runs garbage collection on a table now.
     fn gc(&self, t: TableId) -> Result<GcReport>;
-    /// The table's counters.
-    fn table_stats(&self, t: TableId) -> Result<TableStats>;
-    /// Pages held by the table: (heap or clustered, indexes).
-    fn table_pages(&self, t: TableId) -> Result<(u64, u64)>;
+    /// The table's own counters; the block figures (`heap_blks_*`, `idx_blks_*`) are left
+    /// 0 for [`Database::table_stats`] to fill from the buffer pool.
+    fn table_counters(&self, t: TableId) -> Result<TableStats>;
     /// The relation files of a table.
     fn relations(&self, t: TableId) -> Result<TableRelations>;
     /// Every version of a row, newest first: (transaction id, deleted, row). Empty for
@@ -345,14 +356,34 @@ impl Database {
         self.engine.engine_counters()
     }
 
-    /// A table's counters. Errors: [`Error::Catalog`].
+    /// A table's counters, with its buffer-pool block figures (pg_statio_user_tables: the
+    /// heap or clustered index as `heap_blks_*`, every other index as `idx_blks_*`).
+    /// Errors: [`Error::Catalog`].
     pub fn table_stats(&self, t: TableId) -> Result<TableStats> {
-        self.engine.table_stats(t)
+        let mut s = self.engine.table_counters(t)?;
+        let rels = self.engine.relations(t)?;
+        let pool = self.storage.pool();
+        let heap = pool.rel_io(rels.table);
+        s.heap_blks_hit = heap.blks_hit;
+        s.heap_blks_read = heap.blks_read;
+        for rel in rels.index_relations() {
+            let io = pool.rel_io(rel);
+            s.idx_blks_hit += io.blks_hit;
+            s.idx_blks_read += io.blks_read;
+        }
+        Ok(s)
     }
 
     /// Pages of a table: (heap or clustered index, all other indexes).
+    /// Errors: [`Error::Catalog`]; storage errors.
     pub fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {
-        self.engine.table_pages(t)
+        let rels = self.engine.relations(t)?;
+        let store = self.storage.store();
+        let mut idx = 0;
+        for rel in rels.index_relations() {
+            idx += store.n_blocks(rel)? as u64;
+        }
+        Ok((store.n_blocks(rels.table)? as u64, idx))
     }
 
     /// The relation files of a table. Errors: [`Error::Catalog`].

@@ -3,17 +3,17 @@
 //! repeatable read, commit record flushed at commit), vacuum and autovacuum.
 
 use super::txn::TxnCore;
-use super::{Assign, Engine, EngineTxn, GcReport, TableId, TableRelations};
+use super::{Assign, Engine, EngineTxn, GcReport, TableId, TableList, TableRelations};
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::DesignConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::heap::{Ctx, HeapTable, TableStats, VacuumConfig};
 use crate::mvcc::{Isolation, TransactionManager};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -25,21 +25,16 @@ struct Inner {
     tm: TransactionManager,
     design: DesignConfig,
     vacuum: VacuumConfig,
-    tables: RwLock<Vec<Arc<HeapTable>>>,
+    tables: TableList<HeapTable>,
 }
 
 impl Inner {
     fn table(&self, t: TableId) -> Result<Arc<HeapTable>> {
-        self.tables
-            .read()
-            .get(t as usize)
-            .cloned()
-            .ok_or_else(|| Error::Catalog(format!("no table with id {t}")))
+        self.tables.get(t)
     }
 
     fn autovacuum_round(&self) -> Result<()> {
-        let tables: Vec<_> = self.tables.read().clone();
-        for t in tables {
+        for t in self.tables.all() {
             let s = t.counters.snapshot();
             let ins = t.counters.n_ins_since_vacuum.load(Ordering::Relaxed).max(0) as u64;
             if self.vacuum.needs_vacuum(s.n_live_tup, s.n_dead_tup, ins) {
@@ -67,7 +62,7 @@ impl PostgresEngine {
             tm: TransactionManager::new(),
             design,
             vacuum,
-            tables: RwLock::new(Vec::new()),
+            tables: TableList::new(),
         });
         let stop = Arc::new(StopSignal::default());
         let gc_on = inner.design.garbage_collection != crate::design::GarbageCollection::Off;
@@ -104,45 +99,34 @@ impl PostgresEngine {
 
 impl Engine for PostgresEngine {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
-        def.validate()?;
-        let mut tables = self.inner.tables.write();
-        if tables.iter().any(|t| t.def.name == def.name) {
-            return Err(Error::Catalog(format!("table {} already exists", def.name)));
-        }
-        let pool = self.inner.storage.pool().clone();
-        let heap_rel = pool.store().create_relation()?;
-        let pk = BTree::create(pool.clone(), BTreeConfig::postgres())?;
-        let indexes = def
-            .indexes
-            .iter()
-            .map(|_| BTree::create(pool.clone(), BTreeConfig::postgres()))
-            .collect::<Result<Vec<_>>>()?;
-        let id = tables.len() as TableId;
-        let mut table = HeapTable::new(
-            id,
-            def,
-            heap_rel,
-            pk,
-            indexes,
-            self.inner.design.fillfactor,
-            self.inner.design.hot_updates,
-            pool,
-            self.inner.storage.wal().clone(),
-        );
-        table.prune_on_access =
-            self.inner.design.garbage_collection != crate::design::GarbageCollection::Off;
-        tables.push(Arc::new(table));
-        Ok(id)
+        self.inner.tables.create(def, |id, def| {
+            let pool = self.inner.storage.pool().clone();
+            let heap_rel = pool.store().create_relation()?;
+            let pk = BTree::create(pool.clone(), BTreeConfig::postgres())?;
+            let indexes = def
+                .indexes
+                .iter()
+                .map(|_| BTree::create(pool.clone(), BTreeConfig::postgres()))
+                .collect::<Result<Vec<_>>>()?;
+            let mut table = HeapTable::new(
+                id,
+                def,
+                heap_rel,
+                pk,
+                indexes,
+                self.inner.design.fillfactor,
+                self.inner.design.hot_updates,
+                pool,
+                self.inner.storage.wal().clone(),
+            );
+            table.prune_on_access =
+                self.inner.design.garbage_collection != crate::design::GarbageCollection::Off;
+            Ok(table)
+        })
     }
 
     fn table_id(&self, name: &str) -> Result<TableId> {
-        self.inner
-            .tables
-            .read()
-            .iter()
-            .find(|t| t.def.name == name)
-            .map(|t| t.id)
-            .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+        self.inner.tables.id_of(name)
     }
 
     fn table_def(&self, t: TableId) -> Result<TableDef> {
@@ -165,19 +149,8 @@ impl Engine for PostgresEngine {
         Ok(GcReport { vacuum: Some(rep) })
     }
 
-    fn table_stats(&self, t: TableId) -> Result<TableStats> {
-        Ok(self.inner.table(t)?.stats())
-    }
-
-    fn table_pages(&self, t: TableId) -> Result<(u64, u64)> {
-        let table = self.inner.table(t)?;
-        let store = self.inner.storage.store();
-        let heap = store.n_blocks(table.heap_rel)? as u64;
-        let mut idx = store.n_blocks(table.pk.rel())? as u64;
-        for i in &table.indexes {
-            idx += store.n_blocks(i.rel())? as u64;
-        }
-        Ok((heap, idx))
+    fn table_counters(&self, t: TableId) -> Result<TableStats> {
+        Ok(self.inner.table(t)?.counters.snapshot())
     }
 
     fn relations(&self, t: TableId) -> Result<TableRelations> {

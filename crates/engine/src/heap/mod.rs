@@ -161,8 +161,8 @@ impl TableCounters {
         }
     }
 
-    /// A plain snapshot of the table's own counters (block figures are zero here; see
-    /// `HeapTable::stats`, which adds them from the buffer pool).
+    /// A plain snapshot of the table's own counters (block figures are zero here;
+    /// `Database::table_stats` adds them from the buffer pool).
     pub fn snapshot(&self) -> TableStats {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         TableStats {

@@ -175,20 +175,6 @@ impl HeapTable {
         self.def.key_from_values(&idx.columns, values)
     }
 
-    /// Counters with pg_statio's block figures filled in from the buffer pool.
-    pub fn stats(&self) -> super::TableStats {
-        let mut s = self.counters.snapshot();
-        let heap = self.pool.rel_io(self.heap_rel);
-        s.heap_blks_hit = heap.blks_hit;
-        s.heap_blks_read = heap.blks_read;
-        for rel in std::iter::once(self.pk.rel()).chain(self.indexes.iter().map(|i| i.rel())) {
-            let io = self.pool.rel_io(rel);
-            s.idx_blks_hit += io.blks_hit;
-            s.idx_blks_read += io.blks_read;
-        }
-        s
-    }
-
     // ---------------------------------------------------------------------------------
     // Reading
     // ---------------------------------------------------------------------------------
@@ -1120,5 +1106,11 @@ impl HeapTable {
         m.extend_from_slice(&0u32.to_le_bytes());
         m.extend_from_slice(&new_off.to_le_bytes());
         m
+    }
+}
+
+impl crate::db::Catalogued for HeapTable {
+    fn def(&self) -> &TableDef {
+        &self.def
     }
 }

@@ -1,0 +1,72 @@
+//! A design's tables by id, shared by every engine: the id of a table is its position in
+//! creation order (tables are never dropped yet), names are unique.
+//!
+//! # Locking
+//! One `RwLock` over the list: lookups take it shared for the time of a clone of the
+//! table's `Arc`; `create` holds it exclusively while it builds the table's relations, so
+//! two creations of one name cannot both succeed.
+
+use super::TableId;
+use crate::catalog::TableDef;
+use crate::error::{Error, Result};
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+/// A table an engine keeps: anything with a definition.
+pub(crate) trait Catalogued {
+    /// The table's definition.
+    fn def(&self) -> &TableDef;
+}
+
+/// The tables of one engine (see the module doc).
+pub(crate) struct TableList<T>(RwLock<Vec<Arc<T>>>);
+
+impl<T: Catalogued> TableList<T> {
+    /// No tables.
+    pub(crate) fn new() -> Self {
+        TableList(RwLock::new(Vec::new()))
+    }
+
+    /// The table with id `t`. Errors: [`Error::Catalog`] when there is none.
+    pub(crate) fn get(&self, t: TableId) -> Result<Arc<T>> {
+        self.0
+            .read()
+            .get(t as usize)
+            .cloned()
+            .ok_or_else(|| Error::Catalog(format!("no table with id {t}")))
+    }
+
+    /// The id of the table named `name`. Errors: [`Error::Catalog`] when there is none.
+    pub(crate) fn id_of(&self, name: &str) -> Result<TableId> {
+        self.0
+            .read()
+            .iter()
+            .position(|t| t.def().name == name)
+            .map(|i| i as TableId)
+            .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+    }
+
+    /// Every table, in id order.
+    pub(crate) fn all(&self) -> Vec<Arc<T>> {
+        self.0.read().clone()
+    }
+
+    /// Checks `def`, refuses a name already taken, and adds the table `make` builds for
+    /// the next id; returns that id.
+    ///
+    /// Errors: [`Error::Catalog`] for an invalid definition or a taken name; `make`'s.
+    pub(crate) fn create(
+        &self,
+        def: TableDef,
+        make: impl FnOnce(TableId, TableDef) -> Result<T>,
+    ) -> Result<TableId> {
+        def.validate()?;
+        let mut tables = self.0.write();
+        if tables.iter().any(|t| t.def().name == def.name) {
+            return Err(Error::Catalog(format!("table {} already exists", def.name)));
+        }
+        let id = tables.len() as TableId;
+        tables.push(Arc::new(make(id, def)?));
+        Ok(id)
+    }
+}
