@@ -20,7 +20,7 @@
 use crate::design_arg::resolve_design;
 use crate::output::{emit, markdown_table, side_by_side, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{DeviceInfo, SCHEMA_VERSION};
+use crate::result::{DeviceInfo, PerOpIo, SCHEMA_VERSION};
 use crate::run::{engine_delta, open_database, table_stats_delta, DeviceArgs};
 use crate::UsageError;
 use anyhow::{Context, Result};
@@ -111,34 +111,6 @@ pub struct VersionChainArgs {
     /// Common flags.
     #[command(flatten)]
     pub common: ExperimentCommon,
-}
-
-/// I/O per operation of a phase.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PerOpIo {
-    /// Device read requests per operation.
-    pub read_requests: f64,
-    /// Device write requests per operation.
-    pub write_requests: f64,
-    /// 4 KiB blocks read per operation.
-    pub read_blocks_4k: f64,
-    /// 4 KiB blocks written per operation.
-    pub write_blocks_4k: f64,
-    /// WAL / redo bytes per operation.
-    pub wal_bytes: f64,
-}
-
-impl PerOpIo {
-    fn of(c: &CauseCounts, ops: u64) -> PerOpIo {
-        let n = ops.max(1) as f64;
-        PerOpIo {
-            read_requests: c.read_requests as f64 / n,
-            write_requests: c.write_requests as f64 / n,
-            read_blocks_4k: c.read_blocks_4k as f64 / n,
-            write_blocks_4k: c.write_blocks_4k as f64 / n,
-            wal_bytes: c.wal_bytes as f64 / n,
-        }
-    }
 }
 
 /// One measured phase.

@@ -129,6 +129,42 @@ pub struct PerOp {
     pub requests: f64,
 }
 
+/// Device I/O and WAL per operation, from one cause's (or all causes') counts: the
+/// per-statement figures of `storage-bench` and of the named experiments.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerOpIo {
+    /// 4 KiB blocks read per operation.
+    pub read_blocks_4k: f64,
+    /// 4 KiB blocks written per operation.
+    pub write_blocks_4k: f64,
+    /// Device read requests per operation.
+    pub read_requests: f64,
+    /// Device write requests per operation.
+    pub write_requests: f64,
+    /// WAL / redo bytes per operation.
+    pub wal_bytes: f64,
+    /// Full-page images per operation.
+    pub wal_fpi: f64,
+    /// Pages written to the doublewrite area per operation.
+    pub doublewrite_pages: f64,
+}
+
+impl PerOpIo {
+    /// `c` divided by `ops` (at least 1).
+    pub fn of(c: &CauseCounts, ops: u64) -> PerOpIo {
+        let n = ops.max(1) as f64;
+        PerOpIo {
+            read_blocks_4k: c.read_blocks_4k as f64 / n,
+            write_blocks_4k: c.write_blocks_4k as f64 / n,
+            read_requests: c.read_requests as f64 / n,
+            write_requests: c.write_requests as f64 / n,
+            wal_bytes: c.wal_bytes as f64 / n,
+            wal_fpi: c.wal_fpi as f64 / n,
+            doublewrite_pages: c.doublewrite_pages as f64 / n,
+        }
+    }
+}
+
 /// Per-transaction blocks of one cause.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BlocksPerTxn {

@@ -5,6 +5,7 @@
 //! involved.
 
 use crate::output::{emit, BasicFormat};
+use crate::result::PerOpIo;
 use crate::units::parse_size_bytes;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -97,34 +98,8 @@ struct Report {
     elapsed_s: f64,
     ops_per_s: f64,
     /// Totals over all causes divided by `ops` (background work included).
-    per_op: PerOp,
+    per_op: PerOpIo,
     measured: StorageSnapshot,
-}
-
-#[derive(Serialize)]
-struct PerOp {
-    read_blocks_4k: f64,
-    write_blocks_4k: f64,
-    read_requests: f64,
-    write_requests: f64,
-    wal_bytes: f64,
-    wal_fpi: f64,
-    doublewrite_pages: f64,
-}
-
-impl PerOp {
-    fn of(t: &CauseCounts, ops: u64) -> Self {
-        let d = ops.max(1) as f64;
-        PerOp {
-            read_blocks_4k: t.read_blocks_4k as f64 / d,
-            write_blocks_4k: t.write_blocks_4k as f64 / d,
-            read_requests: t.read_requests as f64 / d,
-            write_requests: t.write_requests as f64 / d,
-            wal_bytes: t.wal_bytes as f64 / d,
-            wal_fpi: t.wal_fpi as f64 / d,
-            doublewrite_pages: t.doublewrite_pages as f64 / d,
-        }
-    }
 }
 
 fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
@@ -246,7 +221,7 @@ pub fn run(a: StorageBenchArgs) -> Result<()> {
         ops: a.ops,
         elapsed_s,
         ops_per_s: a.ops as f64 / elapsed_s.max(1e-9),
-        per_op: PerOp::of(&measured.counters.total(), a.ops),
+        per_op: PerOpIo::of(&measured.counters.total(), a.ops),
         measured,
     };
     let text = match a.format {
