@@ -17,11 +17,17 @@ use std::sync::{Arc, RwLock};
 /// mvcclab's engine as a target.
 pub struct Embedded {
     db: Arc<Database>,
-    /// sbtest number − 1 → table id, filled by `prepare`.
-    tables: RwLock<Vec<TableId>>,
-    /// sbtest number − 1 → the last AUTO_INCREMENT value given (InnoDB's
-    /// `dict_table_t::autoinc` / a SERIAL's sequence): inserts without an id take the next.
-    auto_increment: RwLock<Arc<Vec<AtomicI64>>>,
+    /// sbtest number − 1 → the table, filled by `prepare`; sessions share the list.
+    tables: RwLock<Arc<Vec<SbTable>>>,
+}
+
+/// One sbtest table of the target.
+struct SbTable {
+    /// The engine's id of the table.
+    id: TableId,
+    /// The last AUTO_INCREMENT value given (InnoDB's `dict_table_t::autoinc` / a SERIAL's
+    /// sequence): inserts without an id take the next.
+    auto_increment: AtomicI64,
 }
 
 impl Embedded {
@@ -29,8 +35,7 @@ impl Embedded {
     pub fn new(db: Arc<Database>) -> Self {
         Embedded {
             db,
-            tables: RwLock::new(Vec::new()),
-            auto_increment: RwLock::new(Arc::new(Vec::new())),
+            tables: RwLock::new(Arc::new(Vec::new())),
         }
     }
 
@@ -58,7 +63,10 @@ impl Target for Embedded {
                 .db
                 .create_table(sbtest_def(n))
                 .map_err(|e| e.to_string())?;
-            ids.push(t);
+            ids.push(SbTable {
+                id: t,
+                auto_increment: AtomicI64::new(rows as i64),
+            });
             let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
             let mut tx = self.db.begin();
             for id in 1..=rows {
@@ -83,29 +91,15 @@ impl Target for Embedded {
         *self
             .tables
             .write()
-            .map_err(|_| "table map poisoned".to_string())? = ids;
-        *self
-            .auto_increment
-            .write()
-            .map_err(|_| "auto-increment map poisoned".to_string())? = Arc::new(
-            (0..opts.tables)
-                .map(|_| AtomicI64::new(rows as i64))
-                .collect(),
-        );
+            .map_err(|_| "table map poisoned".to_string())? = Arc::new(ids);
         Ok(())
     }
 
     fn session(&self) -> Box<dyn Session + '_> {
         let tables = self.tables.read().map(|t| t.clone()).unwrap_or_default();
-        let auto_increment = self
-            .auto_increment
-            .read()
-            .map(|a| a.clone())
-            .unwrap_or_default();
         Box::new(EmbeddedSession {
             db: &self.db,
             tables,
-            auto_increment,
             tx: None,
         })
     }
@@ -113,8 +107,7 @@ impl Target for Embedded {
 
 struct EmbeddedSession<'a> {
     db: &'a Database,
-    tables: Vec<TableId>,
-    auto_increment: Arc<Vec<AtomicI64>>,
+    tables: Arc<Vec<SbTable>>,
     tx: Option<Transaction>,
 }
 
@@ -127,14 +120,18 @@ fn int(v: &Value) -> i64 {
 }
 
 impl EmbeddedSession<'_> {
-    fn table(&self, n: u32) -> Result<TableId, OpError> {
-        self.tables
-            .get(n as usize - 1)
-            .copied()
+    fn sbtable(&self, n: u32) -> Result<&SbTable, OpError> {
+        (n as usize)
+            .checked_sub(1)
+            .and_then(|i| self.tables.get(i))
             .ok_or_else(|| OpError {
                 message: format!("no table sbtest{n}"),
                 retryable: false,
             })
+    }
+
+    fn table(&self, n: u32) -> Result<TableId, OpError> {
+        Ok(self.sbtable(n)?.id)
     }
 
     /// Runs `f` in the open transaction, or in its own (autocommit) when none is open.
@@ -241,16 +238,15 @@ impl Session for EmbeddedSession<'_> {
                 c,
                 pad,
             } => {
-                let t = self.table(*table)?;
+                let sb = self.sbtable(*table)?;
+                let t = sb.id;
                 let id = match id {
                     Some(id) => *id,
                     // AUTO_INCREMENT: the next value; like InnoDB's default
                     // innodb_autoinc_lock_mode=2 (and a sequence), a value taken by a
                     // statement that fails is not given back.
                     None => {
-                        let next = self.auto_increment[*table as usize - 1]
-                            .fetch_add(1, Ordering::Relaxed)
-                            + 1;
+                        let next = sb.auto_increment.fetch_add(1, Ordering::Relaxed) + 1;
                         i32::try_from(next).map_err(|_| OpError {
                             message: format!("AUTO_INCREMENT of sbtest{table} passed INT's range"),
                             retryable: false,

@@ -25,29 +25,36 @@ pub enum RandType {
     Pareto,
 }
 
+impl RandType {
+    /// Every distribution with its `--rand-type` name.
+    pub const ALL: &'static [(RandType, &'static str)] = &[
+        (RandType::Uniform, "uniform"),
+        (RandType::Gaussian, "gaussian"),
+        (RandType::Special, "special"),
+        (RandType::Pareto, "pareto"),
+    ];
+}
+
 impl std::str::FromStr for RandType {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "uniform" => Ok(RandType::Uniform),
-            "gaussian" => Ok(RandType::Gaussian),
-            "special" => Ok(RandType::Special),
-            "pareto" => Ok(RandType::Pareto),
-            _ => Err(format!(
-                "unknown --rand-type '{s}'; expected uniform, gaussian, special or pareto"
-            )),
-        }
+        Self::ALL
+            .iter()
+            .find(|(_, n)| *n == s)
+            .map(|(t, _)| *t)
+            .ok_or_else(|| {
+                format!("unknown --rand-type '{s}'; expected uniform, gaussian, special or pareto")
+            })
     }
 }
 
 impl std::fmt::Display for RandType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            RandType::Uniform => "uniform",
-            RandType::Gaussian => "gaussian",
-            RandType::Special => "special",
-            RandType::Pareto => "pareto",
-        })
+        let name = Self::ALL
+            .iter()
+            .find(|(t, _)| t == self)
+            .map_or("?", |(_, n)| n);
+        f.write_str(name)
     }
 }
 

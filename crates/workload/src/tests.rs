@@ -369,6 +369,14 @@ fn workload_names_parse_and_unknown_ones_are_named() {
         assert_eq!(n.parse::<WorkloadKind>().unwrap(), *k);
         assert_eq!(format!("{n}.lua").parse::<WorkloadKind>().unwrap(), *k);
     }
+    for (t, n) in crate::rand::RandType::ALL {
+        assert_eq!(n.parse::<crate::rand::RandType>().unwrap(), *t);
+        assert_eq!(t.to_string(), *n);
+    }
+    assert!("zipf"
+        .parse::<crate::rand::RandType>()
+        .unwrap_err()
+        .contains("zipf"));
     let e = "oltp_everything".parse::<WorkloadKind>().unwrap_err();
     assert!(
         e.contains("oltp_everything") && e.contains("oltp_read_write"),
