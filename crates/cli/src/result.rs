@@ -355,9 +355,14 @@ pub fn to_csv(report: &Report) -> anyhow::Result<String> {
 
 /// A short label of a run: the design name, with the bandwidth when one was set.
 pub fn run_label(r: &RunReport) -> String {
-    match r.device.bandwidth_mib_s {
-        Some(b) => format!("{} @ {b} MiB/s", r.design.name),
-        None => r.design.name.clone(),
+    label(&r.design.name, r.device.bandwidth_mib_s)
+}
+
+/// The label of a design run at a bandwidth (`postgres @ 250 MiB/s`, or just the name).
+pub fn label(design: &str, bandwidth_mib_s: Option<f64>) -> String {
+    match bandwidth_mib_s {
+        Some(b) => format!("{design} @ {b} MiB/s"),
+        None => design.to_string(),
     }
 }
 

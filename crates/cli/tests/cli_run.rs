@@ -408,3 +408,34 @@ fn ctrl_c_stops_the_run_cleanly_skips_the_rest_and_still_writes_the_report() {
     assert!(runs[0]["results"]["elapsed_s"].as_f64().unwrap() < 60.0);
     assert!(rep.join("report.json").is_file() && rep.join("tps.svg").is_file());
 }
+
+#[test]
+fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--workload",
+        "select_random_ranges",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(SMALL);
+    let out = mvcclab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &v["runs"][0];
+    // Its ranges run as index lookups: the engine counts them as point_select.
+    assert_eq!(
+        run["io"]["per_op"]["point_select"]["ops"],
+        run["results"]["ops_by_kind"]["random_ranges"]
+    );
+    assert!(
+        run["io"]["per_op"].get("range_scan").is_none(),
+        "{}",
+        run["io"]["per_op"]
+    );
+}
