@@ -21,7 +21,7 @@ use crate::design_arg::resolve_design;
 use crate::output::{emit, markdown_table, side_by_side, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::result::{DeviceInfo, PerOpIo, SCHEMA_VERSION};
-use crate::run::{engine_delta, open_database, table_stats_delta, DeviceArgs};
+use crate::run::{open_database, DeviceArgs, Mark, PhaseDelta};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -188,17 +188,20 @@ fn phase(
     name: &str,
     f: impl FnOnce() -> Result<u64>,
 ) -> Result<PhaseReport> {
-    let stats0 = db.table_stats(t)?;
-    let undo0 = db.engine_counters();
-    let before = db.storage().snapshot();
+    let mark = Mark::take(db, &[t])?;
     let start = Instant::now();
     let ops = f()?;
     wait_for_purge(db);
     db.storage().checkpoint()?;
     let elapsed_s = start.elapsed().as_secs_f64();
-    let d = db.storage().snapshot().delta(&before);
+    let PhaseDelta {
+        storage: d,
+        tables,
+        engine: undo,
+        pages,
+        ..
+    } = mark.since(db, &[t])?;
     let total = d.counters.total();
-    let tables = table_stats_delta(&[db.table_stats(t)?], &[stats0]);
     Ok(PhaseReport {
         name: name.to_string(),
         ops,
@@ -214,8 +217,8 @@ fn phase(
         total,
         by_cause: d.counters.by_cause,
         tables,
-        undo: engine_delta(db.engine_counters(), undo0),
-        pages: db.table_pages(t)?,
+        undo,
+        pages,
     })
 }
 
@@ -385,7 +388,6 @@ fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<Experime
             device,
             phases,
         });
-        drop(db);
     }
     Ok(runs)
 }

@@ -13,12 +13,12 @@ use crate::units::parse_size_bytes;
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
-use mvcclab_engine::db::{Database, DatabaseConfig, EngineCounters};
+use mvcclab_engine::db::{Database, DatabaseConfig, EngineCounters, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, ThrottleConfig};
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
-use mvcclab_engine::storage::Backing;
+use mvcclab_engine::storage::{Backing, StorageSnapshot};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::rand::RandType;
@@ -309,6 +309,62 @@ pub fn engine_delta(after: EngineCounters, before: EngineCounters) -> EngineCoun
     }
 }
 
+/// The start of a measured phase on some tables: their counters, the engine's and the
+/// storage's. Used by `run`/`compare` and the named experiments alike.
+pub struct Mark {
+    tables: Vec<TableStats>,
+    engine: EngineCounters,
+    storage: StorageSnapshot,
+}
+
+/// What a phase did, from a [`Mark`] to now.
+pub struct PhaseDelta {
+    /// Storage counters of the phase; its state fields (compression, pool) are the
+    /// current ones.
+    pub storage: StorageSnapshot,
+    /// Table counters of the phase, summed over the tables (see [`table_stats_delta`]).
+    pub tables: TableStats,
+    /// Engine counters of the phase (see [`engine_delta`]).
+    pub engine: EngineCounters,
+    /// Pages of the tables now: (table or clustered index, other indexes), summed.
+    pub pages: (u64, u64),
+}
+
+impl Mark {
+    /// Marks the start of a phase on `tables`. Errors: [`mvcclab_engine::Error::Catalog`].
+    pub fn take(db: &Database, tables: &[TableId]) -> Result<Mark> {
+        Ok(Mark {
+            tables: stats_of(db, tables)?,
+            engine: db.engine_counters(),
+            storage: db.storage().snapshot(),
+        })
+    }
+
+    /// What happened on `tables` (those of [`Mark::take`]) since the mark.
+    /// Errors: [`mvcclab_engine::Error::Catalog`]; storage errors counting pages.
+    pub fn since(&self, db: &Database, tables: &[TableId]) -> Result<PhaseDelta> {
+        let mut pages = (0, 0);
+        for &t in tables {
+            let (p, i) = db.table_pages(t)?;
+            pages.0 += p;
+            pages.1 += i;
+        }
+        Ok(PhaseDelta {
+            storage: db.storage().snapshot().delta(&self.storage),
+            tables: table_stats_delta(&stats_of(db, tables)?, &self.tables),
+            engine: engine_delta(db.engine_counters(), self.engine),
+            pages,
+        })
+    }
+}
+
+fn stats_of(db: &Database, tables: &[TableId]) -> Result<Vec<TableStats>> {
+    Ok(tables
+        .iter()
+        .map(|&t| db.table_stats(t))
+        .collect::<Result<_, _>>()?)
+}
+
 /// The operations behind each foreground cause, by the driver's operation kinds.
 fn ops_of_cause(cause: Cause, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> u64 {
     let sum = |kinds: &[&str]| -> u64 {
@@ -455,15 +511,7 @@ pub fn run_design(
     let tables: Vec<_> = (1..=c.tables)
         .map(|n| db.table_id(&format!("sbtest{n}")))
         .collect::<Result<_, _>>()?;
-    let table_stats = || -> Result<Vec<TableStats>> {
-        Ok(tables
-            .iter()
-            .map(|&t| db.table_stats(t))
-            .collect::<Result<_, _>>()?)
-    };
-    let stats_before = table_stats()?;
-    let engine_before = db.engine_counters();
-    let before = db.storage().snapshot();
+    let mark = Mark::take(&db, &tables)?;
     let run_opts = RunOptions {
         threads: c.threads,
         time_s: c.time,
@@ -474,18 +522,13 @@ pub fn run_design(
         drive(&target, kind, &opts, &run_opts, ctl)
     })
     .map_err(UsageError)?;
-    let snap = db.storage().snapshot();
-    let d = snap.delta(&before);
-    let tstats = table_stats_delta(&table_stats()?, &stats_before);
-    let undo = engine_delta(db.engine_counters(), engine_before);
-    let mut pages = (0, 0);
-    for &t in &tables {
-        let (p, i) = db.table_pages(t)?;
-        pages.0 += p;
-        pages.1 += i;
-    }
-    let io = io_report(&d.counters, &results.ops_by_kind, results.transactions);
-    let engine = engine_report(&io.total, tstats, undo, results.reads);
+    let d = mark.since(&db, &tables)?;
+    let io = io_report(
+        &d.storage.counters,
+        &results.ops_by_kind,
+        results.transactions,
+    );
+    let engine = engine_report(&io.total, d.tables, d.engine, results.reads);
     Ok(RunReport {
         target: "embedded".into(),
         design: design.clone(),
@@ -503,10 +546,10 @@ pub fn run_design(
         device: device.clone(),
         storage_config,
         space: Space::new(
-            pages,
-            undo.undo_pages_in_use,
+            d.pages,
+            d.engine.undo_pages_in_use,
             device.page_size_bytes,
-            snap.compression,
+            d.storage.compression,
         ),
         results,
         io,
