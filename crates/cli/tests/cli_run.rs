@@ -9,6 +9,19 @@ fn mvcclab(args: &[&str]) -> std::process::Output {
         .expect("run mvcclab")
 }
 
+/// Runs mvcclab with `args` and the SMALL run flags, and checks it succeeded.
+fn small_run(args: &[&str]) -> std::process::Output {
+    let mut all = args.to_vec();
+    all.extend_from_slice(SMALL);
+    let out = mvcclab(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 const SMALL: &[&str] = &[
     "--table-size",
     "500",
@@ -24,7 +37,7 @@ const SMALL: &[&str] = &[
 
 #[test]
 fn run_writes_the_result_schema_as_json() {
-    let mut args = vec![
+    let args = vec![
         "run",
         "--design",
         "innodb",
@@ -33,13 +46,7 @@ fn run_writes_the_result_schema_as_json() {
         "--format",
         "json",
     ];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = small_run(&args);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["schema_version"], 1);
     assert_eq!(report["command"], "run");
@@ -74,14 +81,8 @@ fn run_writes_the_result_schema_as_json() {
 
 #[test]
 fn compare_prints_both_designs_side_by_side() {
-    let mut args = vec!["compare", "--workload", "oltp_update_non_index"];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args = vec!["compare", "--workload", "oltp_update_non_index"];
+    let out = small_run(&args);
     let text = String::from_utf8(out.stdout).unwrap();
     let header = text.lines().find(|l| l.contains("postgres")).unwrap_or("");
     assert!(header.contains("innodb"), "{text}");
@@ -93,7 +94,7 @@ fn compare_prints_both_designs_side_by_side() {
 
 #[test]
 fn set_changes_a_switch_and_bad_input_exits_2_naming_it() {
-    let mut args = vec![
+    let args = vec![
         "run",
         "--design",
         "postgres",
@@ -102,13 +103,7 @@ fn set_changes_a_switch_and_bad_input_exits_2_naming_it() {
         "--format",
         "json",
     ];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = small_run(&args);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["runs"][0]["design"]["fillfactor"], 70);
     for (bad, what) in [
@@ -145,7 +140,7 @@ fn set_changes_a_switch_and_bad_input_exits_2_naming_it() {
 fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
     let dir = tempfile::tempdir().unwrap();
     let rep = dir.path().join("rep");
-    let mut args = vec![
+    let args = vec![
         "compare",
         "--workload",
         "oltp_write_only",
@@ -155,13 +150,7 @@ fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
         "--report",
         rep.to_str().unwrap(),
     ];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = small_run(&args);
     assert!(
         out.stderr.is_empty(),
         "--quiet: {}",
@@ -266,14 +255,8 @@ fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
 #[test]
 fn csv_and_markdown_are_formats_of_the_same_result() {
     for (fmt, want) in [("csv", "results.tps"), ("md", "| tps |")] {
-        let mut args = vec!["run", "--quiet", "--format", fmt];
-        args.extend_from_slice(SMALL);
-        let out = mvcclab(&args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = vec!["run", "--quiet", "--format", fmt];
+        let out = small_run(&args);
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.contains(want), "{fmt}: {text}");
     }
@@ -288,7 +271,7 @@ fn a_design_file_sets_switches_on_a_base_preset_and_bad_files_exit_2() {
         "base = \"postgres\"\nhot_updates = \"off\"\nfillfactor = 90\n",
     )
     .unwrap();
-    let mut args = vec![
+    let args = vec![
         "run",
         "--quiet",
         "--workload",
@@ -298,13 +281,7 @@ fn a_design_file_sets_switches_on_a_base_preset_and_bad_files_exit_2() {
         "--design",
         good.to_str().unwrap(),
     ];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = small_run(&args);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &v["runs"][0];
     assert_eq!(run["design"]["name"], "pg_no_hot");
@@ -411,7 +388,7 @@ fn ctrl_c_stops_the_run_cleanly_skips_the_rest_and_still_writes_the_report() {
 
 #[test]
 fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
-    let mut args = vec![
+    let args = vec![
         "run",
         "--quiet",
         "--workload",
@@ -419,13 +396,7 @@ fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
         "--format",
         "json",
     ];
-    args.extend_from_slice(SMALL);
-    let out = mvcclab(&args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = small_run(&args);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let run = &v["runs"][0];
     // Its ranges run as index lookups: the engine counts them as point_select.
