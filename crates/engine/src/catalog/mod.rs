@@ -434,26 +434,10 @@ impl TableDef {
         TableDef {
             name: format!("sbtest{n}"),
             columns: vec![
-                Column {
-                    name: "id".into(),
-                    ty: ColumnType::Integer,
-                    nullable: false,
-                },
-                Column {
-                    name: "k".into(),
-                    ty: ColumnType::Integer,
-                    nullable: false,
-                },
-                Column {
-                    name: "c".into(),
-                    ty: ColumnType::Char(120),
-                    nullable: false,
-                },
-                Column {
-                    name: "pad".into(),
-                    ty: ColumnType::Char(60),
-                    nullable: false,
-                },
+                Column::not_null("id", ColumnType::Integer),
+                Column::not_null("k", ColumnType::Integer),
+                Column::not_null("c", ColumnType::Char(120)),
+                Column::not_null("pad", ColumnType::Char(60)),
             ],
             primary_key: vec![0],
             indexes: vec![IndexDef {

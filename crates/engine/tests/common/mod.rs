@@ -54,21 +54,9 @@ pub fn accounts_def() -> TableDef {
     TableDef {
         name: "accounts".into(),
         columns: vec![
-            Column {
-                name: "id".into(),
-                ty: ColumnType::Integer,
-                nullable: false,
-            },
-            Column {
-                name: "balance".into(),
-                ty: ColumnType::BigInt,
-                nullable: false,
-            },
-            Column {
-                name: "owner".into(),
-                ty: ColumnType::Varchar(32),
-                nullable: false,
-            },
+            Column::not_null("id", ColumnType::Integer),
+            Column::not_null("balance", ColumnType::BigInt),
+            Column::not_null("owner", ColumnType::Varchar(32)),
         ],
         primary_key: vec![0],
         indexes: vec![IndexDef {
