@@ -47,58 +47,54 @@ fn templates_and_defaults_match_sysbench_lua() {
     assert_eq!(pieces("c_value_template"), C_TEMPLATE);
     assert_eq!(pieces("pad_value_template"), PAD_TEMPLATE);
     let d = SysbenchOptions::default();
-    for (opt, val) in [
-        ("table_size", d.table_size.to_string()),
-        ("range_size", d.range_size.to_string()),
-        ("tables", d.tables.to_string()),
-        ("point_selects", d.point_selects.to_string()),
-        ("simple_ranges", d.simple_ranges.to_string()),
-        ("sum_ranges", d.sum_ranges.to_string()),
-        ("order_ranges", d.order_ranges.to_string()),
-        ("distinct_ranges", d.distinct_ranges.to_string()),
-        ("index_updates", d.index_updates.to_string()),
-        ("non_index_updates", d.non_index_updates.to_string()),
-        ("delete_inserts", d.delete_inserts.to_string()),
-        ("range_selects", d.range_selects.to_string()),
-        ("skip_trx", d.skip_trx.to_string()),
-        ("auto_inc", d.auto_inc.to_string()),
-    ] {
-        let at = norm
-            .find(&format!("{opt} = {{"))
-            .unwrap_or_else(|| panic!("{opt} not in oltp_common.lua"));
-        let default = norm[at..]
-            .split('}')
-            .next()
-            .unwrap()
-            .rsplit(',')
-            .next()
-            .unwrap()
-            .trim()
-            .to_string();
-        assert_eq!(default, val, "--{opt}");
-    }
+    let common = |opt: &'static str, val: String| ("oltp_common", opt, val);
     for (script, opt, val) in [
-        ("select_random_points", "random_points", d.random_points),
+        common("table_size", d.table_size.to_string()),
+        common("range_size", d.range_size.to_string()),
+        common("tables", d.tables.to_string()),
+        common("point_selects", d.point_selects.to_string()),
+        common("simple_ranges", d.simple_ranges.to_string()),
+        common("sum_ranges", d.sum_ranges.to_string()),
+        common("order_ranges", d.order_ranges.to_string()),
+        common("distinct_ranges", d.distinct_ranges.to_string()),
+        common("index_updates", d.index_updates.to_string()),
+        common("non_index_updates", d.non_index_updates.to_string()),
+        common("delete_inserts", d.delete_inserts.to_string()),
+        common("range_selects", d.range_selects.to_string()),
+        common("skip_trx", d.skip_trx.to_string()),
+        common("auto_inc", d.auto_inc.to_string()),
+        (
+            "select_random_points",
+            "random_points",
+            d.random_points.to_string(),
+        ),
         (
             "select_random_ranges",
             "number_of_ranges",
-            d.number_of_ranges,
+            d.number_of_ranges.to_string(),
         ),
-        ("select_random_ranges", "delta", d.delta),
+        ("select_random_ranges", "delta", d.delta.to_string()),
     ] {
-        let s: String = lua(script).split_whitespace().collect::<Vec<_>>().join(" ");
-        let at = s.find(&format!("{opt} = {{")).unwrap();
-        let default = s[at..]
-            .split('}')
-            .next()
-            .unwrap()
-            .rsplit(',')
-            .next()
-            .unwrap()
-            .trim()
-            .to_string();
-        assert_eq!(default, val.to_string(), "{script} --{opt}");
+        assert_eq!(option_default(script, opt), val, "{script} --{opt}");
     }
+}
+
+/// The default of option `opt` in `script`'s `sysbench.cmdline.options` table: the last
+/// element of `opt = {"description", default}`.
+fn option_default(script: &str, opt: &str) -> String {
+    let norm: String = lua(script).split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = norm
+        .find(&format!("{opt} = {{"))
+        .unwrap_or_else(|| panic!("{opt} not in {script}.lua"));
+    norm[at..]
+        .split('}')
+        .next()
+        .unwrap()
+        .rsplit(',')
+        .next()
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 fn events(kind: WorkloadKind, opts: &SysbenchOptions, n: usize) -> Vec<Vec<Op>> {
