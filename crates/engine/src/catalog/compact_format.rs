@@ -239,14 +239,7 @@ fn encode_fields(
     trx_id: u64,
     roll_ptr: u64,
 ) -> Result<Vec<u8>> {
-    if row.len() != def.columns.len() {
-        return Err(Error::InvalidValue(format!(
-            "table \"{}\" has {} columns, the row has {} values",
-            def.name,
-            def.columns.len(),
-            row.len()
-        )));
-    }
+    def.check_width(row)?;
     let n_nullable = fields
         .iter()
         .filter(|f| matches!(f, Field::Col(c) if def.columns[*c].nullable))

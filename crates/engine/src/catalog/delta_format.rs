@@ -135,14 +135,7 @@ pub fn encode_delta(def: &TableDef, row: &Row, columns: &[usize]) -> Vec<u8> {
 /// passing [`TableDef::check_row`] (bad compressed integer, field position of no column or of
 /// a system column, NULL in a NOT NULL column, bad field bytes, trailing bytes). Never panics.
 pub fn apply_delta(def: &TableDef, row: &mut Row, delta: &[u8]) -> Result<Vec<usize>> {
-    if row.len() != def.columns.len() {
-        return Err(Error::InvalidValue(format!(
-            "table \"{}\" has {} columns, the row has {} values",
-            def.name,
-            def.columns.len(),
-            row.len()
-        )));
-    }
+    def.check_width(row)?;
     let corrupt = |at: usize, problem: String| Error::Corrupted {
         what: format!(
             "undo delta of table \"{}\" at byte {at}: {problem}",

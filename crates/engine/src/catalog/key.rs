@@ -108,14 +108,7 @@ pub fn encode_key(types: &[ColumnType], values: &[Value], out: &mut Vec<u8>) -> 
 /// row does not have one value per column or a value does not fit its type.
 pub fn key_of(def: &TableDef, columns: &[usize], row: &Row) -> Result<Vec<u8>> {
     let types = def.column_types(columns)?;
-    if row.len() != def.columns.len() {
-        return Err(Error::InvalidValue(format!(
-            "table \"{}\" has {} columns, the row has {} values",
-            def.name,
-            def.columns.len(),
-            row.len()
-        )));
-    }
+    def.check_width(row)?;
     let mut out = Vec::with_capacity(columns.len() * 9);
     encode_pairs(
         types.into_iter().zip(columns.iter().map(|&c| &row[c])),

@@ -344,14 +344,11 @@ impl TableDef {
             })
     }
 
-    /// Checks a row against the definition: one value per column, of the column's type,
-    /// not NULL in a NOT NULL column, text of at most `n` characters, timestamps in the
-    /// domain described in [`ColumnType::Timestamp`] (whole seconds in MariaDB's TIMESTAMP
-    /// range).
+    /// Refuses a row that does not have one value per column.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] naming the table, the column and the problem.
-    pub fn check_row(&self, row: &Row) -> Result<()> {
+    /// [`Error::InvalidValue`] naming the table and both counts.
+    pub fn check_width(&self, row: &Row) -> Result<()> {
         if row.len() != self.columns.len() {
             return Err(Error::InvalidValue(format!(
                 "table \"{}\" has {} columns, the row has {} values",
@@ -360,6 +357,18 @@ impl TableDef {
                 row.len()
             )));
         }
+        Ok(())
+    }
+
+    /// Checks a row against the definition: one value per column, of the column's type,
+    /// not NULL in a NOT NULL column, text of at most `n` characters, timestamps in the
+    /// domain described in [`ColumnType::Timestamp`] (whole seconds in MariaDB's TIMESTAMP
+    /// range).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] naming the table, the column and the problem.
+    pub fn check_row(&self, row: &Row) -> Result<()> {
+        self.check_width(row)?;
         for (c, v) in self.columns.iter().zip(row) {
             if v.is_null() {
                 if !c.nullable {
