@@ -55,6 +55,21 @@ pub struct ItemId {
     pub len: u16,
 }
 
+impl ItemId {
+    /// An unused line pointer (PostgreSQL `ItemIdSetUnused`).
+    pub const UNUSED: ItemId = ItemId {
+        off: 0,
+        state: LpState::Unused,
+        len: 0,
+    };
+    /// A dead line pointer without storage (`ItemIdSetDead`).
+    pub const DEAD: ItemId = ItemId {
+        off: 0,
+        state: LpState::Dead,
+        len: 0,
+    };
+}
+
 /// MAXALIGN: rounds up to 8.
 pub fn maxalign(n: usize) -> usize {
     (n + 7) & !7
@@ -301,39 +316,15 @@ mod tests {
         assert_eq!((a, b), (1, 2));
         assert_eq!(free_space(&p), 8192 - 32 - 8 - 104 - 56 - 4);
         // Free the first, compact, reuse its line pointer.
-        set_item_id(
-            &mut p,
-            a,
-            ItemId {
-                off: 0,
-                state: LpState::Unused,
-                len: 0,
-            },
-        );
+        set_item_id(&mut p, a, ItemId::UNUSED);
         repair_fragmentation(&mut p);
         assert_eq!(flags(&p) & PD_HAS_FREE_LINES, PD_HAS_FREE_LINES);
         assert_eq!(tuple(&p, item_id(&p, b, id).unwrap()), &[2u8; 50]);
         let c = add_tuple(&mut p, &[3u8; 10]).unwrap();
         assert_eq!(c, 1);
         assert_eq!(max_offset(&p), 2);
-        set_item_id(
-            &mut p,
-            b,
-            ItemId {
-                off: 0,
-                state: LpState::Unused,
-                len: 0,
-            },
-        );
-        set_item_id(
-            &mut p,
-            c,
-            ItemId {
-                off: 0,
-                state: LpState::Unused,
-                len: 0,
-            },
-        );
+        set_item_id(&mut p, b, ItemId::UNUSED);
+        set_item_id(&mut p, c, ItemId::UNUSED);
         truncate_line_pointers(&mut p);
         assert_eq!(max_offset(&p), 0);
         assert!(item_id(&p, 1, id).is_err());

@@ -248,26 +248,10 @@ pub fn execute(page: &mut [u8], res: &PruneResult) {
         );
     }
     for &o in &res.now_dead {
-        hp::set_item_id(
-            page,
-            o,
-            ItemId {
-                off: 0,
-                state: LpState::Dead,
-                len: 0,
-            },
-        );
+        hp::set_item_id(page, o, ItemId::DEAD);
     }
     for &o in &res.now_unused {
-        hp::set_item_id(
-            page,
-            o,
-            ItemId {
-                off: 0,
-                state: LpState::Unused,
-                len: 0,
-            },
-        );
+        hp::set_item_id(page, o, ItemId::UNUSED);
     }
     hp::repair_fragmentation(page);
 }

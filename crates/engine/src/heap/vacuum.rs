@@ -230,15 +230,7 @@ impl HeapTable {
             let mut freed = Vec::new();
             for &off in &offs {
                 if hp::item_id(g.data(), off, id)?.state == LpState::Dead {
-                    hp::set_item_id(
-                        g.data_mut(),
-                        off,
-                        hp::ItemId {
-                            off: 0,
-                            state: LpState::Unused,
-                            len: 0,
-                        },
-                    );
+                    hp::set_item_id(g.data_mut(), off, hp::ItemId::UNUSED);
                     freed.push(off);
                 }
             }
