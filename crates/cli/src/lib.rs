@@ -9,6 +9,7 @@ pub mod designs;
 pub mod experiments;
 pub mod output;
 pub mod progress;
+pub mod real;
 pub mod report;
 pub mod result;
 pub mod run;

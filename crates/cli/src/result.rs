@@ -13,6 +13,7 @@ use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts};
+pub use mvcclab_servers::ServerInfo;
 use mvcclab_workload::driver::RunResult;
 use mvcclab_workload::sysbench::SysbenchOptions;
 use serde::{Deserialize, Serialize};
@@ -49,9 +50,10 @@ impl Report {
 /// One design on one workload with one device setting.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
-    /// Where the workload ran: `embedded` (mvcclab's engine).
+    /// Where the workload ran: `embedded` (mvcclab's engine), `postgresql` or `mariadb`.
     pub target: String,
-    /// Every switch value of the design (see `mvcclab designs`).
+    /// Every switch value of the design (see `mvcclab designs`). For a real server, the
+    /// preset that models it (postgres, innodb) renamed `real:NAME`.
     pub design: DesignConfig,
     /// The workload and its options.
     pub workload: WorkloadInfo,
@@ -71,6 +73,24 @@ pub struct RunReport {
     pub engine: EngineReport,
     /// Space at the end of the run.
     pub space: Space,
+    /// The real server of a `real:` run (absent for the embedded engine): version,
+    /// settings, page-cache and device-I/O state, its own counters by their own names, and
+    /// the report fields it cannot fill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
+}
+
+impl RunReport {
+    /// Whether the report field at dotted `path` was measured: always for the embedded
+    /// engine; for a real server unless the path (or a parent of it) is in
+    /// `server.not_measured`.
+    pub fn measured(&self, path: &str) -> bool {
+        self.server.as_ref().map_or(true, |s| {
+            !s.not_measured
+                .iter()
+                .any(|n| path == n || path.starts_with(&format!("{n}.")))
+        })
+    }
 }
 
 /// The workload.
@@ -373,6 +393,14 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
         rows.push((name.to_string(), runs.iter().map(f).collect()))
     };
     let txns = |r: &RunReport| r.results.transactions.max(1) as f64;
+    // A figure a real server does not count shows as "n/m", never as 0.
+    let m = |r: &RunReport, path: &str, f: &dyn Fn(&RunReport) -> String| {
+        if r.measured(path) {
+            f(r)
+        } else {
+            "n/m".to_string()
+        }
+    };
     add("transactions", &|r| r.results.transactions.to_string());
     add("tps", &|r| format!("{:.1}", r.results.tps));
     add("qps", &|r| format!("{:.1}", r.results.qps));
@@ -385,19 +413,33 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
         });
     }
     add("4 KiB blocks read / txn", &|r| {
-        format!("{:.2}", r.io.total.read_blocks_4k as f64 / txns(r))
+        m(r, "io.total.read_blocks_4k", &|r| {
+            format!("{:.2}", r.io.total.read_blocks_4k as f64 / txns(r))
+        })
     });
     add("4 KiB blocks written / txn", &|r| {
-        format!("{:.2}", r.io.total.write_blocks_4k as f64 / txns(r))
+        m(r, "io.total.write_blocks_4k", &|r| {
+            format!("{:.2}", r.io.total.write_blocks_4k as f64 / txns(r))
+        })
     });
     add("device requests / txn", &|r| {
-        format!(
-            "{:.2}",
-            (r.io.total.read_requests + r.io.total.write_requests) as f64 / txns(r)
-        )
+        m(r, "io.total.read_requests", &|r| {
+            format!(
+                "{:.2}",
+                (r.io.total.read_requests + r.io.total.write_requests) as f64 / txns(r)
+            )
+        })
     });
     add("device syncs / txn", &|r| {
-        format!("{:.2}", r.io.total.syncs as f64 / txns(r))
+        m(r, "io.total.syncs", &|r| {
+            format!("{:.2}", r.io.total.syncs as f64 / txns(r))
+        })
+    });
+    add("pool misses / txn (pages)", &|r| {
+        format!("{:.2}", r.io.total.buffer_misses as f64 / txns(r))
+    });
+    add("pool pages written / txn", &|r| {
+        format!("{:.2}", r.io.total.buffer_pages_written as f64 / txns(r))
     });
     add("WAL/redo bytes / txn", &|r| {
         format!("{:.0}", r.io.total.wal_bytes as f64 / txns(r))
@@ -419,17 +461,32 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
         )
     });
     add("index entries inserted", &|r| {
-        r.engine.index_entries_inserted.to_string()
+        m(r, "engine.index_entries_inserted", &|r| {
+            r.engine.index_entries_inserted.to_string()
+        })
     });
     add("versions traversed / read", &|r| {
-        format!("{:.2}", r.engine.versions_traversed_per_read)
+        m(r, "engine.versions_traversed_per_read", &|r| {
+            format!("{:.2}", r.engine.versions_traversed_per_read)
+        })
     });
-    add("dead tuples (end)", &|r| r.engine.dead_tuples.to_string());
+    add("dead tuples (end)", &|r| {
+        m(r, "engine.dead_tuples", &|r| {
+            r.engine.dead_tuples.to_string()
+        })
+    });
     add("history list length (end, peak)", &|r| {
-        format!(
-            "{}, {}",
-            r.engine.history_list_length, r.engine.history_list_length_peak
-        )
+        m(r, "engine.history_list_length", &|r| {
+            format!(
+                "{}, {}",
+                r.engine.history_list_length,
+                if r.measured("engine.history_list_length_peak") {
+                    r.engine.history_list_length_peak.to_string()
+                } else {
+                    "n/m".into()
+                }
+            )
+        })
     });
     add("pages (table, indexes, undo)", &|r| {
         format!(

@@ -19,6 +19,7 @@ use mvcclab_engine::device::{Compression, ThrottleConfig};
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
 use mvcclab_engine::storage::{Backing, StorageSnapshot};
+use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::rand::RandType;
@@ -124,6 +125,9 @@ pub struct CommonArgs {
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
+    /// Real servers (`real:postgresql`, `real:mariadb`).
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Report format and destination.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -162,6 +166,25 @@ pub struct DeviceArgs {
     pub data_dir: Option<PathBuf>,
 }
 
+/// Flags of the real-server targets (`--target postgresql|mariadb`, `real:NAME` designs).
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Use this existing server instead of starting one (postgresql://user@host:port/db or
+    /// mysql://user:password@host:port/db); repeat for both engines.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Drop the OS page cache after the load and checkpoint, before the warm-up (root).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Put each managed server's files on a loop device of its own and report its exact
+    /// device I/O from /sys/block (root).
+    #[arg(long)]
+    pub exact_device_io: bool,
+    /// Folder for managed servers' folders (default: the system's temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub server_dir: Option<PathBuf>,
+}
+
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {
         "on" | "true" | "1" => Ok(true),
@@ -176,6 +199,10 @@ pub struct RunArgs {
     /// Design: a preset (postgres, innodb) or a design file (FILE.toml).
     #[arg(long, default_value = "postgres")]
     pub design: String,
+    /// Where to run: embedded (mvcclab's engine, with --design), postgresql or mariadb (a
+    /// real server; --design is then ignored).
+    #[arg(long, default_value = "embedded")]
+    pub target: String,
     /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -184,7 +211,8 @@ pub struct RunArgs {
 /// Flags of `mvcclab compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// Designs to compare, comma-separated: presets or design files (FILE.toml).
+    /// Designs to compare, comma-separated: presets, design files (FILE.toml), or real
+    /// servers (real:postgresql, real:mariadb).
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
     /// Workload, device and output flags.
@@ -192,7 +220,8 @@ pub struct CompareArgs {
     pub common: CommonArgs,
 }
 
-fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
+/// The sysbench options of the flags.
+pub fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
     let mut o = SysbenchOptions {
         tables: c.tables,
         table_size: c.table_size,
@@ -554,17 +583,49 @@ pub fn run_design(
         results,
         io,
         engine,
+        server: None,
     })
 }
 
-/// Runs every design × bandwidth, stopping early on Ctrl-C, and writes the report in the
-/// chosen format (and the report directory).
-fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
-    // Check every name and flag before the first (long) run.
-    let designs: Vec<DesignConfig> = designs
-        .iter()
-        .map(|d| resolve_design(d, &c.set))
-        .collect::<Result<_>>()?;
+/// One entry of `--designs`: an mvcclab design, or a real server.
+#[derive(Clone, Debug)]
+pub enum RunSpec {
+    /// A preset or design file run on the embedded engine.
+    Embedded(DesignConfig),
+    /// `real:postgresql` or `real:mariadb`.
+    Real(ServerKind),
+}
+
+impl RunSpec {
+    /// The name a report shows for it.
+    pub fn name(&self) -> String {
+        match self {
+            RunSpec::Embedded(d) => d.name.clone(),
+            RunSpec::Real(k) => format!("real:{}", k.name()),
+        }
+    }
+}
+
+/// Parses a `--designs` entry: `real:postgresql`, `real:mariadb`, a preset or a design file
+/// (with `--set` applied to the latter two).
+///
+/// Errors: [`UsageError`] naming the entry.
+pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
+    if let Some(name) = arg.strip_prefix("real:") {
+        return ServerKind::parse(name).map(RunSpec::Real).ok_or_else(|| {
+            UsageError(format!(
+                "'{arg}': unknown real server '{name}' (real:postgresql or real:mariadb)"
+            ))
+            .into()
+        });
+    }
+    resolve_design(arg, set).map(RunSpec::Embedded)
+}
+
+/// Checks the flags shared by every run before the first (long) one.
+///
+/// Errors: [`UsageError`] naming the flag.
+pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
     let _: WorkloadKind = c.workload.parse().map_err(UsageError)?;
     let bad = |m: &str| -> Result<()> { Err(UsageError(m.to_string()).into()) };
     if c.rand_spec_iter == 0 {
@@ -576,15 +637,40 @@ fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
     if !(c.rand_pareto_h > 0.0 && c.rand_pareto_h < 1.0) {
         bad("--rand-pareto-h must lie strictly between 0 and 1")?;
     }
-    let mut names: Vec<&str> = designs.iter().map(|d| d.name.as_str()).collect();
+    let mut names: Vec<String> = specs.iter().map(RunSpec::name).collect();
     names.sort();
-    if names.windows(2).any(|w| w[0] == w[1]) {
-        return Err(UsageError(format!(
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return bad(&format!(
             "two designs are named '{}'; give design files distinct `name`s",
-            names.windows(2).find(|w| w[0] == w[1]).map_or("", |w| w[0])
-        ))
-        .into());
+            w[0]
+        ));
     }
+    let real = specs.iter().any(|s| matches!(s, RunSpec::Real(_)));
+    if real
+        && (!c.device.bandwidth.is_empty()
+            || c.device.latency_us.is_some()
+            || c.device.compression != Compression::None)
+    {
+        bad(
+            "--bandwidth, --latency-us and --compression shape mvcclab's emulated device; \
+             real servers run on the machine's storage: leave them off when a real: target runs",
+        )?;
+    }
+    for u in &c.server.urls {
+        if ServerKind::of_url(u).is_none() {
+            bad(&format!(
+                "--url '{u}': expected postgresql://..., postgres://..., mysql://... or mariadb://..."
+            ))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs every design × bandwidth, stopping early on Ctrl-C, and returns the report.
+///
+/// Errors: bad flags ([`UsageError`]), a design or server failing.
+pub fn run_specs(command: &str, specs: &[RunSpec], c: &CommonArgs) -> Result<Report> {
+    check_common(c, specs)?;
     let bandwidths: Vec<Option<f64>> = if c.device.bandwidth.is_empty() {
         vec![None]
     } else {
@@ -594,34 +680,64 @@ fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
     install_ctrl_c(&ctl.stop)?;
     let mut runs = Vec::new();
     'all: for b in &bandwidths {
-        for d in &designs {
+        for spec in specs {
             if ctl.stop.load(Ordering::Relaxed) {
                 status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
                 break 'all;
             }
-            runs.push(run_design(d, c, *b, &ctl)?);
+            runs.push(match spec {
+                RunSpec::Embedded(d) => run_design(d, c, *b, &ctl)?,
+                RunSpec::Real(k) => crate::real::run_server(*k, c, &ctl)?,
+            });
         }
     }
-    let report = Report::new(command, runs);
+    Ok(Report::new(command, runs))
+}
+
+/// Writes `report` in the chosen format (and the report directory).
+///
+/// Errors: the output or the report directory cannot be written.
+pub fn write_report(report: &Report, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
-        let files = write_report_dir(&report, dir)?;
+        let files = write_report_dir(report, dir)?;
         status(
             c.out.quiet,
             &format!("report written to {}: {}", dir.display(), files.join(", ")),
         );
     }
     let text = match c.out.format {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Table => to_table(&report),
-        Format::Csv => to_csv(&report)?,
-        Format::Md => to_markdown(&report, &[]),
+        Format::Json => serde_json::to_string_pretty(report)? + "\n",
+        Format::Table => to_table(report),
+        Format::Csv => to_csv(report)?,
+        Format::Md => to_markdown(report, &[]),
     };
     emit(&text, &c.out.output)
 }
 
+fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
+    let specs: Vec<RunSpec> = designs
+        .iter()
+        .map(|d| resolve_spec(d, &c.set))
+        .collect::<Result<_>>()?;
+    let report = run_specs(command, &specs, c)?;
+    write_report(&report, c)
+}
+
 /// `mvcclab run`.
 pub fn run(a: RunArgs) -> Result<()> {
-    run_all("run", std::slice::from_ref(&a.design), &a.common)
+    let design = match a.target.as_str() {
+        "embedded" => a.design.clone(),
+        t => match ServerKind::parse(t) {
+            Some(k) => format!("real:{}", k.name()),
+            None => {
+                return Err(UsageError(format!(
+                    "--target '{t}': expected embedded, postgresql or mariadb"
+                ))
+                .into())
+            }
+        },
+    };
+    run_all("run", std::slice::from_ref(&design), &a.common)
 }
 
 /// `mvcclab compare`.

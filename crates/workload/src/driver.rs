@@ -26,7 +26,7 @@ pub struct OpError {
     pub retryable: bool,
 }
 
-/// Where a workload runs: the embedded engine, later real servers.
+/// Where a workload runs: the embedded engine, or a real server (crate mvcclab-servers).
 pub trait Target: Send + Sync {
     /// Creates the sbtest tables and loads `opts.prepare_rows(kind)` rows into each
     /// (sysbench `prepare` of the workload `kind`).
@@ -34,7 +34,9 @@ pub trait Target: Send + Sync {
     /// Errors: the target's, as text.
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String>;
     /// A connection for one thread.
-    fn session(&self) -> Box<dyn Session + '_>;
+    ///
+    /// Errors: the target's (a server refusing the connection), as text.
+    fn session(&self) -> Result<Box<dyn Session + '_>, String>;
 }
 
 /// One thread's connection.
@@ -159,7 +161,8 @@ struct ThreadResult {
 /// `ctl.stop` is set (Ctrl-C; the result then says `interrupted`). Returns the measured
 /// result; `ctl.completed` counts finished events while it runs.
 ///
-/// Errors: a message naming the bad option (no limit given, zero threads).
+/// Errors: a message naming the bad option (no limit given, zero threads), or the
+/// target's error opening a session.
 pub fn run(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -181,14 +184,20 @@ pub fn run(
     } else {
         run.events
     });
+    // Every thread's connection is open before the clock starts, as sysbench connects in
+    // thread_init() before its timer.
+    let sessions = (0..run.threads)
+        .map(|_| target.session())
+        .collect::<Result<Vec<_>, String>>()?;
     let start = Instant::now();
     let results: Vec<ThreadResult> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..run.threads)
-            .map(|t| {
+        let handles: Vec<_> = sessions
+            .into_iter()
+            .zip(0..run.threads)
+            .map(|(mut session, t)| {
                 let events_left = &events_left;
                 scope.spawn(move || {
                     let mut gen = Generator::new(kind, opts.clone(), run.rand_seed, t, run.threads);
-                    let mut session = target.session();
                     let mut out = ThreadResult {
                         r: RunResult::default(),
                         hist: BTreeMap::new(),

@@ -95,13 +95,13 @@ impl Target for Embedded {
         Ok(())
     }
 
-    fn session(&self) -> Box<dyn Session + '_> {
+    fn session(&self) -> Result<Box<dyn Session + '_>, String> {
         let tables = self.tables.read().map(|t| t.clone()).unwrap_or_default();
-        Box::new(EmbeddedSession {
+        Ok(Box::new(EmbeddedSession {
             db: &self.db,
             tables,
             tx: None,
-        })
+        }))
     }
 }
 

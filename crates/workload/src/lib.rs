@@ -7,6 +7,7 @@
 pub mod driver;
 pub mod embedded;
 pub mod rand;
+pub mod sql;
 pub mod sysbench;
 
 /// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a

@@ -1,0 +1,177 @@
+//! A workload on a real server (`real:postgresql`, `real:mariadb`, `run --target`): the same
+//! load, warm-up and measured phase as an embedded run, through the same driver, with the
+//! server's own counters read around the measured phase and put into the same report.
+//!
+//! Order of a run: start (or connect to) the server; load the tables as sysbench's
+//! `prepare` does; settle (PostgreSQL `VACUUM ANALYZE` then `CHECKPOINT`; InnoDB flushed to
+//! zero dirty pages and purge caught up); drop the OS page cache with `--drop-caches`;
+//! warm up; snapshot the counters; run; snapshot again; stop the server (managed ones) by
+//! its process id, also on error and Ctrl-C (its value is dropped on every path).
+
+use crate::design_arg::resolve_design;
+use crate::progress::{status, with_progress};
+use crate::result::{
+    per, BlocksPerTxn, DeviceInfo, DriverInfo, Io, RunReport, Space, WorkloadInfo,
+};
+use crate::run::{engine_report, sysbench_options, CommonArgs};
+use crate::UsageError;
+use anyhow::{Context, Result};
+use mvcclab_engine::device::{Compression, CompressionTotals};
+use mvcclab_servers::schema::figures;
+use mvcclab_servers::{delta, ServerKind, ServerOptions};
+use mvcclab_workload::driver::{run as drive, RunControl, RunOptions};
+use mvcclab_workload::sysbench::WorkloadKind;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+/// Runs the workload of `c` on a `kind` server and returns its report.
+///
+/// Errors: bad options ([`UsageError`]); the server failing to start, load or report
+/// (the message names the server and the statement).
+pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<RunReport> {
+    let wkind: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    if c.tables == 0 || c.table_size == 0 {
+        return Err(UsageError("--tables and --table-size must be at least 1".into()).into());
+    }
+    let label = format!("real:{}", kind.name());
+    let url = c
+        .server
+        .urls
+        .iter()
+        .find(|u| ServerKind::of_url(u) == Some(kind))
+        .cloned();
+    status(
+        c.out.quiet,
+        &format!(
+            "{label}: {} ...",
+            match &url {
+                Some(u) => format!("connecting to {u}"),
+                None => format!("starting {} on 127.0.0.1", kind.package()),
+            }
+        ),
+    );
+    let server = mvcclab_servers::open(
+        kind,
+        &ServerOptions {
+            url,
+            buffer_pool_bytes: c.device.buffer_pool,
+            base_dir: c.server.server_dir.clone(),
+            exact_device_io: c.server.exact_device_io,
+            device_size_bytes: 0,
+        },
+    )
+    .with_context(|| label.clone())?;
+    let opts = sysbench_options(c);
+    status(
+        c.out.quiet,
+        &format!("{label}: loading {} × {} rows ...", c.tables, c.table_size),
+    );
+    server
+        .as_target()
+        .prepare(wkind, &opts, c.rand_seed)
+        .map_err(|e| anyhow::anyhow!("{label}: prepare: {e}"))?;
+    server
+        .settle(c.server.drop_caches)
+        .with_context(|| format!("{label}: checkpoint before the run"))?;
+    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
+        let warm = RunOptions {
+            threads: c.threads,
+            time_s: c.warmup,
+            events: 0,
+            rand_seed: c.rand_seed ^ 0xA5A5,
+        };
+        with_progress(
+            &format!("{label} warm-up"),
+            c.warmup,
+            0,
+            ctl,
+            c.out.quiet,
+            || drive(server.as_target(), wkind, &opts, &warm, ctl),
+        )
+        .map_err(|e| anyhow::anyhow!("{label}: warm-up: {e}"))?;
+    }
+    let before = server
+        .snapshot()
+        .with_context(|| format!("{label}: counters"))?;
+    let run_opts = RunOptions {
+        threads: c.threads,
+        time_s: c.time,
+        events: c.events,
+        rand_seed: c.rand_seed,
+    };
+    let results = with_progress(&label, c.time, c.events, ctl, c.out.quiet, || {
+        drive(server.as_target(), wkind, &opts, &run_opts, ctl)
+    })
+    .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    let after = server
+        .snapshot()
+        .with_context(|| format!("{label}: counters"))?;
+    let counters = delta(&*server, &before, &after);
+    let f = figures(kind, &counters);
+    let txns = results.transactions;
+    let n = txns.max(1) as f64;
+    let io = Io {
+        per_txn: per(&f.total, txns),
+        total: f.total,
+        per_txn_by_cause: f
+            .by_cause
+            .iter()
+            .map(|(c, cc)| {
+                (
+                    *c,
+                    BlocksPerTxn {
+                        read_blocks_4k: cc.read_blocks_4k as f64 / n,
+                        write_blocks_4k: cc.write_blocks_4k as f64 / n,
+                        requests: (cc.read_requests + cc.write_requests) as f64 / n,
+                    },
+                )
+            })
+            .collect(),
+        by_cause: f.by_cause.clone(),
+        per_op: BTreeMap::new(),
+    };
+    let engine = engine_report(&io.total, f.tables, f.undo, results.reads);
+    let mut info = server.info();
+    info.state_counters = counters
+        .keys()
+        .filter(|k| server.is_state(k))
+        .cloned()
+        .collect();
+    info.counters = counters;
+    info.not_measured = f.not_measured.clone();
+    let page = kind.page_size_bytes();
+    let mut design = resolve_design(kind.preset(), &[])?;
+    design.name = label;
+    let storage_config = serde_json::to_value(&info.settings)?;
+    drop(server);
+    Ok(RunReport {
+        target: kind.name().into(),
+        design,
+        workload: WorkloadInfo {
+            name: wkind.name().into(),
+            options: opts,
+        },
+        driver: DriverInfo {
+            threads: c.threads,
+            time_s: c.time,
+            events: c.events,
+            warmup_s: c.warmup,
+            rand_seed: c.rand_seed,
+        },
+        device: DeviceInfo {
+            page_size_bytes: page,
+            buffer_pool_bytes: c.device.buffer_pool,
+            os_cache_bytes: 0,
+            bandwidth_mib_s: None,
+            latency_us: None,
+            compression: Compression::None,
+            data_dir: None,
+        },
+        storage_config,
+        space: Space::new(f.pages, 0, page, CompressionTotals::default()),
+        results,
+        io,
+        engine,
+        server: Some(info),
+    })
+}

@@ -1,0 +1,238 @@
+//! Real PostgreSQL 15 and MariaDB 10.11 through the same code path as the presets
+//! (`mvcclab run --target`, `mvcclab compare --designs real:...`): each test starts its own
+//! managed server (127.0.0.1, a free port, stopped by its pid), runs a short
+//! oltp_read_write, and checks that the servers' own counters moved as the workload
+//! implies.
+//!
+//! The packages are installed here if missing (as root, with apt-get), so the README's
+//! test command works on a fresh machine; without root the test fails naming the command.
+
+use mvcclab::result::{Report, RunReport};
+use std::path::Path;
+use std::process::Command;
+use std::sync::Once;
+
+static INSTALL: Once = Once::new();
+
+fn ensure_servers_installed() {
+    INSTALL.call_once(|| {
+        let have = Path::new("/usr/lib/postgresql/15/bin/postgres").exists()
+            && Path::new("/usr/sbin/mariadbd").exists();
+        if have {
+            return;
+        }
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            root,
+            "PostgreSQL 15 and MariaDB are not installed: run `apt-get install -y postgresql-15 mariadb-server` (README, Set-up)"
+        );
+        let ok = Command::new("sh")
+            .args([
+                "-c",
+                "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 mariadb-server",
+            ])
+            .status()
+            .expect("run apt-get");
+        assert!(ok.success(), "apt-get install postgresql-15 mariadb-server failed");
+    });
+}
+
+fn mvcclab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(args)
+        .output()
+        .expect("run mvcclab")
+}
+
+/// A short single-threaded oltp_read_write on `target` with servers under `dir`; returns
+/// its report run.
+fn real_run(target: &str, dir: &Path) -> RunReport {
+    ensure_servers_installed();
+    let out = mvcclab(&[
+        "run",
+        "--target",
+        target,
+        "--table-size",
+        "2000",
+        "--events",
+        "150",
+        "--time",
+        "0",
+        "--warmup",
+        "0",
+        "--threads",
+        "1",
+        "--server-dir",
+        dir.to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    assert_eq!(report.runs.len(), 1);
+    report.runs.remove(0)
+}
+
+/// The managed server was stopped and its folder removed: nothing is left under `dir`,
+/// and no process runs with `dir` on its command line.
+fn assert_server_gone(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().collect();
+    assert!(left.is_empty(), "server folder left behind: {left:?}");
+    let needle = dir.to_str().unwrap();
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(p.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            assert!(!cmd.contains(needle), "server still running: {cmd}");
+        }
+    }
+}
+
+fn ops(r: &RunReport, kinds: &[&str]) -> u64 {
+    kinds
+        .iter()
+        .map(|k| r.results.ops_by_kind.get(*k).copied().unwrap_or(0))
+        .sum()
+}
+
+fn counter(r: &RunReport, name: &str) -> f64 {
+    *r.server
+        .as_ref()
+        .unwrap()
+        .counters
+        .get(name)
+        .unwrap_or_else(|| panic!("counter {name} missing"))
+}
+
+#[test]
+fn postgresql_counters_match_the_statements_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run("postgresql", dir.path());
+    assert_server_gone(dir.path());
+    assert_eq!(r.target, "postgresql");
+    assert_eq!(r.design.name, "real:postgresql");
+    let s = r.server.as_ref().unwrap();
+    assert!(s.managed);
+    assert!(s.version.starts_with("PostgreSQL 15"), "{}", s.version);
+    assert_eq!(s.settings["checkpoint_timeout"], "1d");
+    assert_eq!(r.results.transactions, 150);
+    assert_eq!(r.results.errors, 0);
+    // Every UPDATE, INSERT and DELETE sent is counted once by pg_stat_user_tables.
+    let updates = ops(&r, &["index_update", "non_index_update"]);
+    assert_eq!(updates, 300);
+    assert_eq!(r.engine.tables.n_tup_upd, updates);
+    assert_eq!(r.engine.tables.n_tup_ins, ops(&r, &["insert"]));
+    assert_eq!(r.engine.tables.n_tup_del, ops(&r, &["delete"]));
+    assert!(r.engine.hot_updates <= updates);
+    assert!(counter(&r, "pg_stat_database.xact_commit") >= 150.0);
+    // 14 reads per event; each reads at least one buffer.
+    assert!(r.io.total.buffer_hits + r.io.total.buffer_misses >= 150 * 14);
+    assert!(r.io.total.wal_records >= updates);
+    assert!(r.io.total.wal_bytes > 0);
+    // No checkpoint fell inside the run (checkpoint_timeout=1d, max_wal_size=100GB).
+    assert_eq!(
+        r.io.total.checkpoints_timed + r.io.total.checkpoints_requested,
+        0
+    );
+    assert!(!r.measured("io.total.read_blocks_4k"));
+    assert!(r.measured("io.total.wal_fpi"));
+    assert!(r.space.table_pages > 0 && r.space.index_pages > 0);
+}
+
+#[test]
+fn mariadb_counters_match_the_statements_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run("mariadb", dir.path());
+    assert_server_gone(dir.path());
+    assert_eq!(r.target, "mariadb");
+    let s = r.server.as_ref().unwrap();
+    assert!(s.version.starts_with("10.11"), "{}", s.version);
+    assert_eq!(s.settings["innodb_flush_method"], "O_DIRECT");
+    assert_eq!(s.settings["innodb_doublewrite"], "ON");
+    assert_eq!(r.results.transactions, 150);
+    let updates = ops(&r, &["index_update", "non_index_update"]);
+    assert_eq!(r.engine.tables.n_tup_upd, updates);
+    assert_eq!(r.engine.tables.n_tup_ins, ops(&r, &["insert"]));
+    assert_eq!(r.engine.tables.n_tup_del, ops(&r, &["delete"]));
+    assert_eq!(counter(&r, "global_status.Com_commit"), 150.0);
+    assert_eq!(counter(&r, "global_status.Com_update"), updates as f64);
+    // Redo: every change is logged, and no full-page images exist in InnoDB.
+    assert!(r.io.total.wal_bytes > 0);
+    assert_eq!(r.io.total.wal_fpi, 0);
+    assert!(r.io.total.buffer_hits > 150 * 14);
+    assert!(!r.measured("engine.dead_tuples"));
+}
+
+#[test]
+fn compare_puts_presets_and_real_servers_side_by_side() {
+    ensure_servers_installed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = mvcclab(&[
+        "compare",
+        "--designs",
+        "postgres,real:postgresql,innodb,real:mariadb",
+        "--workload",
+        "oltp_update_non_index",
+        "--table-size",
+        "1000",
+        "--events",
+        "100",
+        "--time",
+        "0",
+        "--warmup",
+        "0",
+        "--threads",
+        "1",
+        "--server-dir",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let header = text
+        .lines()
+        .find(|l| l.contains("real:postgresql"))
+        .expect("a header line");
+    for name in ["postgres", "real:postgresql", "innodb", "real:mariadb"] {
+        assert!(header.contains(name), "{header}");
+    }
+    let updates = text
+        .lines()
+        .find(|l| l.starts_with("HOT updates / updates"))
+        .expect("HOT row");
+    // 100 events of one non-index update each, in all four columns.
+    assert_eq!(updates.matches("/100").count(), 4, "{updates}");
+    assert_server_gone(dir.path());
+}
+
+#[test]
+fn bad_real_targets_are_usage_errors() {
+    let out = mvcclab(&["compare", "--designs", "postgres,real:oracle"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("real:postgresql or real:mariadb"));
+    let out = mvcclab(&["run", "--target", "sqlite"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = mvcclab(&["run", "--target", "postgresql", "--url", "http://x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--url 'http://x'"));
+    let out = mvcclab(&[
+        "compare",
+        "--designs",
+        "postgres,real:postgresql",
+        "--bandwidth",
+        "100",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("real servers run on the machine's storage")
+    );
+}

@@ -1,0 +1,216 @@
+//! A loop device of its own for one server's files, so that its device I/O can be read
+//! exactly from `/sys/block/loopN/stat` (Documentation/block/stat.rst in the kernel).
+//!
+//! `/proc/PID/io` is not used: its `write_bytes` counts pages dirtied in the page cache
+//! and is not exact for buffered writes (Documentation/filesystems/proc.rst, "Note: ...
+//! write_bytes"); the block device's own counters see what reaches the device, after the
+//! page cache, whatever process issued it (the kernel's flusher threads included).
+//!
+//! The file system is ext4 with its inode tables and journal initialized at mkfs time
+//! (`lazy_itable_init=0,lazy_journal_init=0`), so no background initialization writes
+//! fall inside a measured phase; ext4's own journal writes are counted, as on any device.
+//!
+//! # Crash safety
+//! None is needed: the backing file is scratch. [`LoopDevice::release`] unmounts and
+//! detaches; if mvcclab dies first, `losetup -a` shows the device, and `umount` plus
+//! `losetup -d` free it.
+
+use crate::ServerError;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A sparse file attached to a loop device, formatted ext4 and mounted.
+#[derive(Debug)]
+pub struct LoopDevice {
+    device: PathBuf,
+    mount_point: PathBuf,
+    backing: PathBuf,
+}
+
+/// Counters of a block device (`/sys/block/NAME/stat`), cumulative since attach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockStat {
+    /// Read requests completed.
+    pub read_ios: u64,
+    /// 512-byte sectors read.
+    pub read_sectors: u64,
+    /// Write requests completed.
+    pub write_ios: u64,
+    /// 512-byte sectors written.
+    pub write_sectors: u64,
+    /// Flush requests completed (kernel 5.5 and later; 0 before).
+    pub flush_ios: u64,
+}
+
+impl BlockStat {
+    /// Parses the stat file's text: fields 1, 3, 5, 7 and 16 (1-based).
+    ///
+    /// Errors: [`ServerError::Io`]-free; [`ServerError::Counters`] for text that is not
+    /// the kernel's format (fewer than 11 fields, or a field that is not a number).
+    pub fn parse(text: &str) -> Result<BlockStat, ServerError> {
+        let f: Vec<u64> = text
+            .split_whitespace()
+            .map(|x| x.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                ServerError::Counters(format!(
+                    "block stat '{}' has a non-number field",
+                    text.trim()
+                ))
+            })?;
+        if f.len() < 11 {
+            return Err(ServerError::Counters(format!(
+                "block stat '{}' has {} fields, expected at least 11",
+                text.trim(),
+                f.len()
+            )));
+        }
+        Ok(BlockStat {
+            read_ios: f[0],
+            read_sectors: f[2],
+            write_ios: f[4],
+            write_sectors: f[6],
+            flush_ios: f.get(15).copied().unwrap_or(0),
+        })
+    }
+}
+
+fn run(program: &str, args: &[&str]) -> Result<String, ServerError> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| ServerError::io(&format!("running {program}"), e))?;
+    if !out.status.success() {
+        return Err(ServerError::Device(format!(
+            "{program} {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+impl LoopDevice {
+    /// Creates `dir/device.img` (sparse, `size_bytes`), attaches it (`losetup --find
+    /// --show`), formats it ext4 and mounts it on `dir/mnt`.
+    ///
+    /// Errors: [`ServerError::Device`] naming the command that failed; not root gives
+    /// "--exact-device-io needs root".
+    pub fn create(dir: &Path, size_bytes: u64) -> Result<LoopDevice, ServerError> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(ServerError::Device(
+                "--exact-device-io needs root (it attaches and mounts a loop device); run as root or leave it off"
+                    .into(),
+            ));
+        }
+        let backing = dir.join("device.img");
+        let f = fs::File::create(&backing)
+            .map_err(|e| ServerError::io("creating the loop device's file", e))?;
+        f.set_len(size_bytes)
+            .map_err(|e| ServerError::io("sizing the loop device's file", e))?;
+        drop(f);
+        let device = PathBuf::from(run(
+            "losetup",
+            &["--find", "--show", &backing.display().to_string()],
+        )?);
+        let mount_point = dir.join("mnt");
+        let l = LoopDevice {
+            device,
+            mount_point,
+            backing,
+        };
+        let dev = l.device.display().to_string();
+        let setup = || -> Result<(), ServerError> {
+            run(
+                "mkfs.ext4",
+                &[
+                    "-q",
+                    "-F",
+                    "-E",
+                    "lazy_itable_init=0,lazy_journal_init=0",
+                    &dev,
+                ],
+            )?;
+            fs::create_dir_all(&l.mount_point)
+                .map_err(|e| ServerError::io("creating the mount point", e))?;
+            run("mount", &[&dev, &l.mount_point.display().to_string()])?;
+            Ok(())
+        };
+        if let Err(e) = setup() {
+            let _ = run("losetup", &["-d", &dev]);
+            return Err(e);
+        }
+        Ok(l)
+    }
+
+    /// The device (`/dev/loopN`).
+    pub fn device(&self) -> &Path {
+        &self.device
+    }
+
+    /// Where its file system is mounted.
+    pub fn mount_point(&self) -> &Path {
+        &self.mount_point
+    }
+
+    /// Writes the file system's dirty pages to the device (`syncfs` through `sync -f`), so
+    /// that writes a server issued are counted before the counters are read.
+    ///
+    /// Errors: [`ServerError::Device`].
+    pub fn sync(&self) -> Result<(), ServerError> {
+        run("sync", &["-f", &self.mount_point.display().to_string()]).map(|_| ())
+    }
+
+    /// The device's counters now.
+    ///
+    /// Errors: [`ServerError::Io`] reading `/sys/block/loopN/stat`; [`ServerError::Counters`].
+    pub fn stat(&self) -> Result<BlockStat, ServerError> {
+        let name = self
+            .device
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        let p = format!("/sys/block/{name}/stat");
+        let text =
+            fs::read_to_string(&p).map_err(|e| ServerError::io(&format!("reading {p}"), e))?;
+        BlockStat::parse(&text)
+    }
+
+    /// Unmounts, detaches and deletes the backing file.
+    ///
+    /// Errors: [`ServerError::Device`] when umount or losetup fail (the device stays).
+    pub fn release(self) -> Result<(), ServerError> {
+        run("umount", &[&self.mount_point.display().to_string()])?;
+        run("losetup", &["-d", &self.device.display().to_string()])?;
+        let _ = fs::remove_file(&self.backing);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_kernel_stat_line() {
+        let s = BlockStat::parse(
+            "      66        0     2250        2       43      266   153944       20        0        8       25        2        0  4194312        0        5        1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            s,
+            BlockStat {
+                read_ios: 66,
+                read_sectors: 2250,
+                write_ios: 43,
+                write_sectors: 153944,
+                flush_ios: 5
+            }
+        );
+        assert!(BlockStat::parse("1 2 3").is_err());
+        assert!(BlockStat::parse("1 2 x 4 5 6 7 8 9 10 11").is_err());
+    }
+}

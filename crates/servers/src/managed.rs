@@ -1,0 +1,441 @@
+//! Servers mvcclab starts itself: PostgreSQL 15 and MariaDB 10.11 from Debian's packages,
+//! each in a folder of its own, on 127.0.0.1 and a free port, stopped by the process id
+//! that started them.
+//!
+//! # Invariants
+//! 1. The server is a direct child of mvcclab (no `pg_ctl`, no `mysqld_safe`, no `runuser`
+//!    in between), so the pid mvcclab holds is the server's own and stopping it needs no
+//!    search by name.
+//! 2. It runs in a process group of its own, so a Ctrl-C at the terminal reaches mvcclab
+//!    only; mvcclab ends the run and then stops the server itself.
+//! 3. Its parent-death signal is set (`prctl(PR_SET_PDEATHSIG)`), so if mvcclab dies
+//!    without stopping it (second Ctrl-C, SIGKILL, panic) the kernel stops it.
+//! 4. When mvcclab runs as root the server runs as its package's system user (`postgres`,
+//!    `mysql`), which owns the folder; PostgreSQL refuses to run as root.
+//!
+//! # Crash safety
+//! None is needed: the folder is scratch, removed when the [`ManagedServer`] is dropped.
+
+use crate::loopdev::LoopDevice;
+use crate::{ServerError, ServerKind};
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to start a managed server.
+#[derive(Clone, Debug)]
+pub struct ManagedOptions {
+    /// Buffer pool in bytes: PostgreSQL `shared_buffers`, InnoDB `innodb_buffer_pool_size`
+    /// (raised to the engine's minimum: 128 KiB and 6 MiB).
+    pub buffer_pool_bytes: u64,
+    /// Folder under which the server's own folder is made (default: the system's temp
+    /// directory).
+    pub base_dir: Option<PathBuf>,
+    /// Put the server's files on a loop device of their own, to read exact device I/O from
+    /// `/sys/block/loopN/stat` (root only).
+    pub exact_device_io: bool,
+    /// Size of that loop device's backing file in bytes (sparse).
+    pub device_size_bytes: u64,
+}
+
+impl Default for ManagedOptions {
+    fn default() -> Self {
+        ManagedOptions {
+            buffer_pool_bytes: 8 << 20,
+            base_dir: None,
+            exact_device_io: false,
+            device_size_bytes: 16 << 30,
+        }
+    }
+}
+
+/// A server process mvcclab started; stopped (fast shutdown, then SIGKILL after 60 s) and
+/// its folder removed on [`ManagedServer::stop`] or drop.
+pub struct ManagedServer {
+    kind: ServerKind,
+    child: Option<Child>,
+    port: u16,
+    /// The server's folder (data directory, socket, log).
+    dir: PathBuf,
+    /// `dir` is ours to remove (a temp folder), and the loop device under it.
+    _scratch: Option<tempfile::TempDir>,
+    loopdev: Option<LoopDevice>,
+    /// Server-side settings given on its command line, for the report.
+    pub settings: Vec<(String, String)>,
+}
+
+/// A system user: (uid, gid).
+fn system_user(name: &str) -> Option<(u32, u32)> {
+    let passwd = fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() > 3 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
+    })
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A port on 127.0.0.1 that nothing listens on now (the OS picks it).
+///
+/// Errors: [`ServerError::Io`] when no socket can be bound.
+pub fn free_port() -> Result<u16, ServerError> {
+    let l =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| ServerError::io("binding 127.0.0.1:0", e))?;
+    Ok(l.local_addr()
+        .map_err(|e| ServerError::io("reading the bound port", e))?
+        .port())
+}
+
+fn chown(path: &Path, owner: Option<(u32, u32)>) -> Result<(), ServerError> {
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(path, Some(uid), Some(gid))
+            .map_err(|e| ServerError::io(&format!("chown {}", path.display()), e))?;
+    }
+    Ok(())
+}
+
+/// A command run as `owner` (when root), in its own process group, killed with `deathsig`
+/// if mvcclab dies.
+fn command(program: &Path, owner: Option<(u32, u32)>, deathsig: i32) -> Command {
+    let mut c = Command::new(program);
+    if let Some((uid, gid)) = owner {
+        // std clears the supplementary groups before setuid (setgroups(0)).
+        c.uid(uid).gid(gid);
+    }
+    c.process_group(0);
+    // SAFETY: prctl is async-signal-safe; runs in the child after the uid change, so the
+    // setting is not cleared by it.
+    unsafe {
+        c.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, deathsig as libc::c_ulong);
+            Ok(())
+        });
+    }
+    c.env("LC_ALL", "C");
+    c
+}
+
+/// Runs a set-up command to its end; its output goes to `log`.
+fn run_setup(mut c: Command, what: &str, log: &Path) -> Result<(), ServerError> {
+    let out = fs::File::create(log)
+        .map_err(|e| ServerError::io(&format!("creating {}", log.display()), e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| ServerError::io("duplicating a log handle", e))?;
+    let status = c
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .status()
+        .map_err(|e| ServerError::io(what, e))?;
+    if !status.success() {
+        return Err(ServerError::Start {
+            server: what.to_string(),
+            detail: format!("exited with {status}; its output:\n{}", log_tail(log)),
+        });
+    }
+    Ok(())
+}
+
+/// The last lines of a log file, for error messages.
+pub fn log_tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+fn require(path: &str, package: &str) -> Result<PathBuf, ServerError> {
+    let p = PathBuf::from(path);
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(ServerError::NotInstalled {
+            program: path.to_string(),
+            package: package.to_string(),
+        })
+    }
+}
+
+impl ManagedServer {
+    /// Creates the server's folder, initializes a data directory and starts the server,
+    /// waiting (up to 120 s) until it accepts connections on 127.0.0.1.
+    ///
+    /// PostgreSQL: `initdb --auth=trust --no-sync -E UTF8 --locale=C`, then `postgres -D`
+    /// with `checkpoint_timeout=1d` and `max_wal_size=100GB` (no checkpoint falls inside a
+    /// run unless asked; postgresql.conf "Checkpoints"). MariaDB: `mariadb-install-db`,
+    /// then `mariadbd --no-defaults` with `--skip-grant-tables`, `innodb_flush_method=
+    /// O_DIRECT`, `innodb_log_file_size=1G` and every InnoDB monitor counter enabled.
+    ///
+    /// Errors: [`ServerError::NotInstalled`] (with the apt-get command),
+    /// [`ServerError::Start`] with the tail of the server's log, [`ServerError::Io`].
+    pub fn start(kind: ServerKind, o: &ManagedOptions) -> Result<ManagedServer, ServerError> {
+        let (user, programs) = match kind {
+            ServerKind::PostgreSql => (
+                "postgres",
+                vec![
+                    require("/usr/lib/postgresql/15/bin/initdb", "postgresql-15")?,
+                    require("/usr/lib/postgresql/15/bin/postgres", "postgresql-15")?,
+                ],
+            ),
+            ServerKind::MariaDb => (
+                "mysql",
+                vec![
+                    require("/usr/bin/mariadb-install-db", "mariadb-server")?,
+                    require("/usr/sbin/mariadbd", "mariadb-server")?,
+                ],
+            ),
+        };
+        let owner = if is_root() {
+            Some(system_user(user).ok_or_else(|| ServerError::NotInstalled {
+                program: format!("system user '{user}'"),
+                package: kind.package().to_string(),
+            })?)
+        } else {
+            None
+        };
+        let base = o.base_dir.clone().unwrap_or_else(std::env::temp_dir);
+        fs::create_dir_all(&base)
+            .map_err(|e| ServerError::io(&format!("creating {}", base.display()), e))?;
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("mvcclab-{}-", kind.name()))
+            .tempdir_in(&base)
+            .map_err(|e| ServerError::io(&format!("creating a folder in {}", base.display()), e))?;
+        let dir = scratch.path().to_path_buf();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))
+            .map_err(|e| ServerError::io("chmod of the server folder", e))?;
+        let loopdev = if o.exact_device_io {
+            Some(LoopDevice::create(&dir, o.device_size_bytes)?)
+        } else {
+            None
+        };
+        let home = match &loopdev {
+            Some(l) => l.mount_point().to_path_buf(),
+            None => dir.clone(),
+        };
+        chown(&dir, owner)?;
+        chown(&home, owner)?;
+        let data = home.join("data");
+        let port = free_port()?;
+        let log = dir.join("server.log");
+        let mut settings: Vec<(String, String)> = Vec::new();
+        let mut server = match kind {
+            ServerKind::PostgreSql => {
+                let mut init = command(&programs[0], owner, libc::SIGKILL);
+                init.arg("-D")
+                    .arg(&data)
+                    .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"])
+                    .arg("--locale=C");
+                run_setup(init, "initdb", &dir.join("initdb.log"))?;
+                let shared_buffers_kb = (o.buffer_pool_bytes / 1024).max(128);
+                settings.extend(
+                    [
+                        ("port", port.to_string()),
+                        ("listen_addresses", "127.0.0.1".into()),
+                        ("unix_socket_directories", dir.display().to_string()),
+                        ("shared_buffers", format!("{shared_buffers_kb}kB")),
+                        ("checkpoint_timeout", "1d".into()),
+                        ("max_wal_size", "100GB".into()),
+                        ("log_checkpoints", "on".into()),
+                        ("log_autovacuum_min_duration", "0".into()),
+                    ]
+                    .map(|(k, v)| (k.to_string(), v)),
+                );
+                let mut c = command(&programs[1], owner, libc::SIGQUIT);
+                c.arg("-D").arg(&data);
+                for (k, v) in &settings {
+                    c.arg("-c").arg(format!("{k}={v}"));
+                }
+                c
+            }
+            ServerKind::MariaDb => {
+                fs::create_dir_all(&data)
+                    .map_err(|e| ServerError::io("creating the datadir", e))?;
+                chown(&data, owner)?;
+                let mut init = command(&programs[0], owner, libc::SIGKILL);
+                init.arg("--no-defaults")
+                    .arg(format!("--datadir={}", data.display()))
+                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
+                let pool = o.buffer_pool_bytes.max(6 << 20);
+                settings.extend(
+                    [
+                        ("port", port.to_string()),
+                        ("bind-address", "127.0.0.1".into()),
+                        ("socket", dir.join("mysqld.sock").display().to_string()),
+                        ("pid-file", dir.join("mysqld.pid").display().to_string()),
+                        ("log-error", log.display().to_string()),
+                        ("skip-grant-tables", "ON".into()),
+                        ("innodb-buffer-pool-size", pool.to_string()),
+                        ("innodb-flush-method", "O_DIRECT".into()),
+                        ("innodb-log-file-size", (1u64 << 30).to_string()),
+                        ("innodb-doublewrite", "ON".into()),
+                        ("innodb-monitor-enable", "all".into()),
+                        ("innodb-buffer-pool-load-at-startup", "OFF".into()),
+                        ("innodb-buffer-pool-dump-at-shutdown", "OFF".into()),
+                    ]
+                    .map(|(k, v)| (k.to_string(), v)),
+                );
+                let mut c = command(&programs[1], owner, libc::SIGKILL);
+                c.arg("--no-defaults")
+                    .arg(format!("--datadir={}", data.display()));
+                for (k, v) in &settings {
+                    c.arg(format!("--{k}={v}"));
+                }
+                c
+            }
+        };
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|e| ServerError::io(&format!("creating {}", log.display()), e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| ServerError::io("duplicating a log handle", e))?;
+        let child = server
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| ServerError::io(&format!("starting {}", programs[1].display()), e))?;
+        let mut m = ManagedServer {
+            kind,
+            child: Some(child),
+            port,
+            dir,
+            _scratch: Some(scratch),
+            loopdev,
+            settings,
+        };
+        m.wait_ready(&log)?;
+        Ok(m)
+    }
+
+    fn wait_ready(&mut self, log: &Path) -> Result<(), ServerError> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    self.child = None;
+                    return Err(ServerError::Start {
+                        server: self.kind.name().to_string(),
+                        detail: format!(
+                            "exited with {status} while starting; its log:\n{}",
+                            log_tail(log)
+                        ),
+                    });
+                }
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                // A port accepting connections is not yet a server accepting queries
+                // (PostgreSQL answers "the database system is starting up"); the targets
+                // retry their first connection.
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(ServerError::Start {
+                    server: self.kind.name().to_string(),
+                    detail: format!(
+                        "not listening on 127.0.0.1:{} after 120 s; its log:\n{}",
+                        self.port,
+                        log_tail(log)
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The process id of the server (`None` once stopped).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// The server's folder (data directory, log).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The loop device holding its files, with `exact_device_io`.
+    pub fn loop_device(&self) -> Option<&LoopDevice> {
+        self.loopdev.as_ref()
+    }
+
+    /// Stops the server by its process id: fast shutdown (PostgreSQL SIGINT, MariaDB
+    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device.
+    ///
+    /// Errors: [`ServerError::Io`] when the process cannot be waited for.
+    pub fn stop(&mut self) -> Result<(), ServerError> {
+        if let Some(mut c) = self.child.take() {
+            let sig = match self.kind {
+                ServerKind::PostgreSql => libc::SIGINT,
+                ServerKind::MariaDb => libc::SIGTERM,
+            };
+            // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet
+            // waited for, so it cannot have been reused.
+            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    Ok(None) => {
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                    Err(e) => return Err(ServerError::io("waiting for the server to stop", e)),
+                }
+            }
+        }
+        if let Some(l) = self.loopdev.take() {
+            l.release()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ManagedServer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_bindable() {
+        let p = free_port().unwrap();
+        assert!(p > 0);
+        assert!(TcpListener::bind(("127.0.0.1", p)).is_ok());
+    }
+
+    #[test]
+    fn missing_programs_name_the_package() {
+        let e = require("/nonexistent/bin/postgres", "postgresql-15").unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("apt-get install -y postgresql-15"), "{m}");
+    }
+
+    #[test]
+    fn system_user_reads_passwd() {
+        assert_eq!(system_user("root"), Some((0, 0)));
+        assert_eq!(system_user("no-such-user-mvcclab"), None);
+    }
+}

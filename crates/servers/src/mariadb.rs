@@ -1,0 +1,443 @@
+//! MariaDB 10.11 (InnoDB) as a target: sysbench's tables loaded as `oltp_common.lua` loads
+//! them for the mysql driver (`ENGINE = InnoDB`, AUTO_INCREMENT ids), the workload sent
+//! through the `mysql` crate with server-side prepared statements (sysbench's default
+//! `--db-ps-mode=auto`), and the server's counters read before and after the measured
+//! phase: `SHOW GLOBAL STATUS` (the `Innodb_*` variables; MariaDB KB "InnoDB Status
+//! Variables") and `information_schema.INNODB_METRICS` (every counter enabled at start-up
+//! with `innodb_monitor_enable=all`; KB "Information Schema INNODB_METRICS Table").
+//!
+//! Before the warm-up the buffer pool is flushed to zero dirty pages (setting
+//! `innodb_max_dirty_pages_pct=0` until `Innodb_buffer_pool_pages_dirty` reads 0, the
+//! documented way to make the page cleaner flush everything; KB "InnoDB Page Flushing") and
+//! purge is let catch up (history list length 0).
+
+use crate::managed::ManagedServer;
+use crate::{
+    device_io_text, device_snapshot, managed_options, RealServer, ServerError, ServerInfo,
+    ServerKind, ServerOptions, Snapshot,
+};
+use mvcclab_workload::driver::{OpError, Session, Target};
+use mvcclab_workload::rand::SbRand;
+use mvcclab_workload::sql::{self, Dialect, Param};
+use mvcclab_workload::sysbench::{load_row, Op, SysbenchOptions, WorkloadKind};
+use mysql::prelude::Queryable;
+use mysql::{Conn, Opts, OptsBuilder, Params, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const KIND: ServerKind = ServerKind::MariaDb;
+
+/// Rows per multi-row INSERT of the load.
+const LOAD_BATCH_ROWS: u32 = 1000;
+
+/// INNODB_METRICS subsystems kept in a snapshot.
+const METRIC_SUBSYSTEMS: &str =
+    "'buffer','buffer_page_io','purge','transaction','recovery','index','lock','server'";
+
+/// How long flushing to zero dirty pages and purge may take before `settle` gives up.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A MariaDB server (managed or `--url`) as a target.
+pub struct MariaDb {
+    opts: Opts,
+    address: String,
+    admin: Mutex<Conn>,
+    version: String,
+    /// INNODB_METRICS counters of type `value` (state values), learned at each snapshot.
+    state_metrics: Mutex<BTreeSet<String>>,
+    // Last field: the server is stopped after the connections above are closed.
+    managed: Option<ManagedServer>,
+}
+
+fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match Conn::new(opts.clone()) {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => {
+                return Err(ServerError::Connect {
+                    server: KIND.name().into(),
+                    address: format!("{}:{}", opts.get_ip_or_hostname(), opts.get_tcp_port()),
+                    message: e.to_string(),
+                })
+            }
+        }
+    }
+}
+
+impl MariaDb {
+    /// Connects to `o.url` (`mysql://` or `mariadb://`), or starts a managed server and
+    /// creates database `sbtest` in it.
+    ///
+    /// Errors: [`ServerError`] from start-up, connection, or a bad URL
+    /// ([`ServerError::Usage`]).
+    pub fn open(o: &ServerOptions) -> Result<MariaDb, ServerError> {
+        let (managed, opts) = match &o.url {
+            Some(u) => {
+                let u = u.replacen("mariadb://", "mysql://", 1);
+                let parsed = Opts::from_url(&u)
+                    .map_err(|e| ServerError::Usage(format!("--url '{u}': {e}")))?;
+                (
+                    None,
+                    Opts::from(OptsBuilder::from_opts(parsed).prefer_socket(false)),
+                )
+            }
+            None => {
+                let m = ManagedServer::start(KIND, &managed_options(o))?;
+                let b = OptsBuilder::new()
+                    .ip_or_hostname(Some("127.0.0.1"))
+                    .tcp_port(m.port())
+                    .user(Some("root"))
+                    .prefer_socket(false);
+                (Some(m), Opts::from(b))
+            }
+        };
+        let mut admin = connect(&opts, Duration::from_secs(60))?;
+        let opts = if managed.is_some() {
+            admin
+                .query_drop("CREATE DATABASE sbtest")
+                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", e))?;
+            let o = Opts::from(OptsBuilder::from_opts(opts).db_name(Some("sbtest")));
+            admin = connect(&o, Duration::from_secs(10))?;
+            o
+        } else {
+            opts
+        };
+        let version: String = admin
+            .query_first("SELECT version()")
+            .map_err(|e| ServerError::sql(KIND, "SELECT version()", e))?
+            .unwrap_or_default();
+        let address = format!("{}:{}", opts.get_ip_or_hostname(), opts.get_tcp_port());
+        Ok(MariaDb {
+            opts,
+            address,
+            admin: Mutex::new(admin),
+            version,
+            state_metrics: Mutex::new(BTreeSet::new()),
+            managed,
+        })
+    }
+
+    fn admin(&self) -> std::sync::MutexGuard<'_, Conn> {
+        self.admin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exec(&self, sql: &str) -> Result<(), ServerError> {
+        self.admin()
+            .query_drop(sql)
+            .map_err(|e| ServerError::sql(KIND, sql, e))
+    }
+
+    /// `SHOW GLOBAL STATUS` values whose name starts with `prefix`, numeric ones only.
+    fn status(&self, like: &str) -> Result<BTreeMap<String, f64>, ServerError> {
+        let q = format!("SHOW GLOBAL STATUS LIKE '{like}'");
+        let rows: Vec<(String, String)> = self
+            .admin()
+            .query(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, v)| v.parse::<f64>().ok().map(|v| (k, v)))
+            .collect())
+    }
+
+    fn status_value(&self, name: &str) -> Result<f64, ServerError> {
+        self.status(name)?
+            .get(name)
+            .copied()
+            .ok_or_else(|| ServerError::Counters(format!("SHOW GLOBAL STATUS has no {name}")))
+    }
+
+    /// Waits until `name` reads 0, or fails after [`SETTLE_TIMEOUT`].
+    fn wait_for_zero(&self, name: &str, what: &str) -> Result<(), ServerError> {
+        let deadline = Instant::now() + SETTLE_TIMEOUT;
+        loop {
+            let v = self.status_value(name)?;
+            if v == 0.0 {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(ServerError::Timeout(format!(
+                    "mariadb: {what}: {name} still {v} after {} s",
+                    SETTLE_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Target for MariaDb {
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
+        let rows = opts.prepare_rows(kind);
+        let d = Dialect::MySql;
+        for n in 1..=opts.tables {
+            self.exec(&format!("DROP TABLE IF EXISTS sbtest{n}"))
+                .and_then(|_| self.exec(&sql::create_table(d, n, opts.auto_inc)))
+                .map_err(|e| e.to_string())?;
+            let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
+            let mut id = 1;
+            while id <= rows {
+                let last = (id + LOAD_BATCH_ROWS - 1).min(rows);
+                let batch: Vec<_> = (id..=last).map(|i| load_row(&mut rng, opts, i)).collect();
+                self.exec(&sql::bulk_insert(n, opts.auto_inc, &batch))
+                    .map_err(|e| e.to_string())?;
+                id = last + 1;
+            }
+            self.exec(&sql::create_secondary_index(n))
+                .and_then(|_| self.exec(&format!("ANALYZE TABLE sbtest{n}")))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn session(&self) -> Result<Box<dyn Session + '_>, String> {
+        let conn = connect(&self.opts, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        Ok(Box::new(MariaSession {
+            conn,
+            statements: HashMap::new(),
+            in_transaction: false,
+        }))
+    }
+}
+
+/// One driver thread's connection.
+struct MariaSession {
+    conn: Conn,
+    /// Server-side prepared statements by SQL text.
+    statements: HashMap<String, mysql::Statement>,
+    in_transaction: bool,
+}
+
+fn op_error(e: mysql::Error) -> OpError {
+    // ER_LOCK_DEADLOCK 1213 and ER_LOCK_WAIT_TIMEOUT 1205: sysbench's mysql driver ignores
+    // both (drv_mysql.c, mysql_drv_query's "ignorable" errors) and retries the event.
+    let retryable = matches!(&e, mysql::Error::MySqlError(m) if m.code == 1213 || m.code == 1205);
+    OpError {
+        message: e.to_string(),
+        retryable,
+    }
+}
+
+impl Session for MariaSession {
+    fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        let st = sql::statement(Dialect::MySql, op);
+        match op {
+            Op::Begin => self.in_transaction = true,
+            Op::Commit => self.in_transaction = false,
+            _ => {}
+        }
+        if !st.prepared {
+            return self.conn.query_drop(&st.text).map_err(op_error);
+        }
+        let stmt = match self.statements.get(&st.text) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.conn.prep(&st.text).map_err(op_error)?;
+                self.statements.insert(st.text.clone(), s.clone());
+                s
+            }
+        };
+        let params = Params::Positional(
+            st.params
+                .iter()
+                .map(|p| match p {
+                    Param::Int(i) => Value::Int(*i as i64),
+                    Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
+                })
+                .collect(),
+        );
+        if st.returns_rows {
+            self.conn
+                .exec::<mysql::Row, _, _>(&stmt, params)
+                .map(|_| ())
+                .map_err(op_error)
+        } else {
+            self.conn.exec_drop(&stmt, params).map_err(op_error)
+        }
+    }
+
+    fn rollback(&mut self) {
+        if self.in_transaction {
+            let _ = self.conn.query_drop("ROLLBACK");
+            self.in_transaction = false;
+        }
+    }
+}
+
+/// Variables a report states.
+const SETTINGS: &[&str] = &[
+    "innodb_buffer_pool_size",
+    "innodb_page_size",
+    "innodb_log_file_size",
+    "innodb_log_buffer_size",
+    "innodb_flush_method",
+    "innodb_flush_log_at_trx_commit",
+    "innodb_doublewrite",
+    "innodb_max_dirty_pages_pct",
+    "innodb_max_dirty_pages_pct_lwm",
+    "innodb_adaptive_flushing",
+    "innodb_io_capacity",
+    "innodb_purge_threads",
+    "innodb_change_buffering",
+    "innodb_adaptive_hash_index",
+    "transaction_isolation",
+    "log_bin",
+];
+
+/// `SHOW GLOBAL STATUS` variables that are state values, not counts.
+fn is_state_status(name: &str) -> bool {
+    const STATE: &[&str] = &[
+        "Innodb_buffer_pool_pages_data",
+        "Innodb_buffer_pool_bytes_data",
+        "Innodb_buffer_pool_pages_dirty",
+        "Innodb_buffer_pool_bytes_dirty",
+        "Innodb_buffer_pool_pages_free",
+        "Innodb_buffer_pool_pages_misc",
+        "Innodb_buffer_pool_pages_old",
+        "Innodb_buffer_pool_pages_total",
+        "Innodb_checkpoint_age",
+        "Innodb_checkpoint_max_age",
+        "Innodb_history_list_length",
+        "Innodb_page_size",
+        "Innodb_num_open_files",
+        "Innodb_available_undo_logs",
+        "Innodb_mem_adaptive_hash",
+        "Innodb_mem_dictionary",
+        "Innodb_row_lock_current_waits",
+        "Innodb_row_lock_time_avg",
+        "Innodb_row_lock_time_max",
+        "Innodb_data_pending_fsyncs",
+        "Innodb_data_pending_reads",
+        "Innodb_data_pending_writes",
+    ];
+    STATE.contains(&name)
+}
+
+impl RealServer for MariaDb {
+    fn kind(&self) -> ServerKind {
+        KIND
+    }
+
+    fn as_target(&self) -> &dyn Target {
+        self
+    }
+
+    fn settle(&self, drop_caches: bool) -> Result<(), ServerError> {
+        let old: String = self
+            .admin()
+            .query_first("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+            .map_err(|e| ServerError::sql(KIND, "SELECT @@GLOBAL.innodb_max_dirty_pages_pct", e))?
+            .unwrap_or_else(|| "90".into());
+        self.exec("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
+        let flushed = self
+            .wait_for_zero("Innodb_history_list_length", "purge")
+            .and_then(|_| self.wait_for_zero("Innodb_buffer_pool_pages_dirty", "flush"));
+        self.exec(&format!("SET GLOBAL innodb_max_dirty_pages_pct = {old}"))?;
+        flushed?;
+        if drop_caches {
+            // InnoDB uses O_DIRECT, but the redo log and the OS's other users do not.
+            crate::drop_os_page_cache()?;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Result<Snapshot, ServerError> {
+        let mut s = Snapshot::new();
+        for (k, v) in self.status("Innodb_%")? {
+            s.insert(format!("global_status.{k}"), v);
+        }
+        for like in [
+            "Com_select",
+            "Com_insert",
+            "Com_update",
+            "Com_delete",
+            "Com_commit",
+            "Com_rollback",
+            "Handler_update",
+            "Handler_write",
+            "Handler_delete",
+            "Handler_read_key",
+            "Handler_read_next",
+        ] {
+            for (k, v) in self.status(like)? {
+                s.insert(format!("global_status.{k}"), v);
+            }
+        }
+        let q = format!(
+            "SELECT NAME, COUNT, CAST(TYPE AS CHAR) FROM information_schema.INNODB_METRICS \
+             WHERE ENABLED = 1 AND SUBSYSTEM IN ({METRIC_SUBSYSTEMS})"
+        );
+        let rows: Vec<(String, i64, String)> = self
+            .admin()
+            .query(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        let mut state = self.state_metrics.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, count, ty) in rows {
+            let key = format!("innodb_metrics.{name}");
+            if ty == "value" {
+                state.insert(key.clone());
+            }
+            s.insert(key, count as f64);
+        }
+        drop(state);
+        let q = "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / 16384 AS DOUBLE), \
+                 CAST(coalesce(sum(INDEX_LENGTH), 0) / 16384 AS DOUBLE) FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'sbtest%'";
+        let sizes: Option<(f64, f64)> = self
+            .admin()
+            .query_first(q)
+            .map_err(|e| ServerError::sql(KIND, q, e))?;
+        let (t, i) = sizes.unwrap_or_default();
+        s.insert("space.table_pages".into(), t);
+        s.insert("space.index_pages".into(), i);
+        device_snapshot(self.managed.as_ref(), &mut s)?;
+        Ok(s)
+    }
+
+    fn is_state(&self, name: &str) -> bool {
+        name.starts_with("space.")
+            || name
+                .strip_prefix("global_status.")
+                .is_some_and(is_state_status)
+            || self
+                .state_metrics
+                .lock()
+                .map(|s| s.contains(name))
+                .unwrap_or(false)
+    }
+
+    fn info(&self) -> ServerInfo {
+        let mut settings = BTreeMap::new();
+        let list: Vec<String> = SETTINGS.iter().map(|s| format!("'{s}'")).collect();
+        let q = format!(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})",
+            list.join(",")
+        );
+        if let Ok(rows) = self.admin().query::<(String, String), _>(&q) {
+            settings.extend(rows);
+        }
+        ServerInfo {
+            engine: KIND.name().into(),
+            version: self.version.clone(),
+            managed: self.managed.is_some(),
+            address: self.address.clone(),
+            page_cache: format!(
+                "InnoDB bypasses the OS page cache for data files (innodb_flush_method={}); \
+                 Innodb_buffer_pool_reads are device reads",
+                settings
+                    .get("innodb_flush_method")
+                    .cloned()
+                    .unwrap_or_else(|| "?".into())
+            ),
+            settings,
+            device_io: device_io_text(self.managed.as_ref()),
+            ..Default::default()
+        }
+    }
+}

@@ -1,0 +1,434 @@
+//! PostgreSQL 15 as a target: sysbench's tables loaded as `oltp_common.lua` loads them, the
+//! workload sent through the `postgres` crate with prepared statements (sysbench's pgsql
+//! driver uses `PQprepare`), and the cumulative statistics views read before and after the
+//! measured phase (PostgreSQL 15 manual, 28.2 "The Cumulative Statistics System").
+//!
+//! Counters read (sums over the `sbtestN` tables where the view is per table):
+//! `pg_stat_user_tables` (n_tup_ins/upd/hot_upd/del, n_live_tup, n_dead_tup, vacuum and
+//! autovacuum counts), `pg_statio_user_tables` (heap/idx blks read and hit),
+//! `pg_stat_bgwriter` (buffers_checkpoint/clean/backend/alloc, checkpoints),
+//! `pg_stat_wal` (wal_records, wal_fpi, wal_bytes, wal_write, wal_sync),
+//! `pg_stat_database` (xact_commit, blks_read/hit, deadlocks) and the relations' sizes.
+//! The load runs on the admin connection, whose pending counts are flushed with
+//! `pg_stat_force_next_flush()` before each snapshot.
+//!
+//! Statistics reach the shared views late: a backend flushes its pending counts when it
+//! exits (pgstat.c `pgstat_shutdown_hook`), and the checkpointer reports
+//! `buffers_backend` only when it wakes (checkpointer.c `CheckpointerMain`, which with
+//! `checkpoint_timeout=1d` sleeps until signalled). [`RealServer::snapshot`] therefore
+//! waits for the workload's backends to exit, wakes the checkpointer with
+//! `pg_reload_conf()` (its SIGHUP handler sets its latch; the loop then calls
+//! `pgstat_report_checkpointer`) and reads with `stats_fetch_consistency = none`.
+
+use crate::managed::ManagedServer;
+use crate::{
+    device_io_text, device_snapshot, managed_options, RealServer, ServerError, ServerInfo,
+    ServerKind, ServerOptions, Snapshot,
+};
+use mvcclab_workload::driver::{OpError, Session, Target};
+use mvcclab_workload::rand::SbRand;
+use mvcclab_workload::sql::{self, Dialect, Param};
+use mvcclab_workload::sysbench::{load_row, Op, SysbenchOptions, WorkloadKind};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Config, NoTls};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const KIND: ServerKind = ServerKind::PostgreSql;
+
+/// Rows per multi-row INSERT of the load.
+const LOAD_BATCH_ROWS: u32 = 1000;
+
+/// A PostgreSQL server (managed or `--url`) as a target.
+pub struct PostgreSql {
+    config: Config,
+    address: String,
+    admin: Mutex<Client>,
+    version: String,
+    caches_dropped: AtomicBool,
+    // Last field: dropped (server stopped) after the connections above are closed.
+    managed: Option<ManagedServer>,
+}
+
+fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match config.connect(NoTls) {
+            Ok(c) => return Ok(c),
+            Err(e) => {
+                // "the database system is starting up" (57P03) or a refused socket while
+                // the postmaster opens its listener: retry until the deadline.
+                let starting =
+                    e.code() == Some(&SqlState::CANNOT_CONNECT_NOW) || e.as_db_error().is_none();
+                if !starting || Instant::now() > deadline {
+                    return Err(ServerError::Connect {
+                        server: KIND.name().into(),
+                        address: format!("{:?}:{:?}", config.get_hosts(), config.get_ports()),
+                        message: e.to_string(),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+}
+
+fn db_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(d) => format!("{} ({})", d.message(), d.code().code()),
+        None => e.to_string(),
+    }
+}
+
+impl PostgreSql {
+    /// Connects to `o.url`, or starts a managed server and creates database `sbtest` in it.
+    ///
+    /// Errors: [`ServerError`] from start-up, connection, or a bad URL
+    /// ([`ServerError::Usage`]).
+    pub fn open(o: &ServerOptions) -> Result<PostgreSql, ServerError> {
+        let (managed, mut config) = match &o.url {
+            Some(u) => {
+                let c: Config = u
+                    .parse()
+                    .map_err(|e| ServerError::Usage(format!("--url '{u}': {e}")))?;
+                (None, c)
+            }
+            None => {
+                let m = ManagedServer::start(KIND, &managed_options(o))?;
+                let mut c = Config::new();
+                c.host("127.0.0.1")
+                    .port(m.port())
+                    .user("postgres")
+                    .dbname("postgres");
+                (Some(m), c)
+            }
+        };
+        let mut admin = connect(&config, Duration::from_secs(60))?;
+        if managed.is_some() {
+            admin
+                .batch_execute("CREATE DATABASE sbtest")
+                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e)))?;
+            config.dbname("sbtest");
+            admin = connect(&config, Duration::from_secs(10))?;
+        }
+        admin
+            .batch_execute("SET stats_fetch_consistency = none")
+            .map_err(|e| ServerError::sql(KIND, "SET stats_fetch_consistency", db_message(&e)))?;
+        let version: String = admin
+            .query_one("SELECT version()", &[])
+            .map_err(|e| ServerError::sql(KIND, "SELECT version()", db_message(&e)))?
+            .get(0);
+        let address = match &managed {
+            Some(m) => format!("127.0.0.1:{}", m.port()),
+            None => format!("{:?}:{:?}", config.get_hosts(), config.get_ports()),
+        };
+        Ok(PostgreSql {
+            config,
+            address,
+            admin: Mutex::new(admin),
+            version,
+            caches_dropped: AtomicBool::new(false),
+            managed,
+        })
+    }
+
+    fn admin(&self) -> std::sync::MutexGuard<'_, Client> {
+        self.admin.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exec(&self, sql: &str) -> Result<(), ServerError> {
+        self.admin()
+            .batch_execute(sql)
+            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))
+    }
+
+    /// Rows of `sql` (every column cast to float8) as `prefix.column` values.
+    fn read_row(&self, prefix: &str, sql: &str, out: &mut Snapshot) -> Result<(), ServerError> {
+        let row = self
+            .admin()
+            .query_one(sql, &[])
+            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))?;
+        for (i, c) in row.columns().iter().enumerate() {
+            let v: Option<f64> = row
+                .try_get(i)
+                .map_err(|e| ServerError::Counters(format!("{prefix}.{}: {e}", c.name())))?;
+            out.insert(format!("{prefix}.{}", c.name()), v.unwrap_or(0.0));
+        }
+        Ok(())
+    }
+
+    /// Waits (up to 10 s) until no other client backend of this database is left, then
+    /// 0.5 s more for their exit-time statistics flush.
+    fn wait_for_sessions_to_exit(&self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            let n: i64 = self
+                .admin()
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' \
+                     AND pid <> pg_backend_pid() AND datname = current_database()",
+                    &[],
+                )
+                .map(|r| r.get(0))
+                .unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+const TABLES: &str = "relname ~ '^sbtest[0-9]+$'";
+
+impl Target for PostgreSql {
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
+        let rows = opts.prepare_rows(kind);
+        let d = Dialect::PostgreSql;
+        for n in 1..=opts.tables {
+            self.exec(&format!("DROP TABLE IF EXISTS sbtest{n}"))
+                .and_then(|_| self.exec(&sql::create_table(d, n, opts.auto_inc)))
+                .map_err(|e| e.to_string())?;
+            // The same rows as the embedded load: same generator, same seed.
+            let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
+            let mut id = 1;
+            while id <= rows {
+                let last = (id + LOAD_BATCH_ROWS - 1).min(rows);
+                let batch: Vec<_> = (id..=last).map(|i| load_row(&mut rng, opts, i)).collect();
+                self.exec(&sql::bulk_insert(n, opts.auto_inc, &batch))
+                    .map_err(|e| e.to_string())?;
+                id = last + 1;
+            }
+            self.exec(&sql::create_secondary_index(n))
+                .map_err(|e| e.to_string())?;
+            // Statistics for the planner, the visibility map set and no insert-triggered
+            // autovacuum left to fall inside the measured phase.
+            self.exec(&format!("VACUUM ANALYZE sbtest{n}"))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn session(&self) -> Result<Box<dyn Session + '_>, String> {
+        let client = connect(&self.config, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        Ok(Box::new(PgSession {
+            client,
+            statements: HashMap::new(),
+            in_transaction: false,
+        }))
+    }
+}
+
+/// One driver thread's connection.
+struct PgSession {
+    client: Client,
+    /// Prepared statements by SQL text (sysbench prepares each once per connection).
+    statements: HashMap<String, postgres::Statement>,
+    in_transaction: bool,
+}
+
+fn op_error(e: postgres::Error) -> OpError {
+    let retryable = matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+    );
+    OpError {
+        message: db_message(&e),
+        retryable,
+    }
+}
+
+impl Session for PgSession {
+    fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        let st = sql::statement(Dialect::PostgreSql, op);
+        match op {
+            Op::Begin => self.in_transaction = true,
+            Op::Commit => self.in_transaction = false,
+            _ => {}
+        }
+        if !st.prepared {
+            return self.client.batch_execute(&st.text).map_err(op_error);
+        }
+        let stmt = match self.statements.get(&st.text) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.client.prepare(&st.text).map_err(op_error)?;
+                self.statements.insert(st.text.clone(), s.clone());
+                s
+            }
+        };
+        let params: Vec<&(dyn ToSql + Sync)> = st
+            .params
+            .iter()
+            .map(|p| match p {
+                Param::Int(i) => i as &(dyn ToSql + Sync),
+                Param::Text(s) => s as &(dyn ToSql + Sync),
+            })
+            .collect();
+        if st.returns_rows {
+            self.client
+                .query(&stmt, &params)
+                .map(|_| ())
+                .map_err(op_error)
+        } else {
+            self.client
+                .execute(&stmt, &params)
+                .map(|_| ())
+                .map_err(op_error)
+        }
+    }
+
+    fn rollback(&mut self) {
+        if self.in_transaction {
+            let _ = self.client.batch_execute("ROLLBACK");
+            self.in_transaction = false;
+        }
+    }
+}
+
+/// Settings a report states.
+const SETTINGS: &[&str] = &[
+    "shared_buffers",
+    "checkpoint_timeout",
+    "max_wal_size",
+    "full_page_writes",
+    "wal_compression",
+    "wal_level",
+    "synchronous_commit",
+    "fsync",
+    "autovacuum",
+    "autovacuum_naptime",
+    "autovacuum_vacuum_scale_factor",
+    "bgwriter_delay",
+    "bgwriter_lru_maxpages",
+    "default_transaction_isolation",
+    "data_checksums",
+    "wal_log_hints",
+];
+
+impl RealServer for PostgreSql {
+    fn kind(&self) -> ServerKind {
+        KIND
+    }
+
+    fn as_target(&self) -> &dyn Target {
+        self
+    }
+
+    fn settle(&self, drop_caches: bool) -> Result<(), ServerError> {
+        self.exec("CHECKPOINT")?;
+        if drop_caches {
+            crate::drop_os_page_cache()?;
+            self.caches_dropped.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Result<Snapshot, ServerError> {
+        // This connection's own pending counts (the load ran on it) are flushed when it
+        // next goes idle after this call (pgstat.c pgstat_force_next_flush).
+        self.exec("SELECT pg_stat_force_next_flush()")?;
+        self.wait_for_sessions_to_exit();
+        // Wake the checkpointer so that it reports buffers_backend (module doc). Needs
+        // superuser on a --url server; without it the figure may lag.
+        if self.exec("SELECT pg_reload_conf()").is_ok() {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        self.exec("SELECT pg_stat_clear_snapshot()")?;
+        let mut s = Snapshot::new();
+        self.read_row(
+            "pg_stat_user_tables",
+            &format!(
+                "SELECT sum(n_tup_ins)::float8 n_tup_ins, sum(n_tup_upd)::float8 n_tup_upd, \
+                 sum(n_tup_hot_upd)::float8 n_tup_hot_upd, sum(n_tup_del)::float8 n_tup_del, \
+                 sum(n_live_tup)::float8 n_live_tup, sum(n_dead_tup)::float8 n_dead_tup, \
+                 sum(seq_scan)::float8 seq_scan, sum(idx_scan)::float8 idx_scan, \
+                 sum(vacuum_count)::float8 vacuum_count, sum(autovacuum_count)::float8 autovacuum_count, \
+                 sum(analyze_count)::float8 analyze_count, sum(autoanalyze_count)::float8 autoanalyze_count \
+                 FROM pg_stat_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_statio_user_tables",
+            &format!(
+                "SELECT sum(heap_blks_read)::float8 heap_blks_read, sum(heap_blks_hit)::float8 heap_blks_hit, \
+                 sum(idx_blks_read)::float8 idx_blks_read, sum(idx_blks_hit)::float8 idx_blks_hit \
+                 FROM pg_statio_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_bgwriter",
+            "SELECT checkpoints_timed::float8, checkpoints_req::float8, buffers_checkpoint::float8, \
+             buffers_clean::float8, maxwritten_clean::float8, buffers_backend::float8, \
+             buffers_backend_fsync::float8, buffers_alloc::float8 FROM pg_stat_bgwriter",
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_wal",
+            "SELECT wal_records::float8, wal_fpi::float8, wal_bytes::float8, wal_buffers_full::float8, \
+             wal_write::float8, wal_sync::float8 FROM pg_stat_wal",
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_database",
+            "SELECT xact_commit::float8, xact_rollback::float8, blks_read::float8, blks_hit::float8, \
+             tup_returned::float8, tup_fetched::float8, tup_inserted::float8, tup_updated::float8, \
+             tup_deleted::float8, deadlocks::float8, temp_files::float8 \
+             FROM pg_stat_database WHERE datname = current_database()",
+            &mut s,
+        )?;
+        self.read_row(
+            "space",
+            &format!(
+                "SELECT (coalesce(sum(pg_relation_size(relid)), 0) / 8192)::float8 table_pages, \
+                 (coalesce(sum(pg_indexes_size(relid)), 0) / 8192)::float8 index_pages \
+                 FROM pg_stat_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        device_snapshot(self.managed.as_ref(), &mut s)?;
+        Ok(s)
+    }
+
+    fn is_state(&self, name: &str) -> bool {
+        matches!(
+            name,
+            "pg_stat_user_tables.n_live_tup" | "pg_stat_user_tables.n_dead_tup"
+        ) || name.starts_with("space.")
+    }
+
+    fn info(&self) -> ServerInfo {
+        let mut settings = std::collections::BTreeMap::new();
+        let names: Vec<String> = SETTINGS.iter().map(|s| s.to_string()).collect();
+        if let Ok(rows) = self.admin().query(
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1)",
+            &[&names],
+        ) {
+            for r in rows {
+                settings.insert(r.get::<_, String>(0), r.get::<_, String>(1));
+            }
+        }
+        let dropped = self.caches_dropped.load(Ordering::Relaxed);
+        ServerInfo {
+            engine: KIND.name().into(),
+            version: self.version.clone(),
+            managed: self.managed.is_some(),
+            address: self.address.clone(),
+            settings,
+            page_cache: format!(
+                "PostgreSQL reads and writes through the OS page cache: heap_blks_read/idx_blks_read \
+                 count pages read into shared_buffers, which the page cache may have served; the \
+                 host's page cache (not limited) was {} before the warm-up",
+                if dropped { "dropped (--drop-caches)" } else { "not dropped" }
+            ),
+            device_io: device_io_text(self.managed.as_ref()),
+            ..Default::default()
+        }
+    }
+}

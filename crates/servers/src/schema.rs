@@ -1,0 +1,275 @@
+//! A real server's counters put into the result schema's fields where the meaning is the
+//! same as the embedded engine's (docs/results.md, "Real servers"); the engine's own names
+//! stay beside them in the report's `server.counters`.
+//!
+//! | schema field | PostgreSQL 15 | MariaDB 10.11 |
+//! |---|---|---|
+//! | buffer_hits | pg_statio heap+idx `_blks_hit` | `Innodb_buffer_pool_read_requests − _reads` |
+//! | buffer_misses | pg_statio heap+idx `_blks_read` | `Innodb_buffer_pool_reads` |
+//! | buffer_pages_written | bgwriter `buffers_checkpoint + buffers_clean + buffers_backend` | `Innodb_pages_written` |
+//! | wal_records | pg_stat_wal `wal_records` | – |
+//! | wal_bytes | pg_stat_wal `wal_bytes` | `Innodb_lsn_current` advance |
+//! | wal_fpi | pg_stat_wal `wal_fpi` | – (0: InnoDB has none) |
+//! | wal_writes, wal_syncs | pg_stat_wal `wal_write`, `wal_sync` | `Innodb_log_writes`, `Innodb_os_log_fsyncs` |
+//! | wal_written_bytes | – | `Innodb_os_log_written` |
+//! | doublewrite_pages, _batches | 0 (none) | `Innodb_dblwr_pages_written`, `Innodb_dblwr_writes` |
+//! | checkpoints_timed, _requested | bgwriter `checkpoints_timed`, `checkpoints_req` | – |
+//! | read/write requests, bytes, 4 KiB blocks, syncs | loop device (`--exact-device-io`) | loop device |
+//! | n_tup_ins/upd/del | pg_stat_user_tables | `Handler_write/update/delete` |
+//! | n_tup_hot_upd | pg_stat_user_tables | 0 (no HOT) |
+//! | n_live_tup, n_dead_tup | pg_stat_user_tables | – |
+//! | purge_records | – | INNODB_METRICS `purge_del_mark_records + purge_upd_exist_or_extern_records` |
+//! | history_list_length | – | INNODB_METRICS `trx_rseg_history_len` |
+//!
+//! `by_cause` holds only what a server's counters attribute: PostgreSQL's checkpointer
+//! (`buffers_checkpoint`) and background writer (`buffers_clean`, as `page_cleaner`).
+
+use crate::{ServerKind, Snapshot};
+use mvcclab_engine::db::EngineCounters;
+use mvcclab_engine::heap::TableStats;
+use mvcclab_engine::stats::{Cause, CauseCounts};
+use std::collections::BTreeMap;
+
+/// A measured phase of a real server in the schema's terms.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchemaFigures {
+    /// Counts over the whole server.
+    pub total: CauseCounts,
+    /// The part the server attributes to a background component.
+    pub by_cause: BTreeMap<Cause, CauseCounts>,
+    /// Table counters, summed over the sbtest tables.
+    pub tables: TableStats,
+    /// Undo and purge counters (MariaDB).
+    pub undo: EngineCounters,
+    /// Pages now: (table or clustered index, other indexes).
+    pub pages: (u64, u64),
+    /// Report fields left 0 because the server does not count them.
+    pub not_measured: Vec<String>,
+}
+
+/// Fields no real server fills: mvcclab's own instruments.
+const NEVER: &[&str] = &[
+    "io.total.buffer_evictions",
+    "io.total.pages_allocated",
+    "io.total.device_wait_us",
+    "io.total.os_cache_read_hits",
+    "io.total.os_cache_hit_blocks_4k",
+    "io.total.os_cache_miss_blocks_4k",
+    "io.total.write_physical_bytes",
+    "io.per_op",
+    "engine.os_cache_hits",
+    "engine.index_entries_inserted",
+    "engine.versions_traversed",
+    "engine.versions_traversed_per_read",
+    "engine.pages_pruned",
+    "engine.history_list_length_peak",
+    "engine.tables.index_entries_inserted",
+    "engine.tables.versions_traversed",
+    "engine.tables.pages_pruned",
+    "engine.tables.hint_bit_writes",
+];
+
+/// Device fields, filled only from a loop device.
+const DEVICE: &[&str] = &[
+    "io.total.read_requests",
+    "io.total.read_blocks_4k",
+    "io.total.read_bytes",
+    "io.total.write_requests",
+    "io.total.write_blocks_4k",
+    "io.total.write_bytes",
+    "io.total.syncs",
+];
+
+fn u(d: &Snapshot, k: &str) -> u64 {
+    d.get(k).copied().unwrap_or(0.0).max(0.0).round() as u64
+}
+
+/// `d` (a measured-phase delta of `kind`'s counters) in the schema's terms.
+pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
+    let mut f = SchemaFigures::default();
+    let mut not: Vec<&str> = NEVER.to_vec();
+    let t = &mut f.total;
+    if d.contains_key("device.read_ios") {
+        t.read_requests = u(d, "device.read_ios");
+        t.read_bytes = u(d, "device.read_sectors") * 512;
+        t.read_blocks_4k = t.read_bytes.div_ceil(4096);
+        t.write_requests = u(d, "device.write_ios");
+        t.write_bytes = u(d, "device.write_sectors") * 512;
+        t.write_blocks_4k = t.write_bytes.div_ceil(4096);
+        t.syncs = u(d, "device.flush_ios");
+    } else {
+        not.extend_from_slice(DEVICE);
+    }
+    match kind {
+        ServerKind::PostgreSql => {
+            let s = |k: &str| u(d, &format!("pg_stat_user_tables.{k}"));
+            let io = |k: &str| u(d, &format!("pg_statio_user_tables.{k}"));
+            let bg = |k: &str| u(d, &format!("pg_stat_bgwriter.{k}"));
+            let wal = |k: &str| u(d, &format!("pg_stat_wal.{k}"));
+            t.buffer_hits = io("heap_blks_hit") + io("idx_blks_hit");
+            t.buffer_misses = io("heap_blks_read") + io("idx_blks_read");
+            t.buffer_pages_written =
+                bg("buffers_checkpoint") + bg("buffers_clean") + bg("buffers_backend");
+            t.wal_records = wal("wal_records");
+            t.wal_bytes = wal("wal_bytes");
+            t.wal_fpi = wal("wal_fpi");
+            t.wal_writes = wal("wal_write");
+            t.wal_syncs = wal("wal_sync");
+            t.checkpoints_timed = bg("checkpoints_timed");
+            t.checkpoints_requested = bg("checkpoints_req");
+            f.by_cause.insert(
+                Cause::Checkpointer,
+                CauseCounts {
+                    buffer_pages_written: bg("buffers_checkpoint"),
+                    ..Default::default()
+                },
+            );
+            f.by_cause.insert(
+                Cause::PageCleaner,
+                CauseCounts {
+                    buffer_pages_written: bg("buffers_clean"),
+                    ..Default::default()
+                },
+            );
+            f.tables = TableStats {
+                n_tup_ins: s("n_tup_ins"),
+                n_tup_upd: s("n_tup_upd"),
+                n_tup_hot_upd: s("n_tup_hot_upd"),
+                n_tup_del: s("n_tup_del"),
+                n_live_tup: s("n_live_tup"),
+                n_dead_tup: s("n_dead_tup"),
+                vacuum_count: s("vacuum_count"),
+                autovacuum_count: s("autovacuum_count"),
+                heap_blks_hit: io("heap_blks_hit"),
+                heap_blks_read: io("heap_blks_read"),
+                idx_blks_hit: io("idx_blks_hit"),
+                idx_blks_read: io("idx_blks_read"),
+                ..Default::default()
+            };
+            not.extend_from_slice(&[
+                "io.total.wal_fpi_bytes",
+                "io.total.wal_written_bytes",
+                "engine.purge_records",
+                "engine.history_list_length",
+            ]);
+        }
+        ServerKind::MariaDb => {
+            let g = |k: &str| u(d, &format!("global_status.Innodb_{k}"));
+            let m = |k: &str| u(d, &format!("innodb_metrics.{k}"));
+            let reads = g("buffer_pool_reads");
+            t.buffer_misses = reads;
+            t.buffer_hits = g("buffer_pool_read_requests").saturating_sub(reads);
+            t.buffer_pages_written = g("pages_written");
+            t.wal_bytes = g("lsn_current");
+            t.wal_written_bytes = g("os_log_written");
+            t.wal_writes = g("log_writes");
+            t.wal_syncs = g("os_log_fsyncs");
+            t.doublewrite_pages = g("dblwr_pages_written");
+            t.doublewrite_batches = g("dblwr_writes");
+            // MariaDB 10.11 no longer has Innodb_rows_*; the handler counters count the
+            // rows the SQL layer wrote, updated and deleted (internal temporary tables
+            // included, which sysbench's statements do not use).
+            let h = |k: &str| u(d, &format!("global_status.Handler_{k}"));
+            f.tables = TableStats {
+                n_tup_ins: h("write"),
+                n_tup_upd: h("update"),
+                n_tup_del: h("delete"),
+                ..Default::default()
+            };
+            let purged = m("purge_del_mark_records") + m("purge_upd_exist_or_extern_records");
+            f.undo = EngineCounters {
+                purge_records: purged,
+                history_list_length: m("trx_rseg_history_len"),
+                ..Default::default()
+            };
+            not.extend_from_slice(&[
+                "io.total.wal_records",
+                "io.total.wal_fpi_bytes",
+                "io.total.checkpoints_timed",
+                "io.total.checkpoints_requested",
+                "engine.dead_tuples",
+                "engine.vacuum_runs",
+                "engine.tables.n_live_tup",
+                "engine.tables.n_dead_tup",
+                "engine.tables.heap_blks_hit",
+                "engine.tables.heap_blks_read",
+                "engine.tables.idx_blks_hit",
+                "engine.tables.idx_blks_read",
+                "engine.undo",
+            ]);
+        }
+    }
+    f.pages = (u(d, "space.table_pages"), u(d, "space.index_pages"));
+    f.not_measured = not.into_iter().map(String::from).collect();
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(kv: &[(&str, f64)]) -> Snapshot {
+        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn postgresql_counters_fill_their_fields() {
+        let f = figures(
+            ServerKind::PostgreSql,
+            &snap(&[
+                ("pg_statio_user_tables.heap_blks_hit", 90.0),
+                ("pg_statio_user_tables.idx_blks_hit", 10.0),
+                ("pg_statio_user_tables.heap_blks_read", 3.0),
+                ("pg_stat_bgwriter.buffers_checkpoint", 5.0),
+                ("pg_stat_bgwriter.buffers_clean", 6.0),
+                ("pg_stat_bgwriter.buffers_backend", 7.0),
+                ("pg_stat_wal.wal_fpi", 4.0),
+                ("pg_stat_user_tables.n_tup_hot_upd", 8.0),
+                ("space.table_pages", 100.0),
+            ]),
+        );
+        assert_eq!(f.total.buffer_hits, 100);
+        assert_eq!(f.total.buffer_misses, 3);
+        assert_eq!(f.total.buffer_pages_written, 18);
+        assert_eq!(f.by_cause[&Cause::Checkpointer].buffer_pages_written, 5);
+        assert_eq!(f.total.wal_fpi, 4);
+        assert_eq!(f.tables.n_tup_hot_upd, 8);
+        assert_eq!(f.pages, (100, 0));
+        assert!(f
+            .not_measured
+            .iter()
+            .any(|n| n == "io.total.read_blocks_4k"));
+    }
+
+    #[test]
+    fn mariadb_counters_and_the_loop_device_fill_their_fields() {
+        let f = figures(
+            ServerKind::MariaDb,
+            &snap(&[
+                ("global_status.Innodb_buffer_pool_read_requests", 100.0),
+                ("global_status.Innodb_buffer_pool_reads", 30.0),
+                ("global_status.Innodb_dblwr_pages_written", 12.0),
+                ("global_status.Innodb_lsn_current", 5000.0),
+                ("innodb_metrics.purge_del_mark_records", 2.0),
+                ("innodb_metrics.purge_upd_exist_or_extern_records", 3.0),
+                ("device.read_ios", 4.0),
+                ("device.read_sectors", 64.0),
+                ("device.write_ios", 1.0),
+                ("device.write_sectors", 9.0),
+            ]),
+        );
+        assert_eq!(f.total.buffer_hits, 70);
+        assert_eq!(f.total.doublewrite_pages, 12);
+        assert_eq!(f.total.wal_bytes, 5000);
+        assert_eq!(f.undo.purge_records, 5);
+        assert_eq!(f.total.read_blocks_4k, 8);
+        assert_eq!(
+            f.total.write_blocks_4k, 2,
+            "4608 bytes touch two 4 KiB blocks"
+        );
+        assert!(!f
+            .not_measured
+            .iter()
+            .any(|n| n == "io.total.read_blocks_4k"));
+    }
+}
