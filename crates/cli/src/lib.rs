@@ -7,6 +7,7 @@
 pub mod design_arg;
 pub mod designs;
 pub mod experiments;
+pub mod fidelity;
 pub mod output;
 pub mod progress;
 pub mod real;

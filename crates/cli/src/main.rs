@@ -1,7 +1,7 @@
 //! The `mvcclab` command line.
 
 use clap::{Parser, Subcommand};
-use mvcclab::{designs, experiments, report, run, storage_bench, workloads, UsageError};
+use mvcclab::{designs, experiments, fidelity, report, run, storage_bench, workloads, UsageError};
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.
@@ -18,6 +18,9 @@ enum Command {
     Run(run::RunArgs),
     /// Run a workload on several designs (default postgres and innodb) side by side.
     Compare(run::CompareArgs),
+    /// Each preset against the real engine it models (postgres vs PostgreSQL 15, innodb vs
+    /// MariaDB 10.11): per-transaction ratios preset / real on five sysbench workloads.
+    Fidelity(fidelity::FidelityArgs),
     /// Every design switch with its meaning and values, and each preset's value.
     Designs,
     /// A named experiment: update_hot_set or version_chain.
@@ -40,6 +43,7 @@ fn run() -> anyhow::Result<()> {
         Command::Report(a) => report::run(a),
         Command::Run(a) => run::run(a),
         Command::Compare(a) => run::compare(a),
+        Command::Fidelity(a) => fidelity::run(a),
     }
 }
 

@@ -671,13 +671,24 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
 /// Errors: bad flags ([`UsageError`]), a design or server failing.
 pub fn run_specs(command: &str, specs: &[RunSpec], c: &CommonArgs) -> Result<Report> {
     check_common(c, specs)?;
+    let ctl = RunControl::default();
+    install_ctrl_c(&ctl.stop)?;
+    Ok(Report::new(command, run_specs_with(specs, c, &ctl)?))
+}
+
+/// The runs of [`run_specs`] under a caller's Ctrl-C control (flags already checked).
+///
+/// Errors: a design or server failing.
+pub fn run_specs_with(
+    specs: &[RunSpec],
+    c: &CommonArgs,
+    ctl: &RunControl,
+) -> Result<Vec<RunReport>> {
     let bandwidths: Vec<Option<f64>> = if c.device.bandwidth.is_empty() {
         vec![None]
     } else {
         c.device.bandwidth.iter().map(|&b| Some(b)).collect()
     };
-    let ctl = RunControl::default();
-    install_ctrl_c(&ctl.stop)?;
     let mut runs = Vec::new();
     'all: for b in &bandwidths {
         for spec in specs {
@@ -686,12 +697,12 @@ pub fn run_specs(command: &str, specs: &[RunSpec], c: &CommonArgs) -> Result<Rep
                 break 'all;
             }
             runs.push(match spec {
-                RunSpec::Embedded(d) => run_design(d, c, *b, &ctl)?,
-                RunSpec::Real(k) => crate::real::run_server(*k, c, &ctl)?,
+                RunSpec::Embedded(d) => run_design(d, c, *b, ctl)?,
+                RunSpec::Real(k) => crate::real::run_server(*k, c, ctl)?,
             });
         }
     }
-    Ok(Report::new(command, runs))
+    Ok(runs)
 }
 
 /// Writes `report` in the chosen format (and the report directory).

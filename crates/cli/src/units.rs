@@ -1,4 +1,4 @@
-//! Parsing of sizes given on the command line.
+//! Parsing and printing of sizes given on the command line.
 
 /// Parses a byte size: a number with an optional unit `B`, `KiB`/`K`, `MiB`/`M`, `GiB`/`G`
 /// (binary multiples; case-insensitive; `KB`, `MB`, `GB` are read as binary too, as
@@ -27,9 +27,28 @@ pub fn parse_size_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
+/// A byte size in the largest binary unit that divides it (`8MiB`, `1536KiB`, `100B`):
+/// the inverse of [`parse_size_bytes`].
+pub fn format_size_bytes(n: u64) -> String {
+    for (unit, m) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if n >= m && n % m == 0 {
+            return format!("{}{unit}", n / m);
+        }
+    }
+    format!("{n}B")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formatted_sizes_parse_back() {
+        for n in [0, 100, 8 << 20, 1536 << 10, 3 << 30, 12345] {
+            assert_eq!(parse_size_bytes(&format_size_bytes(n)).unwrap(), n);
+        }
+        assert_eq!(format_size_bytes(8 << 20), "8MiB");
+    }
 
     #[test]
     fn sizes() {

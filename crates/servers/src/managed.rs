@@ -264,6 +264,13 @@ impl ManagedServer {
                     .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
                 run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
                 let pool = o.buffer_pool_bytes.max(6 << 20);
+                // innodb_lru_scan_depth is also the number of free pages the page cleaner
+                // keeps (buf0flu.cc, buf_flush_page_cleaner; MariaDB KB
+                // "innodb_lru_scan_depth"). Its default, 1536, is 19 % of the default
+                // 128 MiB pool but 300 % of an 8 MiB one, where the page cleaner then evicts
+                // without pause (measured: hit ratio 0.75 on a table that fits). Scale it
+                // with the pool as at the default size, no lower than its minimum 100.
+                let lru_scan_depth = (pool / 16384 * 1536 / 8192).clamp(100, 1536);
                 settings.extend(
                     [
                         ("port", port.to_string()),
@@ -276,6 +283,7 @@ impl ManagedServer {
                         ("innodb-flush-method", "O_DIRECT".into()),
                         ("innodb-log-file-size", (1u64 << 30).to_string()),
                         ("innodb-doublewrite", "ON".into()),
+                        ("innodb-lru-scan-depth", lru_scan_depth.to_string()),
                         ("innodb-monitor-enable", "all".into()),
                         ("innodb-buffer-pool-load-at-startup", "OFF".into()),
                         ("innodb-buffer-pool-dump-at-shutdown", "OFF".into()),

@@ -282,6 +282,7 @@ const SETTINGS: &[&str] = &[
     "innodb_max_dirty_pages_pct",
     "innodb_max_dirty_pages_pct_lwm",
     "innodb_adaptive_flushing",
+    "innodb_lru_scan_depth",
     "innodb_io_capacity",
     "innodb_purge_threads",
     "innodb_change_buffering",

@@ -1,0 +1,364 @@
+//! `mvcclab fidelity`: each preset set against the engine it models (postgres against
+//! real PostgreSQL 15, innodb against real MariaDB 10.11) on sysbench's workloads, at the
+//! same size, threads, seed and buffer pool, with the per-transaction ratio preset / real
+//! of every figure both sides count.
+//!
+//! The figures compared are engine-level, where both sides count the same thing:
+//! pages read into and written from the buffer pool (in 4 KiB blocks, so 8 KiB and 16 KiB
+//! pages compare), WAL/redo bytes, full-page images, the HOT share of updates, doublewrite
+//! pages and the buffer hit ratio; device-level 4 KiB blocks only when the real server ran
+//! on its own loop device (`--exact-device-io`). A ratio outside 0.8–1.25 is flagged `!`;
+//! docs/fidelity.md explains each flagged ratio of the measured table.
+
+use crate::output::{emit, markdown_table, side_by_side, Format};
+use crate::progress::{install_ctrl_c, status};
+use crate::report::write_report_dir;
+use crate::result::{Report, RunReport};
+use crate::run::{check_common, resolve_spec, run_specs_with, CommonArgs, RunSpec};
+use crate::UsageError;
+use anyhow::Result;
+use clap::Args;
+use mvcclab_workload::driver::RunControl;
+use mvcclab_workload::sysbench::WorkloadKind;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
+
+/// The workloads of the fidelity table (issue 6).
+pub const DEFAULT_WORKLOADS: &str =
+    "oltp_point_select,oltp_read_only,oltp_update_non_index,oltp_update_index,oltp_read_write";
+
+/// Flags of `mvcclab fidelity`.
+#[derive(Args, Debug)]
+pub struct FidelityArgs {
+    /// Workloads, comma-separated (`--workload` is not used here).
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_WORKLOADS)]
+    pub workloads: Vec<String>,
+    /// Presets to check, comma-separated: postgres (against real:postgresql), innodb
+    /// (against real:mariadb).
+    #[arg(long, value_delimiter = ',', default_value = "postgres,innodb")]
+    pub presets: Vec<String>,
+    /// Size, threads, memory and output flags, as for `compare`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// One figure of one pair on one workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRow {
+    /// sysbench workload.
+    pub workload: String,
+    /// The preset (`postgres`, `innodb`).
+    pub preset: String,
+    /// The real target (`real:postgresql`, `real:mariadb`).
+    pub real: String,
+    /// The figure, with its unit (`pool reads, 4 KiB blocks / txn`, ...).
+    pub metric: String,
+    /// The preset's value.
+    pub preset_value: f64,
+    /// The real server's value.
+    pub real_value: f64,
+    /// `preset_value / real_value`; null when the real value is 0 (then `equal` says
+    /// whether both are 0).
+    pub ratio: Option<f64>,
+    /// Both values are 0.
+    pub equal_zero: bool,
+    /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
+    pub outside: bool,
+}
+
+/// What `mvcclab fidelity` reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityReport {
+    /// The ratios.
+    pub rows: Vec<FidelityRow>,
+    /// One command per workload and pair that reproduces its two runs.
+    pub commands: Vec<String>,
+    /// Every run in the result schema (docs/results.md).
+    pub report: Report,
+}
+
+/// The figures compared: (name, value of a run, applies to this preset).
+type Metric = (
+    &'static str,
+    fn(&RunReport) -> Option<f64>,
+    fn(&str) -> bool,
+);
+
+fn per_txn(r: &RunReport, v: u64) -> f64 {
+    v as f64 / r.results.transactions.max(1) as f64
+}
+
+fn blocks_4k(r: &RunReport, pages: u64) -> f64 {
+    per_txn(r, pages) * r.device.page_size_bytes as f64 / 4096.0
+}
+
+const METRICS: &[Metric] = &[
+    ("tps", |r| Some(r.results.tps), |_| true),
+    (
+        "pool reads, 4 KiB blocks / txn",
+        |r| Some(blocks_4k(r, r.io.total.buffer_misses)),
+        |_| true,
+    ),
+    (
+        "pool writes, 4 KiB blocks / txn",
+        |r| Some(blocks_4k(r, r.io.total.buffer_pages_written)),
+        |_| true,
+    ),
+    (
+        "device reads, 4 KiB blocks / txn",
+        |r| {
+            r.measured("io.total.read_blocks_4k")
+                .then(|| per_txn(r, r.io.total.read_blocks_4k))
+        },
+        |_| true,
+    ),
+    (
+        "device writes, 4 KiB blocks / txn",
+        |r| {
+            r.measured("io.total.write_blocks_4k")
+                .then(|| per_txn(r, r.io.total.write_blocks_4k))
+        },
+        |_| true,
+    ),
+    (
+        "WAL/redo bytes / txn",
+        |r| Some(per_txn(r, r.io.total.wal_bytes)),
+        |_| true,
+    ),
+    (
+        "full-page images / txn",
+        |r| Some(per_txn(r, r.io.total.wal_fpi)),
+        |p| p == "postgres",
+    ),
+    (
+        "HOT share of updates",
+        |r| {
+            let u = r.engine.hot_updates + r.engine.non_hot_updates;
+            (u > 0).then(|| r.engine.hot_updates as f64 / u as f64)
+        },
+        |p| p == "postgres",
+    ),
+    (
+        "doublewrite pages / txn",
+        |r| Some(per_txn(r, r.io.total.doublewrite_pages)),
+        |p| p == "innodb",
+    ),
+    (
+        "buffer hit ratio",
+        |r| Some(r.engine.buffer_hit_ratio),
+        |_| true,
+    ),
+];
+
+/// The rows comparing `preset` with `real` on one workload.
+pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec<FidelityRow> {
+    let p = preset.design.name.as_str();
+    METRICS
+        .iter()
+        .filter(|(_, _, applies)| applies(p))
+        .filter_map(|(name, value, _)| {
+            let (a, b) = (value(preset)?, value(real)?);
+            let ratio = (b != 0.0).then(|| a / b);
+            let equal_zero = a == 0.0 && b == 0.0;
+            let outside = match ratio {
+                Some(x) => !(0.8..=1.25).contains(&x),
+                None => !equal_zero,
+            };
+            Some(FidelityRow {
+                workload: workload.to_string(),
+                preset: p.to_string(),
+                real: real.design.name.clone(),
+                metric: name.to_string(),
+                preset_value: a,
+                real_value: b,
+                ratio,
+                equal_zero,
+                outside,
+            })
+        })
+        .collect()
+}
+
+fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String {
+    format!(
+        "mvcclab compare --designs {preset},{real} --workload {workload} --tables {} --table-size {} \
+         --threads {} --time {} --warmup {} --buffer-pool {} --rand-seed {}",
+        c.tables,
+        c.table_size,
+        c.threads,
+        c.time,
+        c.warmup,
+        crate::units::format_size_bytes(c.device.buffer_pool),
+        c.rand_seed
+    )
+}
+
+fn fmt(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn ratio_text(r: &FidelityRow) -> String {
+    let flag = if r.outside { " !" } else { "" };
+    match r.ratio {
+        Some(x) => format!("{x:.2}{flag}"),
+        None if r.equal_zero => "both 0".into(),
+        None => format!("real 0{flag}"),
+    }
+}
+
+/// Rows of the text and Markdown tables: (workload · metric, [preset, real, ratio]).
+fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
+    rows.iter()
+        .map(|r| {
+            (
+                format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric),
+                vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
+            )
+        })
+        .collect()
+}
+
+/// The Markdown view: one table per workload, then the commands.
+pub fn to_markdown(f: &FidelityReport) -> String {
+    let mut out = String::new();
+    let labels = vec![
+        "preset".to_string(),
+        "real".to_string(),
+        "preset / real".to_string(),
+    ];
+    let mut workloads: Vec<&str> = f.rows.iter().map(|r| r.workload.as_str()).collect();
+    workloads.dedup();
+    for w in workloads {
+        out += &format!("### {w}\n\n");
+        let rows: Vec<(String, Vec<String>)> = f
+            .rows
+            .iter()
+            .filter(|r| r.workload == w)
+            .map(|r| {
+                (
+                    format!("{} vs {}: {}", r.preset, r.real, r.metric),
+                    vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
+                )
+            })
+            .collect();
+        out += &markdown_table("figure", &labels, &rows);
+        out += "\n";
+    }
+    out += "Commands that reproduce each pair:\n\n```sh\n";
+    for c in &f.commands {
+        out += c;
+        out += "\n";
+    }
+    out += "```\n";
+    out
+}
+
+/// `mvcclab fidelity`.
+///
+/// Errors: bad flags ([`UsageError`]); a run failing.
+pub fn run(a: FidelityArgs) -> Result<()> {
+    let c = &a.common;
+    let mut pairs = Vec::new();
+    for p in &a.presets {
+        let real = match p.as_str() {
+            "postgres" => "real:postgresql",
+            "innodb" => "real:mariadb",
+            _ => {
+                return Err(UsageError(format!(
+                    "--presets '{p}': expected postgres or innodb (the presets that model a real engine)"
+                ))
+                .into())
+            }
+        };
+        pairs.push((resolve_spec(p, &c.set)?, resolve_spec(real, &[])?));
+    }
+    for w in &a.workloads {
+        let _: WorkloadKind = w.parse().map_err(UsageError)?;
+    }
+    let all: Vec<RunSpec> = pairs
+        .iter()
+        .flat_map(|(p, r)| [p.clone(), r.clone()])
+        .collect();
+    check_common(c, &all)?;
+    let ctl = RunControl::default();
+    install_ctrl_c(&ctl.stop)?;
+    let mut rows = Vec::new();
+    let mut commands = Vec::new();
+    let mut runs = Vec::new();
+    'all: for w in &a.workloads {
+        let mut cw = c.clone();
+        cw.workload = w.clone();
+        for (p, r) in &pairs {
+            if ctl.stop.load(Ordering::Relaxed) {
+                status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
+                break 'all;
+            }
+            let got = run_specs_with(&[p.clone(), r.clone()], &cw, &ctl)?;
+            if got.len() == 2 {
+                rows.extend(compare_pair(w, &got[0], &got[1]));
+            }
+            commands.push(reproduce(&cw, w, &p.name(), &r.name()));
+            runs.extend(got);
+        }
+    }
+    let f = FidelityReport {
+        rows,
+        commands,
+        report: Report::new("fidelity", runs),
+    };
+    if let Some(dir) = &c.out.report {
+        let mut files = write_report_dir(&f.report, dir)?;
+        std::fs::write(dir.join("fidelity.md"), to_markdown(&f))?;
+        std::fs::write(
+            dir.join("fidelity.json"),
+            serde_json::to_string_pretty(&f)? + "\n",
+        )?;
+        files.extend(["fidelity.md".to_string(), "fidelity.json".to_string()]);
+        status(
+            c.out.quiet,
+            &format!("report written to {}: {}", dir.display(), files.join(", ")),
+        );
+    }
+    let text = match c.out.format {
+        Format::Json => serde_json::to_string_pretty(&f)? + "\n",
+        Format::Md => to_markdown(&f),
+        Format::Csv => {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for r in &f.rows {
+                w.serialize(r)?;
+            }
+            String::from_utf8(w.into_inner()?)?
+        }
+        Format::Table => {
+            let labels = vec![
+                "preset".to_string(),
+                "real".to_string(),
+                "preset / real".to_string(),
+            ];
+            side_by_side(
+                &format!(
+                    "fidelity: preset / real per transaction ({} rows × {} tables, {} threads, {} s, buffer pool {}); ! = outside 0.8–1.25",
+                    c.table_size,
+                    c.tables,
+                    c.threads,
+                    c.time,
+                    crate::units::format_size_bytes(c.device.buffer_pool)
+                ),
+                &labels,
+                &table_rows(&f.rows),
+                12,
+            ) + "\nreproduce with:\n"
+                + &f.commands.join("\n")
+                + "\n"
+        }
+    };
+    emit(&text, &c.out.output)
+}
