@@ -647,6 +647,29 @@ pub fn replace_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) 
     insert_at(p, id, i, key, value)
 }
 
+/// Overwrites `bytes.len()` bytes of entry `i`'s value from byte `at` of the value, in
+/// place (the entry keeps its size).
+///
+/// Errors: [`Error::Corrupted`] for a bad page, or a span outside the value.
+pub fn patch_value(p: &mut [u8], id: PageId, i: usize, at: usize, bytes: &[u8]) -> Result<()> {
+    let (start, v) = {
+        let node = Node::parse(p, id)?;
+        let (off, k, v) = node.locate(i)?;
+        (off + node.geo.entry_header_bytes as usize + k, v)
+    };
+    if at + bytes.len() > v {
+        return Err(corrupted(
+            id,
+            format!(
+                "patch of bytes {at}..{} of entry {i}'s {v}-byte value",
+                at + bytes.len()
+            ),
+        ));
+    }
+    p[start + at..start + at + bytes.len()].copy_from_slice(bytes);
+    Ok(())
+}
+
 /// Sets the flags of node page `p`. Errors: [`Error::Corrupted`] for a bad page.
 pub fn set_flags(p: &mut [u8], id: PageId, flags: u16) -> Result<()> {
     Node::parse(p, id)?;

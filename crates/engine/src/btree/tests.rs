@@ -369,6 +369,24 @@ fn wal_records_per_operation() {
     assert!(t.update_value(&k(0), &[3u8; 10]).unwrap());
     assert!(t.delete(&k(1)).unwrap());
     assert_eq!(infos(from), vec![info::UPDATE_VALUE, info::DELETE]);
+    // A same-size update logs only the bytes that changed (MariaDB's MAYBE_NOP memcpy);
+    // an unchanged value logs nothing.
+    assert_eq!(t.get(&k(2)).unwrap(), Some(vec![1u8; 500]));
+    let mut v = vec![1u8; 500];
+    v[100] = 7;
+    v[103] = 8;
+    from = s.wal().insert_lsn();
+    assert!(t.update_value(&k(2), &v).unwrap());
+    assert!(t.update_value(&k(2), &v).unwrap());
+    assert_eq!(infos(from), vec![info::PATCH_VALUE]);
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let patch = recs.iter().find(|r| r.rmgr == rmgr::BTREE).unwrap();
+    assert_eq!(
+        patch.blocks[0].data.len(),
+        6 + 4,
+        "slot, offset, length and bytes 100..104"
+    );
+    assert_eq!(t.get(&k(2)).unwrap(), Some(v));
     t.verify().unwrap();
     assert_redo_rebuilds(&s, &t);
 }

@@ -629,6 +629,28 @@ impl BTree {
         value: &[u8],
     ) -> Result<()> {
         let id = g.page_id();
+        if mode == Mode::Replace {
+            // An entry that keeps its size is patched in place and only the bytes that
+            // changed are logged, as MariaDB logs an in-place update (`mtr_t::memcpy
+            // <MAYBE_NOP>` in `btr_cur_upd_rec_in_place`): `k=k+1` logs its 4 bytes plus the
+            // changed system columns, not the whole record. Nothing changed, nothing logged.
+            let span = {
+                let n = self.node(g.data(), id, Some(0))?;
+                let (k, old) = n.entry(slot)?;
+                (k == key && old.len() == value.len()).then(|| changed_span(old, value))
+            };
+            if let Some(span) = span {
+                let Some((a, b)) = span else { return Ok(()) };
+                node::patch_value(g.data_mut(), id, slot, a, &value[a..b])?;
+                let rec = RecordBuilder::new(rmgr::BTREE, info::PATCH_VALUE).block(
+                    id,
+                    false,
+                    &bwal::encode_patch(slot, a, &value[a..b]),
+                );
+                log_change(self.pool.wal(), &rec, &mut [g])?;
+                return Ok(());
+            }
+        }
         let code = match mode {
             Mode::Insert => {
                 node::insert_at(g.data_mut(), id, slot, key, value)?;
@@ -1383,4 +1405,17 @@ impl BTree {
         }
         Ok(())
     }
+}
+
+/// The byte range `a..b` outside of which `old` and `new` (of equal length) agree: the
+/// span an in-place patch must write; `None` when they are equal.
+fn changed_span(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
+    let a = old.iter().zip(new).position(|(x, y)| x != y)?;
+    let b = old.len()
+        - old
+            .iter()
+            .rev()
+            .zip(new.iter().rev())
+            .position(|(x, y)| x != y)?;
+    Some((a, b))
 }

@@ -41,6 +41,10 @@ pub mod info {
     pub const INSERT_UPPER: u8 = 0x10;
     /// Replace a leaf entry's value in place.
     pub const UPDATE_VALUE: u8 = 0x20;
+    /// Overwrite the changed bytes of a leaf entry's value in place, the entry keeping its
+    /// size (MariaDB logs an in-place update as the changed bytes only:
+    /// `btr_cur_upd_rec_in_place` writes each field with `mtr_t::memcpy<MAYBE_NOP>`).
+    pub const PATCH_VALUE: u8 = 0x40;
     /// Split a page in two (PostgreSQL XLOG_BTREE_SPLIT_L / _R).
     pub const SPLIT: u8 = 0x30;
     /// Delete one leaf entry by key (PostgreSQL XLOG_BTREE_DELETE).
@@ -70,6 +74,17 @@ pub fn encode_slot_entry(slot: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
     put16(&mut out, value.len() as u16);
     out.extend_from_slice(key);
     out.extend_from_slice(value);
+    out
+}
+
+/// `slot u16 | at u16 | len u16 | bytes`: bytes `at..at+len` of the value of the entry at
+/// `slot`.
+pub fn encode_patch(slot: usize, at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(6 + bytes.len());
+    put16(&mut out, slot as u16);
+    put16(&mut out, at as u16);
+    put16(&mut out, bytes.len() as u16);
+    out.extend_from_slice(bytes);
     out
 }
 
@@ -271,6 +286,14 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let (k, v) = r.entry()?;
             r.end()?;
             node::replace_at(page, id, slot, k, v)?;
+        }
+        (info::PATCH_VALUE, 0) => {
+            let slot = r.u16()? as usize;
+            let at = r.u16()? as usize;
+            let n = r.u16()? as usize;
+            let bytes = r.bytes(n)?;
+            r.end()?;
+            node::patch_value(page, id, slot, at, bytes)?;
         }
         (info::DELETE, 0) => {
             let slot = r.u16()? as usize;
