@@ -37,6 +37,9 @@ pub struct FidelityArgs {
     /// (against real:mariadb).
     #[arg(long, value_delimiter = ',', default_value = "postgres,innodb")]
     pub presets: Vec<String>,
+    /// Re-render a saved `fidelity.json` (its runs' ratios recomputed) instead of running.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<std::path::PathBuf>,
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -59,7 +62,8 @@ pub struct FidelityRow {
     pub real_value: f64,
     /// `preset_value / real_value`; null when the real value is 0.
     pub ratio: Option<f64>,
-    /// Both values are 0, or (per-transaction figures) both below [`NOISE_FLOOR`].
+    /// Both values are 0, or (per-transaction figures) both below [`NOISE_FLOOR`]
+    /// ([`NOISE_FLOOR_BYTES`] for bytes).
     pub equal_zero: bool,
     /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
     pub outside: bool,
@@ -76,8 +80,12 @@ pub struct FidelityReport {
     pub report: Report,
 }
 
-/// Per-transaction values below this on both sides count as equal (zero) for the flag.
+/// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
+/// (zero) for the flag.
 pub const NOISE_FLOOR: f64 = 0.05;
+
+/// The same for per-transaction byte figures (WAL/redo bytes).
+pub const NOISE_FLOOR_BYTES: f64 = 16.0;
 
 /// The figures compared: (name, value of a run, applies to this preset).
 type Metric = (
@@ -163,9 +171,12 @@ pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec
             let ratio = (b != 0.0).then(|| a / b);
             // Per-transaction figures below NOISE_FLOOR on both sides (a hint-bit write
             // every thousand read-only transactions) are equal for the purpose of the flag.
-            let per_txn = name.ends_with("/ txn");
-            let equal_zero = (a == 0.0 && b == 0.0)
-                || (per_txn && a.abs() < NOISE_FLOOR && b.abs() < NOISE_FLOOR);
+            let floor = match (name.ends_with("/ txn"), name.contains("bytes")) {
+                (true, true) => NOISE_FLOOR_BYTES,
+                (true, false) => NOISE_FLOOR,
+                (false, _) => 0.0,
+            };
+            let equal_zero = (a == 0.0 && b == 0.0) || (a.abs() < floor && b.abs() < floor);
             let outside = !equal_zero && ratio.map_or(true, |x| !(0.8..=1.25).contains(&x));
             Some(FidelityRow {
                 workload: workload.to_string(),
@@ -270,6 +281,24 @@ pub fn to_markdown(f: &FidelityReport) -> String {
 /// Errors: bad flags ([`UsageError`]); a run failing.
 pub fn run(a: FidelityArgs) -> Result<()> {
     let c = &a.common;
+    if let Some(path) = &a.from {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError(format!("--from {}: {e}", path.display())))?;
+        let mut f: FidelityReport = serde_json::from_str(&text).map_err(|e| {
+            UsageError(format!(
+                "--from {}: not a fidelity.json: {e}",
+                path.display()
+            ))
+        })?;
+        f.rows = f
+            .report
+            .runs
+            .chunks(2)
+            .filter(|p| p.len() == 2)
+            .flat_map(|p| compare_pair(&p[0].workload.name, &p[0], &p[1]))
+            .collect();
+        return output(&f, c);
+    }
     let mut pairs = Vec::new();
     for p in &a.presets {
         let real = match p.as_str() {
@@ -318,12 +347,17 @@ pub fn run(a: FidelityArgs) -> Result<()> {
         commands,
         report: Report::new("fidelity", runs),
     };
+    output(&f, c)
+}
+
+/// Writes `f` in the chosen format (and the report directory).
+fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
         let mut files = write_report_dir(&f.report, dir)?;
-        std::fs::write(dir.join("fidelity.md"), to_markdown(&f))?;
+        std::fs::write(dir.join("fidelity.md"), to_markdown(f))?;
         std::fs::write(
             dir.join("fidelity.json"),
-            serde_json::to_string_pretty(&f)? + "\n",
+            serde_json::to_string_pretty(f)? + "\n",
         )?;
         files.extend(["fidelity.md".to_string(), "fidelity.json".to_string()]);
         status(
@@ -332,8 +366,8 @@ pub fn run(a: FidelityArgs) -> Result<()> {
         );
     }
     let text = match c.out.format {
-        Format::Json => serde_json::to_string_pretty(&f)? + "\n",
-        Format::Md => to_markdown(&f),
+        Format::Json => serde_json::to_string_pretty(f)? + "\n",
+        Format::Md => to_markdown(f),
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
             for r in &f.rows {

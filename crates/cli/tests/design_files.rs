@@ -1,4 +1,5 @@
-//! The example design files in docs/designs load and differ from their base preset.
+//! The docs' data stay true: the example design files in docs/designs load and differ from
+//! their base preset, and docs/fidelity.md renders docs/fidelity/fidelity.json.
 
 use mvcclab::design_arg::load_design_file;
 use mvcclab_engine::design::DesignConfig;
@@ -24,4 +25,29 @@ fn every_example_design_file_loads_and_changes_its_base() {
         assert_ne!(renamed, base, "{} changes a switch", d.name);
     }
     assert!(n >= 3, "{n} design files");
+}
+
+/// docs/fidelity.md's table is the re-rendering of the committed docs/fidelity/fidelity.json
+/// (`mvcclab fidelity --from`), so the page and the data cannot drift apart.
+#[test]
+fn fidelity_doc_table_is_rendered_from_the_committed_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(["fidelity", "--from"])
+        .arg(root.join("docs/fidelity/fidelity.json"))
+        .args(["--format", "md"])
+        .output()
+        .expect("run mvcclab");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = std::fs::read_to_string(root.join("docs/fidelity.md")).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+    assert!(rows.len() > 50, "{text}");
+    for l in rows {
+        assert!(doc.contains(l), "docs/fidelity.md lacks: {l}");
+    }
 }
