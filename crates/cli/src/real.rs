@@ -9,20 +9,19 @@
 //! its process id, also on error and Ctrl-C (its value is dropped on every path).
 
 use crate::design_arg::resolve_design;
-use crate::progress::{status, with_progress};
+use crate::progress::status;
 use crate::result::{
     per, BlocksPerTxn, DeviceInfo, DriverInfo, Io, RunReport, Space, WorkloadInfo,
 };
-use crate::run::{engine_report, sysbench_options, CommonArgs};
+use crate::run::{engine_report, measure, sysbench_options, warm_up, CommonArgs};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use mvcclab_engine::device::{Compression, CompressionTotals};
 use mvcclab_servers::schema::figures;
 use mvcclab_servers::{delta, ServerKind, ServerOptions};
-use mvcclab_workload::driver::{run as drive, RunControl, RunOptions};
+use mvcclab_workload::driver::RunControl;
 use mvcclab_workload::sysbench::WorkloadKind;
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 
 /// Runs the workload of `c` on a `kind` server and returns its report.
 ///
@@ -73,36 +72,11 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
     server
         .settle(c.server.drop_caches)
         .with_context(|| format!("{label}: checkpoint before the run"))?;
-    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
-        let warm = RunOptions {
-            threads: c.threads,
-            time_s: c.warmup,
-            events: 0,
-            rand_seed: c.rand_seed ^ 0xA5A5,
-        };
-        with_progress(
-            &format!("{label} warm-up"),
-            c.warmup,
-            0,
-            ctl,
-            c.out.quiet,
-            || drive(server.as_target(), wkind, &opts, &warm, ctl),
-        )
-        .map_err(|e| anyhow::anyhow!("{label}: warm-up: {e}"))?;
-    }
+    warm_up(server.as_target(), wkind, &opts, c, &label, ctl)?;
     let before = server
         .snapshot()
         .with_context(|| format!("{label}: counters"))?;
-    let run_opts = RunOptions {
-        threads: c.threads,
-        time_s: c.time,
-        events: c.events,
-        rand_seed: c.rand_seed,
-    };
-    let results = with_progress(&label, c.time, c.events, ctl, c.out.quiet, || {
-        drive(server.as_target(), wkind, &opts, &run_opts, ctl)
-    })
-    .map_err(|e| anyhow::anyhow!("{label}: {e}"))?;
+    let results = measure(server.as_target(), wkind, &opts, c, &label, ctl)?;
     let after = server
         .snapshot()
         .with_context(|| format!("{label}: counters"))?;

@@ -493,6 +493,62 @@ pub fn engine_report(
     }
 }
 
+/// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
+///
+/// Errors: the driver's ([`UsageError`]: bad options, a session that cannot open).
+pub fn warm_up(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    c: &CommonArgs,
+    label: &str,
+    ctl: &RunControl,
+) -> Result<()> {
+    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
+        let warm = RunOptions {
+            threads: c.threads,
+            time_s: c.warmup,
+            events: 0,
+            rand_seed: c.rand_seed ^ 0xA5A5,
+        };
+        with_progress(
+            &format!("{label} warm-up"),
+            c.warmup,
+            0,
+            ctl,
+            c.out.quiet,
+            || drive(target, kind, opts, &warm, ctl),
+        )
+        .map_err(|e| UsageError(format!("{label}: warm-up: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The measured phase (`--time` / `--events`) on any target, under a progress bar.
+///
+/// Errors: the driver's ([`UsageError`]).
+pub fn measure(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    c: &CommonArgs,
+    label: &str,
+    ctl: &RunControl,
+) -> Result<mvcclab_workload::driver::RunResult> {
+    let run_opts = RunOptions {
+        threads: c.threads,
+        time_s: c.time,
+        events: c.events,
+        rand_seed: c.rand_seed,
+    };
+    Ok(
+        with_progress(label, c.time, c.events, ctl, c.out.quiet, || {
+            drive(target, kind, opts, &run_opts, ctl)
+        })
+        .map_err(|e| UsageError(format!("{label}: {e}")))?,
+    )
+}
+
 /// Runs the workload of `c` on `design` with device bandwidth `bandwidth` and returns its
 /// report. A Ctrl-C (`ctl.stop`) ends the warm-up or the measured phase early; the report
 /// then says `interrupted`.
@@ -520,37 +576,12 @@ pub fn run_design(
         .prepare(kind, &opts, c.rand_seed)
         .map_err(|e| anyhow::anyhow!("prepare: {e}"))?;
     db.storage().checkpoint()?;
-    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
-        let warm = RunOptions {
-            threads: c.threads,
-            time_s: c.warmup,
-            events: 0,
-            rand_seed: c.rand_seed ^ 0xA5A5,
-        };
-        with_progress(
-            &format!("{label} warm-up"),
-            c.warmup,
-            0,
-            ctl,
-            c.out.quiet,
-            || drive(&target, kind, &opts, &warm, ctl),
-        )
-        .map_err(UsageError)?;
-    }
+    warm_up(&target, kind, &opts, c, &label, ctl)?;
     let tables: Vec<_> = (1..=c.tables)
         .map(|n| db.table_id(&format!("sbtest{n}")))
         .collect::<Result<_, _>>()?;
     let mark = Mark::take(&db, &tables)?;
-    let run_opts = RunOptions {
-        threads: c.threads,
-        time_s: c.time,
-        events: c.events,
-        rand_seed: c.rand_seed,
-    };
-    let results = with_progress(&label, c.time, c.events, ctl, c.out.quiet, || {
-        drive(&target, kind, &opts, &run_opts, ctl)
-    })
-    .map_err(UsageError)?;
+    let results = measure(&target, kind, &opts, c, &label, ctl)?;
     let d = mark.since(&db, &tables)?;
     let io = io_report(
         &d.storage.counters,

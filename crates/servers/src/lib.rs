@@ -362,6 +362,45 @@ pub(crate) fn device_snapshot(
     Ok(())
 }
 
+/// Rows per multi-row INSERT of the load.
+const LOAD_BATCH_ROWS: u32 = 1000;
+
+/// Loads sysbench's tables as oltp_common.lua's `create_table` does: for each table, drop
+/// it if present, create it, insert `opts.prepare_rows(kind)` rows (the embedded load's
+/// rows: same generator, same seed) in multi-row INSERTs, create the `k` index, then run
+/// `after(n)` (the engine's statistics statement). `exec` runs one statement.
+///
+/// Errors: the first failing statement's [`ServerError`], as text.
+pub(crate) fn load_sbtest(
+    d: mvcclab_workload::sql::Dialect,
+    kind: mvcclab_workload::sysbench::WorkloadKind,
+    opts: &mvcclab_workload::sysbench::SysbenchOptions,
+    seed: u64,
+    exec: &dyn Fn(&str) -> Result<(), ServerError>,
+    after: &dyn Fn(u32) -> String,
+) -> Result<(), String> {
+    use mvcclab_workload::sql;
+    let rows = opts.prepare_rows(kind);
+    let run = |q: &str| exec(q).map_err(|e| e.to_string());
+    for n in 1..=opts.tables {
+        run(&format!("DROP TABLE IF EXISTS sbtest{n}"))?;
+        run(&sql::create_table(d, n, opts.auto_inc))?;
+        let mut rng = mvcclab_workload::rand::SbRand::new(seed, 0x10000 + n, opts.rand.clone());
+        let mut id = 1;
+        while id <= rows {
+            let last = (id + LOAD_BATCH_ROWS - 1).min(rows);
+            let batch: Vec<_> = (id..=last)
+                .map(|i| mvcclab_workload::sysbench::load_row(&mut rng, opts, i))
+                .collect();
+            run(&sql::bulk_insert(n, opts.auto_inc, &batch))?;
+            id = last + 1;
+        }
+        run(&sql::create_secondary_index(n))?;
+        run(&after(n))?;
+    }
+    Ok(())
+}
+
 /// The `device_io` sentence of a report.
 pub(crate) fn device_io_text(m: Option<&managed::ManagedServer>) -> String {
     match m.and_then(|m| m.loop_device()) {

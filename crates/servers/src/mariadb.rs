@@ -17,9 +17,8 @@ use crate::{
     ServerKind, ServerOptions, Snapshot,
 };
 use mvcclab_workload::driver::{OpError, Session, Target};
-use mvcclab_workload::rand::SbRand;
 use mvcclab_workload::sql::{self, Dialect, Param};
-use mvcclab_workload::sysbench::{load_row, Op, SysbenchOptions, WorkloadKind};
+use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, Params, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -27,9 +26,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const KIND: ServerKind = ServerKind::MariaDb;
-
-/// Rows per multi-row INSERT of the load.
-const LOAD_BATCH_ROWS: u32 = 1000;
 
 /// INNODB_METRICS subsystems kept in a snapshot.
 const METRIC_SUBSYSTEMS: &str =
@@ -174,26 +170,9 @@ impl MariaDb {
 
 impl Target for MariaDb {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
-        let rows = opts.prepare_rows(kind);
-        let d = Dialect::MySql;
-        for n in 1..=opts.tables {
-            self.exec(&format!("DROP TABLE IF EXISTS sbtest{n}"))
-                .and_then(|_| self.exec(&sql::create_table(d, n, opts.auto_inc)))
-                .map_err(|e| e.to_string())?;
-            let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
-            let mut id = 1;
-            while id <= rows {
-                let last = (id + LOAD_BATCH_ROWS - 1).min(rows);
-                let batch: Vec<_> = (id..=last).map(|i| load_row(&mut rng, opts, i)).collect();
-                self.exec(&sql::bulk_insert(n, opts.auto_inc, &batch))
-                    .map_err(|e| e.to_string())?;
-                id = last + 1;
-            }
-            self.exec(&sql::create_secondary_index(n))
-                .and_then(|_| self.exec(&format!("ANALYZE TABLE sbtest{n}")))
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        crate::load_sbtest(Dialect::MySql, kind, opts, seed, &|q| self.exec(q), &|n| {
+            format!("ANALYZE TABLE sbtest{n}")
+        })
     }
 
     fn session(&self) -> Result<Box<dyn Session + '_>, String> {

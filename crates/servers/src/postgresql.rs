@@ -26,9 +26,8 @@ use crate::{
     ServerKind, ServerOptions, Snapshot,
 };
 use mvcclab_workload::driver::{OpError, Session, Target};
-use mvcclab_workload::rand::SbRand;
 use mvcclab_workload::sql::{self, Dialect, Param};
-use mvcclab_workload::sysbench::{load_row, Op, SysbenchOptions, WorkloadKind};
+use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls};
@@ -38,9 +37,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 const KIND: ServerKind = ServerKind::PostgreSql;
-
-/// Rows per multi-row INSERT of the load.
-const LOAD_BATCH_ROWS: u32 = 1000;
 
 /// A PostgreSQL server (managed or `--url`) as a target.
 pub struct PostgreSql {
@@ -187,30 +183,16 @@ const TABLES: &str = "relname ~ '^sbtest[0-9]+$'";
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
-        let rows = opts.prepare_rows(kind);
-        let d = Dialect::PostgreSql;
-        for n in 1..=opts.tables {
-            self.exec(&format!("DROP TABLE IF EXISTS sbtest{n}"))
-                .and_then(|_| self.exec(&sql::create_table(d, n, opts.auto_inc)))
-                .map_err(|e| e.to_string())?;
-            // The same rows as the embedded load: same generator, same seed.
-            let mut rng = SbRand::new(seed, 0x10000 + n, opts.rand.clone());
-            let mut id = 1;
-            while id <= rows {
-                let last = (id + LOAD_BATCH_ROWS - 1).min(rows);
-                let batch: Vec<_> = (id..=last).map(|i| load_row(&mut rng, opts, i)).collect();
-                self.exec(&sql::bulk_insert(n, opts.auto_inc, &batch))
-                    .map_err(|e| e.to_string())?;
-                id = last + 1;
-            }
-            self.exec(&sql::create_secondary_index(n))
-                .map_err(|e| e.to_string())?;
-            // Statistics for the planner, the visibility map set and no insert-triggered
-            // autovacuum left to fall inside the measured phase.
-            self.exec(&format!("VACUUM ANALYZE sbtest{n}"))
-                .map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        // VACUUM ANALYZE: statistics for the planner, the visibility map set and no
+        // insert-triggered autovacuum left to fall inside the measured phase.
+        crate::load_sbtest(
+            Dialect::PostgreSql,
+            kind,
+            opts,
+            seed,
+            &|q| self.exec(q),
+            &|n| format!("VACUUM ANALYZE sbtest{n}"),
+        )
     }
 
     fn session(&self) -> Result<Box<dyn Session + '_>, String> {
