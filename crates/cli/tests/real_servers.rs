@@ -236,3 +236,60 @@ fn bad_real_targets_are_usage_errors() {
         String::from_utf8_lossy(&out.stderr).contains("real servers run on the machine's storage")
     );
 }
+
+/// `--exact-device-io`: as root, the server's files sit on a loop device of their own and
+/// the report carries its device counts (every PostgreSQL commit flushes the WAL, so the
+/// device sees at least one flush per transaction); without root, a clear error.
+#[test]
+fn exact_device_io_counts_the_servers_own_loop_device() {
+    ensure_servers_installed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = mvcclab(&[
+        "run",
+        "--target",
+        "postgresql",
+        "--exact-device-io",
+        "--table-size",
+        "1000",
+        "--events",
+        "100",
+        "--time",
+        "0",
+        "--warmup",
+        "0",
+        "--threads",
+        "1",
+        "--server-dir",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("needs root"));
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Report = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &report.runs[0];
+    let s = r.server.as_ref().unwrap();
+    assert!(
+        s.device_io.starts_with("exact: /dev/loop"),
+        "{}",
+        s.device_io
+    );
+    assert!(r.measured("io.total.write_blocks_4k"));
+    assert!(r.io.total.write_blocks_4k > 0);
+    assert!(
+        r.io.total.syncs >= r.results.transactions,
+        "{} flushes",
+        r.io.total.syncs
+    );
+    assert_server_gone(dir.path());
+}
