@@ -18,6 +18,7 @@ use crate::run::{check_common, resolve_spec, run_specs_with, CommonArgs, RunSpec
 use crate::UsageError;
 use anyhow::Result;
 use clap::Args;
+use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::RunControl;
 use mvcclab_workload::sysbench::WorkloadKind;
 use serde::{Deserialize, Serialize};
@@ -301,17 +302,12 @@ pub fn run(a: FidelityArgs) -> Result<()> {
     }
     let mut pairs = Vec::new();
     for p in &a.presets {
-        let real = match p.as_str() {
-            "postgres" => "real:postgresql",
-            "innodb" => "real:mariadb",
-            _ => {
-                return Err(UsageError(format!(
-                    "--presets '{p}': expected postgres or innodb (the presets that model a real engine)"
-                ))
-                .into())
-            }
-        };
-        pairs.push((resolve_spec(p, &c.set)?, resolve_spec(real, &[])?));
+        let real = ServerKind::of_preset(p).ok_or_else(|| {
+            UsageError(format!(
+                "--presets '{p}': expected postgres or innodb (the presets that model a real engine)"
+            ))
+        })?;
+        pairs.push((resolve_spec(p, &c.set)?, RunSpec::Real(real)));
     }
     for w in &a.workloads {
         let _: WorkloadKind = w.parse().map_err(UsageError)?;

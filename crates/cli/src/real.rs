@@ -10,13 +10,14 @@
 
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{
-    per, BlocksPerTxn, DeviceInfo, DriverInfo, Io, RunReport, Space, WorkloadInfo,
+use crate::result::{per, DeviceInfo, DriverInfo, Io, RunReport, Space, WorkloadInfo};
+use crate::run::{
+    blocks_per_txn_by_cause, engine_report, measure, sysbench_options, warm_up, CommonArgs,
 };
-use crate::run::{engine_report, measure, sysbench_options, warm_up, CommonArgs};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use mvcclab_engine::device::{Compression, CompressionTotals};
+use mvcclab_servers::managed::ManagedOptions;
 use mvcclab_servers::schema::figures;
 use mvcclab_servers::{delta, ServerKind, ServerOptions};
 use mvcclab_workload::driver::RunControl;
@@ -32,7 +33,7 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
     if c.tables == 0 || c.table_size == 0 {
         return Err(UsageError("--tables and --table-size must be at least 1".into()).into());
     }
-    let label = format!("real:{}", kind.name());
+    let label = kind.design_name();
     let url = c
         .server
         .urls
@@ -53,10 +54,12 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
         kind,
         &ServerOptions {
             url,
-            buffer_pool_bytes: c.device.buffer_pool,
-            base_dir: c.server.server_dir.clone(),
-            exact_device_io: c.server.exact_device_io,
-            device_size_bytes: 0,
+            managed: ManagedOptions {
+                buffer_pool_bytes: c.device.buffer_pool,
+                base_dir: c.server.server_dir.clone(),
+                exact_device_io: c.server.exact_device_io,
+                ..Default::default()
+            },
         },
     )
     .with_context(|| label.clone())?;
@@ -83,24 +86,10 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
     let counters = delta(&*server, &before, &after);
     let f = figures(kind, &counters);
     let txns = results.transactions;
-    let n = txns.max(1) as f64;
     let io = Io {
         per_txn: per(&f.total, txns),
         total: f.total,
-        per_txn_by_cause: f
-            .by_cause
-            .iter()
-            .map(|(c, cc)| {
-                (
-                    *c,
-                    BlocksPerTxn {
-                        read_blocks_4k: cc.read_blocks_4k as f64 / n,
-                        write_blocks_4k: cc.write_blocks_4k as f64 / n,
-                        requests: (cc.read_requests + cc.write_requests) as f64 / n,
-                    },
-                )
-            })
-            .collect(),
+        per_txn_by_cause: blocks_per_txn_by_cause(&f.by_cause, txns),
         by_cause: f.by_cause.clone(),
         per_op: BTreeMap::new(),
     };

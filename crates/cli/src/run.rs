@@ -415,12 +415,13 @@ fn ops_of_cause(cause: Cause, ops_by_kind: &BTreeMap<String, u64>, txns: u64) ->
     }
 }
 
-/// The I/O section of a report from a phase's counters.
-pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> Io {
-    let total = d.total();
+/// 4 KiB blocks and requests per transaction of each cause in `by_cause`.
+pub fn blocks_per_txn_by_cause(
+    by_cause: &BTreeMap<Cause, CauseCounts>,
+    txns: u64,
+) -> BTreeMap<Cause, BlocksPerTxn> {
     let n = txns.max(1) as f64;
-    let per_txn_by_cause = d
-        .by_cause
+    by_cause
         .iter()
         .map(|(c, cc)| {
             (
@@ -432,7 +433,13 @@ pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -
                 },
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The I/O section of a report from a phase's counters.
+pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> Io {
+    let total = d.total();
+    let per_txn_by_cause = blocks_per_txn_by_cause(&d.by_cause, txns);
     let mut per_op = BTreeMap::new();
     for (cause, cc) in &d.by_cause {
         let ops = ops_of_cause(*cause, ops_by_kind, txns);
@@ -632,7 +639,7 @@ impl RunSpec {
     pub fn name(&self) -> String {
         match self {
             RunSpec::Embedded(d) => d.name.clone(),
-            RunSpec::Real(k) => format!("real:{}", k.name()),
+            RunSpec::Real(k) => k.design_name(),
         }
     }
 }
@@ -770,7 +777,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let design = match a.target.as_str() {
         "embedded" => a.design.clone(),
         t => match ServerKind::parse(t) {
-            Some(k) => format!("real:{}", k.name()),
+            Some(k) => k.design_name(),
             None => {
                 return Err(UsageError(format!(
                     "--target '{t}': expected embedded, postgresql or mariadb"

@@ -45,18 +45,16 @@ fn mvcclab(args: &[&str]) -> std::process::Output {
         .expect("run mvcclab")
 }
 
-/// A short single-threaded oltp_read_write on `target` with servers under `dir`; returns
-/// its report run.
-fn real_run(target: &str, dir: &Path) -> RunReport {
-    ensure_servers_installed();
-    let out = mvcclab(&[
-        "run",
-        "--target",
-        target,
+/// mvcclab with `args` and a short single-threaded run: `table_size` rows, `events`
+/// events, no warm-up, managed servers under `dir`, no progress output.
+fn short(args: &[&str], table_size: u32, events: u32, dir: &Path) -> std::process::Output {
+    let (rows, events) = (table_size.to_string(), events.to_string());
+    let mut all = args.to_vec();
+    all.extend_from_slice(&[
         "--table-size",
-        "2000",
+        &rows,
         "--events",
-        "150",
+        &events,
         "--time",
         "0",
         "--warmup",
@@ -65,10 +63,21 @@ fn real_run(target: &str, dir: &Path) -> RunReport {
         "1",
         "--server-dir",
         dir.to_str().unwrap(),
-        "--format",
-        "json",
         "--quiet",
     ]);
+    mvcclab(&all)
+}
+
+/// A short single-threaded oltp_read_write on `target` with servers under `dir`; returns
+/// its report run.
+fn real_run(target: &str, dir: &Path) -> RunReport {
+    ensure_servers_installed();
+    let out = short(
+        &["run", "--target", target, "--format", "json"],
+        2000,
+        150,
+        dir,
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -172,26 +181,18 @@ fn mariadb_counters_match_the_statements_sent() {
 fn compare_puts_presets_and_real_servers_side_by_side() {
     ensure_servers_installed();
     let dir = tempfile::tempdir().unwrap();
-    let out = mvcclab(&[
-        "compare",
-        "--designs",
-        "postgres,real:postgresql,innodb,real:mariadb",
-        "--workload",
-        "oltp_update_non_index",
-        "--table-size",
-        "1000",
-        "--events",
-        "100",
-        "--time",
-        "0",
-        "--warmup",
-        "0",
-        "--threads",
-        "1",
-        "--server-dir",
-        dir.path().to_str().unwrap(),
-        "--quiet",
-    ]);
+    let out = short(
+        &[
+            "compare",
+            "--designs",
+            "postgres,real:postgresql,innodb,real:mariadb",
+            "--workload",
+            "oltp_update_non_index",
+        ],
+        1000,
+        100,
+        dir.path(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -244,27 +245,19 @@ fn bad_real_targets_are_usage_errors() {
 fn exact_device_io_counts_the_servers_own_loop_device() {
     ensure_servers_installed();
     let dir = tempfile::tempdir().unwrap();
-    let out = mvcclab(&[
-        "run",
-        "--target",
-        "postgresql",
-        "--exact-device-io",
-        "--table-size",
-        "1000",
-        "--events",
-        "100",
-        "--time",
-        "0",
-        "--warmup",
-        "0",
-        "--threads",
-        "1",
-        "--server-dir",
-        dir.path().to_str().unwrap(),
-        "--format",
-        "json",
-        "--quiet",
-    ]);
+    let out = short(
+        &[
+            "run",
+            "--target",
+            "postgresql",
+            "--exact-device-io",
+            "--format",
+            "json",
+        ],
+        1000,
+        100,
+        dir.path(),
+    );
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         assert!(!out.status.success());

@@ -43,7 +43,6 @@ pub mod schema;
 use mvcclab_workload::driver::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// A real engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,6 +58,16 @@ pub enum ServerKind {
 impl ServerKind {
     /// Every kind.
     pub const ALL: [ServerKind; 2] = [ServerKind::PostgreSql, ServerKind::MariaDb];
+
+    /// `real:postgresql` or `real:mariadb`: its name in `--designs` and in reports.
+    pub fn design_name(self) -> String {
+        format!("real:{}", self.name())
+    }
+
+    /// The kind modelled by preset `preset` (`postgres`, `innodb`).
+    pub fn of_preset(preset: &str) -> Option<ServerKind> {
+        ServerKind::ALL.into_iter().find(|k| k.preset() == preset)
+    }
 
     /// `postgresql` or `mariadb`: the target name (`--target`, `real:NAME`).
     pub fn name(self) -> &'static str {
@@ -205,14 +214,8 @@ pub struct ServerOptions {
     /// An existing server to use (`postgresql://user@host:port/db`,
     /// `mysql://user:password@host:port/db`); `None` starts a managed one.
     pub url: Option<String>,
-    /// Buffer pool of a managed server in bytes (`--buffer-pool`).
-    pub buffer_pool_bytes: u64,
-    /// Folder under which a managed server's folder is made (default: temp directory).
-    pub base_dir: Option<PathBuf>,
-    /// A loop device of its own for a managed server (root only).
-    pub exact_device_io: bool,
-    /// Size of that loop device in bytes (0 = 16 GiB).
-    pub device_size_bytes: u64,
+    /// How to start a managed one (buffer pool, folder, loop device).
+    pub managed: managed::ManagedOptions,
 }
 
 /// What a report says of the server a run used.
@@ -328,20 +331,6 @@ pub fn drop_os_page_cache() -> Result<(), ServerError> {
             e,
         )
     })
-}
-
-pub(crate) fn managed_options(o: &ServerOptions) -> managed::ManagedOptions {
-    let d = managed::ManagedOptions::default();
-    managed::ManagedOptions {
-        buffer_pool_bytes: o.buffer_pool_bytes,
-        base_dir: o.base_dir.clone(),
-        exact_device_io: o.exact_device_io,
-        device_size_bytes: if o.device_size_bytes == 0 {
-            d.device_size_bytes
-        } else {
-            o.device_size_bytes
-        },
-    }
 }
 
 /// Device counters of a managed server's loop device, after syncing its file system, as

@@ -13,8 +13,8 @@
 
 use crate::managed::ManagedServer;
 use crate::{
-    device_io_text, device_snapshot, managed_options, RealServer, ServerError, ServerInfo,
-    ServerKind, ServerOptions, Snapshot,
+    device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
+    ServerOptions, Snapshot,
 };
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
@@ -51,10 +51,7 @@ fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
     loop {
         match Conn::new(opts.clone()) {
             Ok(c) => return Ok(c),
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(200));
-            }
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(200)),
             Err(e) => {
                 return Err(ServerError::Connect {
                     server: KIND.name().into(),
@@ -84,7 +81,7 @@ impl MariaDb {
                 )
             }
             None => {
-                let m = ManagedServer::start(KIND, &managed_options(o))?;
+                let m = ManagedServer::start(KIND, &o.managed)?;
                 let b = OptsBuilder::new()
                     .ip_or_hostname(Some("127.0.0.1"))
                     .tcp_port(m.port())
@@ -129,9 +126,10 @@ impl MariaDb {
             .map_err(|e| ServerError::sql(KIND, sql, e))
     }
 
-    /// `SHOW GLOBAL STATUS` values whose name starts with `prefix`, numeric ones only.
-    fn status(&self, like: &str) -> Result<BTreeMap<String, f64>, ServerError> {
-        let q = format!("SHOW GLOBAL STATUS LIKE '{like}'");
+    /// `SHOW GLOBAL STATUS` values whose name matches the SQL `condition`, numeric ones
+    /// only.
+    fn status(&self, condition: &str) -> Result<BTreeMap<String, f64>, ServerError> {
+        let q = format!("SHOW GLOBAL STATUS WHERE {condition}");
         let rows: Vec<(String, String)> = self
             .admin()
             .query(&q)
@@ -143,7 +141,7 @@ impl MariaDb {
     }
 
     fn status_value(&self, name: &str) -> Result<f64, ServerError> {
-        self.status(name)?
+        self.status(&format!("Variable_name = '{name}'"))?
             .get(name)
             .copied()
             .ok_or_else(|| ServerError::Counters(format!("SHOW GLOBAL STATUS has no {name}")))
@@ -249,6 +247,22 @@ impl Session for MariaSession {
     }
 }
 
+/// `SHOW GLOBAL STATUS` variables a snapshot keeps beside every `Innodb_*` one: statements
+/// and the rows the SQL layer wrote, updated, deleted and read.
+const STATUS_VARIABLES: &[&str] = &[
+    "Com_select",
+    "Com_insert",
+    "Com_update",
+    "Com_delete",
+    "Com_commit",
+    "Com_rollback",
+    "Handler_update",
+    "Handler_write",
+    "Handler_delete",
+    "Handler_read_key",
+    "Handler_read_next",
+];
+
 /// Variables a report states.
 const SETTINGS: &[&str] = &[
     "innodb_buffer_pool_size",
@@ -329,25 +343,14 @@ impl RealServer for MariaDb {
 
     fn snapshot(&self) -> Result<Snapshot, ServerError> {
         let mut s = Snapshot::new();
-        for (k, v) in self.status("Innodb_%")? {
+        // One statement for every variable a snapshot keeps.
+        let names: Vec<String> = STATUS_VARIABLES.iter().map(|n| format!("'{n}'")).collect();
+        let condition = format!(
+            "Variable_name LIKE 'Innodb_%' OR Variable_name IN ({})",
+            names.join(",")
+        );
+        for (k, v) in self.status(&condition)? {
             s.insert(format!("global_status.{k}"), v);
-        }
-        for like in [
-            "Com_select",
-            "Com_insert",
-            "Com_update",
-            "Com_delete",
-            "Com_commit",
-            "Com_rollback",
-            "Handler_update",
-            "Handler_write",
-            "Handler_delete",
-            "Handler_read_key",
-            "Handler_read_next",
-        ] {
-            for (k, v) in self.status(like)? {
-                s.insert(format!("global_status.{k}"), v);
-            }
         }
         let q = format!(
             "SELECT NAME, COUNT, CAST(TYPE AS CHAR) FROM information_schema.INNODB_METRICS \

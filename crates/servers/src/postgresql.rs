@@ -22,8 +22,8 @@
 
 use crate::managed::ManagedServer;
 use crate::{
-    device_io_text, device_snapshot, managed_options, RealServer, ServerError, ServerInfo,
-    ServerKind, ServerOptions, Snapshot,
+    device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
+    ServerOptions, Snapshot,
 };
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
@@ -93,7 +93,7 @@ impl PostgreSql {
                 (None, c)
             }
             None => {
-                let m = ManagedServer::start(KIND, &managed_options(o))?;
+                let m = ManagedServer::start(KIND, &o.managed)?;
                 let mut c = Config::new();
                 c.host("127.0.0.1")
                     .port(m.port())
