@@ -10,9 +10,10 @@
 
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{per, DeviceInfo, DriverInfo, Io, RunReport, Space, WorkloadInfo};
+use crate::result::{per, DeviceInfo, Io, RunReport, Space, WorkloadInfo};
 use crate::run::{
-    blocks_per_txn_by_cause, engine_report, measure, sysbench_options, warm_up, CommonArgs,
+    blocks_per_txn_by_cause, driver_info, engine_report, measure, sysbench_options, warm_up,
+    CommonArgs,
 };
 use crate::UsageError;
 use anyhow::{Context, Result};
@@ -114,13 +115,7 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
             name: wkind.name().into(),
             options: opts,
         },
-        driver: DriverInfo {
-            threads: c.threads,
-            time_s: c.time,
-            events: c.events,
-            warmup_s: c.warmup,
-            rand_seed: c.rand_seed,
-        },
+        driver: driver_info(c),
         device: DeviceInfo {
             page_size_bytes: page,
             buffer_pool_bytes: c.device.buffer_pool,

@@ -500,6 +500,17 @@ pub fn engine_report(
     }
 }
 
+/// The report's driver section: how long and how wide the flags ran the workload.
+pub fn driver_info(c: &CommonArgs) -> DriverInfo {
+    DriverInfo {
+        threads: c.threads,
+        time_s: c.time,
+        events: c.events,
+        warmup_s: c.warmup,
+        rand_seed: c.rand_seed,
+    }
+}
+
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
 ///
 /// Errors: the driver's ([`UsageError`]: bad options, a session that cannot open).
@@ -603,13 +614,7 @@ pub fn run_design(
             name: kind.name().into(),
             options: opts,
         },
-        driver: DriverInfo {
-            threads: c.threads,
-            time_s: c.time,
-            events: c.events,
-            warmup_s: c.warmup,
-            rand_seed: c.rand_seed,
-        },
+        driver: driver_info(c),
         device: device.clone(),
         storage_config,
         space: Space::new(
