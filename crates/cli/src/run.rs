@@ -317,6 +317,10 @@ pub fn table_stats_delta(after: &[TableStats], before: &[TableStats]) -> TableSt
         t.versions_traversed += a.versions_traversed - b.versions_traversed;
         t.pages_pruned += a.pages_pruned - b.pages_pruned;
         t.hint_bit_writes += a.hint_bit_writes - b.hint_bit_writes;
+        t.index_items_killed += a.index_items_killed - b.index_items_killed;
+        t.index_simple_deleted += a.index_simple_deleted - b.index_simple_deleted;
+        t.index_bottom_up_deleted += a.index_bottom_up_deleted - b.index_bottom_up_deleted;
+        t.index_bottom_up_passes += a.index_bottom_up_passes - b.index_bottom_up_passes;
     }
     t
 }

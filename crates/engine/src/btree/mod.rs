@@ -93,10 +93,14 @@
 //! the tree is used). An I/O error or an exhausted pool in the middle of a cascade leaves
 //! the same state in the running tree; [`BTree::verify`] reports it.
 
+pub mod cleanup;
 pub mod node;
 mod tree;
 pub mod wal;
 
+pub use cleanup::{
+    CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
+};
 pub use tree::{BTree, BTreeConfig, BTreeStats, ScanDirection};
 pub use wal::info;
 

@@ -6,8 +6,9 @@
 //! | offset           | bytes     | field                                                  |
 //! |------------------|-----------|--------------------------------------------------------|
 //! | 0                | 32        | common page header (page::init_page, page_type 2)      |
-//! | 32               | n × slot  | slot array: entry i's offset (u16), zero pad to        |
-//! |                  |           | slot_bytes; slots are in key order                     |
+//! | 32               | n × slot  | slot array: entry i's offset (u16), then, when         |
+//! |                  |           | slot_bytes >= 3, a flag byte (bit 0 LP_DEAD), zero pad |
+//! |                  |           | to slot_bytes; slots are in key order                  |
 //! | lower            | hole      | free space (lower..upper: left out of full-page images)|
 //! | upper            | ...       | entries, packed, growing down (not in key order):      |
 //! |                  |           |   key_len u16 | value_len u16 | zero pad to            |
@@ -80,6 +81,16 @@ pub const FLAG_META: u16 = 1;
 pub const FLAG_INCOMPLETE_SPLIT: u16 = 2;
 /// Bytes of the length fields at the start of every entry (key_len u16, value_len u16).
 pub const ENTRY_LEN_BYTES: usize = 4;
+/// Slot flag (byte 2 of a slot, when slots have at least 3 bytes): the entry's heap tuples
+/// are dead to every transaction (PostgreSQL's `LP_DEAD` line pointer state on an index
+/// item, set as a hint by `_bt_killitems` and `_bt_check_unique`, nbtutils.c / nbtinsert.c).
+/// Scans that ask for it skip such entries; a leaf about to split deletes them first
+/// (nbtinsert.c `_bt_delete_or_dedup_one_page`). Not WAL-logged when set (a hint), and
+/// lost when a page is rebuilt (split, vacuum), as PostgreSQL's `_bt_split` adds items
+/// afresh.
+pub const SLOT_FLAG_DEAD: u8 = 1;
+/// Byte of a slot that holds its flags.
+const SLOT_FLAGS_AT: usize = 2;
 /// Highest level a page may claim (a sanity bound for corrupted bytes).
 pub const MAX_LEVEL: u16 = 32;
 /// Bytes of the meta page's fields after the header.
@@ -356,6 +367,20 @@ impl<'a> Node<'a> {
         let (off, k, v) = self.locate(i)?;
         let at = off + self.geo.entry_header_bytes as usize;
         Ok((&self.p[at..at + k], &self.p[at + k..at + k + v]))
+    }
+
+    /// True when entry `i` carries [`SLOT_FLAG_DEAD`] (always false when slots have no flag
+    /// byte, or `i` is out of range).
+    pub fn is_dead(&self, i: usize) -> bool {
+        let s = self.geo.slot_bytes as usize;
+        s > SLOT_FLAGS_AT
+            && i < self.n
+            && self.p[PAGE_HEADER_BYTES + i * s + SLOT_FLAGS_AT] & SLOT_FLAG_DEAD != 0
+    }
+
+    /// Slots of the entries that carry [`SLOT_FLAG_DEAD`], ascending.
+    pub fn dead_slots(&self) -> Vec<usize> {
+        (0..self.n).filter(|&i| self.is_dead(i)).collect()
     }
 
     /// Key of entry `i`. Errors: as [`Node::entry`].
@@ -667,6 +692,45 @@ pub fn patch_value(p: &mut [u8], id: PageId, i: usize, at: usize, bytes: &[u8]) 
         ));
     }
     p[start + at..start + at + bytes.len()].copy_from_slice(bytes);
+    Ok(())
+}
+
+/// Sets [`SLOT_FLAG_DEAD`] on entry `i` of leaf page `p`. Returns false, changing
+/// nothing, when the page's slots have no flag byte (InnoDB geometry) or the flag was
+/// already set.
+///
+/// Errors: [`Error::Corrupted`] for a bad page or an `i` out of range.
+pub fn set_dead(p: &mut [u8], id: PageId, i: usize) -> Result<bool> {
+    let (s, n) = {
+        let node = Node::parse(p, id)?;
+        (node.geo.slot_bytes as usize, node.n)
+    };
+    if i >= n {
+        return Err(corrupted(id, format!("entry {i} asked of {n} entries")));
+    }
+    let at = PAGE_HEADER_BYTES + i * s + SLOT_FLAGS_AT;
+    if s <= SLOT_FLAGS_AT || p[at] & SLOT_FLAG_DEAD != 0 {
+        return Ok(false);
+    }
+    p[at] |= SLOT_FLAG_DEAD;
+    Ok(true)
+}
+
+/// Removes the entries at `slots` (strictly ascending) from node page `p`, keeping the
+/// survivors' order and slot flags (PostgreSQL `PageIndexMultiDelete`).
+///
+/// Errors: [`Error::Corrupted`] for a bad page, slots out of range or not ascending.
+pub fn remove_slots(p: &mut [u8], id: PageId, slots: &[usize]) -> Result<()> {
+    let n = Node::parse(p, id)?.n;
+    if slots.windows(2).any(|w| w[0] >= w[1]) || slots.last().is_some_and(|&l| l >= n) {
+        return Err(corrupted(
+            id,
+            format!("slots to remove {slots:?} are not ascending below {n}"),
+        ));
+    }
+    for &i in slots.iter().rev() {
+        remove_at(p, id, i)?;
+    }
     Ok(())
 }
 

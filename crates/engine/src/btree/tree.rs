@@ -6,6 +6,7 @@ use super::node::{
     self, usable_bytes, Entry, Geometry, Meta, Node, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BLOCK,
     NO_BLOCK,
 };
+use super::cleanup::{CleanupOutcome, DeleteCandidate, DeleteOp, IndexDeleteTuples, InsertCleanup};
 use super::wal::{self as bwal, info};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
@@ -566,12 +567,214 @@ impl BTree {
     /// errors.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_size(key, value)?;
-        match self.modify_optimistic(key, value, Mode::Insert)? {
+        match self.modify_optimistic(key, value, Mode::Insert, None)? {
             Some(_) => Ok(()),
             None => self
                 .modify_pessimistic(key, value, Mode::Insert)
                 .map(|_| ()),
         }
+    }
+
+    /// Inserts like [`BTree::insert`], but a leaf without room for the entry first deletes
+    /// the entries `cleanup.table` finds dead (simple deletion of entries marked dead, then,
+    /// for an update that left the key unchanged, bottom-up deletion; `btree::cleanup`)
+    /// and splits only when that did not free enough (PostgreSQL 14+ nbtinsert.c
+    /// `_bt_findinsertloc` → `_bt_delete_or_dedup_one_page`). Returns what was deleted.
+    ///
+    /// Errors: as [`BTree::insert`], and the table's errors reading the heap.
+    pub fn insert_cleaning(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        cleanup: &InsertCleanup<'_>,
+    ) -> Result<CleanupOutcome> {
+        self.check_size(key, value)?;
+        let mut out = CleanupOutcome::default();
+        if self
+            .modify_optimistic(key, value, Mode::Insert, Some((cleanup, &mut out)))?
+            .is_none()
+        {
+            self.modify_pessimistic(key, value, Mode::Insert)?;
+        }
+        Ok(out)
+    }
+
+    /// Marks the entries with `keys` in leaf `block` dead ([`node::SLOT_FLAG_DEAD`]), as a
+    /// hint without WAL (PostgreSQL nbtutils.c `_bt_killitems` → `MarkBufferDirtyHint`),
+    /// after a scan found every tuple they point at dead to everyone. Keys no longer in
+    /// that leaf (a split or vacuum moved or removed them) are skipped, as `_bt_killitems`
+    /// gives up on a page that changed; so is the whole leaf when its latch cannot be had
+    /// at once. Returns the entries newly marked.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page; pool errors.
+    pub fn kill_items(&self, block: u32, keys: &[Vec<u8>]) -> Result<usize> {
+        if keys.is_empty() || self.geo.slot_bytes < 3 {
+            return Ok(0);
+        }
+        let Some(mut g) = self.pool.try_fetch_write(PageId::new(self.rel, block))? else {
+            return Ok(0);
+        };
+        let id = g.page_id();
+        let slots: Vec<usize> = {
+            let Ok(n) = Node::parse(g.data(), id) else {
+                return Ok(0);
+            };
+            if n.level() != 0 {
+                return Ok(0);
+            }
+            let mut v = Vec::with_capacity(keys.len());
+            for k in keys {
+                if let Ok(i) = n.search(k)? {
+                    if !n.is_dead(i) {
+                        v.push(i);
+                    }
+                }
+            }
+            v
+        };
+        let mut marked = 0;
+        for i in slots {
+            if node::set_dead(g.data_mut(), id, i)? {
+                marked += 1;
+            }
+        }
+        Ok(marked)
+    }
+
+    /// Frees room in the full leaf `g` for an entry needing `need` bytes: simple deletion
+    /// of entries marked dead, then bottom-up deletion for an unchanged key (the
+    /// `btree::cleanup` module doc). Returns whether the entry now fits.
+    fn delete_before_split(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        need: usize,
+        cleanup: &InsertCleanup<'_>,
+        out: &mut CleanupOutcome,
+    ) -> Result<bool> {
+        let id = g.page_id();
+        let table = cleanup.table;
+        // 1. Simple deletion (_bt_simpledel_pass): the marked entries, plus the others that
+        // point at the same heap blocks (_bt_deadblocks), checked for free.
+        let simple = {
+            let n = self.node(g.data(), id, Some(0))?;
+            let dead = n.dead_slots();
+            if dead.is_empty() {
+                None
+            } else {
+                let mut blocks = Vec::new();
+                for &i in &dead {
+                    if let Some(b) = table.heap_block(n.key(i)?) {
+                        blocks.push(b);
+                    }
+                }
+                blocks.sort_unstable();
+                blocks.dedup();
+                let mut candidates = Vec::new();
+                for i in 0..n.len() {
+                    let key = n.key(i)?;
+                    let known_dead = n.is_dead(i);
+                    let same_block = table
+                        .heap_block(key)
+                        .is_some_and(|b| blocks.binary_search(&b).is_ok());
+                    if known_dead || same_block {
+                        candidates.push(DeleteCandidate {
+                            slot: i,
+                            key: key.to_vec(),
+                            known_dead,
+                            promising: false,
+                            space_bytes: n.entry_space(i)?,
+                        });
+                    }
+                }
+                Some(DeleteOp {
+                    bottom_up: false,
+                    free_target_bytes: need,
+                    candidates,
+                })
+            }
+        };
+        if let Some(op) = simple {
+            out.simple_deleted += self.delete_deletable(g, table, &op)?;
+            if self.node(g.data(), id, Some(0))?.free_bytes() >= need {
+                return Ok(true);
+            }
+        }
+        if !cleanup.index_unchanged {
+            return Ok(false);
+        }
+        // 2. Bottom-up deletion (_bt_bottomupdel_pass): every entry a candidate, those in a
+        // group of equal keys (before the TID) promising.
+        let op = {
+            let n = self.node(g.data(), id, Some(0))?;
+            let suffix = table.tid_suffix_bytes();
+            let prefix = |k: &'_ [u8]| -> Vec<u8> { k[..k.len().saturating_sub(suffix)].to_vec() };
+            let keys: Vec<Vec<u8>> = (0..n.len())
+                .map(|i| n.key(i).map(|k| k.to_vec()))
+                .collect::<Result<_>>()?;
+            let mut candidates = Vec::with_capacity(keys.len());
+            for (i, k) in keys.iter().enumerate() {
+                let p = prefix(k);
+                let promising = (i > 0 && prefix(&keys[i - 1]) == p)
+                    || (i + 1 < keys.len() && prefix(&keys[i + 1]) == p);
+                candidates.push(DeleteCandidate {
+                    slot: i,
+                    key: k.clone(),
+                    known_dead: false,
+                    promising,
+                    space_bytes: n.entry_space(i)?,
+                });
+            }
+            if !candidates.iter().any(|c| c.promising) {
+                return Ok(false);
+            }
+            DeleteOp {
+                bottom_up: true,
+                free_target_bytes: need.max(self.pool.store().page_size().bytes() / 16),
+                candidates,
+            }
+        };
+        out.bottom_up_passes += 1;
+        out.bottom_up_deleted += self.delete_deletable(g, table, &op)?;
+        Ok(self.node(g.data(), id, Some(0))?.free_bytes() >= need)
+    }
+
+    /// Asks the table about `op`'s candidates and removes the deletable ones from leaf
+    /// `g` in one DELETE_DEAD record (nbtpage.c `_bt_delitems_delete`). Returns how many.
+    fn delete_deletable(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        table: &dyn IndexDeleteTuples,
+        op: &DeleteOp,
+    ) -> Result<u64> {
+        let id = g.page_id();
+        let verdict = table.index_delete_tuples(op)?;
+        if verdict.deletable.len() != op.candidates.len() {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "{id}: the table answered {} verdicts for {} deletion candidates",
+                    verdict.deletable.len(),
+                    op.candidates.len()
+                ),
+            });
+        }
+        let mut slots: Vec<usize> = op
+            .candidates
+            .iter()
+            .zip(&verdict.deletable)
+            .filter(|(_, &d)| d)
+            .map(|(c, _)| c.slot)
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        if slots.is_empty() {
+            return Ok(0);
+        }
+        node::remove_slots(g.data_mut(), id, &slots)?;
+        let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE_DEAD)
+            .block(id, false, &bwal::encode_slots(&slots))
+            .main_data(&verdict.latest_removed_xid.to_le_bytes());
+        log_change(self.pool.wal(), &rec, &mut [g])?;
+        Ok(slots.len() as u64)
     }
 
     /// The value stored under `key`, if any.
@@ -594,7 +797,7 @@ impl BTree {
     /// Errors: as [`BTree::insert`], without `DuplicateKey`.
     pub fn update_value(&self, key: &[u8], value: &[u8]) -> Result<bool> {
         self.check_size(key, value)?;
-        match self.modify_optimistic(key, value, Mode::Replace)? {
+        match self.modify_optimistic(key, value, Mode::Replace, None)? {
             Some(found) => Ok(found),
             None => self.modify_pessimistic(key, value, Mode::Replace),
         }
@@ -673,7 +876,13 @@ impl BTree {
     /// The leaf change when it fits without a split: `Some(found)`; `None` to go
     /// pessimistic. (InnoDB `btr_cur_optimistic_insert`; PostgreSQL `_bt_doinsert` with
     /// its fast path.)
-    fn modify_optimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<Option<bool>> {
+    fn modify_optimistic(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        mode: Mode,
+        cleanup: Option<(&InsertCleanup<'_>, &mut CleanupOutcome)>,
+    ) -> Result<Option<bool>> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
         let (pos, free, old_space) = {
             let n = self.node(g.data(), g.page_id(), Some(0))?;
@@ -689,6 +898,20 @@ impl BTree {
             (Mode::Insert, Ok(_)) => Err(self.duplicate(key)),
             (Mode::Replace, Err(_)) => Ok(Some(false)),
             (Mode::Insert, Err(i)) | (Mode::Replace, Ok(i)) if free + old_space >= need => {
+                self.apply_leaf_change(&mut g, mode, i, key, value)?;
+                Ok(Some(true))
+            }
+            (Mode::Insert, Err(_)) => {
+                let Some((c, out)) = cleanup else {
+                    return Ok(None);
+                };
+                if !self.delete_before_split(&mut g, need, c, out)? {
+                    return Ok(None);
+                }
+                let i = match self.node(g.data(), g.page_id(), Some(0))?.search(key)? {
+                    Ok(_) => return Err(self.duplicate(key)),
+                    Err(i) => i,
+                };
                 self.apply_leaf_change(&mut g, mode, i, key, value)?;
                 Ok(Some(true))
             }
@@ -1020,9 +1243,29 @@ impl BTree {
         dir: ScanDirection,
         f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
+        let f = &mut |_: u32, k: &[u8], v: &[u8]| f(k, v);
         match dir {
-            ScanDirection::Forward => self.scan_forward(lo, hi, f),
-            ScanDirection::Backward => self.scan_backward(lo, hi, f),
+            ScanDirection::Forward => self.scan_forward(lo, hi, false, f),
+            ScanDirection::Backward => self.scan_backward(lo, hi, false, f),
+        }
+    }
+
+    /// [`BTree::scan`] for an MVCC index scan: entries marked dead
+    /// ([`node::SLOT_FLAG_DEAD`]) are skipped (PostgreSQL nbtsearch.c `_bt_readpage` with
+    /// `ignore_killed_tuples`), and `f(leaf_block, key, value)` learns the leaf each entry
+    /// came from, for [`BTree::kill_items`].
+    ///
+    /// Errors: as [`BTree::scan`].
+    pub fn scan_live(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(u32, &[u8], &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        match dir {
+            ScanDirection::Forward => self.scan_forward(lo, hi, true, f),
+            ScanDirection::Backward => self.scan_backward(lo, hi, true, f),
         }
     }
 
@@ -1031,7 +1274,8 @@ impl BTree {
         &self,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        skip_dead: bool,
+        f: &mut dyn FnMut(u32, &[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let (mut g, _) = self.descend_read(&Target::Lower(lo), false)?;
         let mut last: Option<Vec<u8>> = None;
@@ -1054,6 +1298,9 @@ impl BTree {
                         done = true;
                         break;
                     }
+                    if skip_dead && n.is_dead(i) {
+                        continue;
+                    }
                     batch.push((k.to_vec(), v.to_vec()));
                 }
                 (done, n.right())
@@ -1069,7 +1316,7 @@ impl BTree {
             }
             drop(g);
             for (k, v) in &batch {
-                if !f(k, v)? {
+                if !f(cur.block, k, v)? {
                     return Ok(());
                 }
             }
@@ -1095,7 +1342,8 @@ impl BTree {
         &self,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
-        f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
+        skip_dead: bool,
+        f: &mut dyn FnMut(u32, &[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
         let mut bound: Bound<Vec<u8>> = match hi {
             Bound::Included(k) => Bound::Included(k.to_vec()),
@@ -1121,13 +1369,16 @@ impl BTree {
                         done = true;
                         break;
                     }
+                    if skip_dead && n.is_dead(i) {
+                        continue;
+                    }
                     batch.push((k.to_vec(), v.to_vec()));
                 }
                 done
             };
             drop(g);
             for (k, v) in &batch {
-                if !f(k, v)? {
+                if !f(at.block, k, v)? {
                     return Ok(());
                 }
             }

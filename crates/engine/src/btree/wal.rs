@@ -16,16 +16,20 @@
 //! | 0x10 | INSERT_UPPER | 0: internal page, `slot_entry` (separator, child u32); 1: left child, empty (clears INCOMPLETE_SPLIT) | — |
 //! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
 //! | 0x30 | SPLIT        | 0: left page, will_init, `node_image`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
+//! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed) | `latest_removed_xid u32` |
 //! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
 //! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
 //! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed) | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
 //!
 //! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
-//! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, DELETE 0x70, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
+//! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
 //! stands for SPLIT_L/SPLIT_R (0x30/0x40), and both halves are logged whole. UPDATE_VALUE
 //! (InnoDB's update-in-place redo, `MLOG_REC_UPDATE_IN_PLACE`) and CREATE (PostgreSQL logs
-//! a new index's pages as full images) are mvcclab's.
+//! a new index's pages as full images) are mvcclab's. DELETE_DEAD is PostgreSQL's
+//! XLOG_BTREE_DELETE of simple and bottom-up deletion (nbtxlog.h `xl_btree_delete`: the
+//! conflict horizon, then the deleted offsets), under a code PostgreSQL gives to
+//! XLOG_BTREE_INSERT_META, which mvcclab does not write.
 
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
 use crate::error::{Error, Result};
@@ -47,8 +51,12 @@ pub mod info {
     pub const PATCH_VALUE: u8 = 0x40;
     /// Split a page in two (PostgreSQL XLOG_BTREE_SPLIT_L / _R).
     pub const SPLIT: u8 = 0x30;
-    /// Delete one leaf entry by key (PostgreSQL XLOG_BTREE_DELETE).
+    /// Delete one leaf entry by key.
     pub const DELETE: u8 = 0x70;
+    /// Delete a leaf's entries whose heap tuples are dead to everyone, before a split
+    /// (PostgreSQL XLOG_BTREE_DELETE, written by nbtpage.c `_bt_delitems_delete` for
+    /// simple and bottom-up deletion).
+    pub const DELETE_DEAD: u8 = 0x50;
     /// New root above a split root (PostgreSQL XLOG_BTREE_NEWROOT).
     pub const NEWROOT: u8 = 0xA0;
     /// Bulk delete of one leaf's dead entries (PostgreSQL XLOG_BTREE_VACUUM).
@@ -94,6 +102,16 @@ pub fn encode_delete(slot: usize, key: &[u8]) -> Vec<u8> {
     put16(&mut out, slot as u16);
     put16(&mut out, key.len() as u16);
     out.extend_from_slice(key);
+    out
+}
+
+/// `n u16 | n × slot u16` (block data of DELETE_DEAD).
+pub fn encode_slots(slots: &[usize]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + 2 * slots.len());
+    put16(&mut out, slots.len() as u16);
+    for &s in slots {
+        put16(&mut out, s as u16);
+    }
     out
 }
 
@@ -304,6 +322,15 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 return Err(r.bad("DELETE names a key that is not at its slot"));
             }
             node::remove_at(page, id, slot)?;
+        }
+        (info::DELETE_DEAD, 0) => {
+            let n = r.u16()? as usize;
+            let mut slots = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                slots.push(r.u16()? as usize);
+            }
+            r.end()?;
+            node::remove_slots(page, id, &slots)?;
         }
         (info::VACUUM, 0) => {
             // As the change did: one compaction of the survivors, in slot order.

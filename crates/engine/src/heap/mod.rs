@@ -135,6 +135,14 @@ pub struct TableCounters {
     pub pages_pruned: AtomicU64,
     /// Hint-bit settings that dirtied a page without WAL.
     pub hint_bit_writes: AtomicU64,
+    /// Index entries marked dead by scans (nbtutils.c `_bt_killitems`).
+    pub index_items_killed: AtomicU64,
+    /// Index entries removed by simple deletion before a split (`_bt_simpledel_pass`).
+    pub index_simple_deleted: AtomicU64,
+    /// Index entries removed by bottom-up deletion (`_bt_bottomupdel_pass`).
+    pub index_bottom_up_deleted: AtomicU64,
+    /// Bottom-up deletion passes run.
+    pub index_bottom_up_passes: AtomicU64,
 }
 
 impl TableCounters {
@@ -182,6 +190,10 @@ impl TableCounters {
             versions_traversed: l(&self.versions_traversed),
             pages_pruned: l(&self.pages_pruned),
             hint_bit_writes: l(&self.hint_bit_writes),
+            index_items_killed: l(&self.index_items_killed),
+            index_simple_deleted: l(&self.index_simple_deleted),
+            index_bottom_up_deleted: l(&self.index_bottom_up_deleted),
+            index_bottom_up_passes: l(&self.index_bottom_up_passes),
         }
     }
 }
@@ -221,4 +233,16 @@ pub struct TableStats {
     pub pages_pruned: u64,
     /// Hint-bit writes.
     pub hint_bit_writes: u64,
+    /// Index entries marked dead by scans (LP_DEAD, `_bt_killitems`).
+    #[serde(default)]
+    pub index_items_killed: u64,
+    /// Index entries removed by simple deletion before a split.
+    #[serde(default)]
+    pub index_simple_deleted: u64,
+    /// Index entries removed by bottom-up deletion.
+    #[serde(default)]
+    pub index_bottom_up_deleted: u64,
+    /// Bottom-up deletion passes.
+    #[serde(default)]
+    pub index_bottom_up_passes: u64,
 }

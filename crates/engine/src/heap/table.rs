@@ -7,11 +7,14 @@ use super::page::{self as hp, maxalign, LpState};
 use super::prune::{prune_page, set_prunable, should_prune};
 use super::tuple::{self as ht, HeaderRead, Tid};
 use super::visibility::{
-    satisfies_dirty, satisfies_mvcc, satisfies_update, DirtyStatus, UpdateStatus,
+    satisfies_dirty, satisfies_mvcc, satisfies_update, satisfies_vacuum, DirtyStatus,
+    UpdateStatus, VacuumStatus,
 };
 use super::vm::VisibilityMap;
 use super::{info, TableCounters};
-use crate::btree::{BTree, ScanDirection};
+use crate::btree::{
+    BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, ScanDirection,
+};
 use crate::buffer::{log_change, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::db::Assign;
@@ -38,6 +41,32 @@ pub struct Ctx<'a> {
     /// Repeatable read: a concurrent update is a serialization failure instead of being
     /// followed.
     pub repeatable_read: bool,
+}
+
+/// The removal horizon of one statement's index scan, computed when first needed
+/// (procarray.c `GlobalVisTestFor`: PostgreSQL also computes it lazily and once).
+struct Horizon<'a> {
+    tm: &'a TransactionManager,
+    xmin: std::cell::Cell<Option<Xid>>,
+}
+
+impl<'a> Horizon<'a> {
+    fn new(tm: &'a TransactionManager) -> Self {
+        Horizon {
+            tm,
+            xmin: std::cell::Cell::new(None),
+        }
+    }
+    fn get(&self) -> Xid {
+        match self.xmin.get() {
+            Some(x) => x,
+            None => {
+                let x = self.tm.oldest_xmin();
+                self.xmin.set(Some(x));
+                x
+            }
+        }
+    }
 }
 
 /// Outcome of one attempt to update or delete the tuple at a tid.
@@ -268,8 +297,13 @@ impl HeapTable {
             self.prune_if_cleanup_lock(tm, root.block)?;
             g = self.pool.fetch_read(self.page_id(root.block))?;
         }
-        let id = g.page_id();
-        let page = g.data();
+        Self::chain_on_page(g.data(), g.page_id(), root)
+    }
+
+    /// The HOT chain rooted at `root` on its (latched) page `page`, copied; see
+    /// [`HeapTable::chain`]. Empty when the root line pointer is dead, unused or past the
+    /// end (heap_hot_search_buffer then reports `all_dead`).
+    fn chain_on_page(page: &[u8], id: PageId, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
         let mut out = Vec::new();
         let mut off = root.offset;
         let mut prev_xmax = INVALID_XID;
@@ -318,59 +352,101 @@ impl HeapTable {
         Ok(out)
     }
 
-    /// The version of the row whose chain starts at `root` that `ctx`'s snapshot sees.
-    fn hot_search(&self, ctx: &Ctx<'_>, root: Tid) -> Result<Option<(Tid, Vec<u8>)>> {
+    /// Whether every member of a HOT chain is dead to everyone (heapam.c
+    /// `heap_hot_search_buffer`'s `all_dead`, each member `HeapTupleIsSurelyDead`): an
+    /// empty chain (dead or unused root) is.
+    fn all_dead(members: &[(Tid, Vec<u8>)], horizon: &Horizon<'_>) -> bool {
+        members
+            .iter()
+            .all(|(_, t)| satisfies_vacuum(t, horizon.get(), horizon.tm).0 == VacuumStatus::Dead)
+    }
+
+    /// The version of the row whose chain starts at `root` that `ctx`'s snapshot sees, and
+    /// whether the whole chain is dead to everyone (`all_dead`: the index entry may be
+    /// killed).
+    fn hot_search(
+        &self,
+        ctx: &Ctx<'_>,
+        root: Tid,
+        horizon: &Horizon<'_>,
+    ) -> Result<(Option<(Tid, Vec<u8>)>, bool)> {
         let members = self.chain(ctx.tm, root)?;
-        for (tid, t) in members {
+        for (tid, t) in &members {
             self.counters
                 .versions_traversed
                 .fetch_add(1, Ordering::Relaxed);
-            let (visible, hints) = satisfies_mvcc(&t, ctx.snapshot, ctx.xid, ctx.tm);
+            let (visible, hints) = satisfies_mvcc(t, ctx.snapshot, ctx.xid, ctx.tm);
             self.set_hints(tid.block, tid.offset, t.xmin(), t.xmax(), hints)?;
             if visible {
-                return Ok(Some((tid, t)));
+                return Ok((Some((*tid, t.clone())), false));
             }
         }
-        Ok(None)
+        Ok((None, Self::all_dead(&members, horizon)))
     }
 
-    /// Visits the index entries of `index` between `lo` and `hi` in batches (the index leaf
-    /// latch is never held while heap pages are read), calling `f(tid)` for each until it
-    /// returns false.
+    /// Visits the live index entries of `index` between `lo` and `hi` in batches (the
+    /// index leaf latch is never held while heap pages are read; entries marked dead are
+    /// skipped), calling `f(tid)` for each until it returns `(false, _)`. Entries for which
+    /// `f` returns `(_, true)` (their chain is dead to everyone) are marked dead in their
+    /// leaf after the batch (nbtutils.c `_bt_killitems`, called as the scan leaves a page).
     fn index_entries(
         &self,
         index: &BTree,
         lo: Bound<Vec<u8>>,
         hi: Bound<Vec<u8>>,
         dir: ScanDirection,
-        f: &mut dyn FnMut(Tid) -> Result<bool>,
+        f: &mut dyn FnMut(Tid) -> Result<(bool, bool)>,
     ) -> Result<()> {
         let (mut lo, mut hi) = (lo, hi);
         loop {
-            let mut batch: Vec<Vec<u8>> = Vec::with_capacity(SCAN_BATCH);
-            index.scan(
+            let mut batch: Vec<(u32, Vec<u8>)> = Vec::with_capacity(SCAN_BATCH);
+            index.scan_live(
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
                 dir,
-                &mut |k, _| {
-                    batch.push(k.to_vec());
+                &mut |leaf, k, _| {
+                    batch.push((leaf, k.to_vec()));
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for k in &batch {
-                if !f(tid_of_key(k, index.rel())?)? {
-                    return Ok(());
+            let mut killed: Vec<(u32, Vec<u8>)> = Vec::new();
+            let mut stop = false;
+            for (leaf, k) in &batch {
+                let (go_on, kill) = f(tid_of_key(k, index.rel())?)?;
+                if kill {
+                    killed.push((*leaf, k.clone()));
+                }
+                if !go_on {
+                    stop = true;
+                    break;
                 }
             }
+            self.kill_index_items(index, killed)?;
+            if stop {
+                return Ok(());
+            }
             match (full, batch.last()) {
-                (true, Some(last)) => match dir {
+                (true, Some((_, last))) => match dir {
                     ScanDirection::Forward => lo = Bound::Excluded(last.clone()),
                     ScanDirection::Backward => hi = Bound::Excluded(last.clone()),
                 },
                 _ => return Ok(()),
             }
         }
+    }
+
+    /// Marks `killed` (leaf block, key) entries dead, one leaf at a time.
+    fn kill_index_items(&self, index: &BTree, mut killed: Vec<(u32, Vec<u8>)>) -> Result<()> {
+        killed.sort();
+        for group in killed.chunk_by(|a, b| a.0 == b.0) {
+            let keys: Vec<Vec<u8>> = group.iter().map(|(_, k)| k.clone()).collect();
+            let n = index.kill_items(group[0].0, &keys)?;
+            self.counters
+                .index_items_killed
+                .fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn decode(&self, t: &[u8]) -> Result<Row> {
@@ -388,16 +464,18 @@ impl HeapTable {
         limit: usize,
     ) -> Result<Vec<(Tid, Vec<u8>)>> {
         let mut out = Vec::new();
+        let horizon = Horizon::new(ctx.tm);
         self.index_entries(
             index,
             Bound::Included(prefix.to_vec()),
             Bound::Included(upper_of(prefix)),
             ScanDirection::Forward,
             &mut |tid| {
-                if let Some(v) = self.hot_search(ctx, tid)? {
+                let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
+                if let Some(v) = found {
                     out.push(v);
                 }
-                Ok(out.len() < limit)
+                Ok((out.len() < limit, all_dead))
             },
         )?;
         Ok(out)
@@ -456,11 +534,13 @@ impl HeapTable {
         if limit == 0 {
             return Ok(rows);
         }
+        let horizon = Horizon::new(ctx.tm);
         self.index_entries(&self.pk, lo, hi, dir, &mut |tid| {
-            if let Some((_, t)) = self.hot_search(ctx, tid)? {
+            let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
+            if let Some((_, t)) = found {
                 rows.push(self.decode(&t)?);
             }
-            Ok(rows.len() < limit)
+            Ok((rows.len() < limit, all_dead))
         })?;
         Ok(rows)
     }
@@ -535,7 +615,7 @@ impl HeapTable {
         self.def.check_row(&row)?;
         let tid = self.heap_insert(ctx, &row)?;
         self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
-        self.insert_index_entries(ctx, &row, tid, true)?;
+        self.insert_index_entries(ctx, &row, tid, None)?;
         Ok(tid)
     }
 
@@ -583,32 +663,67 @@ impl HeapTable {
         Ok(tid)
     }
 
-    /// Adds `row`'s entries (pointing at `tid`) to the primary key (when `with_pk`) and every
-    /// secondary index; unique indexes are checked under a stripe lock on the key so that two
+    /// Adds `row`'s entries (pointing at `tid`) to the primary key and every secondary
+    /// index; unique indexes are checked under a stripe lock on the key so that two
     /// inserters of one key are serialized (nbtinsert.c `_bt_doinsert` holds the leaf lock
-    /// for the same reason).
+    /// for the same reason). `old_row` is the version a non-HOT update replaces: an index
+    /// whose key it shares gets the executor's `indexUnchanged` hint
+    /// (execIndexing.c `index_unchanged_by_update`), which allows bottom-up deletion.
     fn insert_index_entries(
         &self,
         ctx: &Ctx<'_>,
         row: &Row,
         tid: Tid,
-        with_pk: bool,
+        old_row: Option<&Row>,
     ) -> Result<()> {
-        if with_pk {
-            let k = key_of(&self.def, &self.def.primary_key, row)?;
-            self.insert_unique(ctx, &self.pk, &self.def.name, k, tid)?;
-        }
+        let unchanged =
+            |cols: &[usize]| old_row.is_some_and(|o| cols.iter().all(|&c| o[c] == row[c]));
+        let k = key_of(&self.def, &self.def.primary_key, row)?;
+        let pk_unchanged = unchanged(&self.def.primary_key);
+        self.insert_unique(ctx, &self.pk, &self.def.name, k, tid, pk_unchanged)?;
         for (ix, idx) in self.def.indexes.iter().enumerate() {
             let k = key_of(&self.def, &idx.columns, row)?;
+            let index_unchanged = unchanged(&idx.columns);
             if idx.unique {
-                self.insert_unique(ctx, &self.indexes[ix], &idx.name, k, tid)?;
+                self.insert_unique(ctx, &self.indexes[ix], &idx.name, k, tid, index_unchanged)?;
             } else {
-                self.indexes[ix].insert(&with_tid(k, tid), &[])?;
+                self.index_insert(ctx, &self.indexes[ix], &with_tid(k, tid), index_unchanged)?;
             }
             self.counters
                 .index_entries_inserted
                 .fetch_add(1, Ordering::Relaxed);
         }
+        Ok(())
+    }
+
+    /// One index entry in, a full leaf first freeing what the heap finds dead
+    /// (`BTree::insert_cleaning`), with the outcome counted.
+    fn index_insert(
+        &self,
+        ctx: &Ctx<'_>,
+        index: &BTree,
+        key: &[u8],
+        index_unchanged: bool,
+    ) -> Result<()> {
+        let checker = IndexDeleteCheck {
+            table: self,
+            tm: ctx.tm,
+        };
+        let out = index.insert_cleaning(
+            key,
+            &[],
+            &InsertCleanup {
+                table: &checker,
+                index_unchanged,
+            },
+        )?;
+        let c = &self.counters;
+        c.index_simple_deleted
+            .fetch_add(out.simple_deleted, Ordering::Relaxed);
+        c.index_bottom_up_deleted
+            .fetch_add(out.bottom_up_deleted, Ordering::Relaxed);
+        c.index_bottom_up_passes
+            .fetch_add(out.bottom_up_passes, Ordering::Relaxed);
         Ok(())
     }
 
@@ -619,13 +734,18 @@ impl HeapTable {
         name: &str,
         key: Vec<u8>,
         tid: Tid,
+        index_unchanged: bool,
     ) -> Result<()> {
         let stripe = &self.unique_stripes[(crc32c::crc32c(&key) as usize) % UNIQUE_STRIPES];
         loop {
             let guard = stripe.lock();
-            match self.check_unique(ctx, index, &key, tid)? {
+            let mut uniquedup = false;
+            match self.check_unique(ctx, index, &key, tid, &mut uniquedup)? {
                 None => {
-                    index.insert(&with_tid(key, tid), &[])?;
+                    // nbtinsert.c `_bt_delete_or_dedup_one_page`: bottom-up deletion also
+                    // runs when the unique check met a duplicate (`uniquedup`).
+                    let bottom_up = index_unchanged || uniquedup;
+                    self.index_insert(ctx, index, &with_tid(key, tid), bottom_up)?;
                     drop(guard);
                     if std::ptr::eq(index, &self.pk) {
                         self.counters
@@ -677,7 +797,9 @@ impl HeapTable {
 
     /// `_bt_check_unique` with SnapshotDirty: `None` when no conflicting row exists,
     /// `Some(Some(xid))` when running transaction `xid` decides it (wait and retry),
-    /// `Some(None)` for a live duplicate.
+    /// `Some(None)` for a live duplicate. Sets `uniquedup` when any other entry with the
+    /// key was met (dead ones included), and marks dead the entries whose chains are dead
+    /// to everyone.
     #[allow(clippy::option_option)]
     fn check_unique(
         &self,
@@ -685,33 +807,42 @@ impl HeapTable {
         index: &BTree,
         key: &[u8],
         own_tid: Tid,
+        uniquedup: &mut bool,
     ) -> Result<Option<Option<Xid>>> {
         let mut verdict = None;
+        let horizon = Horizon::new(ctx.tm);
         self.index_entries(
             index,
             Bound::Included(key.to_vec()),
             Bound::Included(upper_of(key)),
             ScanDirection::Forward,
             &mut |root| {
-                for (tid, t) in self.chain(ctx.tm, root)? {
-                    if tid == own_tid {
+                if root != own_tid {
+                    *uniquedup = true;
+                }
+                let members = self.chain(ctx.tm, root)?;
+                for (tid, t) in &members {
+                    if *tid == own_tid {
                         continue;
                     }
-                    let (st, hints) = satisfies_dirty(&t, ctx.xid, ctx.tm);
+                    let (st, hints) = satisfies_dirty(t, ctx.xid, ctx.tm);
                     self.set_hints(tid.block, tid.offset, t.xmin(), t.xmax(), hints)?;
                     match st {
                         DirtyStatus::Dead => {}
                         DirtyStatus::Live => {
                             verdict = Some(None);
-                            return Ok(false);
+                            return Ok((false, false));
                         }
                         DirtyStatus::InProgress(x) => {
                             verdict = Some(Some(x));
-                            return Ok(false);
+                            return Ok((false, false));
                         }
                     }
                 }
-                Ok(true)
+                // _bt_check_unique marks the item LP_DEAD when heap_hot_search found the
+                // whole chain dead to everyone.
+                let own = members.iter().any(|(tid, _)| *tid == own_tid);
+                Ok((true, !own && Self::all_dead(&members, &horizon)))
             },
         )?;
         Ok(verdict)
@@ -1015,7 +1146,7 @@ impl HeapTable {
             if hot {
                 self.counters.n_tup_hot_upd.fetch_add(1, Ordering::Relaxed);
             } else {
-                self.insert_index_entries(ctx, &new_row, new_tid, true)?;
+                self.insert_index_entries(ctx, &new_row, new_tid, Some(&old_row))?;
             }
             return Ok(Attempt::Done);
         }
@@ -1092,7 +1223,7 @@ impl HeapTable {
         drop(ng);
         drop(og);
         self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
-        self.insert_index_entries(ctx, &new_row, new_tid, true)?;
+        self.insert_index_entries(ctx, &new_row, new_tid, Some(&old_row))?;
         Ok(Attempt::Done)
     }
 
@@ -1112,5 +1243,106 @@ impl HeapTable {
 impl crate::db::Catalogued for HeapTable {
     fn def(&self) -> &TableDef {
         &self.def
+    }
+}
+
+/// Most heap blocks a bottom-up pass visits (heapam.c BOTTOMUP_MAX_NBLOCKS).
+const BOTTOMUP_MAX_NBLOCKS: usize = 6;
+
+/// The heap's side of index deletion for one insert (heapam.c `heap_index_delete_tuples`).
+struct IndexDeleteCheck<'a> {
+    table: &'a HeapTable,
+    tm: &'a TransactionManager,
+}
+
+impl IndexDeleteTuples for IndexDeleteCheck<'_> {
+    fn heap_block(&self, key: &[u8]) -> Option<u32> {
+        tid_of_key(key, self.table.heap_rel).ok().map(|t| t.block)
+    }
+
+    fn tid_suffix_bytes(&self) -> usize {
+        6
+    }
+
+    /// heapam.c `heap_index_delete_tuples`: candidates grouped by heap block, each block
+    /// read once under a shared latch (no pruning), an entry deletable when it was known
+    /// dead or its whole HOT chain is dead to everyone (`heap_hot_search_buffer`'s
+    /// `all_dead`). Simple deletion visits every block named. Bottom-up deletion
+    /// (`bottomup_sort_and_shrink`) visits at most [`BOTTOMUP_MAX_NBLOCKS`] blocks, those
+    /// with the most promising entries first, and stops when the space freed reaches a
+    /// target that halves with each block after the first, or when a block freed nothing.
+    /// The conflict horizon is the newest xmax among the deleted chains' tuples
+    /// (`HeapTupleHeaderAdvanceConflictHorizon`).
+    fn index_delete_tuples(&self, op: &DeleteOp) -> Result<DeleteVerdict> {
+        let mut deletable = vec![false; op.candidates.len()];
+        let mut latest_removed_xid: Xid = 0;
+        let tids: Vec<Option<Tid>> = op
+            .candidates
+            .iter()
+            .map(|c| tid_of_key(&c.key, self.table.heap_rel).ok())
+            .collect();
+        // Block → candidate indexes.
+        let mut blocks: Vec<(u32, Vec<usize>)> = Vec::new();
+        {
+            let mut by_block: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+            for (i, t) in tids.iter().enumerate() {
+                if let Some(t) = t {
+                    by_block.entry(t.block).or_default().push(i);
+                }
+            }
+            blocks.extend(by_block);
+        }
+        if op.bottom_up {
+            let promising =
+                |v: &Vec<usize>| v.iter().filter(|&&i| op.candidates[i].promising).count();
+            // bottomup_sort_and_shrink: most promising blocks first (PostgreSQL buckets the
+            // counts by powers of two, then prefers more TIDs, then lower block numbers).
+            blocks.sort_by(|a, b| {
+                let (pa, pb) = (promising(&a.1), promising(&b.1));
+                let bucket = |n: usize| usize::BITS - n.leading_zeros();
+                bucket(pb)
+                    .cmp(&bucket(pa))
+                    .then(b.1.len().cmp(&a.1.len()))
+                    .then(a.0.cmp(&b.0))
+            });
+            blocks.retain(|b| promising(&b.1) > 0);
+            blocks.truncate(BOTTOMUP_MAX_NBLOCKS);
+        }
+        let horizon = Horizon::new(self.tm);
+        let mut freed = 0usize;
+        let mut target = op.free_target_bytes;
+        for (n_visited, (block, members)) in blocks.iter().enumerate() {
+            if op.bottom_up && n_visited > 0 {
+                if freed >= target {
+                    break;
+                }
+                target /= 2;
+            }
+            let freed_before = freed;
+            let g = self.table.pool.fetch_read(self.table.page_id(*block))?;
+            for &i in members {
+                let c = &op.candidates[i];
+                let Some(tid) = tids[i] else { continue };
+                let chain = HeapTable::chain_on_page(g.data(), g.page_id(), tid)?;
+                if !c.known_dead && !HeapTable::all_dead(&chain, &horizon) {
+                    continue;
+                }
+                deletable[i] = true;
+                freed += c.space_bytes;
+                for (_, t) in &chain {
+                    if t.xmax() > latest_removed_xid {
+                        latest_removed_xid = t.xmax();
+                    }
+                }
+            }
+            drop(g);
+            if op.bottom_up && freed == freed_before {
+                break;
+            }
+        }
+        Ok(DeleteVerdict {
+            deletable,
+            latest_removed_xid,
+        })
     }
 }
