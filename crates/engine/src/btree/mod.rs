@@ -101,7 +101,7 @@ pub mod wal;
 pub use cleanup::{
     CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
 };
-pub use tree::{BTree, BTreeConfig, BTreeStats, ScanDirection};
+pub use tree::{BTree, BTreeConfig, BTreeStats, LeafVisitor, ScanDirection};
 pub use wal::info;
 
 #[cfg(test)]

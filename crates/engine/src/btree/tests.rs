@@ -1154,3 +1154,254 @@ fn concurrent_mixed_operations_match_per_thread_models() {
     t.verify().unwrap();
     assert_redo_rebuilds(&s, &t);
 }
+
+/// A PostgreSQL-shaped key: 8-byte index key `v`, then a 6-byte heap TID (block, offset).
+fn heap_key(v: u64, block: u32, off: u16) -> Vec<u8> {
+    let mut key = v.to_be_bytes().to_vec();
+    key.extend_from_slice(&block.to_be_bytes());
+    key.extend_from_slice(&off.to_be_bytes());
+    key
+}
+
+#[test]
+fn bulk_load_packs_leaves_to_the_fill_target_and_the_tree_stays_usable() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let entries: Vec<Kv> = (0..50_000u64)
+        .map(|i| (heap_key(i / 3, i as u32, 1), Vec::new()))
+        .collect();
+    t.bulk_load(&entries, 90, 70).unwrap();
+    let st = t.verify().unwrap();
+    assert_eq!(st.entries, 50_000);
+    let fill = st.avg_leaf_fill_pct();
+    assert!(
+        (88.0..=90.5).contains(&fill),
+        "leaf fill {fill:.1} % {st:?}"
+    );
+    assert!(st.height >= 2, "{st:?}");
+    assert_eq!(all(&t), entries);
+    // Lookups, scans and later inserts work on the built tree.
+    assert_eq!(t.get(&entries[777].0).unwrap(), Some(Vec::new()));
+    let extra = heap_key(7, 999_999, 2);
+    t.insert(&extra, b"").unwrap();
+    assert_eq!(t.get(&extra).unwrap(), Some(Vec::new()));
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+    // A second load into a tree that is no longer empty is refused.
+    assert!(matches!(
+        t.bulk_load(&entries[..1], 90, 70),
+        Err(Error::InvalidValue(_))
+    ));
+    // Unsorted input is refused, and the tree is left empty.
+    let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let unsorted = vec![(k(2), Vec::new()), (k(1), Vec::new())];
+    assert!(matches!(
+        u.bulk_load(&unsorted, 90, 70),
+        Err(Error::InvalidValue(_))
+    ));
+    assert!(all(&u).is_empty());
+    // A built tree is smaller than the same keys inserted in random order.
+    let r = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    for i in order {
+        r.insert(&entries[i].0, b"").unwrap();
+    }
+    let rs = r.verify().unwrap();
+    assert!(
+        rs.leaf_pages as f64 > 1.25 * st.leaf_pages as f64,
+        "random {} leaves, built {}",
+        rs.leaf_pages,
+        st.leaf_pages
+    );
+}
+
+/// A table stand-in: the keys whose TID block is in `dead_blocks` (or whose TID offset is
+/// in `dead_offsets`) point at tuples dead to everyone; counts the blocks it visits.
+struct FakeHeap {
+    dead_offsets: Vec<u16>,
+    visits: std::sync::Mutex<Vec<u32>>,
+}
+
+impl IndexDeleteTuples for FakeHeap {
+    fn heap_block(&self, key: &[u8]) -> Option<u32> {
+        let n = key.len();
+        Some(u32::from_be_bytes(key[n - 6..n - 2].try_into().unwrap()))
+    }
+    fn tid_suffix_bytes(&self) -> usize {
+        6
+    }
+    fn index_delete_tuples(&self, op: &DeleteOp) -> Result<DeleteVerdict> {
+        let mut blocks: Vec<u32> = op
+            .candidates
+            .iter()
+            .filter_map(|c| self.heap_block(&c.key))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        self.visits.lock().unwrap().extend(blocks);
+        Ok(DeleteVerdict {
+            deletable: op
+                .candidates
+                .iter()
+                .map(|c| {
+                    let n = c.key.len();
+                    let off = u16::from_be_bytes([c.key[n - 2], c.key[n - 1]]);
+                    c.known_dead || self.dead_offsets.contains(&off)
+                })
+                .collect(),
+            latest_removed_xid: 42,
+        })
+    }
+}
+
+#[test]
+fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    // One leaf's worth of distinct keys, each on its own heap block, offset 1.
+    let mut keys = Vec::new();
+    for i in 0..1000u64 {
+        let key = heap_key(i, i as u32, 1);
+        t.insert(&key, b"").unwrap();
+        keys.push(key);
+    }
+    let first_leaf = leaves(&s, &t)[0].clone();
+    let victims: Vec<Vec<u8>> = first_leaf.1.iter().step_by(2).cloned().collect();
+    assert_eq!(t.kill_items(first_leaf.0, &victims).unwrap(), victims.len());
+    assert_eq!(
+        t.kill_items(first_leaf.0, &victims).unwrap(),
+        0,
+        "already marked"
+    );
+    // Keys not in that leaf are skipped.
+    assert_eq!(t.kill_items(first_leaf.0, &[keys[999].clone()]).unwrap(), 0);
+    // A plain scan still returns them (vacuum, checks); a live scan skips them.
+    assert_eq!(all(&t).len(), 1000);
+    let mut live = Vec::new();
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |leaf, k, _| {
+            live.push((leaf, k.to_vec()));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert_eq!(live.len(), 1000 - victims.len());
+    assert!(live.iter().all(|(_, k)| !victims.contains(k)));
+    assert!(live
+        .iter()
+        .filter(|(_, k)| first_leaf.1.contains(k))
+        .all(|(leaf, _)| *leaf == first_leaf.0));
+
+    // Fill the first leaf until it would split: the insert deletes the marked entries
+    // (plus the other entries on their heap blocks that the heap finds dead) instead.
+    let heap = FakeHeap {
+        dead_offsets: Vec::new(),
+        visits: Default::default(),
+    };
+    let leaves_before = leaves(&s, &t).len();
+    let wal_before = s.snapshot();
+    let lo = u64::from_be_bytes(first_leaf.1[0][..8].try_into().unwrap());
+    let mut outcome = CleanupOutcome::default();
+    for j in 0..2000u32 {
+        // Keys between the first leaf's first two keys: all land in the first leaf.
+        let mut key = lo.to_be_bytes().to_vec();
+        key.extend_from_slice(&(5_000_000 + j).to_be_bytes());
+        key.extend_from_slice(&2u16.to_be_bytes());
+        let o = t
+            .insert_cleaning(
+                &key,
+                b"",
+                &InsertCleanup {
+                    table: &heap,
+                    index_unchanged: false,
+                },
+            )
+            .unwrap();
+        outcome.simple_deleted += o.simple_deleted;
+        if outcome.simple_deleted > 0 {
+            break;
+        }
+    }
+    assert_eq!(outcome.simple_deleted, victims.len() as u64);
+    assert_eq!(outcome.bottom_up_passes, 0, "the key was not unchanged");
+    assert_eq!(leaves(&s, &t).len(), leaves_before, "no split");
+    let visited = heap.visits.lock().unwrap().clone();
+    assert!(!visited.is_empty());
+    let d = s.snapshot().delta(&wal_before).counters;
+    assert!(d.total().wal_records > 0);
+    for v in &victims {
+        assert_eq!(t.get(v).unwrap(), None, "deleted");
+    }
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_splitting() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    // Versions of a few index keys: key v, heap block b, offset 1 = dead old version,
+    // offset 2 = live.
+    let heap = FakeHeap {
+        dead_offsets: vec![1],
+        visits: Default::default(),
+    };
+    let mut inserted = 0u32;
+    let mut out = CleanupOutcome::default();
+    while out.bottom_up_passes == 0 {
+        let v = (inserted % 4) as u64;
+        let key = heap_key(v, inserted / 4, 1);
+        let o = t
+            .insert_cleaning(
+                &key,
+                b"",
+                &InsertCleanup {
+                    table: &heap,
+                    index_unchanged: true,
+                },
+            )
+            .unwrap();
+        out.bottom_up_passes += o.bottom_up_passes;
+        out.bottom_up_deleted += o.bottom_up_deleted;
+        inserted += 1;
+        assert!(inserted < 10_000, "no bottom-up pass ran");
+    }
+    assert!(out.bottom_up_deleted > 0, "{out:?}");
+    // At most BOTTOMUP_MAX_NBLOCKS-style limits are the table's business; the tree asked
+    // once and removed what it was told.
+    assert_eq!(
+        leaves(&s, &t).len(),
+        1,
+        "the root leaf freed room instead of splitting"
+    );
+    // Without the hint the same full leaf splits.
+    let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let mut i = 0u32;
+    while leaves(&s, &u).len() == 1 {
+        let key = heap_key((i % 4) as u64, i / 4, 1);
+        let o = u
+            .insert_cleaning(
+                &key,
+                b"",
+                &InsertCleanup {
+                    table: &heap,
+                    index_unchanged: false,
+                },
+            )
+            .unwrap();
+        assert_eq!(o.bottom_up_passes, 0);
+        i += 1;
+    }
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}

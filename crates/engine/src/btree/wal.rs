@@ -17,6 +17,7 @@
 //! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
 //! | 0x30 | SPLIT        | 0: left page, will_init, `node_image`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
 //! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed) | `latest_removed_xid u32` |
+//! | 0x60 | BUILD        | 0: a page of a sorted build, will_init, `node_image`; 1 (on the last page only): meta page, will_init, meta fields | `geometry` |
 //! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
 //! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
 //! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed) | — |
@@ -61,6 +62,9 @@ pub mod info {
     pub const NEWROOT: u8 = 0xA0;
     /// Bulk delete of one leaf's dead entries (PostgreSQL XLOG_BTREE_VACUUM).
     pub const VACUUM: u8 = 0xC0;
+    /// One page of a sorted index build, logged whole (PostgreSQL `log_newpage` from
+    /// nbtsort.c `_bt_blwritepage`), with the meta page on the last (the root).
+    pub const BUILD: u8 = 0x60;
     /// Index creation: meta page and empty root leaf.
     pub const CREATE: u8 = 0xF0;
 }
@@ -385,12 +389,17 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 return Err(r.bad("SPLIT block not named by its `which` bits"));
             }
         }
+        (info::BUILD, 0) => {
+            let g = Reader::new(&rec.main_data, lsn).geometry()?;
+            let (h, entries) = decode_node(&block.data, lsn)?;
+            node::build(page, id, g, h, &entries)?;
+        }
         (info::NEWROOT, 0) => {
             let g = Reader::new(&rec.main_data, lsn).geometry()?;
             let (h, entries) = decode_node(&block.data, lsn)?;
             node::build(page, id, g, h, &entries)?;
         }
-        (info::NEWROOT, 2) | (info::CREATE, 0) => {
+        (info::NEWROOT, 2) | (info::CREATE, 0) | (info::BUILD, 1) => {
             let m = Meta::decode(r.bytes(META_BYTES)?, id)?;
             r.end()?;
             m.write(page);

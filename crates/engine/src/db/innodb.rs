@@ -168,6 +168,19 @@ impl Engine for InnodbEngine {
         })
     }
 
+    fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
+        self.inner
+            .tables
+            .get(t)?
+            .secondary_deferred
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
+        self.inner.tables.get(t)?.build_secondary_indexes()
+    }
+
     fn table_id(&self, name: &str) -> Result<TableId> {
         self.inner.tables.id_of(name)
     }

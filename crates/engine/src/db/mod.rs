@@ -234,6 +234,11 @@ pub struct GcReport {
 pub trait Engine: Send + Sync {
     /// Creates a table (and its indexes); returns its id.
     fn create_table(&self, def: TableDef) -> Result<TableId>;
+    /// Marks a new table's secondary indexes deferred: not maintained until
+    /// [`Engine::build_secondary_indexes`].
+    fn defer_secondary_indexes(&self, t: TableId) -> Result<()>;
+    /// Builds a table's deferred secondary indexes by sorting; returns the entries built.
+    fn build_secondary_indexes(&self, t: TableId) -> Result<u64>;
     /// The id of a table by name.
     fn table_id(&self, name: &str) -> Result<TableId>;
     /// The definition of a table.
@@ -314,6 +319,38 @@ impl Database {
     pub fn create_table(&self, def: TableDef) -> Result<TableId> {
         let _c = crate::stats::enter(crate::stats::Cause::Ddl);
         self.engine.create_table(def)
+    }
+
+    /// Creates a table for a bulk load whose secondary indexes are built afterwards, as
+    /// sysbench's prepare does (CREATE TABLE with the primary key, INSERTs, then CREATE
+    /// INDEX; oltp_common.lua `create_table`): the secondary indexes are not maintained
+    /// by inserts until [`Database::build_secondary_indexes`], and updates, deletes and
+    /// secondary-index reads of the table are refused meanwhile (cause `ddl`).
+    ///
+    /// Errors: as [`Database::create_table`]; [`Error::Catalog`] for a unique secondary
+    /// index (its build does not check uniqueness).
+    pub fn create_table_for_load(&self, def: TableDef) -> Result<TableId> {
+        if let Some(ix) = def.indexes.iter().find(|ix| ix.unique) {
+            return Err(Error::Catalog(format!(
+                "table {}: unique index {} cannot be built after the load; create the table \
+                 with create_table",
+                def.name, ix.name
+            )));
+        }
+        let t = self.create_table(def)?;
+        self.engine.defer_secondary_indexes(t)?;
+        Ok(t)
+    }
+
+    /// Builds the secondary indexes of a table made by [`Database::create_table_for_load`]
+    /// from its rows, sorted and packed bottom up (PostgreSQL CREATE INDEX, nbtsort.c;
+    /// MariaDB ADD INDEX, row0merge.cc / btr0bulk.cc), and maintains them from then on.
+    /// Counts go to the caller's cause. Returns the entries built (0 when nothing was
+    /// deferred).
+    ///
+    /// Errors: [`Error::Catalog`] for an unknown table; storage errors.
+    pub fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
+        self.engine.build_secondary_indexes(t)
     }
 
     /// A table's id by name. Errors: [`Error::Catalog`].

@@ -7,8 +7,8 @@ use super::page::{self as hp, maxalign, LpState};
 use super::prune::{prune_page, set_prunable, should_prune};
 use super::tuple::{self as ht, HeaderRead, Tid};
 use super::visibility::{
-    satisfies_dirty, satisfies_mvcc, satisfies_update, satisfies_vacuum, DirtyStatus,
-    UpdateStatus, VacuumStatus,
+    satisfies_dirty, satisfies_mvcc, satisfies_update, satisfies_vacuum, DirtyStatus, UpdateStatus,
+    VacuumStatus,
 };
 use super::vm::VisibilityMap;
 use super::{info, TableCounters};
@@ -42,6 +42,9 @@ pub struct Ctx<'a> {
     /// followed.
     pub repeatable_read: bool,
 }
+
+/// A tuple version: its TID and a copy of its bytes.
+type Version = (Tid, Vec<u8>);
 
 /// The removal horizon of one statement's index scan, computed when first needed
 /// (procarray.c `GlobalVisTestFor`: PostgreSQL also computes it lazily and once).
@@ -78,6 +81,11 @@ enum Attempt {
 }
 
 const UNIQUE_STRIPES: usize = 256;
+/// Leaf fill of a sorted index build: the btree default fillfactor (nbtree.h
+/// BTREE_DEFAULT_FILLFACTOR).
+const BUILD_LEAF_FILL_PCT: u8 = 90;
+/// Internal page fill of a sorted index build (nbtree.h BTREE_NONLEAF_FILLFACTOR).
+const BUILD_INTERNAL_FILL_PCT: u8 = 70;
 const SCAN_BATCH: usize = 256;
 
 /// A heap relation, its primary-key index and its secondary indexes. See the `heap` module
@@ -101,10 +109,17 @@ pub struct HeapTable {
     pub fillfactor: u8,
     /// HOT updates enabled (the design switch).
     pub hot: bool,
-    /// Prune pages on access (off when the design's garbage collection is off).
+    /// Prune pages on access, mark index entries dead from scans and delete them before a
+    /// leaf splits (all off when the design's garbage collection is off, so that
+    /// `version_chain`-style experiments see every version until a vacuum).
     pub prune_on_access: bool,
     /// pg_stat_user_tables-style counters.
     pub counters: TableCounters,
+    /// The secondary indexes are not maintained: the table is being loaded and they will
+    /// be built afterwards by sorting ([`HeapTable::build_secondary_indexes`]), as
+    /// sysbench creates its `k` index with CREATE INDEX after the load. Updates, deletes
+    /// and secondary-index reads are refused meanwhile.
+    pub secondary_deferred: std::sync::atomic::AtomicBool,
     pool: Arc<BufferPool>,
     wal: Arc<Wal>,
     indexed_cols: Vec<usize>,
@@ -160,12 +175,100 @@ impl HeapTable {
             hot,
             prune_on_access: true,
             counters: TableCounters::default(),
+            secondary_deferred: std::sync::atomic::AtomicBool::new(false),
             pool,
             wal,
             indexed_cols,
             target_block: AtomicU32::new(u32::MAX),
             unique_stripes: (0..UNIQUE_STRIPES).map(|_| Mutex::new(())).collect(),
         }
+    }
+
+    /// Errors with [`Error::Catalog`] while the secondary indexes are deferred.
+    fn check_not_deferred(&self, what: &str) -> Result<()> {
+        if self.secondary_deferred.load(Ordering::Acquire) {
+            return Err(Error::Catalog(format!(
+                "table {}: {what} needs its secondary indexes, which are deferred until the \
+                 load ends (build them first)",
+                self.def.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Builds the deferred secondary indexes from the heap, as CREATE INDEX does
+    /// (nbtsort.c `btbuild`: a heap scan through `heapam_index_build_range_scan`, a sort,
+    /// then `_bt_load` filling leaves to the index fillfactor 90 and internal pages to 70):
+    /// every HOT chain root is indexed once with the key of its newest member not dead to
+    /// everyone (`heap_get_root_tuples`). Then the indexes are maintained again. Returns
+    /// the entries built. Nothing happens when no index is deferred.
+    ///
+    /// Meant for the end of a load with no concurrent writers on the table (CREATE INDEX
+    /// takes a ShareLock that blocks them).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged heap page; storage errors.
+    pub fn build_secondary_indexes(&self, tm: &TransactionManager) -> Result<u64> {
+        if !self.secondary_deferred.load(Ordering::Acquire) {
+            return Ok(0);
+        }
+        let horizon = Horizon::new(tm);
+        let mut per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
+        let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
+        for block in 0..n_blocks {
+            let g = self.pool.fetch_read(self.page_id(block))?;
+            let id = g.page_id();
+            let page = g.data();
+            for off in 1..=hp::max_offset(page) {
+                let lp = hp::item_id(page, off, id)?;
+                let root = match lp.state {
+                    LpState::Redirect => true,
+                    LpState::Normal => !hp::tuple(page, lp).is_heap_only(),
+                    _ => false,
+                };
+                if !root {
+                    continue;
+                }
+                let tid = Tid { block, offset: off };
+                let chain = Self::chain_on_page(page, id, tid)?;
+                let Some((_, t)) = chain
+                    .iter()
+                    .rev()
+                    .find(|(_, t)| satisfies_vacuum(t, horizon.get(), tm).0 != VacuumStatus::Dead)
+                else {
+                    continue;
+                };
+                let row = self.decode(t)?;
+                for (ix, idx) in self.def.indexes.iter().enumerate() {
+                    per_index[ix].push((
+                        with_tid(key_of(&self.def, &idx.columns, &row)?, tid),
+                        Vec::new(),
+                    ));
+                }
+            }
+        }
+        let mut built = 0;
+        for (ix, mut entries) in per_index.into_iter().enumerate() {
+            entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            if self.def.indexes[ix].unique {
+                let prefix = |k: &[u8]| k[..k.len() - 6].to_vec();
+                if let Some(w) = entries
+                    .windows(2)
+                    .find(|w| prefix(&w[0].0) == prefix(&w[1].0))
+                {
+                    return Err(Error::DuplicateKey {
+                        index: self.def.indexes[ix].name.clone(),
+                        key: format!("{:?}", prefix(&w[0].0)),
+                    });
+                }
+            }
+            self.indexes[ix].bulk_load(&entries, BUILD_LEAF_FILL_PCT, BUILD_INTERNAL_FILL_PCT)?;
+            built += entries.len() as u64;
+        }
+        self.counters
+            .index_entries_inserted
+            .fetch_add(built, Ordering::Relaxed);
+        self.secondary_deferred.store(false, Ordering::Release);
+        Ok(built)
     }
 
     /// The buffer pool.
@@ -369,7 +472,7 @@ impl HeapTable {
         ctx: &Ctx<'_>,
         root: Tid,
         horizon: &Horizon<'_>,
-    ) -> Result<(Option<(Tid, Vec<u8>)>, bool)> {
+    ) -> Result<(Option<Version>, bool)> {
         let members = self.chain(ctx.tm, root)?;
         for (tid, t) in &members {
             self.counters
@@ -438,6 +541,9 @@ impl HeapTable {
 
     /// Marks `killed` (leaf block, key) entries dead, one leaf at a time.
     fn kill_index_items(&self, index: &BTree, mut killed: Vec<(u32, Vec<u8>)>) -> Result<()> {
+        if !self.prune_on_access {
+            return Ok(());
+        }
         killed.sort();
         for group in killed.chunk_by(|a, b| a.0 == b.0) {
             let keys: Vec<Vec<u8>> = group.iter().map(|(_, k)| k.clone()).collect();
@@ -500,6 +606,7 @@ impl HeapTable {
     ///
     /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for an unknown index.
     pub fn get_by_index(&self, ctx: &Ctx<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.check_not_deferred("a secondary index read")?;
         let k = self.index_key(ix, key)?;
         let index = &self.indexes[ix];
         self.fetch_by_key(ctx, index, &k, usize::MAX)?
@@ -681,6 +788,9 @@ impl HeapTable {
         let k = key_of(&self.def, &self.def.primary_key, row)?;
         let pk_unchanged = unchanged(&self.def.primary_key);
         self.insert_unique(ctx, &self.pk, &self.def.name, k, tid, pk_unchanged)?;
+        if self.secondary_deferred.load(Ordering::Acquire) {
+            return Ok(());
+        }
         for (ix, idx) in self.def.indexes.iter().enumerate() {
             let k = key_of(&self.def, &idx.columns, row)?;
             let index_unchanged = unchanged(&idx.columns);
@@ -705,6 +815,9 @@ impl HeapTable {
         key: &[u8],
         index_unchanged: bool,
     ) -> Result<()> {
+        if !self.prune_on_access {
+            return index.insert(key, &[]);
+        }
         let checker = IndexDeleteCheck {
             table: self,
             tm: ctx.tm,
@@ -904,6 +1017,11 @@ impl HeapTable {
     }
 
     fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], set: Option<&[Assign]>) -> Result<bool> {
+        self.check_not_deferred(if set.is_some() {
+            "an update"
+        } else {
+            "a delete"
+        })?;
         let key = self.pk_key(pk)?;
         let Some((mut tid, _)) = self
             .fetch_by_key(ctx, &self.pk, &key, 1)?
