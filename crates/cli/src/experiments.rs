@@ -410,6 +410,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
         time_s: 0.0,
         events,
         rand_seed: seed,
+        rate_tps: 0.0,
     };
     let mut runs = Vec::new();
     for design in designs_of(c)? {

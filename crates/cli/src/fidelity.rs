@@ -41,6 +41,13 @@ pub struct FidelityArgs {
     /// Re-render a saved `fidelity.json` (its runs' ratios recomputed) instead of running.
     #[arg(long, value_name = "FILE")]
     pub from: Option<std::path::PathBuf>,
+    /// Run each preset as fast as it goes instead of at the transaction rate its real
+    /// engine reached (by default the real server runs first and the preset follows with
+    /// `--rate` set to the server's TPS, so that work paced by time, such as the page
+    /// cleaner's once-a-second flushing or autovacuum's naps, meets the same number of
+    /// transactions per second on both sides).
+    #[arg(long)]
+    pub no_rate_match: bool,
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -208,6 +215,32 @@ fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String
     )
 }
 
+/// The two commands of a rate-matched pair: the real server, then the preset at its TPS.
+fn reproduce_at_rate(
+    c: &CommonArgs,
+    workload: &str,
+    preset: &str,
+    real: &str,
+    rate: f64,
+) -> String {
+    let common = format!(
+        "--workload {workload} --tables {} --table-size {} --threads {} --time {} --warmup {} \
+         --buffer-pool {} --rand-seed {}",
+        c.tables,
+        c.table_size,
+        c.threads,
+        c.time,
+        c.warmup,
+        crate::units::format_size_bytes(c.device.buffer_pool),
+        c.rand_seed
+    );
+    let target = real.strip_prefix("real:").unwrap_or(real);
+    format!(
+        "mvcclab run --target {target} {common}\n\
+         mvcclab run --design {preset} {common} --rate {rate}   # --rate: the TPS the first run reached"
+    )
+}
+
 fn fmt(x: f64) -> String {
     if x == 0.0 {
         "0".into()
@@ -330,12 +363,25 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                 status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
                 break 'all;
             }
-            let got = run_specs_with(&[p.clone(), r.clone()], &cw, &ctl)?;
-            if got.len() == 2 {
-                rows.extend(compare_pair(w, &got[0], &got[1]));
+            if a.no_rate_match {
+                let got = run_specs_with(&[p.clone(), r.clone()], &cw, &ctl)?;
+                if got.len() == 2 {
+                    rows.extend(compare_pair(w, &got[0], &got[1]));
+                }
+                commands.push(reproduce(&cw, w, &p.name(), &r.name()));
+                runs.extend(got);
+                continue;
             }
-            commands.push(reproduce(&cw, w, &p.name(), &r.name()));
-            runs.extend(got);
+            // The real server first; the preset then at the server's rate.
+            let mut got = run_specs_with(std::slice::from_ref(r), &cw, &ctl)?;
+            let Some(real) = got.pop() else { break 'all };
+            let mut cp = cw.clone();
+            cp.rate = (real.results.tps * 100.0).round() / 100.0;
+            let mut mine = run_specs_with(std::slice::from_ref(p), &cp, &ctl)?;
+            let Some(preset) = mine.pop() else { break 'all };
+            rows.extend(compare_pair(w, &preset, &real));
+            commands.push(reproduce_at_rate(&cw, w, &p.name(), &r.name(), cp.rate));
+            runs.extend([preset, real]);
         }
     }
     let f = FidelityReport {

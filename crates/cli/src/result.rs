@@ -115,6 +115,9 @@ pub struct DriverInfo {
     pub warmup_s: f64,
     /// --rand-seed.
     pub rand_seed: u64,
+    /// --rate: scheduled events per second (0 = unlimited).
+    #[serde(default)]
+    pub rate_tps: f64,
 }
 
 /// Memory and device settings.

@@ -122,6 +122,12 @@ pub struct CommonArgs {
     /// Seconds of unmeasured warm-up after the load and checkpoint.
     #[arg(long, default_value_t = 10.0)]
     pub warmup: f64,
+    /// Average transaction rate in events per second over all threads, Poisson arrivals
+    /// (sysbench --rate); 0 = as fast as the threads go. Background work paced by time
+    /// (page cleaner, checkpoints, autovacuum naps) then meets the same number of
+    /// transactions per second on every target.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -512,6 +518,7 @@ pub fn driver_info(c: &CommonArgs) -> DriverInfo {
         events: c.events,
         warmup_s: c.warmup,
         rand_seed: c.rand_seed,
+        rate_tps: c.rate,
     }
 }
 
@@ -532,6 +539,7 @@ pub fn warm_up(
             time_s: c.warmup,
             events: 0,
             rand_seed: c.rand_seed ^ 0xA5A5,
+            rate_tps: c.rate,
         };
         with_progress(
             &format!("{label} warm-up"),
@@ -562,6 +570,7 @@ pub fn measure(
         time_s: c.time,
         events: c.events,
         rand_seed: c.rand_seed,
+        rate_tps: c.rate,
     };
     Ok(
         with_progress(label, c.time, c.events, ctl, c.out.quiet, || {

@@ -286,3 +286,53 @@ fn exact_device_io_counts_the_servers_own_loop_device() {
     );
     assert_server_gone(dir.path());
 }
+
+#[test]
+fn fidelity_runs_the_preset_at_the_real_servers_rate() {
+    ensure_servers_installed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = mvcclab(&[
+        "fidelity",
+        "--workloads",
+        "oltp_point_select",
+        "--presets",
+        "postgres",
+        "--table-size",
+        "1000",
+        "--time",
+        "2",
+        "--warmup",
+        "0",
+        "--threads",
+        "1",
+        "--server-dir",
+        dir.path().to_str().unwrap(),
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let f: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fidelity JSON");
+    let runs = f["report"]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "preset, then real");
+    let real_tps = runs[1]["results"]["tps"].as_f64().unwrap();
+    let rate = runs[0]["driver"]["rate_tps"].as_f64().unwrap();
+    assert!(real_tps > 0.0);
+    assert!(
+        (rate - real_tps).abs() < 0.01,
+        "rate {rate} vs real {real_tps} tps"
+    );
+    assert_eq!(runs[1]["driver"]["rate_tps"].as_f64().unwrap(), 0.0);
+    let preset_tps = runs[0]["results"]["tps"].as_f64().unwrap();
+    assert!(
+        preset_tps < 1.5 * real_tps,
+        "the preset ran at {preset_tps} tps, the server at {real_tps}"
+    );
+    let cmds = f["commands"].as_array().unwrap();
+    assert!(cmds[0].as_str().unwrap().contains("--rate"), "{cmds:?}");
+    assert_server_gone(dir.path());
+}

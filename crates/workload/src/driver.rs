@@ -60,6 +60,48 @@ pub struct RunOptions {
     pub events: u64,
     /// --rand-seed.
     pub rand_seed: u64,
+    /// --rate: average events per second over all threads, 0 = as fast as the threads go.
+    /// Events are scheduled with exponential gaps (a Poisson arrival process, as sysbench's
+    /// event generator), seeded from `rand_seed`; a thread takes the next scheduled event
+    /// and waits for its time. When the threads fall behind, events run late, back to
+    /// back, and their latency counts from their scheduled time, as sysbench counts
+    /// queueing time in rate mode.
+    #[serde(default)]
+    pub rate_tps: f64,
+}
+
+/// The event schedule of a `--rate` run (see [`RunOptions::rate_tps`]).
+struct Schedule {
+    start: Instant,
+    rate_tps: f64,
+    /// (seconds from `start` of the next event, generator state).
+    next: std::sync::Mutex<(f64, u64)>,
+}
+
+impl Schedule {
+    fn new(start: Instant, rate_tps: f64, seed: u64) -> Self {
+        Schedule {
+            start,
+            rate_tps,
+            next: std::sync::Mutex::new((0.0, seed ^ 0x9E37_79B9_7F4A_7C15 | 1)),
+        }
+    }
+
+    /// The time of the next event; the schedule moves on by an exponential gap of mean
+    /// 1 / rate.
+    fn take(&self) -> Instant {
+        let mut g = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        let at = g.0;
+        // xorshift64*, then a uniform in (0, 1] for the inverse CDF.
+        let mut x = g.1;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        g.1 = x;
+        let u = ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        g.0 += -u.ln() / self.rate_tps;
+        self.start + Duration::from_secs_f64(at)
+    }
 }
 
 /// Latency percentiles of one kind, in milliseconds.
@@ -178,6 +220,12 @@ pub fn run(
     if run.events == 0 && run.time_s <= 0.0 {
         return Err("give --time or --events (both are 0)".into());
     }
+    if !(run.rate_tps >= 0.0 && run.rate_tps.is_finite()) {
+        return Err(format!(
+            "--rate must be 0 (no limit) or a positive number of events per second, got {}",
+            run.rate_tps
+        ));
+    }
     let deadline = (run.time_s > 0.0).then(|| Instant::now() + Duration::from_secs_f64(run.time_s));
     let events_left = AtomicU64::new(if run.events == 0 {
         u64::MAX
@@ -190,6 +238,8 @@ pub fn run(
         .map(|_| target.session())
         .collect::<Result<Vec<_>, String>>()?;
     let start = Instant::now();
+    let schedule = (run.rate_tps > 0.0).then(|| Schedule::new(start, run.rate_tps, run.rand_seed));
+    let schedule = schedule.as_ref();
     let results: Vec<ThreadResult> = std::thread::scope(|scope| {
         let handles: Vec<_> = sessions
             .into_iter()
@@ -214,8 +264,24 @@ pub fn run(
                         {
                             break;
                         }
+                        let ev_start = match schedule {
+                            Some(sch) => {
+                                let at = sch.take();
+                                if deadline.is_some_and(|d| at >= d) {
+                                    break;
+                                }
+                                while Instant::now() < at && !stop.load(Ordering::Relaxed) {
+                                    let left = at.saturating_duration_since(Instant::now());
+                                    std::thread::sleep(left.min(Duration::from_millis(50)));
+                                }
+                                if stop.load(Ordering::Relaxed) {
+                                    break;
+                                }
+                                at
+                            }
+                            None => Instant::now(),
+                        };
                         let ev = gen.next_event();
-                        let ev_start = Instant::now();
                         let mut failed = false;
                         for op in &ev {
                             let op_start = Instant::now();

@@ -37,6 +37,7 @@ fn oltp_read_write_runs_on_both_presets_with_the_scripts_mix() {
                 time_s: 0.0,
                 events: 300,
                 rand_seed: 5,
+                rate_tps: 0.0,
             },
             &RunControl::default(),
         )
@@ -103,6 +104,7 @@ fn single_thread_runs_are_deterministic_for_a_seed() {
                 time_s: 0.0,
                 events: 100,
                 rand_seed: 3,
+                rate_tps: 0.0,
             },
             &RunControl::default(),
         )
@@ -137,6 +139,7 @@ fn every_workload_runs() {
                 time_s: 0.0,
                 events: 40,
                 rand_seed: 1,
+                rate_tps: 0.0,
             },
             &RunControl::default(),
         )
@@ -158,6 +161,7 @@ fn bad_run_options_are_refused() {
             time_s: 0.0,
             events: 0,
             rand_seed: 1,
+            rate_tps: 0.0,
         },
         &RunControl::default(),
     )
@@ -185,6 +189,7 @@ fn a_stop_request_ends_a_timed_run_early_and_marks_it_interrupted() {
                     time_s: 600.0,
                     events: 0,
                     rand_seed: 3,
+                    rate_tps: 0.0,
                 },
                 &ctl,
             )
@@ -200,4 +205,59 @@ fn a_stop_request_ends_a_timed_run_early_and_marks_it_interrupted() {
     assert!(r.elapsed_s < 600.0);
     assert_eq!(r.transactions, ctl.completed.load(Ordering::Relaxed));
     assert!(r.transactions >= 50);
+}
+
+#[test]
+fn rate_schedules_events_instead_of_running_flat_out() {
+    let t = target(DesignConfig::postgres());
+    let opts = SysbenchOptions {
+        table_size: 1000,
+        ..Default::default()
+    };
+    t.prepare(WorkloadKind::OltpPointSelect, &opts, 1).unwrap();
+    let go = |rate_tps: f64, events: u64| {
+        run(
+            &t,
+            WorkloadKind::OltpPointSelect,
+            &opts,
+            &RunOptions {
+                threads: 2,
+                time_s: 0.0,
+                events,
+                rand_seed: 3,
+                rate_tps,
+            },
+            &RunControl::default(),
+        )
+    };
+    // 200 events at 400 per second: exponential gaps of mean 2.5 ms sum to 0.5 s (standard
+    // deviation 0.035 s); the threads cannot run ahead of the schedule.
+    let r = go(400.0, 200).unwrap();
+    assert_eq!(r.transactions, 200);
+    assert!(r.elapsed_s > 0.35, "{} s", r.elapsed_s);
+    assert!(r.tps < 400.0 / 0.7, "{} tps", r.tps);
+    // A time-bounded run at a rate stops at its time with about rate × time events.
+    let r = run(
+        &t,
+        WorkloadKind::OltpPointSelect,
+        &opts,
+        &RunOptions {
+            threads: 2,
+            time_s: 1.0,
+            events: 0,
+            rand_seed: 3,
+            rate_tps: 300.0,
+        },
+        &RunControl::default(),
+    )
+    .unwrap();
+    assert!(
+        (200..=400).contains(&r.transactions),
+        "{} events in 1 s at 300/s",
+        r.transactions
+    );
+    for bad in [-1.0, f64::NAN, f64::INFINITY] {
+        let e = go(bad, 10).unwrap_err();
+        assert!(e.contains("--rate"), "{e}");
+    }
 }
