@@ -1405,3 +1405,19 @@ fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_split
     t.verify().unwrap();
     assert_redo_rebuilds(&s, &t);
 }
+
+#[test]
+fn postgres_leaf_entries_take_the_bytes_of_postgresql_index_tuples() {
+    use crate::catalog::{pg_index_tuple_bytes, ColumnType, Value};
+    let geo = BTreeConfig::postgres().geometry();
+    // An int4 key (sysbench's id and k): the encoded key (4 bytes) plus the 6-byte heap
+    // TID after the 4-byte length header: 16 bytes, PostgreSQL's 8 + 4 MAXALIGNed.
+    let pg = pg_index_tuple_bytes(&[ColumnType::Integer], &[Value::Integer(7)]).unwrap();
+    assert_eq!(geo.entry_bytes(4 + 6), pg);
+    // Line pointer: 4 bytes, as ItemIdData.
+    assert_eq!(geo.space(4 + 6), pg + 4);
+    // The length header is 2 bytes more than t_info: an int8 key takes 24 bytes where
+    // PostgreSQL needs 16 (documented in BTreeConfig::postgres).
+    let pg8 = pg_index_tuple_bytes(&[ColumnType::BigInt], &[Value::BigInt(7)]).unwrap();
+    assert_eq!((geo.entry_bytes(8 + 6), pg8), (24, 16));
+}

@@ -26,7 +26,8 @@ pub struct BTreeConfig {
     /// 94, btr0btr.cc `btr_page_get_split_rec_to_right`). Other splits divide the bytes in
     /// half. 10..=100.
     pub rightmost_fill_pct: u8,
-    /// Bytes of each entry's header (PostgreSQL: IndexTupleData, 8; InnoDB: the 5-byte
+    /// Bytes of each entry's header (PostgreSQL: 4, IndexTupleData's 8 bytes less the TID
+    /// carried in the key, see [`BTreeConfig::postgres`]; InnoDB: the 5-byte
     /// record header). At least 4 (key_len u16 + value_len u16, then zero padding), at
     /// most 64.
     pub entry_header_bytes: u16,
@@ -45,12 +46,18 @@ pub struct BTreeConfig {
 }
 
 impl BTreeConfig {
-    /// PostgreSQL nbtree's accounting: 8-byte tuple header, MAXALIGN 8, 4-byte line
-    /// pointers, fillfactor 90 for the rightmost leaf, suffix truncation.
+    /// PostgreSQL nbtree's accounting: MAXALIGN 8, 4-byte line pointers, fillfactor 90
+    /// for the rightmost leaf, suffix truncation. The 8-byte `IndexTupleData` header is
+    /// the 6-byte `t_tid` plus the 2-byte `t_info`: here the heap TID is the last 6 bytes
+    /// of a leaf key (an internal entry's downlink is its 4-byte value), so the entry
+    /// header is the 4-byte length pair, and an int4 key takes 4 + 4 + 6 = 14 → 16 bytes
+    /// as in PostgreSQL (8 + 4 → 16, `catalog::pg_index_tuple_bytes`). The length pair is
+    /// 2 bytes more than `t_info`, so keys of 7 to 8 bytes (mod 8) round up one step
+    /// further than PostgreSQL's: an int8 key takes 24 bytes, not 16.
     pub fn postgres() -> Self {
         BTreeConfig {
             rightmost_fill_pct: 90,
-            entry_header_bytes: 8,
+            entry_header_bytes: 4,
             entry_align: 8,
             slot_bytes: 4,
             suffix_truncation: true,
