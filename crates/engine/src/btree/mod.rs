@@ -68,6 +68,16 @@
 //!    run under a latch is bulk delete's `dead` predicate, which must not block (as
 //!    PostgreSQL's `btvacuumpage` calls its callback under the page's cleanup lock).
 //!
+//! 6. A full leaf's deletion pass ([`cleanup`]) runs under the leaf's exclusive latch and
+//!    calls the table, which reads heap pages (shared latches, one at a time) as
+//!    PostgreSQL's `_bt_delete_or_dedup_one_page` holds the leaf while
+//!    `heap_index_delete_tuples` reads the heap. Safe because no heap code takes an index
+//!    latch while it holds a heap page latch (heap/table.rs inserts index entries after
+//!    releasing the heap page). Kill bits ([`BTree::kill_items`]) take the leaf's
+//!    exclusive latch only if it is free at once, with no other latch held.
+//! 7. [`BTree::bulk_load`] holds the meta page exclusively for the whole build, so no
+//!    other operation can enter the tree; it latches at most two new pages besides.
+//!
 //! Lock order: the meta page first; then pages ordered by (low fence ascending, level
 //! descending). Every latch taken while others are held is later in this order: a child
 //! after its parent (its low fence is at or above the parent's, its level lower), a right
@@ -91,7 +101,13 @@
 //! insert the missing downlinks (PostgreSQL finishes such splits lazily in
 //! `_bt_finish_split`; mvcclab readers do not move right, so they must be finished before
 //! the tree is used). An I/O error or an exhausted pool in the middle of a cascade leaves
-//! the same state in the running tree; [`BTree::verify`] reports it.
+//! the same state in the running tree; [`BTree::verify`] reports it. Entries marked dead
+//! ([`node::SLOT_FLAG_DEAD`]) are hints: not logged, possibly lost at a crash or rebuilt
+//! away by a split, which costs a later scan a heap visit and never correctness. Deletion
+//! before a split is one DELETE_DEAD record naming the slots. A sorted build logs every
+//! page whole (BUILD), the last record also naming the new root in the meta page: a crash
+//! before it leaves the meta page pointing at the old empty root, and the built pages
+//! unreachable.
 
 pub mod cleanup;
 pub mod node;
