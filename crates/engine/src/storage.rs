@@ -61,6 +61,43 @@ pub enum Backing {
         /// Open with O_DIRECT.
         direct: bool,
     },
+    /// A device the caller made and keeps a handle on: a [`crate::device::CrashDevice`]
+    /// that a crash test cuts the power of between a drop and a reopen, say. Each
+    /// `Storage::open` puts a new accounting layer and OS cache over the same device.
+    /// Serializes as `{"shared": null}` and cannot be deserialized (a configuration file
+    /// cannot name a live device).
+    #[serde(skip_deserializing)]
+    Shared(SharedDevice),
+}
+
+impl Backing {
+    /// A [`Backing::Shared`] over `device`.
+    pub fn shared(device: Arc<dyn Device>) -> Backing {
+        Backing::Shared(SharedDevice(device))
+    }
+}
+
+/// A device shared between the storage and its caller (see [`Backing::Shared`]). Two are
+/// equal when they are the same device.
+#[derive(Clone)]
+pub struct SharedDevice(pub Arc<dyn Device>);
+
+impl std::fmt::Debug for SharedDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedDevice(..)")
+    }
+}
+
+impl PartialEq for SharedDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Serialize for SharedDevice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_unit()
+    }
 }
 
 /// How torn pages are guarded against: the `torn-page protection` switch of the design.
@@ -293,6 +330,7 @@ impl Storage {
         let backing: Box<dyn Device> = match &cfg.backing {
             Backing::Memory => Box::new(MemDevice::new()),
             Backing::Directory { path, direct } => Box::new(FileDevice::open(path, *direct)?),
+            Backing::Shared(SharedDevice(device)) => Box::new(device.clone()),
         };
         let nvme = Nvme::new(backing, &cfg.nvme, stats.clone())?;
         let vfs = Arc::new(Vfs::new(nvme, &cfg.os_cache));

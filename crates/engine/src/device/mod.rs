@@ -2,8 +2,11 @@
 //! transparent-compression model, and an emulated OS page cache above it.
 //!
 //! The stack, from the bottom:
-//! - a [`Device`] backing: [`MemDevice`] (RAM) or [`FileDevice`] (one file per device file
-//!   id in a directory; pread/pwrite, O_DIRECT optional). Later a crash-simulation backing.
+//! - a [`Device`] backing: [`MemDevice`] (RAM), [`FileDevice`] (one file per device file
+//!   id in a directory; pread/pwrite, O_DIRECT optional) or [`CrashDevice`] (RAM with a
+//!   durable image per file and a seeded power cut that loses or tears unsynced writes).
+//!   An `Arc` of a device is a device too, so a test can keep a handle on the backing
+//!   the storage runs on (`storage::Backing::Shared`).
 //! - [`Nvme`]: counts every request per cause (`stats`), splits it into requests at
 //!   `iop_max_bytes`, rounds it out to 4 KiB blocks, throttles it ([`Throttle`], in the
 //!   manner of NVMeVirt), and records the compressed size of every 4 KiB block written
@@ -20,7 +23,7 @@
 //! 2. Every count goes to the cause current on the calling thread (`stats::enter`), except
 //!    OS-cache write-back, which goes to the cause that dirtied the block.
 //! 3. Syncs are explicit and counted; nothing is durable before a sync (the crash backing
-//!    of the recovery issue relies on this).
+//!    relies on this).
 //!
 //! # File ids
 //! A device holds numbered files (`FileId`), as a file system holds files: the control file,
@@ -34,9 +37,14 @@
 //! # Crash safety
 //! The memory and file backings keep what was written; durability is whatever the
 //! backing gives after `sync`. The OS-cache emulation loses unsynced dirty blocks when the
-//! process dies, as the kernel would at a power cut.
+//! process dies, as the kernel would at a power cut. The crash backing ([`CrashDevice`])
+//! makes the power cut itself: what was synced survives; each write since its file's last
+//! sync survives or not at random (seeded), and a surviving multi-sector write may be torn
+//! at a 512-byte sector boundary; file creation and removal are durable at once. Its
+//! module doc gives the model and what it leaves out.
 
 mod compression;
+mod crash;
 mod file;
 mod mem;
 mod nvme;
@@ -45,6 +53,7 @@ mod throttle;
 mod vfs;
 
 pub use compression::{Compression, CompressionModel, CompressionTotals};
+pub use crash::{CrashConfig, CrashDevice, PowerCutReport, TornWrite, SECTOR_BYTES};
 pub use file::FileDevice;
 pub use mem::MemDevice;
 pub use nvme::{IoEvent, IoKind, Nvme, NvmeConfig};
@@ -102,6 +111,32 @@ pub trait Device: Send + Sync + 'static {
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()>;
     /// Makes every write to `file` so far durable.
     fn sync(&self, file: FileId) -> Result<()>;
+}
+
+/// A shared device is a device: the storage can run on an `Arc` whose other clone a test
+/// harness keeps (to cut the power of a [`CrashDevice`], say).
+impl<D: Device + ?Sized> Device for std::sync::Arc<D> {
+    fn create(&self, file: FileId) -> Result<()> {
+        (**self).create(file)
+    }
+    fn remove(&self, file: FileId) -> Result<()> {
+        (**self).remove(file)
+    }
+    fn files(&self) -> Result<Vec<FileId>> {
+        (**self).files()
+    }
+    fn len_bytes(&self, file: FileId) -> Result<u64> {
+        (**self).len_bytes(file)
+    }
+    fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()> {
+        (**self).read_at(file, offset, buf)
+    }
+    fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
+        (**self).write_at(file, offset, data)
+    }
+    fn sync(&self, file: FileId) -> Result<()> {
+        (**self).sync(file)
+    }
 }
 
 /// 4 KiB blocks touched by `len` bytes at `offset` (accounting rule 1).
