@@ -410,7 +410,10 @@ mod tests {
     fn errors_name_missing_files_reads_past_the_end_and_bad_probabilities() {
         let d = CrashDevice::new();
         assert!(matches!(d.sync(7), Err(Error::NoSuchFile { file: 7 })));
-        assert!(matches!(d.write_at(7, 0, b"x"), Err(Error::NoSuchFile { .. })));
+        assert!(matches!(
+            d.write_at(7, 0, b"x"),
+            Err(Error::NoSuchFile { .. })
+        ));
         assert!(matches!(d.len_bytes(7), Err(Error::NoSuchFile { .. })));
         d.create(7).unwrap();
         d.write_at(7, 0, b"xy").unwrap();
@@ -429,7 +432,10 @@ mod tests {
             })
             .err()
             .expect("refused");
-            assert!(matches!(e, Error::InvalidConfig(ref m) if m.contains("probability")), "{e}");
+            assert!(
+                matches!(e, Error::InvalidConfig(ref m) if m.contains("probability")),
+                "{e}"
+            );
         }
     }
 
@@ -510,8 +516,12 @@ mod tests {
             for i in 0..200u32 {
                 let f = i % 3;
                 let off = u64::from(i * 7919 % 40) * 1024 + u64::from(i % 5) * 100;
-                d.write_at(f, off, &vec![(i as u8) ^ round; 600 + (i as usize % 9) * 1000])
-                    .unwrap();
+                d.write_at(
+                    f,
+                    off,
+                    &vec![(i as u8) ^ round; 600 + (i as usize % 9) * 1000],
+                )
+                .unwrap();
                 if i % 50 == 49 {
                     d.sync(f).unwrap();
                 }
@@ -530,7 +540,10 @@ mod tests {
         assert_ne!(a.1, b.1);
         let r = &a.0[0];
         assert_eq!(r.seed, 42);
-        assert!(r.writes_kept > 0 && r.writes_dropped > 0 && r.writes_torn > 0, "{r:?}");
+        assert!(
+            r.writes_kept > 0 && r.writes_dropped > 0 && r.writes_torn > 0,
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -542,7 +555,7 @@ mod tests {
             d.write_at(9, 0, &[0x11; 8192]).unwrap();
             d.sync(9).unwrap();
             d.write_at(9, 0, &[0x22; 8192]).unwrap();
-            // Unaligned: bytes 100..1100 span sectors 0, 1 and 2 of file 9... of file 10.
+            // Unaligned: bytes 100..1100 of file 10 span its sectors 0, 1 and 2.
             d.create(10).unwrap();
             d.write_at(10, 0, &[0x33; 2048]).unwrap();
             d.sync(10).unwrap();
@@ -554,7 +567,10 @@ mod tests {
             let c = contents(&d, 9);
             let new = c.iter().take_while(|&&b| b == 0x22).count();
             assert!(c[new..].iter().all(|&b| b == 0x11), "seed {seed}");
-            assert!(new > 0 && new < 8192 && new % 512 == 0, "seed {seed}: {new}");
+            assert!(
+                new > 0 && new < 8192 && new % 512 == 0,
+                "seed {seed}: {new}"
+            );
             seen.insert(new);
             assert_eq!(
                 r.torn[0],
@@ -566,10 +582,13 @@ mod tests {
                     sectors: 16
                 }
             );
-            assert_eq!(r.bytes_lost, (8192 - new as u64) + r.torn[1].len_bytes - {
-                let t = r.torn[1];
-                (t.sectors_kept * 512) - t.offset_bytes
-            });
+            assert_eq!(
+                r.bytes_lost,
+                (8192 - new as u64) + r.torn[1].len_bytes - {
+                    let t = r.torn[1];
+                    (t.sectors_kept * 512) - t.offset_bytes
+                }
+            );
             let c = contents(&d, 10);
             let t = r.torn[1];
             assert_eq!((t.file, t.offset_bytes, t.sectors), (10, 100, 3));
@@ -581,7 +600,10 @@ mod tests {
             assert!(c[1500..1512].iter().all(|&b| b == 0x55));
             assert!(c[1512..].iter().all(|&b| b == 0x33));
         }
-        assert!(seen.len() > 5, "the tear point varies with the seed: {seen:?}");
+        assert!(
+            seen.len() > 5,
+            "the tear point varies with the seed: {seen:?}"
+        );
     }
 
     #[test]
@@ -602,7 +624,10 @@ mod tests {
         d.power_cut(0);
         let c = contents(&d, 1);
         assert_eq!(c.len(), 12288);
-        assert!(c[4096..8192].iter().all(|&b| b == 0), "the gap reads as zeros");
+        assert!(
+            c[4096..8192].iter().all(|&b| b == 0),
+            "the gap reads as zeros"
+        );
         for seed in 0..20 {
             let d = dev(1.0, 1.0);
             setup(&d);
@@ -626,7 +651,11 @@ mod tests {
         let r = d.power_cut(5);
         assert_eq!((r.pending_writes, r.writes_dropped), (1, 1));
         assert_eq!(contents(&d, 1), b"one");
-        assert_eq!(d.len_bytes(2).unwrap(), 0, "created (durable), never synced");
+        assert_eq!(
+            d.len_bytes(2).unwrap(),
+            0,
+            "created (durable), never synced"
+        );
     }
 
     #[test]
@@ -745,7 +774,10 @@ mod tests {
                     }
                 }
             }
-            prop_assert_eq!(d.files().unwrap(), model.keys().copied().collect::<Vec<_>>());
+            prop_assert_eq!(
+                d.files().unwrap(),
+                model.keys().copied().collect::<Vec<_>>()
+            );
             for (&f, m) in &model {
                 prop_assert!(contents(d, f) == m.volatile, "file {} after op {}", f, id);
             }
@@ -857,6 +889,10 @@ mod tests {
                 Err(e) => panic!("seed {seed}: {e}"),
             };
         }
-        assert_eq!(outcomes.len(), 3, "kept, lost and torn all seen: {outcomes:?}");
+        assert_eq!(
+            outcomes.len(),
+            3,
+            "kept, lost and torn all seen: {outcomes:?}"
+        );
     }
 }
