@@ -52,7 +52,10 @@ pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
 pub use doublewrite::Doublewrite;
 pub use guard::{ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
-pub use pool::{BufferPool, BufferPoolConfig, PageCleanerConfig, PoolState, RelIo};
+pub use pool::{
+    BufferPool, BufferPoolConfig, FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo,
+    BUF_LRU_MIN_LEN,
+};
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 
 use crate::error::Result;

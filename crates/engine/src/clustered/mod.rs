@@ -47,13 +47,15 @@
 //! - Updating a primary-key column is refused (InnoDB does delete-mark + insert).
 //! - One undo relation stands for the rollback segments; no undo tablespace truncation.
 
+pub mod rseg;
 mod table;
 mod undo;
 
-pub use table::{ClusteredTable, RowCtx, TrxUndo};
+pub use rseg::PAGE_TYPE_RSEG;
+pub use table::{ClusteredTable, RowCtx};
 pub use undo::{
-    roll_ptr, split_roll_ptr, UndoCounters, UndoRecord, UndoSegment, UndoSpace, UndoType,
-    PAGE_TYPE_UNDO,
+    roll_ptr, split_roll_ptr, LogRef, RsegInfo, TrxUndo, UndoCounters, UndoRecord, UndoSegment,
+    UndoSpace, UndoType, PAGE_TYPE_UNDO,
 };
 
 use crate::error::Result;
@@ -88,11 +90,16 @@ pub struct HistoryEntry {
     pub trx_id: u64,
     /// Its update undo records, in order.
     pub records: Vec<u64>,
-    /// The undo pages they are on.
-    pub pages: Vec<u32>,
+    /// The log: its rollback segment and header.
+    pub log: LogRef,
 }
 
-/// The history list and purge counters (trx0purge.cc `trx_sys.rseg_history_len`).
+/// The committed update undo logs in commit order, as purge takes them, and the purge
+/// counters. Each log is also in its rollback segment's history list (`UndoSpace`); this
+/// list stands for MariaDB's purge queue, which picks the rollback segment whose oldest log
+/// has the smallest commit number (trx0purge.cc `purge_sys_t::choose_next_log`), so purge
+/// sees the logs of all rollback segments in commit order. `length` is the sum of the
+/// rollback segments' history lengths (`trx_sys.history_size()`).
 #[derive(Default)]
 pub struct History {
     list: Mutex<VecDeque<HistoryEntry>>,
@@ -132,7 +139,8 @@ impl History {
 }
 
 /// Purges one history entry: reads each undo record (counted to the caller's cause, purge)
-/// and lets `apply` remove what it made obsolete, then frees the undo pages.
+/// and lets `apply` remove what it made obsolete, then marks the log purged, for history
+/// truncation ([`UndoSpace::truncate_history`]) to free.
 ///
 /// Errors: storage errors.
 pub fn purge_entry(
@@ -150,7 +158,7 @@ pub fn purge_entry(
             .fetch_add(apply(&u, e.trx_id, horizon)?, Ordering::Relaxed);
         history.purge_records.fetch_add(1, Ordering::Relaxed);
     }
-    undo.purged(&e.pages)?;
+    undo.purged(e.log);
     history.purged_logs.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
