@@ -99,7 +99,8 @@ pub const SWITCHES: &[Switch] = &[
     },
     Switch {
         name: "rollback_segments",
-        meaning: "rollback segments the undo log is spread over, one per read-write transaction in turn",
+        meaning:
+            "rollback segments the undo log is spread over, one per read-write transaction in turn",
         values: "0 without undo; 1..=128 with version_storage=undo_delta",
     },
 ];

@@ -475,7 +475,11 @@ proptest! {
 #[test]
 fn free_target_scales_with_the_pool_as_the_real_server_is_started() {
     // crates/servers/src/managed.rs: pool pages × 1536 / 8192, clamped to 100..=1536.
-    assert_eq!(FreeTarget::ScaledLruScanDepth.pages(512), 100, "8 MiB of 16 KiB");
+    assert_eq!(
+        FreeTarget::ScaledLruScanDepth.pages(512),
+        100,
+        "8 MiB of 16 KiB"
+    );
     assert_eq!(FreeTarget::ScaledLruScanDepth.pages(4096), 768);
     assert_eq!(FreeTarget::ScaledLruScanDepth.pages(8192), 1536, "128 MiB");
     assert_eq!(FreeTarget::ScaledLruScanDepth.pages(65536), 1536);

@@ -25,27 +25,42 @@
 //! 5. Insert undo is dropped at commit; update undo joins the history list in commit order
 //!    and is purged once the transaction is older than every read view (the oldest-xmin
 //!    horizon): purge removes delete-marked records and stale delete-marked secondary
-//!    entries, then frees the undo pages.
+//!    entries; history truncation after each purge batch then frees the undo segments.
+//! 6. Undo lives in N rollback segments (`rollback_segments`, 128 in the preset): a
+//!    read-write transaction takes the next one in turn and keeps it until it ends; each
+//!    has a header page (slots, history list), its own segment caches and its own history
+//!    list (see `undo` and `rseg`; trx0trx.cc `trx_assign_rseg_low`, trx0rseg.cc).
 //!
 //! # Locking
 //! A row's read-check-modify sequence runs under a per-primary-key stripe mutex (InnoDB holds
 //! the leaf page latch for it); waits for a lock holder happen with the stripe released.
 //! Purge and rollback take the same stripe. B+tree and undo page latches are taken inside,
-//! one at a time.
+//! one at a time, except under a rollback segment's mutex: lock order row stripe → rollback
+//! segment mutex → its header page → undo pages (see `undo`). The history list's mutex and
+//! the truncation mutex (one truncating thread at a time) are leaves or outermost: purge
+//! takes a log from the history, releases it, then purges; truncation takes no row stripe.
 //!
 //! # Crash safety
-//! Every clustered, secondary and undo page change is WAL-logged (B+tree and UNDO records).
-//! Rollback at recovery (issue 7) walks the undo of transactions without a commit record.
+//! Every clustered, secondary, undo and rollback segment header page change is WAL-logged
+//! (B+tree and UNDO records). Rollback at recovery (issue 7) walks the undo of transactions
+//! without a commit record; the rollback segments' caches and history lists are to be
+//! rebuilt from their header pages then.
 //!
 //! # Documented differences from InnoDB
-//! - Redo of an in-place update logs the whole new record (InnoDB logs only changed fields).
+//! - Redo of an in-place update logs the changed bytes (PATCH_VALUE) under mvcclab's larger
+//!   WAL record headers (InnoDB's mini-transaction records take a few bytes).
 //! - The purge horizon is the oldest xmin of all snapshots (InnoDB uses the oldest view's
 //!   transaction number), which can keep a log a little longer.
 //! - Secondary entries carry their delete mark in a 1-byte value (InnoDB: a header bit).
 //! - No gap or next-key locks (phantoms at repeatable read are not prevented for writes),
 //!   no explicit record locks for locking reads, no change buffer, no adaptive hash index.
 //! - Updating a primary-key column is refused (InnoDB does delete-mark + insert).
-//! - One undo relation stands for the rollback segments; no undo tablespace truncation.
+//! - The rollback segments live in one undo relation (the system tablespace with
+//!   innodb_undo_tablespaces=0); no undo tablespace truncation; creating and freeing undo
+//!   segments touches no file segment inode or extent descriptor pages.
+//! - Insert and update undo are separate segments, insert undo freed or cached at commit
+//!   (MariaDB before 10.3); MariaDB 10.3+ keeps one log per transaction, purges insert undo
+//!   too and resets DB_TRX_ID (row0purge.cc `row_purge_reset_trx_id`).
 
 pub mod rseg;
 mod table;

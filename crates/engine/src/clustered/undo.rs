@@ -425,7 +425,11 @@ fn put(g: &mut WritePageGuard<'_>, log: &mut Vec<u8>, off: usize, bytes: &[u8]) 
 fn format_undo_page(p: &mut [u8], first: bool) {
     init_page(p, PAGE_TYPE_UNDO, 0);
     let len = p.len() as u16;
-    let lower = if first { SEG_FIRST_LOG } else { PAGE_HEADER_BYTES };
+    let lower = if first {
+        SEG_FIRST_LOG
+    } else {
+        PAGE_HEADER_BYTES
+    };
     set_hole(p, lower as u16, len);
 }
 
@@ -459,7 +463,8 @@ impl UndoSpace {
         for id in 0..n_rsegs {
             let mut g = pool.new_page(rel)?;
             rseg::init(g.data_mut());
-            let rec = RecordBuilder::new(rmgr::UNDO, info::RSEG_INIT).block(g.page_id(), true, &[id]);
+            let rec =
+                RecordBuilder::new(rmgr::UNDO, info::RSEG_INIT).block(g.page_id(), true, &[id]);
             log_change(&wal, &rec, &mut [&mut g])?;
             rsegs.push(Rseg {
                 page: g.page_id().block,
@@ -541,7 +546,13 @@ impl UndoSpace {
     /// trx_undo_assign_low: gives `seg` a segment in rollback segment `r`, with a new log
     /// header for `trx_id`: a cached one (trx_undo_reuse_cached) or a new one
     /// (trx_undo_create → trx_undo_seg_create).
-    fn assign_segment(&self, r: u8, seg: &mut UndoSegment, insert: bool, trx_id: u64) -> Result<()> {
+    fn assign_segment(
+        &self,
+        r: u8,
+        seg: &mut UndoSegment,
+        insert: bool,
+        trx_id: u64,
+    ) -> Result<()> {
         let rs = &self.rsegs[r as usize];
         let mut st = rs.state.lock();
         st.max_trx_id = st.max_trx_id.max(trx_id);
@@ -568,7 +579,12 @@ impl UndoSpace {
             }
             let mut w = Vec::new();
             if prev_log != 0 {
-                put(&mut g, &mut w, prev_log as usize + LOG_NEXT_LOG, &(off as u16).to_le_bytes());
+                put(
+                    &mut g,
+                    &mut w,
+                    prev_log as usize + LOG_NEXT_LOG,
+                    &(off as u16).to_le_bytes(),
+                );
                 let at = FilAddr {
                     page: c.page,
                     offset: prev_log,
@@ -580,7 +596,12 @@ impl UndoSpace {
             put(&mut g, &mut w, off, &log_header(trx_id, off, prev_log));
             put(&mut g, &mut w, SEG_STATE, &state::ACTIVE.to_le_bytes());
             put(&mut g, &mut w, SEG_LAST_LOG, &(off as u16).to_le_bytes());
-            put(&mut g, &mut w, OFF_LOWER, &((off + LOG_HEADER_BYTES) as u16).to_le_bytes());
+            put(
+                &mut g,
+                &mut w,
+                OFF_LOWER,
+                &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+            );
             self.log_writes(&mut [&mut g], &[(false, w)])?;
             self.counters
                 .segments_reused
@@ -614,7 +635,12 @@ impl UndoSpace {
         sh[at(SEG_LAST_PAGE)..at(SEG_LAST_PAGE) + 4].copy_from_slice(&p.to_le_bytes());
         put(&mut g, &mut wg, SEG_STATE, &sh);
         put(&mut g, &mut wg, off, &log_header(trx_id, off, 0));
-        put(&mut g, &mut wg, OFF_LOWER, &((off + LOG_HEADER_BYTES) as u16).to_le_bytes());
+        put(
+            &mut g,
+            &mut wg,
+            OFF_LOWER,
+            &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+        );
         let mut wh = Vec::new();
         put(&mut h, &mut wh, rseg::slot_offset(slot), &p.to_le_bytes());
         self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (true, wg)])?;
@@ -640,7 +666,12 @@ impl UndoSpace {
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), false);
         let mut wh = Vec::new();
-        put(&mut h, &mut wh, SEG_N_PAGES, &(seg.pages.len() as u32 + 1).to_le_bytes());
+        put(
+            &mut h,
+            &mut wh,
+            SEG_N_PAGES,
+            &(seg.pages.len() as u32 + 1).to_le_bytes(),
+        );
         put(&mut h, &mut wh, SEG_LAST_PAGE, &p.to_le_bytes());
         let rec = RecordBuilder::new(rmgr::UNDO, info::WRITE)
             .block(h.page_id(), false, &wh)
@@ -788,7 +819,12 @@ impl UndoSpace {
         }
         let mut h = self.pool.fetch_write(self.rseg_header(r))?;
         let mut w = Vec::new();
-        put(&mut h, &mut w, rseg::slot_offset(seg.slot), &FIL_NULL.to_le_bytes());
+        put(
+            &mut h,
+            &mut w,
+            rseg::slot_offset(seg.slot),
+            &FIL_NULL.to_le_bytes(),
+        );
         self.log_writes(&mut [&mut h], &[(false, w)])?;
         drop(h);
         st.slots_used[seg.slot as usize] = false;
@@ -828,7 +864,12 @@ impl UndoSpace {
             put(&mut h, &mut wh, rseg::HISTORY_LAST, &at.encode());
         }
         let off = seg.log_offset as usize;
-        put(&mut g, &mut wg, off + LOG_HIST_PREV, &FilAddr::NULL.encode());
+        put(
+            &mut g,
+            &mut wg,
+            off + LOG_HIST_PREV,
+            &FilAddr::NULL.encode(),
+        );
         put(
             &mut g,
             &mut wg,
@@ -837,23 +878,52 @@ impl UndoSpace {
         );
         if !cache {
             // The segment will not be reused: free its slot; its pages join the history size.
-            put(&mut h, &mut wh, rseg::slot_offset(seg.slot), &FIL_NULL.to_le_bytes());
+            put(
+                &mut h,
+                &mut wh,
+                rseg::slot_offset(seg.slot),
+                &FIL_NULL.to_le_bytes(),
+            );
             st.history_size += seg.pages.len() as u32;
-            put(&mut h, &mut wh, rseg::HISTORY_SIZE, &st.history_size.to_le_bytes());
-            put(&mut h, &mut wh, rseg::MAX_TRX_ID, &st.max_trx_id.to_le_bytes());
+            put(
+                &mut h,
+                &mut wh,
+                rseg::HISTORY_SIZE,
+                &st.history_size.to_le_bytes(),
+            );
+            put(
+                &mut h,
+                &mut wh,
+                rseg::MAX_TRX_ID,
+                &st.max_trx_id.to_le_bytes(),
+            );
         }
-        let s = if cache { state::CACHED } else { state::TO_PURGE };
+        let s = if cache {
+            state::CACHED
+        } else {
+            state::TO_PURGE
+        };
         put(&mut g, &mut wg, SEG_STATE, &s.to_le_bytes());
         put(&mut g, &mut wg, off + LOG_TRX_NO, &trx_no.to_le_bytes());
         match old_first {
             Some(of) if of.page == first => {
-                put(&mut g, &mut wg, of.offset as usize + LOG_HIST_PREV, &at.encode());
+                put(
+                    &mut g,
+                    &mut wg,
+                    of.offset as usize + LOG_HIST_PREV,
+                    &at.encode(),
+                );
                 self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
             }
             Some(of) => {
                 let mut n = self.pool.fetch_write(PageId::new(self.rel, of.page))?;
                 let mut wn = Vec::new();
-                put(&mut n, &mut wn, of.offset as usize + LOG_HIST_PREV, &at.encode());
+                put(
+                    &mut n,
+                    &mut wn,
+                    of.offset as usize + LOG_HIST_PREV,
+                    &at.encode(),
+                );
                 self.log_writes(
                     &mut [&mut h, &mut g, &mut n],
                     &[(false, wh), (false, wg), (false, wn)],
@@ -936,33 +1006,73 @@ impl UndoSpace {
                 let log = st.history.pop_back().expect("oldest exists");
                 let newer = st.history.back().map(|l| l.at);
                 let (mut wh, mut wg) = (Vec::new(), Vec::new());
-                put(&mut h, &mut wh, rseg::HISTORY_LEN, &(st.history.len() as u32).to_le_bytes());
-                put(&mut h, &mut wh, rseg::HISTORY_LAST, &newer.unwrap_or(FilAddr::NULL).encode());
+                put(
+                    &mut h,
+                    &mut wh,
+                    rseg::HISTORY_LEN,
+                    &(st.history.len() as u32).to_le_bytes(),
+                );
+                put(
+                    &mut h,
+                    &mut wh,
+                    rseg::HISTORY_LAST,
+                    &newer.unwrap_or(FilAddr::NULL).encode(),
+                );
                 if newer.is_none() {
-                    put(&mut h, &mut wh, rseg::HISTORY_FIRST, &FilAddr::NULL.encode());
+                    put(
+                        &mut h,
+                        &mut wh,
+                        rseg::HISTORY_FIRST,
+                        &FilAddr::NULL.encode(),
+                    );
                 }
                 let mut to_free = Vec::new();
                 if !log.has_next {
                     if log.cached {
                         st.update_cached.retain(|c| c.page != at.page);
-                        put(&mut h, &mut wh, rseg::slot_offset(log.slot), &FIL_NULL.to_le_bytes());
-                        put(&mut h, &mut wh, rseg::MAX_TRX_ID, &st.max_trx_id.to_le_bytes());
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::slot_offset(log.slot),
+                            &FIL_NULL.to_le_bytes(),
+                        );
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::MAX_TRX_ID,
+                            &st.max_trx_id.to_le_bytes(),
+                        );
                         st.slots_used[log.slot as usize] = false;
                     } else {
                         st.history_size -= log.seg_pages.len() as u32;
-                        put(&mut h, &mut wh, rseg::HISTORY_SIZE, &st.history_size.to_le_bytes());
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::HISTORY_SIZE,
+                            &st.history_size.to_le_bytes(),
+                        );
                     }
                     to_free = log.seg_pages;
                 }
                 match newer {
                     Some(nw) if nw.page == at.page => {
-                        put(&mut g, &mut wg, nw.offset as usize + LOG_HIST_NEXT, &FilAddr::NULL.encode());
+                        put(
+                            &mut g,
+                            &mut wg,
+                            nw.offset as usize + LOG_HIST_NEXT,
+                            &FilAddr::NULL.encode(),
+                        );
                         self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
                     }
                     Some(nw) => {
                         let mut n = self.pool.fetch_write(PageId::new(self.rel, nw.page))?;
                         let mut wn = Vec::new();
-                        put(&mut n, &mut wn, nw.offset as usize + LOG_HIST_NEXT, &FilAddr::NULL.encode());
+                        put(
+                            &mut n,
+                            &mut wn,
+                            nw.offset as usize + LOG_HIST_NEXT,
+                            &FilAddr::NULL.encode(),
+                        );
                         self.log_writes(&mut [&mut h, &mut n], &[(false, wh), (false, wn)])?;
                     }
                     None => self.log_writes(&mut [&mut h], &[(false, wh)])?,
@@ -985,9 +1095,7 @@ impl UndoSpace {
         for &p in pages {
             self.free_page(p)?;
         }
-        self.counters
-            .segments_freed
-            .fetch_add(1, Ordering::Relaxed);
+        self.counters.segments_freed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1085,11 +1193,18 @@ mod tests {
         let (s, u) = space(256, 4);
         let pool = s.pool();
         for r in 0..4 {
-            assert_eq!(u.rseg_header(r).block, r as u32, "headers open the relation");
+            assert_eq!(
+                u.rseg_header(r).block,
+                r as u32,
+                "headers open the relation"
+            );
         }
         pool.flush_all().unwrap();
         let before = pool.page_type_io(rseg::PAGE_TYPE_RSEG);
-        assert_eq!(before.pages_written, 4, "each header written once at creation");
+        assert_eq!(
+            before.pages_written, 4,
+            "each header written once at creation"
+        );
         let mut seen = Vec::new();
         for i in 0..8u64 {
             let (rp, log) = commit(&u, 100 + i, 1, 0, 10);
@@ -1104,18 +1219,30 @@ mod tests {
             assert_eq!(info.history_len, 2, "{r}: {info:?}");
             assert_eq!(info.refs, 0);
             let g = pool.fetch_read(u.rseg_header(r)).unwrap();
-            assert_eq!(rseg::history_len(g.data()), 2, "the header page says so too");
+            assert_eq!(
+                rseg::history_len(g.data()),
+                2,
+                "the header page says so too"
+            );
         }
         pool.flush_all().unwrap();
         let after = pool.page_type_io(rseg::PAGE_TYPE_RSEG);
-        assert_eq!(after.pages_written - before.pages_written, 4, "every header changed");
+        assert_eq!(
+            after.pages_written - before.pages_written,
+            4,
+            "every header changed"
+        );
         // Truncation latches every header: with them out of the pool, it reads each once.
         for r in 0..4 {
             assert!(pool.discard(u.rseg_header(r)));
         }
         u.truncate_history(Xid::MAX).unwrap();
         assert_eq!(pool.page_type_io(rseg::PAGE_TYPE_RSEG).pages_read, 4);
-        assert_eq!(u.counters.logs_truncated.load(Ordering::Relaxed), 0, "none purged");
+        assert_eq!(
+            u.counters.logs_truncated.load(Ordering::Relaxed),
+            0,
+            "none purged"
+        );
     }
 
     #[test]
@@ -1141,7 +1268,11 @@ mod tests {
         assert!(split_roll_ptr(rp2).3 > split_roll_ptr(rp0).3);
         assert_eq!(u.counters.segments_reused.load(Ordering::Relaxed), 4);
         assert_eq!(u.counters.segments_created.load(Ordering::Relaxed), 4);
-        assert_eq!(u.rseg_info(0).slots_used, 2, "one insert, one update segment");
+        assert_eq!(
+            u.rseg_info(0).slots_used,
+            2,
+            "one insert, one update segment"
+        );
     }
 
     #[test]
@@ -1158,7 +1289,11 @@ mod tests {
         for l in [l0, l1] {
             u.purged(l);
         }
-        assert_eq!(u.truncate_history(11).unwrap(), 0, "rseg 0 and 1 hold newer trx");
+        assert_eq!(
+            u.truncate_history(11).unwrap(),
+            0,
+            "rseg 0 and 1 hold newer trx"
+        );
         // l0 and l1 go; their pages hold l2 and l3, so nothing is freed.
         assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 2);
         assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 0);
@@ -1185,10 +1320,15 @@ mod tests {
         assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 1);
         let r0 = u.rseg_info(0);
         assert_eq!((r0.history_len, r0.update_cached.len()), (0, 0));
-        assert_eq!(r0.insert_cached.len(), 1, "insert undo is not in the history");
+        assert_eq!(
+            r0.insert_cached.len(),
+            1,
+            "insert undo is not in the history"
+        );
         assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 2);
         assert!(
-            !s.pool().is_resident(PageId::new(u.rel(), split_roll_ptr(rp0).2)),
+            !s.pool()
+                .is_resident(PageId::new(u.rel(), split_roll_ptr(rp0).2)),
             "the freed page left the pool"
         );
         for r in 0..2 {
@@ -1207,7 +1347,10 @@ mod tests {
         let (_, log) = commit(&u, 10, 3, 0, page_bytes * 2 / 5);
         let info = u.rseg_info(0);
         assert_eq!(info.history_size, 2);
-        assert_eq!(info.slots_used, 0, "a to-purge segment gives its slot back at commit");
+        assert_eq!(
+            info.slots_used, 0,
+            "a to-purge segment gives its slot back at commit"
+        );
         assert!(info.update_cached.is_empty());
         {
             let g = s.pool().fetch_read(u.rseg_header(0)).unwrap();
