@@ -61,7 +61,7 @@ pub use guard::{ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
 pub use pool::{
     BufferPool, BufferPoolConfig, FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo,
-    BUF_LRU_MIN_LEN,
+    BUF_LRU_MIN_LEN, LRU_FLUSH_MAX_PAGES,
 };
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 

@@ -57,6 +57,12 @@ pub struct PageTypeIo {
 /// BUF_LRU_MIN_LEN, as `buf_pool_t::need_LRU_eviction` uses it).
 pub const BUF_LRU_MIN_LEN: usize = 256;
 
+/// Most pages one LRU batch writes (the page cleaner passes innodb_io_capacity_max, default
+/// 2000, to `buf_flush_LRU`).
+pub const LRU_FLUSH_MAX_PAGES: usize = 2000;
+/// Dirty pages the LRU batch pins before writing them (one doublewrite batch).
+const LRU_FLUSH_BATCH_PAGES: usize = 64;
+
 /// InnoDB's free-page target: the page cleaner keeps this many frames on the free list by
 /// evicting clean pages from the LRU tail (innodb_lru_scan_depth; MariaDB 10.11 buf0flu.cc
 /// `buf_flush_page_cleaner` runs `buf_flush_LRU` while `buf_pool_t::need_LRU_eviction()`).
@@ -409,10 +415,17 @@ impl BufferPool {
         Ok(g)
     }
 
+    /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.
+    ///
+    /// The frame's page is read before the pin is dropped: only a holder that saw the frame
+    /// empty while pinned frees it. Read after, a holder of a mapped frame could see the page
+    /// an evictor removed in the instant after its last unpin, and both would free the frame
+    /// (two pages would then share it). Every thread that empties a frame holds a pin while it
+    /// does, so it is the one that frees it.
     pub(super) fn unpin(&self, f: FrameId) {
         let fr = &self.frames[f];
-        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && fr.page.load(Ordering::Acquire) == NO_PAGE
-        {
+        let empty = fr.page.load(Ordering::Acquire) == NO_PAGE;
+        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && empty {
             self.free.lock().push(f);
         }
     }
@@ -742,16 +755,16 @@ impl BufferPool {
     /// `buf_flush_LRU_list_batch`): walks the replacer's victim order from the LRU tail and,
     /// while fewer than `target` frames are free and the LRU list is longer than
     /// `min(frames / 20 − 1, BUF_LRU_MIN_LEN)`, evicts each clean unpinned page to the free
-    /// list (`buf_LRU_free_page`) and writes each dirty unpinned one, which stays in the
-    /// list, clean, for a later batch (only temporary-tablespace pages are evicted when
-    /// their write completes). Counted to the current cause. Returns (pages evicted, pages
-    /// written).
+    /// list (`buf_LRU_free_page`) and writes each dirty unpinned one, up to
+    /// [`LRU_FLUSH_MAX_PAGES`], which stays in the list, clean, for a later batch (only
+    /// temporary-tablespace pages are evicted when their write completes). Counted to the
+    /// current cause. Returns (pages evicted, pages written).
     ///
     /// Errors: as [`BufferPool::write_frames`].
     pub fn lru_batch(&self, target: usize) -> Result<(usize, usize)> {
         let n = self.frames.len();
         let min_len = (n / 20).saturating_sub(1).min(BUF_LRU_MIN_LEN);
-        let mut evicted = 0;
+        let (mut evicted, mut written) = (0, 0);
         let mut dirty = Vec::new();
         for f in self.replacer.next_victims(n) {
             let free = self.free_frames();
@@ -763,14 +776,18 @@ impl BufferPool {
                 continue;
             }
             if fr.dirty.load(Ordering::Acquire) {
-                if self.pin_resident(f).is_some() {
+                if written + dirty.len() < LRU_FLUSH_MAX_PAGES && self.pin_resident(f).is_some() {
                     dirty.push(f);
+                    if dirty.len() == LRU_FLUSH_BATCH_PAGES {
+                        // Written a batch at a time, so that few frames stay pinned.
+                        written += self.write_pinned_batches(&std::mem::take(&mut dirty))?;
+                    }
                 }
             } else if self.evict_clean(f) {
                 evicted += 1;
             }
         }
-        let written = self.write_pinned_batches(&dirty)?;
+        written += self.write_pinned_batches(&dirty)?;
         Ok((evicted, written))
     }
 

@@ -563,3 +563,72 @@ fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
     pool.clean_round(&cfg).unwrap();
     assert_eq!(pool.free_frames(), 100);
 }
+
+/// Reads per thread of the eviction race test (raise it to hunt the race).
+const STRESS_READS: usize = 100_000;
+
+/// Regression (found by `compare` with the free-page target): a guard's unpin raced with the
+/// page cleaner evicting the frame it had just released, both put the frame on the free
+/// list, and two pages later shared it.
+#[test]
+fn unpin_racing_with_eviction_never_frees_a_frame_twice() {
+    let s = std::sync::Arc::new(quiet(
+        24,
+        TornPageProtection::None,
+        ReplacerConfig::lru_midpoint_default(),
+    ));
+    let rel = s.store().create_relation().unwrap();
+    let ids: Vec<PageId> = (0..96u8)
+        .map(|v| {
+            let mut g = s.pool().new_page(rel).unwrap();
+            put(&s, &mut g, v);
+            g.page_id()
+        })
+        .collect();
+    s.pool().flush_all().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cleaner = {
+        let (s, stop) = (s.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                s.pool().lru_batch(12).unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3u32)
+        .map(|t| {
+            let (s, ids) = (s.clone(), ids.clone());
+            std::thread::spawn(move || {
+                let mut x = t as usize + 1;
+                for _ in 0..STRESS_READS {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let i = (x >> 33) % ids.len();
+                    let g = match s.pool().fetch_read(ids[i]) {
+                        Ok(g) => g,
+                        Err(Error::BufferPoolExhausted { .. }) => continue,
+                        Err(e) => panic!("{e}"),
+                    };
+                    assert_eq!(
+                        value(g.data()),
+                        i as u8,
+                        "page {} shows another's bytes",
+                        ids[i]
+                    );
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    cleaner.join().unwrap();
+    let st = s.pool().state();
+    assert_eq!(
+        s.pool().free_frames() + st.resident_pages,
+        st.frames,
+        "every frame is either free (once) or holds a page"
+    );
+}
