@@ -281,6 +281,8 @@ pub struct LogRef {
     pub page: u32,
     /// Offset of the log header on it.
     pub offset: u16,
+    /// Its number in its rollback segment's history (1 for the first log committed there).
+    pub seq: u64,
 }
 
 /// One transaction's undo segment (insert or update).
@@ -315,11 +317,16 @@ pub struct TrxUndo {
 struct Cached {
     page: u32,
     slot: u16,
+    /// The history number of the last (update) log on the page, 0 for insert undo.
+    last_seq: u64,
 }
 
 /// A log in a rollback segment's history list.
 #[derive(Debug)]
 struct HistLog {
+    /// Its number in the rollback segment's history: the list holds consecutive numbers,
+    /// newest first, so a log is found by subtraction.
+    seq: u64,
     at: FilAddr,
     /// Pages of its segment at commit, first page first.
     seg_pages: Vec<u32>,
@@ -342,6 +349,17 @@ struct RsegState {
     history_size: u32,
     /// Largest transaction id that wrote undo here (trx_rseg_t::needs_purge − 1).
     max_trx_id: u64,
+    /// History number of the last log added.
+    last_seq: u64,
+}
+
+impl RsegState {
+    /// The log numbered `seq` if it is still in the history.
+    fn log_mut(&mut self, seq: u64) -> Option<&mut HistLog> {
+        let newest = self.history.front()?.seq;
+        let i = newest.checked_sub(seq)?;
+        self.history.get_mut(usize::try_from(i).ok()?)
+    }
 }
 
 /// One rollback segment (trx_rseg_t).
@@ -476,6 +494,7 @@ impl UndoSpace {
                     history: VecDeque::new(),
                     history_size: 0,
                     max_trx_id: 0,
+                    last_seq: 0,
                 }),
             });
         }
@@ -589,7 +608,7 @@ impl UndoSpace {
                     page: c.page,
                     offset: prev_log,
                 };
-                if let Some(l) = st.history.iter_mut().find(|l| l.at == at) {
+                if let Some(l) = st.log_mut(c.last_seq).filter(|l| l.at == at) {
                     l.has_next = true;
                 }
             }
@@ -814,6 +833,7 @@ impl UndoSpace {
             st.insert_cached.push(Cached {
                 page: first,
                 slot: seg.slot,
+                last_seq: 0,
             });
             return Ok(());
         }
@@ -931,15 +951,19 @@ impl UndoSpace {
             }
             None => self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?,
         }
+        st.last_seq += 1;
+        let seq = st.last_seq;
         if cache {
             st.update_cached.push(Cached {
                 page: first,
                 slot: seg.slot,
+                last_seq: seq,
             });
         } else {
             st.slots_used[seg.slot as usize] = false;
         }
         st.history.push_front(HistLog {
+            seq,
             at,
             seg_pages: seg.pages,
             slot: seg.slot,
@@ -952,6 +976,7 @@ impl UndoSpace {
                 rseg: r,
                 page: first,
                 offset: seg.log_offset,
+                seq,
             },
             seg.records,
         )))
@@ -972,7 +997,7 @@ impl UndoSpace {
             offset: log.offset,
         };
         let mut st = self.rsegs[log.rseg as usize].state.lock();
-        if let Some(l) = st.history.iter_mut().rev().find(|l| l.at == at) {
+        if let Some(l) = st.log_mut(log.seq).filter(|l| l.at == at) {
             l.purged = true;
         }
     }
