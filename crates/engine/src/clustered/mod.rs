@@ -87,6 +87,16 @@ pub struct PurgeConfig {
     pub threads: usize,
     /// Sleep of an idle purge thread in ms.
     pub interval_ms: u64,
+    /// Undo pages a purge batch handles before the history is truncated
+    /// (innodb_purge_batch_size, MariaDB 10.11 default 127: srv0srv.cc
+    /// `purge_coordinator_state::do_purge` truncates after each `trx_purge` batch, which
+    /// ends at this many pages or when nothing more is purgeable).
+    #[serde(default = "default_batch_pages")]
+    pub batch_pages: usize,
+}
+
+fn default_batch_pages() -> usize {
+    127
 }
 
 impl Default for PurgeConfig {
@@ -94,6 +104,7 @@ impl Default for PurgeConfig {
         PurgeConfig {
             threads: 4,
             interval_ms: 10,
+            batch_pages: default_batch_pages(),
         }
     }
 }

@@ -10,7 +10,8 @@ use super::{
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{
-    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
+    purge_entry, split_roll_ptr, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx,
+    TrxUndo, UndoSpace,
 };
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
@@ -21,7 +22,8 @@ use crate::stop::StopSignal;
 use crate::storage::Storage;
 use parking_lot::Mutex;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -38,6 +40,9 @@ struct Inner {
     truncating: Mutex<()>,
     /// A truncation was asked for while one ran: the running one repeats.
     truncate_again: AtomicBool,
+    /// Undo pages purged since the last truncation (the purge batch so far).
+    batch_pages: AtomicU64,
+    purge: PurgeConfig,
 }
 
 impl Inner {
@@ -61,15 +66,25 @@ impl Inner {
         Ok(())
     }
 
-    /// Purges history entries older than every read view, then, when it purged any,
-    /// truncates the history; returns how many logs it purged.
+    /// Purges up to `max_logs` history entries older than every read view; returns how many
+    /// logs it purged. The purge threads' rounds together make MariaDB's purge batch: once
+    /// they have handled `batch_pages` undo pages, or a round found nothing more to purge,
+    /// the history is truncated (`do_purge`: `trx_purge`, then `purge_truncation_task`).
     fn purge_round(&self, max_logs: usize) -> Result<u64> {
         let _c = enter(Cause::Purge);
         let mut n = 0;
+        let mut pages = 0;
         while n < max_logs as u64 {
             let Some(e) = self.history.pop_purgeable(self.tm.oldest_xmin()) else {
                 break;
             };
+            pages += e
+                .records
+                .iter()
+                .map(|rp| split_roll_ptr(*rp).2)
+                .collect::<HashSet<u32>>()
+                .len()
+                .max(1) as u64;
             purge_entry(
                 e,
                 &self.undo,
@@ -89,7 +104,11 @@ impl Inner {
             n += 1;
         }
         if n > 0 {
-            self.truncate_history()?;
+            let batch = self.batch_pages.fetch_add(pages, Ordering::AcqRel) + pages;
+            if batch >= self.purge.batch_pages as u64 || n < max_logs as u64 {
+                self.batch_pages.store(0, Ordering::Release);
+                self.truncate_history()?;
+            }
         }
         Ok(n)
     }
@@ -123,6 +142,8 @@ impl InnodbEngine {
             history: History::default(),
             truncating: Mutex::new(()),
             truncate_again: AtomicBool::new(false),
+            batch_pages: AtomicU64::new(0),
+            purge: purge.clone(),
         });
         let stop = Arc::new(StopSignal::default());
         let mut threads = Vec::new();
