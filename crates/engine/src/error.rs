@@ -129,6 +129,10 @@ pub enum Error {
     /// The transaction was chosen as the victim of a deadlock (PostgreSQL SQLSTATE 40P01).
     #[error("deadlock detected: {0}")]
     Deadlock(String),
+    /// A rollback segment has no free undo slot for another transaction's undo segment
+    /// (InnoDB DB_TOO_MANY_CONCURRENT_TRXS, trx0undo.cc `trx_undo_seg_create`).
+    #[error("too many concurrent transactions: {0}")]
+    TooManyConcurrentTransactions(String),
     /// The transaction can no longer be used (aborted, or already committed).
     #[error("transaction is {0}; start a new one")]
     TransactionClosed(&'static str),

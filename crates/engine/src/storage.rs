@@ -407,15 +407,27 @@ impl Storage {
         name: &str,
         cause: Cause,
         period: Duration,
-        mut round: impl FnMut() -> Result<()> + Send + 'static,
+        round: impl FnMut() -> Result<()> + Send + 'static,
     ) {
         let shutdown = self.shutdown.clone();
+        self.spawn_with(name, cause, period, move |d| shutdown.sleep(d), round);
+    }
+
+    /// A background thread that calls `sleep(period)` (true: stop) between rounds.
+    fn spawn_with(
+        &self,
+        name: &str,
+        cause: Cause,
+        period: Duration,
+        sleep: impl Fn(Duration) -> bool + Send + 'static,
+        mut round: impl FnMut() -> Result<()> + Send + 'static,
+    ) {
         let errors = self.background_error.clone();
         let h = std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || {
                 let _c = enter(cause);
-                while !shutdown.sleep(period) {
+                while !sleep(period) {
                     if let Err(e) = round() {
                         *errors.lock() = Some(format!("{}: {e}", cause.name()));
                         return;
@@ -429,11 +441,18 @@ impl Storage {
     fn start_threads(&self) {
         let pc = self.cfg.buffer_pool.page_cleaner.clone();
         if pc.enabled {
-            let pool = self.pool.clone();
-            self.spawn(
+            // The page cleaner sleeps on the pool's bell, which a foreground thread rings
+            // when the free-page target needs it (InnoDB) and shutdown rings to stop it.
+            let (pool, bell) = (self.pool.clone(), self.pool.clone());
+            let shutdown = self.shutdown.clone();
+            self.spawn_with(
                 "page_cleaner",
                 Cause::PageCleaner,
                 Duration::from_millis(pc.interval_ms.max(1)),
+                move |d| {
+                    bell.page_cleaner_sleep(d);
+                    shutdown.is_raised()
+                },
                 move || pool.clean_round(&pc).map(|_| ()),
             );
         }
@@ -530,6 +549,7 @@ impl Storage {
 
     fn stop_threads(&self) {
         self.shutdown.raise();
+        self.pool.wake_page_cleaner();
         for h in self.threads.lock().drain(..) {
             let _ = h.join();
         }

@@ -3,11 +3,15 @@
 mod common;
 use common::*;
 use mvcclab_engine::btree::{BTree, BTreeConfig, ScanDirection};
-use mvcclab_engine::catalog::{apply_delta, Value};
-use mvcclab_engine::clustered::{UndoRecord, UndoType};
-use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::buffer::FreeTarget;
+use mvcclab_engine::catalog::{apply_delta, decode_compact_record, Value};
+use mvcclab_engine::clustered::{
+    rseg, split_roll_ptr, UndoRecord, UndoType, PAGE_TYPE_RSEG, PAGE_TYPE_UNDO,
+};
+use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::mvcc::Isolation;
+use mvcclab_engine::page::{page_type, PageId};
 use mvcclab_engine::wal::{rmgr, Lsn};
 use std::ops::Bound;
 
@@ -376,4 +380,150 @@ fn row_versions_walk_the_undo_chain_newest_first() {
         v.windows(2).all(|w| w[0].0 > w[1].0),
         "newest (highest trx id) first: {v:?}"
     );
+}
+
+/// The rollback segment id in the roll pointer of row `id`'s clustered record.
+fn rseg_of_row(db: &Database, t: TableId, id: i32) -> u8 {
+    let def = db.table_def(t).unwrap();
+    let key = def
+        .key_from_values(&def.primary_key, &[Value::Integer(id)])
+        .unwrap();
+    let clustered = BTree::open(
+        db.storage().pool().clone(),
+        db.relations(t).unwrap().table,
+        BTreeConfig::innodb(),
+    )
+    .unwrap();
+    let rec = clustered.get(&key).unwrap().unwrap();
+    split_roll_ptr(decode_compact_record(&def, &rec).unwrap().roll_ptr).1
+}
+
+/// The undo relation: the one whose block 0 is a rollback segment header.
+fn undo_relation(db: &Database) -> u32 {
+    let pool = db.storage().pool();
+    db.storage()
+        .store()
+        .relations()
+        .into_iter()
+        .find(|&rel| {
+            db.storage().store().n_blocks(rel).unwrap() > 0
+                && page_type(pool.fetch_read(PageId::new(rel, 0)).unwrap().data()) == PAGE_TYPE_RSEG
+        })
+        .expect("an undo relation")
+}
+
+#[test]
+fn update_transactions_take_the_128_rollback_segments_in_turn_and_write_every_header() {
+    let db = open_db(DesignConfig::innodb(), 1024);
+    let t = load(&db, 200); // one transaction: rollback segment 0
+    assert_eq!(rseg_of_row(&db, t, 7), 0);
+    let pool = db.storage().pool();
+    db.storage().checkpoint().unwrap();
+    let before = pool.page_type_io(PAGE_TYPE_RSEG);
+    let mut seen = Vec::new();
+    for k in 0..130 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(k)], &[Assign::Add(1, 1)])
+            .unwrap();
+        tx.commit().unwrap();
+        seen.push(rseg_of_row(&db, t, k));
+    }
+    let want: Vec<u8> = (0..130).map(|k| ((k + 1) % 128) as u8).collect();
+    assert_eq!(seen, want, "round robin over 128");
+    db.storage().checkpoint().unwrap();
+    let after = pool.page_type_io(PAGE_TYPE_RSEG);
+    assert!(
+        after.pages_written - before.pages_written >= 128,
+        "every header page was changed and written: {before:?} -> {after:?}"
+    );
+    // Purge truncates every history list, on the header pages too.
+    db.gc(t).unwrap();
+    let undo = undo_relation(&db);
+    for r in 0..128 {
+        let g = pool.fetch_read(PageId::new(undo, r)).unwrap();
+        assert_eq!(page_type(g.data()), PAGE_TYPE_RSEG);
+        assert_eq!(rseg::history_len(g.data()), 0, "rseg {r}");
+    }
+    assert_eq!(db.engine_counters().history_list_length, 0);
+    assert!(
+        pool.page_type_io(PAGE_TYPE_UNDO).pages_written > 0,
+        "undo log pages are counted apart from the headers"
+    );
+}
+
+#[test]
+fn one_rollback_segment_design_puts_every_transaction_in_rseg_0() {
+    let db = open_db(
+        DesignConfig {
+            rollback_segments: 1,
+            ..DesignConfig::innodb()
+        },
+        256,
+    );
+    let t = load(&db, 20);
+    for k in 0..5 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(k)], &[Assign::Add(1, 1)])
+            .unwrap();
+        tx.commit().unwrap();
+        assert_eq!(rseg_of_row(&db, t, k), 0);
+    }
+    let undo = undo_relation(&db);
+    let g = db
+        .storage()
+        .pool()
+        .fetch_read(PageId::new(undo, 1))
+        .unwrap();
+    assert_eq!(
+        page_type(g.data()),
+        PAGE_TYPE_UNDO,
+        "one header page, then undo"
+    );
+}
+
+/// A database of `design` with `frames` frames and its own page cleaner running.
+fn open_with_page_cleaner(design: DesignConfig, frames: usize) -> Database {
+    let mut cfg = DatabaseConfig::new(design);
+    cfg.storage.buffer_pool.frames = frames;
+    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(64 << 20);
+    cfg.vacuum.autovacuum = false;
+    Database::open(cfg).unwrap()
+}
+
+#[test]
+fn the_innodb_page_cleaner_keeps_the_free_page_target_and_postgres_uses_every_frame() {
+    let innodb = DatabaseConfig::new(DesignConfig::innodb());
+    assert_eq!(
+        innodb.storage.buffer_pool.page_cleaner.free_target,
+        Some(FreeTarget::ScaledLruScanDepth)
+    );
+    let postgres = DatabaseConfig::new(DesignConfig::postgres());
+    assert_eq!(postgres.storage.buffer_pool.page_cleaner.free_target, None);
+    for (design, rows) in [
+        (DesignConfig::innodb(), 40_000),
+        (DesignConfig::postgres(), 40_000),
+    ] {
+        let name = design.name.clone();
+        let db = open_with_page_cleaner(design, 512);
+        load(&db, rows);
+        let pool = db.storage().pool();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        if name == "innodb" {
+            // 512 frames: target 100 (512 × 1536 / 8192 = 96, at least 100); foreground
+            // threads wake the page cleaner below 50.
+            assert_eq!(pool.free_target(), Some(100));
+            while pool.free_frames() < 50 {
+                assert!(std::time::Instant::now() < deadline, "{:?}", pool.state());
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert!(
+                pool.state().resident_pages <= 512 - 50,
+                "{:?}",
+                pool.state()
+            );
+        } else {
+            assert_eq!(pool.free_target(), None);
+            assert_eq!(pool.free_frames(), 0, "{name}: every frame holds a page");
+        }
+    }
 }

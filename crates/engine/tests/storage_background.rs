@@ -30,6 +30,7 @@ fn background_components_run_and_count_to_their_causes() {
         interval_ms: 5,
         lru_scan_pages: 32,
         max_dirty_pct: Some(10),
+        free_target: None,
     };
     cfg.wal_writer_interval_ms = Some(5);
     let s = Storage::open(cfg).unwrap();

@@ -1,6 +1,8 @@
 //! The buffer pool: a fixed number of frames caching pages, with pins kept apart from
 //! content locks, two replacement policies, dirty tracking, the WAL-before-data rule, the
-//! doublewrite write path and a background writer / page cleaner.
+//! doublewrite write path and a background writer / page cleaner, which for InnoDB keeps a
+//! free-page target ([`FreeTarget`], innodb_lru_scan_depth: MariaDB 10.11 buf0flu.cc
+//! `buf_flush_page_cleaner`, `buf_flush_LRU_list_batch`).
 //!
 //! Follows PostgreSQL src/backend/storage/buffer/README (REL_15) for pins and locks, and
 //! bufmgr.c `BufferAlloc` / `FlushBuffer` for eviction; the replacers are PostgreSQL's
@@ -29,11 +31,16 @@
 //!    owns the frame.
 //! 3. A frame is evicted only when it is unpinned by others and clean at the final check
 //!    under the partition lock.
+//! 4. With a free-page target, the page cleaner's LRU batch only evicts clean frames (a dirty
+//!    one is written and stays); it runs when the LRU list is longer than
+//!    [`BUF_LRU_MIN_LEN`] and fewer than half the target are free, and stops at the target.
+//!    Without a target (PostgreSQL) the page cleaner never evicts.
 //!
 //! # Locking
 //! Lock order: page-table partition → frame content lock; never two partitions at once;
-//! the replacer's own lock (LRU) and the free-list lock are leaves. No partition lock is
-//! held across I/O. A thread may hold content locks of several pages only when it follows a
+//! the replacer's own lock (LRU), the free-list lock and the page cleaner's bell are leaves
+//! (a foreground thread rings the bell after releasing the free list). No partition lock
+//! is held across I/O. A thread may hold content locks of several pages only when it follows a
 //! consistent order (the B+tree's, later).
 //!
 //! # Crash safety
@@ -52,7 +59,10 @@ pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
 pub use doublewrite::Doublewrite;
 pub use guard::{ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
-pub use pool::{BufferPool, BufferPoolConfig, PageCleanerConfig, PoolState, RelIo};
+pub use pool::{
+    BufferPool, BufferPoolConfig, FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo,
+    BUF_LRU_MIN_LEN, LRU_FLUSH_MAX_PAGES,
+};
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 
 use crate::error::Result;

@@ -1,5 +1,6 @@
-//! The buffer pool proper: frames, the partitioned page table, pin/load/evict, and the
-//! write path shared by eviction, the page cleaner and the checkpointer.
+//! The buffer pool proper: frames, the partitioned page table, pin/load/evict, the write
+//! path shared by eviction, the page cleaner and the checkpointer, and (InnoDB) the page
+//! cleaner's free-page target.
 
 use super::doublewrite::Doublewrite;
 use super::guard::{ReadPageGuard, WritePageGuard};
@@ -10,11 +11,12 @@ use crate::error::{Error, Result};
 use crate::page::{page_lsn, PageId, PageStore};
 use crate::stats::{Metric, Stats};
 use crate::wal::{Lsn, Wal};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Page-table partitions (PostgreSQL NUM_BUFFER_PARTITIONS).
 const PARTITIONS: usize = 128;
@@ -41,6 +43,50 @@ fn unpack(v: u64) -> Option<PageId> {
     (v != NO_PAGE).then(|| PageId::new((v >> 32) as u32, v as u32))
 }
 
+/// Pages read and written of one page type (innodb_metrics `buffer_page_read_*` and
+/// `buffer_page_written_*`, buf0buf.cc `buf_page_monitor`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageTypeIo {
+    /// Pages of the type read into the pool.
+    pub pages_read: u64,
+    /// Pages of the type written from the pool to their home location.
+    pub pages_written: u64,
+}
+
+/// LRU list length at or below which the page cleaner evicts nothing (buf0lru.h
+/// BUF_LRU_MIN_LEN, as `buf_pool_t::need_LRU_eviction` uses it).
+pub const BUF_LRU_MIN_LEN: usize = 256;
+
+/// Most pages one LRU batch writes (the page cleaner passes innodb_io_capacity_max, default
+/// 2000, to `buf_flush_LRU`).
+pub const LRU_FLUSH_MAX_PAGES: usize = 2000;
+/// Dirty pages the LRU batch pins before writing them (one doublewrite batch).
+const LRU_FLUSH_BATCH_PAGES: usize = 64;
+
+/// InnoDB's free-page target: the page cleaner keeps this many frames on the free list by
+/// evicting clean pages from the LRU tail (innodb_lru_scan_depth; MariaDB 10.11 buf0flu.cc
+/// `buf_flush_page_cleaner` runs `buf_flush_LRU` while `buf_pool_t::need_LRU_eviction()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FreeTarget {
+    /// A fixed number of free frames.
+    Pages(usize),
+    /// innodb_lru_scan_depth as mvcclab starts the real MariaDB (crates/servers/src/
+    /// managed.rs): the default's share of the default pool, 1,536 of 8,192 pages, applied
+    /// to this pool's frames, within 100..=1536 (the variable's minimum and default).
+    ScaledLruScanDepth,
+}
+
+impl FreeTarget {
+    /// The target in frames for a pool of `frames` frames.
+    pub fn pages(self, frames: usize) -> usize {
+        match self {
+            FreeTarget::Pages(n) => n,
+            FreeTarget::ScaledLruScanDepth => (frames * 1536 / 8192).clamp(100, 1536),
+        }
+    }
+}
+
 /// Settings of the background writer / page cleaner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageCleanerConfig {
@@ -55,6 +101,13 @@ pub struct PageCleanerConfig {
     /// When set, dirty frames above this percent of the pool are flushed oldest change
     /// first (InnoDB innodb_max_dirty_pages_pct, 90); PostgreSQL has no such rule (None).
     pub max_dirty_pct: Option<u8>,
+    /// InnoDB's free-page target (see [`FreeTarget`]); when set, it replaces the
+    /// `lru_scan_pages` scan: a foreground thread that takes a free frame and leaves fewer
+    /// than half the target wakes the page cleaner, which evicts clean pages from the LRU
+    /// tail until the target is free, writing the dirty ones it meets. PostgreSQL's
+    /// bgwriter has none (None).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_target: Option<FreeTarget>,
 }
 
 impl Default for PageCleanerConfig {
@@ -64,6 +117,7 @@ impl Default for PageCleanerConfig {
             interval_ms: 200,
             lru_scan_pages: 100,
             max_dirty_pct: None,
+            free_target: None,
         }
     }
 }
@@ -122,6 +176,12 @@ pub struct BufferPool {
     stats: Arc<Stats>,
     unsynced_rels: Mutex<BTreeSet<FileId>>,
     rel_io: Box<[[AtomicU64; 3]]>,
+    type_io: Box<[[AtomicU64; 2]]>,
+    /// The free-page target in frames (InnoDB), from `cfg.page_cleaner.free_target`.
+    free_target: Option<usize>,
+    /// Wakes the page cleaner before its interval (buf_pool_t::page_cleaner_wakeup).
+    cleaner_bell: Mutex<bool>,
+    cleaner_wake: Condvar,
     cfg: BufferPoolConfig,
 }
 
@@ -189,6 +249,12 @@ impl BufferPool {
             rel_io: (0..REL_IO_SLOTS)
                 .map(|_| [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
+            type_io: (0..256)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
+            free_target: cfg.page_cleaner.free_target.map(|t| t.pages(n)),
+            cleaner_bell: Mutex::new(false),
+            cleaner_wake: Condvar::new(),
             cfg,
         })
     }
@@ -224,6 +290,48 @@ impl BufferPool {
             blks_read: c[1].load(Ordering::Relaxed),
             blks_written: c[2].load(Ordering::Relaxed),
         })
+    }
+
+    /// Pages of type `page_type` (the common header's layout tag) read into and written from
+    /// the pool since it opened.
+    pub fn page_type_io(&self, page_type: u8) -> PageTypeIo {
+        let c = &self.type_io[page_type as usize];
+        PageTypeIo {
+            pages_read: c[0].load(Ordering::Relaxed),
+            pages_written: c[1].load(Ordering::Relaxed),
+        }
+    }
+
+    /// The free-page target in frames, when the page cleaner keeps one.
+    pub fn free_target(&self) -> Option<usize> {
+        self.free_target
+    }
+
+    /// Frames on the free list now.
+    pub fn free_frames(&self) -> usize {
+        self.free.lock().len()
+    }
+
+    /// Sleeps up to `d`, or until [`BufferPool::wake_page_cleaner`] (the page cleaner's
+    /// `my_cond_timedwait` on `buf_pool.do_flush_list`).
+    pub fn page_cleaner_sleep(&self, d: Duration) {
+        let mut rung = self.cleaner_bell.lock();
+        if !*rung {
+            self.cleaner_wake.wait_for(&mut rung, d);
+        }
+        *rung = false;
+    }
+
+    /// Wakes the page cleaner (buf_pool_t::page_cleaner_wakeup; also used at shutdown).
+    pub fn wake_page_cleaner(&self) {
+        *self.cleaner_bell.lock() = true;
+        self.cleaner_wake.notify_all();
+    }
+
+    /// buf_pool_t::need_LRU_eviction: the LRU list is longer than BUF_LRU_MIN_LEN and fewer
+    /// than half the free-page target are free.
+    fn need_lru_eviction(&self, target: usize, free: usize) -> bool {
+        self.frames.len() - free > BUF_LRU_MIN_LEN && free < target / 2
     }
 
     pub(super) fn frame(&self, f: FrameId) -> &Frame {
@@ -307,10 +415,17 @@ impl BufferPool {
         Ok(g)
     }
 
+    /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.
+    ///
+    /// The frame's page is read before the pin is dropped: only a holder that saw the frame
+    /// empty while pinned frees it. Read after, a holder of a mapped frame could see the page
+    /// an evictor removed in the instant after its last unpin, and both would free the frame
+    /// (two pages would then share it). Every thread that empties a frame holds a pin while it
+    /// does, so it is the one that frees it.
     pub(super) fn unpin(&self, f: FrameId) {
         let fr = &self.frames[f];
-        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && fr.page.load(Ordering::Acquire) == NO_PAGE
-        {
+        let empty = fr.page.load(Ordering::Acquire) == NO_PAGE;
+        if fr.pins.fetch_sub(1, Ordering::AcqRel) == 1 && empty {
             self.free.lock().push(f);
         }
     }
@@ -363,6 +478,10 @@ impl BufferPool {
             };
             match loaded {
                 Ok(()) => {
+                    if !create {
+                        self.type_io[crate::page::page_type(&data) as usize][0]
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                     fr.valid.store(true, Ordering::Release);
                     drop(data);
                     self.replacer.loaded(f);
@@ -386,9 +505,20 @@ impl BufferPool {
     }
 
     /// A frame pinned once by the caller, holding no page: from the free list, else evicted.
+    /// With a free-page target, taking a frame that leaves fewer than half the target free
+    /// wakes the page cleaner (buf0lru.cc `buf_LRU_get_free_block`).
     fn grab_frame(&self) -> Result<FrameId> {
         loop {
-            let Some(f) = self.free.lock().pop() else {
+            let (f, left) = {
+                let mut free = self.free.lock();
+                (free.pop(), free.len())
+            };
+            if let Some(target) = self.free_target {
+                if self.need_lru_eviction(target, left) {
+                    self.wake_page_cleaner();
+                }
+            }
+            let Some(f) = f else {
                 break;
             };
             if self.frames[f]
@@ -531,6 +661,9 @@ impl BufferPool {
         }
         self.stats
             .add(Metric::buffer_pages_written, copies.len() as u64);
+        for (_, copy) in copies.iter() {
+            self.type_io[crate::page::page_type(copy) as usize][1].fetch_add(1, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -567,24 +700,37 @@ impl BufferPool {
     }
 
     /// One round of the background writer / page cleaner (PostgreSQL bgwriter.c
-    /// `BgBufferSync`; InnoDB buf0flu.cc `buf_flush_LRU` and `buf_flush_list`): writes the
-    /// dirty, unpinned frames among the next `lru_scan_pages` victims, then, with
-    /// `max_dirty_pct`, the oldest-changed dirty frames above that share. Counted to the
-    /// current cause (the page cleaner thread enters `page_cleaner`). Returns pages written.
+    /// `BgBufferSync`; InnoDB buf0flu.cc `buf_flush_page_cleaner`). Without a free-page
+    /// target: writes the dirty, unpinned frames among the next `lru_scan_pages` victims.
+    /// With one (InnoDB): when the LRU batch is needed (`need_LRU_eviction`), runs it
+    /// ([`BufferPool::lru_batch`]). Then, with `max_dirty_pct`, writes the oldest-changed
+    /// dirty frames above that share. Counted to the current cause (the page cleaner thread
+    /// enters `page_cleaner`). Returns pages written.
     ///
     /// Errors: as [`BufferPool::write_frames`].
     pub fn clean_round(&self, cfg: &PageCleanerConfig) -> Result<usize> {
-        let mut picked: Vec<FrameId> = self
-            .replacer
-            .next_victims(cfg.lru_scan_pages)
-            .into_iter()
-            .filter(|&f| {
-                let fr = &self.frames[f];
-                fr.dirty.load(Ordering::Acquire) && fr.pins.load(Ordering::Acquire) == 0
-            })
-            .filter(|&f| self.pin_resident(f).is_some())
-            .collect();
-        let mut written = self.write_pinned_batches(&picked)?;
+        let mut written = match cfg.free_target.map(|t| t.pages(self.frames.len())) {
+            Some(target) => {
+                if self.need_lru_eviction(target, self.free_frames()) {
+                    self.lru_batch(target)?.1
+                } else {
+                    0
+                }
+            }
+            None => {
+                let picked: Vec<FrameId> = self
+                    .replacer
+                    .next_victims(cfg.lru_scan_pages)
+                    .into_iter()
+                    .filter(|&f| {
+                        let fr = &self.frames[f];
+                        fr.dirty.load(Ordering::Acquire) && fr.pins.load(Ordering::Acquire) == 0
+                    })
+                    .filter(|&f| self.pin_resident(f).is_some())
+                    .collect();
+                self.write_pinned_batches(&picked)?
+            }
+        };
         if let Some(pct) = cfg.max_dirty_pct {
             let limit = self.frames.len() * pct as usize / 100;
             let mut dirty: Vec<(u64, FrameId)> = (0..self.frames.len())
@@ -594,7 +740,7 @@ impl BufferPool {
             if dirty.len() > limit {
                 dirty.sort_unstable();
                 let excess = dirty.len() - limit;
-                picked = dirty
+                let picked: Vec<FrameId> = dirty
                     .into_iter()
                     .take(excess)
                     .filter_map(|(_, f)| self.pin_resident(f).map(|_| f))
@@ -603,6 +749,76 @@ impl BufferPool {
             }
         }
         Ok(written)
+    }
+
+    /// The page cleaner's LRU batch (MariaDB 10.11 buf0flu.cc `buf_flush_LRU` →
+    /// `buf_flush_LRU_list_batch`): walks the replacer's victim order from the LRU tail and,
+    /// while fewer than `target` frames are free and the LRU list is longer than
+    /// `min(frames / 20 − 1, BUF_LRU_MIN_LEN)`, evicts each clean unpinned page to the free
+    /// list (`buf_LRU_free_page`) and writes each dirty unpinned one, up to
+    /// [`LRU_FLUSH_MAX_PAGES`], which stays in the list, clean, for a later batch (only
+    /// temporary-tablespace pages are evicted when their write completes). Counted to the
+    /// current cause. Returns (pages evicted, pages written).
+    ///
+    /// Errors: as [`BufferPool::write_frames`].
+    pub fn lru_batch(&self, target: usize) -> Result<(usize, usize)> {
+        let n = self.frames.len();
+        let min_len = (n / 20).saturating_sub(1).min(BUF_LRU_MIN_LEN);
+        let (mut evicted, mut written) = (0, 0);
+        let mut dirty = Vec::new();
+        for f in self.replacer.next_victims(n) {
+            let free = self.free_frames();
+            if free >= target || n - free <= min_len {
+                break;
+            }
+            let fr = &self.frames[f];
+            if fr.pins.load(Ordering::Acquire) != 0 {
+                continue;
+            }
+            if fr.dirty.load(Ordering::Acquire) {
+                if written + dirty.len() < LRU_FLUSH_MAX_PAGES && self.pin_resident(f).is_some() {
+                    dirty.push(f);
+                    if dirty.len() == LRU_FLUSH_BATCH_PAGES {
+                        // Written a batch at a time, so that few frames stay pinned.
+                        written += self.write_pinned_batches(&std::mem::take(&mut dirty))?;
+                    }
+                }
+            } else if self.evict_clean(f) {
+                evicted += 1;
+            }
+        }
+        written += self.write_pinned_batches(&dirty)?;
+        Ok((evicted, written))
+    }
+
+    /// Evicts frame `f` to the free list if it holds a page that is clean and unpinned.
+    fn evict_clean(&self, f: FrameId) -> bool {
+        let fr = &self.frames[f];
+        let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
+            return false;
+        };
+        let part = self.partition(id);
+        let mut t = part.lock();
+        if t.get(&id) != Some(&f)
+            || fr
+                .pins
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        if fr.dirty.load(Ordering::Acquire) {
+            fr.pins.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        t.remove(&id);
+        fr.page.store(NO_PAGE, Ordering::Release);
+        fr.valid.store(false, Ordering::Release);
+        drop(t);
+        self.replacer.removed(f);
+        self.stats.add(Metric::buffer_evictions, 1);
+        self.unpin(f);
+        true
     }
 
     /// Takes the set of relation files written since the last call without a sync (the
@@ -651,6 +867,16 @@ impl BufferPool {
             }
         }
         s
+    }
+
+    /// The resident pages the replacer would evict next, in its order, up to `n` (for tests
+    /// and tools).
+    pub fn victim_order(&self, n: usize) -> Vec<PageId> {
+        self.replacer
+            .next_victims(n)
+            .into_iter()
+            .filter_map(|f| unpack(self.frames[f].page.load(Ordering::Acquire)))
+            .collect()
     }
 
     /// Whether page `id` is resident (for tests and tools).

@@ -242,6 +242,7 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
                 interval_ms: 1,
                 lru_scan_pages: 100,
                 max_dirty_pct: None,
+                free_target: None,
             })
             .unwrap()
     };
@@ -278,6 +279,7 @@ fn clock_sweep_cleaner_skips_recently_used_buffers() {
         interval_ms: 1,
         lru_scan_pages: 100,
         max_dirty_pct: None,
+        free_target: None,
     };
     assert_eq!(
         s.pool().clean_round(&cfg).unwrap(),
@@ -310,6 +312,7 @@ fn max_dirty_pct_flushes_oldest_changes_first() {
         interval_ms: 1,
         lru_scan_pages: 0,
         max_dirty_pct: Some(50),
+        free_target: None,
     };
     assert_eq!(s.pool().clean_round(&cfg).unwrap(), 5);
     assert_eq!(s.pool().state().dirty_pages, 5);
@@ -467,4 +470,165 @@ proptest! {
             prop_assert_eq!(value(&page), v);
         }
     }
+}
+
+#[test]
+fn free_target_scales_with_the_pool_as_the_real_server_is_started() {
+    // crates/servers/src/managed.rs: pool pages × 1536 / 8192, clamped to 100..=1536.
+    assert_eq!(
+        FreeTarget::ScaledLruScanDepth.pages(512),
+        100,
+        "8 MiB of 16 KiB"
+    );
+    assert_eq!(FreeTarget::ScaledLruScanDepth.pages(4096), 768);
+    assert_eq!(FreeTarget::ScaledLruScanDepth.pages(8192), 1536, "128 MiB");
+    assert_eq!(FreeTarget::ScaledLruScanDepth.pages(65536), 1536);
+    assert_eq!(FreeTarget::Pages(7).pages(65536), 7);
+}
+
+#[test]
+fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
+    // An LRU whose tail is old and stays put when re-accessed (old_blocks_time); the pool
+    // keeps 100 frames free (no page cleaner thread: the test runs the rounds).
+    let mut sc = StorageConfig::without_background(400);
+    sc.buffer_pool.replacer = ReplacerConfig::LruMidpoint {
+        old_pct: 37,
+        old_blocks_time_ms: 600_000,
+        old_min_len: 8,
+    };
+    sc.buffer_pool.page_cleaner.free_target = Some(FreeTarget::Pages(100));
+    let s = Storage::open(sc).unwrap();
+    assert_eq!(s.pool().free_target(), Some(100));
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    for v in 0..400u32 {
+        let mut g = pool.new_page(rel).unwrap();
+        put(&s, &mut g, v as u8);
+    }
+    pool.flush_all().unwrap();
+    assert_eq!(pool.free_frames(), 0);
+    let order = pool.victim_order(400);
+    assert_eq!(order.len(), 400);
+    let dirty: Vec<PageId> = [2, 5, 9, 13, 17].iter().map(|&i| order[i]).collect();
+    for id in &dirty {
+        let mut g = pool.fetch_write(*id).unwrap();
+        put(&s, &mut g, 99);
+    }
+    assert_eq!(pool.victim_order(400), order, "re-access kept the order");
+    // PostgreSQL's bgwriter (no target) writes but never evicts.
+    let bgwriter = PageCleanerConfig {
+        lru_scan_pages: 0,
+        ..Default::default()
+    };
+    pool.clean_round(&bgwriter).unwrap();
+    assert_eq!(pool.free_frames(), 0);
+    let cfg = PageCleanerConfig {
+        lru_scan_pages: 0,
+        free_target: Some(FreeTarget::Pages(100)),
+        ..Default::default()
+    };
+    let before = s.snapshot();
+    let written = {
+        let _c = enter(Cause::PageCleaner);
+        pool.clean_round(&cfg).unwrap()
+    };
+    assert_eq!(written, 5, "the dirty pages it met");
+    assert_eq!(pool.free_frames(), 100);
+    for (i, id) in order.iter().enumerate() {
+        let resident = i >= 105 || dirty.contains(id);
+        assert_eq!(pool.is_resident(*id), resident, "victim #{i} {id}");
+    }
+    assert_eq!(pool.state().dirty_pages, 0, "written, kept, clean");
+    let d = s.snapshot().delta(&before).counters;
+    let pc = d.cause(Cause::PageCleaner);
+    assert_eq!((pc.buffer_evictions, pc.buffer_pages_written), (100, 5));
+    // With at least half the target free, a round does nothing (need_LRU_eviction).
+    assert_eq!(pool.clean_round(&cfg).unwrap(), 0);
+    assert_eq!(pool.free_frames(), 100);
+    // Taking frames rings the page cleaner once fewer than half the target are left.
+    pool.page_cleaner_sleep(std::time::Duration::ZERO);
+    for v in 0..50u8 {
+        let mut g = pool.new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    let t = std::time::Instant::now();
+    pool.page_cleaner_sleep(std::time::Duration::from_millis(100));
+    assert!(t.elapsed().as_millis() >= 90, "50 left: not rung");
+    let mut g = pool.new_page(rel).unwrap();
+    put(&s, &mut g, 1);
+    drop(g);
+    let t = std::time::Instant::now();
+    pool.page_cleaner_sleep(std::time::Duration::from_secs(10));
+    assert!(t.elapsed().as_secs() < 5, "49 left: rung");
+    pool.clean_round(&cfg).unwrap();
+    assert_eq!(pool.free_frames(), 100);
+}
+
+/// Reads per thread of the eviction race test (raise it to hunt the race).
+const STRESS_READS: usize = 100_000;
+
+/// Regression (found by `compare` with the free-page target): a guard's unpin raced with the
+/// page cleaner evicting the frame it had just released, both put the frame on the free
+/// list, and two pages later shared it.
+#[test]
+fn unpin_racing_with_eviction_never_frees_a_frame_twice() {
+    let s = std::sync::Arc::new(quiet(
+        24,
+        TornPageProtection::None,
+        ReplacerConfig::lru_midpoint_default(),
+    ));
+    let rel = s.store().create_relation().unwrap();
+    let ids: Vec<PageId> = (0..96u8)
+        .map(|v| {
+            let mut g = s.pool().new_page(rel).unwrap();
+            put(&s, &mut g, v);
+            g.page_id()
+        })
+        .collect();
+    s.pool().flush_all().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cleaner = {
+        let (s, stop) = (s.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                s.pool().lru_batch(12).unwrap();
+            }
+        })
+    };
+    let readers: Vec<_> = (0..3u32)
+        .map(|t| {
+            let (s, ids) = (s.clone(), ids.clone());
+            std::thread::spawn(move || {
+                let mut x = t as usize + 1;
+                for _ in 0..STRESS_READS {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let i = (x >> 33) % ids.len();
+                    let g = match s.pool().fetch_read(ids[i]) {
+                        Ok(g) => g,
+                        Err(Error::BufferPoolExhausted { .. }) => continue,
+                        Err(e) => panic!("{e}"),
+                    };
+                    assert_eq!(
+                        value(g.data()),
+                        i as u8,
+                        "page {} shows another's bytes",
+                        ids[i]
+                    );
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    cleaner.join().unwrap();
+    let st = s.pool().state();
+    assert_eq!(
+        s.pool().free_frames() + st.resident_pages,
+        st.frames,
+        "every frame is either free (once) or holds a page"
+    );
 }

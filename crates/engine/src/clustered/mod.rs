@@ -25,35 +25,52 @@
 //! 5. Insert undo is dropped at commit; update undo joins the history list in commit order
 //!    and is purged once the transaction is older than every read view (the oldest-xmin
 //!    horizon): purge removes delete-marked records and stale delete-marked secondary
-//!    entries, then frees the undo pages.
+//!    entries; history truncation after each purge batch then frees the undo segments.
+//! 6. Undo lives in N rollback segments (`rollback_segments`, 128 in the preset): a
+//!    read-write transaction takes the next one in turn and keeps it until it ends; each
+//!    has a header page (slots, history list), its own segment caches and its own history
+//!    list (see `undo` and `rseg`; trx0trx.cc `trx_assign_rseg_low`, trx0rseg.cc).
 //!
 //! # Locking
 //! A row's read-check-modify sequence runs under a per-primary-key stripe mutex (InnoDB holds
 //! the leaf page latch for it); waits for a lock holder happen with the stripe released.
 //! Purge and rollback take the same stripe. B+tree and undo page latches are taken inside,
-//! one at a time.
+//! one at a time, except under a rollback segment's mutex: lock order row stripe → rollback
+//! segment mutex → its header page → undo pages (see `undo`). The history list's mutex and
+//! the truncation mutex (one truncating thread at a time) are leaves or outermost: purge
+//! takes a log from the history, releases it, then purges; truncation takes no row stripe.
 //!
 //! # Crash safety
-//! Every clustered, secondary and undo page change is WAL-logged (B+tree and UNDO records).
-//! Rollback at recovery (issue 7) walks the undo of transactions without a commit record.
+//! Every clustered, secondary, undo and rollback segment header page change is WAL-logged
+//! (B+tree and UNDO records). Rollback at recovery (issue 7) walks the undo of transactions
+//! without a commit record; the rollback segments' caches and history lists are to be
+//! rebuilt from their header pages then.
 //!
 //! # Documented differences from InnoDB
-//! - Redo of an in-place update logs the whole new record (InnoDB logs only changed fields).
+//! - Redo of an in-place update logs the changed bytes (PATCH_VALUE) under mvcclab's larger
+//!   WAL record headers (InnoDB's mini-transaction records take a few bytes).
 //! - The purge horizon is the oldest xmin of all snapshots (InnoDB uses the oldest view's
 //!   transaction number), which can keep a log a little longer.
 //! - Secondary entries carry their delete mark in a 1-byte value (InnoDB: a header bit).
 //! - No gap or next-key locks (phantoms at repeatable read are not prevented for writes),
 //!   no explicit record locks for locking reads, no change buffer, no adaptive hash index.
 //! - Updating a primary-key column is refused (InnoDB does delete-mark + insert).
-//! - One undo relation stands for the rollback segments; no undo tablespace truncation.
+//! - The rollback segments live in one undo relation (the system tablespace with
+//!   innodb_undo_tablespaces=0); no undo tablespace truncation; creating and freeing undo
+//!   segments touches no file segment inode or extent descriptor pages.
+//! - Insert and update undo are separate segments, insert undo freed or cached at commit
+//!   (MariaDB before 10.3); MariaDB 10.3+ keeps one log per transaction, purges insert undo
+//!   too and resets DB_TRX_ID (row0purge.cc `row_purge_reset_trx_id`).
 
+pub mod rseg;
 mod table;
 mod undo;
 
-pub use table::{ClusteredTable, RowCtx, TrxUndo};
+pub use rseg::PAGE_TYPE_RSEG;
+pub use table::{ClusteredTable, RowCtx};
 pub use undo::{
-    roll_ptr, split_roll_ptr, UndoCounters, UndoRecord, UndoSegment, UndoSpace, UndoType,
-    PAGE_TYPE_UNDO,
+    roll_ptr, split_roll_ptr, LogRef, RsegInfo, TrxUndo, UndoCounters, UndoRecord, UndoSegment,
+    UndoSpace, UndoType, PAGE_TYPE_UNDO,
 };
 
 use crate::error::Result;
@@ -70,6 +87,16 @@ pub struct PurgeConfig {
     pub threads: usize,
     /// Sleep of an idle purge thread in ms.
     pub interval_ms: u64,
+    /// Undo pages a purge batch handles before the history is truncated
+    /// (innodb_purge_batch_size, MariaDB 10.11 default 127: srv0srv.cc
+    /// `purge_coordinator_state::do_purge` truncates after each `trx_purge` batch, which
+    /// ends at this many pages or when nothing more is purgeable).
+    #[serde(default = "default_batch_pages")]
+    pub batch_pages: usize,
+}
+
+fn default_batch_pages() -> usize {
+    127
 }
 
 impl Default for PurgeConfig {
@@ -77,6 +104,7 @@ impl Default for PurgeConfig {
         PurgeConfig {
             threads: 4,
             interval_ms: 10,
+            batch_pages: default_batch_pages(),
         }
     }
 }
@@ -88,11 +116,16 @@ pub struct HistoryEntry {
     pub trx_id: u64,
     /// Its update undo records, in order.
     pub records: Vec<u64>,
-    /// The undo pages they are on.
-    pub pages: Vec<u32>,
+    /// The log: its rollback segment and header.
+    pub log: LogRef,
 }
 
-/// The history list and purge counters (trx0purge.cc `trx_sys.rseg_history_len`).
+/// The committed update undo logs in commit order, as purge takes them, and the purge
+/// counters. Each log is also in its rollback segment's history list (`UndoSpace`); this
+/// list stands for MariaDB's purge queue, which picks the rollback segment whose oldest log
+/// has the smallest commit number (trx0purge.cc `purge_sys_t::choose_next_log`), so purge
+/// sees the logs of all rollback segments in commit order. `length` is the sum of the
+/// rollback segments' history lengths (`trx_sys.history_size()`).
 #[derive(Default)]
 pub struct History {
     list: Mutex<VecDeque<HistoryEntry>>,
@@ -132,7 +165,8 @@ impl History {
 }
 
 /// Purges one history entry: reads each undo record (counted to the caller's cause, purge)
-/// and lets `apply` remove what it made obsolete, then frees the undo pages.
+/// and lets `apply` remove what it made obsolete, then marks the log purged, for history
+/// truncation ([`UndoSpace::truncate_history`]) to free.
 ///
 /// Errors: storage errors.
 pub fn purge_entry(
@@ -150,7 +184,7 @@ pub fn purge_entry(
             .fetch_add(apply(&u, e.trx_id, horizon)?, Ordering::Relaxed);
         history.purge_records.fetch_add(1, Ordering::Relaxed);
     }
-    undo.purged(&e.pages)?;
+    undo.purged(e.log);
     history.purged_logs.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

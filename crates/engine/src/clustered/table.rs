@@ -3,7 +3,7 @@
 //! delete marks (MariaDB 10.11 storage/innobase: row0ins.cc, row0upd.cc, row0vers.cc,
 //! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
 
-use super::undo::{UndoRecord, UndoSegment, UndoSpace, UndoType};
+use super::undo::{TrxUndo, UndoRecord, UndoSpace, UndoType};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
@@ -24,18 +24,6 @@ const SCAN_BATCH: usize = 256;
 const LIVE: &[u8] = &[0];
 /// Secondary entry value: delete-marked.
 const DELETE_MARKED: &[u8] = &[1];
-
-/// A transaction's undo state in one database (its insert and update segments).
-#[derive(Debug, Default)]
-pub struct TrxUndo {
-    /// Insert undo.
-    pub insert: UndoSegment,
-    /// Update undo.
-    pub update: UndoSegment,
-    /// Roll pointers of every record written, in order, for rollback (each undo record
-    /// names its table).
-    pub all: Vec<u64>,
-}
 
 /// What a row operation runs with.
 pub struct RowCtx<'a> {
@@ -201,7 +189,7 @@ impl ClusteredTable {
             if own || !ctx.view.xid_in_progress(t) {
                 return Ok((!deleted).then_some(row));
             }
-            let (insert, _, _) = super::undo::split_roll_ptr(roll);
+            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
             if insert || roll == 0 {
                 return Ok(None); // inserted by a transaction the view does not see
             }
@@ -374,10 +362,7 @@ impl ClusteredTable {
                     pk: pk.clone(),
                     delta: Vec::new(),
                 };
-                let rp = self
-                    .undo
-                    .append(&mut undo.insert, true, ctx.xid as u64, &u)?;
-                undo.all.push(rp);
+                let rp = self.undo.append(undo, true, ctx.xid as u64, &u)?;
                 self.clustered
                     .insert(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
                 if !self.secondary_deferred.load(Ordering::Acquire) {
@@ -411,10 +396,7 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &all),
             };
-            let rp = self
-                .undo
-                .append(&mut undo.update, false, ctx.xid as u64, &u)?;
-            undo.all.push(rp);
+            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
             self.clustered
                 .update_value(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
             for ix in 0..self.indexes.len() {
@@ -550,8 +532,7 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &undo_cols),
             };
-            let rp = self.undo.append(&mut undo.update, false, ctx.xid as u64, &u)?;
-            undo.all.push(rp);
+            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
             self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, ctx.xid as u64, rp)?)?;
             for &ix in &changed_ix {
                 // Secondary entries are never updated in place: delete-mark the old one, insert
@@ -605,10 +586,7 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &ord),
             };
-            let rp = self
-                .undo
-                .append(&mut undo.update, false, ctx.xid as u64, &u)?;
-            undo.all.push(rp);
+            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
             let mut new_rec = encode_compact(&self.def, &r.row, ctx.xid as u64, rp)?;
             set_compact_delete_mark(&mut new_rec, true)?;
             self.clustered.update_value(&pk, &new_rec)?;
@@ -726,7 +704,7 @@ impl ClusteredTable {
         let mut out = Vec::new();
         loop {
             out.push((trx, deleted, row.clone()));
-            let (insert, _, _) = super::undo::split_roll_ptr(roll);
+            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
             if insert || roll == 0 || out.len() > 100_000 {
                 return Ok(out);
             }

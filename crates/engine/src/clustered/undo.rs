@@ -1,15 +1,37 @@
-//! The undo log: undo records in undo pages that go through the buffer pool and the WAL
-//! like any page (MariaDB 10.11 storage/innobase/trx/trx0undo.cc, trx0rec.cc).
+//! The undo log: undo records in undo pages, grouped in undo segments that belong to
+//! rollback segments, all in one relation that goes through the buffer pool and the WAL like
+//! any other (MariaDB 10.11 storage/innobase/trx/trx0undo.cc, trx0rseg.cc, trx0rec.cc,
+//! trx0purge.cc, trx0trx.cc).
 //!
-//! Undo page layout:
+//! The relation starts with one rollback segment header page per rollback segment (blocks
+//! `0..N`, layout in `rseg`); undo pages follow. Undo page layout:
 //! ```text
-//! | offset | bytes | field                                                        |
-//! |--------|-------|--------------------------------------------------------------|
-//! | 0      | 32    | common page header; page_type = 5 (undo); lower = end of the |
-//! |        |       | last record (TRX_UNDO_PAGE_FREE); upper = page end            |
-//! | 32     | …     | records, appended: a log header (34 bytes, TRX_UNDO_LOG_OLD_ |
-//! |        |       | HDR_SIZE) when a transaction's log starts on the page, then   |
-//! |        |       | its undo records                                              |
+//! | offset | bytes | field                                                          |
+//! |--------|-------|----------------------------------------------------------------|
+//! | 0      | 32    | common page header; page_type = 5 (undo); lower = end of the   |
+//! |        |       | last record (TRX_UNDO_PAGE_FREE); upper = page end              |
+//! | 32     | 16    | only on a segment's first page, the segment header             |
+//! |        |       | (TRX_UNDO_SEG_HDR):                                             |
+//! |        |       |  +0 u16 state: 1 active, 2 cached, 3 to free (insert undo),    |
+//! |        |       |     4 to purge (TRX_UNDO_STATE)                                 |
+//! |        |       |  +2 u16 offset of the last log header on the page               |
+//! |        |       |     (TRX_UNDO_LAST_LOG)                                         |
+//! |        |       |  +4 u8 kind: 1 insert, 2 update; +5 u8 rollback segment id;     |
+//! |        |       |  +6 u16 slot in the rollback segment header                     |
+//! |        |       |  +8 u32 pages in the segment, +12 u32 its last page             |
+//! |        |       |     (TRX_UNDO_PAGE_LIST)                                        |
+//! | 32/48  | …     | appended: a log header (34 bytes, TRX_UNDO_LOG_OLD_HDR_SIZE)    |
+//! |        |       | where a transaction's log starts, then its undo records         |
+//! ```
+//! Undo log header (at its offset on the segment's first page):
+//! ```text
+//! | 0  | 8 | DB_TRX_ID of the transaction (TRX_UNDO_TRX_ID)                          |
+//! | 8  | 8 | commit number, 0 until the log joins the history (TRX_UNDO_TRX_NO)      |
+//! | 16 | 2 | offset of the next log header on this page, 0 if none (TRX_UNDO_NEXT_LOG) |
+//! | 18 | 2 | offset of the previous log header on this page (TRX_UNDO_PREV_LOG)      |
+//! | 20 | 6 | history list node, previous = newer log: page u32, offset u16            |
+//! | 26 | 6 | history list node, next = older log (TRX_UNDO_HISTORY_NODE)              |
+//! | 32 | 2 | offset of the log's first record (TRX_UNDO_LOG_START)                    |
 //! ```
 //! Undo record:
 //! ```text
@@ -24,45 +46,125 @@
 //! |    |   | index whose key changed or of all indexes for a delete-mark (the      |
 //! |    |   | "ordering fields" purge needs), catalog::encode_delta                 |
 //! ```
-//! A roll pointer (DB_ROLL_PTR, 7 bytes) is `insert flag << 55 | page << 16 | offset`
-//! (InnoDB: insert flag, rollback segment id, page number, offset).
+//! A roll pointer (DB_ROLL_PTR, 7 bytes) is `insert flag << 55 | rseg id << 48 | page << 16
+//! | offset`, as InnoDB's (trx0undo.ic `trx_undo_build_roll_ptr`).
+//!
+//! # Rollback segments (trx0rseg.cc, trx0trx.cc)
+//! A read-write transaction gets one of the N rollback segments in turn at its first undo
+//! record (`trx_assign_rseg_low`: a counter modulo N) and holds a reference on it until it
+//! ends. Each rollback segment has its own latch (`trx_rseg_t::latch`: the `Rseg` mutex),
+//! its own caches of one-page undo segments, its own undo slots and its own history list.
+//! Its header page is touched where MariaDB touches it:
+//! - creating an undo segment writes its slot (trx0undo.cc `trx_undo_seg_create`, from
+//!   `trx_undo_assign_low` → `trx_undo_create` when the cache is empty);
+//! - committing update undo adds the log as the first node of the history list and, for a
+//!   segment that is not kept for reuse, frees its slot and adds its pages to the history
+//!   size (trx0purge.cc `trx_purge_add_undo_to_history`);
+//! - freeing an insert segment at commit frees its slot (`trx_undo_seg_free`, as MariaDB
+//!   before 10.3 did for insert undo, `trx_undo_insert_cleanup`);
+//! - truncating the history after a purge batch latches every rollback segment's header,
+//!   removes the purged logs from the tail of its list and frees their segments
+//!   (trx0purge.cc `purge_sys_t::iterator::free_history_rseg`).
 //!
 //! # Segments and reuse (trx0undo.cc)
-//! Each transaction writes insert undo and update undo into segments of its own. At commit,
-//! insert undo is no longer needed: a one-page insert segment that is less than 3/4 full is
-//! cached for reuse (TRX_UNDO_PAGE_REUSE_LIMIT), others are freed. Update undo goes to the
-//! history list for purge; a one-page update segment under 3/4 full is also cached, so the
-//! next transaction appends its log on the same page. A page is freed when purge has
-//! processed every log on it and no segment is using it.
+//! Each transaction writes insert undo and update undo into segments of its own, in its
+//! rollback segment: a cached one of that rollback segment when there is one
+//! (`trx_undo_reuse_cached`: a new log header on its page; an insert segment's page starts
+//! over) or a new one (`trx_undo_create`). At commit (`trx_undo_set_state_at_finish`) a
+//! one-page segment less than 3/4 full (TRX_UNDO_PAGE_REUSE_LIMIT) is cached in its rollback
+//! segment. Insert undo is then no longer needed: a segment that is not cached is freed.
+//! Update undo joins the history list for purge; its segment, cached or not, is freed when
+//! history truncation removes the last log on its first page and no later transaction
+//! started a log on that page.
+//!
+//! # Invariants
+//! 1. A roll pointer stays valid until the log holding it is truncated from the history,
+//!    which happens only after purge processed it (`purged`) and no transaction holds its
+//!    rollback segment (MariaDB's `rseg.is_referenced()` check).
+//! 2. An undo slot is in use exactly while its segment is active, cached, or (insert undo)
+//!    being freed; a to-purge update segment gives its slot back at commit.
+//! 3. Each rollback segment's history list is in commit order: newest first, truncated
+//!    from the oldest end only.
+//! 4. The header page and the in-memory `RsegState` change together, under the `Rseg` mutex.
 //!
 //! # Locking
-//! `state` mutex for page bookkeeping; an undo page's content lock while appending. Never
-//! held across a wait.
+//! Lock order: `Rseg` mutex → its header page's content lock → undo page content locks (the
+//! log's first page, then the page of its history neighbour). A thread holds more than one
+//! undo page latch only under the `Rseg` mutex; appenders and readers hold one page latch at
+//! a time and take no mutex while holding it. No page latch is held across a wait for a
+//! transaction.
+//!
+//! # Crash safety
+//! Every change to a rollback segment header or an undo page is WAL-logged (UNDO records:
+//! `APPEND`, `WRITE`, `RSEG_INIT`) before the page can be written. A crash can
+//! leak undo pages whose segment was being freed (as MariaDB's `trx_purge_free_segment`
+//! notes); the in-memory caches and history lists are rebuilt from the headers by recovery
+//! (a later issue).
 
+use super::rseg::{self, FilAddr, FIL_NULL};
 use crate::buffer::{log_change, BufferPool, WritePageGuard};
 use crate::device::FileId;
 use crate::error::{Error, Result};
-use crate::page::{hole, init_page, set_hole, PageId, PAGE_HEADER_BYTES};
+use crate::mvcc::Xid;
+use crate::page::{hole, init_page, set_hole, PageId, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Page type tag of undo pages.
 pub const PAGE_TYPE_UNDO: u8 = 5;
 /// Bytes of a transaction's undo log header on a page (TRX_UNDO_LOG_OLD_HDR_SIZE).
 pub const LOG_HEADER_BYTES: usize = 34;
+/// Bytes of the segment header on a segment's first page.
+pub const SEG_HEADER_BYTES: usize = 16;
 /// Undo record fixed part before the primary key.
 pub const RECORD_FIXED_BYTES: usize = 22;
 
+const SEG_STATE: usize = PAGE_HEADER_BYTES;
+const SEG_LAST_LOG: usize = PAGE_HEADER_BYTES + 2;
+const SEG_KIND: usize = PAGE_HEADER_BYTES + 4;
+const SEG_RSEG: usize = PAGE_HEADER_BYTES + 5;
+const SEG_SLOT: usize = PAGE_HEADER_BYTES + 6;
+const SEG_N_PAGES: usize = PAGE_HEADER_BYTES + 8;
+const SEG_LAST_PAGE: usize = PAGE_HEADER_BYTES + 12;
+/// Where the first log header of a segment's first page starts.
+const SEG_FIRST_LOG: usize = PAGE_HEADER_BYTES + SEG_HEADER_BYTES;
+
+const LOG_TRX_ID: usize = 0;
+const LOG_TRX_NO: usize = 8;
+const LOG_NEXT_LOG: usize = 16;
+const LOG_PREV_LOG: usize = 18;
+const LOG_HIST_PREV: usize = 20;
+const LOG_HIST_NEXT: usize = 26;
+const LOG_START: usize = 32;
+
+/// Undo segment states (trx0undo.h TRX_UNDO_ACTIVE …).
+pub mod state {
+    /// In use by a running transaction.
+    pub const ACTIVE: u16 = 1;
+    /// Kept in its rollback segment's cache for reuse.
+    pub const CACHED: u16 = 2;
+    /// Insert undo being freed at commit (MariaDB before 10.3: TRX_UNDO_TO_FREE).
+    pub const TO_FREE: u16 = 3;
+    /// Update undo waiting in the history list.
+    pub const TO_PURGE: u16 = 4;
+}
+
 /// `info` codes of [`rmgr::UNDO`] records.
 pub mod info {
-    /// An undo page was (re)initialized: block 0 = page (will_init).
-    pub const PAGE_INIT: u8 = 0x00;
-    /// Bytes appended to an undo page (log header or record): block 0 = page; data =
-    /// offset u16 then the bytes (MLOG_UNDO_INSERT).
+    /// Bytes appended to an undo page (an undo record): block 0 = page; data = offset u16
+    /// then the bytes (MLOG_UNDO_INSERT).
     pub const APPEND: u8 = 0x10;
+    /// Fields written on one or more pages in one mini-transaction (segment and log headers,
+    /// rollback segment header slots and history list): each block's data is a sequence of
+    /// (offset u16, length u16, bytes); a will_init block is first formatted as an empty
+    /// undo page, a segment's first page (mtr_t::write / memcpy / memset records).
+    pub const WRITE: u8 = 0x20;
+    /// A rollback segment header page was created (will_init): data = rollback segment id
+    /// (trx_rseg_header_create).
+    pub const RSEG_INIT: u8 = 0x30;
 }
 
 /// Undo record types (trx0rec.h).
@@ -150,38 +252,123 @@ impl UndoRecord {
     }
 }
 
-/// Builds a roll pointer.
-pub fn roll_ptr(insert: bool, page: u32, offset: u16) -> u64 {
-    (u64::from(insert) << 55) | ((page as u64) << 16) | offset as u64
+/// Builds a roll pointer (trx_undo_build_roll_ptr): insert flag, rollback segment id
+/// (7 bits), page, offset.
+pub fn roll_ptr(insert: bool, rseg: u8, page: u32, offset: u16) -> u64 {
+    (u64::from(insert) << 55)
+        | ((u64::from(rseg) & 0x7F) << 48)
+        | ((page as u64) << 16)
+        | offset as u64
 }
 
-/// Parts of a roll pointer: (insert flag, page, offset).
-pub fn split_roll_ptr(rp: u64) -> (bool, u32, u16) {
-    ((rp >> 55) & 1 == 1, (rp >> 16) as u32, rp as u16)
+/// Parts of a roll pointer (trx_undo_decode_roll_ptr): (insert flag, rollback segment id,
+/// page, offset).
+pub fn split_roll_ptr(rp: u64) -> (bool, u8, u32, u16) {
+    (
+        (rp >> 55) & 1 == 1,
+        ((rp >> 48) & 0x7F) as u8,
+        (rp >> 16) as u32,
+        rp as u16,
+    )
+}
+
+/// Where a committed update undo log is: its rollback segment and its log header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogRef {
+    /// Rollback segment id.
+    pub rseg: u8,
+    /// The segment's first page, holding the log header.
+    pub page: u32,
+    /// Offset of the log header on it.
+    pub offset: u16,
+    /// Its number in its rollback segment's history (1 for the first log committed there).
+    pub seq: u64,
 }
 
 /// One transaction's undo segment (insert or update).
 #[derive(Debug, Default)]
 pub struct UndoSegment {
-    /// Pages, in order.
+    /// Pages, the segment's first page (with the segment header) first.
     pub pages: Vec<u32>,
     /// Roll pointers of the records written, in order.
     pub records: Vec<u64>,
+    /// Its undo slot in the rollback segment header.
+    pub slot: u16,
+    /// Offset of the transaction's log header on the first page.
+    pub log_offset: u16,
 }
 
-#[derive(Default)]
-struct PageState {
-    /// Committed logs on the page not yet purged.
-    pending_logs: u32,
-    /// A segment (active or cached) is appending to it.
-    in_use: bool,
+/// A transaction's undo state in one database: its rollback segment and its insert and
+/// update segments (trx_t::rsegs).
+#[derive(Debug, Default)]
+pub struct TrxUndo {
+    /// The rollback segment assigned at the first undo record (None before).
+    pub rseg: Option<u8>,
+    /// Insert undo.
+    pub insert: UndoSegment,
+    /// Update undo.
+    pub update: UndoSegment,
+    /// Roll pointers of every record written, in order, for rollback (each undo record
+    /// names its table).
+    pub all: Vec<u64>,
 }
 
-#[derive(Default)]
-struct State {
-    pages: HashMap<u32, PageState>,
-    insert_cache: Vec<u32>,
-    update_cache: Vec<u32>,
+#[derive(Clone, Copy, Debug)]
+struct Cached {
+    page: u32,
+    slot: u16,
+    /// The history number of the last (update) log on the page, 0 for insert undo.
+    last_seq: u64,
+}
+
+/// A log in a rollback segment's history list.
+#[derive(Debug)]
+struct HistLog {
+    /// Its number in the rollback segment's history: the list holds consecutive numbers,
+    /// newest first, so a log is found by subtraction.
+    seq: u64,
+    at: FilAddr,
+    /// Pages of its segment at commit, first page first.
+    seg_pages: Vec<u32>,
+    slot: u16,
+    /// Its segment was cached at commit (else to purge).
+    cached: bool,
+    /// A later log header was written on the same page (TRX_UNDO_NEXT_LOG != 0).
+    has_next: bool,
+    /// Purge has processed its records.
+    purged: bool,
+}
+
+/// What a rollback segment's header page says, kept in memory (trx_rseg_t).
+struct RsegState {
+    slots_used: Vec<bool>,
+    insert_cached: Vec<Cached>,
+    update_cached: Vec<Cached>,
+    /// Newest first (the list's FIRST), as on the page.
+    history: VecDeque<HistLog>,
+    history_size: u32,
+    /// Largest transaction id that wrote undo here (trx_rseg_t::needs_purge − 1).
+    max_trx_id: u64,
+    /// History number of the last log added.
+    last_seq: u64,
+}
+
+impl RsegState {
+    /// The log numbered `seq` if it is still in the history.
+    fn log_mut(&mut self, seq: u64) -> Option<&mut HistLog> {
+        let newest = self.history.front()?.seq;
+        let i = newest.checked_sub(seq)?;
+        self.history.get_mut(usize::try_from(i).ok()?)
+    }
+}
+
+/// One rollback segment (trx_rseg_t).
+struct Rseg {
+    /// Its header page.
+    page: u32,
+    /// Transactions holding it (trx_rseg_t::ref).
+    refs: AtomicU32,
+    state: Mutex<RsegState>,
 }
 
 /// Counts of the undo log (innodb_metrics-like).
@@ -189,21 +376,50 @@ struct State {
 pub struct UndoCounters {
     /// Undo records written.
     pub records_written: AtomicU64,
-    /// Undo pages allocated (new or reused from the free list).
+    /// Undo pages allocated (new or reused from the free list); header pages not included.
     pub pages_allocated: AtomicU64,
     /// Undo pages freed.
     pub pages_freed: AtomicU64,
-    /// Cached segments reused.
+    /// Cached segments reused (trx_undo_reuse_cached).
     pub segments_reused: AtomicU64,
+    /// Segments created (trx_undo_create).
+    pub segments_created: AtomicU64,
+    /// Segments freed (at commit for insert undo, by history truncation for update undo).
+    pub segments_freed: AtomicU64,
+    /// Logs removed from history lists by truncation.
+    pub logs_truncated: AtomicU64,
+    /// History truncations (each latches every rollback segment header).
+    pub truncations: AtomicU64,
 }
 
-/// The undo space of a database: one relation of undo pages (InnoDB keeps them in the
-/// system tablespace or undo tablespaces).
+/// What one rollback segment holds now (for tests and tools).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RsegInfo {
+    /// Header page (block of the undo relation).
+    pub header_page: u32,
+    /// Transactions holding it.
+    pub refs: u32,
+    /// Undo slots in use.
+    pub slots_used: usize,
+    /// First pages of cached insert segments.
+    pub insert_cached: Vec<u32>,
+    /// First pages of cached update segments.
+    pub update_cached: Vec<u32>,
+    /// Logs in its history list.
+    pub history_len: usize,
+    /// Pages of to-purge segments in its history list.
+    pub history_size: u32,
+}
+
+/// The undo space of a database: N rollback segments and their undo pages in one relation
+/// (InnoDB keeps them in the system tablespace, or undo tablespaces).
 pub struct UndoSpace {
     rel: FileId,
     pool: Arc<BufferPool>,
     wal: Arc<Wal>,
-    state: Mutex<State>,
+    rsegs: Box<[Rseg]>,
+    next_rseg: AtomicU32,
+    next_trx_no: AtomicU64,
     /// Counters.
     pub counters: UndoCounters,
 }
@@ -211,17 +427,84 @@ pub struct UndoSpace {
 const REUSE_LIMIT_NUM: usize = 3;
 const REUSE_LIMIT_DEN: usize = 4;
 
+fn get_u16(p: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([p[off], p[off + 1]])
+}
+
+/// Writes `bytes` at `off` of the page and notes the write in `log` (a WRITE block's data).
+fn put(g: &mut WritePageGuard<'_>, log: &mut Vec<u8>, off: usize, bytes: &[u8]) {
+    g.data_mut()[off..off + bytes.len()].copy_from_slice(bytes);
+    log.extend_from_slice(&(off as u16).to_le_bytes());
+    log.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+    log.extend_from_slice(bytes);
+}
+
+/// Formats an empty undo page; a segment's first page keeps room for the segment header.
+fn format_undo_page(p: &mut [u8], first: bool) {
+    init_page(p, PAGE_TYPE_UNDO, 0);
+    let len = p.len() as u16;
+    let lower = if first {
+        SEG_FIRST_LOG
+    } else {
+        PAGE_HEADER_BYTES
+    };
+    set_hole(p, lower as u16, len);
+}
+
+/// A log header for transaction `trx_id` at offset `off`, after the log at `prev_log`.
+fn log_header(trx_id: u64, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] {
+    let mut h = [0u8; LOG_HEADER_BYTES];
+    h[LOG_TRX_ID..LOG_TRX_ID + 8].copy_from_slice(&trx_id.to_le_bytes());
+    h[LOG_PREV_LOG..LOG_PREV_LOG + 2].copy_from_slice(&prev_log.to_le_bytes());
+    h[LOG_HIST_PREV..LOG_HIST_PREV + 6].copy_from_slice(&FilAddr::NULL.encode());
+    h[LOG_HIST_NEXT..LOG_HIST_NEXT + 6].copy_from_slice(&FilAddr::NULL.encode());
+    let start = (off + LOG_HEADER_BYTES) as u16;
+    h[LOG_START..LOG_START + 2].copy_from_slice(&start.to_le_bytes());
+    h
+}
+
 impl UndoSpace {
-    /// Creates the undo relation.
+    /// Creates the undo relation with `n_rsegs` rollback segment header pages
+    /// (trx_rseg_header_create, at database creation).
     ///
-    /// Errors: storage errors.
-    pub fn create(pool: Arc<BufferPool>, wal: Arc<Wal>) -> Result<UndoSpace> {
+    /// Errors: [`Error::InvalidConfig`] for 0 or more than 128 rollback segments; storage
+    /// errors.
+    pub fn create(pool: Arc<BufferPool>, wal: Arc<Wal>, n_rsegs: u8) -> Result<UndoSpace> {
+        if !(1..=crate::design::MAX_ROLLBACK_SEGMENTS).contains(&n_rsegs) {
+            return Err(Error::InvalidConfig(format!(
+                "rollback_segments must be 1..=128, got {n_rsegs}"
+            )));
+        }
         let rel = pool.store().create_relation()?;
+        let slots = rseg::n_slots(pool.store().page_size().bytes());
+        let mut rsegs = Vec::with_capacity(n_rsegs as usize);
+        for id in 0..n_rsegs {
+            let mut g = pool.new_page(rel)?;
+            rseg::init(g.data_mut());
+            let rec =
+                RecordBuilder::new(rmgr::UNDO, info::RSEG_INIT).block(g.page_id(), true, &[id]);
+            log_change(&wal, &rec, &mut [&mut g])?;
+            rsegs.push(Rseg {
+                page: g.page_id().block,
+                refs: AtomicU32::new(0),
+                state: Mutex::new(RsegState {
+                    slots_used: vec![false; slots],
+                    insert_cached: Vec::new(),
+                    update_cached: Vec::new(),
+                    history: VecDeque::new(),
+                    history_size: 0,
+                    max_trx_id: 0,
+                    last_seq: 0,
+                }),
+            });
+        }
         Ok(UndoSpace {
             rel,
             pool,
             wal,
-            state: Mutex::new(State::default()),
+            rsegs: rsegs.into_boxed_slice(),
+            next_rseg: AtomicU32::new(0),
+            next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
         })
     }
@@ -231,52 +514,192 @@ impl UndoSpace {
         self.rel
     }
 
-    fn init_page(&self, g: &mut WritePageGuard<'_>) -> Result<()> {
-        init_page(g.data_mut(), PAGE_TYPE_UNDO, 0);
-        let rec = RecordBuilder::new(rmgr::UNDO, info::PAGE_INIT).block(g.page_id(), true, &[]);
-        log_change(&self.wal, &rec, &mut [g])?;
+    /// Number of rollback segments.
+    pub fn n_rsegs(&self) -> usize {
+        self.rsegs.len()
+    }
+
+    /// The header page of rollback segment `id`.
+    pub fn rseg_header(&self, id: u8) -> PageId {
+        PageId::new(self.rel, self.rsegs[id as usize].page)
+    }
+
+    /// What rollback segment `id` holds now.
+    pub fn rseg_info(&self, id: u8) -> RsegInfo {
+        let r = &self.rsegs[id as usize];
+        let st = r.state.lock();
+        RsegInfo {
+            header_page: r.page,
+            refs: r.refs.load(Ordering::Relaxed),
+            slots_used: st.slots_used.iter().filter(|u| **u).count(),
+            insert_cached: st.insert_cached.iter().map(|c| c.page).collect(),
+            update_cached: st.update_cached.iter().map(|c| c.page).collect(),
+            history_len: st.history.len(),
+            history_size: st.history_size,
+        }
+    }
+
+    /// One WAL record (rmgr UNDO, WRITE) for the writes noted in `logs`, block `i` being
+    /// `guards[i]` (will_init when `logs[i].0`).
+    fn log_writes(
+        &self,
+        guards: &mut [&mut WritePageGuard<'_>],
+        logs: &[(bool, Vec<u8>)],
+    ) -> Result<()> {
+        let mut rec = RecordBuilder::new(rmgr::UNDO, info::WRITE);
+        for (g, (init, data)) in guards.iter().zip(logs) {
+            rec = rec.block(g.page_id(), *init, data);
+        }
+        log_change(&self.wal, &rec, guards)?;
         Ok(())
     }
 
-    /// A page for a new segment: a cached one (its log continues after the previous
-    /// transaction's) or a new one.
-    fn start_page(&self, insert: bool) -> Result<u32> {
-        let cached = {
-            let mut st = self.state.lock();
-            if insert {
-                st.insert_cache.pop()
-            } else {
-                st.update_cache.pop()
-            }
+    /// trx_assign_rseg_low: the next rollback segment in turn, referenced by the caller
+    /// until [`UndoSpace::release`].
+    fn assign_rseg(&self) -> u8 {
+        let id = self.next_rseg.fetch_add(1, Ordering::Relaxed) as usize % self.rsegs.len();
+        self.rsegs[id].refs.fetch_add(1, Ordering::AcqRel);
+        id as u8
+    }
+
+    /// trx_undo_assign_low: gives `seg` a segment in rollback segment `r`, with a new log
+    /// header for `trx_id`: a cached one (trx_undo_reuse_cached) or a new one
+    /// (trx_undo_create → trx_undo_seg_create).
+    fn assign_segment(
+        &self,
+        r: u8,
+        seg: &mut UndoSegment,
+        insert: bool,
+        trx_id: u64,
+    ) -> Result<()> {
+        let rs = &self.rsegs[r as usize];
+        let mut st = rs.state.lock();
+        st.max_trx_id = st.max_trx_id.max(trx_id);
+        let cached = if insert {
+            st.insert_cached.pop()
+        } else {
+            st.update_cached.pop()
         };
-        if let Some(p) = cached {
+        if let Some(c) = cached {
+            let mut g = self.pool.fetch_write(PageId::new(self.rel, c.page))?;
+            let (lower, upper) = hole(g.data());
+            let prev_log = get_u16(g.data(), SEG_LAST_LOG);
+            // An insert segment's old log is dead: its page starts over, keeping the
+            // segment header (trx_undo_insert_header_reuse, before MariaDB 10.3).
+            let (off, prev_log) = if insert {
+                (SEG_FIRST_LOG, 0)
+            } else {
+                (lower as usize, prev_log)
+            };
+            if off < SEG_FIRST_LOG || off + LOG_HEADER_BYTES > upper as usize {
+                return Err(Error::Corrupted {
+                    what: format!("{}: cached undo page free pointer {lower}", g.page_id()),
+                });
+            }
+            let mut w = Vec::new();
+            if prev_log != 0 {
+                put(
+                    &mut g,
+                    &mut w,
+                    prev_log as usize + LOG_NEXT_LOG,
+                    &(off as u16).to_le_bytes(),
+                );
+                let at = FilAddr {
+                    page: c.page,
+                    offset: prev_log,
+                };
+                if let Some(l) = st.log_mut(c.last_seq).filter(|l| l.at == at) {
+                    l.has_next = true;
+                }
+            }
+            put(&mut g, &mut w, off, &log_header(trx_id, off, prev_log));
+            put(&mut g, &mut w, SEG_STATE, &state::ACTIVE.to_le_bytes());
+            put(&mut g, &mut w, SEG_LAST_LOG, &(off as u16).to_le_bytes());
+            put(
+                &mut g,
+                &mut w,
+                OFF_LOWER,
+                &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+            );
+            self.log_writes(&mut [&mut g], &[(false, w)])?;
             self.counters
                 .segments_reused
                 .fetch_add(1, Ordering::Relaxed);
-            if insert {
-                // A cached insert segment's old log is dead: reinitialize the page.
-                let mut g = self.pool.fetch_write(PageId::new(self.rel, p))?;
-                self.init_page(&mut g)?;
-            }
-            return Ok(p);
+            seg.pages = vec![c.page];
+            seg.slot = c.slot;
+            seg.log_offset = off as u16;
+            return Ok(());
         }
-        self.new_page()
-    }
-
-    fn new_page(&self) -> Result<u32> {
+        let Some(slot) = st.slots_used.iter().position(|u| !u) else {
+            return Err(Error::TooManyConcurrentTransactions(format!(
+                "rollback segment {r} has no free undo slot (all {} in use)",
+                st.slots_used.len()
+            )));
+        };
+        let slot = slot as u16;
+        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
         let mut g = self.pool.new_page(self.rel)?;
-        self.init_page(&mut g)?;
         let p = g.page_id().block;
+        format_undo_page(g.data_mut(), true);
+        let mut wg = Vec::new();
+        let off = SEG_FIRST_LOG;
+        let mut sh = [0u8; SEG_HEADER_BYTES];
+        let at = |f: usize| f - SEG_STATE;
+        sh[at(SEG_STATE)..at(SEG_STATE) + 2].copy_from_slice(&state::ACTIVE.to_le_bytes());
+        sh[at(SEG_LAST_LOG)..at(SEG_LAST_LOG) + 2].copy_from_slice(&(off as u16).to_le_bytes());
+        sh[at(SEG_KIND)] = if insert { 1 } else { 2 };
+        sh[at(SEG_RSEG)] = r;
+        sh[at(SEG_SLOT)..at(SEG_SLOT) + 2].copy_from_slice(&slot.to_le_bytes());
+        sh[at(SEG_N_PAGES)..at(SEG_N_PAGES) + 4].copy_from_slice(&1u32.to_le_bytes());
+        sh[at(SEG_LAST_PAGE)..at(SEG_LAST_PAGE) + 4].copy_from_slice(&p.to_le_bytes());
+        put(&mut g, &mut wg, SEG_STATE, &sh);
+        put(&mut g, &mut wg, off, &log_header(trx_id, off, 0));
+        put(
+            &mut g,
+            &mut wg,
+            OFF_LOWER,
+            &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+        );
+        let mut wh = Vec::new();
+        put(&mut h, &mut wh, rseg::slot_offset(slot), &p.to_le_bytes());
+        self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (true, wg)])?;
+        st.slots_used[slot as usize] = true;
         self.counters
             .pages_allocated
             .fetch_add(1, Ordering::Relaxed);
-        self.state.lock().pages.insert(
-            p,
-            PageState {
-                pending_logs: 0,
-                in_use: true,
-            },
+        self.counters
+            .segments_created
+            .fetch_add(1, Ordering::Relaxed);
+        seg.pages = vec![p];
+        seg.slot = slot;
+        seg.log_offset = off as u16;
+        Ok(())
+    }
+
+    /// trx_undo_add_page: a new last page for `seg`, under its rollback segment's latch,
+    /// noted in the segment header (TRX_UNDO_PAGE_LIST).
+    fn add_page(&self, r: u8, seg: &mut UndoSegment) -> Result<u32> {
+        let _st = self.rsegs[r as usize].state.lock();
+        let mut h = self.pool.fetch_write(PageId::new(self.rel, seg.pages[0]))?;
+        let mut g = self.pool.new_page(self.rel)?;
+        let p = g.page_id().block;
+        format_undo_page(g.data_mut(), false);
+        let mut wh = Vec::new();
+        put(
+            &mut h,
+            &mut wh,
+            SEG_N_PAGES,
+            &(seg.pages.len() as u32 + 1).to_le_bytes(),
         );
+        put(&mut h, &mut wh, SEG_LAST_PAGE, &p.to_le_bytes());
+        let rec = RecordBuilder::new(rmgr::UNDO, info::WRITE)
+            .block(h.page_id(), false, &wh)
+            .block(g.page_id(), true, &[]);
+        log_change(&self.wal, &rec, &mut [&mut h, &mut g])?;
+        self.counters
+            .pages_allocated
+            .fetch_add(1, Ordering::Relaxed);
+        seg.pages.push(p);
         Ok(p)
     }
 
@@ -303,45 +726,47 @@ impl UndoSpace {
         Ok(Some(off as u16))
     }
 
-    /// Appends an undo record to `seg` (starting the segment, with its log header, when
-    /// empty); returns its roll pointer. Counts `records_written`.
+    /// Appends an undo record to the transaction's insert or update segment (assigning it a
+    /// rollback segment and the segment a log header first, when needed); returns its roll
+    /// pointer, also noted in `trx.all`. Counts `records_written`.
     ///
-    /// Errors: [`Error::TooLarge`] for a record larger than a page; storage errors.
+    /// Errors: [`Error::TooLarge`] for a record larger than a page;
+    /// [`Error::TooManyConcurrentTransactions`] when the rollback segment has no free slot;
+    /// storage errors.
     pub fn append(
         &self,
-        seg: &mut UndoSegment,
+        trx: &mut TrxUndo,
         insert: bool,
         trx_id: u64,
         rec: &UndoRecord,
     ) -> Result<u64> {
         let bytes = rec.encode();
         let page_bytes = self.pool.store().page_size().bytes();
-        if bytes.len() + LOG_HEADER_BYTES > page_bytes - PAGE_HEADER_BYTES {
+        let max_bytes = page_bytes - SEG_FIRST_LOG - LOG_HEADER_BYTES;
+        if bytes.len() > max_bytes {
             return Err(Error::TooLarge {
                 what: "undo record",
                 bytes: bytes.len(),
-                max_bytes: page_bytes - PAGE_HEADER_BYTES - LOG_HEADER_BYTES,
+                max_bytes,
             });
         }
+        let r = match trx.rseg {
+            Some(r) => r,
+            None => *trx.rseg.insert(self.assign_rseg()),
+        };
+        let seg = if insert {
+            &mut trx.insert
+        } else {
+            &mut trx.update
+        };
         if seg.pages.is_empty() {
-            let p = self.start_page(insert)?;
-            seg.pages.push(p);
-            let mut hdr = [0u8; LOG_HEADER_BYTES];
-            hdr[..8].copy_from_slice(&trx_id.to_le_bytes());
-            if self.append_on(p, &hdr)?.is_none() {
-                // The cached page had no room for another log after all: take a new one.
-                self.release_page(p);
-                let p = self.new_page()?;
-                seg.pages[0] = p;
-                self.append_on(p, &hdr)?;
-            }
+            self.assign_segment(r, seg, insert, trx_id)?;
         }
         let last = *seg.pages.last().expect("segment has a page");
-        let off = match self.append_on(last, &bytes)? {
+        let (page, off) = match self.append_on(last, &bytes)? {
             Some(off) => (last, off),
             None => {
-                let p = self.new_page()?;
-                seg.pages.push(p);
+                let p = self.add_page(r, seg)?;
                 let off = self.append_on(p, &bytes)?.ok_or_else(|| Error::Corrupted {
                     what: "undo record does not fit an empty page".into(),
                 })?;
@@ -351,8 +776,9 @@ impl UndoSpace {
         self.counters
             .records_written
             .fetch_add(1, Ordering::Relaxed);
-        let rp = roll_ptr(insert, off.0, off.1);
+        let rp = roll_ptr(insert, r, page, off);
         seg.records.push(rp);
+        trx.all.push(rp);
         Ok(rp)
     }
 
@@ -360,7 +786,12 @@ impl UndoSpace {
     ///
     /// Errors: [`Error::Corrupted`] for a bad pointer or record; storage errors.
     pub fn read(&self, rp: u64) -> Result<UndoRecord> {
-        let (_, page, off) = split_roll_ptr(rp);
+        let (_, _, page, off) = split_roll_ptr(rp);
+        if (page as usize) < self.rsegs.len() {
+            return Err(Error::Corrupted {
+                what: format!("roll pointer {rp:#x} points into a rollback segment header"),
+            });
+        }
         let g = self.pool.fetch_read(PageId::new(self.rel, page))?;
         let (lower, _) = hole(g.data());
         if (off as usize) < PAGE_HEADER_BYTES || off >= lower {
@@ -371,110 +802,325 @@ impl UndoSpace {
         UndoRecord::decode(&g.data()[off as usize..lower as usize])
     }
 
-    fn used_bytes(&self, p: u32) -> Result<usize> {
-        let g = self.pool.fetch_read(PageId::new(self.rel, p))?;
-        Ok(hole(g.data()).0 as usize)
-    }
-
-    fn release_page(&self, p: u32) {
-        let mut st = self.state.lock();
-        if let Some(s) = st.pages.get_mut(&p) {
-            s.in_use = false;
-        }
-    }
-
-    fn reusable(&self, seg: &UndoSegment) -> Result<Option<u32>> {
-        if seg.pages.len() != 1 {
-            return Ok(None);
-        }
+    /// trx_undo_set_state_at_finish: whether the segment is kept for reuse (one page under
+    /// 3/4 full, TRX_UNDO_PAGE_REUSE_LIMIT), read from its first page.
+    fn reusable(&self, seg: &UndoSegment, first: &WritePageGuard<'_>) -> bool {
         let page_bytes = self.pool.store().page_size().bytes();
-        let used = self.used_bytes(seg.pages[0])?;
-        Ok((used * REUSE_LIMIT_DEN < page_bytes * REUSE_LIMIT_NUM).then_some(seg.pages[0]))
+        let used = hole(first.data()).0 as usize;
+        seg.pages.len() == 1 && used * REUSE_LIMIT_DEN < page_bytes * REUSE_LIMIT_NUM
     }
 
-    /// At commit or after rollback: the insert segment is done. Caches it for reuse when
-    /// it is one page under 3/4 full, else frees its pages.
+    /// At commit or after rollback: the insert segment is done. Its state is written on its
+    /// first page; a one-page segment under 3/4 full is cached in its rollback segment, any
+    /// other is freed and its slot cleared (trx_undo_insert_cleanup → trx_undo_seg_free, as
+    /// MariaDB did before 10.3 kept one undo log per transaction).
     ///
     /// Errors: storage errors.
-    pub fn finish_insert(&self, seg: UndoSegment) -> Result<()> {
-        if seg.pages.is_empty() {
+    pub fn finish_insert(&self, trx: &mut TrxUndo) -> Result<()> {
+        let seg = std::mem::take(&mut trx.insert);
+        let (Some(r), Some(&first)) = (trx.rseg, seg.pages.first()) else {
+            return Ok(());
+        };
+        let mut st = self.rsegs[r as usize].state.lock();
+        let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
+        let cache = self.reusable(&seg, &g);
+        let s = if cache { state::CACHED } else { state::TO_FREE };
+        let mut w = Vec::new();
+        put(&mut g, &mut w, SEG_STATE, &s.to_le_bytes());
+        self.log_writes(&mut [&mut g], &[(false, w)])?;
+        drop(g);
+        if cache {
+            st.insert_cached.push(Cached {
+                page: first,
+                slot: seg.slot,
+                last_seq: 0,
+            });
             return Ok(());
         }
-        if let Some(p) = self.reusable(&seg)? {
-            self.state.lock().insert_cache.push(p);
-            return Ok(());
-        }
-        for p in seg.pages {
-            self.free_page(p)?;
-        }
-        Ok(())
+        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
+        let mut w = Vec::new();
+        put(
+            &mut h,
+            &mut w,
+            rseg::slot_offset(seg.slot),
+            &FIL_NULL.to_le_bytes(),
+        );
+        self.log_writes(&mut [&mut h], &[(false, w)])?;
+        drop(h);
+        st.slots_used[seg.slot as usize] = false;
+        self.free_segment_pages(&seg.pages)
     }
 
-    /// At commit: the update segment's log goes to the history list (the caller keeps the
-    /// segment's records there); its pages now hold one more log pending purge, and a small
-    /// one-page segment is cached for the next transaction.
+    /// At commit (or after rollback, trx_commit_low): the update segment's log joins its
+    /// rollback segment's history list as the newest (trx_purge_add_undo_to_history):
+    /// the header page's list base node, the log header's commit number and history node,
+    /// the previous newest log's node, the segment state; a segment not kept for reuse gives
+    /// its slot back and its pages count in the history size. Returns the log and the roll
+    /// pointers of its records, or None when the transaction wrote no update undo.
     ///
     /// Errors: storage errors.
-    pub fn finish_update(&self, seg: &UndoSegment) -> Result<()> {
-        if seg.pages.is_empty() {
-            return Ok(());
+    pub fn finish_update(&self, trx: &mut TrxUndo) -> Result<Option<(LogRef, Vec<u64>)>> {
+        let seg = std::mem::take(&mut trx.update);
+        let (Some(r), Some(&first)) = (trx.rseg, seg.pages.first()) else {
+            return Ok(None);
+        };
+        let rs = &self.rsegs[r as usize];
+        let mut st = rs.state.lock();
+        let trx_no = self.next_trx_no.fetch_add(1, Ordering::Relaxed) + 1;
+        let at = FilAddr {
+            page: first,
+            offset: seg.log_offset,
+        };
+        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
+        let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
+        let cache = self.reusable(&seg, &g);
+        let old_first = st.history.front().map(|l| l.at);
+        let (mut wh, mut wg) = (Vec::new(), Vec::new());
+        // flst_add_first(TRX_RSEG_HISTORY, log's TRX_UNDO_HISTORY_NODE).
+        let len = st.history.len() as u32 + 1;
+        put(&mut h, &mut wh, rseg::HISTORY_LEN, &len.to_le_bytes());
+        put(&mut h, &mut wh, rseg::HISTORY_FIRST, &at.encode());
+        if old_first.is_none() {
+            put(&mut h, &mut wh, rseg::HISTORY_LAST, &at.encode());
         }
-        let cache = self.reusable(seg)?;
-        let mut st = self.state.lock();
-        for p in &seg.pages {
-            let s = st.pages.entry(*p).or_default();
-            s.pending_logs += 1;
-            s.in_use = Some(*p) == cache;
+        let off = seg.log_offset as usize;
+        put(
+            &mut g,
+            &mut wg,
+            off + LOG_HIST_PREV,
+            &FilAddr::NULL.encode(),
+        );
+        put(
+            &mut g,
+            &mut wg,
+            off + LOG_HIST_NEXT,
+            &old_first.unwrap_or(FilAddr::NULL).encode(),
+        );
+        if !cache {
+            // The segment will not be reused: free its slot; its pages join the history size.
+            put(
+                &mut h,
+                &mut wh,
+                rseg::slot_offset(seg.slot),
+                &FIL_NULL.to_le_bytes(),
+            );
+            st.history_size += seg.pages.len() as u32;
+            put(
+                &mut h,
+                &mut wh,
+                rseg::HISTORY_SIZE,
+                &st.history_size.to_le_bytes(),
+            );
+            put(
+                &mut h,
+                &mut wh,
+                rseg::MAX_TRX_ID,
+                &st.max_trx_id.to_le_bytes(),
+            );
         }
-        if let Some(p) = cache {
-            st.update_cache.push(p);
+        let s = if cache {
+            state::CACHED
+        } else {
+            state::TO_PURGE
+        };
+        put(&mut g, &mut wg, SEG_STATE, &s.to_le_bytes());
+        put(&mut g, &mut wg, off + LOG_TRX_NO, &trx_no.to_le_bytes());
+        match old_first {
+            Some(of) if of.page == first => {
+                put(
+                    &mut g,
+                    &mut wg,
+                    of.offset as usize + LOG_HIST_PREV,
+                    &at.encode(),
+                );
+                self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
+            }
+            Some(of) => {
+                let mut n = self.pool.fetch_write(PageId::new(self.rel, of.page))?;
+                let mut wn = Vec::new();
+                put(
+                    &mut n,
+                    &mut wn,
+                    of.offset as usize + LOG_HIST_PREV,
+                    &at.encode(),
+                );
+                self.log_writes(
+                    &mut [&mut h, &mut g, &mut n],
+                    &[(false, wh), (false, wg), (false, wn)],
+                )?;
+            }
+            None => self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?,
         }
-        Ok(())
+        st.last_seq += 1;
+        let seq = st.last_seq;
+        if cache {
+            st.update_cached.push(Cached {
+                page: first,
+                slot: seg.slot,
+                last_seq: seq,
+            });
+        } else {
+            st.slots_used[seg.slot as usize] = false;
+        }
+        st.history.push_front(HistLog {
+            seq,
+            at,
+            seg_pages: seg.pages,
+            slot: seg.slot,
+            cached: cache,
+            has_next: false,
+            purged: false,
+        });
+        Ok(Some((
+            LogRef {
+                rseg: r,
+                page: first,
+                offset: seg.log_offset,
+                seq,
+            },
+            seg.records,
+        )))
     }
 
-    /// After rollback: the update segment's records are no longer needed (the rolled-back
-    /// changes were undone); its pages are released.
+    /// The transaction ended: its reference on its rollback segment is dropped
+    /// (trx_t::commit_in_memory → `rseg->release()`).
+    pub fn release(&self, trx: &mut TrxUndo) {
+        if let Some(r) = trx.rseg.take() {
+            self.rsegs[r as usize].refs.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Purge has processed every record of `log`: history truncation may remove it.
+    pub fn purged(&self, log: LogRef) {
+        let at = FilAddr {
+            page: log.page,
+            offset: log.offset,
+        };
+        let mut st = self.rsegs[log.rseg as usize].state.lock();
+        if let Some(l) = st.log_mut(log.seq).filter(|l| l.at == at) {
+            l.purged = true;
+        }
+    }
+
+    /// History truncation after a purge batch (trx0purge.cc `trx_purge_truncate_history` →
+    /// `purge_sys_t::iterator::free_history` → `free_history_rseg` for every rollback
+    /// segment): latches each rollback segment header, reads the oldest log's header page,
+    /// and while that log is purged, the rollback segment is held by no transaction and its
+    /// newest transaction is older than `horizon` (`purge_sys.sees(rseg.needs_purge)`),
+    /// removes it from the list (flst_remove: the header and the newer neighbour's node) and,
+    /// when it is the last log on its segment's first page, frees the segment (a cached one
+    /// leaves the cache and frees its slot; a to-purge one leaves the history size). Returns
+    /// the logs removed.
     ///
     /// Errors: storage errors.
-    pub fn discard_update(&self, seg: UndoSegment) -> Result<()> {
-        let mut to_free = Vec::new();
-        {
-            let mut st = self.state.lock();
-            for p in &seg.pages {
-                if let Some(s) = st.pages.get_mut(p) {
-                    s.in_use = false;
-                    if s.pending_logs == 0 {
-                        to_free.push(*p);
+    pub fn truncate_history(&self, horizon: Xid) -> Result<u64> {
+        self.counters.truncations.fetch_add(1, Ordering::Relaxed);
+        let mut removed = 0;
+        for (r, rs) in self.rsegs.iter().enumerate() {
+            let mut st = rs.state.lock();
+            let mut h = self.pool.fetch_write(self.rseg_header(r as u8))?;
+            while let Some(oldest) = st.history.back() {
+                let at = oldest.at;
+                let mut g = self.pool.fetch_write(PageId::new(self.rel, at.page))?;
+                if !oldest.purged
+                    || rs.refs.load(Ordering::Acquire) > 0
+                    || st.max_trx_id >= horizon as u64
+                {
+                    break;
+                }
+                let log = st.history.pop_back().expect("oldest exists");
+                let newer = st.history.back().map(|l| l.at);
+                let (mut wh, mut wg) = (Vec::new(), Vec::new());
+                put(
+                    &mut h,
+                    &mut wh,
+                    rseg::HISTORY_LEN,
+                    &(st.history.len() as u32).to_le_bytes(),
+                );
+                put(
+                    &mut h,
+                    &mut wh,
+                    rseg::HISTORY_LAST,
+                    &newer.unwrap_or(FilAddr::NULL).encode(),
+                );
+                if newer.is_none() {
+                    put(
+                        &mut h,
+                        &mut wh,
+                        rseg::HISTORY_FIRST,
+                        &FilAddr::NULL.encode(),
+                    );
+                }
+                let mut to_free = Vec::new();
+                if !log.has_next {
+                    if log.cached {
+                        st.update_cached.retain(|c| c.page != at.page);
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::slot_offset(log.slot),
+                            &FIL_NULL.to_le_bytes(),
+                        );
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::MAX_TRX_ID,
+                            &st.max_trx_id.to_le_bytes(),
+                        );
+                        st.slots_used[log.slot as usize] = false;
+                    } else {
+                        st.history_size -= log.seg_pages.len() as u32;
+                        put(
+                            &mut h,
+                            &mut wh,
+                            rseg::HISTORY_SIZE,
+                            &st.history_size.to_le_bytes(),
+                        );
                     }
+                    to_free = log.seg_pages;
+                }
+                match newer {
+                    Some(nw) if nw.page == at.page => {
+                        put(
+                            &mut g,
+                            &mut wg,
+                            nw.offset as usize + LOG_HIST_NEXT,
+                            &FilAddr::NULL.encode(),
+                        );
+                        self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
+                    }
+                    Some(nw) => {
+                        let mut n = self.pool.fetch_write(PageId::new(self.rel, nw.page))?;
+                        let mut wn = Vec::new();
+                        put(
+                            &mut n,
+                            &mut wn,
+                            nw.offset as usize + LOG_HIST_NEXT,
+                            &FilAddr::NULL.encode(),
+                        );
+                        self.log_writes(&mut [&mut h, &mut n], &[(false, wh), (false, wn)])?;
+                    }
+                    None => self.log_writes(&mut [&mut h], &[(false, wh)])?,
+                }
+                drop(g);
+                removed += 1;
+                if !to_free.is_empty() {
+                    self.free_segment_pages(&to_free)?;
                 }
             }
         }
-        for p in to_free {
-            self.free_page(p)?;
-        }
-        Ok(())
+        self.counters
+            .logs_truncated
+            .fetch_add(removed, Ordering::Relaxed);
+        Ok(removed)
     }
 
-    /// Purge has processed one committed log that had records on `pages`: pages no longer
-    /// holding a pending log and not in use are freed.
-    ///
-    /// Errors: storage errors.
-    pub fn purged(&self, pages: &[u32]) -> Result<()> {
-        let mut to_free = Vec::new();
-        {
-            let mut st = self.state.lock();
-            for p in pages {
-                if let Some(s) = st.pages.get_mut(p) {
-                    s.pending_logs = s.pending_logs.saturating_sub(1);
-                    if s.pending_logs == 0 && !s.in_use {
-                        to_free.push(*p);
-                    }
-                }
-            }
-        }
-        for p in to_free {
+    /// Frees a segment's pages (fseg_free_step).
+    fn free_segment_pages(&self, pages: &[u32]) -> Result<()> {
+        for &p in pages {
             self.free_page(p)?;
         }
+        self.counters.segments_freed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -488,13 +1134,12 @@ impl UndoSpace {
             }
             std::thread::yield_now();
         }
-        self.state.lock().pages.remove(&p);
         self.pool.store().free_page(id)?;
         self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Undo pages in use (allocated and not freed).
+    /// Undo pages in use (allocated and not freed; rollback segment headers not included).
     pub fn pages_in_use(&self) -> u64 {
         self.counters.pages_allocated.load(Ordering::Relaxed)
             - self.counters.pages_freed.load(Ordering::Relaxed)
@@ -504,7 +1149,46 @@ impl UndoSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::{Storage, StorageConfig};
     use proptest::prelude::*;
+
+    fn rec(delta_bytes: usize) -> UndoRecord {
+        UndoRecord {
+            kind: UndoType::UpdateExisting,
+            table: 1,
+            old_trx_id: 7,
+            old_roll_ptr: 0,
+            pk: vec![1, 2, 3],
+            delta: vec![9; delta_bytes],
+        }
+    }
+
+    fn space(frames: usize, n_rsegs: u8) -> (Storage, UndoSpace) {
+        let s = Storage::open(StorageConfig::without_background(frames)).unwrap();
+        let u = UndoSpace::create(s.pool().clone(), s.wal().clone(), n_rsegs).unwrap();
+        (s, u)
+    }
+
+    /// A transaction `trx_id` that writes `n` update undo records (and `ins` insert undo
+    /// records) and commits; returns its first update roll pointer and its history log.
+    fn commit(u: &UndoSpace, trx_id: u64, n: usize, ins: usize, bytes: usize) -> (u64, LogRef) {
+        let mut t = TrxUndo::default();
+        let mut first = 0;
+        for i in 0..n {
+            let rp = u.append(&mut t, false, trx_id, &rec(bytes)).unwrap();
+            if i == 0 {
+                first = rp;
+            }
+        }
+        for _ in 0..ins {
+            u.append(&mut t, true, trx_id, &rec(bytes)).unwrap();
+        }
+        u.finish_insert(&mut t).unwrap();
+        let (log, records) = u.finish_update(&mut t).unwrap().unwrap();
+        assert_eq!(records.len(), n);
+        u.release(&mut t);
+        (first, log)
+    }
 
     #[test]
     fn record_roundtrip_and_roll_pointer() {
@@ -512,18 +1196,197 @@ mod tests {
             kind: UndoType::UpdateExisting,
             table: 3,
             old_trx_id: 77,
-            old_roll_ptr: roll_ptr(true, 9, 100),
+            old_roll_ptr: roll_ptr(true, 5, 9, 100),
             pk: vec![1, 2, 3],
             delta: vec![9; 10],
         };
         let b = r.encode();
         assert_eq!(b.len(), RECORD_FIXED_BYTES + 3 + 10);
         assert_eq!(UndoRecord::decode(&b).unwrap(), r);
-        assert_eq!(split_roll_ptr(roll_ptr(true, 9, 100)), (true, 9, 100));
+        assert_eq!(split_roll_ptr(roll_ptr(true, 5, 9, 100)), (true, 5, 9, 100));
         assert_eq!(
-            split_roll_ptr(roll_ptr(false, u32::MAX, 7)),
-            (false, u32::MAX, 7)
+            split_roll_ptr(roll_ptr(false, 127, u32::MAX, 7)),
+            (false, 127, u32::MAX, 7)
         );
+        // InnoDB's bit layout: insert flag at 55, rollback segment id at 48..55.
+        assert_eq!(roll_ptr(true, 1, 0, 0), (1 << 55) | (1 << 48));
+        assert!(roll_ptr(true, 127, u32::MAX, u16::MAX) < 1 << 56, "7 bytes");
+    }
+
+    #[test]
+    fn consecutive_transactions_take_rollback_segments_in_turn_and_write_their_headers() {
+        let (s, u) = space(256, 4);
+        let pool = s.pool();
+        for r in 0..4 {
+            assert_eq!(
+                u.rseg_header(r).block,
+                r as u32,
+                "headers open the relation"
+            );
+        }
+        pool.flush_all().unwrap();
+        let before = pool.page_type_io(rseg::PAGE_TYPE_RSEG);
+        assert_eq!(
+            before.pages_written, 4,
+            "each header written once at creation"
+        );
+        let mut seen = Vec::new();
+        for i in 0..8u64 {
+            let (rp, log) = commit(&u, 100 + i, 1, 0, 10);
+            let (_, r, page, _) = split_roll_ptr(rp);
+            assert_eq!(log.rseg, r);
+            assert!(page >= 4, "undo records are never on header pages");
+            seen.push(r);
+        }
+        assert_eq!(seen, [0, 1, 2, 3, 0, 1, 2, 3]);
+        for r in 0..4 {
+            let info = u.rseg_info(r);
+            assert_eq!(info.history_len, 2, "{r}: {info:?}");
+            assert_eq!(info.refs, 0);
+            let g = pool.fetch_read(u.rseg_header(r)).unwrap();
+            assert_eq!(
+                rseg::history_len(g.data()),
+                2,
+                "the header page says so too"
+            );
+        }
+        pool.flush_all().unwrap();
+        let after = pool.page_type_io(rseg::PAGE_TYPE_RSEG);
+        assert_eq!(
+            after.pages_written - before.pages_written,
+            4,
+            "every header changed"
+        );
+        // Truncation latches every header: with them out of the pool, it reads each once.
+        for r in 0..4 {
+            assert!(pool.discard(u.rseg_header(r)));
+        }
+        u.truncate_history(Xid::MAX).unwrap();
+        assert_eq!(pool.page_type_io(rseg::PAGE_TYPE_RSEG).pages_read, 4);
+        assert_eq!(
+            u.counters.logs_truncated.load(Ordering::Relaxed),
+            0,
+            "none purged"
+        );
+    }
+
+    #[test]
+    fn cached_segments_belong_to_their_rollback_segment() {
+        let (_s, u) = space(256, 2);
+        let (rp0, _) = commit(&u, 10, 1, 1, 10);
+        let (rp1, _) = commit(&u, 11, 1, 1, 10);
+        let p0 = split_roll_ptr(rp0).2;
+        let p1 = split_roll_ptr(rp1).2;
+        assert_ne!(p0, p1, "rseg 1 does not take rseg 0's cached segment");
+        assert_eq!(u.rseg_info(0).update_cached, vec![p0]);
+        assert_eq!(u.rseg_info(1).update_cached, vec![p1]);
+        assert_eq!(u.rseg_info(0).insert_cached.len(), 1);
+        assert_eq!(u.rseg_info(1).insert_cached.len(), 1);
+        assert_eq!(u.counters.segments_created.load(Ordering::Relaxed), 4);
+        assert_eq!(u.counters.segments_reused.load(Ordering::Relaxed), 0);
+        // The next round reuses each rollback segment's own segments: the update log goes
+        // on after the previous one, on the same page.
+        let (rp2, _) = commit(&u, 12, 1, 1, 10);
+        let (rp3, _) = commit(&u, 13, 1, 1, 10);
+        assert_eq!(split_roll_ptr(rp2).2, p0);
+        assert_eq!(split_roll_ptr(rp3).2, p1);
+        assert!(split_roll_ptr(rp2).3 > split_roll_ptr(rp0).3);
+        assert_eq!(u.counters.segments_reused.load(Ordering::Relaxed), 4);
+        assert_eq!(u.counters.segments_created.load(Ordering::Relaxed), 4);
+        assert_eq!(
+            u.rseg_info(0).slots_used,
+            2,
+            "one insert, one update segment"
+        );
+    }
+
+    #[test]
+    fn truncation_frees_purged_logs_per_rollback_segment() {
+        let (s, u) = space(256, 2);
+        let (rp0, l0) = commit(&u, 10, 1, 0, 10);
+        let (_, l1) = commit(&u, 11, 1, 0, 10);
+        let (_, l2) = commit(&u, 12, 1, 0, 10);
+        let (_, l3) = commit(&u, 13, 1, 0, 10);
+        assert_eq!((l0.rseg, l1.rseg, l2.rseg, l3.rseg), (0, 1, 0, 1));
+        assert_eq!(l2.page, l0.page, "the cached segment was reused");
+        // Nothing purged: nothing truncated. Purged but not older than the horizon: neither.
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 0);
+        for l in [l0, l1] {
+            u.purged(l);
+        }
+        assert_eq!(
+            u.truncate_history(11).unwrap(),
+            0,
+            "rseg 0 and 1 hold newer trx"
+        );
+        // l0 and l1 go; their pages hold l2 and l3, so nothing is freed.
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 2);
+        assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 0);
+        assert_eq!(u.rseg_info(0).history_len, 1);
+        assert_eq!(u.rseg_info(1).history_len, 1);
+        u.purged(l2);
+        u.purged(l3);
+        // A running transaction holds rseg 0 (the 5th in turn): only rseg 1 is truncated.
+        let mut t = TrxUndo::default();
+        u.append(&mut t, true, 14, &rec(10)).unwrap();
+        assert_eq!(t.rseg, Some(0));
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 1);
+        let r1 = u.rseg_info(1);
+        assert_eq!(
+            (r1.history_len, r1.update_cached.len(), r1.slots_used),
+            (0, 0, 0),
+            "rseg 1's cached segment was freed with its last log"
+        );
+        assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 1);
+        assert_eq!(u.rseg_info(0).history_len, 1);
+        u.finish_insert(&mut t).unwrap();
+        assert!(u.finish_update(&mut t).unwrap().is_none());
+        u.release(&mut t);
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 1);
+        let r0 = u.rseg_info(0);
+        assert_eq!((r0.history_len, r0.update_cached.len()), (0, 0));
+        assert_eq!(
+            r0.insert_cached.len(),
+            1,
+            "insert undo is not in the history"
+        );
+        assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 2);
+        assert!(
+            !s.pool()
+                .is_resident(PageId::new(u.rel(), split_roll_ptr(rp0).2)),
+            "the freed page left the pool"
+        );
+        for r in 0..2 {
+            let g = s.pool().fetch_read(u.rseg_header(r)).unwrap();
+            assert_eq!(rseg::history_len(g.data()), 0);
+            assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_FIRST), FilAddr::NULL);
+            assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_LAST), FilAddr::NULL);
+        }
+    }
+
+    #[test]
+    fn a_segment_too_big_to_cache_waits_in_the_history_size_and_is_freed_whole() {
+        let (s, u) = space(256, 1);
+        let page_bytes = s.store().page_size().bytes();
+        // Three records of 40 % of a page: the segment needs two pages.
+        let (_, log) = commit(&u, 10, 3, 0, page_bytes * 2 / 5);
+        let info = u.rseg_info(0);
+        assert_eq!(info.history_size, 2);
+        assert_eq!(
+            info.slots_used, 0,
+            "a to-purge segment gives its slot back at commit"
+        );
+        assert!(info.update_cached.is_empty());
+        {
+            let g = s.pool().fetch_read(u.rseg_header(0)).unwrap();
+            assert_eq!(rseg::history_size(g.data()), 2);
+            assert_eq!(rseg::slot(g.data(), 0), FIL_NULL);
+        }
+        u.purged(log);
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 1);
+        assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 2);
+        assert_eq!(u.rseg_info(0).history_size, 0);
+        assert_eq!(u.pages_in_use(), 0);
     }
 
     proptest! {

@@ -1,6 +1,7 @@
 //! The `innodb` engine: clustered tables (crate::clustered), read views per transaction at
-//! repeatable read (InnoDB's default) or per statement at read committed, undo segments per
-//! transaction, the history list and purge threads.
+//! repeatable read (InnoDB's default) or per statement at read committed, a rollback segment
+//! and undo segments per read-write transaction, the history list, purge threads and history
+//! truncation after each purge batch.
 
 use super::txn::TxnCore;
 use super::{
@@ -9,7 +10,8 @@ use super::{
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{
-    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
+    purge_entry, split_roll_ptr, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx,
+    TrxUndo, UndoSpace,
 };
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
@@ -19,8 +21,9 @@ use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
 use parking_lot::Mutex;
+use std::collections::HashSet;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -32,6 +35,14 @@ struct Inner {
     tables: TableList<ClusteredTable>,
     undo: Arc<UndoSpace>,
     history: History,
+    /// Held by the thread truncating the history (MariaDB's purge_truncation_task, a task
+    /// group of one).
+    truncating: Mutex<()>,
+    /// A truncation was asked for while one ran: the running one repeats.
+    truncate_again: AtomicBool,
+    /// Undo pages purged since the last truncation (the purge batch so far).
+    batch_pages: AtomicU64,
+    purge: PurgeConfig,
 }
 
 impl Inner {
@@ -39,14 +50,41 @@ impl Inner {
         self.tables.get(t)
     }
 
-    /// Purges history entries older than every read view; returns how many logs.
+    /// Truncates the rollback segments' history lists (srv0srv.cc `purge_coordinator_state::
+    /// do_purge` submits `purge_truncation_task` after each `trx_purge` batch): one thread at
+    /// a time; a request made meanwhile makes the running thread go again.
+    fn truncate_history(&self) -> Result<()> {
+        let _c = enter(Cause::Purge);
+        self.truncate_again.store(true, Ordering::Release);
+        while self.truncate_again.load(Ordering::Acquire) {
+            let Some(_g) = self.truncating.try_lock() else {
+                break;
+            };
+            self.truncate_again.store(false, Ordering::Release);
+            self.undo.truncate_history(self.tm.oldest_xmin())?;
+        }
+        Ok(())
+    }
+
+    /// Purges up to `max_logs` history entries older than every read view; returns how many
+    /// logs it purged. The purge threads' rounds together make MariaDB's purge batch: once
+    /// they have handled `batch_pages` undo pages, or a round found nothing more to purge,
+    /// the history is truncated (`do_purge`: `trx_purge`, then `purge_truncation_task`).
     fn purge_round(&self, max_logs: usize) -> Result<u64> {
         let _c = enter(Cause::Purge);
         let mut n = 0;
+        let mut pages = 0;
         while n < max_logs as u64 {
             let Some(e) = self.history.pop_purgeable(self.tm.oldest_xmin()) else {
                 break;
             };
+            pages += e
+                .records
+                .iter()
+                .map(|rp| split_roll_ptr(*rp).2)
+                .collect::<HashSet<u32>>()
+                .len()
+                .max(1) as u64;
             purge_entry(
                 e,
                 &self.undo,
@@ -64,6 +102,13 @@ impl Inner {
                 },
             )?;
             n += 1;
+        }
+        if n > 0 {
+            let batch = self.batch_pages.fetch_add(pages, Ordering::AcqRel) + pages;
+            if batch >= self.purge.batch_pages as u64 || n < max_logs as u64 {
+                self.batch_pages.store(0, Ordering::Release);
+                self.truncate_history()?;
+            }
         }
         Ok(n)
     }
@@ -85,6 +130,7 @@ impl InnodbEngine {
         let undo = Arc::new(UndoSpace::create(
             storage.pool().clone(),
             storage.wal().clone(),
+            design.rollback_segments,
         )?);
         let gc_off = design.garbage_collection == GarbageCollection::Off;
         let inner = Arc::new(Inner {
@@ -94,6 +140,10 @@ impl InnodbEngine {
             tables: TableList::new(),
             undo,
             history: History::default(),
+            truncating: Mutex::new(()),
+            truncate_again: AtomicBool::new(false),
+            batch_pages: AtomicU64::new(0),
+            purge: purge.clone(),
         });
         let stop = Arc::new(StopSignal::default());
         let mut threads = Vec::new();
@@ -199,6 +249,8 @@ impl Engine for InnodbEngine {
 
     fn gc(&self, _t: TableId) -> Result<GcReport> {
         while self.inner.purge_round(usize::MAX)? > 0 {}
+        // One more truncation: logs a purge thread finished meanwhile become free.
+        self.inner.truncate_history()?;
         Ok(GcReport { vacuum: None })
     }
 
@@ -229,8 +281,8 @@ impl Engine for InnodbEngine {
                 .inner
                 .storage
                 .pool()
-                .rel_io(self.inner.undo.rel())
-                .blks_written,
+                .page_type_io(crate::clustered::PAGE_TYPE_UNDO)
+                .pages_written,
             undo_pages_freed: u.pages_freed.load(Ordering::Relaxed),
             undo_pages_in_use: self.inner.undo.pages_in_use(),
             undo_segments_reused: u.segments_reused.load(Ordering::Relaxed),
@@ -299,7 +351,7 @@ impl InnoTxn {
         });
         let tm = &self.inner.tm;
         let xid = self.core.xid(tm);
-        let undo = std::mem::take(&mut self.undo);
+        let mut undo = std::mem::take(&mut self.undo);
         let mut result = Ok(());
         if !committed {
             // trx_rollback: undo every change, newest first.
@@ -323,21 +375,22 @@ impl InnoTxn {
         }
         let committed = committed && result.is_ok();
         let u = &self.inner.undo;
-        let r1 = u.finish_insert(undo.insert);
+        let r1 = u.finish_insert(&mut undo);
         // Update undo joins the history list after a commit and after a rollback alike
         // (trx_commit_low → trx_purge_add_undo_to_history): a reader may still follow a roll
         // pointer into it, so only purge, past every read view, may free its pages.
-        let r2 = if !undo.update.records.is_empty() {
-            let r = u.finish_update(&undo.update);
-            self.inner.history.push(HistoryEntry {
-                trx_id: xid as u64,
-                records: undo.update.records,
-                pages: undo.update.pages,
-            });
-            r
-        } else {
-            u.discard_update(undo.update)
-        };
+        let r2 = u.finish_update(&mut undo).map(|log| {
+            if let Some((log, records)) = log {
+                self.inner.history.push(HistoryEntry {
+                    trx_id: xid as u64,
+                    records,
+                    log,
+                });
+            }
+        });
+        // The rollback segment is released after its history was written
+        // (trx_t::commit_in_memory → rseg->release()).
+        u.release(&mut undo);
         for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
             if let Ok(table) = self.inner.table(t) {
                 table.counters.end_of_xact(committed, ins, upd, del);

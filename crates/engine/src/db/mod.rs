@@ -130,12 +130,16 @@ impl DatabaseConfig {
         }
         if design.version_storage == VersionStorage::UndoDelta {
             // InnoDB: redo written in 512-byte blocks (OS_FILE_LOG_BLOCK_SIZE); page cleaner
-            // once a second, scanning innodb_lru_scan_depth 1536 pages, flushing above
+            // once a second or when woken, keeping innodb_lru_scan_depth frames free (scaled
+            // with the pool as mvcclab starts the real MariaDB; its LRU batch replaces the
+            // bgwriter-style scan, so lru_scan_pages is 0), flushing above
             // innodb_max_dirty_pages_pct 90.
             storage.wal.block_bytes = 512;
-            storage.buffer_pool.page_cleaner.interval_ms = 1000;
-            storage.buffer_pool.page_cleaner.lru_scan_pages = 1536;
-            storage.buffer_pool.page_cleaner.max_dirty_pct = Some(90);
+            let pc = &mut storage.buffer_pool.page_cleaner;
+            pc.interval_ms = 1000;
+            pc.lru_scan_pages = 0;
+            pc.free_target = Some(crate::buffer::FreeTarget::ScaledLruScanDepth);
+            pc.max_dirty_pct = Some(90);
         }
         DatabaseConfig {
             design,

@@ -101,10 +101,12 @@ const OFF_LSN: usize = 0;
 const OFF_CHECKSUM: usize = 8;
 const OFF_REL: usize = 12;
 const OFF_BLOCK: usize = 16;
-const OFF_LOWER: usize = 20;
+/// Byte offset of `lower` (pd_lower) in the common header, for layouts that log it as a field.
+pub const OFF_LOWER: usize = 20;
 const OFF_UPPER: usize = 22;
 const OFF_SPECIAL: usize = 24;
-const OFF_TYPE: usize = 26;
+/// Byte offset of `page_type` in the common header.
+pub const OFF_TYPE: usize = 26;
 const OFF_FLAGS: usize = 27;
 const OFF_AUX: usize = 28;
 
