@@ -42,6 +42,9 @@ struct Inner {
     truncate_again: AtomicBool,
     /// Undo pages purged since the last truncation (the purge batch so far).
     batch_pages: AtomicU64,
+    /// History entries taken by a purge round and not yet purged (so that `gc` can wait
+    /// for other purge threads' work in flight).
+    in_flight: AtomicU64,
     purge: PurgeConfig,
 }
 
@@ -75,9 +78,12 @@ impl Inner {
         let mut n = 0;
         let mut pages = 0;
         while n < max_logs as u64 {
+            self.in_flight.fetch_add(1, Ordering::AcqRel);
             let Some(e) = self.history.pop_purgeable(self.tm.oldest_xmin()) else {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
                 break;
             };
+            let _done = InFlight(&self.in_flight);
             pages += e
                 .records
                 .iter()
@@ -114,6 +120,15 @@ impl Inner {
     }
 }
 
+/// Counts a taken history entry as done when dropped (also on an error).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The `innodb` design. See the `clustered` module doc.
 pub struct InnodbEngine {
     inner: Arc<Inner>,
@@ -142,6 +157,7 @@ impl InnodbEngine {
             history: History::default(),
             truncating: Mutex::new(()),
             truncate_again: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
             batch_pages: AtomicU64::new(0),
             purge: purge.clone(),
         });
@@ -248,9 +264,21 @@ impl Engine for InnodbEngine {
     }
 
     fn gc(&self, _t: TableId) -> Result<GcReport> {
-        while self.inner.purge_round(usize::MAX)? > 0 {}
-        // One more truncation: logs a purge thread finished meanwhile become free.
-        self.inner.truncate_history()?;
+        // Purge everything purgeable, waiting for entries other purge threads took, then
+        // truncate once more under the truncation lock (waiting for a truncation in
+        // progress), so that every purged log is off its history list on return.
+        loop {
+            while self.inner.purge_round(usize::MAX)? > 0 {}
+            if self.inner.in_flight.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let _c = enter(Cause::Purge);
+        let _g = self.inner.truncating.lock();
+        self.inner
+            .undo
+            .truncate_history(self.inner.tm.oldest_xmin())?;
         Ok(GcReport { vacuum: None })
     }
 
