@@ -201,10 +201,11 @@ pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec
         .collect()
 }
 
-fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String {
+/// The flags that fix a fidelity run's workload, size, threads, time, memory and seed.
+fn run_flags(c: &CommonArgs, workload: &str) -> String {
     format!(
-        "mvcclab compare --designs {preset},{real} --workload {workload} --tables {} --table-size {} \
-         --threads {} --time {} --warmup {} --buffer-pool {} --rand-seed {}",
+        "--workload {workload} --tables {} --table-size {} --threads {} --time {} --warmup {} \
+         --buffer-pool {} --rand-seed {}",
         c.tables,
         c.table_size,
         c.threads,
@@ -212,6 +213,13 @@ fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String
         c.warmup,
         crate::units::format_size_bytes(c.device.buffer_pool),
         c.rand_seed
+    )
+}
+
+fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String {
+    format!(
+        "mvcclab compare --designs {preset},{real} {}",
+        run_flags(c, workload)
     )
 }
 
@@ -223,17 +231,7 @@ fn reproduce_at_rate(
     real: &str,
     rate: f64,
 ) -> String {
-    let common = format!(
-        "--workload {workload} --tables {} --table-size {} --threads {} --time {} --warmup {} \
-         --buffer-pool {} --rand-seed {}",
-        c.tables,
-        c.table_size,
-        c.threads,
-        c.time,
-        c.warmup,
-        crate::units::format_size_bytes(c.device.buffer_pool),
-        c.rand_seed
-    );
+    let common = run_flags(c, workload);
     let target = real.strip_prefix("real:").unwrap_or(real);
     format!(
         "mvcclab run --target {target} {common}\n\

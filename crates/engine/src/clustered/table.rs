@@ -91,14 +91,7 @@ impl ClusteredTable {
 
     /// Errors with [`Error::Catalog`] while the secondary indexes are deferred.
     fn check_not_deferred(&self, what: &str) -> Result<()> {
-        if self.secondary_deferred.load(Ordering::Acquire) {
-            return Err(Error::Catalog(format!(
-                "table {}: {what} needs its secondary indexes, which are deferred until the \
-                 load ends (build them first)",
-                self.def.name
-            )));
-        }
-        Ok(())
+        crate::db::check_not_deferred(&self.secondary_deferred, &self.def.name, what)
     }
 
     /// Builds the deferred secondary indexes from the clustered index, as MariaDB's

@@ -21,7 +21,7 @@
 mod innodb;
 mod postgres;
 mod tables;
-pub(crate) use tables::{Catalogued, TableList};
+pub(crate) use tables::{check_not_deferred, Catalogued, TableList};
 mod txn;
 
 pub use innodb::InnodbEngine;

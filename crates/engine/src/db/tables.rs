@@ -70,3 +70,20 @@ impl<T: Catalogued> TableList<T> {
         Ok(id)
     }
 }
+
+/// Errors with [`Error::Catalog`] when `deferred` is set: table `name`'s secondary indexes
+/// are deferred until its load ends (`Database::create_table_for_load`) and `what` needs
+/// them.
+pub(crate) fn check_not_deferred(
+    deferred: &std::sync::atomic::AtomicBool,
+    name: &str,
+    what: &str,
+) -> Result<()> {
+    if deferred.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(Error::Catalog(format!(
+            "table {name}: {what} needs its secondary indexes, which are deferred until the \
+             load ends (build them first)"
+        )));
+    }
+    Ok(())
+}
