@@ -347,6 +347,7 @@ fn get_varint(b: &[u8]) -> Option<(u32, usize)> {
         0xE0..=0xEF => Some((MIN_4BYTE + ((first & 0x0F) << 24 | tail(3)?), 4)),
         0xF0 => {
             let x = tail(4)?;
+            // Lazily: the sum overflows when x is out of range.
             (x <= !MIN_5BYTE).then(|| (MIN_5BYTE + x, 5))
         }
         _ => None,
