@@ -596,12 +596,14 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
     assert_eq!(DesignConfig::innodb().wal_record_format, WalFormat::Mtr);
     let (mtr_non_index, mtr_index, mtr_records, mtr_headers) =
         update_wal_bytes(DesignConfig::innodb());
-    let (xlog_non_index, xlog_index, xlog_records, xlog_headers) =
-        update_wal_bytes(DesignConfig {
-            wal_record_format: WalFormat::Xlog,
-            ..DesignConfig::innodb()
-        });
-    assert_eq!(mtr_records, xlog_records, "the same records, encoded differently");
+    let (xlog_non_index, xlog_index, xlog_records, xlog_headers) = update_wal_bytes(DesignConfig {
+        wal_record_format: WalFormat::Xlog,
+        ..DesignConfig::innodb()
+    });
+    assert_eq!(
+        mtr_records, xlog_records,
+        "the same records, encoded differently"
+    );
     eprintln!(
         "bytes per txn: non-index {} -> {}, index {} -> {}; header bytes per record {} -> {}",
         xlog_non_index / 100,
@@ -613,7 +615,10 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
     );
     // Headers: at least 56 bytes (32 + 24 per block, plus padding) against about 15.
     assert!(xlog_headers >= 56 * xlog_records);
-    assert!(mtr_headers <= 18 * mtr_records, "{mtr_headers} for {mtr_records}");
+    assert!(
+        mtr_headers <= 18 * mtr_records,
+        "{mtr_headers} for {mtr_records}"
+    );
     // What is left is the records' own data (an undo record with its page bytes is about
     // 150 bytes of the ~400 of a non-indexed update), so the whole shrinks less.
     assert!(

@@ -217,7 +217,11 @@ fn the_wal_record_format_is_kept_in_the_control_file() {
     assert_eq!(control.wal_format, WalFormat::Mtr);
     drop(s);
     let s = Storage::open(cfg.clone()).unwrap();
-    assert_eq!(s.wal().insert_lsn(), insert_lsn, "tail found in the mtr format");
+    assert_eq!(
+        s.wal().insert_lsn(),
+        insert_lsn,
+        "tail found in the mtr format"
+    );
     let (recs, _) = s.wal().read_from(s.wal().redo_lsn()).unwrap();
     assert!(recs.iter().any(|r| r.blocks.iter().any(|b| b.page == id)));
     drop(s);

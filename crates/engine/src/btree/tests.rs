@@ -1447,6 +1447,10 @@ fn redo_rebuilds_the_tree_from_an_mtr_wal() {
     let (recs, end) = s.wal().read_from(Lsn(FIRST_LSN)).unwrap();
     assert_eq!(recs.len() as u64, c.wal_records);
     assert_eq!(end, s.wal().insert_lsn());
-    assert_eq!(end.0 - FIRST_LSN, c.wal_bytes, "LSNs are byte positions, no padding");
+    assert_eq!(
+        end.0 - FIRST_LSN,
+        c.wal_bytes,
+        "LSNs are byte positions, no padding"
+    );
     assert_redo_rebuilds(&s, &t);
 }

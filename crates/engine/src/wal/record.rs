@@ -773,9 +773,11 @@ mod tests {
     /// The sizes the compact format exists for: one small change to one page.
     #[test]
     fn a_small_mtr_record_is_far_smaller_than_its_xlog_twin() {
-        let b = RecordBuilder::new(rmgr::CLUSTERED, 3)
-            .xid(1000)
-            .block(PageId::new(16384, 5), false, &[9u8; 10]);
+        let b = RecordBuilder::new(rmgr::CLUSTERED, 3).xid(1000).block(
+            PageId::new(16384, 5),
+            false,
+            &[9u8; 10],
+        );
         let xlog = encode_with(WalFormat::Xlog, &b, 8, &[None]);
         let mtr = encode_with(WalFormat::Mtr, &b, 8, &[None]);
         // 32 header + 24 block header + 10 data = 66, padded to 72.
@@ -817,7 +819,11 @@ mod tests {
             assert_eq!(get_varint(&[first, 0, 0, 0, 0]), None);
         }
         assert_eq!(get_varint(&[0xF0, 0xFF, 0xFF, 0xFF, 0xFF]), None);
-        assert_eq!(record_len(WalFormat::Mtr, &[0xFF; 8]), Some(0), "invalid, not cut");
+        assert_eq!(
+            record_len(WalFormat::Mtr, &[0xFF; 8]),
+            Some(0),
+            "invalid, not cut"
+        );
         assert_eq!(record_len(WalFormat::Mtr, &[0xC0, 0]), None, "cut");
     }
 
@@ -851,7 +857,11 @@ mod tests {
             any::<u32>(),
             any::<bool>(),
             proptest::collection::vec(any::<u8>(), 0..40),
-            proptest::option::of((0usize..64, 0usize..64, proptest::collection::vec(any::<u8>(), 64..128))),
+            proptest::option::of((
+                0usize..64,
+                0usize..64,
+                proptest::collection::vec(any::<u8>(), 64..128),
+            )),
         );
         (
             any::<u8>(),
