@@ -15,6 +15,7 @@
 //! | os_page_cache | on, off | on | off (O_DIRECT) |
 //! | default_isolation | read_committed, repeatable_read | read_committed | repeatable_read |
 //! | rollback_segments | 0 (no undo); 1–128 with undo_delta | 0 | 128 |
+//! | wal_record_format | xlog, mtr | xlog | mtr |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -24,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::mvcc::Isolation;
 use crate::page::PageSize;
 use crate::storage::TornPageProtection;
+use crate::wal::WalFormat;
 use serde::{Deserialize, Serialize};
 
 const PRESETS_JSON: &str = include_str!("presets.json");
@@ -102,6 +104,11 @@ pub const SWITCHES: &[Switch] = &[
         meaning:
             "rollback segments the undo log is spread over, one per read-write transaction in turn",
         values: "0 without undo; 1..=128 with version_storage=undo_delta",
+    },
+    Switch {
+        name: "wal_record_format",
+        meaning: "WAL record layout: PostgreSQL's XLogRecord (32-byte header, 24 per block, 8-byte aligned) or MariaDB-shaped compact records (varints, no padding)",
+        values: "xlog, mtr",
     },
 ];
 
@@ -197,6 +204,10 @@ pub struct DesignConfig {
     /// undo. Missing in reports written before the switch existed (read as 0).
     #[serde(default)]
     pub rollback_segments: u8,
+    /// Layout of WAL records (wal/record.rs). Missing in reports written before the switch
+    /// existed (read as xlog, the only format then).
+    #[serde(default)]
+    pub wal_record_format: WalFormat,
 }
 
 impl DesignConfig {
@@ -355,6 +366,7 @@ mod tests {
             ("os_page_cache", "on", "off"),
             ("default_isolation", "read_committed", "repeatable_read"),
             ("rollback_segments", "0", "128"),
+            ("wal_record_format", "xlog", "mtr"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {

@@ -290,6 +290,7 @@ impl Checkpointer {
             segment_bytes: self.wal.config().segment_bytes,
             checkpoint_lsn: start.0,
             redo_lsn: redo.0,
+            wal_format: self.wal.config().record_format,
         }
         .write(&self.vfs)?;
         self.wal.remove_segments_before(redo)?;
@@ -322,7 +323,8 @@ impl Storage {
     /// Opens (or creates) storage with `cfg` and starts its background threads.
     ///
     /// Errors: [`Error::InvalidConfig`] naming the setting; [`Error::Corrupted`] when the
-    /// control file does not match `cfg` (page size, WAL block or segment size); device errors.
+    /// control file does not match `cfg` (page size, WAL block or segment size, WAL record
+    /// format); device errors.
     pub fn open(cfg: StorageConfig) -> Result<Storage> {
         let mut cfg = cfg;
         cfg.wal.full_page_writes = cfg.torn_page_protection == TornPageProtection::FullPageWrites;
@@ -342,6 +344,14 @@ impl Storage {
                 cfg.wal.segment_bytes,
             );
             let have = (c.page_size_bytes, c.wal_block_bytes, c.segment_bytes);
+            if c.wal_format != cfg.wal.record_format {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "control file: the WAL is in the {} record format; configuration asks for {} (a WAL is read with the format it was written with)",
+                        c.wal_format, cfg.wal.record_format
+                    ),
+                });
+            }
             if want != have {
                 return Err(Error::Corrupted {
                     what: format!(

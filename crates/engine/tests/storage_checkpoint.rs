@@ -111,6 +111,7 @@ fn old_wal_segments_are_removed_after_a_checkpoint() {
             segment_bytes: 8 << 10,
             buffer_bytes: 8 << 10,
             full_page_writes: true,
+            record_format: Default::default(),
         },
         ..quiet_config(8)
     };
@@ -184,4 +185,51 @@ fn clean_close_reopens_with_every_change_on_files() {
             "{e}"
         );
     }
+}
+
+/// A WAL is read with the format it was written with: the control file records it, a
+/// database reopens in it with every change, and the other format is refused.
+#[test]
+fn the_wal_record_format_is_kept_in_the_control_file() {
+    use mvcclab_engine::wal::WalFormat;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = mvcclab_engine::StorageConfig {
+        backing: Backing::Directory {
+            path: dir.path().join("db"),
+            direct: false,
+        },
+        ..quiet_config(4)
+    };
+    cfg.wal.record_format = WalFormat::Mtr;
+    let s = Storage::open(cfg.clone()).unwrap();
+    let rel = s.store().create_relation().unwrap();
+    let mut g = s.pool().new_page(rel).unwrap();
+    put(&s, &mut g, 7);
+    let id = g.page_id();
+    drop(g);
+    s.checkpoint().unwrap();
+    let mut g = s.pool().fetch_write(id).unwrap();
+    put(&s, &mut g, 8);
+    drop(g);
+    s.wal().flush_all().unwrap();
+    let insert_lsn = s.wal().insert_lsn();
+    let control = ControlFile::read(s.vfs()).unwrap().unwrap();
+    assert_eq!(control.wal_format, WalFormat::Mtr);
+    drop(s);
+    let s = Storage::open(cfg.clone()).unwrap();
+    assert_eq!(
+        s.wal().insert_lsn(),
+        insert_lsn,
+        "tail found in the mtr format"
+    );
+    let (recs, _) = s.wal().read_from(s.wal().redo_lsn()).unwrap();
+    assert!(recs.iter().any(|r| r.blocks.iter().any(|b| b.page == id)));
+    drop(s);
+    let mut xlog = cfg.clone();
+    xlog.wal.record_format = WalFormat::Xlog;
+    let e = Storage::open(xlog).err().expect("format mismatch");
+    assert!(
+        e.to_string().contains("mtr record format") && e.to_string().contains("xlog"),
+        "{e}"
+    );
 }

@@ -98,8 +98,9 @@ impl Assign {
 pub struct DatabaseConfig {
     /// The design switches.
     pub design: DesignConfig,
-    /// Storage settings (page size, torn-page protection, replacer and OS cache are taken
-    /// from the design by [`DatabaseConfig::new`]).
+    /// Storage settings (page size, torn-page protection, WAL record format, replacer and
+    /// OS cache are taken from the design by [`DatabaseConfig::new`]; page size, torn-page
+    /// protection and WAL record format again by [`Database::open`]).
     pub storage: StorageConfig,
     /// Vacuum / autovacuum settings (postgres design).
     pub vacuum: VacuumConfig,
@@ -117,6 +118,7 @@ impl DatabaseConfig {
             torn_page_protection: design.torn_page_protection,
             ..Default::default()
         };
+        storage.wal.record_format = design.wal_record_format;
         storage.buffer_pool.replacer = match design.buffer_replacement {
             crate::design::BufferReplacement::ClockSweep => {
                 crate::buffer::ReplacerConfig::ClockSweep
@@ -286,6 +288,7 @@ impl Database {
         let mut storage_cfg = cfg.storage.clone();
         storage_cfg.page_size = cfg.design.page_size;
         storage_cfg.torn_page_protection = cfg.design.torn_page_protection;
+        storage_cfg.wal.record_format = cfg.design.wal_record_format;
         let storage = Arc::new(Storage::open(storage_cfg)?);
         let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {

@@ -23,8 +23,8 @@
 //! two without an image. The image is taken after step 2, as in PostgreSQL.
 //!
 //! # Invariants
-//! 1. LSNs are byte positions in the WAL stream; records are 8-byte aligned and
-//!    contiguous; WAL segment `n` holds positions `[n × segment_bytes, (n+1) × segment_bytes)`.
+//! 1. LSNs are byte positions in the WAL stream; records are contiguous, 8-byte aligned in
+//!    the xlog format and unpadded in the compact (mtr) format; WAL segment `n` holds positions `[n × segment_bytes, (n+1) × segment_bytes)`.
 //! 2. `durable_lsn` only grows; every record ending at or below it has been written and
 //!    synced.
 //! 3. WAL-before-data: the buffer pool calls [`Wal::flush`] with a page's LSN before
@@ -47,8 +47,9 @@ mod record;
 
 pub use control::ControlFile;
 pub use record::{
-    align8, decode, rmgr, xlog_info, BlockRef, Decoded, PageImage, RecordBuilder, WalRecord,
-    BLOCK_HEADER_BYTES, RECORD_HEADER_BYTES,
+    align8, decode, decode_with, encode_with, put_varint, record_len, rmgr, xlog_info, BlockRef,
+    Decoded, PageImage, RecordBuilder, WalFormat, WalRecord, BLOCK_HEADER_BYTES, MTR_CRC_BYTES,
+    RECORD_HEADER_BYTES,
 };
 
 use crate::device::{file_ids, FileId, Vfs};
@@ -91,6 +92,10 @@ pub struct WalConfig {
     pub buffer_bytes: usize,
     /// Attach full-page images (PostgreSQL full_page_writes).
     pub full_page_writes: bool,
+    /// Record layout: PostgreSQL's `XLogRecord` or MariaDB-shaped compact records (see
+    /// the `record` module doc). A WAL is read with the format it was written with.
+    #[serde(default)]
+    pub record_format: WalFormat,
 }
 
 impl Default for WalConfig {
@@ -100,6 +105,7 @@ impl Default for WalConfig {
             segment_bytes: 16 << 20,
             buffer_bytes: 16 << 20,
             full_page_writes: true,
+            record_format: WalFormat::Xlog,
         }
     }
 }
@@ -165,7 +171,7 @@ impl Wal {
     /// Errors: [`Error::InvalidConfig`]; device errors reading the tail.
     pub fn open(vfs: Arc<Vfs>, cfg: WalConfig, stats: Arc<Stats>, redo_lsn: u64) -> Result<Self> {
         cfg.validate()?;
-        let (records, end) = read_records(&vfs, cfg.segment_bytes, redo_lsn)?;
+        let (records, end) = read_records(&vfs, &cfg, redo_lsn)?;
         let prev = records.last().map_or(0, |r| r.lsn);
         let buf_start = align_down(end, cfg.block_bytes as u64);
         let mut buf = vec![0u8; (end - buf_start) as usize];
@@ -252,7 +258,7 @@ impl Wal {
                 })
                 .collect();
             let lsn = ins.insert_lsn;
-            let bytes = record::encode(rec, ins.prev_lsn, &images);
+            let bytes = record::encode_with(self.cfg.record_format, rec, ins.prev_lsn, &images);
             ins.buf.extend_from_slice(&bytes);
             ins.prev_lsn = lsn;
             ins.insert_lsn += bytes.len() as u64;
@@ -383,7 +389,7 @@ impl Wal {
     /// Errors: device errors.
     pub fn read_from(&self, from: Lsn) -> Result<(Vec<WalRecord>, Lsn)> {
         let _fl = self.flush.lock();
-        let (r, end) = read_records(&self.vfs, self.cfg.segment_bytes, from.0)?;
+        let (r, end) = read_records(&self.vfs, &self.cfg, from.0)?;
         Ok((r, Lsn(end)))
     }
 }
@@ -423,27 +429,27 @@ fn read_wal_bytes(vfs: &Vfs, segment_bytes: u64, mut pos: u64, buf: &mut [u8]) -
 /// Largest record the reader accepts; a longer length field is taken as the end of the WAL.
 const MAX_RECORD_BYTES: usize = 64 << 20;
 
-/// Decodes records from `from` until the first invalid one; returns them and the end LSN.
-/// Reads the WAL in 1 MiB chunks, keeping only the undecoded tail in memory.
-fn read_records(vfs: &Vfs, segment_bytes: u64, from: u64) -> Result<(Vec<WalRecord>, u64)> {
+/// Decodes records (in `cfg.record_format`) from `from` until the first invalid one;
+/// returns them and the end LSN. Reads the WAL in 1 MiB chunks, keeping only the undecoded
+/// tail in memory.
+fn read_records(vfs: &Vfs, cfg: &WalConfig, from: u64) -> Result<(Vec<WalRecord>, u64)> {
     const CHUNK: usize = 1 << 20;
-    let mut out = Vec::new();
+    let segment_bytes = cfg.segment_bytes;
+    let mut out: Vec<WalRecord> = Vec::new();
     let mut window: Vec<u8> = Vec::new();
     let mut window_start = from;
     let mut pos = from;
     let mut exhausted = false;
     loop {
         let rest = &window[(pos - window_start) as usize..];
-        if let Decoded::Record(r) = decode(rest, pos) {
+        let prev = out.last().map_or(0, |r| r.lsn);
+        if let Decoded::Record(r) = decode_with(cfg.record_format, rest, pos, prev) {
             pos = r.end_lsn;
             out.push(r);
             continue;
         }
         // Invalid here. More bytes could complete it only if it is cut by the window.
-        let tot = rest
-            .get(..4)
-            .map(|b| u32::from_le_bytes(b.try_into().expect("4")) as usize);
-        let cut = match tot {
+        let cut = match record_len(cfg.record_format, rest) {
             None => true,
             Some(t) => t > rest.len() && t <= MAX_RECORD_BYTES,
         };

@@ -114,18 +114,28 @@ fn flush_writes_whole_blocks_syncs_and_rewrites_the_partial_tail() {
 
 #[test]
 fn records_read_back_across_segments_and_reopen_continues() {
+    read_back_across_segments(WalFormat::Xlog);
+}
+
+#[test]
+fn mtr_records_read_back_across_segments_and_reopen_continues() {
+    read_back_across_segments(WalFormat::Mtr);
+}
+
+fn read_back_across_segments(record_format: WalFormat) {
     let cfg = WalConfig {
         block_bytes: 512,
         segment_bytes: 4096,
         buffer_bytes: 2048,
         full_page_writes: true,
+        record_format,
     };
     let (vfs, wal) = wal_with(cfg.clone());
     let mut ends = Vec::new();
     for i in 0..50u32 {
         let rec = RecordBuilder::new(rmgr::TEST, 1)
             .xid(i)
-            .main_data(&[i as u8; 150]);
+            .main_data(&[i as u8; 160]);
         ends.push(wal.insert(&rec, &mut []).unwrap());
     }
     wal.flush_all().unwrap();
@@ -138,8 +148,12 @@ fn records_read_back_across_segments_and_reopen_continues() {
     assert_eq!(end, *ends.last().unwrap());
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r.xid, i as u32);
-        assert_eq!(r.main_data, vec![i as u8; 150]);
+        assert_eq!(r.main_data, vec![i as u8; 160]);
         assert_eq!(r.end_lsn, ends[i].0);
+        if i > 0 {
+            assert_eq!(r.lsn, ends[i - 1].0, "contiguous");
+            assert_eq!(r.prev_lsn, recs[i - 1].lsn);
+        }
     }
     assert!(
         vfs.files()
@@ -167,8 +181,18 @@ fn records_read_back_across_segments_and_reopen_continues() {
 
 #[test]
 fn a_torn_tail_is_the_end_of_the_wal() {
+    torn_tail(WalFormat::Xlog);
+}
+
+#[test]
+fn a_torn_tail_is_the_end_of_an_mtr_wal() {
+    torn_tail(WalFormat::Mtr);
+}
+
+fn torn_tail(record_format: WalFormat) {
     let (vfs, wal) = wal_with(WalConfig {
         block_bytes: 512,
+        record_format,
         ..Default::default()
     });
     for _ in 0..3 {
