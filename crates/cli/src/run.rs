@@ -345,6 +345,9 @@ pub fn engine_delta(after: EngineCounters, before: EngineCounters) -> EngineCoun
         purged_logs: after.purged_logs - before.purged_logs,
         history_list_length: after.history_list_length,
         history_list_length_peak: after.history_list_length_peak,
+        undo_pages_read: after.undo_pages_read - before.undo_pages_read,
+        rseg_pages_read: after.rseg_pages_read - before.rseg_pages_read,
+        rseg_pages_written: after.rseg_pages_written - before.rseg_pages_written,
     }
 }
 

@@ -432,6 +432,12 @@ fn update_transactions_take_the_128_rollback_segments_in_turn_and_write_every_he
     assert_eq!(seen, want, "round robin over 128");
     db.storage().checkpoint().unwrap();
     let after = pool.page_type_io(PAGE_TYPE_RSEG);
+    // The report's engine counters carry the same figures.
+    let ec = db.engine_counters();
+    assert_eq!(
+        (ec.rseg_pages_read, ec.rseg_pages_written),
+        (after.pages_read, after.pages_written)
+    );
     assert!(
         after.pages_written - before.pages_written >= 128,
         "every header page was changed and written: {before:?} -> {after:?}"

@@ -20,6 +20,8 @@
 //! | n_live_tup, n_dead_tup | pg_stat_user_tables | – |
 //! | purge_records | – | INNODB_METRICS `purge_del_mark_records + purge_upd_exist_or_extern_records` |
 //! | history_list_length | – | INNODB_METRICS `trx_rseg_history_len` |
+//! | undo_pages_read, _written | – | INNODB_METRICS `buffer_page_read_undo_log`, `buffer_page_written_undo_log` |
+//! | rseg_pages_read, _written | – | INNODB_METRICS `buffer_page_read_system_page`, `buffer_page_written_system_page` (rollback segment headers and a few other system pages) |
 //!
 //! `by_cause` holds only what a server's counters attribute: PostgreSQL's checkpointer
 //! (`buffers_checkpoint`) and background writer (`buffers_clean`, as `page_cleaner`).
@@ -180,6 +182,12 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             f.undo = EngineCounters {
                 purge_records: purged,
                 history_list_length: m("trx_rseg_history_len"),
+                undo_pages_read: m("buffer_page_read_undo_log"),
+                undo_pages_written: m("buffer_page_written_undo_log"),
+                // System pages: rollback segment headers, and the few TRX_SYS and
+                // dictionary pages besides.
+                rseg_pages_read: m("buffer_page_read_system_page"),
+                rseg_pages_written: m("buffer_page_written_system_page"),
                 ..Default::default()
             };
             not.extend_from_slice(&[
@@ -195,7 +203,14 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.tables.heap_blks_read",
                 "engine.tables.idx_blks_hit",
                 "engine.tables.idx_blks_read",
-                "engine.undo",
+                "engine.undo.undo_records_written",
+                "engine.undo.undo_pages_allocated",
+                "engine.undo.undo_pages_freed",
+                "engine.undo.undo_pages_in_use",
+                "engine.undo.undo_segments_reused",
+                "engine.undo.purge_removed",
+                "engine.undo.purged_logs",
+                "engine.undo.history_list_length_peak",
             ]);
         }
     }
@@ -252,6 +267,8 @@ mod tests {
                 ("global_status.Innodb_lsn_current", 5000.0),
                 ("innodb_metrics.purge_del_mark_records", 2.0),
                 ("innodb_metrics.purge_upd_exist_or_extern_records", 3.0),
+                ("innodb_metrics.buffer_page_written_system_page", 7.0),
+                ("innodb_metrics.buffer_page_read_undo_log", 6.0),
                 ("device.read_ios", 4.0),
                 ("device.read_sectors", 64.0),
                 ("device.write_ios", 1.0),
@@ -262,6 +279,7 @@ mod tests {
         assert_eq!(f.total.doublewrite_pages, 12);
         assert_eq!(f.total.wal_bytes, 5000);
         assert_eq!(f.undo.purge_records, 5);
+        assert_eq!((f.undo.rseg_pages_written, f.undo.undo_pages_read), (7, 6));
         assert_eq!(f.total.read_blocks_4k, 8);
         assert_eq!(
             f.total.write_blocks_4k, 2,

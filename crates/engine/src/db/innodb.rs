@@ -301,6 +301,7 @@ impl Engine for InnodbEngine {
 
     fn engine_counters(&self) -> EngineCounters {
         let u = &self.inner.undo.counters;
+        let pool = self.inner.storage.pool();
         let h = &self.inner.history;
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
@@ -319,6 +320,15 @@ impl Engine for InnodbEngine {
             purged_logs: h.purged_logs.load(Ordering::Relaxed),
             history_list_length: h.length.load(Ordering::Relaxed),
             history_list_length_peak: h.peak.load(Ordering::Relaxed),
+            undo_pages_read: pool
+                .page_type_io(crate::clustered::PAGE_TYPE_UNDO)
+                .pages_read,
+            rseg_pages_read: pool
+                .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
+                .pages_read,
+            rseg_pages_written: pool
+                .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
+                .pages_written,
         }
     }
 

@@ -227,6 +227,18 @@ pub struct EngineCounters {
     pub history_list_length: u64,
     /// Highest history list length seen.
     pub history_list_length_peak: u64,
+    /// Undo log pages read into the buffer pool (innodb_metrics
+    /// `buffer_page_read_undo_log`).
+    #[serde(default)]
+    pub undo_pages_read: u64,
+    /// Rollback segment header pages read into the buffer pool (MariaDB counts them, with
+    /// the other system pages, as `buffer_page_read_system_page`).
+    #[serde(default)]
+    pub rseg_pages_read: u64,
+    /// Rollback segment header pages written from the buffer pool
+    /// (`buffer_page_written_system_page`).
+    #[serde(default)]
+    pub rseg_pages_written: u64,
 }
 
 /// What garbage collection did (vacuum for `postgres`, purge for `innodb`).
