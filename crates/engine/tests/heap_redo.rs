@@ -82,13 +82,22 @@ fn workload(db: &Database, checkpoint_midway: bool, probe: &dyn Fn(TableId)) -> 
     // move to another page (LOCK + UPDATE across pages), and reads prune on access.
     // An open transaction holds the horizon back for the first half, so that pages fill.
     let mut blocker = Some(db.begin());
-    blocker.as_mut().unwrap().insert(t, row(9999, 9999, None)).unwrap();
+    blocker
+        .as_mut()
+        .unwrap()
+        .insert(t, row(9999, 9999, None))
+        .unwrap();
     for v in 1..40u32 {
         if v == 20 {
             blocker.take().unwrap().commit().unwrap();
         }
         for id in (0..400).step_by(37) {
-            set(db, t, id, vec![Assign::Set(2, Value::Text(note(id, v, 60).unwrap()))]);
+            set(
+                db,
+                t,
+                id,
+                vec![Assign::Set(2, Value::Text(note(id, v, 60).unwrap()))],
+            );
             let mut r = db.begin();
             r.get(t, &[Value::Integer(id)]).unwrap();
             r.commit().unwrap();
@@ -106,9 +115,19 @@ fn workload(db: &Database, checkpoint_midway: bool, probe: &dyn Fn(TableId)) -> 
     }
     // Small same-size updates: prefix/suffix compression of same-page updates.
     for id in (5..400).step_by(13) {
-        set(db, t, id, vec![Assign::Set(2, Value::Text(note(id, 7, 40).unwrap()))]);
+        set(
+            db,
+            t,
+            id,
+            vec![Assign::Set(2, Value::Text(note(id, 7, 40).unwrap()))],
+        );
         set(db, t, id, vec![Assign::Set(2, Value::Null)]);
-        set(db, t, id, vec![Assign::Set(2, Value::Text(note(id, 8, 40).unwrap()))]);
+        set(
+            db,
+            t,
+            id,
+            vec![Assign::Set(2, Value::Text(note(id, 8, 40).unwrap()))],
+        );
     }
     // Deletes.
     let mut tx = db.begin();
@@ -121,8 +140,12 @@ fn workload(db: &Database, checkpoint_midway: bool, probe: &dyn Fn(TableId)) -> 
     tx.insert(t, row(5000, 5000, note(5000, 0, 10))).unwrap();
     tx.update(t, &[Value::Integer(4)], &[Assign::Set(2, Value::Null)])
         .unwrap();
-    tx.update(t, &[Value::Integer(6)], &[Assign::Set(1, Value::Integer(-6))])
-        .unwrap();
+    tx.update(
+        t,
+        &[Value::Integer(6)],
+        &[Assign::Set(1, Value::Integer(-6))],
+    )
+    .unwrap();
     tx.delete(t, &[Value::Integer(8)]).unwrap();
     tx.abort().unwrap();
     // Reads set hint bits.
@@ -225,7 +248,10 @@ fn check(fillfactor: u8, full_page_writes: bool, checkpoint_midway: bool) {
         info::VACUUM,
         info::VISIBLE,
     ] {
-        assert!(seen.contains_key(&code), "no {code:#04x} record in {seen:?}");
+        assert!(
+            seen.contains_key(&code),
+            "no {code:#04x} record in {seen:?}"
+        );
     }
     let s = db.table_stats(t).unwrap();
     assert!(s.pages_pruned > 0 && s.n_tup_hot_upd > 0, "{s:?}");
@@ -265,17 +291,13 @@ fn record(info: u8, blocks: Vec<Vec<u8>>, main: Vec<u8>) -> WalRecord {
             .enumerate()
             .map(|(i, data)| BlockRef {
                 page: PageId::new(16384, i as u32),
-                will_init: info & heap_info_init() != 0 && i == 0,
+                will_init: info & info::INIT_PAGE != 0 && i == 0,
                 image: None,
                 data,
             })
             .collect(),
         main_data: main,
     }
-}
-
-fn heap_info_init() -> u8 {
-    info::INIT_PAGE
 }
 
 const CODES: [u8; 10] = [

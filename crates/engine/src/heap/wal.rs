@@ -55,6 +55,12 @@
 //!   when that is not the logged offset, so that PD_HAS_FREE_LINES comes out as on the
 //!   live page; PostgreSQL overwrites at the logged offset.
 //!
+//! # Writer fixes made with this module
+//! Redo could not rebuild two things the writers left out of their records: DELETE and
+//! UPDATE now log XLHL_KEYS_UPDATED in their infobits when they set HEAP_KEYS_UPDATED on
+//! the old tuple, and UPDATE logs XLH_UPDATE_PREFIX_FROM_OLD / SUFFIX_FROM_OLD in its flags
+//! (without them the block data of a compressed same-page update cannot be parsed).
+//!
 //! # Hardening
 //! Every length and offset is checked: bad bytes, a page that is not a heap page, an
 //! offset out of range or a line pointer in the wrong state give [`Error::Corrupted`]
@@ -102,7 +108,12 @@ impl<'a> Reader<'a> {
     fn bad(&self, why: &str) -> Error {
         corrupted(
             self.lsn,
-            &format!("{}: {why} (at byte {} of {})", self.what, self.at, self.b.len()),
+            &format!(
+                "{}: {why} (at byte {} of {})",
+                self.what,
+                self.at,
+                self.b.len()
+            ),
         )
     }
     fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
@@ -153,10 +164,7 @@ fn corrupted(lsn: u64, why: &str) -> Error {
 fn check_page(page: &[u8], lsn: u64) -> Result<()> {
     let bad = |why: String| Err(corrupted(lsn, &why));
     if page_type(page) != PAGE_TYPE_HEAP {
-        return bad(format!(
-            "page type {} is not a heap page",
-            page_type(page)
-        ));
+        return bad(format!("page type {} is not a heap page", page_type(page)));
     }
     let (lower, upper) = hole(page);
     let (lower, upper) = (lower as usize, upper as usize);
@@ -198,7 +206,10 @@ fn check_page(page: &[u8], lsn: u64) -> Result<()> {
 fn normal_item(page: &[u8], off: u16, lsn: u64) -> Result<ItemId> {
     let n = hp::max_offset(page);
     if off == 0 || off > n {
-        return Err(corrupted(lsn, &format!("offset {off} beyond {n} line pointers")));
+        return Err(corrupted(
+            lsn,
+            &format!("offset {off} beyond {n} line pointers"),
+        ));
     }
     let lp = hp::item_id(page, off, crate::page::PageId::new(0, 0))
         .map_err(|_| corrupted(lsn, "bad line pointer"))?;
@@ -308,7 +319,10 @@ fn mark_old(
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
     if rec.rmgr != rmgr::HEAP {
-        return Err(corrupted(lsn, &format!("rmgr {} is not the heap", rec.rmgr)));
+        return Err(corrupted(
+            lsn,
+            &format!("rmgr {} is not the heap", rec.rmgr),
+        ));
     }
     let block = rec
         .blocks
@@ -360,7 +374,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             };
             mark_old(page, off, xmax, tid, false, infobits, rec.xid, lsn)?;
         }
-        (info::UPDATE, _) | (info::HOT_UPDATE, 0) if b < 2 && !(init && base == info::HOT_UPDATE) => {
+        (info::UPDATE, _) | (info::HOT_UPDATE, 0)
+            if b < 2 && !(init && base == info::HOT_UPDATE) =>
+        {
             // heap_xlog_update
             let hot = base == info::HOT_UPDATE;
             let old_xmax = m.u32()?;
@@ -385,7 +401,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 // The old page of an update across pages.
                 check_page(page, lsn)?;
                 r.end()?;
-                mark_old(page, old_off, old_xmax, new_tid, false, infobits, rec.xid, lsn)?;
+                mark_old(
+                    page, old_off, old_xmax, new_tid, false, infobits, rec.xid, lsn,
+                )?;
             } else {
                 if init {
                     hp::init(page);
@@ -438,7 +456,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 }
                 add_tuple_at(page, new_off, &t, lsn)?;
                 if same_page {
-                    mark_old(page, old_off, old_xmax, new_tid, hot, infobits, rec.xid, lsn)?;
+                    mark_old(
+                        page, old_off, old_xmax, new_tid, hot, infobits, rec.xid, lsn,
+                    )?;
                 }
                 set_flags(page, flags(page) & !PD_ALL_VISIBLE);
             }
@@ -523,7 +543,10 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         (i, b) => {
             return Err(corrupted(
                 lsn,
-                &format!("unknown info {:#04x} or block {b}", i | (rec.info & info::INIT_PAGE)),
+                &format!(
+                    "unknown info {:#04x} or block {b}",
+                    i | (rec.info & info::INIT_PAGE)
+                ),
             ))
         }
     }
