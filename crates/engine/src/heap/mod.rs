@@ -44,7 +44,9 @@
 //! # Crash safety
 //! Every page change is WAL-logged through `buffer::log_change` (records below) and so
 //! carries full-page images by the foundation's rule. Hint bits are set without WAL, as
-//! PostgreSQL does with checksums off. Redo is issue 7.
+//! PostgreSQL does with checksums off. [`wal::redo_block`] replays one block of a record;
+//! [`wal`] lists what redo does not reproduce (hint bits, t_cid, pd_prune_xid,
+//! PD_PAGE_FULL) and [`wal::mask_unlogged`] hides it.
 //!
 //! # Documented differences from PostgreSQL
 //! - The free space map and visibility map live in memory; their forks' I/O is not counted.
@@ -62,6 +64,7 @@ mod tuple;
 mod vacuum;
 mod visibility;
 mod vm;
+pub mod wal;
 
 pub use fsm::FreeSpaceMap;
 pub use page::{maxalign, ItemId, LpState, PAGE_TYPE_HEAP};
@@ -90,7 +93,8 @@ pub mod info {
     pub const DELETE: u8 = 0x10;
     /// XLOG_HEAP_UPDATE: block 0 = new page (data: [prefix u16][suffix u16], xl_heap_header,
     /// tuple bytes from 23 minus prefix/suffix), block 1 = old page if different; main =
-    /// xl_heap_update (14 bytes).
+    /// xl_heap_update (14 bytes; its flags say whether prefix and suffix are present,
+    /// `wal::XLH_UPDATE_PREFIX_FROM_OLD` / `SUFFIX_FROM_OLD`).
     pub const UPDATE: u8 = 0x20;
     /// XLOG_HEAP_HOT_UPDATE: as UPDATE, one page.
     pub const HOT_UPDATE: u8 = 0x40;

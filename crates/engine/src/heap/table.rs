@@ -1081,8 +1081,9 @@ impl HeapTable {
         Ok(Ok((g, lp, row)))
     }
 
-    /// Marks the old tuple as replaced or deleted by `xid`.
-    fn set_old_xmax(t: &mut [u8], xid: Xid, ctid: Tid, hot: bool, keys_updated: bool) {
+    /// Marks the old tuple as replaced or deleted by `xid` (also what redo does,
+    /// `heap::wal`).
+    pub(super) fn set_old_xmax(t: &mut [u8], xid: Xid, ctid: Tid, hot: bool, keys_updated: bool) {
         ht::set_xmax(t, xid);
         let m = t.infomask()
             & !(ht::HEAP_XMAX_INVALID | ht::HEAP_XMAX_COMMITTED | ht::HEAP_XMAX_LOCK_ONLY);
@@ -1109,7 +1110,8 @@ impl HeapTable {
         let mut main = Vec::with_capacity(8);
         main.extend_from_slice(&ctx.xid.to_le_bytes());
         main.extend_from_slice(&tid.offset.to_le_bytes());
-        main.extend_from_slice(&[0, 0]);
+        // infobits: the delete set HEAP_KEYS_UPDATED (heapam.c `compute_infobits`).
+        main.extend_from_slice(&[super::wal::XLHL_KEYS_UPDATED, 0]);
         let rec = RecordBuilder::new(rmgr::HEAP, info::DELETE)
             .xid(ctx.xid)
             .block(g.page_id(), false, &[])
@@ -1121,14 +1123,15 @@ impl HeapTable {
 
     /// Same-page update record data with PostgreSQL's prefix/suffix compression
     /// (heapam.c `log_heap_update`: only when old and new share the page and the page needs
-    /// no full-page image; each of prefix and suffix only if at least 3 bytes).
+    /// no full-page image; each of prefix and suffix only if at least 3 bytes). Returns the
+    /// data and the xl_heap_update flags saying which of prefix and suffix it carries.
     fn update_block_data(
         &self,
         old: &[u8],
         new: &[u8],
         same_page: bool,
         page_needs_image: bool,
-    ) -> Vec<u8> {
+    ) -> (Vec<u8>, u8) {
         let (mut prefix, mut suffix) = (0usize, 0usize);
         let (od, nd) = (
             &old[(old[22] as usize).min(old.len())..],
@@ -1162,7 +1165,14 @@ impl HeapTable {
         let hoff = new[22] as usize;
         d.extend_from_slice(&new[ht::HEADER_BYTES..hoff.min(new.len())]);
         d.extend_from_slice(&nd[prefix..nd.len() - suffix]);
-        d
+        let mut flags = 0;
+        if prefix > 0 {
+            flags |= super::wal::XLH_UPDATE_PREFIX_FROM_OLD;
+        }
+        if suffix > 0 {
+            flags |= super::wal::XLH_UPDATE_SUFFIX_FROM_OLD;
+        }
+        (d, flags)
     }
 
     fn try_update(
@@ -1243,14 +1253,20 @@ impl HeapTable {
             set_prunable(g.data_mut(), ctx.xid);
             self.clear_all_visible(&mut g);
             let stored = hp::tuple(g.data(), nlp).to_vec();
-            let data = self.update_block_data(&old_t, &stored, true, needs_image);
+            let (data, flags) = self.update_block_data(&old_t, &stored, true, needs_image);
             let rec = RecordBuilder::new(
                 rmgr::HEAP,
                 if hot { info::HOT_UPDATE } else { info::UPDATE },
             )
             .xid(ctx.xid)
             .block(id, false, &data)
-            .main_data(&Self::update_main_data(ctx.xid, tid.offset, off));
+            .main_data(&Self::update_main_data(
+                ctx.xid,
+                tid.offset,
+                keys_updated,
+                flags,
+                off,
+            ));
             log_change(&self.wal, &rec, &mut [&mut g])?;
             drop(g);
             self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
@@ -1321,7 +1337,7 @@ impl HeapTable {
         self.clear_all_visible(&mut og);
         let stored = hp::tuple(ng.data(), nlp).to_vec();
         let init = new_page && off == 1;
-        let data = self.update_block_data(&old_t, &stored, false, true);
+        let (data, flags) = self.update_block_data(&old_t, &stored, false, true);
         let rec = RecordBuilder::new(
             rmgr::HEAP,
             info::UPDATE | if init { info::INIT_PAGE } else { 0 },
@@ -1329,7 +1345,13 @@ impl HeapTable {
         .xid(ctx.xid)
         .block(nid, init, &data)
         .block(id, false, &[])
-        .main_data(&Self::update_main_data(ctx.xid, tid.offset, off));
+        .main_data(&Self::update_main_data(
+            ctx.xid,
+            tid.offset,
+            keys_updated,
+            flags,
+            off,
+        ));
         log_change(&self.wal, &rec, &mut [&mut ng, &mut og])?;
         drop(ng);
         drop(og);
@@ -1339,12 +1361,24 @@ impl HeapTable {
     }
 
     /// xl_heap_update: old_xmax u32, old_offnum u16, old_infobits u8, flags u8, new_xmax u32,
-    /// new_offnum u16 (14 bytes).
-    fn update_main_data(xid: Xid, old_off: u16, new_off: u16) -> Vec<u8> {
+    /// new_offnum u16 (14 bytes). old_infobits carries XLHL_KEYS_UPDATED when the update
+    /// changed the key; flags the XLH_UPDATE_PREFIX/SUFFIX_FROM_OLD bits of the block data.
+    fn update_main_data(
+        xid: Xid,
+        old_off: u16,
+        keys_updated: bool,
+        flags: u8,
+        new_off: u16,
+    ) -> Vec<u8> {
         let mut m = Vec::with_capacity(14);
         m.extend_from_slice(&xid.to_le_bytes());
         m.extend_from_slice(&old_off.to_le_bytes());
-        m.extend_from_slice(&[0, 0]);
+        let infobits = if keys_updated {
+            super::wal::XLHL_KEYS_UPDATED
+        } else {
+            0
+        };
+        m.extend_from_slice(&[infobits, flags]);
         m.extend_from_slice(&0u32.to_le_bytes());
         m.extend_from_slice(&new_off.to_le_bytes());
         m
