@@ -35,6 +35,7 @@
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
 use crate::error::{Error, Result};
 use crate::page::{set_page_lsn, PageId};
+use crate::wal::data::DataReader;
 use crate::wal::WalRecord;
 
 /// `info` codes of [`rmgr::BTREE`](crate::wal::rmgr::BTREE) records; block data formats in
@@ -167,48 +168,18 @@ pub fn encode_split_main(g: Geometry, which: u8, separator: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A bounds-checked reader over record bytes.
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-    lsn: u64,
+/// The bounds-checked record reader, with the B+tree's own fields.
+type Reader<'a> = DataReader<'a>;
+
+/// Reads the B+tree's composite fields from a record part.
+trait BtreeFields<'a> {
+    /// `key_len u16 | value_len u16 | key | value`.
+    fn entry(&mut self) -> Result<(&'a [u8], &'a [u8])>;
+    /// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8`, validated.
+    fn geometry(&mut self) -> Result<Geometry>;
 }
 
-impl<'a> Reader<'a> {
-    fn new(b: &'a [u8], lsn: u64) -> Self {
-        Reader { b, at: 0, lsn }
-    }
-    fn bad(&self, what: &str) -> Error {
-        Error::Corrupted {
-            what: format!(
-                "B+tree WAL record at {}: {what} (at byte {} of {})",
-                crate::wal::Lsn(self.lsn),
-                self.at,
-                self.b.len()
-            ),
-        }
-    }
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| self.bad("block data too short"))?;
-        let s = &self.b[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.bytes(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16> {
-        let s = self.bytes(2)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
-    }
-    fn u32(&mut self) -> Result<u32> {
-        let s = self.bytes(4)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
+impl<'a> BtreeFields<'a> for DataReader<'a> {
     fn entry(&mut self) -> Result<(&'a [u8], &'a [u8])> {
         let k = self.u16()? as usize;
         let v = self.u16()? as usize;
@@ -224,13 +195,11 @@ impl<'a> Reader<'a> {
         g.validate().map_err(|_| self.bad("impossible geometry"))?;
         Ok(g)
     }
-    fn end(&self) -> Result<()> {
-        if self.at == self.b.len() {
-            Ok(())
-        } else {
-            Err(self.bad("trailing bytes"))
-        }
-    }
+}
+
+/// A reader over part of the B+tree record at `lsn`.
+fn reader(b: &[u8], lsn: u64) -> Reader<'_> {
+    DataReader::new(b, lsn, "B+tree WAL record")
 }
 
 /// A decoded `node_image`.
@@ -240,7 +209,7 @@ pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 ///
 /// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
 pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
-    let mut r = Reader::new(b, lsn);
+    let mut r = reader(b, lsn);
     let h = NodeHeader {
         level: r.u16()?,
         flags: r.u16()?,
@@ -260,7 +229,7 @@ pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
 ///
 /// Errors: [`Error::Corrupted`] naming the record's LSN.
 pub fn decode_split_main(b: &[u8], lsn: u64) -> Result<(Geometry, u8, &[u8])> {
-    let mut r = Reader::new(b, lsn);
+    let mut r = reader(b, lsn);
     let g = r.geometry()?;
     let which = r.u8()?;
     let n = r.u16()? as usize;
@@ -292,7 +261,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         ),
     })?;
     let id = block.page;
-    let mut r = Reader::new(&block.data, lsn);
+    let mut r = reader(&block.data, lsn);
     if page.len() < crate::page::PAGE_HEADER_BYTES + node::SPECIAL_BYTES + 64 {
         return Err(r.bad(&format!("page buffer of {} bytes", page.len())));
     }
@@ -390,12 +359,12 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             }
         }
         (info::BUILD, 0) => {
-            let g = Reader::new(&rec.main_data, lsn).geometry()?;
+            let g = reader(&rec.main_data, lsn).geometry()?;
             let (h, entries) = decode_node(&block.data, lsn)?;
             node::build(page, id, g, h, &entries)?;
         }
         (info::NEWROOT, 0) => {
-            let g = Reader::new(&rec.main_data, lsn).geometry()?;
+            let g = reader(&rec.main_data, lsn).geometry()?;
             let (h, entries) = decode_node(&block.data, lsn)?;
             node::build(page, id, g, h, &entries)?;
         }

@@ -73,6 +73,7 @@ use super::tuple::{self as ht, HeaderRead, Tid};
 use super::{info, PAGE_TYPE_HEAP};
 use crate::error::{Error, Result};
 use crate::page::{flags, hole, page_type, set_aux, set_flags, set_page_lsn, PAGE_HEADER_BYTES};
+use crate::wal::data::DataReader;
 use crate::wal::{rmgr, Lsn, WalRecord};
 
 /// xl_heap_delete / xl_heap_update infobits: the tuple's HEAP_KEYS_UPDATED is set
@@ -87,69 +88,6 @@ pub const XLH_UPDATE_SUFFIX_FROM_OLD: u8 = 1 << 6;
 
 /// Bytes of xl_heap_header.
 const XL_HEAP_HEADER_BYTES: usize = 5;
-
-/// A bounds-checked reader over record bytes.
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-    lsn: u64,
-    what: &'static str,
-}
-
-impl<'a> Reader<'a> {
-    fn new(b: &'a [u8], lsn: u64, what: &'static str) -> Self {
-        Reader {
-            b,
-            at: 0,
-            lsn,
-            what,
-        }
-    }
-    fn bad(&self, why: &str) -> Error {
-        corrupted(
-            self.lsn,
-            &format!(
-                "{}: {why} (at byte {} of {})",
-                self.what,
-                self.at,
-                self.b.len()
-            ),
-        )
-    }
-    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.b.len())
-            .ok_or_else(|| self.bad("too short"))?;
-        let s = &self.b[self.at..end];
-        self.at = end;
-        Ok(s)
-    }
-    fn rest(&mut self) -> &'a [u8] {
-        let s = &self.b[self.at..];
-        self.at = self.b.len();
-        s
-    }
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.bytes(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16> {
-        let s = self.bytes(2)?;
-        Ok(u16::from_le_bytes([s[0], s[1]]))
-    }
-    fn u32(&mut self) -> Result<u32> {
-        let s = self.bytes(4)?;
-        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    fn end(&self) -> Result<()> {
-        if self.at == self.b.len() {
-            Ok(())
-        } else {
-            Err(self.bad("trailing bytes"))
-        }
-    }
-}
 
 fn corrupted(lsn: u64, why: &str) -> Error {
     Error::Corrupted {
@@ -336,8 +274,8 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     }
     let init = rec.info & info::INIT_PAGE != 0;
     let base = rec.info & !info::INIT_PAGE;
-    let mut r = Reader::new(&block.data, lsn, "block data");
-    let mut m = Reader::new(&rec.main_data, lsn, "main data");
+    let mut r = DataReader::new(&block.data, lsn, "heap WAL record (block data)");
+    let mut m = DataReader::new(&rec.main_data, lsn, "heap WAL record (main data)");
     match (base, b) {
         (info::INSERT, 0) => {
             // heap_xlog_insert
@@ -514,7 +452,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             }
             let n = hp::max_offset(page);
             let mut offs = Vec::with_capacity(block.data.len() / 2);
-            while r.at < block.data.len() {
+            while !r.is_empty() {
                 let o = r.u16()?;
                 if o == 0 || o > n {
                     return Err(r.bad(&format!("offset {o} beyond {n} line pointers")));

@@ -43,6 +43,7 @@
 //! length or CRC is invalid, which is the end of the WAL (PostgreSQL `ReadRecord`).
 
 mod control;
+pub(crate) mod data;
 mod record;
 
 pub use control::ControlFile;
