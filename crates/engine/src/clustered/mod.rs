@@ -65,6 +65,7 @@
 pub mod rseg;
 mod table;
 mod undo;
+pub mod undo_wal;
 
 pub use rseg::PAGE_TYPE_RSEG;
 pub use table::{ClusteredTable, RowCtx};

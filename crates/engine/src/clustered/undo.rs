@@ -130,7 +130,7 @@ const SEG_SLOT: usize = PAGE_HEADER_BYTES + 6;
 const SEG_N_PAGES: usize = PAGE_HEADER_BYTES + 8;
 const SEG_LAST_PAGE: usize = PAGE_HEADER_BYTES + 12;
 /// Where the first log header of a segment's first page starts.
-const SEG_FIRST_LOG: usize = PAGE_HEADER_BYTES + SEG_HEADER_BYTES;
+pub(super) const SEG_FIRST_LOG: usize = PAGE_HEADER_BYTES + SEG_HEADER_BYTES;
 
 const LOG_TRX_ID: usize = 0;
 const LOG_TRX_NO: usize = 8;
@@ -160,7 +160,9 @@ pub mod info {
     /// Fields written on one or more pages in one mini-transaction (segment and log headers,
     /// rollback segment header slots and history list): each block's data is a sequence of
     /// (offset u16, length u16, bytes); a will_init block is first formatted as an empty
-    /// undo page, a segment's first page (mtr_t::write / memcpy / memset records).
+    /// undo page whose records start after the common header (a segment's first page then
+    /// writes its segment header and free pointer in the same block; a later page of a
+    /// segment has empty data) (mtr_t::write / memcpy / memset records).
     pub const WRITE: u8 = 0x20;
     /// A rollback segment header page was created (will_init): data = rollback segment id
     /// (trx_rseg_header_create).
@@ -440,7 +442,7 @@ fn put(g: &mut WritePageGuard<'_>, log: &mut Vec<u8>, off: usize, bytes: &[u8]) 
 }
 
 /// Formats an empty undo page; a segment's first page keeps room for the segment header.
-fn format_undo_page(p: &mut [u8], first: bool) {
+pub(super) fn format_undo_page(p: &mut [u8], first: bool) {
     init_page(p, PAGE_TYPE_UNDO, 0);
     let len = p.len() as u16;
     let lower = if first {

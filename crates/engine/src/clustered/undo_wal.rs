@@ -1,0 +1,205 @@
+//! Redo of the undo space's WAL records ([`rmgr::UNDO`](crate::wal::rmgr::UNDO), info codes
+//! in [`info`]): one block of one record applied to an undo page or a rollback segment header
+//! page, as MariaDB 10.11 storage/innobase/log/log0recv.cc applies its page records
+//! (`log_phys_t::apply`: `INIT_PAGE`, `WRITE`, `MEMSET`, `MEMMOVE`) and as MariaDB 10.2
+//! trx0rec.cc `trx_undo_parse_add_undo_rec` applied MLOG_UNDO_INSERT. Page formats: `undo`
+//! (trx0undo.cc) and `rseg` (trx0rseg.cc).
+//!
+//! Block data formats (integers little-endian; records have no main data):
+//! ```text
+//! write = offset u16 | length u16 | length bytes
+//! ```
+//! | info | blocks and their data | redo (log0recv.cc counterpart) |
+//! |------|-----------------------|--------------------------------|
+//! | APPEND (0x10) | 0: undo page, `offset u16 \| undo record bytes` | the bytes at `offset`, which must be the page's free pointer (TRX_UNDO_PAGE_FREE = `lower`); `lower` += their length (MLOG_UNDO_INSERT) |
+//! | WRITE (0x20) | each: an undo or rollback segment header page, `write*` | a will_init block is first formatted as an empty undo page (`INIT_PAGE`, `trx_undo_page_init`); then each write copies its bytes (`WRITE`; mvcclab logs MEMSET and MEMMOVE changes as plain writes) |
+//! | RSEG_INIT (0x30) | 0: will_init, `rseg id u8` | the page formatted as an empty rollback segment header (`trx_rseg_header_create`) |
+//!
+//! A segment's first page (WRITE, will_init) is formatted like any other undo page and then
+//! gets its segment header, first log header and free pointer from the block's writes, so
+//! one format serves both (`undo::format_undo_page(_, true)` only differs in the free
+//! pointer, which the writer logs). Every redone block sets the page LSN to the record's
+//! end LSN.
+//!
+//! # What redo does not reproduce
+//! Only the free space of an undo page, bytes `lower..upper` (past TRX_UNDO_PAGE_FREE),
+//! which nobody reads: a cached insert segment starts over at its first log
+//! (`trx_undo_insert_header_reuse`) and keeps the old records' bytes past the new free
+//! pointer, and a full-page image leaves its hole out (restored as zeros). Every change to
+//! bytes below `lower` and to the page header fields but the checksum and identity (stamped
+//! only on write copies) is logged.
+//!
+//! # Hardening
+//! Every offset and length is checked: bad bytes, a block that is not will_init on a page
+//! of the wrong type, a write outside the page or into the page LSN, checksum or identity,
+//! or an append that is not at the free pointer or does not fit give
+//! [`Error::Corrupted`] naming the record's LSN, never a panic.
+
+use super::rseg::{self, PAGE_TYPE_RSEG};
+use super::undo::{format_undo_page, PAGE_TYPE_UNDO};
+use crate::error::{Error, Result};
+use crate::page::{hole, page_type, set_hole, set_page_lsn, OFF_LOWER, PAGE_HEADER_BYTES};
+use crate::wal::data::DataReader;
+use crate::wal::{rmgr, Lsn, WalRecord};
+
+pub use super::undo::info;
+
+fn corrupted(lsn: u64, why: &str) -> Error {
+    Error::Corrupted {
+        what: format!("undo WAL record at {}: {why}", Lsn(lsn)),
+    }
+}
+
+/// Applies block `b` of `rec` (an [`rmgr::UNDO`] record) to `page` and sets its page LSN to
+/// `rec.end_lsn`.
+///
+/// Errors: [`Error::Corrupted`] (naming the record's LSN) for a record of another resource
+/// manager, an unknown info code, a missing block, bad block data or a page the record
+/// cannot apply to; never a panic.
+pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
+    let lsn = rec.lsn;
+    if rec.rmgr != rmgr::UNDO {
+        return Err(corrupted(
+            lsn,
+            &format!("rmgr {} is not the undo log", rec.rmgr),
+        ));
+    }
+    let block = rec
+        .blocks
+        .get(b)
+        .ok_or_else(|| corrupted(lsn, &format!("no block {b}")))?;
+    if page.len() < 256 || page.len() > 1 << 15 {
+        return Err(corrupted(
+            lsn,
+            &format!("page buffer of {} bytes", page.len()),
+        ));
+    }
+    if !rec.main_data.is_empty() {
+        return Err(corrupted(lsn, "main data on an undo record"));
+    }
+    let mut r = DataReader::new(&block.data, lsn, "undo WAL record (block data)");
+    match rec.info {
+        info::RSEG_INIT if b == 0 && block.will_init => {
+            // trx_rseg_header_create: the id names the segment, the page does not hold it.
+            let _id = r.u8()?;
+            r.end()?;
+            rseg::init(page);
+        }
+        info::WRITE => {
+            if block.will_init {
+                // INIT_PAGE (trx_undo_page_init).
+                format_undo_page(page, false);
+            } else {
+                let t = page_type(page);
+                if t != PAGE_TYPE_UNDO && t != PAGE_TYPE_RSEG {
+                    return Err(r.bad(&format!("page type {t} is not an undo page")));
+                }
+            }
+            while !r.is_empty() {
+                // WRITE (mtr_t::write, mtr_t::memcpy).
+                let off = r.u16()? as usize;
+                let len = r.u16()? as usize;
+                let bytes = r.bytes(len)?;
+                if off < OFF_LOWER || off + len > page.len() {
+                    return Err(r.bad(&format!("write of {len} bytes at {off}")));
+                }
+                page[off..off + len].copy_from_slice(bytes);
+            }
+        }
+        info::APPEND if b == 0 && !block.will_init => {
+            // MLOG_UNDO_INSERT (trx_undo_parse_add_undo_rec): at TRX_UNDO_PAGE_FREE.
+            if page_type(page) != PAGE_TYPE_UNDO {
+                return Err(r.bad(&format!(
+                    "page type {} is not an undo page",
+                    page_type(page)
+                )));
+            }
+            let off = r.u16()? as usize;
+            let bytes = r.rest();
+            let (lower, upper) = hole(page);
+            let (lower, upper) = (lower as usize, upper as usize);
+            if lower < PAGE_HEADER_BYTES || lower > upper || upper > page.len() {
+                return Err(corrupted(lsn, &format!("bad free space {lower}..{upper}")));
+            }
+            if bytes.is_empty() || off != lower || off + bytes.len() > upper {
+                return Err(corrupted(
+                    lsn,
+                    &format!(
+                        "append of {} bytes at {off}, free space {lower}..{upper}",
+                        bytes.len()
+                    ),
+                ));
+            }
+            page[off..off + bytes.len()].copy_from_slice(bytes);
+            set_hole(page, (off + bytes.len()) as u16, upper as u16);
+        }
+        i => {
+            return Err(corrupted(
+                lsn,
+                &format!(
+                    "info {i:#04x} block {b} (will_init {}) is not an undo redo",
+                    block.will_init
+                ),
+            ))
+        }
+    }
+    set_page_lsn(page, rec.end_lsn);
+    Ok(())
+}
+
+/// Zeroes what redo does not reproduce (see the module doc): on an undo page, its free
+/// space `lower..upper`; the page LSN, checksum and identity are left as they are.
+pub fn mask_unlogged(page: &mut [u8]) {
+    if page_type(page) != PAGE_TYPE_UNDO {
+        return;
+    }
+    let (lower, upper) = hole(page);
+    let (lower, upper) = (lower as usize, (upper as usize).min(page.len()));
+    if lower < upper {
+        page[lower..upper].fill(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PageId;
+    use crate::wal::BlockRef;
+
+    fn rec(info: u8, will_init: bool, data: Vec<u8>) -> WalRecord {
+        WalRecord {
+            lsn: 0x2000,
+            end_lsn: 0x2040,
+            prev_lsn: 0,
+            xid: 0,
+            rmgr: rmgr::UNDO,
+            info,
+            blocks: vec![BlockRef {
+                page: PageId::new(1, 4),
+                will_init,
+                image: None,
+                data,
+            }],
+            main_data: vec![],
+        }
+    }
+
+    #[test]
+    fn init_write_and_append_build_an_undo_page() {
+        let mut p = vec![0u8; 8192];
+        let mut w = (OFF_LOWER as u16).to_le_bytes().to_vec();
+        w.extend_from_slice(&2u16.to_le_bytes());
+        w.extend_from_slice(&100u16.to_le_bytes());
+        redo_block(&rec(info::WRITE, true, w), 0, &mut p).unwrap();
+        assert_eq!(hole(&p), (100, 8192));
+        let mut a = 100u16.to_le_bytes().to_vec();
+        a.extend_from_slice(&[7; 30]);
+        redo_block(&rec(info::APPEND, false, a.clone()), 0, &mut p).unwrap();
+        assert_eq!(hole(&p), (130, 8192));
+        assert_eq!(&p[100..130], &[7; 30]);
+        assert_eq!(crate::page::page_lsn(&p), 0x2040);
+        // The same append again is not at the free pointer.
+        let e = redo_block(&rec(info::APPEND, false, a), 0, &mut p).unwrap_err();
+        assert!(e.to_string().contains(&Lsn(0x2000).to_string()), "{e}");
+    }
+}
