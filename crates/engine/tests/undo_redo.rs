@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use mvcclab_engine::catalog::Value;
 use mvcclab_engine::clustered::undo_wal::{self, info};
 use mvcclab_engine::clustered::{PAGE_TYPE_RSEG, PAGE_TYPE_UNDO};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
@@ -13,7 +14,6 @@ use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::error::Error;
 use mvcclab_engine::page::{hole, page_type, set_page_lsn, PageId};
 use mvcclab_engine::storage::{StorageConfig, TornPageProtection};
-use mvcclab_engine::catalog::Value;
 use mvcclab_engine::wal::{rmgr, BlockRef, Lsn, WalRecord, FIRST_LSN};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -87,7 +87,10 @@ fn workload(db: &Database, checkpoint_midway: bool) -> TableId {
                 db,
                 t,
                 id,
-                vec![Assign::Set(2, Value::Text(format!("v{v}-{}", "x".repeat(v as usize % 90))))],
+                vec![Assign::Set(
+                    2,
+                    Value::Text(format!("v{v}-{}", "x".repeat(v as usize % 90))),
+                )],
             );
         }
         if v == 150 && checkpoint_midway {
@@ -175,7 +178,10 @@ fn assert_undo_redo_rebuilds(db: &Database) -> (HashMap<(u8, bool), usize>, usiz
     let mut seen: HashMap<(u8, bool), usize> = HashMap::new();
     for r in recs.iter().filter(|r| r.rmgr == rmgr::UNDO) {
         for (b, blk) in r.blocks.iter().enumerate() {
-            assert_eq!(blk.page.rel, rel, "UNDO records name only the undo relation");
+            assert_eq!(
+                blk.page.rel, rel,
+                "UNDO records name only the undo relation"
+            );
             *seen.entry((r.info, blk.will_init)).or_default() += 1;
             let p = pages
                 .entry(blk.page.block)
@@ -240,7 +246,10 @@ fn check(torn_page_protection: TornPageProtection, checkpoint_midway: bool) {
         assert!(seen.contains_key(&k), "no {k:?} in {seen:?}");
     }
     if torn_page_protection == TornPageProtection::FullPageWrites && checkpoint_midway {
-        assert!(seen.contains_key(&(0xFF, false)), "no full-page image: {seen:?}");
+        assert!(
+            seen.contains_key(&(0xFF, false)),
+            "no full-page image: {seen:?}"
+        );
     }
     let rsegs = DesignConfig::innodb().rollback_segments as u64;
     let c = db.engine_counters();
@@ -322,8 +331,12 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
     w.extend_from_slice(&8u16.to_le_bytes());
     w.extend_from_slice(&[9; 8]);
     let mut q = p.clone();
-    undo_wal::redo_block(&record(info::WRITE, false, vec![w.clone()], vec![]), 0, &mut q)
-        .unwrap();
+    undo_wal::redo_block(
+        &record(info::WRITE, false, vec![w.clone()], vec![]),
+        0,
+        &mut q,
+    )
+    .unwrap();
     assert_eq!(&q[100..108], &[9; 8]);
     assert_eq!(mvcclab_engine::page::page_lsn(&q), 0x4400);
     for n in 1..w.len() {
@@ -334,16 +347,24 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
     // An append at the free pointer applies; truncated, it is Corrupted.
     let mut a = 122u16.to_le_bytes().to_vec();
     a.extend_from_slice(&[6; 10]);
-    undo_wal::redo_block(&record(info::APPEND, false, vec![a.clone()], vec![]), 0, &mut p.clone())
-        .unwrap();
+    undo_wal::redo_block(
+        &record(info::APPEND, false, vec![a.clone()], vec![]),
+        0,
+        &mut p.clone(),
+    )
+    .unwrap();
     for n in 0..3 {
         let rec = record(info::APPEND, false, vec![a[..n].to_vec()], vec![]);
         assert!(undo_wal::redo_block(&rec, 0, &mut p.clone()).is_err());
     }
     // RSEG_INIT takes one byte, and only as a will_init block.
     let mut z = vec![0u8; 16384];
-    undo_wal::redo_block(&record(info::RSEG_INIT, true, vec![vec![3]], vec![]), 0, &mut z)
-        .unwrap();
+    undo_wal::redo_block(
+        &record(info::RSEG_INIT, true, vec![vec![3]], vec![]),
+        0,
+        &mut z,
+    )
+    .unwrap();
     assert_eq!(page_type(&z), PAGE_TYPE_RSEG);
     for (init, data) in [(true, vec![]), (true, vec![3, 4]), (false, vec![3])] {
         let rec = record(info::RSEG_INIT, init, vec![data], vec![]);

@@ -96,7 +96,8 @@
 //!
 //! # Crash safety
 //! Every change to a rollback segment header or an undo page is WAL-logged (UNDO records:
-//! `APPEND`, `WRITE`, `RSEG_INIT`) before the page can be written. A crash can
+//! `APPEND`, `WRITE`, `RSEG_INIT`) before the page can be written; `undo_wal::redo_block`
+//! replays them (block formats and what redo does not reproduce: see `undo_wal`). A crash can
 //! leak undo pages whose segment was being freed (as MariaDB's `trx_purge_free_segment`
 //! notes); the in-memory caches and history lists are rebuilt from the headers by recovery
 //! (a later issue).
