@@ -2,6 +2,7 @@
 //! zero pages rebuilds the live pages, up to what redo cannot reproduce
 //! (`heap::wal::mask_unlogged`); and bad record bytes give `Error::Corrupted`, never a panic.
 
+mod common;
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
@@ -313,19 +314,6 @@ const CODES: [u8; 10] = [
     info::VISIBLE,
 ];
 
-fn assert_ok_or_corrupted(rec: &WalRecord, page: &[u8]) {
-    for b in 0..rec.blocks.len().max(1) + 1 {
-        let mut p = page.to_vec();
-        match heap_wal::redo_block(rec, b, &mut p) {
-            Ok(()) => {}
-            Err(Error::Corrupted { what }) => {
-                assert!(what.contains(&Lsn(rec.lsn).to_string()), "{what}")
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-}
-
 #[test]
 fn well_formed_records_apply_and_truncations_are_corrupted() {
     let p = sample_page();
@@ -387,10 +375,10 @@ proptest! {
         }
         let blocks = if two_blocks { vec![data, data2] } else { vec![data] };
         let rec = record(CODES[code], blocks, main);
-        assert_ok_or_corrupted(&rec, &p);
+        common::assert_redo_ok_or_corrupted(heap_wal::redo_block, &rec, &p);
         // And on a page of garbage.
         let mut g = p.clone();
         for (i, b) in g.iter_mut().enumerate().skip(20).take(200) { *b = (i as u8).wrapping_mul(37); }
-        assert_ok_or_corrupted(&rec, &g);
+        common::assert_redo_ok_or_corrupted(heap_wal::redo_block, &rec, &g);
     }
 }

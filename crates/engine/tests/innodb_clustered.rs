@@ -398,20 +398,6 @@ fn rseg_of_row(db: &Database, t: TableId, id: i32) -> u8 {
     split_roll_ptr(decode_compact_record(&def, &rec).unwrap().roll_ptr).1
 }
 
-/// The undo relation: the one whose block 0 is a rollback segment header.
-fn undo_relation(db: &Database) -> u32 {
-    let pool = db.storage().pool();
-    db.storage()
-        .store()
-        .relations()
-        .into_iter()
-        .find(|&rel| {
-            db.storage().store().n_blocks(rel).unwrap() > 0
-                && page_type(pool.fetch_read(PageId::new(rel, 0)).unwrap().data()) == PAGE_TYPE_RSEG
-        })
-        .expect("an undo relation")
-}
-
 #[test]
 fn update_transactions_take_the_128_rollback_segments_in_turn_and_write_every_header() {
     let db = open_db(DesignConfig::innodb(), 1024);

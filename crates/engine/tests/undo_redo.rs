@@ -38,19 +38,6 @@ fn open(torn_page_protection: TornPageProtection) -> Database {
     Database::open(cfg).expect("open database")
 }
 
-fn undo_relation(db: &Database) -> u32 {
-    let pool = db.storage().pool();
-    db.storage()
-        .store()
-        .relations()
-        .into_iter()
-        .find(|&rel| {
-            db.storage().store().n_blocks(rel).unwrap() > 0
-                && page_type(pool.fetch_read(PageId::new(rel, 0)).unwrap().data()) == PAGE_TYPE_RSEG
-        })
-        .expect("an undo relation")
-}
-
 fn sbrow(id: i32, c: &str) -> Vec<Value> {
     vec![
         Value::Integer(id),
@@ -310,19 +297,6 @@ fn sample_page() -> Vec<u8> {
     p
 }
 
-fn assert_ok_or_corrupted(rec: &WalRecord, page: &[u8]) {
-    for b in 0..rec.blocks.len() + 1 {
-        let mut p = page.to_vec();
-        match undo_wal::redo_block(rec, b, &mut p) {
-            Ok(()) => {}
-            Err(Error::Corrupted { what }) => {
-                assert!(what.contains(&Lsn(rec.lsn).to_string()), "{what}")
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
-}
-
 #[test]
 fn well_formed_records_apply_and_truncations_are_corrupted() {
     let p = sample_page();
@@ -411,11 +385,11 @@ proptest! {
         let blocks = if two_blocks { vec![data, data2] } else { vec![data] };
         let (c, init) = CODES[code];
         let rec = record(c, init, blocks, main);
-        assert_ok_or_corrupted(&rec, &p);
+        assert_redo_ok_or_corrupted(undo_wal::redo_block, &rec, &p);
         // And on a page of garbage, and on a zero page.
         let mut g = p.clone();
         for (i, b) in g.iter_mut().enumerate().skip(20).take(200) { *b = (i as u8).wrapping_mul(37); }
-        assert_ok_or_corrupted(&rec, &g);
-        assert_ok_or_corrupted(&rec, &vec![0u8; 16384]);
+        assert_redo_ok_or_corrupted(undo_wal::redo_block, &rec, &g);
+        assert_redo_ok_or_corrupted(undo_wal::redo_block, &rec, &vec![0u8; 16384]);
     }
 }

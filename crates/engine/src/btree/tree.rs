@@ -875,18 +875,16 @@ impl BTree {
         let op = {
             let n = self.node(g.data(), id, Some(0))?;
             let suffix = table.tid_suffix_bytes();
-            let prefix = |k: &'_ [u8]| -> Vec<u8> { k[..k.len().saturating_sub(suffix)].to_vec() };
-            let keys: Vec<Vec<u8>> = (0..n.len())
-                .map(|i| n.key(i).map(|k| k.to_vec()))
-                .collect::<Result<_>>()?;
+            let prefix_len = |k: &[u8]| k.len().saturating_sub(suffix);
+            let same = |a: &[u8], b: &[u8]| a[..prefix_len(a)] == b[..prefix_len(b)];
+            let keys: Vec<&[u8]> = (0..n.len()).map(|i| n.key(i)).collect::<Result<_>>()?;
             let mut candidates = Vec::with_capacity(keys.len());
-            for (i, k) in keys.iter().enumerate() {
-                let p = prefix(k);
-                let promising = (i > 0 && prefix(&keys[i - 1]) == p)
-                    || (i + 1 < keys.len() && prefix(&keys[i + 1]) == p);
+            for (i, &k) in keys.iter().enumerate() {
+                let promising =
+                    (i > 0 && same(keys[i - 1], k)) || (i + 1 < keys.len() && same(keys[i + 1], k));
                 candidates.push(DeleteCandidate {
                     slot: i,
-                    key: k.clone(),
+                    key: k.to_vec(),
                     known_dead: false,
                     promising,
                     space_bytes: n.entry_space(i)?,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::page::{page_lsn, PageId, PageStore};
 use crate::stats::{Metric, Stats};
 use crate::wal::{Lsn, Wal};
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -547,16 +547,8 @@ impl BufferPool {
                 continue;
             };
             let part = self.partition(id);
-            {
-                let t = part.lock();
-                if t.get(&id) != Some(&f)
-                    || fr
-                        .pins
-                        .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_err()
-                {
-                    continue;
-                }
+            if !self.pin_if_mapped(&part.lock(), f, id) {
+                continue;
             }
             if fr.dirty.load(Ordering::Acquire) {
                 // The evicting thread may hold other content locks: take the victim's only
@@ -567,14 +559,9 @@ impl BufferPool {
                     return Err(e);
                 }
             }
-            let mut t = part.lock();
+            let t = part.lock();
             if fr.pins.load(Ordering::Acquire) == 1 && !fr.dirty.load(Ordering::Acquire) {
-                t.remove(&id);
-                fr.page.store(NO_PAGE, Ordering::Release);
-                fr.valid.store(false, Ordering::Release);
-                drop(t);
-                self.replacer.removed(f);
-                self.stats.add(Metric::buffer_evictions, 1);
+                self.unmap_evicted(t, f, id);
                 return Ok(f);
             }
             drop(t);
@@ -798,27 +785,44 @@ impl BufferPool {
             return false;
         };
         let part = self.partition(id);
-        let mut t = part.lock();
-        if t.get(&id) != Some(&f)
-            || fr
-                .pins
-                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
-                .is_err()
-        {
+        let t = part.lock();
+        if !self.pin_if_mapped(&t, f, id) {
             return false;
         }
         if fr.dirty.load(Ordering::Acquire) {
             fr.pins.fetch_sub(1, Ordering::AcqRel);
             return false;
         }
+        self.unmap_evicted(t, f, id);
+        self.unpin(f);
+        true
+    }
+
+    /// Pins victim frame `f` once if, per its partition's table `t` (locked by the caller),
+    /// it still holds page `id` and nobody has it pinned.
+    fn pin_if_mapped(&self, t: &HashMap<PageId, FrameId>, f: FrameId, id: PageId) -> bool {
+        t.get(&id) == Some(&f)
+            && self.frames[f]
+                .pins
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Takes clean frame `f`, pinned once by the caller, away from page `id` under its
+    /// partition lock `t` (released here), and counts an eviction.
+    fn unmap_evicted(
+        &self,
+        mut t: MutexGuard<'_, HashMap<PageId, FrameId>>,
+        f: FrameId,
+        id: PageId,
+    ) {
+        let fr = &self.frames[f];
         t.remove(&id);
         fr.page.store(NO_PAGE, Ordering::Release);
         fr.valid.store(false, Ordering::Release);
         drop(t);
         self.replacer.removed(f);
         self.stats.add(Metric::buffer_evictions, 1);
-        self.unpin(f);
-        true
     }
 
     /// Takes the set of relation files written since the last call without a sync (the

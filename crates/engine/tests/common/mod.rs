@@ -74,3 +74,42 @@ pub fn sbtest_def(name: &str) -> TableDef {
         ..TableDef::sbtest(1)
     }
 }
+
+use mvcclab_engine::clustered::PAGE_TYPE_RSEG;
+use mvcclab_engine::page::{page_type, PageId};
+use mvcclab_engine::wal::WalRecord;
+
+/// The undo relation of an innodb database: the one whose block 0 is a rollback segment
+/// header.
+pub fn undo_relation(db: &Database) -> u32 {
+    let pool = db.storage().pool();
+    db.storage()
+        .store()
+        .relations()
+        .into_iter()
+        .find(|&rel| {
+            db.storage().store().n_blocks(rel).unwrap() > 0
+                && page_type(pool.fetch_read(PageId::new(rel, 0)).unwrap().data()) == PAGE_TYPE_RSEG
+        })
+        .expect("an undo relation")
+}
+
+/// Runs `redo` for every block of `rec` and one past the end (at least blocks 0 and 1) on
+/// a copy of `page`: each must succeed or give `Error::Corrupted` naming the record's LSN,
+/// never another error or a panic.
+pub fn assert_redo_ok_or_corrupted(
+    redo: fn(&WalRecord, usize, &mut [u8]) -> mvcclab_engine::Result<()>,
+    rec: &WalRecord,
+    page: &[u8],
+) {
+    for b in 0..rec.blocks.len().max(1) + 1 {
+        let mut p = page.to_vec();
+        match redo(rec, b, &mut p) {
+            Ok(()) => {}
+            Err(mvcclab_engine::Error::Corrupted { what }) => {
+                assert!(what.contains(&Lsn(rec.lsn).to_string()), "{what}")
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
