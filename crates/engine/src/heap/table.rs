@@ -466,15 +466,16 @@ impl HeapTable {
         root: Tid,
         horizon: &Horizon<'_>,
     ) -> Result<(Option<Version>, bool)> {
-        let members = self.chain(ctx.tm, root)?;
-        for (tid, t) in &members {
+        let mut members = self.chain(ctx.tm, root)?;
+        for i in 0..members.len() {
+            let (tid, t) = &members[i];
             self.counters
                 .versions_traversed
                 .fetch_add(1, Ordering::Relaxed);
             let (visible, hints) = satisfies_mvcc(t, ctx.snapshot, ctx.xid, ctx.tm);
             self.set_hints(tid.block, tid.offset, t.xmin(), t.xmax(), hints)?;
             if visible {
-                return Ok((Some((*tid, t.clone())), false));
+                return Ok((Some(members.swap_remove(i)), false));
             }
         }
         Ok((None, Self::all_dead(&members, horizon)))
