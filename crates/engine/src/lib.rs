@@ -18,6 +18,7 @@ pub mod error;
 pub mod heap;
 pub mod mvcc;
 pub mod page;
+pub mod recovery;
 pub mod stats;
 pub mod stop;
 pub mod storage;

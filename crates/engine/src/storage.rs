@@ -253,6 +253,46 @@ impl StorageSnapshot {
     }
 }
 
+/// What an engine keeps outside the buffer pool and must make durable at each checkpoint
+/// (PostgreSQL's `CheckPointGuts`: the clog's SLRU pages, `CheckPointCLOG`).
+pub trait CheckpointHook: Send + Sync {
+    /// Called by every checkpoint after the pool's pages are written and synced and
+    /// before the checkpoint record: writes and syncs the engine's own files (cause
+    /// `checkpointer`). Everything the engine had made final before the checkpoint's redo
+    /// pointer must be durable when it returns.
+    ///
+    /// Errors: device errors (the checkpoint fails and the control file is not updated).
+    fn checkpoint(&self) -> Result<()>;
+}
+
+/// The catalog as last logged: its version and bytes (see [`Storage::log_catalog`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CatalogBlob {
+    /// Version: 0 before the first DDL, then one more at each logged change.
+    pub version: u64,
+    /// The catalog's bytes (the engine's encoding; empty at version 0).
+    pub bytes: Vec<u8>,
+}
+
+impl CatalogBlob {
+    /// `version` (u64 LE) then the bytes: the payload of a CATALOG record and the tail of a
+    /// CHECKPOINT record.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = self.version.to_le_bytes().to_vec();
+        v.extend_from_slice(&self.bytes);
+        v
+    }
+
+    /// The inverse of [`CatalogBlob::encode`]; `None` when shorter than 8 bytes.
+    pub fn decode(bytes: &[u8]) -> Option<CatalogBlob> {
+        let version = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+        Some(CatalogBlob {
+            version,
+            bytes: bytes[8..].to_vec(),
+        })
+    }
+}
+
 /// Runs checkpoints; shared by `Storage` and the checkpointer thread.
 struct Checkpointer {
     pool: Arc<BufferPool>,
@@ -261,6 +301,10 @@ struct Checkpointer {
     stats: Arc<Stats>,
     page_size: PageSize,
     lock: Mutex<Instant>,
+    /// The catalog as last logged; its mutex also orders CATALOG records (version order is
+    /// LSN order).
+    catalog: Mutex<CatalogBlob>,
+    hook: Mutex<Option<std::sync::Weak<dyn CheckpointHook>>>,
 }
 
 impl Checkpointer {
@@ -279,8 +323,13 @@ impl Checkpointer {
         self.pool.flush_all()?;
         let rels = self.pool.take_unsynced_relations();
         self.pool.store().sync_relations(rels)?;
-        let rec =
-            RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&redo.0.to_le_bytes());
+        let hook = self.hook.lock().as_ref().and_then(|w| w.upgrade());
+        if let Some(h) = hook {
+            h.checkpoint()?;
+        }
+        let mut main = redo.0.to_le_bytes().to_vec();
+        main.extend_from_slice(&self.catalog.lock().encode());
+        let rec = RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&main);
         let start = self.wal.insert_lsn();
         let end = self.wal.insert(&rec, &mut [])?;
         self.wal.flush(end)?;
@@ -317,6 +366,7 @@ pub struct Storage {
     shutdown: Arc<StopSignal>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     background_error: Arc<Mutex<Option<String>>>,
+    started: std::sync::atomic::AtomicBool,
 }
 
 impl Storage {
@@ -326,6 +376,18 @@ impl Storage {
     /// control file does not match `cfg` (page size, WAL block or segment size, WAL record
     /// format); device errors.
     pub fn open(cfg: StorageConfig) -> Result<Storage> {
+        let storage = Storage::open_for_recovery(cfg)?;
+        storage.start_background();
+        Ok(storage)
+    }
+
+    /// Opens (or creates) storage with `cfg` without starting its background threads, so
+    /// that crash recovery can replay the WAL before any checkpoint or page cleaning runs
+    /// (PostgreSQL's startup process runs redo before the checkpointer may checkpoint);
+    /// [`Storage::start_background`] starts them.
+    ///
+    /// Errors: as [`Storage::open`].
+    pub fn open_for_recovery(cfg: StorageConfig) -> Result<Storage> {
         let mut cfg = cfg;
         cfg.wal.full_page_writes = cfg.torn_page_protection == TornPageProtection::FullPageWrites;
         let stats = Arc::new(Stats::new());
@@ -395,6 +457,8 @@ impl Storage {
             stats: stats.clone(),
             page_size: cfg.page_size,
             lock: Mutex::new(Instant::now()),
+            catalog: Mutex::new(CatalogBlob::default()),
+            hook: Mutex::new(None),
         });
         let storage = Storage {
             cfg,
@@ -407,9 +471,54 @@ impl Storage {
             shutdown: Arc::new(StopSignal::default()),
             threads: Mutex::new(Vec::new()),
             background_error: Arc::new(Mutex::new(None)),
+            started: std::sync::atomic::AtomicBool::new(false),
         };
-        storage.start_threads();
         Ok(storage)
+    }
+
+    /// Starts the background threads (page cleaner, WAL writer, checkpointer) as
+    /// configured; a no-op after the first call.
+    pub fn start_background(&self) {
+        if !self.started.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            self.start_threads();
+        }
+    }
+
+    /// Registers the engine's checkpoint work ([`CheckpointHook`]); held weakly, so the
+    /// engine's lifetime is its own.
+    pub fn set_checkpoint_hook(&self, hook: std::sync::Weak<dyn CheckpointHook>) {
+        *self.checkpointer.hook.lock() = Some(hook);
+    }
+
+    /// Logs the whole catalog, as `make` encodes it, as a new version: a CATALOG record
+    /// (main data [`CatalogBlob::encode`]) flushed at once, as DDL commits synchronously;
+    /// every later checkpoint record carries it too, so recovery finds the newest version
+    /// from the checkpoint on (`crate::recovery`). `make` runs under the catalog mutex, so
+    /// of two DDLs the one logged later also encoded the later catalog. Returns the new
+    /// version.
+    ///
+    /// Errors: WAL errors (the version is then not taken).
+    pub fn log_catalog(&self, make: impl FnOnce() -> Vec<u8>) -> Result<u64> {
+        let mut cat = self.checkpointer.catalog.lock();
+        let next = CatalogBlob {
+            version: cat.version + 1,
+            bytes: make(),
+        };
+        let rec = RecordBuilder::new(rmgr::CATALOG, 0).main_data(&next.encode());
+        let lsn = self.wal.insert(&rec, &mut [])?;
+        self.wal.flush(lsn)?;
+        *cat = next;
+        Ok(cat.version)
+    }
+
+    /// Sets the catalog recovery found (its version and bytes), so checkpoints carry it on.
+    pub fn set_recovered_catalog(&self, blob: CatalogBlob) {
+        *self.checkpointer.catalog.lock() = blob;
+    }
+
+    /// The catalog as last logged or recovered.
+    pub fn catalog(&self) -> CatalogBlob {
+        self.checkpointer.catalog.lock().clone()
     }
 
     fn spawn(

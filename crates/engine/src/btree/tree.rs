@@ -768,8 +768,9 @@ impl BTree {
     }
 
     /// Marks the entries with `keys` in leaf `block` dead ([`node::SLOT_FLAG_DEAD`]), as a
-    /// hint without WAL (PostgreSQL nbtutils.c `_bt_killitems` → `MarkBufferDirtyHint`),
-    /// after a scan found every tuple they point at dead to everyone. Keys no longer in
+    /// hint without WAL (PostgreSQL nbtutils.c `_bt_killitems` → `MarkBufferDirtyHint`; with
+    /// full-page writes, a full-page image at the leaf's first change since the checkpoint,
+    /// [`crate::buffer::mark_dirty_hint`]), after a scan found every tuple they point at dead to everyone. Keys no longer in
     /// that leaf (a split or vacuum moved or removed them) are skipped, as `_bt_killitems`
     /// gives up on a page that changed; so is the whole leaf when its latch cannot be had
     /// at once. Returns the entries newly marked.
@@ -805,6 +806,9 @@ impl BTree {
             if node::set_dead(g.data_mut(), id, i)? {
                 marked += 1;
             }
+        }
+        if marked > 0 {
+            crate::buffer::mark_dirty_hint(self.pool.wal(), &mut g)?;
         }
         Ok(marked)
     }

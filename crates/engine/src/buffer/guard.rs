@@ -90,7 +90,7 @@ impl WritePageGuard<'_> {
 
     /// Records that a WAL record ending at `lsn` changed this page: the frame's oldest
     /// unflushed change (`rec_lsn`, InnoDB's `oldest_modification`) is set if unset.
-    pub(super) fn note_logged(&self, lsn: u64) {
+    pub(crate) fn note_logged(&self, lsn: u64) {
         let _ =
             self.frame_ref()
                 .rec_lsn

@@ -93,5 +93,19 @@ pub fn log_change(
     Ok(lsn)
 }
 
+/// Finishes a change made to `guard`'s page without WAL (hint bits, index kill bits):
+/// logs a full-page image when it is the page's first change since the checkpoint and
+/// full-page writes are on ([`Wal::insert_hint_image`]; bufmgr.c `MarkBufferDirtyHint`
+/// with checksums on). The page is already dirty (`data_mut`).
+///
+/// Errors: as [`Wal::insert`].
+pub fn mark_dirty_hint(wal: &Wal, guard: &mut WritePageGuard<'_>) -> Result<()> {
+    let id = guard.page_id();
+    if let Some(lsn) = wal.insert_hint_image(id, guard.data_mut())? {
+        guard.note_logged(lsn.0);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

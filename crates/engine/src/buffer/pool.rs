@@ -396,6 +396,25 @@ impl BufferPool {
         }
     }
 
+    /// Pins and exclusively locks page `id` without reading it: on a miss the frame is
+    /// zero-filled, on a hit it holds the cached bytes (bufmgr.c `RBM_ZERO_AND_LOCK`, which
+    /// redo uses for a page it restores from a full-page image or rebuilds whole). The
+    /// relation is extended to cover `id` first. The caller overwrites the whole page.
+    ///
+    /// Errors: as [`PageStore::ensure_block`] and [`BufferPool::fetch_read`].
+    pub fn fetch_for_overwrite(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+        self.store.ensure_block(id)?;
+        let (f, hit) = self.pin(id, true)?;
+        let data = Some(self.frames[f].data.write());
+        Ok(WritePageGuard {
+            pool: self,
+            frame: f,
+            id,
+            hit,
+            data,
+        })
+    }
+
     /// Allocates a page of `rel` in the store and returns it zeroed, pinned, exclusively
     /// locked and dirty, without reading it (PostgreSQL `ReadBuffer(P_NEW)`).
     ///

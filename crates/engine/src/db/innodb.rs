@@ -202,6 +202,24 @@ impl InnodbEngine {
         })
     }
 
+    /// The engine on storage that [`crate::recovery::redo`] has replayed, with the tables
+    /// of `catalog`. Not built yet: rebuilding the rollback segments' state and rolling back
+    /// the transactions a crash left active is issue 7's next step.
+    ///
+    /// Errors: [`crate::Error::InvalidConfig`] always, for now.
+    pub fn recover(
+        _storage: Arc<Storage>,
+        _design: DesignConfig,
+        _purge: PurgeConfig,
+        catalog: &crate::recovery::CatalogSnapshot,
+        _redone: &mut crate::recovery::Redone,
+    ) -> Result<Self> {
+        Err(crate::Error::InvalidConfig(format!(
+            "innodb: reopening a database with {} tables after a crash or close needs undo recovery, which is not built yet (issue 7)",
+            catalog.tables.len()
+        )))
+    }
+
     /// The transaction manager (for tests and tools).
     pub fn transactions(&self) -> &TransactionManager {
         &self.inner.tm
@@ -329,6 +347,28 @@ impl Engine for InnodbEngine {
             rseg_pages_written: pool
                 .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
                 .pages_written,
+        }
+    }
+
+    fn catalog(&self) -> crate::recovery::CatalogSnapshot {
+        crate::recovery::CatalogSnapshot {
+            layout: String::new(),
+            tables: self
+                .inner
+                .tables
+                .all()
+                .iter()
+                .map(|t| crate::recovery::CatalogTable {
+                    def: t.def.clone(),
+                    relations: TableRelations {
+                        table: t.clustered.rel(),
+                        primary_key: t.clustered.rel(),
+                        indexes: t.indexes.iter().map(|i| i.rel()).collect(),
+                    },
+                    secondary_deferred: t.secondary_deferred.load(Ordering::Acquire),
+                })
+                .collect(),
+            undo_relation: Some(self.inner.undo.rel()),
         }
     }
 

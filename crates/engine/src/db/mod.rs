@@ -34,6 +34,7 @@ use crate::design::{DesignConfig, TableLayout, VersionStorage};
 use crate::error::{Error, Result};
 use crate::heap::{TableStats, VacuumConfig, VacuumReport};
 use crate::mvcc::Isolation;
+use crate::recovery;
 use crate::storage::{Storage, StorageConfig};
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
@@ -281,6 +282,8 @@ pub trait Engine: Send + Sync {
     }
     /// Stops background work (autovacuum, purge threads).
     fn shutdown(&self);
+    /// The catalog to log (`layout` is filled in by the database).
+    fn catalog(&self) -> crate::recovery::CatalogSnapshot;
 }
 
 /// An open database. Share it by `Arc` between threads; every method takes `&self`.
@@ -288,6 +291,12 @@ pub struct Database {
     design: DesignConfig,
     storage: Arc<Storage>,
     engine: Box<dyn Engine>,
+    recovery: recovery::RecoveryReport,
+}
+
+/// The catalog's name for a design's table layout and version storage, as `Heap/AppendO2n`.
+fn layout_name(d: &DesignConfig) -> String {
+    format!("{:?}/{:?}", d.table_layout, d.version_storage)
 }
 
 impl Database {
@@ -301,25 +310,83 @@ impl Database {
         storage_cfg.page_size = cfg.design.page_size;
         storage_cfg.torn_page_protection = cfg.design.torn_page_protection;
         storage_cfg.wal.record_format = cfg.design.wal_record_format;
-        let storage = Arc::new(Storage::open(storage_cfg)?);
+        let storage = Arc::new(Storage::open_for_recovery(storage_cfg)?);
+        // Crash recovery (the `recovery` module doc): doublewrite repair, redo, then the
+        // engine's own part on the redone pages, then an end-of-recovery checkpoint.
+        let restored = recovery::repair_from_doublewrite(&storage)?;
+        let mut redone = recovery::redo(&storage)?;
+        redone.report.doublewrite_pages_restored = restored;
+        let layout = layout_name(&cfg.design);
+        let fresh = redone.catalog.version == 0;
+        let catalog = recovery::CatalogSnapshot::decode(&redone.catalog.bytes)?;
+        if !fresh && catalog.layout != layout {
+            return Err(Error::InvalidConfig(format!(
+                "the database was made with table layout and version storage {}; the design asks for {layout} (open it with the design it was made with)",
+                catalog.layout
+            )));
+        }
+        storage.set_recovered_catalog(redone.catalog.clone());
         let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
-            (TableLayout::Heap, VersionStorage::AppendO2n) => {
+            (TableLayout::Heap, VersionStorage::AppendO2n) if fresh => {
                 Box::new(PostgresEngine::new(storage.clone(), cfg.design.clone(), cfg.vacuum.clone()))
             }
-            (TableLayout::Clustered, VersionStorage::UndoDelta) => {
+            (TableLayout::Heap, VersionStorage::AppendO2n) => Box::new(PostgresEngine::recover(
+                storage.clone(),
+                cfg.design.clone(),
+                cfg.vacuum.clone(),
+                &catalog,
+                &mut redone,
+            )?),
+            (TableLayout::Clustered, VersionStorage::UndoDelta) if fresh => {
                 Box::new(InnodbEngine::new(storage.clone(), cfg.design.clone(), cfg.purge.clone())?)
             }
+            (TableLayout::Clustered, VersionStorage::UndoDelta) => Box::new(InnodbEngine::recover(
+                storage.clone(),
+                cfg.design.clone(),
+                cfg.purge.clone(),
+                &catalog,
+                &mut redone,
+            )?),
             (layout, vs) => {
                 return Err(Error::InvalidConfig(format!(
                     "switches table_layout={layout:?} with version_storage={vs:?} are not built yet; use the postgres or innodb preset"
                 )))
             }
         };
-        Ok(Database {
+        let db = Database {
             design: cfg.design,
             storage,
             engine,
-        })
+            recovery: recovery::RecoveryReport::default(),
+        };
+        if fresh {
+            // The design-wide relations (the undo log) are in the catalog from the start.
+            db.log_catalog()?;
+        } else if redone.report.records_replayed > 1 {
+            // More than the shutdown checkpoint's record: the database had crashed.
+            db.storage.checkpoint()?;
+        }
+        db.storage.start_background();
+        let mut db = db;
+        redone.report.duration_us = redone.started.map_or(0, |t| t.elapsed().as_micros() as u64);
+        db.recovery = redone.report;
+        Ok(db)
+    }
+
+    /// What recovery did when this database was opened (all zero for a new database).
+    pub fn recovery_report(&self) -> &recovery::RecoveryReport {
+        &self.recovery
+    }
+
+    /// Logs the catalog (after a DDL), so that recovery can reopen the tables.
+    fn log_catalog(&self) -> Result<()> {
+        let layout = layout_name(&self.design);
+        self.storage.log_catalog(|| {
+            let mut c = self.engine.catalog();
+            c.layout = layout;
+            c.encode()
+        })?;
+        Ok(())
     }
 
     /// The design switches in force.
@@ -337,7 +404,9 @@ impl Database {
     /// Errors: [`Error::Catalog`] for an invalid definition or a name in use.
     pub fn create_table(&self, def: TableDef) -> Result<TableId> {
         let _c = crate::stats::enter(crate::stats::Cause::Ddl);
-        self.engine.create_table(def)
+        let t = self.engine.create_table(def)?;
+        self.log_catalog()?;
+        Ok(t)
     }
 
     /// Creates a table for a bulk load whose secondary indexes are built afterwards, as
@@ -358,6 +427,8 @@ impl Database {
         }
         let t = self.create_table(def)?;
         self.engine.defer_secondary_indexes(t)?;
+        let _c = crate::stats::enter(crate::stats::Cause::Ddl);
+        self.log_catalog()?;
         Ok(t)
     }
 
@@ -369,7 +440,9 @@ impl Database {
     ///
     /// Errors: [`Error::Catalog`] for an unknown table; storage errors.
     pub fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
-        self.engine.build_secondary_indexes(t)
+        let n = self.engine.build_secondary_indexes(t)?;
+        self.log_catalog()?;
+        Ok(n)
     }
 
     /// A table's id by name. Errors: [`Error::Catalog`].

@@ -7,12 +7,13 @@ use super::{Assign, Engine, EngineTxn, GcReport, TableId, TableList, TableRelati
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::DesignConfig;
+use crate::device::file_ids;
 use crate::error::Result;
 use crate::heap::{Ctx, HeapTable, TableStats, VacuumConfig};
 use crate::mvcc::{Isolation, TransactionManager};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
-use crate::storage::Storage;
+use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -28,9 +29,73 @@ struct Inner {
     tables: TableList<HeapTable>,
 }
 
+fn table_relations(table: &HeapTable) -> TableRelations {
+    TableRelations {
+        table: table.heap_rel,
+        primary_key: table.pk.rel(),
+        indexes: table.indexes.iter().map(|i| i.rel()).collect(),
+    }
+}
+
+/// The clog file's bytes (empty when there is none yet).
+fn read_clog(storage: &Storage) -> Result<Vec<u8>> {
+    let vfs = storage.vfs();
+    let Ok(len) = vfs.len_bytes(file_ids::CLOG) else {
+        return Ok(Vec::new());
+    };
+    let mut bytes = vec![0u8; len as usize];
+    if len > 0 {
+        vfs.read_at(file_ids::CLOG, 0, &mut bytes)?;
+    }
+    Ok(bytes)
+}
+
+/// The clog's share of a checkpoint (clog.c `CheckPointCLOG`): the pages changed since the
+/// last one, written to [`file_ids::CLOG`] and synced.
+impl CheckpointHook for Inner {
+    fn checkpoint(&self) -> Result<()> {
+        let Some((offset, bytes)) = self.tm.clog_to_write() else {
+            return Ok(());
+        };
+        let vfs = self.storage.vfs();
+        let r = vfs
+            .create(file_ids::CLOG)
+            .and_then(|_| vfs.write_at(file_ids::CLOG, offset, &bytes))
+            .and_then(|_| vfs.sync(file_ids::CLOG));
+        if r.is_err() {
+            self.tm.clog_write_failed(offset);
+        }
+        r
+    }
+}
+
 impl Inner {
     fn table(&self, t: TableId) -> Result<Arc<HeapTable>> {
         self.tables.get(t)
+    }
+
+    fn make_table(
+        &self,
+        id: TableId,
+        def: TableDef,
+        heap_rel: crate::device::FileId,
+        pk: BTree,
+        indexes: Vec<BTree>,
+    ) -> HeapTable {
+        let mut table = HeapTable::new(
+            id,
+            def,
+            heap_rel,
+            pk,
+            indexes,
+            self.design.fillfactor,
+            self.design.hot_updates,
+            self.storage.pool().clone(),
+            self.storage.wal().clone(),
+        );
+        table.prune_on_access =
+            self.design.garbage_collection != crate::design::GarbageCollection::Off;
+        table
     }
 
     fn autovacuum_round(&self) -> Result<()> {
@@ -57,13 +122,70 @@ pub struct PostgresEngine {
 impl PostgresEngine {
     /// The engine on `storage`, with autovacuum started when `vacuum.autovacuum`.
     pub fn new(storage: Arc<Storage>, design: DesignConfig, vacuum: VacuumConfig) -> Self {
+        Self::with_tm(storage, design, vacuum, TransactionManager::new())
+    }
+
+    /// The engine on storage that [`crate::recovery::redo`] has replayed: the clog from its
+    /// file and the commit and abort records redo found (xids that did neither are marked
+    /// aborted, counted in `redone.report.transactions_aborted`), and the tables of
+    /// `catalog` opened on their relations. Free space and visibility maps start empty
+    /// (they are not WAL-logged here; vacuum rebuilds them, as PostgreSQL's FSM is
+    /// self-correcting), and so do the table counters.
+    ///
+    /// Errors: [`crate::Error::Corrupted`] for a B+tree whose meta page does not fit the
+    /// design; device errors reading the clog.
+    pub fn recover(
+        storage: Arc<Storage>,
+        design: DesignConfig,
+        vacuum: VacuumConfig,
+        catalog: &crate::recovery::CatalogSnapshot,
+        redone: &mut crate::recovery::Redone,
+    ) -> Result<Self> {
+        let clog = read_clog(&storage)?;
+        let (tm, aborted) = TransactionManager::recovered(&clog, &redone.xact_ends, redone.max_xid);
+        redone.report.transactions_aborted = aborted;
+        let engine = Self::with_tm(storage, design, vacuum, tm);
+        for t in &catalog.tables {
+            engine.inner.tables.create(t.def.clone(), |id, def| {
+                let pool = engine.inner.storage.pool().clone();
+                let pk = BTree::open(
+                    pool.clone(),
+                    t.relations.primary_key,
+                    BTreeConfig::postgres(),
+                )?;
+                let indexes = t
+                    .relations
+                    .indexes
+                    .iter()
+                    .map(|&rel| BTree::open(pool.clone(), rel, BTreeConfig::postgres()))
+                    .collect::<Result<Vec<_>>>()?;
+                let table = engine
+                    .inner
+                    .make_table(id, def, t.relations.table, pk, indexes);
+                table
+                    .secondary_deferred
+                    .store(t.secondary_deferred, Ordering::Release);
+                Ok(table)
+            })?;
+        }
+        Ok(engine)
+    }
+
+    fn with_tm(
+        storage: Arc<Storage>,
+        design: DesignConfig,
+        vacuum: VacuumConfig,
+        tm: TransactionManager,
+    ) -> Self {
         let inner = Arc::new(Inner {
             storage,
-            tm: TransactionManager::new(),
+            tm,
             design,
             vacuum,
             tables: TableList::new(),
         });
+        let hook: Weak<dyn CheckpointHook> = Arc::downgrade(&inner) as Weak<dyn CheckpointHook>;
+        inner.storage.set_checkpoint_hook(hook);
         let stop = Arc::new(StopSignal::default());
         let gc_on = inner.design.garbage_collection != crate::design::GarbageCollection::Off;
         let handle = (inner.vacuum.autovacuum && gc_on).then(|| {
@@ -108,21 +230,26 @@ impl Engine for PostgresEngine {
                 .iter()
                 .map(|_| BTree::create(pool.clone(), BTreeConfig::postgres()))
                 .collect::<Result<Vec<_>>>()?;
-            let mut table = HeapTable::new(
-                id,
-                def,
-                heap_rel,
-                pk,
-                indexes,
-                self.inner.design.fillfactor,
-                self.inner.design.hot_updates,
-                pool,
-                self.inner.storage.wal().clone(),
-            );
-            table.prune_on_access =
-                self.inner.design.garbage_collection != crate::design::GarbageCollection::Off;
-            Ok(table)
+            Ok(self.inner.make_table(id, def, heap_rel, pk, indexes))
         })
+    }
+
+    fn catalog(&self) -> crate::recovery::CatalogSnapshot {
+        crate::recovery::CatalogSnapshot {
+            layout: String::new(),
+            tables: self
+                .inner
+                .tables
+                .all()
+                .iter()
+                .map(|t| crate::recovery::CatalogTable {
+                    def: t.def.clone(),
+                    relations: table_relations(t),
+                    secondary_deferred: t.secondary_deferred.load(Ordering::Acquire),
+                })
+                .collect(),
+            undo_relation: None,
+        }
     }
 
     fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
@@ -170,12 +297,7 @@ impl Engine for PostgresEngine {
     }
 
     fn relations(&self, t: TableId) -> Result<TableRelations> {
-        let table = self.inner.table(t)?;
-        Ok(TableRelations {
-            table: table.heap_rel,
-            primary_key: table.pk.rel(),
-            indexes: table.indexes.iter().map(|i| i.rel()).collect(),
-        })
+        Ok(table_relations(&*self.inner.table(t)?))
     }
 
     fn shutdown(&self) {
@@ -236,9 +358,12 @@ impl PgTxn {
             Cause::Abort
         });
         let tm = &self.inner.tm;
+        let _delay = committed.then(|| tm.delay_checkpoint());
         let result = self.core.log_end(tm, self.inner.storage.wal(), committed);
         let committed = committed && result.is_ok();
-        for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
+        let changes = self.core.finish(tm, committed);
+        drop(_delay);
+        for (t, (ins, upd, del)) in changes {
             if let Ok(table) = self.inner.table(t) {
                 table.counters.end_of_xact(committed, ins, upd, del);
             }

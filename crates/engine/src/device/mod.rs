@@ -76,6 +76,8 @@ pub mod file_ids {
     pub const CONTROL: FileId = 0;
     /// The doublewrite area (InnoDB's doublewrite buffer, in the system tablespace).
     pub const DOUBLEWRITE: FileId = 1;
+    /// The commit log (PostgreSQL `pg_xact`): 2 status bits per xid, written at checkpoints.
+    pub const CLOG: FileId = 2;
     /// WAL segment `n` is file `WAL_BASE + n`.
     pub const WAL_BASE: FileId = 0x4000_0000;
     /// First relation file id (PostgreSQL's FirstNormalObjectId).

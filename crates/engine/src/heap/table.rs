@@ -15,7 +15,7 @@ use super::{info, TableCounters};
 use crate::btree::{
     BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, ScanDirection,
 };
-use crate::buffer::{log_change, BufferPool, WritePageGuard};
+use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::db::Assign;
 use crate::device::FileId;
@@ -350,7 +350,9 @@ impl HeapTable {
     }
 
     /// Sets hint bits learned while reading under a shared lock, if the exclusive lock can
-    /// be had at once (PostgreSQL `SetHintBits` → `MarkBufferDirtyHint`: no WAL).
+    /// be had at once (PostgreSQL `SetHintBits` → `MarkBufferDirtyHint`: no WAL but, with
+    /// full-page writes, a full-page image at the page's first change since the
+    /// checkpoint, as PostgreSQL logs with data checksums on).
     fn set_hints(&self, block: u32, off: u16, xmin: Xid, xmax: Xid, hints: u16) -> Result<()> {
         if hints == 0 {
             return Ok(());
@@ -375,6 +377,7 @@ impl HeapTable {
         }
         let m = t.infomask() | hints;
         ht::set_infomask(hp::tuple_mut(g.data_mut(), lp), m);
+        mark_dirty_hint(&self.wal, &mut g)?;
         self.counters
             .hint_bit_writes
             .fetch_add(1, Ordering::Relaxed);
@@ -1068,6 +1071,7 @@ impl HeapTable {
             let t = hp::tuple_mut(g.data_mut(), lp);
             let m = t.infomask() | hints;
             ht::set_infomask(t, m);
+            mark_dirty_hint(&self.wal, &mut g)?;
         }
         match st {
             UpdateStatus::Ok => {}

@@ -31,7 +31,7 @@ mod snapshot;
 mod xact;
 
 pub use snapshot::Snapshot;
-pub use xact::{ProcId, TransactionManager, XidStatus};
+pub use xact::{ProcId, TransactionManager, XidStatus, CLOG_PAGE_BYTES, CLOG_XACTS_PER_BYTE};
 
 /// A transaction id (PostgreSQL TransactionId; InnoDB trx_id). 0 = invalid.
 pub type Xid = u32;

@@ -46,7 +46,18 @@ pub struct TransactionManager {
     /// Wait-for edges: waiting xid → xid it waits for (deadlock.c's graph, for xid waits).
     waits: Mutex<HashMap<Xid, Xid>>,
     ended: Condvar,
+    /// Lowest xid whose status changed since the clog was last written (u32::MAX: none).
+    clog_dirty_from: AtomicU32,
+    /// Held shared from a commit record's insertion until its clog update, exclusively by
+    /// the checkpoint's clog write (PostgreSQL's DELAY_CHKPT_START, see
+    /// [`TransactionManager::delay_checkpoint`]).
+    delay_checkpoint: RwLock<()>,
 }
+
+/// Xids per byte of the clog file: 2 status bits each (clog.c CLOG_XACTS_PER_BYTE).
+pub const CLOG_XACTS_PER_BYTE: u32 = 4;
+/// Bytes of a clog page, the unit the clog file is written in (BLCKSZ).
+pub const CLOG_PAGE_BYTES: u32 = 8192;
 
 impl Default for TransactionManager {
     fn default() -> Self {
@@ -64,7 +75,108 @@ impl TransactionManager {
             clog: RwLock::new(vec![1; FIRST_NORMAL_XID as usize]),
             waits: Mutex::new(HashMap::new()),
             ended: Condvar::new(),
+            clog_dirty_from: AtomicU32::new(0),
+            delay_checkpoint: RwLock::new(()),
         }
+    }
+
+    /// A manager after crash recovery (xlog.c `StartupXLOG` with clog.c `StartupCLOG` and
+    /// `TrimCLOG`): statuses from the clog file `clog_file` (2 bits per xid, as
+    /// [`TransactionManager::clog_to_write`] wrote it), then the commit and abort records
+    /// redo found (`ends`, xact_redo_commit / xact_redo_abort). The next xid follows the
+    /// largest one either knows of or any record named (`max_xid`). Every xid below it that
+    /// is still without a status neither committed nor aborted before the crash: it is
+    /// marked aborted. Returns the manager and how many xids it marked so.
+    pub fn recovered(clog_file: &[u8], ends: &[(Xid, bool)], max_xid: Xid) -> (Self, u64) {
+        let tm = TransactionManager::new();
+        let mut next = FIRST_NORMAL_XID;
+        {
+            let mut clog = tm.clog.write();
+            let n = clog_file.len() * CLOG_XACTS_PER_BYTE as usize;
+            let len = n.max(clog.len());
+            clog.resize(len, 0);
+            for (i, b) in clog_file.iter().enumerate() {
+                for k in 0..CLOG_XACTS_PER_BYTE as usize {
+                    let st = (b >> (2 * k)) & 3;
+                    let xid = i * CLOG_XACTS_PER_BYTE as usize + k;
+                    if xid >= FIRST_NORMAL_XID as usize && st != 0 {
+                        clog[xid] = st.min(2);
+                        next = next.max(xid as Xid + 1);
+                    }
+                }
+            }
+            for &(xid, committed) in ends {
+                if (xid as usize) >= clog.len() {
+                    clog.resize((xid as usize + 1).next_power_of_two(), 0);
+                }
+                if xid >= FIRST_NORMAL_XID {
+                    clog[xid as usize] = if committed { 1 } else { 2 };
+                    next = next.max(xid + 1);
+                }
+            }
+            next = next.max(max_xid.saturating_add(1));
+            if clog.len() < next as usize {
+                clog.resize((next as usize).next_power_of_two(), 0);
+            }
+        }
+        let mut aborted = 0;
+        {
+            let mut clog = tm.clog.write();
+            for st in &mut clog[FIRST_NORMAL_XID as usize..next as usize] {
+                if *st == 0 {
+                    *st = 2;
+                    aborted += 1;
+                }
+            }
+        }
+        tm.next_xid.store(next, Ordering::Release);
+        tm.clog_dirty_from.store(0, Ordering::Release);
+        (tm, aborted)
+    }
+
+    /// Held (shared) by a committing transaction from before its commit record is inserted
+    /// until its clog entry is set; the checkpoint's clog write takes it exclusively after
+    /// the redo pointer is set, so a commit whose record lies before the redo pointer is in
+    /// the clog that checkpoint writes (PostgreSQL `RecordTransactionCommit` sets
+    /// DELAY_CHKPT_START and `CreateCheckPoint` waits for it; without this, a commit logged
+    /// just before the redo pointer and set in the clog just after the clog was written
+    /// would be lost by a crash before the next checkpoint).
+    pub fn delay_checkpoint(&self) -> parking_lot::RwLockReadGuard<'_, ()> {
+        self.delay_checkpoint.read()
+    }
+
+    /// The clog bytes to write at a checkpoint (clog.c `CheckPointCLOG`): the pages from the
+    /// one holding the lowest xid whose status changed since the last call to the end of
+    /// the clog, 2 bits per xid (0 in progress, 1 committed, 2 aborted), as
+    /// `(byte offset in the clog file, bytes)` — whole [`CLOG_PAGE_BYTES`] pages; `None`
+    /// when nothing changed. Waits for commits between their record and their clog update
+    /// ([`TransactionManager::delay_checkpoint`]). On a failed write, hand the offset back
+    /// with [`TransactionManager::clog_write_failed`].
+    pub fn clog_to_write(&self) -> Option<(u64, Vec<u8>)> {
+        let _wait = self.delay_checkpoint.write();
+        let from = self.clog_dirty_from.swap(u32::MAX, Ordering::AcqRel);
+        let clog = self.clog.read();
+        let next = self.next_xid.load(Ordering::Acquire) as usize;
+        if from == u32::MAX || from as usize >= next {
+            return None;
+        }
+        let per_page = (CLOG_PAGE_BYTES * CLOG_XACTS_PER_BYTE) as usize;
+        let first = from as usize / per_page * per_page;
+        let end = next.div_ceil(per_page) * per_page;
+        let mut bytes = vec![0u8; (end - first) / CLOG_XACTS_PER_BYTE as usize];
+        for xid in first..next.min(clog.len()) {
+            let st = clog[xid] & 3;
+            let i = (xid - first) / CLOG_XACTS_PER_BYTE as usize;
+            bytes[i] |= st << (2 * (xid % CLOG_XACTS_PER_BYTE as usize));
+        }
+        Some(((first / CLOG_XACTS_PER_BYTE as usize) as u64, bytes))
+    }
+
+    /// Marks the clog dirty again from byte `offset` (a write of
+    /// [`TransactionManager::clog_to_write`]'s bytes failed).
+    pub fn clog_write_failed(&self, offset: u64) {
+        let xid = (offset * CLOG_XACTS_PER_BYTE as u64).min(u32::MAX as u64 - 1) as u32;
+        self.clog_dirty_from.fetch_min(xid, Ordering::AcqRel);
     }
 
     /// Registers a new transaction without an xid (PostgreSQL assigns xids lazily, at the
@@ -186,6 +298,7 @@ impl TransactionManager {
             let xid = pa.procs.get(&proc).map_or(INVALID_XID, |p| p.xid);
             if xid != INVALID_XID {
                 self.clog.write()[xid as usize] = if committed { 1 } else { 2 };
+                self.clog_dirty_from.fetch_min(xid, Ordering::AcqRel);
                 pa.running.remove(&xid);
             }
             pa.procs.remove(&proc);

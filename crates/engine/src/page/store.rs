@@ -164,6 +164,41 @@ impl PageStore {
         Ok(PageId::new(rel, block))
     }
 
+    /// Makes `id` an allocated block of its relation, creating the relation and growing
+    /// `n_blocks` past `id.block` as needed. Redo does this for pages the WAL names beyond
+    /// the relation's durable end (relation extension is not logged: the first record of a
+    /// new page rebuilds it or carries its image, as PostgreSQL's `XLogReadBufferExtended`
+    /// extends the relation during recovery). Blocks skipped over read as zeros.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for an id that is not a relation file; device
+    /// errors creating the file.
+    pub fn ensure_block(&self, id: PageId) -> Result<()> {
+        if !file_ids::is_relation(id.rel) {
+            return Err(Error::InvalidConfig(format!(
+                "{id}: file {} is not a relation file",
+                id.rel
+            )));
+        }
+        let r = match self.rel(id.rel) {
+            Ok(r) => r,
+            Err(_) => {
+                self.vfs.create(id.rel)?;
+                let mut rels = self.rels.write();
+                self.next_rel.fetch_max(id.rel + 1, Ordering::AcqRel);
+                rels.entry(id.rel)
+                    .or_insert_with(|| {
+                        Arc::new(Relation {
+                            n_blocks: AtomicU32::new(0),
+                            free: Mutex::new(BTreeSet::new()),
+                        })
+                    })
+                    .clone()
+            }
+        };
+        r.n_blocks.fetch_max(id.block + 1, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// Returns a page to its relation's free list. The caller must have discarded it from
     /// the buffer pool.
     ///

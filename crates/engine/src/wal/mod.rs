@@ -236,6 +236,43 @@ impl Wal {
     /// Panics if `pages.len()` differs from the registered block count (a caller bug).
     /// Errors: device errors of a buffer write-out; [`Error::PreviousIo`].
     pub fn insert(&self, rec: &RecordBuilder, pages: &mut [&mut [u8]]) -> Result<Lsn> {
+        let lsn = self.insert_inner(rec, pages, false)?;
+        Ok(lsn.expect("inserted unconditionally"))
+    }
+
+    /// Logs a full-page image of page `id` (its current bytes `page`, exclusively locked,
+    /// just changed without WAL: hint bits, index kill bits) when full-page writes are on
+    /// and this is the page's first change since the redo pointer (xloginsert.c
+    /// `XLogSaveBufferForHint`, called from bufmgr.c `MarkBufferDirtyHint` when checksums
+    /// are on). The test and the insert happen under the insert lock, so a checkpoint
+    /// cannot move the redo pointer between them (PostgreSQL holds off the checkpoint with
+    /// DELAY_CHKPT_START for the same reason). Returns the record's end LSN, stamped into
+    /// the page, or `None` when no image was needed. Without it, a page changed only by
+    /// hints and torn by a crash could not be repaired.
+    ///
+    /// Errors: as [`Wal::insert`].
+    pub fn insert_hint_image(
+        &self,
+        id: crate::page::PageId,
+        page: &mut [u8],
+    ) -> Result<Option<Lsn>> {
+        if !self.cfg.full_page_writes {
+            return Ok(None);
+        }
+        let rec = RecordBuilder::new(record::rmgr::XLOG, record::xlog_info::FPI_FOR_HINT).block(
+            id,
+            false,
+            &[],
+        );
+        self.insert_inner(&rec, &mut [page], true)
+    }
+
+    fn insert_inner(
+        &self,
+        rec: &RecordBuilder,
+        pages: &mut [&mut [u8]],
+        only_with_image: bool,
+    ) -> Result<Option<Lsn>> {
         assert_eq!(
             pages.len(),
             rec.blocks.len(),
@@ -258,6 +295,9 @@ impl Wal {
                     })
                 })
                 .collect();
+            if only_with_image && images.iter().all(Option::is_none) {
+                return Ok(None);
+            }
             let lsn = ins.insert_lsn;
             let bytes = record::encode_with(self.cfg.record_format, rec, ins.prev_lsn, &images);
             ins.buf.extend_from_slice(&bytes);
@@ -277,7 +317,7 @@ impl Wal {
         if over {
             self.write_out(0, false)?;
         }
-        Ok(Lsn(end))
+        Ok(Some(Lsn(end)))
     }
 
     /// Makes the WAL durable up to at least `upto` (xlog.c `XLogFlush`): writes everything

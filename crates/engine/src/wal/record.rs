@@ -128,14 +128,24 @@ pub mod rmgr {
     pub const CLUSTERED: u8 = 4;
     /// Undo log (innodb preset).
     pub const UNDO: u8 = 5;
+    /// The catalog: main data is a catalog version (u64 LE) and the whole catalog as JSON
+    /// (`crate::recovery::CatalogSnapshot`), written and flushed at every DDL.
+    pub const CATALOG: u8 = 6;
     /// Records written by tests and benchmarks (page filled with a byte).
     pub const TEST: u8 = 255;
 }
 
 /// `info` values of [`rmgr::XLOG`].
 pub mod xlog_info {
-    /// Checkpoint; main data is the redo LSN (u64 LE).
+    /// Checkpoint; main data is the redo LSN (u64 LE), then the catalog version (u64 LE)
+    /// and the catalog (JSON; empty before the first DDL), as PostgreSQL's checkpoint record
+    /// carries what recovery needs to start (`CheckPoint` in pg_control.h).
     pub const CHECKPOINT: u8 = 1;
+    /// A full-page image taken because a page changed without WAL (hint bits, index kill
+    /// bits) for the first time since the checkpoint (xloginsert.c `XLogSaveBufferForHint`,
+    /// XLOG_FPI_FOR_HINT; written only with full-page writes on, as PostgreSQL does when
+    /// data checksums or wal_log_hints are on). One block with its image, no data.
+    pub const FPI_FOR_HINT: u8 = 2;
 }
 
 /// Bytes of the record header.

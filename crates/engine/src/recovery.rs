@@ -1,0 +1,314 @@
+//! Crash recovery at open: the storage-level half (doublewrite repair, redo from the last
+//! checkpoint's redo pointer, the catalog and the transaction outcomes found in the WAL).
+//! The design-level half (marking crashed xids aborted, rolling back through the undo log,
+//! finishing incomplete B+tree splits) is done by the engine that [`crate::db::Database`]
+//! opens on the redone pages.
+//!
+//! # The sequence (`Database::open`)
+//! 1. [`repair_from_doublewrite`] (torn-page protection `doublewrite`): every intact page in
+//!    the doublewrite area whose home page fails its checksum is copied home
+//!    (MariaDB 10.11 buf0dblwr.cc `buf_dblwr_t::recover`, which `recv_recovery_from_checkpoint_start`
+//!    runs before applying the log).
+//! 2. [`redo`]: reads the WAL from the control file's redo LSN to its end (the first record
+//!    whose length or CRC is invalid, xlogreader.c `ReadRecord`) and replays every block
+//!    of every record in LSN order (xlogrecovery.c `PerformWalRecovery` →
+//!    `ApplyWalRecord` → each rmgr's `rm_redo`):
+//!    - a block with a full-page image is restored from it, without reading the page
+//!      (xlogutils.c `XLogReadBufferForRedoExtended` → `BLK_RESTORED`);
+//!    - a will-init block is rebuilt from the record on a zeroed page (`RBM_ZERO_AND_LOCK`);
+//!    - any other block is read (its checksum verified) and replayed only when its page
+//!      LSN is below the record's end (`BLK_NEEDS_REDO`; else `BLK_DONE`);
+//!    - relations are extended to cover the blocks named (extension is not logged).
+//!
+//!    Along the way it keeps the newest catalog (CATALOG records and the checkpoint
+//!    record's copy, by version) and every transaction's commit or abort record.
+//! 3. The engine opens its tables from the catalog and finishes: xids that neither
+//!    committed nor aborted are marked aborted in the clog (PostgreSQL: they are simply
+//!    never marked committed, and `TransactionIdDidCommit` says no), or the undo logs of
+//!    active transactions are rolled back (InnoDB `trx_rollback_recovered`); every B+tree
+//!    finishes the splits a crash interrupted.
+//! 4. An end-of-recovery checkpoint (PostgreSQL 15 `StartupXLOG` requests one with
+//!    CHECKPOINT_END_OF_RECOVERY), then the background threads start.
+//!
+//! # Invariants
+//! 1. Redo is idempotent: a block is changed only when its page LSN is below the record's
+//!    end, and every changed page gets that end as its LSN, so replaying a record twice
+//!    (a crash during recovery) changes nothing the second time.
+//! 2. The catalog used is the one with the highest version among the checkpoint record and
+//!    the CATALOG records after the redo pointer; since `Storage::log_catalog` numbers
+//!    versions under one mutex and flushes each record before the DDL returns, it is the
+//!    newest catalog any acknowledged DDL produced.
+//!
+//! # Locking
+//! Runs single-threaded before the background threads start; takes page locks through
+//! the buffer pool one page at a time.
+//!
+//! # Crash safety
+//! Recovery writes nothing but pages through the pool (WAL-before-data holds: every record
+//! replayed is already durable) and repaired home pages (synced before redo starts), so a
+//! crash during recovery leaves a state recovery can start from again.
+
+use crate::catalog::TableDef;
+use crate::db::TableRelations;
+use crate::device::{file_ids, FileId};
+use crate::error::{Error, Result};
+use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
+use crate::stats::{enter, Cause};
+use crate::storage::{CatalogBlob, Storage};
+use crate::wal::{rmgr, xlog_info, WalRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// One table in the catalog: its definition and the relation files that hold it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CatalogTable {
+    /// The definition.
+    pub def: TableDef,
+    /// Its relations (heap or clustered index, primary key, secondary indexes).
+    pub relations: TableRelations,
+    /// Secondary indexes not built yet (`Database::create_table_for_load`).
+    pub secondary_deferred: bool,
+}
+
+/// The catalog a database logs at every DDL ([`Storage::log_catalog`]) and recovery reads
+/// back: every table in id order (a table's id is its position), and the design-wide
+/// relations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CatalogSnapshot {
+    /// The design's table layout and version storage, as `Heap/AppendO2n` or
+    /// `Clustered/UndoDelta`: a database is reopened with the layout it was made with.
+    pub layout: String,
+    /// Tables in id order.
+    pub tables: Vec<CatalogTable>,
+    /// The undo log's relation (innodb), when there is one.
+    pub undo_relation: Option<FileId>,
+}
+
+impl CatalogSnapshot {
+    /// JSON bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a catalog always serializes")
+    }
+
+    /// Parses `bytes` ([`CatalogSnapshot::encode`]); empty bytes are the empty catalog.
+    ///
+    /// Errors: [`Error::Corrupted`] for bytes that are not a catalog.
+    pub fn decode(bytes: &[u8]) -> Result<CatalogSnapshot> {
+        if bytes.is_empty() {
+            return Ok(CatalogSnapshot::default());
+        }
+        serde_json::from_slice(bytes).map_err(|e| Error::Corrupted {
+            what: format!("catalog in the WAL: {e}"),
+        })
+    }
+}
+
+/// What recovery did at one open. Counts are exact; `duration_us` is wall-clock time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoveryReport {
+    /// Redo started here (the last checkpoint's redo pointer).
+    pub redo_start_lsn: u64,
+    /// End of the valid WAL, where new records go.
+    pub redo_end_lsn: u64,
+    /// WAL records read and replayed.
+    pub records_replayed: u64,
+    /// Blocks changed by replaying a record.
+    pub blocks_redone: u64,
+    /// Blocks skipped because their page LSN was already at or past the record's end.
+    pub blocks_skipped: u64,
+    /// Blocks restored from a full-page image.
+    pub full_page_images_restored: u64,
+    /// Torn home pages repaired from the doublewrite area.
+    pub doublewrite_pages_restored: u64,
+    /// B+tree splits a crash had left without their downlink, finished.
+    pub splits_finished: u64,
+    /// Transactions that had neither committed nor aborted, marked aborted (postgres).
+    pub transactions_aborted: u64,
+    /// Active transactions rolled back through their undo logs (innodb).
+    pub transactions_rolled_back: u64,
+    /// Undo records applied by those rollbacks.
+    pub undo_records_rolled_back: u64,
+    /// Time taken, µs.
+    pub duration_us: u64,
+}
+
+/// What [`redo`] found besides the pages.
+#[derive(Debug, Default)]
+pub struct Redone {
+    /// The newest catalog (version 0 and no bytes when no DDL was ever logged).
+    pub catalog: CatalogBlob,
+    /// The outcome of every transaction whose commit (true) or abort (false) record was
+    /// replayed, in LSN order.
+    pub xact_ends: Vec<(u32, bool)>,
+    /// The largest xid named by any record replayed (0 if none).
+    pub max_xid: u32,
+    /// Counts so far (the engine adds its own).
+    pub report: RecoveryReport,
+    /// When recovery started.
+    pub started: Option<Instant>,
+}
+
+/// Copies every intact page of the doublewrite area over its home page when the home page
+/// fails its checksum (a torn write); the newest copy (highest page LSN) wins when the area
+/// holds a page twice. Homes that verify are left for redo. Syncs each relation repaired.
+/// Returns the pages restored. A store without a doublewrite area restores nothing.
+///
+/// Source: MariaDB 10.11 buf0dblwr.cc `buf_dblwr_t::recover`.
+///
+/// Errors: device errors.
+pub fn repair_from_doublewrite(storage: &Storage) -> Result<u64> {
+    let _c = enter(Cause::Recovery);
+    let vfs = storage.vfs();
+    let Ok(len) = vfs.len_bytes(file_ids::DOUBLEWRITE) else {
+        return Ok(0);
+    };
+    let page_bytes = storage.config().page_size.bytes();
+    let n = (len / page_bytes as u64) as usize;
+    if n == 0 {
+        return Ok(0);
+    }
+    let mut area = vec![0u8; n * page_bytes];
+    vfs.read_at(file_ids::DOUBLEWRITE, 0, &mut area)?;
+    let mut newest: BTreeMap<PageId, &[u8]> = BTreeMap::new();
+    for copy in area.chunks(page_bytes) {
+        let Some(id) = identify(copy) else { continue };
+        if !file_ids::is_relation(id.rel) {
+            continue;
+        }
+        let e = newest.entry(id).or_insert(copy);
+        if page_lsn(copy) > page_lsn(e) {
+            *e = copy;
+        }
+    }
+    let mut restored = 0;
+    let mut rels = std::collections::BTreeSet::new();
+    for (id, copy) in newest {
+        let Ok(file_len) = vfs.len_bytes(id.rel) else {
+            continue;
+        };
+        let off = id.block as u64 * page_bytes as u64;
+        let mut home = vec![0u8; page_bytes];
+        if off + page_bytes as u64 <= file_len {
+            vfs.read_at(id.rel, off, &mut home)?;
+        } else if off < file_len {
+            // A torn extension: the page's first sectors made it, the rest did not.
+            let have = (file_len - off) as usize;
+            vfs.read_at(id.rel, off, &mut home[..have])?;
+        }
+        if verify(&home, id).is_ok() {
+            continue;
+        }
+        vfs.write_at(id.rel, off, copy)?;
+        rels.insert(id.rel);
+        restored += 1;
+    }
+    for rel in rels {
+        vfs.sync(rel)?;
+    }
+    Ok(restored)
+}
+
+/// Replays the WAL from the control file's redo pointer (see the module doc), returning the
+/// catalog and transaction outcomes it found. Pages are changed in the buffer pool (cause
+/// `recovery`) and left dirty for the end-of-recovery checkpoint.
+///
+/// Errors: [`Error::ChecksumMismatch`] naming the page when a page redo must read is torn
+/// (torn-page protection off, or a page changed without WAL); [`Error::Corrupted`] for a
+/// record a resource manager cannot apply, naming its LSN; device errors.
+pub fn redo(storage: &Storage) -> Result<Redone> {
+    let started = Instant::now();
+    let _c = enter(Cause::Recovery);
+    let wal = storage.wal();
+    let start = wal.redo_lsn();
+    let (records, end) = wal.read_from(start)?;
+    let mut out = Redone {
+        started: Some(started),
+        ..Default::default()
+    };
+    out.report.redo_start_lsn = start.0;
+    out.report.redo_end_lsn = end.0;
+    for rec in &records {
+        out.max_xid = out.max_xid.max(rec.xid);
+        match rec.rmgr {
+            rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
+                if let Some(c) = rec.main_data.get(8..).and_then(CatalogBlob::decode) {
+                    newer_catalog(&mut out.catalog, c);
+                }
+            }
+            rmgr::CATALOG => {
+                let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| Error::Corrupted {
+                    what: format!(
+                        "catalog WAL record at {}: {} bytes of main data",
+                        crate::wal::Lsn(rec.lsn),
+                        rec.main_data.len()
+                    ),
+                })?;
+                newer_catalog(&mut out.catalog, c);
+            }
+            rmgr::XACT => {
+                let committed = rec.info == crate::db::xact_info::COMMIT;
+                if committed || rec.info == crate::db::xact_info::ABORT {
+                    out.xact_ends.push((rec.xid, committed));
+                }
+            }
+            _ => {}
+        }
+        redo_blocks(storage, rec, &mut out.report)?;
+        out.report.records_replayed += 1;
+    }
+    Ok(out)
+}
+
+fn newer_catalog(have: &mut CatalogBlob, found: CatalogBlob) {
+    if found.version >= have.version && !(found.version == 0 && found.bytes.is_empty()) {
+        *have = found;
+    }
+}
+
+/// Replays every block of `rec` (see the module doc).
+fn redo_blocks(storage: &Storage, rec: &WalRecord, report: &mut RecoveryReport) -> Result<()> {
+    let pool = storage.pool();
+    for (b, blk) in rec.blocks.iter().enumerate() {
+        if let Some(image) = &blk.image {
+            let mut g = pool.fetch_for_overwrite(blk.page)?;
+            image.restore(g.data_mut())?;
+            set_page_lsn(g.data_mut(), rec.end_lsn);
+            g.note_logged(rec.end_lsn);
+            report.full_page_images_restored += 1;
+            continue;
+        }
+        let mut g = if blk.will_init {
+            let mut g = pool.fetch_for_overwrite(blk.page)?;
+            g.data_mut().fill(0);
+            g
+        } else {
+            pool.store().ensure_block(blk.page)?;
+            let g = pool.fetch_write(blk.page)?;
+            if page_lsn(g.data()) >= rec.end_lsn {
+                report.blocks_skipped += 1;
+                continue;
+            }
+            g
+        };
+        let page = g.data_mut();
+        match rec.rmgr {
+            rmgr::HEAP => crate::heap::wal::redo_block(rec, b, page)?,
+            rmgr::BTREE => crate::btree::wal::redo_block(rec, b, page)?,
+            rmgr::UNDO => crate::clustered::undo_wal::redo_block(rec, b, page)?,
+            other => {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "WAL record at {} (rmgr {other}, info {:#x}) changes {} without an image, and no resource manager replays it",
+                        crate::wal::Lsn(rec.lsn),
+                        rec.info,
+                        blk.page
+                    ),
+                })
+            }
+        }
+        g.note_logged(rec.end_lsn);
+        report.blocks_redone += 1;
+    }
+    Ok(())
+}
