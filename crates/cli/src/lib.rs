@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod crashtest;
 pub mod design_arg;
 pub mod designs;
 pub mod experiments;

@@ -1,7 +1,9 @@
 //! The `mvcclab` command line.
 
 use clap::{Parser, Subcommand};
-use mvcclab::{designs, experiments, fidelity, report, run, storage_bench, workloads, UsageError};
+use mvcclab::{
+    crashtest, designs, experiments, fidelity, report, run, storage_bench, workloads, UsageError,
+};
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.
@@ -29,6 +31,9 @@ enum Command {
     Report(report::ReportArgs),
     /// The sysbench workloads with the statements per event and the options each reads.
     Workloads,
+    /// Power cuts at random moments under a bank-transfer and counter workload, recovery
+    /// after each, and checks that no acknowledged commit is lost and no invariant broken.
+    Crashtest(crashtest::CrashtestArgs),
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
@@ -44,6 +49,7 @@ fn run() -> anyhow::Result<()> {
         Command::Run(a) => run::run(a),
         Command::Compare(a) => run::compare(a),
         Command::Fidelity(a) => fidelity::run(a),
+        Command::Crashtest(a) => crashtest::run(a),
     }
 }
 

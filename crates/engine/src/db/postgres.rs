@@ -234,6 +234,10 @@ impl Engine for PostgresEngine {
         })
     }
 
+    fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {
+        self.inner.table(t)?.check_indexes()
+    }
+
     fn catalog(&self) -> crate::recovery::CatalogSnapshot {
         crate::recovery::CatalogSnapshot {
             layout: String::new(),

@@ -202,6 +202,8 @@ impl SplitMix64 {
 pub struct CrashDevice {
     cfg: CrashConfig,
     files: RwLock<BTreeMap<FileId, RwLock<CrashFile>>>,
+    /// Power stays off after [`CrashDevice::power_cut_and_hold`]: every change fails.
+    off: std::sync::atomic::AtomicBool,
 }
 
 impl CrashDevice {
@@ -218,6 +220,7 @@ impl CrashDevice {
         Ok(CrashDevice {
             cfg,
             files: RwLock::default(),
+            off: Default::default(),
         })
     }
 
@@ -240,6 +243,38 @@ impl CrashDevice {
     /// there with nothing pending. The same operations and `seed` give the same result.
     pub fn power_cut(&self, seed: u64) -> PowerCutReport {
         let mut files = self.files.write();
+        self.cut(&mut files, seed)
+    }
+
+    /// [`CrashDevice::power_cut`], leaving the power off: until [`CrashDevice::power_on`],
+    /// every write, sync, creation and removal fails with [`Error::Io`] ("power is off";
+    /// reads still see the cut's result). So an engine still running above the device
+    /// when the power goes cannot change what the next life will find, as a real machine's
+    /// processes die with its power; its threads meet the errors and stop.
+    pub fn power_cut_and_hold(&self, seed: u64) -> PowerCutReport {
+        let mut files = self.files.write();
+        let report = self.cut(&mut files, seed);
+        self.off.store(true, std::sync::atomic::Ordering::Release);
+        report
+    }
+
+    /// Turns the power back on after [`CrashDevice::power_cut_and_hold`].
+    pub fn power_on(&self) {
+        self.off.store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    fn check_power(&self, op: &'static str, file: FileId) -> Result<()> {
+        if self.off.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(Error::io(
+                op,
+                file,
+                std::io::Error::other("power is off (crash device)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn cut(&self, files: &mut BTreeMap<FileId, RwLock<CrashFile>>, seed: u64) -> PowerCutReport {
         let mut report = PowerCutReport {
             seed,
             ..Default::default()
@@ -285,12 +320,16 @@ impl CrashDevice {
 
 impl Device for CrashDevice {
     fn create(&self, file: FileId) -> Result<()> {
-        self.files.write().entry(file).or_default();
+        let mut files = self.files.write();
+        self.check_power("create", file)?;
+        files.entry(file).or_default();
         Ok(())
     }
 
     fn remove(&self, file: FileId) -> Result<()> {
-        self.files.write().remove(&file);
+        let mut files = self.files.write();
+        self.check_power("remove", file)?;
+        files.remove(&file);
         Ok(())
     }
 
@@ -325,6 +364,7 @@ impl Device for CrashDevice {
 
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
         let files = self.files.read();
+        self.check_power("write", file)?;
         let mut f = files.get(&file).ok_or(Error::NoSuchFile { file })?.write();
         if data.is_empty() {
             return Ok(());
@@ -352,6 +392,7 @@ impl Device for CrashDevice {
 
     fn sync(&self, file: FileId) -> Result<()> {
         let files = self.files.read();
+        self.check_power("sync", file)?;
         let mut f = files.get(&file).ok_or(Error::NoSuchFile { file })?.write();
         let f = &mut *f;
         for w in f.pending.drain(..) {

@@ -45,10 +45,9 @@ pub struct PageStore {
 
 impl PageStore {
     /// Opens the store on `vfs`, finding the relations already there (block counts from
-    /// file lengths).
+    /// file lengths, a partial last page counted).
     ///
-    /// Errors: device errors listing or measuring files; [`Error::Corrupted`] when a
-    /// relation file's length is not a whole number of pages.
+    /// Errors: device errors listing or measuring files.
     pub fn open(vfs: Arc<Vfs>, page_size: PageSize, zero_fill_on_extend: bool) -> Result<Self> {
         let mut rels = HashMap::new();
         let mut next = file_ids::FIRST_RELATION;
@@ -57,13 +56,11 @@ impl PageStore {
             .into_iter()
             .filter(|f| file_ids::is_relation(*f))
         {
+            // A length that is not a whole number of pages is a torn extension (a crash kept
+            // the first sectors of a page written past the end): the partial page counts,
+            // and reads as torn until recovery restores it.
             let len = vfs.len_bytes(f)?;
-            if len % page_size.bytes() as u64 != 0 {
-                return Err(Error::Corrupted {
-                    what: format!("relation file {f}: length {len} is not a multiple of the {} byte page size", page_size.bytes()),
-                });
-            }
-            let n = (len / page_size.bytes() as u64) as u32;
+            let n = len.div_ceil(page_size.bytes() as u64) as u32;
             rels.insert(
                 f,
                 Arc::new(Relation {
@@ -233,9 +230,17 @@ impl PageStore {
             });
         }
         let off = self.offset(id.block);
-        if off + buf.len() as u64 > self.vfs.len_bytes(id.rel)? {
+        let len = self.vfs.len_bytes(id.rel)?;
+        if off >= len {
             buf.fill(0);
             return Ok(());
+        }
+        if off + buf.len() as u64 > len {
+            // Torn extension: what made it, then zeros; verification tells.
+            let have = (len - off) as usize;
+            buf[have..].fill(0);
+            self.vfs.read_at(id.rel, off, &mut buf[..have])?;
+            return verify(buf, id);
         }
         self.vfs.read_at(id.rel, off, buf)?;
         verify(buf, id)
