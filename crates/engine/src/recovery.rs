@@ -54,7 +54,7 @@ use crate::device::{file_ids, FileId};
 use crate::error::{Error, Result};
 use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
 use crate::stats::{enter, Cause};
-use crate::storage::{CatalogBlob, Storage};
+use crate::storage::{parse_checkpoint_main_data, CatalogBlob, Storage};
 use crate::wal::{rmgr, xlog_info, WalRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -143,6 +143,9 @@ pub struct Redone {
     pub xact_ends: Vec<(u32, bool)>,
     /// The largest xid named by any record replayed (0 if none).
     pub max_xid: u32,
+    /// The engine state the last checkpoint record replayed carries
+    /// ([`crate::storage::CheckpointHook::checkpoint`]).
+    pub checkpoint_engine_state: Option<Vec<u8>>,
     /// Counts so far (the engine adds its own).
     pub report: RecoveryReport,
     /// When recovery started.
@@ -232,9 +235,17 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
         out.max_xid = out.max_xid.max(rec.xid);
         match rec.rmgr {
             rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
-                if let Some(c) = rec.main_data.get(8..).and_then(CatalogBlob::decode) {
-                    newer_catalog(&mut out.catalog, c);
-                }
+                let (_, state, c) = parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| {
+                    Error::Corrupted {
+                        what: format!(
+                            "checkpoint WAL record at {}: {} bytes of main data",
+                            crate::wal::Lsn(rec.lsn),
+                            rec.main_data.len()
+                        ),
+                    }
+                })?;
+                newer_catalog(&mut out.catalog, c);
+                out.checkpoint_engine_state = Some(state);
             }
             rmgr::CATALOG => {
                 let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| Error::Corrupted {

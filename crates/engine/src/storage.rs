@@ -259,10 +259,12 @@ pub trait CheckpointHook: Send + Sync {
     /// Called by every checkpoint after the pool's pages are written and synced and
     /// before the checkpoint record: writes and syncs the engine's own files (cause
     /// `checkpointer`). Everything the engine had made final before the checkpoint's redo
-    /// pointer must be durable when it returns.
+    /// pointer must be durable when it returns. Returns bytes for the checkpoint record to
+    /// carry (PostgreSQL's `CheckPoint.nextXid`), which recovery hands back
+    /// (`recovery::Redone::checkpoint_engine_state`).
     ///
     /// Errors: device errors (the checkpoint fails and the control file is not updated).
-    fn checkpoint(&self) -> Result<()>;
+    fn checkpoint(&self) -> Result<Vec<u8>>;
 }
 
 /// The catalog as last logged: its version and bytes (see [`Storage::log_catalog`]).
@@ -291,6 +293,27 @@ impl CatalogBlob {
             bytes: bytes[8..].to_vec(),
         })
     }
+}
+
+/// Main data of a CHECKPOINT record: the redo LSN (u64 LE), the engine's state
+/// ([`CheckpointHook::checkpoint`]: u32 LE length, then the bytes), then the catalog
+/// ([`CatalogBlob::encode`]).
+pub fn checkpoint_main_data(redo: Lsn, engine_state: &[u8], catalog: &CatalogBlob) -> Vec<u8> {
+    let mut main = redo.0.to_le_bytes().to_vec();
+    main.extend_from_slice(&(engine_state.len() as u32).to_le_bytes());
+    main.extend_from_slice(engine_state);
+    main.extend_from_slice(&catalog.encode());
+    main
+}
+
+/// The parts of a CHECKPOINT record's main data ([`checkpoint_main_data`]): redo LSN,
+/// engine state, catalog; `None` when it is too short for them.
+pub fn parse_checkpoint_main_data(main: &[u8]) -> Option<(Lsn, Vec<u8>, CatalogBlob)> {
+    let redo = u64::from_le_bytes(main.get(..8)?.try_into().ok()?);
+    let n = u32::from_le_bytes(main.get(8..12)?.try_into().ok()?) as usize;
+    let state = main.get(12..12usize.checked_add(n)?)?.to_vec();
+    let catalog = CatalogBlob::decode(&main[12 + n..])?;
+    Some((Lsn(redo), state, catalog))
 }
 
 /// Runs checkpoints; shared by `Storage` and the checkpointer thread.
@@ -324,11 +347,11 @@ impl Checkpointer {
         let rels = self.pool.take_unsynced_relations();
         self.pool.store().sync_relations(rels)?;
         let hook = self.hook.lock().as_ref().and_then(|w| w.upgrade());
-        if let Some(h) = hook {
-            h.checkpoint()?;
-        }
-        let mut main = redo.0.to_le_bytes().to_vec();
-        main.extend_from_slice(&self.catalog.lock().encode());
+        let engine_state = match hook {
+            Some(h) => h.checkpoint()?,
+            None => Vec::new(),
+        };
+        let main = checkpoint_main_data(redo, &engine_state, &self.catalog.lock());
         let rec = RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&main);
         let start = self.wal.insert_lsn();
         let end = self.wal.insert(&rec, &mut [])?;
@@ -679,6 +702,16 @@ impl Storage {
     ///
     /// Errors: those of the checkpoint.
     pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    /// What [`Storage::close`] does, through a shared reference: stops the background
+    /// threads and runs the shutdown checkpoint. For an owner that must keep the engine
+    /// (and so its [`CheckpointHook`]) alive until that checkpoint is done. The storage
+    /// stays usable, without background threads.
+    ///
+    /// Errors: those of the checkpoint.
+    pub fn shutdown(&self) -> Result<()> {
         self.stop_threads();
         self.checkpointer.run(false).map(|_| ())
     }

@@ -53,9 +53,13 @@ fn read_clog(storage: &Storage) -> Result<Vec<u8>> {
 /// The clog's share of a checkpoint (clog.c `CheckPointCLOG`): the pages changed since the
 /// last one, written to [`file_ids::CLOG`] and synced.
 impl CheckpointHook for Inner {
-    fn checkpoint(&self) -> Result<()> {
+    /// Writes the clog's changed pages; returns the next xid (u32 LE) for the checkpoint
+    /// record (PostgreSQL `CheckPoint.nextXid`), read before the clog so that every xid
+    /// the clog names is below it.
+    fn checkpoint(&self) -> Result<Vec<u8>> {
+        let next_xid = self.tm.next_xid().to_le_bytes().to_vec();
         let Some((offset, bytes)) = self.tm.clog_to_write() else {
-            return Ok(());
+            return Ok(next_xid);
         };
         let vfs = self.storage.vfs();
         let r = vfs
@@ -65,7 +69,7 @@ impl CheckpointHook for Inner {
         if r.is_err() {
             self.tm.clog_write_failed(offset);
         }
-        r
+        r.map(|_| next_xid)
     }
 }
 
@@ -142,7 +146,15 @@ impl PostgresEngine {
         redone: &mut crate::recovery::Redone,
     ) -> Result<Self> {
         let clog = read_clog(&storage)?;
-        let (tm, aborted) = TransactionManager::recovered(&clog, &redone.xact_ends, redone.max_xid);
+        // The next xid the last checkpoint saw: xids below it that neither committed nor
+        // aborted are the crash's (`TransactionManager::recovered`).
+        let ckpt_next = redone
+            .checkpoint_engine_state
+            .as_deref()
+            .and_then(|b| b.get(..4))
+            .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4 bytes")));
+        let max_xid = redone.max_xid.max(ckpt_next.saturating_sub(1));
+        let (tm, aborted) = TransactionManager::recovered(&clog, &redone.xact_ends, max_xid);
         redone.report.transactions_aborted = aborted;
         let engine = Self::with_tm(storage, design, vacuum, tm);
         for t in &catalog.tables {

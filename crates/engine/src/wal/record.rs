@@ -137,9 +137,11 @@ pub mod rmgr {
 
 /// `info` values of [`rmgr::XLOG`].
 pub mod xlog_info {
-    /// Checkpoint; main data is the redo LSN (u64 LE), then the catalog version (u64 LE)
-    /// and the catalog (JSON; empty before the first DDL), as PostgreSQL's checkpoint record
-    /// carries what recovery needs to start (`CheckPoint` in pg_control.h).
+    /// Checkpoint; main data is the redo LSN (u64 LE), the engine's state (u32 LE length,
+    /// then bytes: the postgres engine's next xid), then the catalog version (u64 LE) and
+    /// the catalog (JSON; empty before the first DDL), as PostgreSQL's checkpoint record
+    /// carries what recovery needs to start (`CheckPoint` in pg_control.h);
+    /// `storage::checkpoint_main_data`.
     pub const CHECKPOINT: u8 = 1;
     /// A full-page image taken because a page changed without WAL (hint bits, index kill
     /// bits) for the first time since the checkpoint (xloginsert.c `XLogSaveBufferForHint`,
