@@ -1681,7 +1681,12 @@ impl BTree {
         let (mut at, mut lv, mut from) = (right, level, PageId::new(self.rel, left));
         let mut right_sep: Option<Vec<u8>> = None;
         loop {
-            let g = self.fetch_read(at, from, "right link")?;
+            let what = if lv == level {
+                "right link"
+            } else {
+                "downlink"
+            };
+            let g = self.fetch_read(at, from, what)?;
             let id = g.page_id();
             let n = self.node(g.data(), id, Some(lv))?;
             if lv == level && n.left() != left {
