@@ -45,7 +45,7 @@
 //!    internal page with a quarter page free (*safe*) can take any separator.
 //! 6. Outside an operation that holds the latches, no page has INCOMPLETE_SPLIT set: a
 //!    split's downlink is inserted before those latches are released (unless an error
-//!    interrupts the cascade; see Crash safety).
+//!    or a crash interrupts the cascade; see Crash safety).
 //!
 //! # Locking
 //! Page latches are the pool's content locks ([`crate::buffer::ReadPageGuard`] /
@@ -97,10 +97,14 @@
 //! other records carry the slot and entry bytes. A split cascade is one record per level,
 //! as in PostgreSQL: a crash between them leaves the left page of the lower split with
 //! INCOMPLETE_SPLIT set and its right page reachable only through the right link; redo
-//! ([`wal::redo_block`]) replays what was logged, and recovery (a later issue) must then
-//! insert the missing downlinks (PostgreSQL finishes such splits lazily in
-//! `_bt_finish_split`; mvcclab readers do not move right, so they must be finished before
-//! the tree is used). An I/O error or an exhausted pool in the middle of a cascade leaves
+//! ([`wal::redo_block`]) replays what was logged, and recovery then calls
+//! [`BTree::finish_incomplete_splits`] before the tree is used: it walks every level from
+//! the root's down, left to right along the right links, and inserts each missing
+//! downlink with the records a split's parent insertion writes (INSERT_UPPER, or SPLIT of
+//! a full parent, or NEWROOT when the root split), clearing the flag in the same record,
+//! so a crash while finishing leaves a state it finishes in turn (PostgreSQL finishes such
+//! splits lazily in `_bt_finish_split`; mvcclab readers do not move right, so they must be
+//! finished first). An I/O error or an exhausted pool in the middle of a cascade leaves
 //! the same state in the running tree; [`BTree::verify`] reports it. Entries marked dead
 //! ([`node::SLOT_FLAG_DEAD`]) are hints: not logged, possibly lost at a crash or rebuilt
 //! away by a split, which costs a later scan a heap visit and never correctness. Deletion

@@ -194,6 +194,23 @@ enum Target<'k> {
     Upper(Bound<&'k [u8]>),
 }
 
+/// A page's key range `[low, high)` (`None` = unbounded).
+type Fences = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// [`BTree::split_halves`]: the largest key under the left half, the first key of the
+/// leftmost leaf under the right half, the smallest separator on the right half's
+/// leftmost path.
+type SplitHalves = (Option<Vec<u8>>, Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// What [`BTree::descend_pessimistic`] keeps latched above the page it returns: the meta
+/// page (while every page below it on the path is unsafe) and the ancestors, root first,
+/// each with the index of the downlink followed.
+struct WritePath<'a> {
+    meta: Meta,
+    meta_g: Option<WritePageGuard<'a>>,
+    path: Vec<(WritePageGuard<'a>, usize)>,
+}
+
 fn pick(n: &Node<'_>, t: &Target<'_>) -> Result<usize> {
     match *t {
         Target::Lower(Bound::Unbounded) => Ok(0),
@@ -1094,14 +1111,73 @@ impl BTree {
     /// as soon as a child is safe (room for one more separator); the leaf splits, and each
     /// split inserts its separator into the parent still latched, up to a new root.
     fn modify_pessimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<bool> {
+        let (wp, mut g) = self.descend_pessimistic(key, 0)?;
+        let (pos, n_entries, hdr, fits) = {
+            let n = self.node(g.data(), g.page_id(), Some(0))?;
+            let pos = n.search(key)?;
+            let old = match pos {
+                Ok(i) => n.entry_space(i)?,
+                Err(_) => 0,
+            };
+            let need = self.geo.space(key.len() + value.len());
+            (pos, n.len(), header(&n), n.free_bytes() + old >= need)
+        };
+        let slot = match (mode, pos) {
+            (Mode::Insert, Ok(_)) => return Err(self.duplicate(key)),
+            (Mode::Replace, Err(_)) => return Ok(false),
+            (_, Ok(i) | Err(i)) => i,
+        };
+        if fits {
+            // Another thread made room meanwhile: no split, no ancestors needed.
+            drop(wp);
+            self.apply_leaf_change(&mut g, mode, slot, key, value)?;
+            return Ok(true);
+        }
+        let mut combined = self.node(g.data(), g.page_id(), Some(0))?.entries()?;
+        let new = Entry {
+            key: key.to_vec(),
+            value: value.to_vec(),
+        };
+        match mode {
+            Mode::Insert => combined.insert(slot, new),
+            Mode::Replace => combined[slot] = new,
+        }
+        let ascending = mode == Mode::Insert && hdr.right == NO_BLOCK && slot == n_entries;
+        let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
+        let (sep, right) = self.split(&mut g, hdr, combined, ascending, None, &held)?;
+        self.insert_into_parent(wp, g, sep, right, 0)?;
+        Ok(true)
+    }
+
+    /// The pessimistic descent towards `key` down to the page at `stop_level` (returned
+    /// exclusively latched): exclusive latches from the meta page down, every latch above
+    /// a safe page (room for one more separator, invariant 5) released, the meta page's
+    /// included. The returned [`WritePath`] holds the ancestors still latched, each with
+    /// the index of the downlink followed (PostgreSQL's `BTStack`, but latched).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path, a downlink to an
+    /// ancestor, or a tree lower than `stop_level`; pool errors.
+    fn descend_pessimistic(
+        &self,
+        key: &[u8],
+        stop_level: u16,
+    ) -> Result<(WritePath<'_>, WritePageGuard<'_>)> {
         let mg = self.pool.fetch_write(self.meta_id())?;
         let meta = Meta::read(mg.data(), mg.page_id())?;
         self.check_meta(&meta, mg.page_id())?;
-        let mut meta_g = Some(mg);
         let mut level = Self::root_level(&meta);
+        if level < stop_level {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {}: root level {level} is below level {stop_level}",
+                    mg.page_id()
+                ),
+            });
+        }
+        let mut meta_g = Some(mg);
         let mut path: Vec<(WritePageGuard<'_>, usize)> = Vec::new();
         let mut g = self.fetch_write(meta.root, self.meta_id(), "root")?;
-        while level > 0 {
+        while level > stop_level {
             let (i, child, safe) = {
                 let n = self.node(g.data(), g.page_id(), Some(level))?;
                 let i = n.child_index(key, true)?;
@@ -1124,42 +1200,33 @@ impl BTree {
             g = c;
             level -= 1;
         }
-        let (pos, n_entries, hdr, fits) = {
-            let n = self.node(g.data(), g.page_id(), Some(0))?;
-            let pos = n.search(key)?;
-            let old = match pos {
-                Ok(i) => n.entry_space(i)?,
-                Err(_) => 0,
-            };
-            let need = self.geo.space(key.len() + value.len());
-            (pos, n.len(), header(&n), n.free_bytes() + old >= need)
-        };
-        let slot = match (mode, pos) {
-            (Mode::Insert, Ok(_)) => return Err(self.duplicate(key)),
-            (Mode::Replace, Err(_)) => return Ok(false),
-            (_, Ok(i) | Err(i)) => i,
-        };
-        if fits {
-            // Another thread made room meanwhile: no split, no ancestors needed.
-            drop(path);
-            drop(meta_g);
-            self.apply_leaf_change(&mut g, mode, slot, key, value)?;
-            return Ok(true);
-        }
-        let mut combined = self.node(g.data(), g.page_id(), Some(0))?.entries()?;
-        let new = Entry {
-            key: key.to_vec(),
-            value: value.to_vec(),
-        };
-        match mode {
-            Mode::Insert => combined.insert(slot, new),
-            Mode::Replace => combined[slot] = new,
-        }
-        let ascending = mode == Mode::Insert && hdr.right == NO_BLOCK && slot == n_entries;
-        let held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (mut sep, mut right) = self.split(&mut g, hdr, combined, ascending, None, &held)?;
-        // `g` is the left half of the last split, at `child_level`.
-        let mut child_level = 0u16;
+        self.node(g.data(), g.page_id(), Some(stop_level))?;
+        Ok((WritePath { meta, meta_g, path }, g))
+    }
+
+    /// Inserts the downlink (`sep` → `right`) of the split of `g` (at `child_level`,
+    /// flagged INCOMPLETE_SPLIT) into its parent, the last page of `wp.path`, clearing the
+    /// flag of `g` in the same INSERT_UPPER record; a parent without room splits in turn
+    /// (its SPLIT record clears the flag) and the cascade goes on up, ending in a new root
+    /// when the path runs out (the meta page is then still latched). PostgreSQL
+    /// nbtinsert.c `_bt_insert_parent` (with `_bt_newroot` for the root).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page or a split that reaches the root
+    /// without the meta page latched; pool and WAL errors (the cascade stops there, pages
+    /// below keep INCOMPLETE_SPLIT).
+    fn insert_into_parent<'a>(
+        &'a self,
+        wp: WritePath<'a>,
+        mut g: WritePageGuard<'a>,
+        mut sep: Vec<u8>,
+        mut right: u32,
+        mut child_level: u16,
+    ) -> Result<()> {
+        let WritePath {
+            meta,
+            mut meta_g,
+            mut path,
+        } = wp;
         loop {
             match path.pop() {
                 Some((mut pg, i)) => {
@@ -1177,7 +1244,7 @@ impl BTree {
                             .block(pid, false, &bwal::encode_slot_entry(i + 1, &sep, &down))
                             .block(g.page_id(), false, &[]);
                         log_change(self.pool.wal(), &rec, &mut [&mut pg, &mut g])?;
-                        return Ok(true);
+                        return Ok(());
                     }
                     let mut combined = self.node(pg.data(), pid, None)?.entries()?;
                     combined.insert(
@@ -1205,7 +1272,7 @@ impl BTree {
                         });
                     };
                     self.new_root(&mut mg, &mut g, child_level + 1, meta, &sep, right)?;
-                    return Ok(true);
+                    return Ok(());
                 }
             }
         }
@@ -1386,6 +1453,267 @@ impl BTree {
             .main_data(&bwal::encode_geometry(self.geo));
         log_change(self.pool.wal(), &rec, &mut [&mut root, left, mg])?;
         Ok(())
+    }
+
+    /// Finishes every split that a crash (or an error in the middle of a cascade) left
+    /// incomplete, as crash recovery must before the tree is used: for each page with
+    /// INCOMPLETE_SPLIT, the missing downlink to its right sibling is inserted into the
+    /// parent, clearing the flag in the same record (PostgreSQL nbtinsert.c
+    /// `_bt_finish_split`, which PostgreSQL runs lazily from `_bt_getstackbuf` /
+    /// `_bt_moveright`; mvcclab readers do not move right, so recovery runs it eagerly).
+    /// The insertion is the normal one (`insert_into_parent`, PostgreSQL
+    /// `_bt_insert_parent`): one INSERT_UPPER record, or a SPLIT of a full parent naming the
+    /// child whose flag it clears and so on up, or a NEWROOT when the unfinished split is at
+    /// the root level (the meta page still names the left page, the old root: PostgreSQL
+    /// `_bt_newroot`). So a crash while finishing leaves a state this function finishes in
+    /// turn. Returns the number of splits finished.
+    ///
+    /// How it finds them: each level is walked left to right along the right links from
+    /// its leftmost page, from the root's level (the page the meta page names; a right
+    /// sibling there is the unlinked half of a root split) down to the leaves; a page
+    /// reached only through a right link is visited too. Levels go top down, so the parent
+    /// level of each split being finished is already complete and the descent towards the
+    /// separator finds the parent holding the left page's downlink (PostgreSQL gets the
+    /// same guarantee by finishing an incomplete parent first, in `_bt_getstackbuf`).
+    ///
+    /// The separator: a leaf split's is recomputed from the two halves exactly as the
+    /// split chose it (the right page's first key, suffix-truncated against the left page's
+    /// last key when [`BTreeConfig::suffix_truncation`] is on). An internal split's moved up
+    /// and is stored nowhere (no high keys; the right page's first key is minus infinity),
+    /// so one is chosen that bounds the two subtrees the same way: from the largest key
+    /// under the left page (its rightmost path, halves of unfinished splits below
+    /// included) and the first key of the leftmost leaf under the right page; it lies in
+    /// the left page's range and above every key under the left page and at most every key
+    /// under the right one, so every lookup and scan finds what it found with the original.
+    ///
+    /// Runs single-threaded at recovery: it reads with shared latches one page at a time
+    /// and changes the tree through the pessimistic descent's exclusive latches, but does
+    /// not guard against concurrent changes between the two.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page or sibling chain, an incomplete split
+    /// without a right sibling or whose right sibling does not link back, a flagged page at
+    /// the root level that is not the root, a page no downlink reaches, or halves whose keys
+    /// leave no separator between them; pool and WAL errors (the splits finished before stay
+    /// finished; calling it again goes on).
+    pub fn finish_incomplete_splits(&self) -> Result<usize> {
+        let (mg, meta) = self.read_meta()?;
+        drop(mg);
+        let mut level = Self::root_level(&meta);
+        let mut leftmost = meta.root;
+        let mut finished = 0;
+        loop {
+            let mut hops = Hops::new(self)?;
+            let mut block = leftmost;
+            let mut from = self.meta_id();
+            let mut next_leftmost = None;
+            while block != NO_BLOCK {
+                let (id, hdr, first_child) = {
+                    let g = self.fetch_read(block, from, "link")?;
+                    let id = g.page_id();
+                    let n = self.node(g.data(), id, Some(level))?;
+                    let first = if level > 0 { Some(n.child(0)?) } else { None };
+                    (id, header(&n), first)
+                };
+                if next_leftmost.is_none() {
+                    next_leftmost = first_child;
+                }
+                if hdr.flags & FLAG_INCOMPLETE_SPLIT != 0 {
+                    self.finish_split(block, hdr.right, level)?;
+                    finished += 1;
+                }
+                // Finishing changed only the flag of this page and pages above its level.
+                block = hdr.right;
+                from = id;
+                hops.step(id)?;
+            }
+            match next_leftmost {
+                Some(b) if level > 0 => {
+                    leftmost = b;
+                    level -= 1;
+                }
+                _ => return Ok(finished),
+            }
+        }
+    }
+
+    /// Finishes the split of `left` (at `level`, flagged) whose right half is `right`:
+    /// chooses the separator (see [`BTree::finish_incomplete_splits`]), descends to `left`
+    /// pessimistically and inserts the downlink with [`BTree::insert_into_parent`].
+    fn finish_split(&self, left: u32, right: u32, level: u16) -> Result<()> {
+        let (mg, meta) = self.read_meta()?;
+        drop(mg);
+        let lid = PageId::new(self.rel, left);
+        let corrupt = |what: String| Error::Corrupted {
+            what: format!("B+tree {lid}: {what}"),
+        };
+        if right == NO_BLOCK {
+            return Err(corrupt("INCOMPLETE_SPLIT without a right sibling".into()));
+        }
+        let (low, high) = self.fences_of(&meta, left, level)?;
+        let (below, first_right, right_sep) = self.split_halves(left, right, level)?;
+        // Everything the separator must stay above / at most / below.
+        let lb = match (low, below) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let ub_sep = match (high, right_sep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let sep = match (&first_right, &lb) {
+            (Some(f), l) if self.cfg.suffix_truncation => {
+                truncated_separator(l.as_deref().unwrap_or(&[]), f)
+            }
+            (Some(f), _) => f.clone(),
+            // The right half's leftmost leaf is empty: just above everything on the left.
+            (None, Some(l)) => {
+                let mut s = l.clone();
+                s.push(0);
+                s
+            }
+            (None, None) => vec![0],
+        };
+        let fits = !sep.is_empty()
+            && lb.as_ref().map_or(true, |l| *l < sep)
+            && first_right.as_ref().map_or(true, |f| sep <= *f)
+            && ub_sep.as_ref().map_or(true, |u| sep < *u);
+        if !fits {
+            return Err(corrupt(format!(
+                "no separator fits between the halves of its incomplete split (right half {right})"
+            )));
+        }
+        let (wp, g) = self.descend_pessimistic(&sep, level)?;
+        let hdr = header(&self.node(g.data(), g.page_id(), Some(level))?);
+        if g.page_id().block != left || hdr.flags & FLAG_INCOMPLETE_SPLIT == 0 || hdr.right != right
+        {
+            return Err(corrupt(format!(
+                "the descent for its incomplete split's separator reached {} (right {}, flags {:#x})",
+                g.page_id(),
+                hdr.right,
+                hdr.flags
+            )));
+        }
+        self.insert_into_parent(wp, g, sep, right, level)
+    }
+
+    /// The key range `[low, high)` that the downlink to `target` (at `level`) gives it
+    /// (`None` = unbounded), found by walking the levels above it from the root (shared
+    /// latches, one page at a time). A page at the root level must be the root.
+    fn fences_of(&self, meta: &Meta, target: u32, level: u16) -> Result<Fences> {
+        let root_level = Self::root_level(meta);
+        let tid = PageId::new(self.rel, target);
+        if level > root_level || (level == root_level && target != meta.root) {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {tid}: level {level} page with INCOMPLETE_SPLIT is not the root (block {}, level {root_level})",
+                    meta.root
+                ),
+            });
+        }
+        if level == root_level {
+            return Ok((None, None));
+        }
+        let mut budget = self.n_blocks()? as u64;
+        let mut stack: Vec<(u32, u16, PageId, Fences)> =
+            vec![(meta.root, root_level, self.meta_id(), (None, None))];
+        while let Some((block, lv, from, (low, high))) = stack.pop() {
+            if budget == 0 {
+                return Err(Error::Corrupted {
+                    what: format!("B+tree {from}: more pages reachable than the relation has"),
+                });
+            }
+            budget -= 1;
+            let g = self.fetch_read(block, from, "downlink")?;
+            let id = g.page_id();
+            let n = self.node(g.data(), id, Some(lv))?;
+            for i in 0..n.len() {
+                let child = n.child(i)?;
+                let c_low = if i == 0 {
+                    low.clone()
+                } else {
+                    Some(n.key(i)?.to_vec())
+                };
+                let c_high = match i + 1 < n.len() {
+                    true => Some(n.key(i + 1)?.to_vec()),
+                    false => high.clone(),
+                };
+                if lv - 1 == level {
+                    if child == target {
+                        return Ok((c_low, c_high));
+                    }
+                } else {
+                    stack.push((child, lv - 1, id, (c_low, c_high)));
+                }
+            }
+        }
+        Err(Error::Corrupted {
+            what: format!("B+tree {tid}: no downlink reaches this level {level} page"),
+        })
+    }
+
+    /// What the two halves of the split of `left` into `right` (at `level`) hold near
+    /// their boundary: the largest key under `left` (its last key and those of the pages
+    /// on its rightmost path down to the leaf, moving right past pages whose own split is
+    /// unfinished: their right halves belong to the same subtree), the first key of the
+    /// leftmost leaf under `right`, and the smallest separator on `right`'s leftmost path.
+    fn split_halves(&self, left: u32, right: u32, level: u16) -> Result<SplitHalves> {
+        let mut hops = Hops::new(self)?;
+        let mut below: Option<Vec<u8>> = None;
+        let (mut at, mut lv, mut from, mut chase) = (left, level, self.meta_id(), false);
+        loop {
+            let g = self.fetch_read(at, from, if chase { "right link" } else { "downlink" })?;
+            let id = g.page_id();
+            let n = self.node(g.data(), id, Some(lv))?;
+            if lv < level && n.flags() & FLAG_INCOMPLETE_SPLIT != 0 && n.right() != NO_BLOCK {
+                (at, from, chase) = (n.right(), id, true);
+                hops.step(id)?;
+                continue;
+            }
+            let keyed = if lv > 0 { 1 } else { 0 };
+            if n.len() > keyed {
+                let last = n.key(n.len() - 1)?;
+                if below.as_deref().map_or(true, |b| last > b) {
+                    below = Some(last.to_vec());
+                }
+            }
+            if lv == 0 {
+                break;
+            }
+            (at, from, chase) = (n.child(n.len() - 1)?, id, false);
+            lv -= 1;
+        }
+        let (mut at, mut lv, mut from) = (right, level, PageId::new(self.rel, left));
+        let mut right_sep: Option<Vec<u8>> = None;
+        loop {
+            let what = if lv == level {
+                "right link"
+            } else {
+                "downlink"
+            };
+            let g = self.fetch_read(at, from, what)?;
+            let id = g.page_id();
+            let n = self.node(g.data(), id, Some(lv))?;
+            if lv == level && n.left() != left {
+                return Err(Error::Corrupted {
+                    what: format!(
+                        "B+tree {id}: right half of the incomplete split of block {left} links left to {}",
+                        n.left()
+                    ),
+                });
+            }
+            if lv == 0 {
+                let first = (!n.is_empty()).then(|| n.key(0)).transpose()?;
+                return Ok((below, first.map(<[u8]>::to_vec), right_sep));
+            }
+            if n.len() > 1 {
+                let k = n.key(1)?;
+                if right_sep.as_deref().map_or(true, |s| k < s) {
+                    right_sep = Some(k.to_vec());
+                }
+            }
+            (at, from) = (n.child(0)?, id);
+            lv -= 1;
+        }
     }
 
     /// Visits the entries with `lo <= key <= hi` in key order (`Forward`) or reverse

@@ -245,9 +245,10 @@ fn clear_incomplete(page: &mut [u8], id: PageId) -> Result<()> {
 
 /// Redo of block `b` of B+tree record `rec` on `page` (the page's current bytes; ignored
 /// for will-init blocks), then sets the page LSN to the record's end. The caller (crash
-/// recovery, a later issue) skips blocks restored from a full-page image and pages whose
-/// LSN is already at or past `rec.end_lsn`, and afterwards finishes every split left
-/// incomplete (a page with INCOMPLETE_SPLIT whose downlink record never made it), as
+/// recovery) skips blocks restored from a full-page image and pages whose LSN is already
+/// at or past `rec.end_lsn`, and afterwards finishes every split left incomplete (a page
+/// with INCOMPLETE_SPLIT whose downlink record never made it) with
+/// [`BTree::finish_incomplete_splits`](super::BTree::finish_incomplete_splits), as
 /// PostgreSQL's `_bt_finish_split` does.
 ///
 /// Errors: [`Error::Corrupted`] when the record or the page does not fit the format, or
