@@ -235,15 +235,14 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
         out.max_xid = out.max_xid.max(rec.xid);
         match rec.rmgr {
             rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
-                let (_, state, c) = parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| {
-                    Error::Corrupted {
+                let (_, state, c) =
+                    parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| Error::Corrupted {
                         what: format!(
                             "checkpoint WAL record at {}: {} bytes of main data",
                             crate::wal::Lsn(rec.lsn),
                             rec.main_data.len()
                         ),
-                    }
-                })?;
+                    })?;
                 newer_catalog(&mut out.catalog, c);
                 out.checkpoint_engine_state = Some(state);
             }

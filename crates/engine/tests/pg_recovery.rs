@@ -80,7 +80,8 @@ fn committed_work_survives_and_uncommitted_work_is_gone_even_on_the_device() {
         // Committed after the checkpoint: updates, an insert, a delete.
         let mut tx = db.begin();
         for id in 1..=50 {
-            tx.update(t, &[Value::Integer(id)], &[Assign::Add(1, 5)]).unwrap();
+            tx.update(t, &[Value::Integer(id)], &[Assign::Add(1, 5)])
+                .unwrap();
         }
         tx.insert(t, row(1000, 7)).unwrap();
         tx.delete(t, &[Value::Integer(200)]).unwrap();
@@ -88,7 +89,8 @@ fn committed_work_survives_and_uncommitted_work_is_gone_even_on_the_device() {
         // Uncommitted, with its pages made durable by a checkpoint while it is open.
         let mut open = db.begin();
         for id in 51..=100 {
-            open.update(t, &[Value::Integer(id)], &[Assign::Add(1, 1000)]).unwrap();
+            open.update(t, &[Value::Integer(id)], &[Assign::Add(1, 1000)])
+                .unwrap();
         }
         open.insert(t, row(2000, 1)).unwrap();
         open.delete(t, &[Value::Integer(199)]).unwrap();
@@ -102,15 +104,35 @@ fn committed_work_survives_and_uncommitted_work_is_gone_even_on_the_device() {
         assert!(rep.records_replayed > 0, "seed {seed}: {rep:?}");
         assert!(rep.transactions_aborted >= 1, "seed {seed}: {rep:?}");
         for id in 1..=50 {
-            assert_eq!(balance(&db, id), Some(105), "seed {seed}, committed account {id}");
+            assert_eq!(
+                balance(&db, id),
+                Some(105),
+                "seed {seed}, committed account {id}"
+            );
         }
         for id in 51..=100 {
-            assert_eq!(balance(&db, id), Some(100), "seed {seed}, uncommitted account {id}");
+            assert_eq!(
+                balance(&db, id),
+                Some(100),
+                "seed {seed}, uncommitted account {id}"
+            );
         }
         assert_eq!(balance(&db, 1000), Some(7), "seed {seed}");
-        assert_eq!(balance(&db, 2000), None, "seed {seed}: uncommitted insert visible");
-        assert_eq!(balance(&db, 200), None, "seed {seed}: committed delete undone");
-        assert_eq!(balance(&db, 199), Some(100), "seed {seed}: uncommitted delete applied");
+        assert_eq!(
+            balance(&db, 2000),
+            None,
+            "seed {seed}: uncommitted insert visible"
+        );
+        assert_eq!(
+            balance(&db, 200),
+            None,
+            "seed {seed}: committed delete undone"
+        );
+        assert_eq!(
+            balance(&db, 199),
+            Some(100),
+            "seed {seed}: uncommitted delete applied"
+        );
         let t = db.table_id("accounts").unwrap();
         let (entries, problems) = db.check_indexes(t).unwrap();
         assert!(problems.is_empty(), "seed {seed}: {problems:?}");
@@ -128,13 +150,22 @@ fn committed_work_survives_and_uncommitted_work_is_gone_even_on_the_device() {
         assert_eq!(owners.len(), want, "seed {seed}");
         // Writes go on after recovery, and a second crash recovers them too.
         let mut tx = db.begin();
-        tx.update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)]).unwrap();
+        tx.update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap();
         tx.commit().unwrap();
         drop(db);
         dev.power_cut(seed + 100);
         let db = Database::open(cfg.clone()).unwrap();
-        assert_eq!(balance(&db, 1), Some(106), "seed {seed}, after a second crash");
-        assert_eq!(balance(&db, 51), Some(100), "seed {seed}, after a second crash");
+        assert_eq!(
+            balance(&db, 1),
+            Some(106),
+            "seed {seed}, after a second crash"
+        );
+        assert_eq!(
+            balance(&db, 51),
+            Some(100),
+            "seed {seed}, after a second crash"
+        );
     }
 }
 
@@ -145,16 +176,24 @@ fn a_clean_close_reopens_with_every_table_and_row() {
     let db = loaded(&cfg);
     let t = db.table_id("accounts").unwrap();
     let mut tx = db.begin();
-    tx.update(t, &[Value::Integer(3)], &[Assign::Add(1, 1)]).unwrap();
+    tx.update(t, &[Value::Integer(3)], &[Assign::Add(1, 1)])
+        .unwrap();
     tx.commit().unwrap();
     db.close().unwrap();
     // Nothing unsynced is left for a cut to lose.
     dev.power_cut(1);
     let db = Database::open(cfg).unwrap();
-    assert_eq!(db.recovery_report().records_replayed, 1, "the shutdown checkpoint only");
+    assert_eq!(
+        db.recovery_report().records_replayed,
+        1,
+        "the shutdown checkpoint only"
+    );
     assert_eq!(balance(&db, 3), Some(101));
     assert_eq!(balance(&db, 4), Some(100));
-    assert!(db.create_table(common::accounts_def()).is_err(), "the catalog came back");
+    assert!(
+        db.create_table(common::accounts_def()).is_err(),
+        "the catalog came back"
+    );
 }
 
 #[test]
@@ -190,7 +229,8 @@ fn torn_heap_pages(protection: TornPageProtection) -> (Arc<CrashDevice>, Databas
     let t = db.table_id("accounts").unwrap();
     let mut tx = db.begin();
     for id in 1..=200 {
-        tx.update(t, &[Value::Integer(id)], &[Assign::Add(1, 1)]).unwrap();
+        tx.update(t, &[Value::Integer(id)], &[Assign::Add(1, 1)])
+            .unwrap();
     }
     tx.commit().unwrap();
     db.storage().pool().flush_all().unwrap(); // written, not synced

@@ -350,6 +350,16 @@ impl Engine for InnodbEngine {
         }
     }
 
+    fn finish_incomplete_splits(&self) -> Result<u64> {
+        let mut n = 0;
+        for t in self.inner.tables.all() {
+            for tree in std::iter::once(&t.clustered).chain(t.indexes.iter()) {
+                n += tree.finish_incomplete_splits()? as u64;
+            }
+        }
+        Ok(n)
+    }
+
     fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {
         let table = self.inner.table(t)?;
         let def = &table.def;

@@ -286,6 +286,10 @@ pub trait Engine: Send + Sync {
     fn catalog(&self) -> crate::recovery::CatalogSnapshot;
     /// Checks a table's indexes against the table: (entries checked, problems).
     fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)>;
+    /// Finishes the B+tree splits a crash interrupted, in every tree of every table
+    /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many. Recovery
+    /// calls it after redo, before the tables are used.
+    fn finish_incomplete_splits(&self) -> Result<u64>;
 }
 
 /// An open database. Share it by `Arc` between threads; every method takes `&self`.
@@ -361,6 +365,10 @@ impl Database {
             engine,
             recovery: recovery::RecoveryReport::default(),
         };
+        if !fresh {
+            let _c = crate::stats::enter(crate::stats::Cause::Recovery);
+            redone.report.splits_finished = db.engine.finish_incomplete_splits()?;
+        }
         if fresh {
             // The design-wide relations (the undo log) are in the catalog from the start.
             db.log_catalog()?;
