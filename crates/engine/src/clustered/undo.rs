@@ -19,7 +19,8 @@
 //! |        |       |  +4 u8 kind: 1 insert, 2 update; +5 u8 rollback segment id;     |
 //! |        |       |  +6 u16 slot in the rollback segment header                     |
 //! |        |       |  +8 u32 pages in the segment, +12 u32 its last page             |
-//! |        |       |     (TRX_UNDO_PAGE_LIST)                                        |
+//! |        |       |     (TRX_UNDO_PAGE_LIST; each later page's `aux` word in the     |
+//! |        |       |     common header names the page before it, TRX_UNDO_PAGE_NODE)  |
 //! | 32/48  | …     | appended: a log header (34 bytes, TRX_UNDO_LOG_OLD_HDR_SIZE)    |
 //! |        |       | where a transaction's log starts, then its undo records         |
 //! ```
@@ -97,10 +98,16 @@
 //! # Crash safety
 //! Every change to a rollback segment header or an undo page is WAL-logged (UNDO records:
 //! `APPEND`, `WRITE`, `RSEG_INIT`) before the page can be written; `undo_wal::redo_block`
-//! replays them (block formats and what redo does not reproduce: see `undo_wal`). A crash can
-//! leak undo pages whose segment was being freed (as MariaDB's `trx_purge_free_segment`
-//! notes); the in-memory caches and history lists are rebuilt from the headers by recovery
-//! (a later issue).
+//! replays them (block formats and what redo does not reproduce: see `undo_wal`). The
+//! states of a transaction's insert and update segments and its history list entry change
+//! in one record ([`UndoSpace::finish`]), written before the transaction's XACT commit
+//! record, so a segment found active after a crash belongs to a transaction that did not
+//! commit. [`UndoSpace::open`] rebuilds the in-memory state after redo: slots, caches and
+//! history lists from the rollback segment header pages and the segments' first pages, a
+//! segment's pages through each later page's predecessor (`aux`), the history's records
+//! from the undo pages; the engine rolls back the active segments' transactions
+//! (`InnodbEngine::recover`). Undo pages freed before a crash leak (the free page list is in
+//! memory), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
 
 use super::rseg::{self, FilAddr, FIL_NULL};
 use super::HistoryEntry;
@@ -445,6 +452,10 @@ fn get_u64(p: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(p[off..off + 8].try_into().expect("8 bytes"))
 }
 
+/// A history log as read at open: its transaction id, its records' roll pointers and its
+/// in-memory entry (numbered later).
+type HistoryLogRead = (u64, Vec<u64>, HistLog);
+
 /// What [`UndoSpace::open`] found on the pages besides the rollback segments' state.
 #[derive(Debug, Default)]
 pub struct RecoveredUndo {
@@ -749,7 +760,7 @@ impl UndoSpace {
             // row's insert record precedes every other record of the same transaction on
             // that row (a later re-insert finds the delete-marked record and writes update
             // undo), so this undoes each row's changes in reverse.
-            t.all = t.insert.records.iter().copied().collect();
+            t.all = t.insert.records.to_vec();
             t.all.extend(t.update.records.iter().copied());
             space.rsegs[t.rseg.expect("set") as usize]
                 .refs
@@ -849,11 +860,7 @@ impl UndoSpace {
     /// Reads the history log at `at` of rollback segment `r`: (trx id, roll pointers of its
     /// records, its in-memory entry without its number), its commit number and the next
     /// newer log's address.
-    fn read_history_log(
-        &self,
-        r: u8,
-        at: FilAddr,
-    ) -> Result<((u64, Vec<u64>, HistLog), u64, FilAddr)> {
+    fn read_history_log(&self, r: u8, at: FilAddr) -> Result<(HistoryLogRead, u64, FilAddr)> {
         let (trx_id, trx_no, newer, next_log, seg_state, last_log, slot) = {
             let g = self.pool.fetch_read(PageId::new(self.rel, at.page))?;
             let d = g.data();
