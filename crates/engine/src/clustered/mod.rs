@@ -42,9 +42,10 @@
 //!
 //! # Crash safety
 //! Every clustered, secondary, undo and rollback segment header page change is WAL-logged
-//! (B+tree and UNDO records). Rollback at recovery (issue 7) walks the undo of transactions
-//! without a commit record; the rollback segments' caches and history lists are to be
-//! rebuilt from their header pages then.
+//! (B+tree and UNDO records). At recovery the rollback segments' slots, caches and history
+//! lists are rebuilt from their pages (`UndoSpace::open`) and the transactions whose undo
+//! segments are still active are rolled back through their undo records
+//! (`InnodbEngine::recover`).
 //!
 //! # Documented differences from InnoDB
 //! - Redo of an in-place update logs the changed bytes (PATCH_VALUE) under mvcclab's larger
@@ -70,8 +71,8 @@ pub mod undo_wal;
 pub use rseg::PAGE_TYPE_RSEG;
 pub use table::{ClusteredTable, RowCtx};
 pub use undo::{
-    roll_ptr, split_roll_ptr, LogRef, RsegInfo, TrxUndo, UndoCounters, UndoRecord, UndoSegment,
-    UndoSpace, UndoType, PAGE_TYPE_UNDO,
+    roll_ptr, split_roll_ptr, LogRef, RecoveredUndo, RsegInfo, TrxUndo, UndoCounters, UndoRecord,
+    UndoSegment, UndoSpace, UndoType, PAGE_TYPE_UNDO,
 };
 
 use crate::error::Result;

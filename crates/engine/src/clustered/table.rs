@@ -591,16 +591,24 @@ impl ClusteredTable {
         })
     }
 
-    /// Rolls back one undo record of this table (row0undo.cc: row_undo_ins /
-    /// row_undo_mod), under the row's stripe lock.
+    /// Rolls back one undo record of this table written by transaction `trx_id`
+    /// (row0undo.cc: row_undo_ins / row_undo_mod), under the row's stripe lock. Returns
+    /// false, changing nothing, when the row does not carry `trx_id` (row0undo.cc
+    /// `row_undo_search_clust_to_pcur` checks DB_TRX_ID the same way): the change the
+    /// record describes never reached the row (a crash between writing the undo record and
+    /// changing the row) or was undone already (a crash during a rollback, whose records
+    /// recovery applies again; the row may have been changed by a later transaction since).
     ///
     /// Errors: storage and decoding errors.
-    pub fn rollback_record(&self, u: &UndoRecord) -> Result<()> {
+    pub fn rollback_record(&self, u: &UndoRecord, trx_id: u64) -> Result<bool> {
         let _g = self.stripe(&u.pk);
         let Some(rec) = self.clustered.get(&u.pk)? else {
-            return Ok(());
+            return Ok(false);
         };
         let cur = decode_compact_record(&self.def, &rec)?;
+        if cur.trx_id != trx_id {
+            return Ok(false);
+        }
         match u.kind {
             UndoType::Insert => {
                 for ix in 0..self.indexes.len() {
@@ -628,7 +636,7 @@ impl ClusteredTable {
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Purges one update-undo record of a committed transaction older than every read view

@@ -19,7 +19,8 @@
 //! |        |       |  +4 u8 kind: 1 insert, 2 update; +5 u8 rollback segment id;     |
 //! |        |       |  +6 u16 slot in the rollback segment header                     |
 //! |        |       |  +8 u32 pages in the segment, +12 u32 its last page             |
-//! |        |       |     (TRX_UNDO_PAGE_LIST)                                        |
+//! |        |       |     (TRX_UNDO_PAGE_LIST; each later page's `aux` word in the     |
+//! |        |       |     common header names the page before it, TRX_UNDO_PAGE_NODE)  |
 //! | 32/48  | …     | appended: a log header (34 bytes, TRX_UNDO_LOG_OLD_HDR_SIZE)    |
 //! |        |       | where a transaction's log starts, then its undo records         |
 //! ```
@@ -97,17 +98,26 @@
 //! # Crash safety
 //! Every change to a rollback segment header or an undo page is WAL-logged (UNDO records:
 //! `APPEND`, `WRITE`, `RSEG_INIT`) before the page can be written; `undo_wal::redo_block`
-//! replays them (block formats and what redo does not reproduce: see `undo_wal`). A crash can
-//! leak undo pages whose segment was being freed (as MariaDB's `trx_purge_free_segment`
-//! notes); the in-memory caches and history lists are rebuilt from the headers by recovery
-//! (a later issue).
+//! replays them (block formats and what redo does not reproduce: see `undo_wal`). The
+//! states of a transaction's insert and update segments and its history list entry change
+//! in one record ([`UndoSpace::finish`]), written before the transaction's XACT commit
+//! record, so a segment found active after a crash belongs to a transaction that did not
+//! commit. [`UndoSpace::open`] rebuilds the in-memory state after redo: slots, caches and
+//! history lists from the rollback segment header pages and the segments' first pages, a
+//! segment's pages through each later page's predecessor (`aux`), the history's records
+//! from the undo pages; the engine rolls back the active segments' transactions
+//! (`InnodbEngine::recover`). Undo pages freed before a crash leak (the free page list is in
+//! memory), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
 
 use super::rseg::{self, FilAddr, FIL_NULL};
+use super::HistoryEntry;
 use crate::buffer::{log_change, BufferPool, WritePageGuard};
 use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::Xid;
-use crate::page::{hole, init_page, set_hole, PageId, OFF_LOWER, PAGE_HEADER_BYTES};
+use crate::page::{
+    aux, hole, init_page, page_type, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEADER_BYTES,
+};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -434,6 +444,35 @@ fn get_u16(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
 }
 
+fn get_u32(p: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(p[off..off + 4].try_into().expect("4 bytes"))
+}
+
+fn get_u64(p: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(p[off..off + 8].try_into().expect("8 bytes"))
+}
+
+/// A history log as read at open: its transaction id, its records' roll pointers and its
+/// in-memory entry (numbered later).
+type HistoryLogRead = (u64, Vec<u64>, HistLog);
+
+/// What [`UndoSpace::open`] found on the pages besides the rollback segments' state.
+#[derive(Debug, Default)]
+pub struct RecoveredUndo {
+    /// The update undo logs of every history list, in commit order (oldest first), as
+    /// commit made them for purge.
+    pub history: Vec<HistoryEntry>,
+    /// Transactions with an undo segment in state active (their commit never reached the
+    /// undo log), by transaction id: their undo, holding a reference on their rollback
+    /// segment, `all` in rollback order reversed (see [`UndoSpace::open`]).
+    pub active: Vec<(u64, TrxUndo)>,
+    /// The largest transaction id in any undo log header or rollback segment header
+    /// (TRX_RSEG_MAX_TRX_ID).
+    pub max_trx_id: u64,
+    /// Insert segments a crash left to be freed, freed at open.
+    pub segments_freed: u64,
+}
+
 /// Writes `bytes` at `off` of the page and notes the write in `log` (a WRITE block's data).
 fn put(g: &mut WritePageGuard<'_>, log: &mut Vec<u8>, off: usize, bytes: &[u8]) {
     g.data_mut()[off..off + bytes.len()].copy_from_slice(bytes);
@@ -510,6 +549,373 @@ impl UndoSpace {
             next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
         })
+    }
+
+    /// Opens the undo relation `rel` after redo and rebuilds the rollback segments' memory
+    /// state from their pages (trx0rseg.cc `trx_rseg_array_init` → `trx_rseg_mem_restore`,
+    /// trx0undo.cc `trx_undo_lists_init` → `trx_undo_mem_create_at_db_start`):
+    /// - each header page's undo slots: a segment in state active belongs to a transaction
+    ///   the crash interrupted and is handed back in [`RecoveredUndo::active`] (grouped by
+    ///   the transaction id of the last log header on its first page, its records read
+    ///   from the pages); a cached one goes back to its cache; an insert segment left to
+    ///   be freed is freed now (MariaDB before 10.3: `trx_undo_insert_cleanup` at startup);
+    /// - each history list, walked from its oldest log (FLST_LAST) through the logs'
+    ///   history nodes, with the history size from the header; every log comes back as a
+    ///   [`HistoryEntry`] with its records' roll pointers, all rollback segments' logs in
+    ///   commit order (TRX_UNDO_TRX_NO), for purge to resume (trx0purge.cc
+    ///   `purge_sys_t::create` / `trx_purge_rseg_get_next_history_log` read them lazily;
+    ///   here they are read at open);
+    /// - the largest transaction id of any log header and of TRX_RSEG_MAX_TRX_ID, and the
+    ///   next commit number.
+    ///
+    /// Undo pages freed before a crash but not reused leak (the free page list is not
+    /// persistent), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for a rollback segment count the relation was not
+    /// made with; [`Error::Corrupted`] for pages that do not hold what their headers say;
+    /// storage errors.
+    pub fn open(
+        pool: Arc<BufferPool>,
+        wal: Arc<Wal>,
+        rel: FileId,
+        n_rsegs: u8,
+    ) -> Result<(UndoSpace, RecoveredUndo)> {
+        if !(1..=crate::design::MAX_ROLLBACK_SEGMENTS).contains(&n_rsegs) {
+            return Err(Error::InvalidConfig(format!(
+                "rollback_segments must be 1..=128, got {n_rsegs}"
+            )));
+        }
+        let slots = rseg::n_slots(pool.store().page_size().bytes());
+        let mut space = UndoSpace {
+            rel,
+            pool,
+            wal,
+            rsegs: Box::new([]),
+            next_rseg: AtomicU32::new(0),
+            next_trx_no: AtomicU64::new(0),
+            counters: UndoCounters::default(),
+        };
+        let mut out = RecoveredUndo::default();
+        let mut history: Vec<(u64, HistoryEntry)> = Vec::new();
+        let mut rsegs = Vec::with_capacity(n_rsegs as usize);
+        let mut active: std::collections::BTreeMap<u64, TrxUndo> = Default::default();
+        let mut to_free: Vec<(u8, u16, Vec<u32>)> = Vec::new();
+        let mut pages_in_use = std::collections::HashSet::new();
+        let mut max_trx_no = 0u64;
+        for r in 0..n_rsegs {
+            let hdr = space.pool.fetch_read(PageId::new(rel, r as u32))?;
+            let h = hdr.data();
+            if page_type(h) != rseg::PAGE_TYPE_RSEG {
+                return Err(Error::InvalidConfig(format!(
+                    "the undo log has no rollback segment {r} (block {r} has page type {}): open the database with the rollback_segments it was made with",
+                    page_type(h)
+                )));
+            }
+            let mut st = RsegState {
+                slots_used: vec![false; slots],
+                insert_cached: Vec::new(),
+                update_cached: Vec::new(),
+                history: VecDeque::new(),
+                history_size: rseg::history_size(h),
+                max_trx_id: get_u64(h, rseg::MAX_TRX_ID),
+                last_seq: 0,
+            };
+            out.max_trx_id = out.max_trx_id.max(st.max_trx_id);
+            // The history list, oldest first.
+            let len = rseg::history_len(h) as usize;
+            let mut seq_at = std::collections::HashMap::new();
+            let mut next = FilAddr::read(h, rseg::HISTORY_LAST);
+            while next != FilAddr::NULL {
+                if st.history.len() >= len {
+                    return Err(space.bad(format!(
+                        "rollback segment {r}: history list longer than its length {len}"
+                    )));
+                }
+                let at = next;
+                let (log, trx_no, newer) = space.read_history_log(r, at)?;
+                max_trx_no = max_trx_no.max(trx_no);
+                out.max_trx_id = out.max_trx_id.max(log.0);
+                st.last_seq += 1;
+                let seq = st.last_seq;
+                seq_at.insert((at.page, at.offset), seq);
+                if !log.2.cached {
+                    pages_in_use.extend(log.2.seg_pages.iter().copied());
+                }
+                st.history.push_front(HistLog { seq, ..log.2 });
+                history.push((
+                    trx_no,
+                    HistoryEntry {
+                        trx_id: log.0,
+                        records: log.1,
+                        log: LogRef {
+                            rseg: r,
+                            page: at.page,
+                            offset: at.offset,
+                            seq,
+                        },
+                    },
+                ));
+                next = newer;
+            }
+            if st.history.len() != len {
+                return Err(space.bad(format!(
+                    "rollback segment {r}: history list of {} logs, its length says {len}",
+                    st.history.len()
+                )));
+            }
+            // The undo slots.
+            for slot in 0..slots as u16 {
+                let p = rseg::slot(h, slot);
+                if p == FIL_NULL {
+                    continue;
+                }
+                let g = space.pool.fetch_read(PageId::new(rel, p))?;
+                let d = g.data();
+                if page_type(d) != PAGE_TYPE_UNDO || get_u16(d, SEG_SLOT) != slot {
+                    return Err(space.bad(format!(
+                        "rollback segment {r} slot {slot}: page {p} is not that slot's undo segment"
+                    )));
+                }
+                let s = get_u16(d, SEG_STATE);
+                let insert = d[SEG_KIND] == 1;
+                let last_log = get_u16(d, SEG_LAST_LOG);
+                let trx_id = get_u64(d, last_log as usize + LOG_TRX_ID);
+                out.max_trx_id = out.max_trx_id.max(trx_id);
+                drop(g);
+                let pages = space.segment_pages(p)?;
+                match s {
+                    state::ACTIVE => {
+                        let records = space.log_records(insert, r, &pages, last_log, None)?;
+                        let t = active.entry(trx_id).or_insert_with(|| TrxUndo {
+                            rseg: Some(r),
+                            ..Default::default()
+                        });
+                        if t.rseg != Some(r) {
+                            return Err(space.bad(format!(
+                                "transaction {trx_id} has active undo in rollback segments {:?} and {r}",
+                                t.rseg
+                            )));
+                        }
+                        let seg = UndoSegment {
+                            pages: pages.clone(),
+                            records,
+                            slot,
+                            log_offset: last_log,
+                        };
+                        if insert {
+                            t.insert = seg;
+                        } else {
+                            t.update = seg;
+                        }
+                        st.slots_used[slot as usize] = true;
+                        pages_in_use.extend(pages);
+                    }
+                    state::CACHED => {
+                        let c = Cached {
+                            page: p,
+                            slot,
+                            last_seq: if insert {
+                                0
+                            } else {
+                                seq_at.get(&(p, last_log)).copied().unwrap_or(0)
+                            },
+                        };
+                        if insert {
+                            st.insert_cached.push(c);
+                        } else {
+                            st.update_cached.push(c);
+                        }
+                        st.slots_used[slot as usize] = true;
+                        pages_in_use.extend(pages);
+                    }
+                    state::TO_FREE => {
+                        st.slots_used[slot as usize] = true;
+                        pages_in_use.extend(pages.iter().copied());
+                        to_free.push((r, slot, pages));
+                    }
+                    // A to-purge segment gave its slot back in the record that made it so.
+                    _ => {}
+                }
+            }
+            drop(hdr);
+            rsegs.push(Rseg {
+                page: r as u32,
+                refs: AtomicU32::new(0),
+                state: Mutex::new(st),
+            });
+        }
+        space.rsegs = rsegs.into_boxed_slice();
+        space.next_trx_no.store(max_trx_no, Ordering::Relaxed);
+        space
+            .counters
+            .pages_allocated
+            .store(pages_in_use.len() as u64, Ordering::Relaxed);
+        for (r, slot, pages) in to_free {
+            let mut st = space.rsegs[r as usize].state.lock();
+            space.free_to_free_segment(r, &mut st, slot, &pages)?;
+            out.segments_freed += 1;
+        }
+        for (trx_id, mut t) in active {
+            // Rollback order: update undo newest first, then insert undo newest first. A
+            // row's insert record precedes every other record of the same transaction on
+            // that row (a later re-insert finds the delete-marked record and writes update
+            // undo), so this undoes each row's changes in reverse.
+            t.all = t.insert.records.to_vec();
+            t.all.extend(t.update.records.iter().copied());
+            space.rsegs[t.rseg.expect("set") as usize]
+                .refs
+                .fetch_add(1, Ordering::AcqRel);
+            out.active.push((trx_id, t));
+        }
+        history.sort_by_key(|(no, _)| *no);
+        out.history = history.into_iter().map(|(_, e)| e).collect();
+        Ok((space, out))
+    }
+
+    fn bad(&self, what: String) -> Error {
+        Error::Corrupted {
+            what: format!("undo log (relation {}): {what}", self.rel),
+        }
+    }
+
+    /// The pages of the segment whose first page is `first`, first page first: the last
+    /// page from the segment header (TRX_UNDO_PAGE_LIST's last), then each later page's
+    /// previous page (its `aux` word) back to the first.
+    fn segment_pages(&self, first: u32) -> Result<Vec<u32>> {
+        let (n, mut p) = {
+            let g = self.pool.fetch_read(PageId::new(self.rel, first))?;
+            (
+                get_u32(g.data(), SEG_N_PAGES),
+                get_u32(g.data(), SEG_LAST_PAGE),
+            )
+        };
+        if n == 0 || n as usize > self.pool.store().n_blocks(self.rel)? as usize {
+            return Err(self.bad(format!("segment at page {first} has {n} pages")));
+        }
+        let mut pages = Vec::with_capacity(n as usize);
+        for _ in 1..n {
+            pages.push(p);
+            let g = self.pool.fetch_read(PageId::new(self.rel, p))?;
+            if page_type(g.data()) != PAGE_TYPE_UNDO {
+                return Err(self.bad(format!(
+                    "segment at page {first}: page {p} is not an undo page"
+                )));
+            }
+            p = aux(g.data());
+        }
+        if p != first {
+            return Err(self.bad(format!(
+                "segment at page {first}: its page list leads to page {p}"
+            )));
+        }
+        pages.push(first);
+        pages.reverse();
+        Ok(pages)
+    }
+
+    /// Roll pointers of the records of the log whose header is at `log_offset` on the
+    /// segment's first page: from its TRX_UNDO_LOG_START to the next log header (`end`,
+    /// for a log that is not the page's last) or, for the last log, to the page's free
+    /// pointer and on through the segment's later pages.
+    fn log_records(
+        &self,
+        insert: bool,
+        r: u8,
+        pages: &[u32],
+        log_offset: u16,
+        end: Option<u16>,
+    ) -> Result<Vec<u64>> {
+        let mut out = Vec::new();
+        for (i, &p) in pages.iter().enumerate() {
+            let g = self.pool.fetch_read(PageId::new(self.rel, p))?;
+            let d = g.data();
+            let lower = hole(d).0;
+            let (from, to) = if i == 0 {
+                let start = get_u16(d, log_offset as usize + LOG_START);
+                (start, end.unwrap_or(lower))
+            } else {
+                (PAGE_HEADER_BYTES as u16, lower)
+            };
+            let (mut off, to) = (from as usize, to as usize);
+            if off < PAGE_HEADER_BYTES || to > d.len() {
+                return Err(self.bad(format!("page {p}: records at {off}..{to}")));
+            }
+            while off < to {
+                let len = get_u16(d, off) as usize;
+                if len < RECORD_FIXED_BYTES || off + len > to {
+                    return Err(self.bad(format!(
+                        "page {p}: undo record of {len} bytes at {off} (records end at {to})"
+                    )));
+                }
+                out.push(roll_ptr(insert, r, p, off as u16));
+                off += len;
+            }
+            if end.is_some() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads the history log at `at` of rollback segment `r`: (trx id, roll pointers of its
+    /// records, its in-memory entry without its number), its commit number and the next
+    /// newer log's address.
+    fn read_history_log(&self, r: u8, at: FilAddr) -> Result<(HistoryLogRead, u64, FilAddr)> {
+        let (trx_id, trx_no, newer, next_log, seg_state, last_log, slot) = {
+            let g = self.pool.fetch_read(PageId::new(self.rel, at.page))?;
+            let d = g.data();
+            let o = at.offset as usize;
+            if page_type(d) != PAGE_TYPE_UNDO || o < SEG_FIRST_LOG || o + LOG_HEADER_BYTES > d.len()
+            {
+                return Err(self.bad(format!(
+                    "rollback segment {r}: history log at page {} offset {o}",
+                    at.page
+                )));
+            }
+            (
+                get_u64(d, o + LOG_TRX_ID),
+                get_u64(d, o + LOG_TRX_NO),
+                FilAddr::read(d, o + LOG_HIST_PREV),
+                get_u16(d, o + LOG_NEXT_LOG),
+                get_u16(d, SEG_STATE),
+                get_u16(d, SEG_LAST_LOG),
+                get_u16(d, SEG_SLOT),
+            )
+        };
+        let has_next = next_log != 0;
+        // A log followed by another on its page was cached at commit (a segment is reused
+        // only from the cache); the page's last log was cached unless its segment waits
+        // to be purged.
+        let cached = has_next || (last_log == at.offset && seg_state != state::TO_PURGE);
+        let seg_pages = if has_next {
+            vec![at.page]
+        } else {
+            self.segment_pages(at.page)?
+        };
+        let records = self.log_records(
+            false,
+            r,
+            &seg_pages,
+            at.offset,
+            has_next.then_some(next_log),
+        )?;
+        Ok((
+            (
+                trx_id,
+                records,
+                HistLog {
+                    seq: 0,
+                    at,
+                    seg_pages,
+                    slot,
+                    cached,
+                    has_next,
+                    purged: false,
+                },
+            ),
+            trx_no,
+            newer,
+        ))
     }
 
     /// The undo relation.
@@ -687,6 +1093,9 @@ impl UndoSpace {
         let mut g = self.pool.new_page(self.rel)?;
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), false);
+        let prev = *seg.pages.last().expect("a segment has its first page");
+        let mut wg = Vec::new();
+        put(&mut g, &mut wg, OFF_AUX, &prev.to_le_bytes());
         let mut wh = Vec::new();
         put(
             &mut h,
@@ -697,7 +1106,7 @@ impl UndoSpace {
         put(&mut h, &mut wh, SEG_LAST_PAGE, &p.to_le_bytes());
         let rec = RecordBuilder::new(rmgr::UNDO, info::WRITE)
             .block(h.page_id(), false, &wh)
-            .block(g.page_id(), true, &[]);
+            .block(g.page_id(), true, &wg);
         log_change(&self.wal, &rec, &mut [&mut h, &mut g])?;
         self.counters
             .pages_allocated
@@ -813,164 +1222,228 @@ impl UndoSpace {
         seg.pages.len() == 1 && used * REUSE_LIMIT_DEN < page_bytes * REUSE_LIMIT_NUM
     }
 
-    /// At commit or after rollback: the insert segment is done. Its state is written on its
-    /// first page; a one-page segment under 3/4 full is cached in its rollback segment, any
-    /// other is freed and its slot cleared (trx_undo_insert_cleanup → trx_undo_seg_free, as
-    /// MariaDB did before 10.3 kept one undo log per transaction).
+    /// At commit or after rollback, both of the transaction's segments are done in one
+    /// mini-transaction (one WAL record), the commit of the undo log (trx0trx.cc
+    /// `trx_write_serialisation_history`: `trx_undo_set_state_at_finish` for the insert undo
+    /// and `trx_purge_add_undo_to_history` for the update undo, in one mtr):
+    /// - the insert segment's state: a one-page segment under 3/4 full is cached in its
+    ///   rollback segment, any other is to be freed (TRX_UNDO_TO_FREE);
+    /// - the update segment's log joins its rollback segment's history list as the newest:
+    ///   the header page's list base node and TRX_RSEG_MAX_TRX_ID, the log header's commit
+    ///   number and history node, the previous newest log's node, the segment state; a
+    ///   segment not kept for reuse gives its slot back and its pages count in the history
+    ///   size.
+    ///
+    /// Then an insert segment to be freed is freed and its slot cleared (a second record,
+    /// trx_undo_insert_cleanup → trx_undo_seg_free, as MariaDB did before 10.3 kept one undo
+    /// log per transaction; recovery finishes a to-free segment a crash left in its slot).
+    /// Since the state change is one record, a segment a crash leaves active on the page
+    /// belongs to a transaction whose commit was never logged (see `InnodbEngine::recover`).
+    /// Returns the update log and the roll pointers of its records, or None when the
+    /// transaction wrote no update undo.
+    ///
+    /// Errors: storage errors.
+    pub fn finish(&self, trx: &mut TrxUndo) -> Result<Option<(LogRef, Vec<u64>)>> {
+        self.finish_segments(trx, true, true)
+    }
+
+    /// [`UndoSpace::finish`] for the insert segment alone.
     ///
     /// Errors: storage errors.
     pub fn finish_insert(&self, trx: &mut TrxUndo) -> Result<()> {
-        let seg = std::mem::take(&mut trx.insert);
-        let (Some(r), Some(&first)) = (trx.rseg, seg.pages.first()) else {
-            return Ok(());
-        };
-        let mut st = self.rsegs[r as usize].state.lock();
-        let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
-        let cache = self.reusable(&seg, &g);
-        let s = if cache { state::CACHED } else { state::TO_FREE };
-        let mut w = Vec::new();
-        put(&mut g, &mut w, SEG_STATE, &s.to_le_bytes());
-        self.log_writes(&mut [&mut g], &[(false, w)])?;
-        drop(g);
-        if cache {
-            st.insert_cached.push(Cached {
-                page: first,
-                slot: seg.slot,
-                last_seq: 0,
-            });
-            return Ok(());
-        }
-        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
-        let mut w = Vec::new();
-        put(
-            &mut h,
-            &mut w,
-            rseg::slot_offset(seg.slot),
-            &FIL_NULL.to_le_bytes(),
-        );
-        self.log_writes(&mut [&mut h], &[(false, w)])?;
-        drop(h);
-        st.slots_used[seg.slot as usize] = false;
-        self.free_segment_pages(&seg.pages)
+        self.finish_segments(trx, true, false).map(|_| ())
     }
 
-    /// At commit (or after rollback, trx_commit_low): the update segment's log joins its
-    /// rollback segment's history list as the newest (trx_purge_add_undo_to_history):
-    /// the header page's list base node, the log header's commit number and history node,
-    /// the previous newest log's node, the segment state; a segment not kept for reuse gives
-    /// its slot back and its pages count in the history size. Returns the log and the roll
-    /// pointers of its records, or None when the transaction wrote no update undo.
+    /// [`UndoSpace::finish`] for the update segment alone.
     ///
     /// Errors: storage errors.
     pub fn finish_update(&self, trx: &mut TrxUndo) -> Result<Option<(LogRef, Vec<u64>)>> {
-        let seg = std::mem::take(&mut trx.update);
-        let (Some(r), Some(&first)) = (trx.rseg, seg.pages.first()) else {
+        self.finish_segments(trx, false, true)
+    }
+
+    fn finish_segments(
+        &self,
+        trx: &mut TrxUndo,
+        ins: bool,
+        upd: bool,
+    ) -> Result<Option<(LogRef, Vec<u64>)>> {
+        let Some(r) = trx.rseg else {
             return Ok(None);
         };
+        let iseg = if ins {
+            std::mem::take(&mut trx.insert)
+        } else {
+            UndoSegment::default()
+        };
+        let useg = if upd {
+            std::mem::take(&mut trx.update)
+        } else {
+            UndoSegment::default()
+        };
+        let (ifirst, ufirst) = (iseg.pages.first().copied(), useg.pages.first().copied());
+        if ifirst.is_none() && ufirst.is_none() {
+            return Ok(None);
+        }
         let rs = &self.rsegs[r as usize];
         let mut st = rs.state.lock();
-        let trx_no = self.next_trx_no.fetch_add(1, Ordering::Relaxed) + 1;
-        let at = FilAddr {
-            page: first,
-            offset: seg.log_offset,
+        // Latch order: header page, insert segment's first page, update segment's first
+        // page, the previous newest log's page.
+        let mut h = match ufirst {
+            Some(_) => Some(self.pool.fetch_write(self.rseg_header(r))?),
+            None => None,
         };
-        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
-        let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
-        let cache = self.reusable(&seg, &g);
-        let old_first = st.history.front().map(|l| l.at);
-        let (mut wh, mut wg) = (Vec::new(), Vec::new());
-        // flst_add_first(TRX_RSEG_HISTORY, log's TRX_UNDO_HISTORY_NODE).
-        let len = st.history.len() as u32 + 1;
-        put(&mut h, &mut wh, rseg::HISTORY_LEN, &len.to_le_bytes());
-        put(&mut h, &mut wh, rseg::HISTORY_FIRST, &at.encode());
-        if old_first.is_none() {
-            put(&mut h, &mut wh, rseg::HISTORY_LAST, &at.encode());
-        }
-        let off = seg.log_offset as usize;
-        put(
-            &mut g,
-            &mut wg,
-            off + LOG_HIST_PREV,
-            &FilAddr::NULL.encode(),
-        );
-        put(
-            &mut g,
-            &mut wg,
-            off + LOG_HIST_NEXT,
-            &old_first.unwrap_or(FilAddr::NULL).encode(),
-        );
-        if !cache {
-            // The segment will not be reused: free its slot; its pages join the history size.
-            put(
-                &mut h,
-                &mut wh,
-                rseg::slot_offset(seg.slot),
-                &FIL_NULL.to_le_bytes(),
-            );
-            st.history_size += seg.pages.len() as u32;
-            put(
-                &mut h,
-                &mut wh,
-                rseg::HISTORY_SIZE,
-                &st.history_size.to_le_bytes(),
-            );
-            put(
-                &mut h,
-                &mut wh,
-                rseg::MAX_TRX_ID,
-                &st.max_trx_id.to_le_bytes(),
-            );
-        }
-        let s = if cache {
-            state::CACHED
-        } else {
-            state::TO_PURGE
+        let mut gi = match ifirst {
+            Some(p) => Some(self.pool.fetch_write(PageId::new(self.rel, p))?),
+            None => None,
         };
-        put(&mut g, &mut wg, SEG_STATE, &s.to_le_bytes());
-        put(&mut g, &mut wg, off + LOG_TRX_NO, &trx_no.to_le_bytes());
-        match old_first {
-            Some(of) if of.page == first => {
-                put(
-                    &mut g,
-                    &mut wg,
-                    of.offset as usize + LOG_HIST_PREV,
-                    &at.encode(),
-                );
-                self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
-            }
-            Some(of) => {
-                let mut n = self.pool.fetch_write(PageId::new(self.rel, of.page))?;
-                let mut wn = Vec::new();
-                put(
-                    &mut n,
-                    &mut wn,
-                    of.offset as usize + LOG_HIST_PREV,
-                    &at.encode(),
-                );
-                self.log_writes(
-                    &mut [&mut h, &mut g, &mut n],
-                    &[(false, wh), (false, wg), (false, wn)],
-                )?;
-            }
-            None => self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?,
+        let mut icache = false;
+        let mut wi = Vec::new();
+        if let Some(g) = gi.as_mut() {
+            icache = self.reusable(&iseg, g);
+            let s = if icache {
+                state::CACHED
+            } else {
+                state::TO_FREE
+            };
+            put(g, &mut wi, SEG_STATE, &s.to_le_bytes());
         }
+        let mut gu = None;
+        let mut n = None;
+        let (mut wh, mut wu, mut wn) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ucache = false;
+        let mut at = FilAddr::NULL;
+        if let (Some(first), Some(h)) = (ufirst, h.as_mut()) {
+            let trx_no = self.next_trx_no.fetch_add(1, Ordering::Relaxed) + 1;
+            at = FilAddr {
+                page: first,
+                offset: useg.log_offset,
+            };
+            let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
+            ucache = self.reusable(&useg, &g);
+            let old_first = st.history.front().map(|l| l.at);
+            // flst_add_first(TRX_RSEG_HISTORY, log's TRX_UNDO_HISTORY_NODE).
+            let len = st.history.len() as u32 + 1;
+            put(h, &mut wh, rseg::HISTORY_LEN, &len.to_le_bytes());
+            put(h, &mut wh, rseg::HISTORY_FIRST, &at.encode());
+            if old_first.is_none() {
+                put(h, &mut wh, rseg::HISTORY_LAST, &at.encode());
+            }
+            let off = useg.log_offset as usize;
+            put(
+                &mut g,
+                &mut wu,
+                off + LOG_HIST_PREV,
+                &FilAddr::NULL.encode(),
+            );
+            put(
+                &mut g,
+                &mut wu,
+                off + LOG_HIST_NEXT,
+                &old_first.unwrap_or(FilAddr::NULL).encode(),
+            );
+            if !ucache {
+                // The segment will not be reused: free its slot; its pages join the
+                // history size.
+                put(
+                    h,
+                    &mut wh,
+                    rseg::slot_offset(useg.slot),
+                    &FIL_NULL.to_le_bytes(),
+                );
+                st.history_size += useg.pages.len() as u32;
+                put(
+                    h,
+                    &mut wh,
+                    rseg::HISTORY_SIZE,
+                    &st.history_size.to_le_bytes(),
+                );
+            }
+            // TRX_RSEG_MAX_TRX_ID at every history change, so that recovery finds the
+            // largest transaction id even after the logs are gone.
+            put(h, &mut wh, rseg::MAX_TRX_ID, &st.max_trx_id.to_le_bytes());
+            let s = if ucache {
+                state::CACHED
+            } else {
+                state::TO_PURGE
+            };
+            put(&mut g, &mut wu, SEG_STATE, &s.to_le_bytes());
+            put(&mut g, &mut wu, off + LOG_TRX_NO, &trx_no.to_le_bytes());
+            match old_first {
+                Some(of) if of.page == first => {
+                    put(
+                        &mut g,
+                        &mut wu,
+                        of.offset as usize + LOG_HIST_PREV,
+                        &at.encode(),
+                    );
+                }
+                Some(of) => {
+                    let mut ng = self.pool.fetch_write(PageId::new(self.rel, of.page))?;
+                    put(
+                        &mut ng,
+                        &mut wn,
+                        of.offset as usize + LOG_HIST_PREV,
+                        &at.encode(),
+                    );
+                    n = Some(ng);
+                }
+                None => {}
+            }
+            gu = Some(g);
+        }
+        {
+            let mut guards: Vec<&mut WritePageGuard<'_>> = Vec::new();
+            let mut logs = Vec::new();
+            if let Some(h) = h.as_mut() {
+                guards.push(h);
+                logs.push((false, std::mem::take(&mut wh)));
+            }
+            if let Some(g) = gi.as_mut() {
+                guards.push(g);
+                logs.push((false, std::mem::take(&mut wi)));
+            }
+            if let Some(g) = gu.as_mut() {
+                guards.push(g);
+                logs.push((false, std::mem::take(&mut wu)));
+            }
+            if let Some(g) = n.as_mut() {
+                guards.push(g);
+                logs.push((false, std::mem::take(&mut wn)));
+            }
+            self.log_writes(&mut guards, &logs)?;
+        }
+        drop((n, gu, gi, h));
+        if let Some(first) = ifirst {
+            if icache {
+                st.insert_cached.push(Cached {
+                    page: first,
+                    slot: iseg.slot,
+                    last_seq: 0,
+                });
+            } else {
+                self.free_to_free_segment(r, &mut st, iseg.slot, &iseg.pages)?;
+            }
+        }
+        let Some(first) = ufirst else {
+            return Ok(None);
+        };
         st.last_seq += 1;
         let seq = st.last_seq;
-        if cache {
+        if ucache {
             st.update_cached.push(Cached {
                 page: first,
-                slot: seg.slot,
+                slot: useg.slot,
                 last_seq: seq,
             });
         } else {
-            st.slots_used[seg.slot as usize] = false;
+            st.slots_used[useg.slot as usize] = false;
         }
         st.history.push_front(HistLog {
             seq,
             at,
-            seg_pages: seg.pages,
-            slot: seg.slot,
-            cached: cache,
+            seg_pages: useg.pages,
+            slot: useg.slot,
+            cached: ucache,
             has_next: false,
             purged: false,
         });
@@ -978,11 +1451,41 @@ impl UndoSpace {
             LogRef {
                 rseg: r,
                 page: first,
-                offset: seg.log_offset,
+                offset: useg.log_offset,
                 seq,
             },
-            seg.records,
+            useg.records,
         )))
+    }
+
+    /// Frees an insert segment in state to-free: clears its slot (with TRX_RSEG_MAX_TRX_ID,
+    /// so that the transaction's id outlives its log) and frees its pages
+    /// (trx_undo_seg_free). Under the rollback segment's mutex.
+    fn free_to_free_segment(
+        &self,
+        r: u8,
+        st: &mut RsegState,
+        slot: u16,
+        pages: &[u32],
+    ) -> Result<()> {
+        let mut h = self.pool.fetch_write(self.rseg_header(r))?;
+        let mut w = Vec::new();
+        put(
+            &mut h,
+            &mut w,
+            rseg::slot_offset(slot),
+            &FIL_NULL.to_le_bytes(),
+        );
+        put(
+            &mut h,
+            &mut w,
+            rseg::MAX_TRX_ID,
+            &st.max_trx_id.to_le_bytes(),
+        );
+        self.log_writes(&mut [&mut h], &[(false, w)])?;
+        drop(h);
+        st.slots_used[slot as usize] = false;
+        self.free_segment_pages(pages)
     }
 
     /// The transaction ended: its reference on its rollback segment is dropped

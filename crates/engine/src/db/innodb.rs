@@ -16,7 +16,7 @@ use crate::clustered::{
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
 use crate::heap::TableStats;
-use crate::mvcc::{Isolation, TransactionManager};
+use crate::mvcc::{Isolation, TransactionManager, Xid};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
@@ -120,6 +120,76 @@ impl Inner {
     }
 }
 
+impl Inner {
+    fn new(
+        storage: Arc<Storage>,
+        design: DesignConfig,
+        purge: PurgeConfig,
+        tm: TransactionManager,
+        undo: Arc<UndoSpace>,
+    ) -> Arc<Inner> {
+        Arc::new(Inner {
+            storage,
+            design,
+            tm,
+            tables: TableList::new(),
+            undo,
+            history: History::default(),
+            truncating: Mutex::new(()),
+            truncate_again: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
+            batch_pages: AtomicU64::new(0),
+            purge,
+        })
+    }
+
+    /// Undoes every change of transaction `trx_id`, newest first (trx0roll.cc
+    /// `trx_rollback_to_savepoint_low` → row0undo.cc `row_undo` for each record
+    /// `trx_roll_pop_top_rec_of_trx` hands out): the abort path, and recovery's rollback of
+    /// the transactions a crash left active. Goes on past a failing record and returns the
+    /// first error; returns the records applied (a record whose row no longer carries the
+    /// transaction's id is skipped, see [`ClusteredTable::rollback_record`]).
+    fn rollback(&self, trx_id: u64, undo: &TrxUndo) -> (Result<()>, u64) {
+        let mut result = Ok(());
+        let mut applied = 0;
+        for rp in undo.all.iter().rev() {
+            let r = self.undo.read(*rp).and_then(|u| match self.table(u.table) {
+                Ok(t) => t.rollback_record(&u, trx_id),
+                Err(_) => Ok(false),
+            });
+            match r {
+                Ok(true) => applied += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+            }
+        }
+        (result, applied)
+    }
+
+    /// The undo log's part of the end of transaction `trx_id`, committed or rolled back
+    /// ([`UndoSpace::finish`], one WAL record): insert undo cached or freed, update undo
+    /// into its rollback segment's history list and into purge's queue. Update undo joins
+    /// the history after a commit and after a rollback alike (trx_commit_low →
+    /// trx_purge_add_undo_to_history): a reader may still follow a roll pointer into it, so
+    /// only purge, past every read view, may free its pages.
+    ///
+    /// Errors: storage errors.
+    fn finish_undo(&self, trx_id: u64, undo: &mut TrxUndo) -> Result<()> {
+        if let Some((log, records)) = self.undo.finish(undo)? {
+            self.history.push(HistoryEntry {
+                trx_id,
+                records,
+                log,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Counts a taken history entry as done when dropped (also on an error).
 struct InFlight<'a>(&'a AtomicU64);
 
@@ -147,27 +217,19 @@ impl InnodbEngine {
             storage.wal().clone(),
             design.rollback_segments,
         )?);
-        let gc_off = design.garbage_collection == GarbageCollection::Off;
-        let inner = Arc::new(Inner {
-            storage,
-            design,
-            tm: TransactionManager::new(),
-            tables: TableList::new(),
-            undo,
-            history: History::default(),
-            truncating: Mutex::new(()),
-            truncate_again: AtomicBool::new(false),
-            in_flight: AtomicU64::new(0),
-            batch_pages: AtomicU64::new(0),
-            purge: purge.clone(),
-        });
+        let inner = Inner::new(storage, design, purge, TransactionManager::new(), undo);
+        Ok(Self::start(inner))
+    }
+
+    /// The engine on `inner`, with its purge threads started.
+    fn start(inner: Arc<Inner>) -> Self {
         let stop = Arc::new(StopSignal::default());
         let mut threads = Vec::new();
-        if !gc_off {
-            for i in 0..purge.threads {
+        if inner.design.garbage_collection != GarbageCollection::Off {
+            for i in 0..inner.purge.threads {
                 let weak: Weak<Inner> = Arc::downgrade(&inner);
                 let stop = stop.clone();
-                let nap = Duration::from_millis(purge.interval_ms.max(1));
+                let nap = Duration::from_millis(inner.purge.interval_ms.max(1));
                 threads.push(
                     std::thread::Builder::new()
                         .name(format!("purge_{i}"))
@@ -195,29 +257,130 @@ impl InnodbEngine {
                 );
             }
         }
-        Ok(InnodbEngine {
+        InnodbEngine {
             inner,
             stop,
             purge_threads: Mutex::new(threads),
-        })
+        }
     }
 
-    /// The engine on storage that [`crate::recovery::redo`] has replayed, with the tables
-    /// of `catalog`. Not built yet: rebuilding the rollback segments' state and rolling back
-    /// the transactions a crash left active is issue 7's next step.
+    /// The engine on storage that [`crate::recovery::redo`] has replayed (every page as of
+    /// the crash), with the tables of `catalog`: InnoDB's undo recovery (MariaDB 10.11
+    /// srv0start.cc `srv_start` → `trx_lists_init_at_db_start`, then
+    /// `trx_rollback_recovered`):
+    /// 1. The rollback segments and their undo segments are rebuilt from their pages
+    ///    ([`UndoSpace::open`]: trx0rseg.cc `trx_rseg_array_init` → `trx_rseg_mem_restore`,
+    ///    trx0undo.cc `trx_undo_lists_init`): slots, caches, history lists and sizes.
+    /// 2. Purge's queue is the history lists' logs in commit order, with their records'
+    ///    roll pointers read from the undo pages (trx0purge.cc `purge_sys_t::create` and
+    ///    `trx_purge_rseg_get_next_history_log` walk the same lists), so purge resumes
+    ///    where the crash left it (logs purged but not yet truncated are purged again,
+    ///    which finds nothing left to remove).
+    /// 3. The transaction manager: the next trx id is above every id in an undo log header,
+    ///    in TRX_RSEG_MAX_TRX_ID and in the replayed WAL (`trx_rseg_mem_restore` raises
+    ///    `trx_sys.m_max_trx_id` the same way); every id below it is committed but those
+    ///    rolled back here and those with an abort record
+    ///    ([`TransactionManager::recovered_committed`]).
+    /// 4. The tables are opened on their relations (`secondary_deferred` restored).
+    /// 5. Every transaction with an undo segment still in state active is rolled back
+    ///    through its undo records, newest first, with the abort path's code
+    ///    (trx0roll.cc `trx_rollback_active` → `row_undo`), then its undo segments are
+    ///    finished as an aborted transaction's are (`trx_rollback_finish` → `trx_commit`).
+    ///    A segment is active exactly when its transaction's commit did not reach the undo
+    ///    log: the commit changes the states of both of its segments in one WAL record
+    ///    ([`UndoSpace::finish`], MariaDB's commit mini-transaction
+    ///    `trx_write_serialisation_history`) before it writes its XACT commit record, so a
+    ///    commit record redo found implies the state change was replayed too. A transaction
+    ///    found active with a commit record (impossible by that order) is finished as
+    ///    committed, never rolled back.
     ///
-    /// Errors: [`crate::Error::InvalidConfig`] always, for now.
+    /// Differences from MariaDB: the rollback runs synchronously here, before the database
+    /// opens (MariaDB rolls back in a background thread, `trx_rollback_all_recovered`, with
+    /// the recovered transactions' rows locked meanwhile); the whole history's roll pointers
+    /// are read at open (MariaDB reads one log at a time as purge goes); table counters
+    /// start at zero.
+    ///
+    /// Errors: [`crate::Error::Corrupted`] for a catalog without the undo relation, undo
+    /// pages that do not hold what their headers say, or a B+tree whose meta page does not
+    /// fit the design; [`crate::Error::InvalidConfig`] for a rollback segment count the
+    /// database was not made with; storage errors.
     pub fn recover(
-        _storage: Arc<Storage>,
-        _design: DesignConfig,
-        _purge: PurgeConfig,
+        storage: Arc<Storage>,
+        design: DesignConfig,
+        purge: PurgeConfig,
         catalog: &crate::recovery::CatalogSnapshot,
-        _redone: &mut crate::recovery::Redone,
+        redone: &mut crate::recovery::Redone,
     ) -> Result<Self> {
-        Err(crate::Error::InvalidConfig(format!(
-            "innodb: reopening a database with {} tables after a crash or close needs undo recovery, which is not built yet (issue 7)",
-            catalog.tables.len()
-        )))
+        let _c = enter(Cause::Recovery);
+        let rel = catalog
+            .undo_relation
+            .ok_or_else(|| crate::Error::Corrupted {
+                what: "innodb catalog without the undo relation".into(),
+            })?;
+        let (undo, found) = UndoSpace::open(
+            storage.pool().clone(),
+            storage.wal().clone(),
+            rel,
+            design.rollback_segments,
+        )?;
+        let committed: HashSet<u64> = redone
+            .xact_ends
+            .iter()
+            .filter(|e| e.1)
+            .map(|e| e.0 as u64)
+            .collect();
+        let mut aborted: Vec<Xid> = redone
+            .xact_ends
+            .iter()
+            .filter(|e| !e.1)
+            .map(|e| e.0)
+            .collect();
+        let max = found.max_trx_id.max(redone.max_xid as u64);
+        let next = Xid::try_from(max + 1).map_err(|_| crate::Error::Corrupted {
+            what: format!("undo log names transaction id {max}, past the xid space"),
+        })?;
+        for (trx, _) in &found.active {
+            if !committed.contains(trx) {
+                aborted.push(*trx as Xid);
+            }
+        }
+        let tm = TransactionManager::recovered_committed(next, &aborted);
+        let inner = Inner::new(storage, design, purge, tm, Arc::new(undo));
+        for e in found.history {
+            inner.history.push(e);
+        }
+        for t in &catalog.tables {
+            inner.tables.create(t.def.clone(), |id, def| {
+                let pool = inner.storage.pool().clone();
+                let cfg = BTreeConfig {
+                    rightmost_fill_pct: inner.design.fillfactor,
+                    ..BTreeConfig::innodb()
+                };
+                let clustered = BTree::open(pool.clone(), t.relations.table, cfg)?;
+                let indexes = t
+                    .relations
+                    .indexes
+                    .iter()
+                    .map(|&rel| BTree::open(pool.clone(), rel, BTreeConfig::innodb()))
+                    .collect::<Result<Vec<_>>>()?;
+                let table = ClusteredTable::new(id, def, clustered, indexes, inner.undo.clone());
+                table
+                    .secondary_deferred
+                    .store(t.secondary_deferred, Ordering::Release);
+                Ok(table)
+            })?;
+        }
+        for (trx, mut undo) in found.active {
+            if !committed.contains(&trx) {
+                let (r, applied) = inner.rollback(trx, &undo);
+                r?;
+                redone.report.undo_records_rolled_back += applied;
+                redone.report.transactions_rolled_back += 1;
+            }
+            inner.finish_undo(trx, &mut undo)?;
+            inner.undo.release(&mut undo);
+        }
+        Ok(Self::start(inner))
     }
 
     /// The transaction manager (for tests and tools).
@@ -486,48 +649,25 @@ impl InnoTxn {
         let mut result = Ok(());
         if !committed {
             // trx_rollback: undo every change, newest first.
-            for rp in undo.all.iter().rev() {
-                let r = self
-                    .inner
-                    .undo
-                    .read(*rp)
-                    .and_then(|u| match self.inner.table(u.table) {
-                        Ok(t) => t.rollback_record(&u),
-                        Err(_) => Ok(()),
-                    });
-                if r.is_err() && result.is_ok() {
-                    result = r;
-                }
-            }
+            result = self.inner.rollback(xid as u64, &undo).0;
         }
+        // The undo log's commit (one WAL record changing both segments' states, MariaDB's
+        // commit mini-transaction) comes before the XACT record, which the commit flushes:
+        // a commit record recovery finds implies undo logs no longer active, and a log
+        // still active at recovery belongs to a transaction that did not commit.
+        let finished = self.inner.finish_undo(xid as u64, &mut undo);
+        let committed = committed && result.is_ok() && finished.is_ok();
         let logged = self.core.log_end(tm, self.inner.storage.wal(), committed);
-        if result.is_ok() {
-            result = logged;
-        }
-        let committed = committed && result.is_ok();
-        let u = &self.inner.undo;
-        let r1 = u.finish_insert(&mut undo);
-        // Update undo joins the history list after a commit and after a rollback alike
-        // (trx_commit_low → trx_purge_add_undo_to_history): a reader may still follow a roll
-        // pointer into it, so only purge, past every read view, may free its pages.
-        let r2 = u.finish_update(&mut undo).map(|log| {
-            if let Some((log, records)) = log {
-                self.inner.history.push(HistoryEntry {
-                    trx_id: xid as u64,
-                    records,
-                    log,
-                });
-            }
-        });
+        let committed = committed && logged.is_ok();
         // The rollback segment is released after its history was written
         // (trx_t::commit_in_memory → rseg->release()).
-        u.release(&mut undo);
+        self.inner.undo.release(&mut undo);
         for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
             if let Ok(table) = self.inner.table(t) {
                 table.counters.end_of_xact(committed, ins, upd, del);
             }
         }
-        result.and(r1).and(r2)
+        result.and(finished).and(logged)
     }
 }
 

@@ -134,6 +134,33 @@ impl TransactionManager {
         (tm, aborted)
     }
 
+    /// A manager after InnoDB-style crash recovery, where the undo logs, not a clog, say
+    /// which transactions did not commit (trx0trx.cc `trx_lists_init_at_db_start` puts the
+    /// transactions of active undo logs in `trx_sys.rw_trx_hash`; every other id below
+    /// `trx_sys.m_max_trx_id` reads as committed to a read view): the next xid is `next`
+    /// (above every id in an undo log header, a rollback segment header and the replayed
+    /// WAL), the xids in `aborted` (rolled back at recovery, or with an abort record) are
+    /// aborted, and every other xid below `next` is committed. No transaction is running.
+    pub fn recovered_committed(next: Xid, aborted: &[Xid]) -> Self {
+        let tm = TransactionManager::new();
+        let next = next.max(FIRST_NORMAL_XID);
+        {
+            let mut clog = tm.clog.write();
+            clog.resize((next as usize).next_power_of_two(), 0);
+            for st in &mut clog[FIRST_NORMAL_XID as usize..next as usize] {
+                *st = 1;
+            }
+            for &x in aborted {
+                if x >= FIRST_NORMAL_XID && x < next {
+                    clog[x as usize] = 2;
+                }
+            }
+        }
+        tm.next_xid.store(next, Ordering::Release);
+        tm.clog_dirty_from.store(0, Ordering::Release);
+        tm
+    }
+
     /// Held (shared) by a committing transaction from before its commit record is inserted
     /// until its clog entry is set; the checkpoint's clog write takes it exclusively after
     /// the redo pointer is set, so a commit whose record lies before the redo pointer is in

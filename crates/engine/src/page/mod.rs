@@ -108,7 +108,8 @@ const OFF_SPECIAL: usize = 24;
 /// Byte offset of `page_type` in the common header.
 pub const OFF_TYPE: usize = 26;
 const OFF_FLAGS: usize = 27;
-const OFF_AUX: usize = 28;
+/// Byte offset of the layout-defined word (`aux`) in the common header.
+pub const OFF_AUX: usize = 28;
 
 fn get_u16(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
