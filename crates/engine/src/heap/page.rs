@@ -95,8 +95,13 @@ fn lp_pos(off: u16) -> usize {
     PAGE_HEADER_BYTES + (off as usize - 1) * ITEM_ID_BYTES
 }
 
-/// Line pointer `off` (1-based). Errors: [`Error::Corrupted`] when out of range or its
-/// tuple lies outside the page.
+/// Line pointer `off` (1-based). A normal line pointer returned here points at a tuple
+/// inside the page that is at least a tuple header long, so [`tuple`] and the
+/// [`super::tuple::HeaderRead`] accessors on it cannot go out of bounds.
+///
+/// Errors: [`Error::Corrupted`] when `off` is out of range, the line pointer lies past the
+/// end of the page (pd_lower beyond it), or a normal line pointer's tuple lies outside the
+/// page or is shorter than a tuple header.
 pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     if off == 0 || off > max_offset(page) {
         return Err(Error::Corrupted {
@@ -104,6 +109,11 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
         });
     }
     let p = lp_pos(off);
+    if p + ITEM_ID_BYTES > page.len() {
+        return Err(Error::Corrupted {
+            what: format!("{id}: line pointer {off} lies past the end of the page"),
+        });
+    }
     let v = u32::from_le_bytes(page[p..p + 4].try_into().expect("4 bytes"));
     let lp_off = (v & 0x7FFF) as u16;
     let state = match (v >> 15) & 3 {
@@ -118,6 +128,11 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     {
         return Err(Error::Corrupted {
             what: format!("{id}: line pointer {off} points outside the page"),
+        });
+    }
+    if state == LpState::Normal && (len as usize) < super::tuple::HEADER_BYTES {
+        return Err(Error::Corrupted {
+            what: format!("{id}: line pointer {off} holds {len} bytes, less than a tuple header"),
         });
     }
     Ok(ItemId {
