@@ -1,21 +1,29 @@
 //! Heap page and tuple access: line pointers (`item_id`), the tuple header accessors, the
 //! null bitmap and data (`bitmap_and_data`) and the heap row format (`catalog::decode_heap`),
-//! free space, and `heap::wal::mask_unlogged`. Input: (offset, byte) patches to a heap page
-//! of eight tuples, a redirect and a dead line pointer.
+//! free space, and `heap::wal::mask_unlogged`. Input: a fill byte (when odd, the free space
+//! between pd_lower and pd_upper is filled with it, so that patches of pd_lower find
+//! non-zero line pointers there), then (offset, byte) patches to a heap page of eight
+//! tuples, a redirect and a dead line pointer.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use mvcclab_engine::catalog::decode_heap;
 use mvcclab_engine::heap::raw::{self, HeaderRead, LpState};
 use mvcclab_engine::heap::wal::mask_unlogged;
-use mvcclab_engine::page::PageId;
+use mvcclab_engine::page::{hole, PageId};
 use mvcclab_fuzz::{def, heap_page, ok_or_corrupted, patch, Input};
 
 fuzz_target!(|data: &[u8]| {
     let d = def();
     let id = PageId::new(16384, 0);
     let mut p = heap_page();
-    patch(&mut p, &mut Input::new(data));
+    let mut inp = Input::new(data);
+    let fill = inp.u8();
+    if fill & 1 != 0 {
+        let (lower, upper) = hole(&p);
+        p[lower as usize..upper as usize].fill(fill);
+    }
+    patch(&mut p, &mut inp);
     let _ = (raw::free_space(&p), raw::heap_free_space(&p));
     for off in 0..=raw::max_offset(&p).saturating_add(1) {
         let r = raw::item_id(&p, off, id);

@@ -409,7 +409,8 @@ fn crc32c_of(a: &[u8], b: &[u8]) -> u32 {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// Pages of every kind, damaged: `page::verify` and `identify`, then (with the checksum
+    /// Pages of every kind, damaged (and half of the time with garbage in the free space):
+    /// `page::verify` and `identify`, then (with the checksum
     /// stamped again, as a page damaged before its write would be) the heap page and tuple
     /// accessors with the heap row decoder, B+tree node and meta decoding with the COMPACT
     /// record and key decoders, undo records on their page with the delta decoder.
@@ -419,10 +420,18 @@ proptest! {
         pick in any::<Index>(),
         ds in damage(),
         restamp in any::<bool>(),
+        fill in proptest::option::of(any::<u8>()),
     ) {
         let c = &corpora()[design];
         let (id, p) = &c.pages[pick.index(c.pages.len())];
         let mut p = p.clone();
+        if let Some(x) = fill {
+            // Garbage in the free space, where a damaged pd_lower finds its line pointers.
+            let (lower, upper) = hole(&p);
+            if let Some(free) = p.get_mut(lower as usize..upper as usize) {
+                free.fill(x);
+            }
+        }
         apply(&mut p, &ds, false);
         let v = page::verify(&p, *id);
         prop_assert!(

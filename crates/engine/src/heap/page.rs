@@ -176,8 +176,12 @@ pub fn free_space(page: &[u8]) -> usize {
 /// PageGetHeapFreeSpace: [`free_space`], but 0 when the page already has
 /// `MaxHeapTuplesPerPage` line pointers and none is unused. The PD_HAS_FREE_LINES flag is
 /// only a hint, so it is confirmed by looking for an unused line pointer, as bufpage.c does
-/// ("the hint is wrong, but we can't clear it here").
+/// ("the hint is wrong, but we can't clear it here"). A page whose pd_lower lies past its
+/// end (corrupted) has no free space.
 pub fn heap_free_space(page: &[u8]) -> usize {
+    if hole(page).0 as usize > page.len() {
+        return 0;
+    }
     let n = max_offset(page);
     if n as usize >= max_heap_tuples_per_page(page.len()) {
         if flags(page) & PD_HAS_FREE_LINES == 0 {
@@ -343,6 +347,25 @@ mod tests {
         truncate_line_pointers(&mut p);
         assert_eq!(max_offset(&p), 0);
         assert!(item_id(&p, 1, id).is_err());
+    }
+
+    #[test]
+    fn a_line_pointer_array_past_the_page_end_is_corrupted_not_a_panic() {
+        let id = PageId::new(16384, 0);
+        let mut p = vec![0u8; 8192];
+        init(&mut p);
+        add_tuple(&mut p, &[1u8; 40]).unwrap();
+        p[36..8152].fill(0xFF);
+        let (_, upper) = hole(&p);
+        set_hole(&mut p, 0x2100, upper);
+        set_flags(&mut p, PD_HAS_FREE_LINES);
+        assert_eq!(heap_free_space(&p), 0);
+        assert!(item_id(&p, max_offset(&p), id).is_err());
+        // A normal line pointer shorter than a tuple header.
+        let mut q = vec![0u8; 8192];
+        init(&mut q);
+        let off = add_tuple(&mut q, &[1u8; 10]).unwrap();
+        assert!(item_id(&q, off, id).is_err());
     }
 
     #[test]
