@@ -1412,6 +1412,23 @@ mod tests {
         assert_eq!(u.pages_in_use(), 0);
     }
 
+    #[test]
+    fn record_on_page_checks_the_free_pointer() {
+        let id = PageId::new(9, 3);
+        let mut p = vec![0u8; 8192];
+        format_undo_page(&mut p, false);
+        let r = rec(10).encode();
+        p[PAGE_HEADER_BYTES..PAGE_HEADER_BYTES + r.len()].copy_from_slice(&r);
+        set_hole(&mut p, (PAGE_HEADER_BYTES + r.len()) as u16, 8192);
+        assert_eq!(record_on_page(&p, id, 32).unwrap(), rec(10));
+        assert!(record_on_page(&p, id, 31).is_err());
+        assert!(record_on_page(&p, id, (32 + r.len()) as u16).is_err());
+        // A free pointer past the page end is corrupted, not a slice out of bounds.
+        set_hole(&mut p, 9000, 9000);
+        let e = record_on_page(&p, id, 32).unwrap_err();
+        assert!(e.to_string().contains("free pointer 9000"), "{e}");
+    }
+
     proptest! {
         #[test]
         fn decode_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80)) {

@@ -289,6 +289,11 @@ mod tests {
         let e = verify(&p, PageId::new(16384, 4)).unwrap_err();
         assert!(e.to_string().contains("misdirected"), "{e}");
         verify(&vec![0u8; 8192], id).unwrap();
+        // A buffer shorter than the header is not a page.
+        assert!(matches!(
+            verify(&[1u8; 20], id),
+            Err(Error::Corrupted { .. })
+        ));
     }
 
     #[test]
