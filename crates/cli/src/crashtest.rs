@@ -18,8 +18,10 @@
 //! unknown, so either is accepted).
 //!
 //! # A cut
-//! After a random number of acknowledged commits, the crash device's power is cut and held
-//! off ([`CrashDevice::power_cut_and_hold`]): unsynced writes are kept, dropped or torn at
+//! Half the cuts come after a random number of acknowledged commits, from outside; the
+//! others fire inside a random device write ([`CrashDevice::arm_power_cut`]), half of those
+//! among home page writes only, so that cuts land in the middle of a batch of page writes.
+//! The crash device's power is cut and held off ([`CrashDevice::power_cut_and_hold`]): unsynced writes are kept, dropped or torn at
 //! random (seeded), every later write fails, the workers stop at their next error. The
 //! database is dropped (the buffer pool, WAL buffer and in-memory state are lost), the
 //! relation files are scanned for pages that fail their checksum (torn), power comes back
@@ -106,6 +108,18 @@ pub struct CrashtestArgs {
     /// Write the summary as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Instead of power cuts on the crash-simulation device: run the workload in a child
+    /// `mvcclab` process on files in a temporary directory and kill it with SIGKILL this
+    /// many times at random moments, recovering and checking after each (`--cuts` is then
+    /// ignored).
+    #[arg(long, value_name = "N")]
+    pub kills: Option<u32>,
+    /// Internal: be the child process of `--kills`, on the database in this directory.
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub child_dir: Option<PathBuf>,
+    /// Internal: first transfer id of the child (unique across its lives).
+    #[arg(long, hide = true, default_value_t = 1)]
+    pub id_base: u64,
 }
 
 impl Default for CrashtestArgs {
@@ -123,6 +137,9 @@ impl Default for CrashtestArgs {
             tear_probability: 0.25,
             verbose: false,
             json: None,
+            kills: None,
+            child_dir: None,
+            id_base: 1,
         }
     }
 }
@@ -247,6 +264,122 @@ struct Ledger {
     commits: u64,
 }
 
+/// Where a worker records what it sends and what was acknowledged.
+trait LedgerSink: Sync {
+    /// A transfer's commit is about to be sent.
+    fn transfer_in_flight(&self, id: i64, tr: Transfer);
+    /// It was acknowledged.
+    fn transfer_acked(&self, id: i64, tr: Transfer);
+    /// An increment of counter `row` is about to be committed.
+    fn counter_in_flight(&self, row: i32);
+    /// It was acknowledged.
+    fn counter_acked(&self, row: i32);
+}
+
+impl Ledger {
+    fn new(rows: u32) -> Self {
+        Ledger {
+            counter_acked: vec![0; rows as usize],
+            counter_in_flight: vec![0; rows as usize],
+            ..Default::default()
+        }
+    }
+
+    /// Applies one line of a child's ledger file ([`FileLedger`]); false for a line it
+    /// does not understand (a line cut short by the kill).
+    fn apply_line(&mut self, line: &str) -> bool {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<i64>().ok());
+        let row = |l: &Ledger, r: Option<i64>| {
+            r.filter(|&r| r >= 1 && r as usize <= l.counter_acked.len())
+        };
+        match (f.first().copied(), f.len()) {
+            (Some("t"), 5) => match (num(1), num(2), num(3), num(4)) {
+                (Some(id), Some(a), Some(b), Some(amt)) => {
+                    self.in_flight.insert(id, (a as i32, b as i32, amt));
+                    true
+                }
+                _ => false,
+            },
+            (Some("T"), 2) => {
+                match num(1).and_then(|id| self.in_flight.remove(&id).map(|tr| (id, tr))) {
+                    Some((id, tr)) => {
+                        self.acked.insert(id, tr);
+                        self.commits += 1;
+                        true
+                    }
+                    None => false,
+                }
+            }
+            (Some("c"), 2) => match row(self, num(1)) {
+                Some(r) => {
+                    self.counter_in_flight[r as usize - 1] += 1;
+                    true
+                }
+                None => false,
+            },
+            (Some("C"), 2) => match row(self, num(1)) {
+                Some(r) => {
+                    self.counter_in_flight[r as usize - 1] -= 1;
+                    self.counter_acked[r as usize - 1] += 1;
+                    self.commits += 1;
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl LedgerSink for Mutex<Ledger> {
+    fn transfer_in_flight(&self, id: i64, tr: Transfer) {
+        self.lock().in_flight.insert(id, tr);
+    }
+    fn transfer_acked(&self, id: i64, tr: Transfer) {
+        let mut l = self.lock();
+        l.in_flight.remove(&id);
+        l.acked.insert(id, tr);
+        l.commits += 1;
+    }
+    fn counter_in_flight(&self, row: i32) {
+        self.lock().counter_in_flight[row as usize - 1] += 1;
+    }
+    fn counter_acked(&self, row: i32) {
+        let mut l = self.lock();
+        l.counter_in_flight[row as usize - 1] -= 1;
+        l.counter_acked[row as usize - 1] += 1;
+        l.commits += 1;
+    }
+}
+
+/// A child process's ledger: one line per event appended to a file, written before the
+/// next step (the kernel keeps what a killed process wrote): `t ID SRC DST AMOUNT` and
+/// `T ID` for a transfer in flight and acknowledged, `c ROW` and `C ROW` for an increment.
+struct FileLedger(Mutex<std::fs::File>);
+
+impl FileLedger {
+    fn line(&self, l: String) {
+        use std::io::Write;
+        let _ = self.0.lock().write_all(l.as_bytes());
+    }
+}
+
+impl LedgerSink for FileLedger {
+    fn transfer_in_flight(&self, id: i64, (a, b, amt): Transfer) {
+        self.line(format!("t {id} {a} {b} {amt}\n"));
+    }
+    fn transfer_acked(&self, id: i64, _: Transfer) {
+        self.line(format!("T {id}\n"));
+    }
+    fn counter_in_flight(&self, row: i32) {
+        self.line(format!("c {row}\n"));
+    }
+    fn counter_acked(&self, row: i32) {
+        self.line(format!("C {row}\n"));
+    }
+}
+
 /// The database configuration of a crash test on `dev`.
 fn db_config(
     design: &DesignConfig,
@@ -291,31 +424,48 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
     let mut rng = SmallRng::seed_from_u64(args.seed);
     let mut db = Database::open(cfg.clone()).context("opening the database")?;
     let tables = load(&db, rows).context("loading the tables")?;
-    let ledger = Mutex::new(Ledger {
-        counter_acked: vec![0; rows as usize],
-        counter_in_flight: vec![0; rows as usize],
-        ..Default::default()
-    });
+    let ledger = Mutex::new(Ledger::new(rows));
     let next_transfer = AtomicU64::new(1);
     for cut in 1..=args.cuts {
         let target = rng.random_range(1..=args.max_commits_per_cut.max(1));
         let cut_seed: u64 = rng.random();
+        // Half the cuts land inside a random device write (possibly mid-batch), the
+        // others between two operations, after `target` commits.
+        // Of those, half among home page writes only.
+        let in_write = rng.random_bool(0.5);
+        let home_only = rng.random_bool(0.5);
+        let armed_after = if home_only {
+            rng.random_range(1..=args.max_commits_per_cut.max(1))
+        } else {
+            rng.random_range(1..=4 * args.max_commits_per_cut.max(1))
+        };
+        if in_write {
+            dev.arm_power_cut(armed_after, cut_seed, home_only);
+        }
         let stop = AtomicBool::new(false);
         let done = AtomicU64::new(0);
-        let report = std::thread::scope(|s| {
+        let (report, fired) = std::thread::scope(|s| {
             for w in 0..args.threads.max(1) {
                 let wseed =
                     args.seed ^ ((cut as u64) << 32) ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9);
-                let (db, ledger, stop, done, next) = (&db, &ledger, &stop, &done, &next_transfer);
+                let (db, stop, done, next) = (&db, &stop, &done, &next_transfer);
+                let ledger: &dyn LedgerSink = &ledger;
                 s.spawn(move || worker(db, tables, rows, wseed, ledger, stop, done, next));
             }
             let t0 = std::time::Instant::now();
-            while done.load(Ordering::Acquire) < target && t0.elapsed().as_secs() < 30 {
+            while !dev.is_off()
+                && (in_write || done.load(Ordering::Acquire) < target)
+                && t0.elapsed().as_secs() < 30
+            {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
-            let report = dev.power_cut_and_hold(cut_seed);
+            dev.disarm();
+            let manual = dev.power_cut_and_hold(cut_seed);
             stop.store(true, Ordering::Release);
-            report
+            match dev.take_fired() {
+                Some(r) => (r, true),
+                None => (manual, false),
+            }
         });
         summary.cuts = cut;
         summary.writes_dropped += report.writes_dropped;
@@ -353,9 +503,11 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         drop(l);
         if args.verbose {
             eprintln!(
-                "cut {cut} (seed {cut_seed}): {} commits acknowledged, {} writes dropped, {} torn, {} torn pages, recovery replayed {} records in {} µs ({} FPI, {} doublewrite, {} undone){}",
+                "cut {cut} (seed {cut_seed}, {}): {} commits acknowledged, {} of {} unsynced writes dropped, {} torn, {} torn pages, recovery replayed {} records in {} µs ({} FPI, {} doublewrite, {} undone){}",
+                if fired { if home_only { "inside a home page write" } else { "inside a write" } } else { "between operations" },
                 summary.commits_acknowledged,
                 report.writes_dropped,
+                report.pending_writes,
                 report.writes_torn,
                 torn.len(),
                 r.records_replayed,
@@ -364,6 +516,174 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
                 r.doublewrite_pages_restored,
                 r.transactions_aborted + r.transactions_rolled_back,
                 if summary.invariant_violations + summary.lost_commits > before { " — PROBLEMS" } else { "" }
+            );
+        }
+    }
+    Ok(summary)
+}
+
+/// The tables of a database made by [`load`].
+fn tables_of(db: &Database) -> mvcclab_engine::Result<Tables> {
+    Ok(Tables {
+        accounts: db.table_id("accounts")?,
+        transfers: db.table_id("transfers")?,
+        counters: db.table_id("counters")?,
+    })
+}
+
+/// The configuration of a `--kills` database: files in `dir/db`, no emulated OS cache (the
+/// kernel's page cache outlives a killed process, as it outlives a killed server).
+fn file_config(
+    design: &DesignConfig,
+    args: &CrashtestArgs,
+    dir: &std::path::Path,
+) -> DatabaseConfig {
+    let dev = Arc::new(CrashDevice::new());
+    let mut cfg = db_config(design, args, &dev);
+    cfg.storage.backing = Backing::Directory {
+        path: dir.join("db"),
+        direct: false,
+    };
+    cfg
+}
+
+/// The child of `--kills`: opens (recovering) or creates the database in `dir`, loads it
+/// if new, prints `ready`, then runs the workload until killed, appending its ledger to
+/// `dir/ledger.log`.
+fn run_child(args: &CrashtestArgs, dir: &std::path::Path) -> Result<()> {
+    use std::io::Write;
+    let design = resolve_design(&args.design, &args.set)?;
+    let db = Database::open(file_config(&design, args, dir)).context("opening the database")?;
+    let rows = args.rows.max(2);
+    let tables = match tables_of(&db) {
+        Ok(t) => t,
+        Err(_) => load(&db, rows).context("loading the tables")?,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("ledger.log"))
+        .context("opening the ledger")?;
+    let ledger = FileLedger(Mutex::new(file));
+    println!("ready");
+    std::io::stdout().flush()?;
+    let (stop, done, next) = (
+        AtomicBool::new(false),
+        AtomicU64::new(0),
+        AtomicU64::new(args.id_base),
+    );
+    std::thread::scope(|s| {
+        for w in 0..args.threads.max(1) {
+            let wseed = args.seed ^ (w as u64 + 1).wrapping_mul(0x9E37_79B9);
+            let (db, stop, done, next) = (&db, &stop, &done, &next);
+            let ledger: &dyn LedgerSink = &ledger;
+            s.spawn(move || worker(db, tables, rows, wseed, ledger, stop, done, next));
+        }
+    });
+    Ok(())
+}
+
+/// `--kills N`: the child process killed with SIGKILL `N` times (see
+/// [`CrashtestArgs::kills`]), with the checks after each kill; `exe` is the `mvcclab`
+/// binary to run as the child.
+///
+/// Errors: a bad design; the child failing to start or to become ready.
+pub fn kill_test(
+    args: &CrashtestArgs,
+    exe: &std::path::Path,
+    kills: u32,
+) -> Result<CrashtestSummary> {
+    use std::io::BufRead;
+    let design = resolve_design(&args.design, &args.set)?;
+    let dir = tempfile::tempdir().context("making a temporary directory")?;
+    let rows = args.rows.max(2);
+    let mut rng = SmallRng::seed_from_u64(args.seed);
+    let mut ledger = Ledger::new(rows);
+    let mut summary = CrashtestSummary {
+        design: design.name.clone(),
+        seed: args.seed,
+        ..Default::default()
+    };
+    for kill in 1..=kills {
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("crashtest")
+            .arg("--design")
+            .arg(&args.design)
+            .args(args.set.iter().flat_map(|s| ["--set", s.as_str()]))
+            .arg("--rows")
+            .arg(rows.to_string())
+            .arg("--threads")
+            .arg(args.threads.to_string())
+            .arg("--frames")
+            .arg(args.frames.to_string())
+            .arg("--seed")
+            .arg((args.seed + kill as u64).to_string())
+            .arg("--id-base")
+            .arg(((kill as u64) << 32).to_string())
+            .arg("--child-dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {}", exe.display()))?;
+        let pid = child.id();
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        let ready = out.read_line(&mut line).is_ok() && line.trim() == "ready";
+        if !ready {
+            let _ = child.kill();
+            let status = child.wait()?;
+            summary.problem(
+                kill,
+                format!(
+                    "child {pid} did not become ready ({status}): recovery in the child failed"
+                ),
+            );
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(rng.random_range(50..400)));
+        child
+            .kill()
+            .with_context(|| format!("killing child {pid}"))?; // SIGKILL on Unix
+        child.wait()?;
+        summary.cuts = kill;
+        let log = dir.path().join("ledger.log");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        for l in text.lines() {
+            // The last line may be cut short by the kill; nothing else may be wrong.
+            if !ledger.apply_line(l) && !text.ends_with(l) {
+                summary.problem(kill, format!("ledger line not understood: {l:?}"));
+            }
+        }
+        std::fs::write(&log, b"")?;
+        let db = match Database::open(file_config(&design, args, dir.path())) {
+            Ok(db) => db,
+            Err(e) => {
+                summary.problem(kill, format!("recovery failed: {e}"));
+                break;
+            }
+        };
+        let r = db.recovery_report().clone();
+        summary.records_replayed += r.records_replayed;
+        summary.full_page_images_restored += r.full_page_images_restored;
+        summary.doublewrite_pages_restored += r.doublewrite_pages_restored;
+        summary.transactions_undone += r.transactions_aborted + r.transactions_rolled_back;
+        let tables = match tables_of(&db) {
+            Ok(t) => t,
+            Err(e) => {
+                summary.problem(kill, format!("tables missing after recovery: {e}"));
+                break;
+            }
+        };
+        if let Err(e) = check(&db, tables, rows, &mut ledger, &mut summary, kill) {
+            summary.problem(kill, format!("checking failed: {e}"));
+        }
+        summary.commits_acknowledged = ledger.commits;
+        if args.verbose {
+            eprintln!(
+                "kill {kill} (child {pid}): {} commits acknowledged, recovery replayed {} records in {} µs ({} undone)",
+                ledger.commits, r.records_replayed, r.duration_us, r.transactions_aborted + r.transactions_rolled_back
             );
         }
     }
@@ -408,7 +728,7 @@ fn worker(
     t: Tables,
     rows: u32,
     seed: u64,
-    ledger: &Mutex<Ledger>,
+    ledger: &dyn LedgerSink,
     stop: &AtomicBool,
     done: &AtomicU64,
     next_transfer: &AtomicU64,
@@ -467,28 +787,20 @@ fn worker(
             let _ = tx.abort();
             continue;
         }
-        {
-            let mut l = ledger.lock();
-            if let Some(tr) = tr {
-                l.in_flight.insert(id, tr);
-            }
-            if let Some(r) = ctr {
-                l.counter_in_flight[r as usize - 1] += 1;
-            }
+        if let Some(tr) = tr {
+            ledger.transfer_in_flight(id, tr);
+        }
+        if let Some(r) = ctr {
+            ledger.counter_in_flight(r);
         }
         match tx.commit() {
             Ok(()) => {
-                let mut l = ledger.lock();
                 if let Some(tr) = tr {
-                    l.in_flight.remove(&id);
-                    l.acked.insert(id, tr);
+                    ledger.transfer_acked(id, tr);
                 }
                 if let Some(r) = ctr {
-                    l.counter_in_flight[r as usize - 1] -= 1;
-                    l.counter_acked[r as usize - 1] += 1;
+                    ledger.counter_acked(r);
                 }
-                l.commits += 1;
-                drop(l);
                 done.fetch_add(1, Ordering::AcqRel);
             }
             Err(e) => {
@@ -665,6 +977,74 @@ fn check(
             .collect();
         for id in ids {
             if !found.contains(&id) {
+                if std::env::var("CT_DEBUG").is_ok() {
+                    let rels = db.relations(t.transfers)?;
+                    let tree = mvcclab_engine::btree::BTree::open(
+                        db.storage().pool().clone(),
+                        rels.indexes[0],
+                        mvcclab_engine::btree::BTreeConfig::postgres(),
+                    )?;
+                    let mut prefix = Vec::new();
+                    mvcclab_engine::catalog::encode_key(
+                        &[ColumnType::Integer],
+                        &[Value::Integer(a)],
+                        &mut prefix,
+                    )?;
+                    eprintln!("DEBUG transfer {id} src {a}: found {found:?}; raw entries:");
+                    tree.scan(
+                        Bound::Included(&prefix[..]),
+                        Bound::Unbounded,
+                        mvcclab_engine::btree::ScanDirection::Forward,
+                        &mut |k, _| {
+                            if !k.starts_with(&prefix) {
+                                return Ok(false);
+                            }
+                            eprintln!("  {:02x?}", &k[prefix.len()..]);
+                            Ok(true)
+                        },
+                    )?;
+                    let mut live = 0;
+                    tree.scan_live(
+                        Bound::Included(&prefix[..]),
+                        Bound::Unbounded,
+                        mvcclab_engine::btree::ScanDirection::Forward,
+                        &mut |_, k, _| {
+                            if !k.starts_with(&prefix) {
+                                return Ok(false);
+                            }
+                            live += 1;
+                            Ok(true)
+                        },
+                    )?;
+                    eprintln!(
+                        "  live entries: {live}; verify: {:?}",
+                        tree.verify().map(|_| ())
+                    );
+                    let pk = mvcclab_engine::btree::BTree::open(
+                        db.storage().pool().clone(),
+                        rels.primary_key,
+                        mvcclab_engine::btree::BTreeConfig::postgres(),
+                    )?;
+                    let mut pkp = Vec::new();
+                    mvcclab_engine::catalog::encode_key(
+                        &[ColumnType::BigInt],
+                        &[Value::BigInt(id)],
+                        &mut pkp,
+                    )?;
+                    pk.scan(
+                        Bound::Included(&pkp[..]),
+                        Bound::Unbounded,
+                        mvcclab_engine::btree::ScanDirection::Forward,
+                        &mut |k, _| {
+                            if !k.starts_with(&pkp) {
+                                return Ok(false);
+                            }
+                            eprintln!("  pk entry tid {:02x?}", &k[pkp.len()..]);
+                            Ok(true)
+                        },
+                    )?;
+                    std::process::exit(3);
+                }
                 s.problem(
                     cut,
                     format!("transfer {id} is not found through index transfers_src"),
@@ -696,7 +1076,17 @@ fn check(
 ///
 /// Errors: as [`crashtest`]; writing the JSON; lost commits or violations (exit code 1).
 pub fn run(args: CrashtestArgs) -> Result<()> {
-    let summary = crashtest(&args)?;
+    if let Some(dir) = &args.child_dir {
+        return run_child(&args, dir);
+    }
+    let summary = match args.kills {
+        Some(n) => kill_test(
+            &args,
+            &std::env::current_exe().context("finding the mvcclab binary")?,
+            n,
+        )?,
+        None => crashtest(&args)?,
+    };
     for p in &summary.problems {
         eprintln!("problem: {p}");
     }

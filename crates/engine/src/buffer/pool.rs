@@ -680,11 +680,35 @@ impl BufferPool {
     pub fn flush_all(&self) -> Result<usize> {
         let mut dirty: Vec<(PageId, FrameId)> = (0..self.frames.len())
             .filter(|&f| self.frames[f].dirty.load(Ordering::Acquire))
-            .filter_map(|f| self.pin_resident(f).map(|id| (id, f)))
+            .filter_map(|f| unpack(self.frames[f].page.load(Ordering::Acquire)).map(|id| (id, f)))
             .collect();
         dirty.sort_unstable();
         let frames: Vec<FrameId> = dirty.iter().map(|d| d.1).collect();
-        self.write_pinned_batches(&frames)
+        self.write_unpinned(&frames)
+    }
+
+    /// Frames pinned at once by a flush: at most 64 (a doublewrite batch) and an eighth of
+    /// the pool, so that a checkpoint in a small pool leaves frames for the foreground
+    /// (PostgreSQL's `BufferSync` pins one buffer at a time).
+    fn pin_batch(&self) -> usize {
+        (self.frames.len() / 8).clamp(1, 64)
+    }
+
+    /// Writes the dirty pages among `frames` (not pinned by the caller), pinning a batch
+    /// ([`BufferPool::pin_batch`]) at a time: a frame whose page changed or was evicted
+    /// since it was listed is skipped.
+    fn write_unpinned(&self, frames: &[FrameId]) -> Result<usize> {
+        let mut total = 0;
+        for chunk in frames.chunks(self.pin_batch()) {
+            let pinned: Vec<FrameId> = chunk
+                .iter()
+                .copied()
+                .filter(|&f| self.frames[f].dirty.load(Ordering::Acquire))
+                .filter(|&f| self.pin_resident(f).is_some())
+                .collect();
+            total += self.write_pinned_batches(&pinned)?;
+        }
+        Ok(total)
     }
 
     /// Writes pinned frames in batches of 64, unpinning all of them whatever happens.
@@ -746,12 +770,8 @@ impl BufferPool {
             if dirty.len() > limit {
                 dirty.sort_unstable();
                 let excess = dirty.len() - limit;
-                let picked: Vec<FrameId> = dirty
-                    .into_iter()
-                    .take(excess)
-                    .filter_map(|(_, f)| self.pin_resident(f).map(|_| f))
-                    .collect();
-                written += self.write_pinned_batches(&picked)?;
+                let picked: Vec<FrameId> = dirty.into_iter().take(excess).map(|(_, f)| f).collect();
+                written += self.write_unpinned(&picked)?;
             }
         }
         Ok(written)

@@ -71,8 +71,8 @@ pub mod undo_wal;
 pub use rseg::PAGE_TYPE_RSEG;
 pub use table::{ClusteredTable, RowCtx};
 pub use undo::{
-    roll_ptr, split_roll_ptr, LogRef, RecoveredUndo, RsegInfo, TrxUndo, UndoCounters, UndoRecord,
-    UndoSegment, UndoSpace, UndoType, PAGE_TYPE_UNDO,
+    record_on_page, roll_ptr, split_roll_ptr, LogRef, RecoveredUndo, RsegInfo, TrxUndo,
+    UndoCounters, UndoRecord, UndoSegment, UndoSpace, UndoType, PAGE_TYPE_UNDO,
 };
 
 use crate::error::Result;

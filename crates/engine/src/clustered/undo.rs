@@ -265,6 +265,32 @@ impl UndoRecord {
     }
 }
 
+/// The undo record at byte `off` of undo page `page` (page `id`): the bytes from `off` up
+/// to the page's free pointer (TRX_UNDO_PAGE_FREE, `lower`), decoded by
+/// [`UndoRecord::decode`].
+///
+/// Errors: [`Error::Corrupted`] when `off` is not between the page header and the free
+/// pointer, the free pointer lies past the end of the page, or the record is bad; never a
+/// panic.
+pub fn record_on_page(page: &[u8], id: PageId, off: u16) -> Result<UndoRecord> {
+    if page.len() < PAGE_HEADER_BYTES {
+        return Err(Error::Corrupted {
+            what: format!("{id}: undo page of {} bytes", page.len()),
+        });
+    }
+    let (lower, _) = hole(page);
+    if (off as usize) < PAGE_HEADER_BYTES || off >= lower || lower as usize > page.len() {
+        return Err(Error::Corrupted {
+            what: format!(
+                "{id}: undo record offset {off} outside the records (free pointer {lower}, \
+                 page of {} bytes)",
+                page.len()
+            ),
+        });
+    }
+    UndoRecord::decode(&page[off as usize..lower as usize])
+}
+
 /// Builds a roll pointer (trx_undo_build_roll_ptr): insert flag, rollback segment id
 /// (7 bits), page, offset.
 pub fn roll_ptr(insert: bool, rseg: u8, page: u32, offset: u16) -> u64 {
@@ -1205,13 +1231,7 @@ impl UndoSpace {
             });
         }
         let g = self.pool.fetch_read(PageId::new(self.rel, page))?;
-        let (lower, _) = hole(g.data());
-        if (off as usize) < PAGE_HEADER_BYTES || off >= lower {
-            return Err(Error::Corrupted {
-                what: format!("roll pointer {rp:#x} points outside page {page}'s records"),
-            });
-        }
-        UndoRecord::decode(&g.data()[off as usize..lower as usize])
+        record_on_page(g.data(), g.page_id(), off)
     }
 
     /// trx_undo_set_state_at_finish: whether the segment is kept for reuse (one page under
@@ -1893,6 +1913,23 @@ mod tests {
         assert_eq!(u.counters.pages_freed.load(Ordering::Relaxed), 2);
         assert_eq!(u.rseg_info(0).history_size, 0);
         assert_eq!(u.pages_in_use(), 0);
+    }
+
+    #[test]
+    fn record_on_page_checks_the_free_pointer() {
+        let id = PageId::new(9, 3);
+        let mut p = vec![0u8; 8192];
+        format_undo_page(&mut p, false);
+        let r = rec(10).encode();
+        p[PAGE_HEADER_BYTES..PAGE_HEADER_BYTES + r.len()].copy_from_slice(&r);
+        set_hole(&mut p, (PAGE_HEADER_BYTES + r.len()) as u16, 8192);
+        assert_eq!(record_on_page(&p, id, 32).unwrap(), rec(10));
+        assert!(record_on_page(&p, id, 31).is_err());
+        assert!(record_on_page(&p, id, (32 + r.len()) as u16).is_err());
+        // A free pointer past the page end is corrupted, not a slice out of bounds.
+        set_hole(&mut p, 9000, 9000);
+        let e = record_on_page(&p, id, 32).unwrap_err();
+        assert!(e.to_string().contains("free pointer 9000"), "{e}");
     }
 
     proptest! {

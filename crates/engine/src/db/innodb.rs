@@ -370,6 +370,14 @@ impl InnodbEngine {
                 Ok(table)
             })?;
         }
+        // Splits a crash interrupted are finished before rollback searches the trees
+        // (mvcclab readers do not move right; MariaDB's B-tree changes are atomic
+        // mini-transactions and need no such step).
+        for t in inner.tables.all() {
+            for tree in std::iter::once(&t.clustered).chain(t.indexes.iter()) {
+                redone.report.splits_finished += tree.finish_incomplete_splits()? as u64;
+            }
+        }
         for (trx, mut undo) in found.active {
             if !committed.contains(&trx) {
                 let (r, applied) = inner.rollback(trx, &undo);

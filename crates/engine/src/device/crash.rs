@@ -204,6 +204,13 @@ pub struct CrashDevice {
     files: RwLock<BTreeMap<FileId, RwLock<CrashFile>>>,
     /// Power stays off after [`CrashDevice::power_cut_and_hold`]: every change fails.
     off: std::sync::atomic::AtomicBool,
+    /// Writes left before an armed cut fires (0: none armed), and its seed.
+    armed_writes: std::sync::atomic::AtomicU64,
+    armed_seed: std::sync::atomic::AtomicU64,
+    /// The armed cut counts only writes to relation files (home page writes).
+    armed_relations_only: std::sync::atomic::AtomicBool,
+    /// The report of an armed cut that fired.
+    fired: parking_lot::Mutex<Option<PowerCutReport>>,
 }
 
 impl CrashDevice {
@@ -219,8 +226,7 @@ impl CrashDevice {
         cfg.validate()?;
         Ok(CrashDevice {
             cfg,
-            files: RwLock::default(),
-            off: Default::default(),
+            ..Default::default()
         })
     }
 
@@ -253,9 +259,74 @@ impl CrashDevice {
     /// processes die with its power; its threads meet the errors and stop.
     pub fn power_cut_and_hold(&self, seed: u64) -> PowerCutReport {
         let mut files = self.files.write();
+        if self.off.load(std::sync::atomic::Ordering::Acquire) {
+            // Already off (an armed cut fired): nothing is pending, nothing changes.
+            return PowerCutReport {
+                seed,
+                ..Default::default()
+            };
+        }
         let report = self.cut(&mut files, seed);
         self.off.store(true, std::sync::atomic::Ordering::Release);
         report
+    }
+
+    /// Arms a cut that fires inside the `after_writes`-th write from now (counting every
+    /// file; `after_writes ≥ 1`): that write fails and is not applied, the power is cut
+    /// with `seed` and held off, as by [`CrashDevice::power_cut_and_hold`]. So a cut can
+    /// land in the middle of a batch of page writes (between the doublewrite area's sync
+    /// and the home writes, say), which a cut made from outside between two operations
+    /// rarely does. With `relation_writes_only`, only writes to relation files count
+    /// (`file_ids::is_relation`): the cut then lands among home page writes.
+    /// [`CrashDevice::take_fired`] gives its report.
+    pub fn arm_power_cut(&self, after_writes: u64, seed: u64, relation_writes_only: bool) {
+        use std::sync::atomic::Ordering;
+        self.armed_seed.store(seed, Ordering::Release);
+        self.armed_relations_only
+            .store(relation_writes_only, Ordering::Release);
+        self.armed_writes
+            .store(after_writes.max(1), Ordering::Release);
+    }
+
+    /// Disarms a cut armed by [`CrashDevice::arm_power_cut`] that has not fired.
+    pub fn disarm(&self) {
+        self.armed_writes
+            .store(0, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The report of the armed cut, once it has fired (taken once).
+    pub fn take_fired(&self) -> Option<PowerCutReport> {
+        self.fired.lock().take()
+    }
+
+    /// True while the power is held off.
+    pub fn is_off(&self) -> bool {
+        self.off.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Counts one write to `file` against an armed cut; fires it (and returns true) on
+    /// the last.
+    fn armed_write_fires(&self, file: FileId) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.armed_writes.load(Ordering::Acquire) == 0
+            || (self.armed_relations_only.load(Ordering::Acquire)
+                && !super::file_ids::is_relation(file))
+        {
+            return false;
+        }
+        let fire = self
+            .armed_writes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            == Ok(1);
+        if fire {
+            let mut files = self.files.write();
+            if !self.off.load(Ordering::Acquire) {
+                let r = self.cut(&mut files, self.armed_seed.load(Ordering::Acquire));
+                self.off.store(true, Ordering::Release);
+                *self.fired.lock() = Some(r);
+            }
+        }
+        fire
     }
 
     /// Turns the power back on after [`CrashDevice::power_cut_and_hold`].
@@ -363,6 +434,9 @@ impl Device for CrashDevice {
     }
 
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
+        if self.armed_write_fires(file) {
+            return self.check_power("write", file);
+        }
         let files = self.files.read();
         self.check_power("write", file)?;
         let mut f = files.get(&file).ok_or(Error::NoSuchFile { file })?.write();

@@ -95,8 +95,13 @@ fn lp_pos(off: u16) -> usize {
     PAGE_HEADER_BYTES + (off as usize - 1) * ITEM_ID_BYTES
 }
 
-/// Line pointer `off` (1-based). Errors: [`Error::Corrupted`] when out of range or its
-/// tuple lies outside the page.
+/// Line pointer `off` (1-based). A normal line pointer returned here points at a tuple
+/// inside the page that is at least a tuple header long, so [`tuple`] and the
+/// [`super::tuple::HeaderRead`] accessors on it cannot go out of bounds.
+///
+/// Errors: [`Error::Corrupted`] when `off` is out of range, the line pointer lies past the
+/// end of the page (pd_lower beyond it), or a normal line pointer's tuple lies outside the
+/// page or is shorter than a tuple header.
 pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     if off == 0 || off > max_offset(page) {
         return Err(Error::Corrupted {
@@ -104,6 +109,11 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
         });
     }
     let p = lp_pos(off);
+    if p + ITEM_ID_BYTES > page.len() {
+        return Err(Error::Corrupted {
+            what: format!("{id}: line pointer {off} lies past the end of the page"),
+        });
+    }
     let v = u32::from_le_bytes(page[p..p + 4].try_into().expect("4 bytes"));
     let lp_off = (v & 0x7FFF) as u16;
     let state = match (v >> 15) & 3 {
@@ -118,6 +128,11 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     {
         return Err(Error::Corrupted {
             what: format!("{id}: line pointer {off} points outside the page"),
+        });
+    }
+    if state == LpState::Normal && (len as usize) < super::tuple::HEADER_BYTES {
+        return Err(Error::Corrupted {
+            what: format!("{id}: line pointer {off} holds {len} bytes, less than a tuple header"),
         });
     }
     Ok(ItemId {
@@ -161,8 +176,12 @@ pub fn free_space(page: &[u8]) -> usize {
 /// PageGetHeapFreeSpace: [`free_space`], but 0 when the page already has
 /// `MaxHeapTuplesPerPage` line pointers and none is unused. The PD_HAS_FREE_LINES flag is
 /// only a hint, so it is confirmed by looking for an unused line pointer, as bufpage.c does
-/// ("the hint is wrong, but we can't clear it here").
+/// ("the hint is wrong, but we can't clear it here"). A page whose pd_lower lies past its
+/// end (corrupted) has no free space.
 pub fn heap_free_space(page: &[u8]) -> usize {
+    if hole(page).0 as usize > page.len() {
+        return 0;
+    }
     let n = max_offset(page);
     if n as usize >= max_heap_tuples_per_page(page.len()) {
         if flags(page) & PD_HAS_FREE_LINES == 0 {
@@ -328,6 +347,25 @@ mod tests {
         truncate_line_pointers(&mut p);
         assert_eq!(max_offset(&p), 0);
         assert!(item_id(&p, 1, id).is_err());
+    }
+
+    #[test]
+    fn a_line_pointer_array_past_the_page_end_is_corrupted_not_a_panic() {
+        let id = PageId::new(16384, 0);
+        let mut p = vec![0u8; 8192];
+        init(&mut p);
+        add_tuple(&mut p, &[1u8; 40]).unwrap();
+        p[36..8152].fill(0xFF);
+        let (_, upper) = hole(&p);
+        set_hole(&mut p, 0x2100, upper);
+        set_flags(&mut p, PD_HAS_FREE_LINES);
+        assert_eq!(heap_free_space(&p), 0);
+        assert!(item_id(&p, max_offset(&p), id).is_err());
+        // A normal line pointer shorter than a tuple header.
+        let mut q = vec![0u8; 8192];
+        init(&mut q);
+        let off = add_tuple(&mut q, &[1u8; 10]).unwrap();
+        assert!(item_id(&q, off, id).is_err());
     }
 
     #[test]

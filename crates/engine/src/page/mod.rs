@@ -218,8 +218,14 @@ pub fn finish_for_write(copy: &mut [u8], id: PageId) {
 /// valid (new); otherwise the checksum must match and the header must name `id`.
 ///
 /// Errors: [`Error::ChecksumMismatch`] for a torn or damaged page; [`Error::Corrupted`]
-/// when the page is intact but belongs elsewhere or has an impossible hole.
+/// when the buffer is shorter than the page header, or the page is intact but belongs
+/// elsewhere or has an impossible hole.
 pub fn verify(page: &[u8], id: PageId) -> Result<()> {
+    if page.len() < PAGE_HEADER_BYTES {
+        return Err(Error::Corrupted {
+            what: format!("{id}: {} bytes, shorter than a page header", page.len()),
+        });
+    }
     if page.iter().all(|&b| b == 0) {
         return Ok(());
     }
@@ -284,6 +290,11 @@ mod tests {
         let e = verify(&p, PageId::new(16384, 4)).unwrap_err();
         assert!(e.to_string().contains("misdirected"), "{e}");
         verify(&vec![0u8; 8192], id).unwrap();
+        // A buffer shorter than the header is not a page.
+        assert!(matches!(
+            verify(&[1u8; 20], id),
+            Err(Error::Corrupted { .. })
+        ));
     }
 
     #[test]
