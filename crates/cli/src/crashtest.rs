@@ -400,6 +400,14 @@ fn db_config(
     cfg
 }
 
+/// `cfg` without autovacuum or purge threads, for the checks.
+fn quiet(cfg: &DatabaseConfig) -> DatabaseConfig {
+    let mut q = cfg.clone();
+    q.vacuum.autovacuum = false;
+    q.purge.threads = 0;
+    q
+}
+
 fn is_power_off(e: &EngineError) -> bool {
     e.to_string().contains("power is off")
 }
@@ -474,7 +482,10 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         let torn = torn_pages(&dev, page_bytes);
         summary.torn_pages_found += torn.len() as u64;
         dev.power_on();
-        db = match Database::open(cfg.clone()) {
+        // Recover and check with no vacuum or purge running (the checks read indexes then
+        // heap or clustered pages, which a concurrent vacuum or purge may change between
+        // the two), then close and reopen as configured for the next round.
+        db = match Database::open(quiet(&cfg)) {
             Ok(db) => db,
             Err(e) => {
                 summary.problem(cut, format!("recovery failed (cut seed {cut_seed}): {e}"));
@@ -501,6 +512,14 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         }
         summary.commits_acknowledged = l.commits;
         drop(l);
+        let reopened = db.close().and_then(|_| Database::open(cfg.clone()));
+        db = match reopened {
+            Ok(db) => db,
+            Err(e) => {
+                summary.problem(cut, format!("reopening after the checks failed: {e}"));
+                break;
+            }
+        };
         if args.verbose {
             eprintln!(
                 "cut {cut} (seed {cut_seed}, {}): {} commits acknowledged, {} of {} unsynced writes dropped, {} torn, {} torn pages, recovery replayed {} records in {} µs ({} FPI, {} doublewrite, {} undone){}",
@@ -657,7 +676,7 @@ pub fn kill_test(
             }
         }
         std::fs::write(&log, b"")?;
-        let db = match Database::open(file_config(&design, args, dir.path())) {
+        let db = match Database::open(quiet(&file_config(&design, args, dir.path()))) {
             Ok(db) => db,
             Err(e) => {
                 summary.problem(kill, format!("recovery failed: {e}"));
@@ -977,74 +996,6 @@ fn check(
             .collect();
         for id in ids {
             if !found.contains(&id) {
-                if std::env::var("CT_DEBUG").is_ok() {
-                    let rels = db.relations(t.transfers)?;
-                    let tree = mvcclab_engine::btree::BTree::open(
-                        db.storage().pool().clone(),
-                        rels.indexes[0],
-                        mvcclab_engine::btree::BTreeConfig::postgres(),
-                    )?;
-                    let mut prefix = Vec::new();
-                    mvcclab_engine::catalog::encode_key(
-                        &[ColumnType::Integer],
-                        &[Value::Integer(a)],
-                        &mut prefix,
-                    )?;
-                    eprintln!("DEBUG transfer {id} src {a}: found {found:?}; raw entries:");
-                    tree.scan(
-                        Bound::Included(&prefix[..]),
-                        Bound::Unbounded,
-                        mvcclab_engine::btree::ScanDirection::Forward,
-                        &mut |k, _| {
-                            if !k.starts_with(&prefix) {
-                                return Ok(false);
-                            }
-                            eprintln!("  {:02x?}", &k[prefix.len()..]);
-                            Ok(true)
-                        },
-                    )?;
-                    let mut live = 0;
-                    tree.scan_live(
-                        Bound::Included(&prefix[..]),
-                        Bound::Unbounded,
-                        mvcclab_engine::btree::ScanDirection::Forward,
-                        &mut |_, k, _| {
-                            if !k.starts_with(&prefix) {
-                                return Ok(false);
-                            }
-                            live += 1;
-                            Ok(true)
-                        },
-                    )?;
-                    eprintln!(
-                        "  live entries: {live}; verify: {:?}",
-                        tree.verify().map(|_| ())
-                    );
-                    let pk = mvcclab_engine::btree::BTree::open(
-                        db.storage().pool().clone(),
-                        rels.primary_key,
-                        mvcclab_engine::btree::BTreeConfig::postgres(),
-                    )?;
-                    let mut pkp = Vec::new();
-                    mvcclab_engine::catalog::encode_key(
-                        &[ColumnType::BigInt],
-                        &[Value::BigInt(id)],
-                        &mut pkp,
-                    )?;
-                    pk.scan(
-                        Bound::Included(&pkp[..]),
-                        Bound::Unbounded,
-                        mvcclab_engine::btree::ScanDirection::Forward,
-                        &mut |k, _| {
-                            if !k.starts_with(&pkp) {
-                                return Ok(false);
-                            }
-                            eprintln!("  pk entry tid {:02x?}", &k[pkp.len()..]);
-                            Ok(true)
-                        },
-                    )?;
-                    std::process::exit(3);
-                }
                 s.problem(
                     cut,
                     format!("transfer {id} is not found through index transfers_src"),

@@ -121,7 +121,7 @@ pub mod wal;
 pub use cleanup::{
     CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
 };
-pub use tree::{BTree, BTreeConfig, BTreeStats, LeafVisitor, ScanDirection};
+pub use tree::{BTree, BTreeConfig, BTreeStats, LeafRef, LeafVisitor, ScanDirection};
 pub use wal::info;
 
 #[cfg(test)]

@@ -1290,14 +1290,22 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
     }
     let first_leaf = leaves(&s, &t)[0].clone();
     let victims: Vec<Vec<u8>> = first_leaf.1.iter().step_by(2).cloned().collect();
-    assert_eq!(t.kill_items(first_leaf.0, &victims).unwrap(), victims.len());
+    let leaf = t.leaf_ref(first_leaf.0).unwrap();
+    // A scan that read the leaf before it changed does not mark anything.
+    let stale = LeafRef {
+        lsn: leaf.lsn - 1,
+        ..leaf
+    };
     assert_eq!(
-        t.kill_items(first_leaf.0, &victims).unwrap(),
+        t.kill_items(stale, &victims).unwrap(),
         0,
-        "already marked"
+        "the leaf changed since"
     );
+    assert_eq!(t.kill_items(leaf, &victims).unwrap(), victims.len());
+    let leaf = t.leaf_ref(first_leaf.0).unwrap();
+    assert_eq!(t.kill_items(leaf, &victims).unwrap(), 0, "already marked");
     // Keys not in that leaf are skipped.
-    assert_eq!(t.kill_items(first_leaf.0, &[keys[999].clone()]).unwrap(), 0);
+    assert_eq!(t.kill_items(leaf, &[keys[999].clone()]).unwrap(), 0);
     // A plain scan still returns them (vacuum, checks); a live scan skips them.
     assert_eq!(all(&t).len(), 1000);
     let mut live = Vec::new();
@@ -1316,7 +1324,7 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
     assert!(live
         .iter()
         .filter(|(_, k)| first_leaf.1.contains(k))
-        .all(|(leaf, _)| *leaf == first_leaf.0));
+        .all(|(leaf, _)| leaf.block == first_leaf.0));
 
     // Fill the first leaf until it would split: the insert deletes the marked entries
     // (plus the other entries on their heap blocks that the heap finds dead) instead.

@@ -102,7 +102,18 @@ impl BTreeConfig {
 
 /// What [`BTree::scan_live`] calls per entry: `(leaf block, key, value)`, returning
 /// whether to go on.
-pub type LeafVisitor<'f> = dyn FnMut(u32, &[u8], &[u8]) -> Result<bool> + 'f;
+pub type LeafVisitor<'f> = dyn FnMut(LeafRef, &[u8], &[u8]) -> Result<bool> + 'f;
+
+/// The leaf an entry of a scan came from, as the scan saw it: its block and its page LSN
+/// when the scan copied its entries (nbtree's `BTScanPosData.currPage` and `.lsn`), so
+/// that [`BTree::kill_items`] can tell whether the leaf changed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LeafRef {
+    /// The leaf's block.
+    pub block: u32,
+    /// Its page LSN when the entries were read.
+    pub lsn: u64,
+}
 
 /// Direction of [`BTree::scan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -784,22 +795,44 @@ impl BTree {
         Ok(out)
     }
 
-    /// Marks the entries with `keys` in leaf `block` dead ([`node::SLOT_FLAG_DEAD`]), as a
+    /// The leaf `block` as a scan would name it now ([`LeafRef`]: its current page LSN).
+    ///
+    /// Errors: pool errors.
+    pub fn leaf_ref(&self, block: u32) -> Result<LeafRef> {
+        let g = self.pool.fetch_read(PageId::new(self.rel, block))?;
+        Ok(LeafRef {
+            block,
+            lsn: g.page_lsn(),
+        })
+    }
+
+    /// Marks the entries with `keys` in `leaf` dead ([`node::SLOT_FLAG_DEAD`]), as a
     /// hint without WAL (PostgreSQL nbtutils.c `_bt_killitems` → `MarkBufferDirtyHint`; with
     /// full-page writes, a full-page image at the leaf's first change since the checkpoint,
     /// [`crate::buffer::mark_dirty_hint`]), after a scan found every tuple they point at dead to everyone. Keys no longer in
-    /// that leaf (a split or vacuum moved or removed them) are skipped, as `_bt_killitems`
-    /// gives up on a page that changed; so is the whole leaf when its latch cannot be had
-    /// at once. Returns the entries newly marked.
+    /// that leaf (a split or vacuum moved or removed them) are skipped; so is the whole
+    /// leaf when its page LSN is no longer the one the scan saw (`_bt_killitems` gives up
+    /// on a page that changed: with vacuum and a recycled heap TID, an entry with the same
+    /// key may now point at a live tuple) or its latch cannot be had at once. Returns the
+    /// entries newly marked.
     ///
     /// Errors: [`Error::Corrupted`] for a damaged page; pool errors.
-    pub fn kill_items(&self, block: u32, keys: &[Vec<u8>]) -> Result<usize> {
+    pub fn kill_items(&self, leaf: LeafRef, keys: &[Vec<u8>]) -> Result<usize> {
         if keys.is_empty() || self.geo.slot_bytes < 3 {
             return Ok(0);
         }
-        let Some(mut g) = self.pool.try_fetch_write(PageId::new(self.rel, block))? else {
+        let Some(mut g) = self
+            .pool
+            .try_fetch_write(PageId::new(self.rel, leaf.block))?
+        else {
             return Ok(0);
         };
+        if g.page_lsn() != leaf.lsn {
+            // The leaf changed since the scan read it: vacuum may have removed an entry
+            // and an insert added one with the same key for a recycled heap TID, now live
+            // (`_bt_killitems` gives up when the page LSN moved).
+            return Ok(0);
+        }
         let id = g.page_id();
         let slots: Vec<usize> = {
             let Ok(n) = Node::parse(g.data(), id) else {
@@ -1741,7 +1774,7 @@ impl BTree {
         dir: ScanDirection,
         f: &mut dyn FnMut(&[u8], &[u8]) -> Result<bool>,
     ) -> Result<()> {
-        let f = &mut |_: u32, k: &[u8], v: &[u8]| f(k, v);
+        let f = &mut |_: LeafRef, k: &[u8], v: &[u8]| f(k, v);
         match dir {
             ScanDirection::Forward => self.scan_forward(lo, hi, false, f),
             ScanDirection::Backward => self.scan_backward(lo, hi, false, f),
@@ -1781,6 +1814,10 @@ impl BTree {
         let mut hops = Hops::new(self)?;
         loop {
             let cur = g.page_id();
+            let leaf = LeafRef {
+                block: cur.block,
+                lsn: g.page_lsn(),
+            };
             let (done, right) = {
                 let n = self.node(g.data(), cur, Some(0))?;
                 let start = match (&last, lo) {
@@ -1814,7 +1851,7 @@ impl BTree {
             }
             drop(g);
             for (k, v) in &batch {
-                if !f(cur.block, k, v)? {
+                if !f(leaf, k, v)? {
                     return Ok(());
                 }
             }
@@ -1853,6 +1890,10 @@ impl BTree {
         loop {
             let (g, low) = self.descend_read(&Target::Upper(borrowed(&bound)), true)?;
             let at = g.page_id();
+            let leaf = LeafRef {
+                block: at.block,
+                lsn: g.page_lsn(),
+            };
             let done = {
                 let n = self.node(g.data(), at, Some(0))?;
                 let end = match &bound {
@@ -1876,7 +1917,7 @@ impl BTree {
             };
             drop(g);
             for (k, v) in &batch {
-                if !f(at.block, k, v)? {
+                if !f(leaf, k, v)? {
                     return Ok(());
                 }
             }

@@ -13,7 +13,7 @@ use super::visibility::{
 use super::vm::VisibilityMap;
 use super::{info, TableCounters};
 use crate::btree::{
-    BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, ScanDirection,
+    BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, LeafRef, ScanDirection,
 };
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
@@ -337,7 +337,16 @@ impl HeapTable {
         oldest: Xid,
     ) -> Result<u64> {
         let id = g.page_id();
+        let before = (crate::page::aux(g.data()), flags(g.data()));
         let res = prune_page(g.data_mut(), id, oldest, tm);
+        if !res.changed()
+            && (!res.hints.is_empty() || before != (crate::page::aux(g.data()), flags(g.data())))
+        {
+            // Only hints changed (hint bits, pd_prune_xid, PD_PAGE_FULL): heap_page_prune
+            // then calls MarkBufferDirtyHint, which logs a full-page image at the page's
+            // first change since the checkpoint, so that a torn write of it is repairable.
+            mark_dirty_hint(&self.wal, g)?;
+        }
         if res.changed() {
             let rec = RecordBuilder::new(rmgr::HEAP, info::PRUNE)
                 .block(id, false, &res.encode())
@@ -551,7 +560,7 @@ impl HeapTable {
     ) -> Result<()> {
         let (mut lo, mut hi) = (lo, hi);
         loop {
-            let mut batch: Vec<(u32, Vec<u8>)> = Vec::with_capacity(SCAN_BATCH);
+            let mut batch: Vec<(LeafRef, Vec<u8>)> = Vec::with_capacity(SCAN_BATCH);
             index.scan_live(
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
@@ -562,7 +571,7 @@ impl HeapTable {
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            let mut killed: Vec<(u32, Vec<u8>)> = Vec::new();
+            let mut killed: Vec<(LeafRef, Vec<u8>)> = Vec::new();
             let mut stop = false;
             for (leaf, k) in &batch {
                 let (go_on, kill) = f(tid_of_key(k, index.rel())?)?;
@@ -589,7 +598,7 @@ impl HeapTable {
     }
 
     /// Marks `killed` (leaf block, key) entries dead, one leaf at a time.
-    fn kill_index_items(&self, index: &BTree, mut killed: Vec<(u32, Vec<u8>)>) -> Result<()> {
+    fn kill_index_items(&self, index: &BTree, mut killed: Vec<(LeafRef, Vec<u8>)>) -> Result<()> {
         if !self.prune_on_access {
             return Ok(());
         }

@@ -179,6 +179,7 @@ impl Wal {
         if !buf.is_empty() {
             read_wal_bytes(&vfs, cfg.segment_bytes, buf_start, &mut buf)?;
         }
+        zero_stale_tail(&vfs, &cfg, buf_start, &buf)?;
         Ok(Wal {
             vfs,
             stats,
@@ -433,6 +434,41 @@ impl Wal {
         let (r, end) = read_records(&self.vfs, &self.cfg, from.0)?;
         Ok((r, Lsn(end)))
     }
+}
+
+/// Erases what lies past the end of the valid WAL: zeros from the end to the end of its
+/// segment file, and removes the segment files after it, then syncs. A crash can leave
+/// bytes of a previous life there (writes after a lost one survived); records appended at
+/// the end would otherwise be followed by them, and one that happened to start where a
+/// new record ends, with a valid CRC, would be replayed by the next recovery as if it were
+/// new (PostgreSQL guards with each page's xlp_pageaddr and each record's xl_prev, MariaDB
+/// with the sequence bit of its log blocks; mvcclab erases). `block` is the partial last
+/// block's start and `head` its valid bytes, rewritten in front of the zeros.
+///
+/// Errors: device errors.
+fn zero_stale_tail(vfs: &Vfs, cfg: &WalConfig, block: u64, head: &[u8]) -> Result<()> {
+    let seg = block / cfg.segment_bytes;
+    let file = file_ids::WAL_BASE + seg as FileId;
+    let off = block % cfg.segment_bytes;
+    if let Ok(len) = vfs.len_bytes(file) {
+        if len > off + head.len() as u64 {
+            // WAL files grow in whole blocks, so `off..len` is sector-aligned.
+            let mut on_device = vec![0u8; (len - off) as usize];
+            vfs.read_at(file, off, &mut on_device)?;
+            if on_device[head.len()..].iter().any(|&b| b != 0) {
+                let mut bytes = head.to_vec();
+                bytes.resize(on_device.len(), 0);
+                vfs.write_at(file, off, &bytes)?;
+                vfs.sync(file)?;
+            }
+        }
+    }
+    for f in vfs.files()? {
+        if file_ids::is_wal(f) && f > file {
+            vfs.remove(f)?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads `buf.len()` WAL bytes at position `pos`, across segments; missing segments or
