@@ -522,7 +522,7 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         };
         if args.verbose {
             eprintln!(
-                "cut {cut} (seed {cut_seed}, {}): {} commits acknowledged, {} of {} unsynced writes dropped, {} torn, {} torn pages, recovery replayed {} records in {} µs ({} FPI, {} doublewrite, {} undone){}",
+                "cut {cut} (seed {cut_seed}, {}): {} commits acknowledged, {} of {} unsynced writes dropped, {} torn, {} torn pages, recovery replayed {} records in {} µs ({} FPI, {} doublewrite, {} undone, {} splits finished){}",
                 if fired { if home_only { "inside a home page write" } else { "inside a write" } } else { "between operations" },
                 summary.commits_acknowledged,
                 report.writes_dropped,
@@ -534,6 +534,7 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
                 r.full_page_images_restored,
                 r.doublewrite_pages_restored,
                 r.transactions_aborted + r.transactions_rolled_back,
+                r.splits_finished,
                 if summary.invariant_violations + summary.lost_commits > before { " — PROBLEMS" } else { "" }
             );
         }

@@ -35,7 +35,7 @@ fn assert_clean(s: &CrashtestSummary) {
 
 #[test]
 fn postgres_survives_power_cuts() {
-    let cuts = env_or("MVCCLAB_CRASH_CUTS", 25);
+    let cuts = env_or("MVCCLAB_CRASH_CUTS", 15);
     let s = crashtest(&CrashtestArgs {
         cuts,
         ..args("postgres", 11)
@@ -53,7 +53,7 @@ fn postgres_survives_power_cuts() {
 
 #[test]
 fn innodb_survives_power_cuts() {
-    let cuts = env_or("MVCCLAB_CRASH_CUTS", 25);
+    let cuts = env_or("MVCCLAB_CRASH_CUTS", 15);
     let s = crashtest(&CrashtestArgs {
         cuts,
         ..args("innodb", 12)

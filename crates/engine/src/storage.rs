@@ -27,9 +27,14 @@
 //! `Arc`s of the components, never of `Storage`, and stop when it is dropped.
 //!
 //! # Crash safety
-//! Without recovery (a later issue) a database reopened after a crash is only as consistent
-//! as its last checkpoint; `Storage::close` ends with a checkpoint, so a cleanly closed
-//! database reopens with every change.
+//! Storage opens without replaying anything; `Database::open` runs crash recovery on it
+//! (`crate::recovery`) before starting the background threads
+//! ([`Storage::open_for_recovery`], [`Storage::start_background`]). A checkpoint's control
+//! file names its redo pointer only after every page dirty before that pointer is written
+//! and synced (writes in flight by evictors and the page cleaner included,
+//! `BufferPool::wait_for_writes_in_flight`) and the engine's own state is durable
+//! ([`CheckpointHook`]). `Storage::close` ends with a checkpoint, so a cleanly closed
+//! database replays only that checkpoint's record.
 
 use crate::buffer::{BufferPool, BufferPoolConfig, Doublewrite, PoolState};
 use crate::device::{
@@ -344,6 +349,7 @@ impl Checkpointer {
         );
         let redo = self.wal.begin_checkpoint();
         self.pool.flush_all()?;
+        self.pool.wait_for_writes_in_flight();
         let rels = self.pool.take_unsynced_relations();
         self.pool.store().sync_relations(rels)?;
         let hook = self.hook.lock().as_ref().and_then(|w| w.upgrade());

@@ -19,8 +19,8 @@
 //!
 //! # Crash safety
 //! At a crash, each page is intact either in the area (its checksum matches and names its
-//! home) or at home: recovery (a later issue) copies an intact area page over a torn home
-//! page.
+//! home) or at home: recovery (`crate::recovery::repair_from_doublewrite`) copies an intact
+//! area page over a torn home page before redo.
 
 use crate::device::{file_ids, Vfs};
 use crate::error::Result;

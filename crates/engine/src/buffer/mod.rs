@@ -46,7 +46,10 @@
 //! # Crash safety
 //! The pool holds no durable state. What reaches the device is whole page copies with
 //! checksums, after the WAL covering them is durable; a torn write is repaired from a
-//! full-page image in the WAL or from the doublewrite area, by recovery (a later issue).
+//! full-page image in the WAL or from the doublewrite area by recovery (`crate::recovery`).
+//! Changes made without WAL (hint bits, index kill bits) go through [`mark_dirty_hint`],
+//! which logs a full-page image at a page's first change since the checkpoint when
+//! full-page writes are on, so that a torn write of such a page is repairable too.
 
 mod clock_sweep;
 mod doublewrite;

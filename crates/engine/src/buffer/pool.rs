@@ -175,6 +175,11 @@ pub struct BufferPool {
     dblwr: Option<Doublewrite>,
     stats: Arc<Stats>,
     unsynced_rels: Mutex<BTreeSet<FileId>>,
+    /// Held shared by every page write from the moment it clears the pages' dirty flags
+    /// until the write is done and its relations are registered for the next sync; a
+    /// checkpoint takes it exclusively before it collects those relations
+    /// ([`BufferPool::wait_for_writes_in_flight`]).
+    writes_in_flight: parking_lot::RwLock<()>,
     rel_io: Box<[[AtomicU64; 3]]>,
     type_io: Box<[[AtomicU64; 2]]>,
     /// The free-page target in frames (InnoDB), from `cfg.page_cleaner.free_target`.
@@ -246,6 +251,7 @@ impl BufferPool {
             dblwr,
             stats,
             unsynced_rels: Mutex::new(BTreeSet::new()),
+            writes_in_flight: parking_lot::RwLock::new(()),
             rel_io: (0..REL_IO_SLOTS)
                 .map(|_| [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
@@ -614,6 +620,7 @@ impl BufferPool {
     /// [`BufferPool::write_frames`]; with `conditional`, a frame whose content lock is held
     /// is skipped (it stays dirty).
     pub(super) fn write_frames_with(&self, fs: &[FrameId], conditional: bool) -> Result<usize> {
+        let _in_flight = self.writes_in_flight.read();
         let mut copies: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(fs.len());
         let mut written_frames = Vec::with_capacity(fs.len());
         let mut max_lsn = 0;
@@ -862,6 +869,18 @@ impl BufferPool {
         drop(t);
         self.replacer.removed(f);
         self.stats.add(Metric::buffer_evictions, 1);
+    }
+
+    /// Waits until every page write in flight has finished and registered its relation
+    /// for sync. A checkpoint calls it after writing the dirty pages and before
+    /// [`BufferPool::take_unsynced_relations`]: a page an evictor or the page cleaner took
+    /// (clearing its dirty flag) just before the checkpoint looked for dirty pages is not
+    /// written by the checkpoint, so its write must be finished and synced by it, or the
+    /// control file would name a redo pointer past a change that is not durable (PostgreSQL:
+    /// BM_DIRTY stays set until the write ends, and `BufferSync` waits for a buffer's I/O
+    /// in progress).
+    pub fn wait_for_writes_in_flight(&self) {
+        drop(self.writes_in_flight.write());
     }
 
     /// Takes the set of relation files written since the last call without a sync (the

@@ -272,8 +272,9 @@ impl CrashDevice {
     }
 
     /// Arms a cut that fires inside the `after_writes`-th write from now (counting every
-    /// file; `after_writes ≥ 1`): that write fails and is not applied, the power is cut
-    /// with `seed` and held off, as by [`CrashDevice::power_cut_and_hold`]. So a cut can
+    /// file; `after_writes ≥ 1`): the power goes while that write is in flight, so it is
+    /// one more unsynced write the cut may keep, drop or tear; the caller gets an error;
+    /// the power is cut with `seed` and held off, as by [`CrashDevice::power_cut_and_hold`]. So a cut can
     /// land in the middle of a batch of page writes (between the doublewrite area's sync
     /// and the home writes, say), which a cut made from outside between two operations
     /// rarely does. With `relation_writes_only`, only writes to relation files count
@@ -306,7 +307,7 @@ impl CrashDevice {
 
     /// Counts one write to `file` against an armed cut; fires it (and returns true) on
     /// the last.
-    fn armed_write_fires(&self, file: FileId) -> bool {
+    fn armed_write_fires(&self, file: FileId, offset: u64, data: &[u8]) -> bool {
         use std::sync::atomic::Ordering;
         if self.armed_writes.load(Ordering::Acquire) == 0
             || (self.armed_relations_only.load(Ordering::Acquire)
@@ -321,6 +322,18 @@ impl CrashDevice {
         if fire {
             let mut files = self.files.write();
             if !self.off.load(Ordering::Acquire) {
+                // The power goes while this write is in flight: it is one more unsynced
+                // write, which the cut may keep, drop or tear like the others.
+                if let (Some(f), Ok(start)) = (files.get_mut(&file), usize::try_from(offset)) {
+                    if !data.is_empty() && start.checked_add(data.len()).is_some() {
+                        let f = f.get_mut();
+                        apply(&mut f.volatile, start, data);
+                        f.pending.push(PendingWrite {
+                            offset,
+                            data: data.to_vec(),
+                        });
+                    }
+                }
                 let r = self.cut(&mut files, self.armed_seed.load(Ordering::Acquire));
                 self.off.store(true, Ordering::Release);
                 *self.fired.lock() = Some(r);
@@ -434,7 +447,7 @@ impl Device for CrashDevice {
     }
 
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
-        if self.armed_write_fires(file) {
+        if self.armed_write_fires(file, offset, data) {
             return self.check_power("write", file);
         }
         let files = self.files.read();

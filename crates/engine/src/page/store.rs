@@ -17,8 +17,9 @@
 //!
 //! # Crash safety
 //! The free list is in memory: after a restart, freed pages are not reused (they leak, no
-//! data is lost); `n_blocks` is recovered from the file length at open. Recovery (a later
-//! issue) extends relations from the WAL.
+//! data is lost); `n_blocks` is recovered from the file length at open (a torn extension's
+//! partial last page counted, and read as torn), and redo extends relations to the blocks
+//! the WAL names ([`PageStore::ensure_block`]): relation extension is not logged.
 
 use super::{finish_for_write, verify, PageId, PageSize};
 use crate::device::{file_ids, FileId, Vfs};
