@@ -702,29 +702,33 @@ impl BufferPool {
     /// copy had not reached the device was otherwise left out of the checkpoint, and a
     /// crash right after it lost that page's changes from before the redo pointer.
     pub fn flush_all(&self) -> Result<usize> {
-        let busy = |f: FrameId| {
-            self.frames[f].dirty.load(Ordering::SeqCst)
-                || self.frames[f].writing.load(Ordering::SeqCst)
-        };
+        let start = self.wal.insert_lsn().0;
+        let fr = |f: FrameId| &self.frames[f];
         let mut dirty: Vec<(PageId, FrameId)> = (0..self.frames.len())
-            .filter(|&f| busy(f))
-            .filter_map(|f| unpack(self.frames[f].page.load(Ordering::Acquire)).map(|id| (id, f)))
+            .filter(|&f| fr(f).dirty.load(Ordering::SeqCst) || fr(f).writing.load(Ordering::SeqCst))
+            .filter_map(|f| unpack(fr(f).page.load(Ordering::Acquire)).map(|id| (id, f)))
             .collect();
         dirty.sort_unstable();
         let mut frames: Vec<FrameId> = dirty.iter().map(|d| d.1).collect();
         let mut total = 0;
         loop {
             total += self.write_unpinned(&frames)?;
-            // Frames another thread is writing now: wait for those writes, then write
-            // the pages again if they changed meanwhile.
-            frames.retain(|&f| self.frames[f].writing.load(Ordering::SeqCst));
-            if frames.is_empty() {
-                return Ok(total);
-            }
+            // Copies other threads are writing (frames this pass passed over among them):
+            // wait for them, then write again the pages still holding a change from
+            // before this flush started (their oldest unwritten change, `rec_lsn`, is
+            // older; 0 for a change whose record is being inserted).
             for &f in &frames {
-                while self.frames[f].writing.load(Ordering::SeqCst) {
+                while fr(f).writing.load(Ordering::SeqCst) {
                     std::thread::yield_now();
                 }
+            }
+            frames.retain(|&f| {
+                let rec = fr(f).rec_lsn.load(Ordering::SeqCst);
+                fr(f).writing.load(Ordering::SeqCst)
+                    || (fr(f).dirty.load(Ordering::SeqCst) && rec < start)
+            });
+            if frames.is_empty() {
+                return Ok(total);
             }
         }
     }
