@@ -52,6 +52,12 @@ impl Doublewrite {
         })
     }
 
+    /// Holds the area as a batch would (tests: a write kept in flight).
+    #[cfg(test)]
+    pub(super) fn hold(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.lock.lock()
+    }
+
     /// Writes `pages` (private copies) through the area: per batch, the copies to the area
     /// (cause `doublewrite`), a sync of the area (cause `doublewrite`), then `home(page,
     /// copy)` for each (the caller's cause), then a sync of the home files touched.

@@ -15,9 +15,17 @@
 //!    from being evicted; the content lock keeps the bytes from changing under a reader.
 //! 2. Changing a page needs the exclusive lock; `WritePageGuard::data_mut` marks it dirty.
 //!    A WAL-logged change follows the recipe in `wal` and goes through [`log_change`].
-//! 3. Writing a page out needs only a pin and the shared lock: the writer copies the page,
-//!    clears the dirty flag under that lock, and writes the copy; a change made after the
-//!    copy sets the flag again, so the page is written again later.
+//! 3. Writing a page out needs only a pin and the shared lock: the writer marks the frame
+//!    as being written (PostgreSQL BM_IO_IN_PROGRESS), copies the page, clears the dirty
+//!    flag under that lock, writes the copy, then clears the mark; a change made after the
+//!    copy sets the dirty flag again, so the page is written again later. A frame already
+//!    being written is passed over (it stays dirty): two copies of one page are never in
+//!    flight at once, so an older copy cannot land after a newer one.
+//! 6. A checkpoint's flush ([`BufferPool::flush_all`]) writes every dirty page and waits for
+//!    the copies other threads (an evictor, the page cleaner) are still writing, writing
+//!    their pages again if they changed meanwhile (`SyncOneBuffer` → `FlushBuffer` waits in
+//!    `StartBufferIO`): once it returns, every change made before it started is on the
+//!    device, as the checkpoint's redo pointer assumes.
 //! 4. WAL-before-data: before a copy is written, the WAL is flushed up to the copy's page
 //!    LSN (bufmgr.c `FlushBuffer` → `XLogFlush`).
 //! 5. With the doublewrite buffer on, copies reach their home location only after their

@@ -158,6 +158,10 @@ pub(super) struct Frame {
     page: AtomicU64,
     pub(super) pins: AtomicU32,
     pub(super) dirty: AtomicBool,
+    /// A copy of the page is being written (PostgreSQL BM_IO_IN_PROGRESS): set before the
+    /// dirty flag is cleared, cleared once the copy is on the device (or its write failed
+    /// and the page is dirty again). One write per frame at a time.
+    pub(super) writing: AtomicBool,
     valid: AtomicBool,
     pub(super) rec_lsn: AtomicU64,
     data: RwLock<Box<[u8]>>,
@@ -234,6 +238,7 @@ impl BufferPool {
                 page: AtomicU64::new(NO_PAGE),
                 pins: AtomicU32::new(0),
                 dirty: AtomicBool::new(false),
+                writing: AtomicBool::new(false),
                 valid: AtomicBool::new(false),
                 rec_lsn: AtomicU64::new(0),
                 data: RwLock::new(vec![0u8; page_bytes].into_boxed_slice()),
@@ -637,7 +642,17 @@ impl BufferPool {
             let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
                 continue;
             };
-            if !fr.dirty.swap(false, Ordering::AcqRel) {
+            // Another thread is writing an older copy: leave the page dirty for later
+            // (two copies in flight could reach the device in either order).
+            if fr
+                .writing
+                .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+                .is_err()
+            {
+                continue;
+            }
+            if !fr.dirty.swap(false, Ordering::SeqCst) {
+                fr.writing.store(false, Ordering::SeqCst);
                 continue;
             }
             fr.rec_lsn.store(0, Ordering::Release);
@@ -650,10 +665,11 @@ impl BufferPool {
         }
         let n = copies.len();
         let r = self.write_copies(&mut copies, max_lsn);
-        if r.is_err() {
-            for f in written_frames {
-                self.frames[f].dirty.store(true, Ordering::Release);
+        for f in written_frames {
+            if r.is_err() {
+                self.frames[f].dirty.store(true, Ordering::SeqCst);
             }
+            self.frames[f].writing.store(false, Ordering::SeqCst);
         }
         r.map(|_| n)
     }
@@ -684,14 +700,44 @@ impl BufferPool {
     /// writes), in batches of 64. Counted to the current cause. Returns pages written.
     ///
     /// Errors: as [`BufferPool::write_frames`].
+    ///
+    /// Copies other threads (an evictor, the page cleaner) took before and are still
+    /// writing are waited for, and their pages written again when changed since: a
+    /// checkpoint counts on every change made before it started being on the device when
+    /// this returns (PostgreSQL: `SyncOneBuffer` → `FlushBuffer` → `StartBufferIO` waits
+    /// for a write in progress). A page whose dirty flag an evictor had cleared but whose
+    /// copy had not reached the device was otherwise left out of the checkpoint, and a
+    /// crash right after it lost that page's changes from before the redo pointer.
     pub fn flush_all(&self) -> Result<usize> {
+        let start = self.wal.insert_lsn().0;
+        let fr = |f: FrameId| &self.frames[f];
         let mut dirty: Vec<(PageId, FrameId)> = (0..self.frames.len())
-            .filter(|&f| self.frames[f].dirty.load(Ordering::Acquire))
-            .filter_map(|f| unpack(self.frames[f].page.load(Ordering::Acquire)).map(|id| (id, f)))
+            .filter(|&f| fr(f).dirty.load(Ordering::SeqCst) || fr(f).writing.load(Ordering::SeqCst))
+            .filter_map(|f| unpack(fr(f).page.load(Ordering::Acquire)).map(|id| (id, f)))
             .collect();
         dirty.sort_unstable();
-        let frames: Vec<FrameId> = dirty.iter().map(|d| d.1).collect();
-        self.write_unpinned(&frames)
+        let mut frames: Vec<FrameId> = dirty.iter().map(|d| d.1).collect();
+        let mut total = 0;
+        loop {
+            total += self.write_unpinned(&frames)?;
+            // Copies other threads are writing (frames this pass passed over among them):
+            // wait for them, then write again the pages still holding a change from
+            // before this flush started (their oldest unwritten change, `rec_lsn`, is
+            // older; 0 for a change whose record is being inserted).
+            for &f in &frames {
+                while fr(f).writing.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+            frames.retain(|&f| {
+                let rec = fr(f).rec_lsn.load(Ordering::SeqCst);
+                fr(f).writing.load(Ordering::SeqCst)
+                    || (fr(f).dirty.load(Ordering::SeqCst) && rec < start)
+            });
+            if frames.is_empty() {
+                return Ok(total);
+            }
+        }
     }
 
     /// Frames pinned at once by a flush: at most 64 (a doublewrite batch) and an eighth of
@@ -939,6 +985,12 @@ impl BufferPool {
             .into_iter()
             .filter_map(|f| unpack(self.frames[f].page.load(Ordering::Acquire)))
             .collect()
+    }
+
+    /// Holds the doublewrite area, so that page writes wait (tests).
+    #[cfg(test)]
+    pub(super) fn hold_doublewrite(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.dblwr.as_ref().expect("doublewrite on").hold()
     }
 
     /// Whether page `id` is resident (for tests and tools).

@@ -192,6 +192,59 @@ fn doublewrite_copy_is_synced_before_home_writes() {
 }
 
 #[test]
+fn a_checkpoint_flush_waits_for_a_copy_another_thread_is_still_writing() {
+    // An evictor (or the page cleaner) copies a dirty page, clears its dirty flag and waits
+    // for the doublewrite area. A checkpoint that starts then has its redo pointer past the
+    // page's change: its flush must not return before that copy is on the device, or a
+    // crash right after the checkpoint loses the change (the crash test found undo pages
+    // that missed their history list node this way).
+    let s = quiet(
+        8,
+        TornPageProtection::Doublewrite,
+        ReplacerConfig::ClockSweep,
+    );
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    let mut g = pool.new_page(rel).unwrap();
+    let id = g.page_id();
+    let frame = g.frame;
+    put(&s, &mut g, 7);
+    drop(g);
+    let on_device = || {
+        let mut buf = vec![0u8; s.store().page_size().bytes()];
+        s.store().read_page(id, &mut buf).is_ok() && value(&buf) == 7
+    };
+    let flushed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let area = pool.hold_doublewrite();
+        let writer = sc.spawn(|| {
+            let pin = pool.fetch_read(id).unwrap();
+            pool.write_frames(&[frame]).unwrap();
+            drop(pin);
+        });
+        while pool.state().dirty_pages != 0 {
+            std::thread::yield_now();
+        }
+        let checkpoint = sc.spawn(|| {
+            pool.flush_all().unwrap();
+            flushed.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!on_device(), "the writer is held at the doublewrite area");
+        assert!(
+            !flushed.load(std::sync::atomic::Ordering::SeqCst),
+            "flush_all returned while a copy of a page changed before it was not written"
+        );
+        drop(area);
+        checkpoint.join().unwrap();
+        writer.join().unwrap();
+    });
+    assert!(flushed.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(on_device());
+    assert_eq!(pool.state().dirty_pages, 0);
+}
+
+#[test]
 fn a_damaged_page_is_reported_not_returned() {
     let s = quiet(2, TornPageProtection::None, ReplacerConfig::ClockSweep);
     let rel = s.store().create_relation().unwrap();
