@@ -188,6 +188,13 @@ impl CrashtestSummary {
         )
     }
 
+    fn add_recovery(&mut self, r: &mvcclab_engine::recovery::RecoveryReport) {
+        self.records_replayed += r.records_replayed;
+        self.full_page_images_restored += r.full_page_images_restored;
+        self.doublewrite_pages_restored += r.doublewrite_pages_restored;
+        self.transactions_undone += r.transactions_aborted + r.transactions_rolled_back;
+    }
+
     fn problem(&mut self, cut: u32, what: String) {
         self.invariant_violations += 1;
         if self.problems.len() < 20 {
@@ -493,10 +500,7 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
             }
         };
         let r = db.recovery_report().clone();
-        summary.records_replayed += r.records_replayed;
-        summary.full_page_images_restored += r.full_page_images_restored;
-        summary.doublewrite_pages_restored += r.doublewrite_pages_restored;
-        summary.transactions_undone += r.transactions_aborted + r.transactions_rolled_back;
+        summary.add_recovery(&r);
         let still = torn_pages(&dev, page_bytes);
         for p in &still {
             summary.problem(
@@ -685,10 +689,7 @@ pub fn kill_test(
             }
         };
         let r = db.recovery_report().clone();
-        summary.records_replayed += r.records_replayed;
-        summary.full_page_images_restored += r.full_page_images_restored;
-        summary.doublewrite_pages_restored += r.doublewrite_pages_restored;
-        summary.transactions_undone += r.transactions_aborted + r.transactions_rolled_back;
+        summary.add_recovery(&r);
         let tables = match tables_of(&db) {
             Ok(t) => t,
             Err(e) => {

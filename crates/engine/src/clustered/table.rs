@@ -734,4 +734,9 @@ impl crate::db::Catalogued for ClusteredTable {
     fn def(&self) -> &TableDef {
         &self.def
     }
+    fn trees(&self) -> Vec<&crate::btree::BTree> {
+        std::iter::once(&self.clustered)
+            .chain(self.indexes.iter())
+            .collect()
+    }
 }

@@ -373,11 +373,7 @@ impl InnodbEngine {
         // Splits a crash interrupted are finished before rollback searches the trees
         // (mvcclab readers do not move right; MariaDB's B-tree changes are atomic
         // mini-transactions and need no such step).
-        for t in inner.tables.all() {
-            for tree in std::iter::once(&t.clustered).chain(t.indexes.iter()) {
-                redone.report.splits_finished += tree.finish_incomplete_splits()? as u64;
-            }
-        }
+        redone.report.splits_finished += inner.tables.finish_incomplete_splits()?;
         for (trx, mut undo) in found.active {
             if !committed.contains(&trx) {
                 let (r, applied) = inner.rollback(trx, &undo);
@@ -522,13 +518,7 @@ impl Engine for InnodbEngine {
     }
 
     fn finish_incomplete_splits(&self) -> Result<u64> {
-        let mut n = 0;
-        for t in self.inner.tables.all() {
-            for tree in std::iter::once(&t.clustered).chain(t.indexes.iter()) {
-                n += tree.finish_incomplete_splits()? as u64;
-            }
-        }
-        Ok(n)
+        self.inner.tables.finish_incomplete_splits()
     }
 
     fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {

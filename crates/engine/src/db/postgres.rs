@@ -247,13 +247,7 @@ impl Engine for PostgresEngine {
     }
 
     fn finish_incomplete_splits(&self) -> Result<u64> {
-        let mut n = 0;
-        for t in self.inner.tables.all() {
-            for tree in std::iter::once(&t.pk).chain(t.indexes.iter()) {
-                n += tree.finish_incomplete_splits()? as u64;
-            }
-        }
-        Ok(n)
+        self.inner.tables.finish_incomplete_splits()
     }
 
     fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {

@@ -16,6 +16,8 @@ use std::sync::Arc;
 pub(crate) trait Catalogued {
     /// The table's definition.
     fn def(&self) -> &TableDef;
+    /// Its B+trees: the primary key or clustered index first, then the secondary indexes.
+    fn trees(&self) -> Vec<&crate::btree::BTree>;
 }
 
 /// The tables of one engine (see the module doc).
@@ -44,6 +46,20 @@ impl<T: Catalogued> TableList<T> {
             .position(|t| t.def().name == name)
             .map(|i| i as TableId)
             .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+    }
+
+    /// Finishes the B+tree splits a crash interrupted in every tree of every table
+    /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many.
+    ///
+    /// Errors: those of the finishing.
+    pub(crate) fn finish_incomplete_splits(&self) -> Result<u64> {
+        let mut n = 0;
+        for t in self.all() {
+            for tree in t.trees() {
+                n += tree.finish_incomplete_splits()? as u64;
+            }
+        }
+        Ok(n)
     }
 
     /// Every table, in id order.

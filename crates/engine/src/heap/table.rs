@@ -1455,6 +1455,11 @@ impl crate::db::Catalogued for HeapTable {
     fn def(&self) -> &TableDef {
         &self.def
     }
+    fn trees(&self) -> Vec<&BTree> {
+        std::iter::once(&self.pk)
+            .chain(self.indexes.iter())
+            .collect()
+    }
 }
 
 /// Most heap blocks a bottom-up pass visits (heapam.c BOTTOMUP_MAX_NBLOCKS).
