@@ -891,8 +891,19 @@ fn check(
         if present.get(id) != Some(tr) {
             s.lost_commits += 1;
             if s.problems.len() < 20 {
+                // Tell a row the primary key misses from a row that is gone: look for it
+                // through the index on src too.
+                let via_src = tx
+                    .get_by_index(t.transfers, 0, &[Value::Integer(tr.0)])?
+                    .iter()
+                    .any(|r| r[0] == Value::BigInt(*id));
                 s.problems.push(format!(
-                    "cut {cut}: acknowledged transfer {id} {tr:?} is missing"
+                    "cut {cut}: acknowledged transfer {id} {tr:?} is missing ({})",
+                    if via_src {
+                        "yet found through index transfers_src: its primary-key entry is gone"
+                    } else {
+                        "not found through index transfers_src either"
+                    }
                 ));
             }
         }
