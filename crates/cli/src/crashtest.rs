@@ -990,7 +990,8 @@ fn check(
                 format!("counter {id} (n = {n}) is not found through index counters_n"),
             );
         }
-        l.counter_acked[i] = n.max(acked);
+        // Resynchronized with what is there, so that a loss is counted once.
+        l.counter_acked[i] = n;
         l.counter_in_flight[i] = 0;
     }
     // Every transfer found through its src index.
