@@ -375,7 +375,13 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_write(&self, id: PageId) -> Result<WritePageGuard<'_>> {
-        let (f, hit) = self.pin(id, false)?;
+        self.pin_write(id, false)
+    }
+
+    /// Pins `id` (zero-filled on a miss when `create`, else read) and takes its exclusive
+    /// lock.
+    fn pin_write(&self, id: PageId, create: bool) -> Result<WritePageGuard<'_>> {
+        let (f, hit) = self.pin(id, create)?;
         let data = Some(self.frames[f].data.write());
         Ok(WritePageGuard {
             pool: self,
@@ -415,15 +421,7 @@ impl BufferPool {
     /// Errors: as [`PageStore::ensure_block`] and [`BufferPool::fetch_read`].
     pub fn fetch_for_overwrite(&self, id: PageId) -> Result<WritePageGuard<'_>> {
         self.store.ensure_block(id)?;
-        let (f, hit) = self.pin(id, true)?;
-        let data = Some(self.frames[f].data.write());
-        Ok(WritePageGuard {
-            pool: self,
-            frame: f,
-            id,
-            hit,
-            data,
-        })
+        self.pin_write(id, true)
     }
 
     /// Allocates a page of `rel` in the store and returns it zeroed, pinned, exclusively
@@ -432,15 +430,8 @@ impl BufferPool {
     /// Errors: as [`PageStore::allocate_page`] and [`BufferPool::fetch_read`].
     pub fn new_page(&self, rel: FileId) -> Result<WritePageGuard<'_>> {
         let id = self.store.allocate_page(rel)?;
-        let (f, _) = self.pin(id, true)?;
-        let data = Some(self.frames[f].data.write());
-        let mut g = WritePageGuard {
-            pool: self,
-            frame: f,
-            id,
-            hit: false,
-            data,
-        };
+        let mut g = self.pin_write(id, true)?;
+        g.hit = false;
         g.data_mut().fill(0);
         Ok(g)
     }

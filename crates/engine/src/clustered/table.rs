@@ -739,4 +739,14 @@ impl crate::db::Catalogued for ClusteredTable {
             .chain(self.indexes.iter())
             .collect()
     }
+    fn relations(&self) -> crate::db::TableRelations {
+        crate::db::TableRelations {
+            table: self.clustered.rel(),
+            primary_key: self.clustered.rel(),
+            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
+        }
+    }
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
+        &self.secondary_deferred
+    }
 }

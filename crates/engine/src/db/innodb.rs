@@ -420,12 +420,7 @@ impl Engine for InnodbEngine {
     }
 
     fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
-        self.inner
-            .tables
-            .get(t)?
-            .secondary_deferred
-            .store(true, std::sync::atomic::Ordering::Release);
-        Ok(())
+        self.inner.tables.defer_secondary_indexes(t)
     }
 
     fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
@@ -472,12 +467,7 @@ impl Engine for InnodbEngine {
     }
 
     fn relations(&self, t: TableId) -> Result<TableRelations> {
-        let table = self.inner.table(t)?;
-        Ok(TableRelations {
-            table: table.clustered.rel(),
-            primary_key: table.clustered.rel(),
-            indexes: table.indexes.iter().map(|i| i.rel()).collect(),
-        })
+        self.inner.tables.relations(t)
     }
 
     fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
@@ -567,21 +557,7 @@ impl Engine for InnodbEngine {
     fn catalog(&self) -> crate::recovery::CatalogSnapshot {
         crate::recovery::CatalogSnapshot {
             layout: String::new(),
-            tables: self
-                .inner
-                .tables
-                .all()
-                .iter()
-                .map(|t| crate::recovery::CatalogTable {
-                    def: t.def.clone(),
-                    relations: TableRelations {
-                        table: t.clustered.rel(),
-                        primary_key: t.clustered.rel(),
-                        indexes: t.indexes.iter().map(|i| i.rel()).collect(),
-                    },
-                    secondary_deferred: t.secondary_deferred.load(Ordering::Acquire),
-                })
-                .collect(),
+            tables: self.inner.tables.catalog_tables(),
             undo_relation: Some(self.inner.undo.rel()),
         }
     }

@@ -29,14 +29,6 @@ struct Inner {
     tables: TableList<HeapTable>,
 }
 
-fn table_relations(table: &HeapTable) -> TableRelations {
-    TableRelations {
-        table: table.heap_rel,
-        primary_key: table.pk.rel(),
-        indexes: table.indexes.iter().map(|i| i.rel()).collect(),
-    }
-}
-
 /// The clog file's bytes (empty when there is none yet).
 fn read_clog(storage: &Storage) -> Result<Vec<u8>> {
     let vfs = storage.vfs();
@@ -257,28 +249,13 @@ impl Engine for PostgresEngine {
     fn catalog(&self) -> crate::recovery::CatalogSnapshot {
         crate::recovery::CatalogSnapshot {
             layout: String::new(),
-            tables: self
-                .inner
-                .tables
-                .all()
-                .iter()
-                .map(|t| crate::recovery::CatalogTable {
-                    def: t.def.clone(),
-                    relations: table_relations(t),
-                    secondary_deferred: t.secondary_deferred.load(Ordering::Acquire),
-                })
-                .collect(),
+            tables: self.inner.tables.catalog_tables(),
             undo_relation: None,
         }
     }
 
     fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
-        self.inner
-            .tables
-            .get(t)?
-            .secondary_deferred
-            .store(true, std::sync::atomic::Ordering::Release);
-        Ok(())
+        self.inner.tables.defer_secondary_indexes(t)
     }
 
     fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
@@ -317,7 +294,7 @@ impl Engine for PostgresEngine {
     }
 
     fn relations(&self, t: TableId) -> Result<TableRelations> {
-        Ok(table_relations(&*self.inner.table(t)?))
+        self.inner.tables.relations(t)
     }
 
     fn shutdown(&self) {

@@ -18,6 +18,10 @@ pub(crate) trait Catalogued {
     fn def(&self) -> &TableDef;
     /// Its B+trees: the primary key or clustered index first, then the secondary indexes.
     fn trees(&self) -> Vec<&crate::btree::BTree>;
+    /// The relation files holding it.
+    fn relations(&self) -> super::TableRelations;
+    /// Set while its secondary indexes are deferred (`Database::create_table_for_load`).
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool;
 }
 
 /// The tables of one engine (see the module doc).
@@ -46,6 +50,34 @@ impl<T: Catalogued> TableList<T> {
             .position(|t| t.def().name == name)
             .map(|i| i as TableId)
             .ok_or_else(|| Error::Catalog(format!("no table named {name}")))
+    }
+
+    /// The relation files of table `t`. Errors: [`Error::Catalog`] when there is none.
+    pub(crate) fn relations(&self, t: TableId) -> Result<super::TableRelations> {
+        Ok(self.get(t)?.relations())
+    }
+
+    /// Defers table `t`'s secondary indexes until they are built.
+    /// Errors: [`Error::Catalog`] when there is no such table.
+    pub(crate) fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
+        self.get(t)?
+            .secondary_deferred()
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Every table as the catalog records it, in id order.
+    pub(crate) fn catalog_tables(&self) -> Vec<crate::recovery::CatalogTable> {
+        self.all()
+            .iter()
+            .map(|t| crate::recovery::CatalogTable {
+                def: t.def().clone(),
+                relations: t.relations(),
+                secondary_deferred: t
+                    .secondary_deferred()
+                    .load(std::sync::atomic::Ordering::Acquire),
+            })
+            .collect()
     }
 
     /// Finishes the B+tree splits a crash interrupted in every tree of every table

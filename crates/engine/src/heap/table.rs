@@ -1460,6 +1460,16 @@ impl crate::db::Catalogued for HeapTable {
             .chain(self.indexes.iter())
             .collect()
     }
+    fn relations(&self) -> crate::db::TableRelations {
+        crate::db::TableRelations {
+            table: self.heap_rel,
+            primary_key: self.pk.rel(),
+            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
+        }
+    }
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
+        &self.secondary_deferred
+    }
 }
 
 /// Most heap blocks a bottom-up pass visits (heapam.c BOTTOMUP_MAX_NBLOCKS).
