@@ -10,22 +10,14 @@ use mvcclab_engine::catalog::{Column, ColumnType, Row, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::CrashDevice;
-use mvcclab_engine::storage::{Backing, StorageConfig};
+use mvcclab_engine::storage::Backing;
 use mvcclab_engine::Error;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
 fn config(dev: &Arc<CrashDevice>, purge_threads: usize) -> DatabaseConfig {
-    let mut cfg = DatabaseConfig::new(DesignConfig::innodb());
-    let quiet = StorageConfig::without_background(512);
-    cfg.storage.buffer_pool = quiet.buffer_pool.clone();
-    cfg.storage.buffer_pool.replacer = DatabaseConfig::new(cfg.design.clone())
-        .storage
-        .buffer_pool
-        .replacer;
-    cfg.storage.checkpoint = quiet.checkpoint;
-    cfg.storage.wal_writer_interval_ms = None;
+    let mut cfg = common::quiet_db_config(DesignConfig::innodb(), 512);
     cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
     cfg.storage.backing = Backing::shared(dev.clone());
     cfg.purge.threads = purge_threads;

@@ -34,6 +34,11 @@ pub fn designs() -> Vec<DesignConfig> {
 /// A database of `design` with `frames` buffer frames, no autovacuum and no background
 /// storage threads (tests decide when to vacuum and checkpoint).
 pub fn open_db(design: DesignConfig, frames: usize) -> Database {
+    Database::open(quiet_db_config(design, frames)).expect("open database")
+}
+
+/// The configuration [`open_db`] opens.
+pub fn quiet_db_config(design: DesignConfig, frames: usize) -> DatabaseConfig {
     let mut cfg = DatabaseConfig::new(design);
     let quiet = StorageConfig::without_background(frames);
     cfg.storage.buffer_pool = quiet.buffer_pool.clone();
@@ -45,7 +50,7 @@ pub fn open_db(design: DesignConfig, frames: usize) -> Database {
     cfg.storage.wal_writer_interval_ms = None;
     cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(64 << 20);
     cfg.vacuum.autovacuum = false;
-    Database::open(cfg).expect("open database")
+    cfg
 }
 
 /// `accounts(id INTEGER PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL)`
