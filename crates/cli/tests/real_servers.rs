@@ -129,6 +129,8 @@ fn postgresql_counters_match_the_statements_sent() {
     assert!(s.managed);
     assert!(s.version.starts_with("PostgreSQL 15"), "{}", s.version);
     assert_eq!(s.settings["checkpoint_timeout"], "1d");
+    // Checksums on, as in the preset: hint-bit changes log full-page images on both sides.
+    assert_eq!(s.settings["data_checksums"], "on");
     assert_eq!(r.results.transactions, 150);
     assert_eq!(r.results.errors, 0);
     // Every UPDATE, INSERT and DELETE sent is counted once by pg_stat_user_tables.

@@ -351,7 +351,11 @@ impl Checkpointer {
         self.pool.flush_all()?;
         self.pool.wait_for_writes_in_flight();
         let rels = self.pool.take_unsynced_relations();
-        self.pool.store().sync_relations(rels)?;
+        if let Err(e) = self.pool.store().sync_relations(rels.iter().copied()) {
+            // Still owed: a later checkpoint must not take them for synced.
+            self.pool.return_unsynced_relations(rels);
+            return Err(e);
+        }
         let hook = self.hook.lock().as_ref().and_then(|w| w.upgrade());
         let engine_state = match hook {
             Some(h) => h.checkpoint()?,
@@ -693,6 +697,18 @@ impl Storage {
                 dirty_blocks_4k: c.dirty_blocks(),
             }),
         }
+    }
+
+    /// Stops the background threads (checkpointer, WAL writer, page cleaner) and waits for
+    /// them to end; a no-op when none runs. Once it returns, no thread of this storage
+    /// touches the device again (they are not restarted). The owner of an engine calls
+    /// it when dropping: a background thread can hold the engine alive for a moment (the
+    /// checkpointer holds its [`CheckpointHook`] during a checkpoint), and with it this
+    /// storage, so dropping the last visible handle is not enough to stop them (a crash
+    /// test reopens the device at once, and a thread of the dead instance would write
+    /// into the new one).
+    pub fn stop_background(&self) {
+        self.stop_threads();
     }
 
     fn stop_threads(&self) {

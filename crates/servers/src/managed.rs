@@ -167,7 +167,9 @@ impl ManagedServer {
     /// Creates the server's folder, initializes a data directory and starts the server,
     /// waiting (up to 120 s) until it accepts connections on 127.0.0.1.
     ///
-    /// PostgreSQL: `initdb --auth=trust --no-sync -E UTF8 --locale=C`, then `postgres -D`
+    /// PostgreSQL: `initdb --auth=trust --no-sync --data-checksums -E UTF8 --locale=C`
+    /// (checksums on, as every mvcclab page has one: so hint-bit changes log full-page
+    /// images on both sides, bufmgr.c `MarkBufferDirtyHint`), then `postgres -D`
     /// with `checkpoint_timeout=1d` and `max_wal_size=100GB` (no checkpoint falls inside a
     /// run unless asked; postgresql.conf "Checkpoints"). MariaDB: `mariadb-install-db`,
     /// then `mariadbd --no-defaults` with `--skip-grant-tables`, `innodb_flush_method=
@@ -230,7 +232,14 @@ impl ManagedServer {
                 let mut init = command(&programs[0], owner, libc::SIGKILL);
                 init.arg("-D")
                     .arg(&data)
-                    .args(["-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"])
+                    .args([
+                        "-U",
+                        "postgres",
+                        "--auth=trust",
+                        "--no-sync",
+                        "--data-checksums",
+                    ])
+                    .args(["-E", "UTF8"])
                     .arg("--locale=C");
                 run_setup(init, "initdb", &dir.join("initdb.log"))?;
                 let shared_buffers_kb = (o.buffer_pool_bytes / 1024).max(128);

@@ -926,6 +926,13 @@ impl BufferPool {
         std::mem::take(&mut *self.unsynced_rels.lock())
     }
 
+    /// Gives back relations taken by [`BufferPool::take_unsynced_relations`] whose sync
+    /// failed or did not happen, so the next checkpoint syncs them (PostgreSQL keeps a
+    /// failed fsync request in the pending-ops table, sync.c `ProcessSyncRequests`).
+    pub fn return_unsynced_relations(&self, rels: BTreeSet<FileId>) {
+        self.unsynced_rels.lock().extend(rels);
+    }
+
     /// Drops page `id` from the pool without writing it (before freeing the page or dropping
     /// its relation). Returns false, leaving it, when the page is pinned.
     pub fn discard(&self, id: PageId) -> bool {

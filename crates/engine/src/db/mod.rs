@@ -556,8 +556,13 @@ impl Database {
 }
 
 impl Drop for Database {
+    /// Stops the engine's threads (autovacuum, purge) and the storage's (checkpointer, WAL
+    /// writer, page cleaner), waiting for each, so that nothing of this instance writes to
+    /// the device after the drop, as after a crash nothing of a dead server does. Writes
+    /// nothing itself (no checkpoint: [`Database::close`] is the clean shutdown).
     fn drop(&mut self) {
         self.engine.shutdown();
+        self.storage.stop_background();
     }
 }
 

@@ -30,7 +30,9 @@
 //! 3. WAL-before-data: the buffer pool calls [`Wal::flush`] with a page's LSN before
 //!    writing the page.
 //! 4. After a write or sync failure the WAL refuses every later flush
-//!    ([`Error::PreviousIo`]) until reopened.
+//!    ([`Error::PreviousIo`]) until reopened, as PostgreSQL PANICs on a failed WAL write or
+//!    fsync (xlog.c `XLogWrite`, `issue_xlog_fsync`): the failed state is set and tested
+//!    under the flush mutex, so no flusher can take the bytes a failed one wrote for synced.
 //!
 //! # Locking
 //! Lock order: `flush` mutex, then `insert` mutex (a flusher copies the buffer under the
@@ -349,8 +351,12 @@ impl Wal {
     }
 
     fn write_out(&self, upto: u64, sync: bool) -> Result<()> {
-        self.check_failed()?;
         let mut fl = self.flush.lock();
+        // Checked under the flush lock: a flusher whose write or sync failed marks the WAL
+        // failed before it releases the lock, so the next holder cannot find its
+        // `written_lsn` advanced and take the writes for synced (a commit acknowledged
+        // without its record on the device; crash test, issue 7).
+        self.check_failed()?;
         if sync && self.durable_lsn.load(Ordering::Acquire) >= upto {
             return Ok(());
         }
@@ -394,8 +400,10 @@ impl Wal {
             ins.buf_start = keep_from;
         }
         if sync {
-            for file in std::mem::take(&mut fl.unsynced) {
+            // A file leaves the set only once synced: after a failed sync it is still owed.
+            while let Some(&file) = fl.unsynced.first() {
                 self.vfs.sync(file)?;
+                fl.unsynced.remove(&file);
                 self.stats.add(Metric::wal_syncs, 1);
             }
             self.durable_lsn.fetch_max(fl.written_lsn, Ordering::AcqRel);

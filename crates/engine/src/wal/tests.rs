@@ -323,3 +323,111 @@ fn concurrent_committers_share_syncs() {
         c.wal_syncs
     );
 }
+
+/// A device whose WAL syncs wait at a gate while it is closed (a sync in flight).
+struct GatedSync {
+    inner: Arc<crate::device::CrashDevice>,
+    closed: parking_lot::Mutex<bool>,
+    opened: parking_lot::Condvar,
+    waiting: std::sync::atomic::AtomicBool,
+}
+
+impl crate::device::Device for GatedSync {
+    fn create(&self, file: FileId) -> Result<()> {
+        self.inner.create(file)
+    }
+    fn remove(&self, file: FileId) -> Result<()> {
+        self.inner.remove(file)
+    }
+    fn files(&self) -> Result<Vec<FileId>> {
+        self.inner.files()
+    }
+    fn len_bytes(&self, file: FileId) -> Result<u64> {
+        self.inner.len_bytes(file)
+    }
+    fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.inner.read_at(file, offset, buf)
+    }
+    fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
+        self.inner.write_at(file, offset, data)
+    }
+    fn sync(&self, file: FileId) -> Result<()> {
+        let mut closed = self.closed.lock();
+        if *closed {
+            self.waiting.store(true, Ordering::Release);
+            while *closed {
+                self.opened.wait(&mut closed);
+            }
+        }
+        drop(closed);
+        self.inner.sync(file)
+    }
+}
+
+/// Two committers flush the same record; the first one's sync fails (power cut while it
+/// was in flight). The second, already waiting for the flush lock, must not find the
+/// first one's write counted as written and report its commit durable: it must fail too
+/// (the crash test's lost commits, issue 7). Before the fix it returned Ok with nothing
+/// synced.
+#[test]
+fn a_failed_sync_fails_the_flusher_waiting_behind_it() {
+    use crate::device::{CrashConfig, CrashDevice, Device};
+    let crash = Arc::new(
+        CrashDevice::with_config(CrashConfig {
+            survive_probability: 0.0,
+            tear_probability: 0.0,
+        })
+        .unwrap(),
+    );
+    let gated = Arc::new(GatedSync {
+        inner: crash.clone(),
+        closed: parking_lot::Mutex::new(false),
+        opened: parking_lot::Condvar::new(),
+        waiting: std::sync::atomic::AtomicBool::new(false),
+    });
+    let stats = Arc::new(Stats::new());
+    let nvme = Nvme::new(
+        Box::new(gated.clone()),
+        &NvmeConfig::default(),
+        stats.clone(),
+    )
+    .unwrap();
+    let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
+    let wal = Wal::open(vfs, WalConfig::default(), stats, FIRST_LSN).unwrap();
+    let end = wal
+        .insert(
+            &RecordBuilder::new(rmgr::TEST, 0).main_data(b"commit"),
+            &mut [],
+        )
+        .unwrap();
+    *gated.closed.lock() = true;
+    std::thread::scope(|s| {
+        let first = s.spawn(|| wal.flush(end));
+        while !gated.waiting.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        let second = s.spawn(|| wal.flush(end));
+        // Let the second reach the flush lock (if it is late, the test passes either way).
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        crash.power_cut_and_hold(7);
+        *gated.closed.lock() = false;
+        gated.opened.notify_all();
+        assert!(first.join().unwrap().is_err(), "the sync failed");
+        let r = second.join().unwrap();
+        assert!(
+            r.is_err(),
+            "the second flusher reported {end} durable: {r:?}"
+        );
+    });
+    assert!(wal.durable_lsn() < end);
+    crash.power_on();
+    assert!(
+        matches!(wal.flush(end), Err(Error::PreviousIo(_))),
+        "a failed WAL stays failed"
+    );
+    assert_eq!(
+        crash.len_bytes(file_ids::WAL_BASE).unwrap(),
+        0,
+        "nothing reached the medium"
+    );
+}
