@@ -22,6 +22,10 @@
 //! 3. A surviving write that spans more than one 512-byte sector is torn with probability
 //!    [`CrashConfig::tear_probability`]: only its first `k` sectors reach the medium, `k`
 //!    uniform in `1..n` for a write spanning `n` sectors; the rest keep their old bytes.
+//!    The write in flight when an armed cut fires ([`CrashDevice::arm_power_cut`]) is
+//!    not drawn by steps 2 and 3: the power went during its transfer, so the number of its
+//!    sectors that reached the medium is uniform in `0..=n` (0: lost, `n`: whole, anything
+//!    between: torn), whatever the probabilities.
 //! 4. The surviving bytes are applied in issue order over the durable image (a later
 //!    surviving write wins where two overlap). The result becomes both images; pending
 //!    lists are emptied and the device is usable again: the engine reopens on it.
@@ -153,6 +157,8 @@ pub struct PowerCutReport {
 struct PendingWrite {
     offset: u64,
     data: Vec<u8>,
+    /// The write an armed cut fired inside (module doc, step 3).
+    in_flight: bool,
 }
 
 #[derive(Default)]
@@ -272,8 +278,9 @@ impl CrashDevice {
     }
 
     /// Arms a cut that fires inside the `after_writes`-th write from now (counting every
-    /// file; `after_writes ≥ 1`): the power goes while that write is in flight, so it is
-    /// one more unsynced write the cut may keep, drop or tear; the caller gets an error;
+    /// file; `after_writes ≥ 1`): the power goes while that write is in flight, so a
+    /// uniformly random prefix of its sectors, from none to all, reaches the medium (module
+    /// doc, step 3), and the other unsynced writes fare as in any cut; the caller gets an error;
     /// the power is cut with `seed` and held off, as by [`CrashDevice::power_cut_and_hold`]. So a cut can
     /// land in the middle of a batch of page writes (between the doublewrite area's sync
     /// and the home writes, say), which a cut made from outside between two operations
@@ -331,6 +338,7 @@ impl CrashDevice {
                         f.pending.push(PendingWrite {
                             offset,
                             data: data.to_vec(),
+                            in_flight: true,
                         });
                     }
                 }
@@ -371,17 +379,27 @@ impl CrashDevice {
             for w in f.pending.drain(..) {
                 let len = w.data.len() as u64;
                 report.pending_writes += 1;
-                if !rng.chance(self.cfg.survive_probability) {
+                let first = w.offset / SECTOR_BYTES;
+                let sectors = (w.offset + len).div_ceil(SECTOR_BYTES) - first;
+                // Sectors that reach the medium: all, none, or a torn prefix.
+                let reached = if w.in_flight {
+                    rng.below(sectors + 1)
+                } else if !rng.chance(self.cfg.survive_probability) {
+                    0
+                } else if sectors > 1 && rng.chance(self.cfg.tear_probability) {
+                    1 + rng.below(sectors - 1)
+                } else {
+                    sectors
+                };
+                if reached == 0 {
                     report.writes_dropped += 1;
                     report.bytes_lost += len;
                     continue;
                 }
                 report.writes_kept += 1;
-                let first = w.offset / SECTOR_BYTES;
-                let sectors = (w.offset + len).div_ceil(SECTOR_BYTES) - first;
                 let mut kept = w.data.len();
-                if sectors > 1 && rng.chance(self.cfg.tear_probability) {
-                    let sectors_kept = 1 + rng.below(sectors - 1);
+                if reached < sectors {
+                    let sectors_kept = reached;
                     kept = ((first + sectors_kept) * SECTOR_BYTES - w.offset) as usize;
                     report.writes_torn += 1;
                     report.bytes_lost += len - kept as u64;
@@ -473,6 +491,7 @@ impl Device for CrashDevice {
         f.pending.push(PendingWrite {
             offset,
             data: data.to_vec(),
+            in_flight: false,
         });
         Ok(())
     }
@@ -494,6 +513,7 @@ impl Device for CrashDevice {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     fn dev(survive: f64, tear: f64) -> CrashDevice {
         CrashDevice::with_config(CrashConfig {
@@ -731,6 +751,38 @@ mod tests {
         assert!(
             seen.len() > 5,
             "the tear point varies with the seed: {seen:?}"
+        );
+    }
+
+    /// The write an armed cut fires inside reaches the medium as a prefix of its sectors,
+    /// from none to all, whatever the probabilities (even "every write survives whole").
+    #[test]
+    fn the_write_in_flight_at_an_armed_cut_keeps_a_random_prefix_of_its_sectors() {
+        let mut seen = BTreeSet::new();
+        for seed in 0..200u64 {
+            let d = dev(1.0, 0.0);
+            d.create(5).unwrap();
+            d.write_at(5, 0, &[1u8; 4096]).unwrap();
+            d.sync(5).unwrap();
+            d.arm_power_cut(1, seed, false);
+            assert!(d.write_at(5, 0, &[2u8; 4096]).is_err(), "the power went");
+            let r = d.take_fired().expect("fired");
+            assert_eq!(r.pending_writes, 1);
+            let c = contents(&d, 5);
+            assert_eq!(c.len(), 4096);
+            let k = c.iter().take_while(|&&b| b == 2).count();
+            assert_eq!(k % SECTOR_BYTES as usize, 0, "whole sectors");
+            assert!(c[k..].iter().all(|&b| b == 1), "a prefix new, the rest old");
+            let sectors = (k as u64) / SECTOR_BYTES;
+            assert_eq!(r.writes_dropped, u64::from(sectors == 0));
+            assert_eq!(r.writes_torn, u64::from(sectors > 0 && sectors < 8));
+            seen.insert(sectors);
+            assert!(d.write_at(5, 0, b"x").is_err(), "the power stays off");
+        }
+        assert_eq!(
+            seen.len(),
+            9,
+            "every prefix from 0 to 8 sectors occurs: {seen:?}"
         );
     }
 
