@@ -19,8 +19,9 @@
 //!
 //! # A cut
 //! Half the cuts come after a random number of acknowledged commits, from outside; the
-//! others fire inside a random device write ([`CrashDevice::arm_power_cut`]), half of those
-//! among home page writes only, so that cuts land in the middle of a batch of page writes.
+//! others fire inside a random device write ([`CrashDevice::arm_power_cut`]: that write
+//! reaches the medium as a random prefix of its sectors, none to all), half of those among
+//! home page writes only, so that cuts land in the middle of a batch of page writes.
 //! The crash device's power is cut and held off ([`CrashDevice::power_cut_and_hold`]): unsynced writes are kept, dropped or torn at
 //! random (seeded), every later write fails, the workers stop at their next error. The
 //! database is dropped (the buffer pool, WAL buffer and in-memory state are lost), the
