@@ -51,8 +51,8 @@ use clap::Args;
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
-use mvcclab_engine::device::{file_ids, CrashConfig, CrashDevice, Device};
-use mvcclab_engine::page::{verify, PageId};
+use mvcclab_engine::device::{CrashConfig, CrashDevice, Device};
+use mvcclab_engine::recovery::pages_failing_checksum;
 use mvcclab_engine::storage::{Backing, CheckpointConfig};
 use mvcclab_engine::Error as EngineError;
 use parking_lot::Mutex;
@@ -487,7 +487,8 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         summary.writes_dropped += report.writes_dropped;
         summary.writes_torn += report.writes_torn;
         drop(db);
-        let torn = torn_pages(&dev, page_bytes);
+        let torn = pages_failing_checksum(&*dev, page_bytes)
+            .context("scanning the device for torn pages")?;
         summary.torn_pages_found += torn.len() as u64;
         dev.power_on();
         // Recover and check with no vacuum or purge running (the checks read indexes then
@@ -502,7 +503,8 @@ pub fn crashtest(args: &CrashtestArgs) -> Result<CrashtestSummary> {
         };
         let r = db.recovery_report().clone();
         summary.add_recovery(&r);
-        let still = torn_pages(&dev, page_bytes);
+        let still = pages_failing_checksum(&*dev, page_bytes)
+            .context("scanning the device for torn pages")?;
         for p in &still {
             summary.problem(
                 cut,
@@ -833,30 +835,6 @@ fn worker(
             }
         }
     }
-}
-
-/// Pages of relation files on the device that fail verification.
-fn torn_pages(dev: &CrashDevice, page_bytes: usize) -> BTreeSet<PageId> {
-    let mut out = BTreeSet::new();
-    for f in dev.files().unwrap_or_default() {
-        if !file_ids::is_relation(f) {
-            continue;
-        }
-        let len = dev.len_bytes(f).unwrap_or(0) as usize;
-        let mut bytes = vec![0u8; len];
-        if dev.read_at(f, 0, &mut bytes).is_err() {
-            continue;
-        }
-        for (b, chunk) in bytes.chunks(page_bytes).enumerate() {
-            let id = PageId::new(f, b as u32);
-            let mut page = chunk.to_vec();
-            page.resize(page_bytes, 0);
-            if verify(&page, id).is_err() {
-                out.insert(id);
-            }
-        }
-    }
-    out
 }
 
 /// The checks of the module doc on a recovered database; resolves the ledger's in-flight

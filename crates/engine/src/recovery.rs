@@ -152,6 +152,35 @@ pub struct Redone {
     pub started: Option<Instant>,
 }
 
+/// The pages of `dev`'s relation files (`file_ids::is_relation`) that fail
+/// [`verify`] (torn or damaged), read directly from the device, pages `page_bytes` long
+/// (a partial last page padded with zeros, as a torn extension reads). For crash tests:
+/// what a cut tore, before recovery, and what recovery left torn.
+///
+/// Errors: device errors listing or reading the files.
+pub fn pages_failing_checksum<D: crate::device::Device + ?Sized>(
+    dev: &D,
+    page_bytes: usize,
+) -> Result<std::collections::BTreeSet<PageId>> {
+    let mut out = std::collections::BTreeSet::new();
+    for f in dev.files()? {
+        if !file_ids::is_relation(f) {
+            continue;
+        }
+        let mut bytes = vec![0u8; dev.len_bytes(f)? as usize];
+        dev.read_at(f, 0, &mut bytes)?;
+        for (b, chunk) in bytes.chunks(page_bytes.max(1)).enumerate() {
+            let id = PageId::new(f, b as u32);
+            let mut page = chunk.to_vec();
+            page.resize(page_bytes, 0);
+            if verify(&page, id).is_err() {
+                out.insert(id);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Copies every intact page of the doublewrite area over its home page when the home page
 /// fails its checksum (a torn write); the newest copy (highest page LSN) wins when the area
 /// holds a page twice. Homes that verify are left for redo. Syncs each relation repaired.

@@ -214,13 +214,14 @@ fn torn_tail(record_format: WalFormat) {
     assert_eq!(end.0, recs[2].lsn);
 }
 
-/// A memory device whose syncs fail once `fail` is set (an I/O-error failpoint).
-struct FailingSync {
-    inner: MemDevice,
-    fail: Arc<std::sync::atomic::AtomicBool>,
+/// A device that runs `before_sync` before each sync it passes on to `inner` (a failpoint:
+/// the hook fails the sync, or holds it in flight).
+struct SyncHook<D> {
+    inner: D,
+    before_sync: Box<dyn Fn(FileId) -> Result<()> + Send + Sync>,
 }
 
-impl crate::device::Device for FailingSync {
+impl<D: crate::device::Device> crate::device::Device for SyncHook<D> {
     fn create(&self, f: FileId) -> Result<()> {
         self.inner.create(f)
     }
@@ -240,9 +241,7 @@ impl crate::device::Device for FailingSync {
         self.inner.write_at(f, o, d)
     }
     fn sync(&self, f: FileId) -> Result<()> {
-        if self.fail.load(Ordering::SeqCst) {
-            return Err(Error::io("sync", f, std::io::Error::other("injected EIO")));
-        }
+        (self.before_sync)(f)?;
         self.inner.sync(f)
     }
 }
@@ -251,9 +250,15 @@ impl crate::device::Device for FailingSync {
 fn a_failed_sync_fails_the_wal_until_reopened() {
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let stats = Arc::new(Stats::new());
-    let dev = FailingSync {
+    let failing = fail.clone();
+    let dev = SyncHook {
         inner: MemDevice::new(),
-        fail: fail.clone(),
+        before_sync: Box::new(move |f| {
+            if failing.load(Ordering::SeqCst) {
+                return Err(Error::io("sync", f, std::io::Error::other("injected EIO")));
+            }
+            Ok(())
+        }),
     };
     let nvme = Nvme::new(Box::new(dev), &NvmeConfig::default(), stats.clone()).unwrap();
     let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
@@ -324,34 +329,16 @@ fn concurrent_committers_share_syncs() {
     );
 }
 
-/// A device whose WAL syncs wait at a gate while it is closed (a sync in flight).
-struct GatedSync {
-    inner: Arc<crate::device::CrashDevice>,
+/// A gate syncs wait at while it is closed (a sync held in flight).
+#[derive(Default)]
+struct Gate {
     closed: parking_lot::Mutex<bool>,
     opened: parking_lot::Condvar,
     waiting: std::sync::atomic::AtomicBool,
 }
 
-impl crate::device::Device for GatedSync {
-    fn create(&self, file: FileId) -> Result<()> {
-        self.inner.create(file)
-    }
-    fn remove(&self, file: FileId) -> Result<()> {
-        self.inner.remove(file)
-    }
-    fn files(&self) -> Result<Vec<FileId>> {
-        self.inner.files()
-    }
-    fn len_bytes(&self, file: FileId) -> Result<u64> {
-        self.inner.len_bytes(file)
-    }
-    fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()> {
-        self.inner.read_at(file, offset, buf)
-    }
-    fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> Result<()> {
-        self.inner.write_at(file, offset, data)
-    }
-    fn sync(&self, file: FileId) -> Result<()> {
+impl Gate {
+    fn pass(&self) {
         let mut closed = self.closed.lock();
         if *closed {
             self.waiting.store(true, Ordering::Release);
@@ -359,8 +346,11 @@ impl crate::device::Device for GatedSync {
                 self.opened.wait(&mut closed);
             }
         }
-        drop(closed);
-        self.inner.sync(file)
+    }
+
+    fn set(&self, closed: bool) {
+        *self.closed.lock() = closed;
+        self.opened.notify_all();
     }
 }
 
@@ -379,19 +369,17 @@ fn a_failed_sync_fails_the_flusher_waiting_behind_it() {
         })
         .unwrap(),
     );
-    let gated = Arc::new(GatedSync {
+    let gate = Arc::new(Gate::default());
+    let g = gate.clone();
+    let dev = SyncHook {
         inner: crash.clone(),
-        closed: parking_lot::Mutex::new(false),
-        opened: parking_lot::Condvar::new(),
-        waiting: std::sync::atomic::AtomicBool::new(false),
-    });
+        before_sync: Box::new(move |_| {
+            g.pass();
+            Ok(())
+        }),
+    };
     let stats = Arc::new(Stats::new());
-    let nvme = Nvme::new(
-        Box::new(gated.clone()),
-        &NvmeConfig::default(),
-        stats.clone(),
-    )
-    .unwrap();
+    let nvme = Nvme::new(Box::new(dev), &NvmeConfig::default(), stats.clone()).unwrap();
     let vfs = Arc::new(Vfs::new(nvme, &OsCacheConfig::default()));
     let wal = Wal::open(vfs, WalConfig::default(), stats, FIRST_LSN).unwrap();
     let end = wal
@@ -400,18 +388,17 @@ fn a_failed_sync_fails_the_flusher_waiting_behind_it() {
             &mut [],
         )
         .unwrap();
-    *gated.closed.lock() = true;
+    gate.set(true);
     std::thread::scope(|s| {
         let first = s.spawn(|| wal.flush(end));
-        while !gated.waiting.load(Ordering::Acquire) {
+        while !gate.waiting.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
         let second = s.spawn(|| wal.flush(end));
         // Let the second reach the flush lock (if it is late, the test passes either way).
         std::thread::sleep(std::time::Duration::from_millis(50));
         crash.power_cut_and_hold(7);
-        *gated.closed.lock() = false;
-        gated.opened.notify_all();
+        gate.set(false);
         assert!(first.join().unwrap().is_err(), "the sync failed");
         let r = second.join().unwrap();
         assert!(
