@@ -10,7 +10,8 @@
 //!    (MariaDB 10.11 buf0dblwr.cc `buf_dblwr_t::recover`, which `recv_recovery_from_checkpoint_start`
 //!    runs before applying the log).
 //! 2. [`redo`]: reads the WAL from the control file's redo LSN to its end (the first record
-//!    whose length or CRC is invalid, xlogreader.c `ReadRecord`) and replays every block
+//!    whose length or CRC is invalid, xlogreader.c `ReadRecord`; once: it takes the records
+//!    `Wal::open` decoded to find that end, `Wal::take_records_read_at_open`) and replays every block
 //!    of every record in LSN order (xlogrecovery.c `PerformWalRecovery` →
 //!    `ApplyWalRecord` → each rmgr's `rm_redo`):
 //!    - a block with a full-page image is restored from it, without reading the page
@@ -253,7 +254,11 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
     let _c = enter(Cause::Recovery);
     let wal = storage.wal();
     let start = wal.redo_lsn();
-    let (records, end) = wal.read_from(start)?;
+    // Wal::open decoded these to find the end; the first redo after it needs no second read.
+    let (records, end) = match wal.take_records_read_at_open() {
+        Some(r) if r.from == start => (r.records, r.end),
+        _ => wal.read_from(start)?,
+    };
     let mut out = Redone {
         started: Some(started),
         ..Default::default()

@@ -410,6 +410,8 @@ impl Storage {
     /// format); device errors.
     pub fn open(cfg: StorageConfig) -> Result<Storage> {
         let storage = Storage::open_for_recovery(cfg)?;
+        // No redo here: free what the WAL read to find its end.
+        drop(storage.wal.take_records_read_at_open());
         storage.start_background();
         Ok(storage)
     }
@@ -462,12 +464,17 @@ impl Storage {
             cfg.page_size,
             cfg.zero_fill_on_extend,
         )?);
-        let wal = Arc::new(Wal::open(
-            vfs.clone(),
-            cfg.wal.clone(),
-            stats.clone(),
-            redo,
-        )?);
+        let wal = {
+            // Reading the WAL from the redo pointer is recovery's (its records are handed
+            // to `recovery::redo`).
+            let _c = crate::stats::enter(crate::stats::Cause::Recovery);
+            Arc::new(Wal::open(
+                vfs.clone(),
+                cfg.wal.clone(),
+                stats.clone(),
+                redo,
+            )?)
+        };
         let dblwr = match cfg.torn_page_protection {
             TornPageProtection::Doublewrite => Some(Doublewrite::new(
                 vfs.clone(),

@@ -138,6 +138,18 @@ impl WalConfig {
     }
 }
 
+/// Records read from the WAL: those from `from` (a record boundary) up to `end`, the end
+/// of the valid WAL when they were read.
+#[derive(Debug)]
+pub struct RecordsRead {
+    /// Where reading started.
+    pub from: Lsn,
+    /// The records, in LSN order.
+    pub records: Vec<WalRecord>,
+    /// Just past the last one.
+    pub end: Lsn,
+}
+
 struct InsertState {
     /// WAL bytes from `buf_start` to `insert_lsn`.
     buf: Vec<u8>,
@@ -161,6 +173,9 @@ pub struct Wal {
     durable_lsn: AtomicU64,
     redo_lsn: AtomicU64,
     failed: Mutex<Option<String>>,
+    /// The records [`Wal::open`] decoded to find the end, for recovery to replay without
+    /// reading the WAL a second time ([`Wal::take_records_read_at_open`]).
+    read_at_open: Mutex<Option<RecordsRead>>,
 }
 
 fn align_down(x: u64, a: u64) -> u64 {
@@ -176,6 +191,11 @@ impl Wal {
         cfg.validate()?;
         let (records, end) = read_records(&vfs, &cfg, redo_lsn)?;
         let prev = records.last().map_or(0, |r| r.lsn);
+        let read_at_open = Mutex::new(Some(RecordsRead {
+            from: Lsn(redo_lsn),
+            records,
+            end: Lsn(end),
+        }));
         let buf_start = align_down(end, cfg.block_bytes as u64);
         let mut buf = vec![0u8; (end - buf_start) as usize];
         if !buf.is_empty() {
@@ -198,8 +218,18 @@ impl Wal {
             durable_lsn: AtomicU64::new(end),
             redo_lsn: AtomicU64::new(redo_lsn),
             failed: Mutex::new(None),
+            read_at_open,
             cfg,
         })
+    }
+
+    /// The records [`Wal::open`] read from its redo pointer to the end of the WAL, once
+    /// (`None` after the first call): crash recovery replays them instead of decoding the
+    /// WAL again, as PostgreSQL's startup process reads the WAL once
+    /// (xlogrecovery.c `PerformWalRecovery`). A caller that will not replay should take and
+    /// drop them, to free the memory.
+    pub fn take_records_read_at_open(&self) -> Option<RecordsRead> {
+        self.read_at_open.lock().take()
     }
 
     /// Settings.
