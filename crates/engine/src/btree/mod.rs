@@ -114,6 +114,7 @@
 //! unreachable.
 
 pub mod cleanup;
+pub mod dedup;
 pub mod node;
 mod tree;
 pub mod wal;
