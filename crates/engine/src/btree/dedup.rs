@@ -251,7 +251,10 @@ pub fn swapped(id: PageId, key: &[u8], value: &[u8], tid: &[u8]) -> Result<(Entr
         return Err(bad(id, "TID outside the posting entry it is swapped into"));
     }
     let Err(at) = all.binary_search(&tid) else {
-        return Err(bad(id, "TID already in the posting entry it is swapped into"));
+        return Err(bad(
+            id,
+            "TID already in the posting entry it is swapped into",
+        ));
     };
     all.insert(at, tid);
     all.pop();
@@ -334,7 +337,10 @@ pub fn check_entry(id: PageId, key: &[u8], value: &[u8], next: Option<&[u8]>) ->
     }
     check_posting(id, key, value)?;
     if next.is_some_and(|nx| max_key(key, value).as_slice() >= nx) {
-        return Err(bad(id, "a posting entry's largest TID is not below the next key"));
+        return Err(bad(
+            id,
+            "a posting entry's largest TID is not below the next key",
+        ));
     }
     Ok(n_tids(value))
 }

@@ -848,7 +848,9 @@ impl BTree {
             return Ok(None);
         }
         let (k, v) = n.entry(i - 1)?;
-        if !dedup::is_posting(k, v) || k.len() != key.len() || dedup::prefix(k) != dedup::prefix(key)
+        if !dedup::is_posting(k, v)
+            || k.len() != key.len()
+            || dedup::prefix(k) != dedup::prefix(key)
         {
             return Ok(None);
         }
@@ -1261,7 +1263,12 @@ impl BTree {
         }
         // Per slot, the deletable keys.
         let mut per_slot: std::collections::BTreeMap<usize, Vec<&[u8]>> = Default::default();
-        for (c, _) in op.candidates.iter().zip(&verdict.deletable).filter(|(_, &d)| d) {
+        for (c, _) in op
+            .candidates
+            .iter()
+            .zip(&verdict.deletable)
+            .filter(|(_, &d)| d)
+        {
             per_slot.entry(c.slot).or_default().push(&c.key);
         }
         let mut slots = Vec::new();
@@ -1273,7 +1280,8 @@ impl BTree {
                 let (k, v) = n.entry(i)?;
                 if self.cfg.deduplicate && dedup::is_posting(k, v) {
                     let all = dedup::expand(k, v);
-                    let dead: Vec<bool> = all.iter().map(|t| keys.contains(&t.as_slice())).collect();
+                    let dead: Vec<bool> =
+                        all.iter().map(|t| keys.contains(&t.as_slice())).collect();
                     gone += dead.iter().filter(|&&d| d).count() as u64;
                     match dedup::without(k, v, |j| dead[j]) {
                         None => slots.push(i),
@@ -1349,7 +1357,9 @@ impl BTree {
             };
             (found, posting)
         };
-        let Some((i, _)) = found else { return Ok(false) };
+        let Some((i, _)) = found else {
+            return Ok(false);
+        };
         if let Some(e) = posting {
             // One TID out of a posting entry: the entry rewritten (nbtpage.c
             // `_bt_delitems_vacuum`'s updated items), logged as UPDATE_VALUE.
@@ -2349,7 +2359,8 @@ impl BTree {
                     if self.cfg.deduplicate && dedup::is_posting(k, v) {
                         // btreevacuumposting: the callback per TID; a posting entry with
                         // some dead TIDs is rewritten without them.
-                        let d: Vec<bool> = dedup::expand(k, v).iter().map(|t| dead(t, &[])).collect();
+                        let d: Vec<bool> =
+                            dedup::expand(k, v).iter().map(|t| dead(t, &[])).collect();
                         let n_dead = d.iter().filter(|&&x| x).count();
                         if n_dead == d.len() {
                             gone.push((i, None, n_dead));

@@ -234,7 +234,8 @@ impl Engine for PostgresEngine {
             let pool = self.inner.storage.pool().clone();
             let heap_rel = pool.store().create_relation()?;
             let dedup = self.inner.design.btree_deduplication;
-            let pk = BTree::create(pool.clone(), BTreeConfig::postgres())?.with_deduplication(dedup);
+            let pk =
+                BTree::create(pool.clone(), BTreeConfig::postgres())?.with_deduplication(dedup);
             let indexes = def
                 .indexes
                 .iter()
