@@ -84,7 +84,8 @@ pub fn expand(key: &[u8], value: &[u8]) -> Vec<Vec<u8>> {
 
 /// The largest per-TID key of a leaf entry of a deduplicating tree (`K ‖ tid_max`).
 pub fn max_key(key: &[u8], value: &[u8]) -> Vec<u8> {
-    if !is_posting(key, value) {
+    // (A value shorter than a TID is corrupt: checked by `check_entry`; no panic here.)
+    if !is_posting(key, value) || value.len() < TID_BYTES {
         return key.to_vec();
     }
     let mut v = prefix(key).to_vec();
