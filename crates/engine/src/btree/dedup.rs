@@ -275,6 +275,10 @@ pub fn swap_insert(p: &mut [u8], id: PageId, slot: usize, tid: &[u8]) -> Result<
         swapped(id, k, v, tid)?
     };
     node::replace_at(p, id, slot, &post.key, &post.value)?;
+    // A live TID joined the entry: a kill bit set for the old TIDs no longer holds
+    // (PostgreSQL deletes an LP_DEAD posting tuple before it would split it,
+    // `_bt_findinsertloc` with `postingoff == -1`).
+    node::clear_dead(p, id, slot)?;
     node::insert_at(p, id, slot + 1, &plain.key, &plain.value)
 }
 

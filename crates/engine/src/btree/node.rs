@@ -730,6 +730,24 @@ pub fn set_dead(p: &mut [u8], id: PageId, i: usize) -> Result<bool> {
     Ok(true)
 }
 
+/// Clears [`SLOT_FLAG_DEAD`] on entry `i` of leaf page `p` (a live TID joined the entry:
+/// a posting list swap). Nothing to do when slots have no flag byte.
+///
+/// Errors: [`Error::Corrupted`] for a bad page or an `i` out of range.
+pub fn clear_dead(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
+    let (s, n) = {
+        let node = Node::parse(p, id)?;
+        (node.geo.slot_bytes as usize, node.n)
+    };
+    if i >= n {
+        return Err(corrupted(id, format!("entry {i} asked of {n} entries")));
+    }
+    if s > SLOT_FLAGS_AT {
+        p[PAGE_HEADER_BYTES + i * s + SLOT_FLAGS_AT] &= !SLOT_FLAG_DEAD;
+    }
+    Ok(())
+}
+
 /// Removes the entries at `slots` (strictly ascending) from node page `p`, keeping the
 /// survivors' order and slot flags (PostgreSQL `PageIndexMultiDelete`).
 ///

@@ -2149,6 +2149,22 @@ fn dedup_kill_bits_mark_a_posting_entry_only_when_all_its_tids_are_dead() {
     .unwrap();
     assert_eq!(live, 0);
     assert_eq!(keys_of(&t).len(), 4, "plain scans still see them");
+    // A live TID swapped into the marked posting entry clears its mark.
+    let new = heap_key(7, 2, 5);
+    t.insert(&new, b"").unwrap();
+    let mut live = Vec::new();
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |_, k, _| {
+            live.push(k.to_vec());
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert!(live.contains(&new), "{live:?}");
+    t.verify().unwrap();
 }
 
 #[test]
