@@ -1921,6 +1921,16 @@ fn stored(s: &Storage, t: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
+/// The B+tree records of relation `rel` in the WAL with `info`, as block-0 data.
+fn records_of(s: &Storage, rel: crate::device::FileId, code: u8) -> Vec<Vec<u8>> {
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(Lsn(FIRST_LSN)).unwrap();
+    recs.iter()
+        .filter(|r| r.rmgr == rmgr::BTREE && r.info == code && r.blocks[0].page.rel == rel)
+        .map(|r| r.blocks[0].data.clone())
+        .collect()
+}
+
 #[test]
 fn dedup_many_duplicates_take_far_fewer_leaves_and_every_tid_is_found() {
     let s = storage(512);
@@ -2006,6 +2016,8 @@ fn dedup_many_duplicates_take_far_fewer_leaves_and_every_tid_is_found() {
         ));
     }
     assert_eq!(d.get(&heap_key(1, 99_999, 1)).unwrap(), None);
+    assert!(!records_of(&s, d.rel(), info::INSERT_POST).is_empty());
+    assert!(!records_of(&s, d.rel(), info::DEDUP).is_empty());
     // Separators above posting entries: every leaf's keys lie inside its fences (verify)
     // and lookups of the first and last TIDs of each posting entry found them (above).
     assert_redo_rebuilds(&s, &d);
@@ -2209,6 +2221,13 @@ fn dedup_deletion_before_a_split_removes_dead_tids_from_posting_lists_and_keeps_
     assert!(got.is_subset(&model));
     assert!(got.len() < model.len());
     t.verify().unwrap();
+    // Some DELETE_DEAD records rewrote posting entries (data past the slot list).
+    let rewrote = records_of(&s, t.rel(), info::DELETE_DEAD)
+        .iter()
+        .filter(|d| d.len() > 2 + 2 * u16::from_le_bytes([d[0], d[1]]) as usize)
+        .count();
+    assert!(rewrote > 0);
+    assert!(!records_of(&s, t.rel(), info::DEDUP).is_empty());
     assert_redo_rebuilds(&s, &t);
     // A unique index whose check met no duplicate does not deduplicate.
     let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
