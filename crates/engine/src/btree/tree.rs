@@ -995,9 +995,13 @@ impl BTree {
         Ok(None)
     }
 
-    /// Inserts (key, value) as a new entry.
+    /// Inserts (key, value) as a new entry. In a deduplicating tree the value must be empty
+    /// and the key end in a TID; a key whose TID falls inside a posting entry's range is
+    /// swapped into it ([`dedup::swap_insert`]), and a full leaf runs the deduplication
+    /// pass before it splits.
     ///
-    /// Errors: [`Error::DuplicateKey`] when the exact key is present;
+    /// Errors: [`Error::DuplicateKey`] when the exact key is present (in a posting entry
+    /// too); [`Error::InvalidValue`] for a value or a short key in a deduplicating tree;
     /// [`Error::TooLarge`] when key + value exceed [`BTree::max_entry_bytes`] (a quarter of
     /// the usable page); [`Error::Corrupted`] for a damaged page on the path; pool and WAL
     /// errors.
@@ -1014,8 +1018,10 @@ impl BTree {
     /// Inserts like [`BTree::insert`], but a leaf without room for the entry first deletes
     /// the entries `cleanup.table` finds dead (simple deletion of entries marked dead, then,
     /// for an update that left the key unchanged, bottom-up deletion; `btree::cleanup`)
-    /// and splits only when that did not free enough (PostgreSQL 14+ nbtinsert.c
-    /// `_bt_findinsertloc` → `_bt_delete_or_dedup_one_page`). Returns what was deleted.
+    /// then, in a deduplicating tree, runs the deduplication pass (unless
+    /// `cleanup.deduplicate` is false), and splits only when that did not free enough
+    /// (PostgreSQL 14+ nbtinsert.c `_bt_findinsertloc` → `_bt_delete_or_dedup_one_page`).
+    /// Returns what was deleted and the passes run.
     ///
     /// Errors: as [`BTree::insert`], and the table's errors reading the heap.
     pub fn insert_cleaning(

@@ -20,7 +20,7 @@
 //! | 0x60 | BUILD        | 0: a page of a sorted build, will_init, `node_image`; 1 (on the last page only): meta page, will_init, meta fields | `geometry` |
 //! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
 //! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
-//! | 0x80 | INSERT_POST  | 0: leaf, `slot u16 | tid [6]`: the TID swapped into the posting entry at slot, whose largest TID comes out as a plain entry at slot + 1 (`dedup::swap_insert`) | — |
+//! | 0x80 | INSERT_POST  | 0: leaf, `slot u16 | tid (6 bytes)`: the TID swapped into the posting entry at slot, whose largest TID comes out as a plain entry at slot + 1 (`dedup::swap_insert`) | — |
 //! | 0x90 | DEDUP        | 0: leaf, `n u16 | n × (first slot u16 | count u16)`: each interval merged into one posting entry (`dedup::apply_pass`) | — |
 //! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × (key_len u16 | key | entry)` (old key, the entry that replaces it) | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
