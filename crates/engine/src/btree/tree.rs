@@ -239,6 +239,10 @@ enum Target<'k> {
     Upper(Bound<&'k [u8]>),
 }
 
+/// Fill of the left page when a leaf of one key value splits at its end (PostgreSQL
+/// nbtree.h BTREE_SINGLEVAL_FILLFACTOR).
+const SINGLEVAL_FILL_PCT: u8 = 96;
+
 /// A page's key range `[low, high)` (`None` = unbounded).
 type Fences = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -877,6 +881,20 @@ impl BTree {
         Ok(Place::Before(i))
     }
 
+    /// True when a deduplicating tree's leaf `entries` and the new `key` all hold one key
+    /// value `K` and the page has posting entries (nbtsplitloc.c `_bt_strategy`'s
+    /// SPLIT_SINGLE_VALUE test, on the page's first and last keys).
+    fn single_value(&self, entries: &[Entry], key: &[u8]) -> bool {
+        self.new_postings
+            && key.len() >= TID_BYTES
+            && entries.iter().any(|e| !e.value.is_empty())
+            && [entries.first(), entries.last()].iter().all(|e| {
+                e.is_some_and(|e| {
+                    e.key.len() == key.len() && dedup::prefix(&e.key) == dedup::prefix(key)
+                })
+            })
+    }
+
     /// The per-TID keys a leaf entry of a deduplicating tree stands for, ascending (one
     /// for a plain entry).
     fn per_tid(&self, k: &[u8], v: &[u8]) -> Vec<Vec<u8>> {
@@ -1510,10 +1528,18 @@ impl BTree {
             key: key.to_vec(),
             value: value.to_vec(),
         };
-        let mut ascending = false;
+        let mut fill = None;
         match (mode, place) {
             (Mode::Insert, Place::Before(slot)) => {
-                ascending = hdr.right == NO_BLOCK && slot == n_entries;
+                if hdr.right == NO_BLOCK && slot == n_entries {
+                    fill = Some(self.cfg.rightmost_fill_pct);
+                } else if slot == n_entries && self.single_value(&combined, key) {
+                    // nbtsplitloc.c's single value strategy: a leaf holding one key value
+                    // (posting entries and the new TID at its end) splits leaving the
+                    // left page BTREE_SINGLEVAL_FILLFACTOR full, since later TIDs of
+                    // that value go right.
+                    fill = Some(SINGLEVAL_FILL_PCT);
+                }
                 combined.insert(slot, new);
             }
             (Mode::Replace, Place::Before(slot)) => combined[slot] = new,
@@ -1527,7 +1553,7 @@ impl BTree {
             (_, Place::Dup) => return Err(self.duplicate(key)),
         }
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (sep, right) = self.split(&mut g, hdr, combined, ascending, None, &held)?;
+        let (sep, right) = self.split(&mut g, hdr, combined, fill, None, &held)?;
         self.insert_into_parent(wp, g, sep, right, 0)?;
         Ok(true)
     }
@@ -1639,7 +1665,7 @@ impl BTree {
                     );
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
-                    let (s, r) = self.split(&mut pg, phdr, combined, false, Some(&mut g), &held)?;
+                    let (s, r) = self.split(&mut pg, phdr, combined, None, Some(&mut g), &held)?;
                     g = pg;
                     sep = s;
                     right = r;
@@ -1669,16 +1695,17 @@ impl BTree {
 
     /// Index `m` of the first entry of `combined` that goes right: among the points that
     /// leave both halves fitting, the one whose left half is closest to the target, which
-    /// is `rightmost_fill_pct` of the usable bytes for `ascending` (nbtsplitloc.c's
-    /// fillfactor split of the rightmost page; InnoDB `btr_page_get_split_rec_to_right`),
-    /// else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
-    fn split_point(&self, combined: &[Entry], leaf: bool, ascending: bool) -> Result<usize> {
+    /// is `fill` percent of the usable bytes when given (`rightmost_fill_pct` for ascending
+    /// inserts: nbtsplitloc.c's fillfactor split of the rightmost page, InnoDB
+    /// `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`] for a leaf of one key
+    /// value), else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
+    fn split_point(&self, combined: &[Entry], leaf: bool, fill: Option<u8>) -> Result<usize> {
         let sizes: Vec<usize> = combined
             .iter()
             .map(|e| self.geo.space(e.key.len() + e.value.len()))
             .collect();
         let total: usize = sizes.iter().sum();
-        let target = self.usable * self.cfg.rightmost_fill_pct as usize / 100;
+        let target = self.usable * fill.unwrap_or(50) as usize / 100;
         let mut best: Option<((u8, usize), usize)> = None;
         let mut left = 0;
         for m in 1..combined.len() {
@@ -1693,7 +1720,7 @@ impl BTree {
             if left > self.usable || right > self.usable {
                 continue;
             }
-            let score = if ascending {
+            let score = if fill.is_some() {
                 if left <= target {
                     (0, target - left)
                 } else {
@@ -1726,12 +1753,12 @@ impl BTree {
         g: &mut WritePageGuard<'a>,
         hdr: NodeHeader,
         mut combined: Vec<Entry>,
-        ascending: bool,
+        fill: Option<u8>,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
     ) -> Result<(Vec<u8>, u32)> {
         let leaf = hdr.level == 0;
-        let m = self.split_point(&combined, leaf, ascending)?;
+        let m = self.split_point(&combined, leaf, fill)?;
         let sep = if !leaf {
             // The separator moves up; the right page's first entry means minus infinity.
             std::mem::take(&mut combined[m].key)
