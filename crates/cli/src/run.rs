@@ -327,6 +327,7 @@ pub fn table_stats_delta(after: &[TableStats], before: &[TableStats]) -> TableSt
         t.index_simple_deleted += a.index_simple_deleted - b.index_simple_deleted;
         t.index_bottom_up_deleted += a.index_bottom_up_deleted - b.index_bottom_up_deleted;
         t.index_bottom_up_passes += a.index_bottom_up_passes - b.index_bottom_up_passes;
+        t.index_dedup_passes += a.index_dedup_passes - b.index_dedup_passes;
     }
     t
 }

@@ -16,6 +16,7 @@
 //! | default_isolation | read_committed, repeatable_read | read_committed | repeatable_read |
 //! | rollback_segments | 0 (no undo); 1–128 with undo_delta | 0 | 128 |
 //! | wal_record_format | xlog, mtr | xlog | mtr |
+//! | btree_deduplication | on, off | on | off (n/a) |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -109,6 +110,11 @@ pub const SWITCHES: &[Switch] = &[
         name: "wal_record_format",
         meaning: "WAL record layout: PostgreSQL's XLogRecord (32-byte header, 24 per block, 8-byte aligned) or MariaDB-shaped compact records (varints, no padding)",
         values: "xlog, mtr",
+    },
+    Switch {
+        name: "btree_deduplication",
+        meaning: "B-tree deduplication: a full leaf of a heap index merges equal keys into posting lists (one key, many TIDs) before it splits (PostgreSQL 13+)",
+        values: "on, off (on needs index_pointers=physical)",
     },
 ];
 
@@ -208,6 +214,11 @@ pub struct DesignConfig {
     /// existed (read as xlog, the only format then).
     #[serde(default)]
     pub wal_record_format: WalFormat,
+    /// B-tree deduplication in heap indexes (PostgreSQL 13+ nbtdedup.c, `btree::dedup`):
+    /// only with physical index pointers (InnoDB has none). Missing in design files and
+    /// reports written before the switch existed (read as off).
+    #[serde(default)]
+    pub btree_deduplication: bool,
 }
 
 impl DesignConfig {
@@ -335,6 +346,16 @@ impl DesignConfig {
                 "rollback segments hold undo logs: set rollback_segments=0 unless version_storage=undo_delta",
             );
         }
+        if self.btree_deduplication
+            && (self.table_layout != TableLayout::Heap
+                || self.index_pointers != IndexPointers::Physical)
+        {
+            return bad(
+                "btree_deduplication=on",
+                "table_layout=clustered / index_pointers=logical",
+                "posting lists hold heap TIDs: deduplication needs a heap and physical index pointers",
+            );
+        }
         if !(10..=100).contains(&self.fillfactor) {
             return Err(Error::InvalidConfig(format!(
                 "switch fillfactor must be 10..=100, got {}",
@@ -367,6 +388,7 @@ mod tests {
             ("default_isolation", "read_committed", "repeatable_read"),
             ("rollback_segments", "0", "128"),
             ("wal_record_format", "xlog", "mtr"),
+            ("btree_deduplication", "on", "off"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {
@@ -421,6 +443,12 @@ mod tests {
             e.contains("rollback_segments") && e.contains("version_storage"),
             "{e}"
         );
+        let d = DesignConfig {
+            btree_deduplication: true,
+            ..DesignConfig::innodb()
+        };
+        let e = d.validate().unwrap_err().to_string();
+        assert!(e.contains("btree_deduplication=on"), "{e}");
         assert!(DesignConfig::preset("oracle")
             .unwrap_err()
             .to_string()

@@ -122,6 +122,24 @@ fn workload(db: &Database) {
         tx.insert(t, row(id, id as i64)).unwrap();
     }
     tx.commit().unwrap();
+    // A low-cardinality k (postgres: deduplication passes, then vacuum of TIDs in posting
+    // lists and inserts into them: DEDUP, VACUUM with rewritten entries, INSERT_POST).
+    let mut tx = db.begin();
+    for id in 400..1400 {
+        tx.insert(t, row(id, (id % 3) as i64)).unwrap();
+    }
+    tx.commit().unwrap();
+    let mut tx = db.begin();
+    for id in (400..1400).step_by(3) {
+        tx.delete(t, &[Value::Integer(id)]).unwrap();
+    }
+    tx.commit().unwrap();
+    db.gc(t).unwrap();
+    let mut tx = db.begin();
+    for id in 1500..1800 {
+        tx.insert(t, row(id, (id % 3) as i64)).unwrap();
+    }
+    tx.commit().unwrap();
 }
 
 fn redo_of(rmgr_id: u8) -> Option<Redo> {
@@ -404,6 +422,21 @@ fn crc32c_of(a: &[u8], b: &[u8]) -> u32 {
         }
     }
     !c
+}
+
+/// The postgres corpus holds the deduplication records, so the damage tests reach their
+/// decoders and redo.
+#[test]
+fn the_postgres_corpus_has_deduplication_records() {
+    let c = &corpora()[0];
+    for code in [btree_wal::info::DEDUP, btree_wal::info::INSERT_POST] {
+        assert!(
+            c.recs
+                .iter()
+                .any(|r| r.rmgr == rmgr::BTREE && r.info == code),
+            "no B+tree record {code:#04x}"
+        );
+    }
 }
 
 proptest! {

@@ -590,6 +590,7 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
         update_wal_bytes(DesignConfig::innodb());
     let (xlog_non_index, xlog_index, xlog_records, xlog_headers) = update_wal_bytes(DesignConfig {
         wal_record_format: WalFormat::Xlog,
+        btree_deduplication: false,
         ..DesignConfig::innodb()
     });
     assert_eq!(

@@ -492,3 +492,118 @@ fn updates_that_keep_the_primary_key_delete_old_entries_bottom_up_instead_of_spl
         off.leaf_pages
     );
 }
+
+/// The `k` index of a table with a low-cardinality `k`: leaf pages and posting entries.
+fn k_index_stats(db: &Database, t: TableId) -> mvcclab_engine::btree::BTreeStats {
+    let r = db.relations(t).unwrap();
+    BTree::open(
+        db.storage().pool().clone(),
+        r.indexes[0],
+        BTreeConfig::postgres(),
+    )
+    .unwrap()
+    .verify()
+    .unwrap()
+}
+
+#[test]
+fn deduplication_shrinks_a_low_cardinality_index_and_queries_stay_right_through_vacuum() {
+    let run = |dedup: bool| {
+        let db = open_db(
+            DesignConfig {
+                btree_deduplication: dedup,
+                ..DesignConfig::postgres()
+            },
+            1024,
+        );
+        let t = db.create_table(sbtest_def("sbtest1")).unwrap();
+        // k = id % 8: 8 index keys, 6000 rows.
+        let mut model: std::collections::BTreeMap<i32, i32> = Default::default();
+        let mut tx = db.begin();
+        for id in 0..6000 {
+            tx.insert(t, sb_row(id, id % 8, 0)).unwrap();
+            model.insert(id, id % 8);
+        }
+        tx.commit().unwrap();
+        let loaded = k_index_stats(&db, t);
+        // Updates that move rows between k values, deletes, vacuum; queries against the
+        // model after each round.
+        let mut x = 99u64;
+        for round in 0..4 {
+            let mut tx = db.begin();
+            for _ in 0..800 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let id = (x % 6000) as i32;
+                if !model.contains_key(&id) {
+                    continue;
+                }
+                if x % 5 == 0 {
+                    assert!(tx.delete(t, &[Value::Integer(id)]).unwrap());
+                    model.remove(&id);
+                } else {
+                    let k = ((x >> 8) % 8) as i32;
+                    assert!(tx
+                        .update(
+                            t,
+                            &[Value::Integer(id)],
+                            &[Assign::Set(1, Value::Integer(k))]
+                        )
+                        .unwrap());
+                    model.insert(id, k);
+                }
+            }
+            tx.commit().unwrap();
+            if round % 2 == 1 {
+                db.gc(t).unwrap();
+            }
+            let mut tx = db.begin();
+            for k in 0..8 {
+                let mut got: Vec<i32> = tx
+                    .get_by_index(t, 0, &[Value::Integer(k)])
+                    .unwrap()
+                    .iter()
+                    .map(|r| match r[0] {
+                        Value::Integer(id) => id,
+                        ref v => panic!("{v:?}"),
+                    })
+                    .collect();
+                got.sort_unstable();
+                let want: Vec<i32> = model
+                    .iter()
+                    .filter(|(_, &mk)| mk == k)
+                    .map(|(&id, _)| id)
+                    .collect();
+                assert_eq!(got, want, "k = {k}, round {round}, dedup {dedup}");
+            }
+            tx.commit().unwrap();
+        }
+        db.gc(t).unwrap();
+        let after = k_index_stats(&db, t);
+        assert_eq!(
+            after.entries as usize,
+            model.len(),
+            "one entry per live row"
+        );
+        (loaded, after, db.table_stats(t).unwrap())
+    };
+    let (on, on_after, stats) = run(true);
+    let (off, off_after, off_stats) = run(false);
+    assert!(on.posting_entries > 0, "{on:?}");
+    assert_eq!(off.posting_entries + off_after.posting_entries, 0);
+    assert!(stats.index_dedup_passes > 0, "{stats:?}");
+    assert_eq!(off_stats.index_dedup_passes, 0);
+    assert!(
+        on.leaf_pages * 5 < off.leaf_pages * 2,
+        "after the load: with deduplication {} leaves, without {}",
+        on.leaf_pages,
+        off.leaf_pages
+    );
+    assert!(
+        on_after.leaf_pages < off_after.leaf_pages,
+        "after updates and vacuum: with {} leaves, without {}",
+        on_after.leaf_pages,
+        off_after.leaf_pages
+    );
+}

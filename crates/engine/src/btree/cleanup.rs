@@ -17,8 +17,14 @@
 //!    soon as enough space is freed or a block frees nothing.
 //!
 //! What is deleted is logged as one DELETE_DEAD record (PostgreSQL XLOG_BTREE_DELETE) and
-//! the insert goes on in the same leaf if it now fits; else the leaf splits as before.
-//! Deduplication (nbtdedup.c `_bt_dedup_pass`, posting lists) is not modelled.
+//! the insert goes on in the same leaf if it now fits; else, in a deduplicating tree, the
+//! deduplication pass runs (`btree::dedup`, nbtdedup.c `_bt_dedup_pass`), and the leaf
+//! splits only if that did not free enough either.
+//!
+//! Candidates are per TID: a posting entry offers each of its TIDs (`K ‖ tid`, the entry's
+//! slot). A posting entry whose TIDs are all deletable goes; one with some deletable TIDs
+//! is rewritten without them, in the same DELETE_DEAD record (nbtpage.c
+//! `_bt_delitems_delete` with `updatable` items, `_bt_update_posting`).
 
 use crate::error::Result;
 
@@ -34,7 +40,8 @@ pub struct DeleteCandidate {
     pub known_dead: bool,
     /// Bottom-up: one of a group of equal keys, likely an old version (`promising`).
     pub promising: bool,
-    /// Bytes of the leaf the entry takes (entry + slot), freed if it is deleted.
+    /// Bytes of the leaf the entry takes (entry + slot), freed if it is deleted; for a TID
+    /// of a posting entry, its 6 bytes.
     pub space_bytes: usize,
 }
 
@@ -83,6 +90,10 @@ pub struct InsertCleanup<'a> {
     /// The insert comes from an update that did not change this index's key
     /// (PostgreSQL's `indexUnchanged` hint): bottom-up deletion may run.
     pub index_unchanged: bool,
+    /// The deduplication pass may run (false for a unique index whose check met no
+    /// duplicate: PostgreSQL's `checkingunique && !uniquedup` returns before
+    /// `_bt_dedup_pass`, since a unique index only grows duplicates through versions).
+    pub deduplicate: bool,
 }
 
 /// What a deletion pass removed from one leaf (for counters and tests).
@@ -94,4 +105,6 @@ pub struct CleanupOutcome {
     pub bottom_up_deleted: u64,
     /// Bottom-up passes run.
     pub bottom_up_passes: u64,
+    /// Deduplication passes run (`btree::dedup`).
+    pub dedup_passes: u64,
 }

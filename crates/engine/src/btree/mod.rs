@@ -46,6 +46,16 @@
 //! 6. Outside an operation that holds the latches, no page has INCOMPLETE_SPLIT set: a
 //!    split's downlink is inserted before those latches are released (unless an error
 //!    or a crash interrupts the cascade; see Crash safety).
+//! 7. In a deduplicating tree ([`BTreeConfig::deduplicate`], [`dedup`]) a leaf entry with a
+//!    non-empty value is a posting entry `K ‖ tid_min → tid_2 … tid_max`: its TIDs ascend
+//!    strictly and `K ‖ tid_max` is below the next entry's key (and the page's high
+//!    bound), so the per-TID keys of a leaf ascend like its entries' keys, and a
+//!    separator above a leaf's last *TID* bounds it (splits truncate against
+//!    `K ‖ tid_max`, PostgreSQL `_bt_truncate` on a posting tuple's max heap TID). A
+//!    posting entry moves whole in a split and is at most [`dedup::max_posting_bytes`].
+//!    Everything outside the tree is per TID: insert, delete, get, scans, kill bits, bulk
+//!    delete and deletion candidates name `K ‖ tid` (nbtree/README "Notes about
+//!    deduplication").
 //!
 //! # Locking
 //! Page latches are the pool's content locks ([`crate::buffer::ReadPageGuard`] /
@@ -108,12 +118,17 @@
 //! the same state in the running tree; [`BTree::verify`] reports it. Entries marked dead
 //! ([`node::SLOT_FLAG_DEAD`]) are hints: not logged, possibly lost at a crash or rebuilt
 //! away by a split, which costs a later scan a heap visit and never correctness. Deletion
-//! before a split is one DELETE_DEAD record naming the slots. A sorted build logs every
+//! before a split is one DELETE_DEAD record naming the slots (and the posting entries
+//! rewritten without some TIDs). A deduplication pass is one DEDUP record naming the
+//! merged slot intervals, an insert inside a posting list one INSERT_POST record; their
+//! redo runs the same functions as the change ([`dedup::apply_pass`],
+//! [`dedup::swap_insert`]), so it leaves the same bytes. A sorted build logs every
 //! page whole (BUILD), the last record also naming the new root in the meta page: a crash
 //! before it leaves the meta page pointing at the old empty root, and the built pages
 //! unreachable.
 
 pub mod cleanup;
+pub mod dedup;
 pub mod node;
 mod tree;
 pub mod wal;

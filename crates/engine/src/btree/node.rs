@@ -34,6 +34,20 @@
 //! is stored empty and means minus infinity, so child `i` holds the keys `k` with
 //! `key(i) <= k < key(i + 1)`.
 //!
+//! Leaf entries of a deduplicating tree ([`super::BTreeConfig::deduplicate`], heap indexes;
+//! `super::dedup`), in the same entry frame:
+//! ```text
+//! | entry         | key                          | value                                 |
+//! |---------------|------------------------------|---------------------------------------|
+//! | plain         | K ‖ tid (6 bytes: block u32, | empty                                 |
+//! |               | offset u16, big-endian)      |                                       |
+//! | posting entry | K ‖ tid_min                  | tid_2 ‖ ... ‖ tid_max (6 bytes each,  |
+//! |               |                              | strictly ascending, above tid_min)    |
+//! ```
+//! A non-empty value marks a posting entry (PostgreSQL marks posting tuples with
+//! `INDEX_ALT_TID_MASK` in `t_info` and keeps the TID array after the key,
+//! `BTreeTupleGetPosting`); its slot's LP_DEAD flag covers all its TIDs.
+//!
 //! Meta page (block 0; PostgreSQL `BTMetaPageData`, nbtree.h), the same header and special
 //! area with flags = META and level 0:
 //! ```text
@@ -714,6 +728,24 @@ pub fn set_dead(p: &mut [u8], id: PageId, i: usize) -> Result<bool> {
     }
     p[at] |= SLOT_FLAG_DEAD;
     Ok(true)
+}
+
+/// Clears [`SLOT_FLAG_DEAD`] on entry `i` of leaf page `p` (a live TID joined the entry:
+/// a posting list swap). Nothing to do when slots have no flag byte.
+///
+/// Errors: [`Error::Corrupted`] for a bad page or an `i` out of range.
+pub fn clear_dead(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
+    let (s, n) = {
+        let node = Node::parse(p, id)?;
+        (node.geo.slot_bytes as usize, node.n)
+    };
+    if i >= n {
+        return Err(corrupted(id, format!("entry {i} asked of {n} entries")));
+    }
+    if s > SLOT_FLAGS_AT {
+        p[PAGE_HEADER_BYTES + i * s + SLOT_FLAGS_AT] &= !SLOT_FLAG_DEAD;
+    }
+    Ok(())
 }
 
 /// Removes the entries at `slots` (strictly ascending) from node page `p`, keeping the

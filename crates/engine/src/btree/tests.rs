@@ -8,6 +8,15 @@ use crate::{Error, Result};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+
+/// PostgreSQL's accounting without deduplication: for the tests whose keys do not end in
+/// heap TIDs or whose values are not empty.
+fn pg_plain() -> BTreeConfig {
+    BTreeConfig {
+        deduplicate: false,
+        ..BTreeConfig::postgres()
+    }
+}
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -141,7 +150,7 @@ fn assert_redo_rebuilds(s: &Storage, t: &BTree) {
 #[test]
 fn basic_operations_and_reopen() {
     let s = storage(64);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     assert_eq!(t.get(b"a").unwrap(), None);
     assert!(all(&t).is_empty());
     t.insert(b"b", b"2").unwrap();
@@ -167,12 +176,12 @@ fn basic_operations_and_reopen() {
         (st.height, st.leaf_pages, st.entries, st.pages),
         (1, 1, 2, 2)
     );
-    let again = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::postgres()).unwrap();
+    let again = BTree::open(s.pool().clone(), t.rel(), pg_plain()).unwrap();
     assert_eq!(all(&again), all(&t));
     let e = BTree::open(s.pool().clone(), t.rel(), BTreeConfig::innodb())
         .expect_err("geometry differs");
     assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
-    let mut bad = BTreeConfig::postgres();
+    let mut bad = pg_plain();
     bad.entry_align = 3;
     assert!(matches!(
         BTree::create(s.pool().clone(), bad),
@@ -184,7 +193,7 @@ fn basic_operations_and_reopen() {
 #[test]
 fn entries_above_a_quarter_page_are_too_large() {
     let s = storage(64);
-    for cfg in [BTreeConfig::postgres(), BTreeConfig::innodb()] {
+    for cfg in [pg_plain(), BTreeConfig::innodb()] {
         let t = BTree::create(s.pool().clone(), cfg).unwrap();
         let max = t.max_entry_bytes();
         // 8 KiB page: usable 8144, a quarter 2036 bytes including header, padding, slot.
@@ -214,7 +223,7 @@ fn entries_above_a_quarter_page_are_too_large() {
 fn ascending_inserts_fill_leaves_to_rightmost_fill_pct() {
     // PostgreSQL-shaped entries: an 8-byte key plus a 6-byte heap TID, no value.
     let s = storage(256);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     for i in 0..20_000u32 {
         let mut key = (i as u64).to_be_bytes().to_vec();
         key.extend_from_slice(&[0, 0, 0, 1, 0, 1]);
@@ -244,7 +253,7 @@ fn ascending_inserts_fill_leaves_to_rightmost_fill_pct() {
 #[test]
 fn random_inserts_fill_leaves_about_two_thirds() {
     let s = storage(256);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let mut x = 0x2545_F491_4F6C_DD1Du64;
     for _ in 0..20_000 {
         x ^= x << 13;
@@ -266,7 +275,7 @@ fn suffix_truncation_keeps_separators_short() {
     for truncate in [true, false] {
         let cfg = BTreeConfig {
             suffix_truncation: truncate,
-            ..BTreeConfig::postgres()
+            ..pg_plain()
         };
         let t = BTree::create(s.pool().clone(), cfg).unwrap();
         for i in 0..3000u32 {
@@ -480,7 +489,7 @@ fn scans_skip_empty_leaves_in_both_directions() {
 #[test]
 fn bulk_delete_removes_exactly_the_dead_entries_with_one_record_per_leaf() {
     let s = storage(128);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..4000u32 {
         let mut key = k(i);
@@ -840,7 +849,7 @@ proptest! {
         innodb in any::<bool>(),
     ) {
         let s = storage(16);
-        let cfg = if innodb { BTreeConfig::innodb() } else { BTreeConfig::postgres() };
+        let cfg = if innodb { BTreeConfig::innodb() } else { pg_plain() };
         let t = BTree::create(s.pool().clone(), cfg.clone()).unwrap();
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let max = t.max_entry_bytes();
@@ -1027,7 +1036,7 @@ fn concurrent_inserts_and_lookups_then_a_full_scan_returns_exactly_the_set() {
 #[test]
 fn concurrent_scans_see_every_old_key_in_order_while_inserts_split_pages() {
     let s = Arc::new(storage(256));
-    let t = Arc::new(BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap());
+    let t = Arc::new(BTree::create(s.pool().clone(), pg_plain()).unwrap());
     const OLD: u32 = 4000;
     for i in 0..OLD {
         t.insert(&k(i * 2), &[1u8; 40]).unwrap();
@@ -1182,7 +1191,7 @@ fn heap_key(v: u64, block: u32, off: u16) -> Vec<u8> {
 #[test]
 fn bulk_load_packs_leaves_to_the_fill_target_and_the_tree_stays_usable() {
     let s = storage(256);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let entries: Vec<Kv> = (0..50_000u64)
         .map(|i| (heap_key(i / 3, i as u32, 1), Vec::new()))
         .collect();
@@ -1209,7 +1218,7 @@ fn bulk_load_packs_leaves_to_the_fill_target_and_the_tree_stays_usable() {
         Err(Error::InvalidValue(_))
     ));
     // Unsorted input is refused, and the tree is left empty.
-    let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let u = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let unsorted = vec![(k(2), Vec::new()), (k(1), Vec::new())];
     assert!(matches!(
         u.bulk_load(&unsorted, 90, 70),
@@ -1217,7 +1226,7 @@ fn bulk_load_packs_leaves_to_the_fill_target_and_the_tree_stays_usable() {
     ));
     assert!(all(&u).is_empty());
     // A built tree is smaller than the same keys inserted in random order.
-    let r = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let r = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let mut order: Vec<usize> = (0..entries.len()).collect();
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     for i in (1..order.len()).rev() {
@@ -1280,7 +1289,7 @@ impl IndexDeleteTuples for FakeHeap {
 #[test]
 fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
     let s = storage(256);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     // One leaf's worth of distinct keys, each on its own heap block, offset 1.
     let mut keys = Vec::new();
     for i in 0..1000u64 {
@@ -1348,6 +1357,7 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
                 &InsertCleanup {
                     table: &heap,
                     index_unchanged: false,
+                    deduplicate: false,
                 },
             )
             .unwrap();
@@ -1373,7 +1383,7 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
 #[test]
 fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_splitting() {
     let s = storage(256);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     // Versions of a few index keys: key v, heap block b, offset 1 = dead old version,
     // offset 2 = live.
     let heap = FakeHeap {
@@ -1392,6 +1402,7 @@ fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_split
                 &InsertCleanup {
                     table: &heap,
                     index_unchanged: true,
+                    deduplicate: false,
                 },
             )
             .unwrap();
@@ -1409,7 +1420,7 @@ fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_split
         "the root leaf freed room instead of splitting"
     );
     // Without the hint the same full leaf splits.
-    let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let u = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let mut i = 0u32;
     while leaves(&s, &u).len() == 1 {
         let key = heap_key((i % 4) as u64, i / 4, 1);
@@ -1420,6 +1431,7 @@ fn bottom_up_deletion_removes_dead_versions_of_an_unchanged_key_instead_of_split
                 &InsertCleanup {
                     table: &heap,
                     index_unchanged: false,
+                    deduplicate: false,
                 },
             )
             .unwrap();
@@ -1646,7 +1658,7 @@ fn kept(keys: &[Vec<u8>], begun: &[usize], cut: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn recovery_finishes_splits_cut_between_the_records_of_a_cascade() {
-    for cfg in [BTreeConfig::postgres(), BTreeConfig::innodb()] {
+    for cfg in [pg_plain(), BTreeConfig::innodb()] {
         let s = storage(4096);
         let n = 900u32;
         let keys: Vec<Vec<u8>> = (0..n).map(|i| long_key(i * 7919 % n, 590)).collect();
@@ -1706,7 +1718,7 @@ fn recovery_finishes_splits_cut_between_the_records_of_a_cascade() {
 #[test]
 fn finishing_a_complete_tree_changes_nothing() {
     let s = storage(512);
-    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     assert_eq!(t.finish_incomplete_splits().unwrap(), 0, "a lone root leaf");
     for i in 0..600u32 {
         t.insert(&long_key(i * 31 % 600, 400), &[7u8; 8]).unwrap();
@@ -1758,7 +1770,7 @@ proptest! {
             .filter(|v| seen.insert(*v))
             .map(|v| long_key(v as u32, pad))
             .collect();
-        let cfg = if innodb { BTreeConfig::innodb() } else { BTreeConfig::postgres() };
+        let cfg = if innodb { BTreeConfig::innodb() } else { pg_plain() };
         let s = storage(1024);
         let (t, recs, begun) = logged_inserts(&s, cfg.clone(), &keys);
         // Half the crashes right after a SPLIT record (inside a cascade), half anywhere.
@@ -1870,14 +1882,403 @@ fn two_level_case(cfg: &BTreeConfig, under_right: bool) {
 
 #[test]
 fn recovery_finishes_unfinished_splits_on_two_levels_parent_first() {
-    for cfg in [BTreeConfig::postgres(), BTreeConfig::innodb()] {
+    for cfg in [pg_plain(), BTreeConfig::innodb()] {
         two_level_case(&cfg, true);
     }
 }
 
 #[test]
 fn recovery_finishes_an_internal_split_whose_last_child_split_too() {
-    for cfg in [BTreeConfig::postgres(), BTreeConfig::innodb()] {
+    for cfg in [pg_plain(), BTreeConfig::innodb()] {
         two_level_case(&cfg, false);
     }
+}
+
+// ---- Deduplication (posting lists; btree::dedup) ----
+
+/// xorshift64: the tests' deterministic randomness.
+fn xorshift(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Every entry of the scan, forward.
+fn keys_of(t: &BTree) -> Vec<Vec<u8>> {
+    all(t).into_iter().map(|(k, _)| k).collect()
+}
+
+/// The leaf entries as stored: (key, value) per physical entry.
+fn stored(s: &Storage, t: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (b, _) in leaves(s, t) {
+        let id = PageId::new(t.rel(), b);
+        let g = s.pool().fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        out.extend(n.entries().unwrap().into_iter().map(|e| (e.key, e.value)));
+    }
+    out
+}
+
+/// The B+tree records of relation `rel` in the WAL with `info`, as block-0 data.
+fn records_of(s: &Storage, rel: crate::device::FileId, code: u8) -> Vec<Vec<u8>> {
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(Lsn(FIRST_LSN)).unwrap();
+    recs.iter()
+        .filter(|r| r.rmgr == rmgr::BTREE && r.info == code && r.blocks[0].page.rel == rel)
+        .map(|r| r.blocks[0].data.clone())
+        .collect()
+}
+
+#[test]
+fn dedup_many_duplicates_take_far_fewer_leaves_and_every_tid_is_found() {
+    let s = storage(512);
+    let d = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let p = BTree::create(s.pool().clone(), pg_plain()).unwrap();
+    // 4 index keys, 6000 heap TIDs each, inserted in random order: posting list swaps
+    // (TIDs inside a posting entry's range), dedup passes and splits of posting entries.
+    let mut keys: Vec<Vec<u8>> = (0..24_000u32)
+        .map(|i| heap_key((i % 4) as u64, i / 4, (i % 7) as u16 + 1))
+        .collect();
+    let mut x = 0x1234_5678_9abc_def1u64;
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, (xorshift(&mut x) % (i as u64 + 1)) as usize);
+    }
+    for key in &keys {
+        d.insert(key, b"").unwrap();
+        p.insert(key, b"").unwrap();
+    }
+    let ds = d.verify().unwrap();
+    let ps = p.verify().unwrap();
+    assert_eq!(ds.entries, 24_000);
+    assert_eq!(ps.entries, 24_000);
+    assert!(ds.posting_entries > 0 && ds.posting_tids > 20_000, "{ds:?}");
+    assert_eq!(ps.posting_entries, 0);
+    assert!(
+        ds.leaf_pages * 3 < ps.leaf_pages,
+        "dedup {} leaves, plain {}",
+        ds.leaf_pages,
+        ps.leaf_pages
+    );
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys_of(&d), sorted);
+    let mut back = Vec::new();
+    d.scan(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Backward,
+        &mut |k, v| {
+            assert!(v.is_empty());
+            back.push(k.to_vec());
+            Ok(true)
+        },
+    )
+    .unwrap();
+    back.reverse();
+    assert_eq!(back, sorted);
+    // Bounds inside posting lists, both directions, inclusive and exclusive.
+    for _ in 0..40 {
+        let a = (xorshift(&mut x) % sorted.len() as u64) as usize;
+        let b = (xorshift(&mut x) % sorted.len() as u64) as usize;
+        let (a, b) = (a.min(b), a.max(b));
+        let (lo, hi) = (sorted[a].as_slice(), sorted[b].as_slice());
+        let fwd: Vec<Vec<u8>> = collect(
+            &d,
+            Bound::Excluded(lo),
+            Bound::Included(hi),
+            ScanDirection::Forward,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+        assert_eq!(fwd, sorted[a + 1..=b].to_vec());
+        let mut bwd: Vec<Vec<u8>> = collect(
+            &d,
+            Bound::Included(lo),
+            Bound::Excluded(hi),
+            ScanDirection::Backward,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|e| e.0)
+        .collect();
+        bwd.reverse();
+        assert_eq!(bwd, sorted[a..b].to_vec());
+    }
+    for key in &keys {
+        assert_eq!(d.get(key).unwrap(), Some(Vec::new()), "{key:?}");
+        assert!(matches!(
+            d.insert(key, b""),
+            Err(Error::DuplicateKey { .. })
+        ));
+    }
+    assert_eq!(d.get(&heap_key(1, 99_999, 1)).unwrap(), None);
+    assert!(!records_of(&s, d.rel(), info::INSERT_POST).is_empty());
+    assert!(!records_of(&s, d.rel(), info::DEDUP).is_empty());
+    // Separators above posting entries: every leaf's keys lie inside its fences (verify)
+    // and lookups of the first and last TIDs of each posting entry found them (above).
+    assert_redo_rebuilds(&s, &d);
+    // Non-empty values and short keys are refused by a deduplicating tree.
+    assert!(matches!(
+        d.insert(&heap_key(9, 1, 1), b"x"),
+        Err(Error::InvalidValue(_))
+    ));
+    assert!(matches!(d.insert(b"abc", b""), Err(Error::InvalidValue(_))));
+    // Off for new postings: the same inserts write exactly what the plain tree writes.
+    let q = BTree::create(s.pool().clone(), BTreeConfig::postgres())
+        .unwrap()
+        .with_deduplication(false);
+    for key in &keys[..3000] {
+        q.insert(key, b"").unwrap();
+    }
+    assert_eq!(q.verify().unwrap().posting_entries, 0);
+}
+
+#[test]
+fn dedup_insert_inside_a_posting_list_swaps_out_its_largest_tid() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let e = |b: u32| (heap_key(5, b, 1), Vec::new());
+    t.bulk_load(&[e(10), e(20), e(30)], 90, 70).unwrap();
+    let st = stored(&s, &t);
+    assert_eq!(st.len(), 1, "one posting entry: {st:?}");
+    assert_eq!(st[0].0, heap_key(5, 10, 1));
+    assert_eq!(st[0].1.len(), 12);
+    t.insert(&heap_key(5, 15, 1), b"").unwrap();
+    let st = stored(&s, &t);
+    assert_eq!(st.len(), 2, "{st:?}");
+    assert_eq!(st[0].0, heap_key(5, 10, 1));
+    assert_eq!(st[0].1.len(), 12, "the posting entry keeps its size");
+    assert_eq!(
+        st[1],
+        (heap_key(5, 30, 1), Vec::new()),
+        "its last TID came out"
+    );
+    assert_eq!(
+        keys_of(&t),
+        vec![
+            heap_key(5, 10, 1),
+            heap_key(5, 15, 1),
+            heap_key(5, 20, 1),
+            heap_key(5, 30, 1)
+        ]
+    );
+    assert!(matches!(
+        t.insert(&heap_key(5, 20, 1), b""),
+        Err(Error::DuplicateKey { .. })
+    ));
+    // Deleting TIDs of the posting list: the first (its key changes), then down to one.
+    assert!(t.delete(&heap_key(5, 10, 1)).unwrap());
+    assert_eq!(stored(&s, &t)[0].0, heap_key(5, 15, 1));
+    assert!(t.delete(&heap_key(5, 20, 1)).unwrap());
+    assert_eq!(
+        stored(&s, &t)[0],
+        (heap_key(5, 15, 1), Vec::new()),
+        "plain again"
+    );
+    assert!(!t.delete(&heap_key(5, 20, 1)).unwrap());
+    assert_eq!(keys_of(&t), vec![heap_key(5, 15, 1), heap_key(5, 30, 1)]);
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn dedup_vacuum_removes_only_the_dead_tids_of_a_posting_list() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let entries: Vec<Kv> = (0..20_000u32)
+        .map(|i| (heap_key((i / 500) as u64, i, 1), Vec::new()))
+        .collect();
+    t.bulk_load(&entries, 90, 70).unwrap();
+    let st = t.verify().unwrap();
+    assert!(st.posting_entries > 0, "{st:?}");
+    // Every third TID dead, and every TID of key 3 (whole posting entries go).
+    let dead = |k: &[u8]| {
+        let b = u32::from_be_bytes(k[8..12].try_into().unwrap());
+        b % 3 == 0 || k[..8] == 3u64.to_be_bytes()
+    };
+    let mut asked = 0;
+    let removed = t
+        .bulk_delete(&mut |k, v| {
+            assert!(v.is_empty(), "the callback sees one TID at a time");
+            asked += 1;
+            dead(k)
+        })
+        .unwrap();
+    assert_eq!(asked, 20_000);
+    let want: Vec<Vec<u8>> = entries
+        .iter()
+        .map(|e| e.0.clone())
+        .filter(|k| !dead(k))
+        .collect();
+    assert_eq!(removed as usize, 20_000 - want.len());
+    assert_eq!(keys_of(&t), want);
+    let st = t.verify().unwrap();
+    assert_eq!(st.entries as usize, want.len());
+    assert_redo_rebuilds(&s, &t);
+}
+
+#[test]
+fn dedup_kill_bits_mark_a_posting_entry_only_when_all_its_tids_are_dead() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let keys: Vec<Vec<u8>> = (1..=4u32).map(|b| heap_key(7, b, 1)).collect();
+    let entries: Vec<Kv> = keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+    t.bulk_load(&entries, 90, 70).unwrap();
+    assert_eq!(stored(&s, &t).len(), 1);
+    let mut seen = Vec::new();
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |leaf, k, _| {
+            seen.push((leaf, k.to_vec()));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert_eq!(seen.len(), 4);
+    let leaf = seen[0].0;
+    assert_eq!(
+        t.kill_items(leaf, &keys[..3]).unwrap(),
+        0,
+        "one TID still live"
+    );
+    assert_eq!(t.kill_items(leaf, &keys).unwrap(), 1, "all four dead");
+    let mut live = 0;
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |_, _, _| {
+            live += 1;
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert_eq!(live, 0);
+    assert_eq!(keys_of(&t).len(), 4, "plain scans still see them");
+    // A live TID swapped into the marked posting entry clears its mark.
+    let new = heap_key(7, 2, 5);
+    t.insert(&new, b"").unwrap();
+    let mut live = Vec::new();
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |_, k, _| {
+            live.push(k.to_vec());
+            Ok(true)
+        },
+    )
+    .unwrap();
+    assert!(live.contains(&new), "{live:?}");
+    t.verify().unwrap();
+}
+
+#[test]
+fn dedup_deletion_before_a_split_removes_dead_tids_from_posting_lists_and_keeps_live_ones() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    // Versions of 3 index keys; offset 1 = dead old version, offset 2 = live.
+    let heap = FakeHeap {
+        dead_offsets: vec![1],
+        visits: Default::default(),
+    };
+    let mut model = std::collections::BTreeSet::new();
+    let mut out = CleanupOutcome::default();
+    let mut x = 77u64;
+    for i in 0..30_000u32 {
+        let off = 1 + (xorshift(&mut x) % 2) as u16;
+        let key = heap_key((i % 3) as u64, i, off);
+        let o = t
+            .insert_cleaning(
+                &key,
+                b"",
+                &InsertCleanup {
+                    table: &heap,
+                    index_unchanged: i % 2 == 0,
+                    deduplicate: true,
+                },
+            )
+            .unwrap();
+        out.bottom_up_deleted += o.bottom_up_deleted;
+        out.dedup_passes += o.dedup_passes;
+        model.insert(key);
+    }
+    assert!(out.dedup_passes > 0 && out.bottom_up_deleted > 0, "{out:?}");
+    let got: std::collections::BTreeSet<Vec<u8>> = keys_of(&t).into_iter().collect();
+    // Nothing live was deleted; whatever is gone was dead (offset 1).
+    for k in &model {
+        let live = k[k.len() - 1] == 2;
+        if live {
+            assert!(got.contains(k), "live {k:?} deleted");
+        }
+    }
+    assert!(got.is_subset(&model));
+    assert!(got.len() < model.len());
+    t.verify().unwrap();
+    // Some DELETE_DEAD records rewrote posting entries (data past the slot list).
+    let rewrote = records_of(&s, t.rel(), info::DELETE_DEAD)
+        .iter()
+        .filter(|d| d.len() > 2 + 2 * u16::from_le_bytes([d[0], d[1]]) as usize)
+        .count();
+    assert!(rewrote > 0);
+    assert!(!records_of(&s, t.rel(), info::DEDUP).is_empty());
+    assert_redo_rebuilds(&s, &t);
+    // A unique index whose check met no duplicate does not deduplicate.
+    let u = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    for i in 0..5000u32 {
+        u.insert_cleaning(
+            &heap_key((i % 3) as u64, i, 2),
+            b"",
+            &InsertCleanup {
+                table: &heap,
+                index_unchanged: false,
+                deduplicate: false,
+            },
+        )
+        .unwrap();
+    }
+    assert_eq!(u.verify().unwrap().posting_entries, 0);
+}
+
+#[test]
+fn dedup_tree_agrees_with_a_model_under_random_operations_and_redo() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::postgres()).unwrap();
+    let mut model = std::collections::BTreeSet::new();
+    let mut x = 4242u64;
+    for round in 0..30 {
+        for _ in 0..1500 {
+            let key = heap_key(xorshift(&mut x) % 5, (xorshift(&mut x) % 4000) as u32, 1);
+            match xorshift(&mut x) % 10 {
+                0..=6 => {
+                    let r = t.insert(&key, b"");
+                    if model.insert(key.clone()) {
+                        r.unwrap();
+                    } else {
+                        assert!(matches!(r, Err(Error::DuplicateKey { .. })));
+                    }
+                }
+                7 | 8 => assert_eq!(t.delete(&key).unwrap(), model.remove(&key)),
+                _ => assert_eq!(t.get(&key).unwrap().is_some(), model.contains(&key)),
+            }
+        }
+        if round % 5 == 4 {
+            let m = (xorshift(&mut x) % 4 + 2) as u32;
+            let dead = |k: &[u8]| u32::from_be_bytes(k[8..12].try_into().unwrap()) % m == 0;
+            let removed = t.bulk_delete(&mut |k, _| dead(k)).unwrap();
+            let before = model.len();
+            model.retain(|k| !dead(k));
+            assert_eq!(removed as usize, before - model.len());
+        }
+        assert_eq!(keys_of(&t), model.iter().cloned().collect::<Vec<_>>());
+        assert_eq!(t.verify().unwrap().entries as usize, model.len());
+    }
+    assert!(t.stats().unwrap().posting_entries > 0);
+    assert_redo_rebuilds(&s, &t);
 }

@@ -3,6 +3,7 @@
 //! structural check. See the module doc of `btree` for the rules they follow.
 
 use super::cleanup::{CleanupOutcome, DeleteCandidate, DeleteOp, IndexDeleteTuples, InsertCleanup};
+use super::dedup::{self, TID_BYTES};
 use super::node::{
     self, usable_bytes, Entry, Geometry, Meta, Node, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BLOCK,
     NO_BLOCK,
@@ -43,6 +44,11 @@ pub struct BTreeConfig {
     /// suffix truncation since 12, nbtutils.c `_bt_truncate`; InnoDB copies the whole key
     /// into its node pointers).
     pub suffix_truncation: bool,
+    /// Leaf keys end in a 6-byte heap TID, values are empty, and a full leaf merges runs of
+    /// keys equal before the TID into posting entries before it splits (PostgreSQL 13+
+    /// deduplication, nbtdedup.c; see `btree::dedup`). InnoDB has none.
+    #[serde(default)]
+    pub deduplicate: bool,
 }
 
 impl BTreeConfig {
@@ -61,6 +67,7 @@ impl BTreeConfig {
             entry_align: 8,
             slot_bytes: 4,
             suffix_truncation: true,
+            deduplicate: true,
         }
     }
 
@@ -73,6 +80,7 @@ impl BTreeConfig {
             entry_align: 1,
             slot_bytes: 2,
             suffix_truncation: false,
+            deduplicate: false,
         }
     }
 
@@ -134,8 +142,16 @@ pub struct BTreeStats {
     pub leaf_pages: u64,
     /// Internal pages reachable from the root.
     pub internal_pages: u64,
-    /// Entries in the leaves.
+    /// Entries in the leaves, one per TID in a deduplicating tree (a posting entry counts
+    /// its TIDs).
     pub entries: u64,
+    /// Posting entries in the leaves (deduplication; pgstattuple has no such column,
+    /// amcheck's `bt_page_items` shows `htids`).
+    #[serde(default)]
+    pub posting_entries: u64,
+    /// TIDs held by posting entries.
+    #[serde(default)]
+    pub posting_tids: u64,
     /// Levels (1 = the root is a leaf).
     pub height: u32,
     /// Bytes of slots and entries in all leaves.
@@ -179,6 +195,12 @@ pub struct BTree {
     max_payload: usize,
     /// Free bytes an internal page needs to be "safe": room for the largest separator.
     sep_reserve: usize,
+    /// Largest key + value of a posting entry ([`dedup::max_posting_bytes`]).
+    max_posting: usize,
+    /// New posting entries may be made (deduplication passes, sorted builds): the
+    /// configuration's `deduplicate` unless [`BTree::with_deduplication`] turned it off.
+    /// Posting entries already there are read either way.
+    new_postings: bool,
 }
 
 impl std::fmt::Debug for BTree {
@@ -189,6 +211,18 @@ impl std::fmt::Debug for BTree {
             .field("max_entry_bytes", &self.max_payload)
             .finish_non_exhaustive()
     }
+}
+
+/// Where an insert goes in a leaf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// The key is there already (in a posting entry too).
+    Dup,
+    /// A new entry before slot `i`.
+    Before(usize),
+    /// The key's TID falls inside the range of the posting entry at this slot: swapped in
+    /// ([`dedup::swap_insert`]).
+    Posting(usize),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -204,6 +238,10 @@ enum Target<'k> {
     /// The rightmost leaf that can hold keys below (or at) the bound.
     Upper(Bound<&'k [u8]>),
 }
+
+/// Fill of the left page when a leaf of one key value splits at its end (PostgreSQL
+/// nbtree.h BTREE_SINGLEVAL_FILLFACTOR).
+const SINGLEVAL_FILL_PCT: u8 = 96;
 
 /// A page's key range `[low, high)` (`None` = unbounded).
 type Fences = (Option<Vec<u8>>, Option<Vec<u8>>);
@@ -392,6 +430,26 @@ impl BTree {
         leaf_fill_pct: u8,
         internal_fill_pct: u8,
     ) -> Result<()> {
+        self.bulk_load_with(
+            entries,
+            leaf_fill_pct,
+            internal_fill_pct,
+            self.cfg.deduplicate,
+        )
+    }
+
+    /// [`BTree::bulk_load`], merging runs of equal keys into posting entries when
+    /// `deduplicate` (and the tree deduplicates): nbtsort.c `_bt_load` with
+    /// `_bt_sort_dedup_finish_pending`, which PostgreSQL skips for unique indexes.
+    ///
+    /// Errors: as [`BTree::bulk_load`].
+    pub fn bulk_load_with(
+        &self,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        leaf_fill_pct: u8,
+        internal_fill_pct: u8,
+        deduplicate: bool,
+    ) -> Result<()> {
         for pct in [leaf_fill_pct, internal_fill_pct] {
             if !(10..=100).contains(&pct) {
                 return Err(Error::InvalidValue(format!(
@@ -446,7 +504,12 @@ impl BTree {
             }
             pages
         };
-        let mut level_pages = cut(entries.to_vec(), leaf_fill_pct);
+        let leaf_entries = if deduplicate && self.new_postings {
+            dedup::merge_sorted(entries, self.max_posting)
+        } else {
+            entries.to_vec()
+        };
+        let mut level_pages = cut(leaf_entries, leaf_fill_pct);
         // Internal levels: each page's low key (its first separator, stored as minus
         // infinity in the page itself).
         let mut lows: Vec<Vec<u8>> = Vec::new();
@@ -502,9 +565,14 @@ impl BTree {
                         _ if level > 0 => lows[i].clone(),
                         _ => {
                             let first = &level_pages[i][0].0;
-                            let last = &level_pages[i - 1].last().expect("page with entries").0;
+                            let (lk, lv) = level_pages[i - 1].last().expect("page with entries");
+                            let last = if self.cfg.deduplicate {
+                                dedup::max_key(lk, lv)
+                            } else {
+                                lk.clone()
+                            };
                             if self.cfg.suffix_truncation {
-                                truncated_separator(last, first)
+                                truncated_separator(&last, first)
                             } else {
                                 first.clone()
                             }
@@ -565,9 +633,20 @@ impl BTree {
             usable,
             max_payload,
             sep_reserve: geo.space(max_payload + 4),
+            max_posting: dedup::max_posting_bytes(max_payload, usable),
+            new_postings: cfg.deduplicate,
             cfg,
             pool,
         })
+    }
+
+    /// This tree with new posting entries allowed or not (the design switch
+    /// `btree_deduplication`): off, a deduplicating tree behaves and writes exactly as one
+    /// without deduplication, and still reads the posting entries an earlier run made
+    /// (PostgreSQL's `deduplicate_items` storage parameter works the same way).
+    pub fn with_deduplication(mut self, on: bool) -> Self {
+        self.new_postings = on && self.cfg.deduplicate;
+        self
     }
 
     /// The index relation's file id.
@@ -737,6 +816,13 @@ impl BTree {
     }
 
     fn check_size(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.cfg.deduplicate && (!value.is_empty() || key.len() < TID_BYTES) {
+            return Err(Error::InvalidValue(format!(
+                "a deduplicating B+tree takes keys ending in a {TID_BYTES}-byte TID and empty values (key {} bytes, value {} bytes)",
+                key.len(),
+                value.len()
+            )));
+        }
         let bytes = key.len() + value.len();
         if bytes > self.max_payload {
             return Err(Error::TooLarge {
@@ -755,9 +841,185 @@ impl BTree {
         }
     }
 
-    /// Inserts (key, value) as a new entry.
+    /// The slot holding `key` in leaf `n` and the index of its TID there (0 for a plain
+    /// entry; in a deduplicating tree the key may be inside a posting entry).
+    fn locate_tid(&self, n: &Node<'_>, key: &[u8]) -> Result<Option<(usize, usize)>> {
+        let i = match n.search(key)? {
+            Ok(i) => return Ok(Some((i, 0))),
+            Err(i) => i,
+        };
+        if !self.cfg.deduplicate || i == 0 || key.len() < TID_BYTES {
+            return Ok(None);
+        }
+        let (k, v) = n.entry(i - 1)?;
+        if !dedup::is_posting(k, v)
+            || k.len() != key.len()
+            || dedup::prefix(k) != dedup::prefix(key)
+        {
+            return Ok(None);
+        }
+        let t = &key[key.len() - TID_BYTES..];
+        Ok(dedup::tids(k, v).position(|x| x == t).map(|j| (i - 1, j)))
+    }
+
+    /// Where an insert of `key` goes in leaf `n`.
+    fn place(&self, n: &Node<'_>, key: &[u8]) -> Result<Place> {
+        if self.locate_tid(n, key)?.is_some() {
+            return Ok(Place::Dup);
+        }
+        let i = n.lower_bound(key)?;
+        if self.cfg.deduplicate && i > 0 && key.len() >= TID_BYTES {
+            let (k, v) = n.entry(i - 1)?;
+            if dedup::is_posting(k, v)
+                && k.len() == key.len()
+                && dedup::prefix(k) == dedup::prefix(key)
+                && key < dedup::max_key(k, v).as_slice()
+            {
+                return Ok(Place::Posting(i - 1));
+            }
+        }
+        Ok(Place::Before(i))
+    }
+
+    /// True when a deduplicating tree's leaf `entries` and the new `key` all hold one key
+    /// value `K` and the page has posting entries (nbtsplitloc.c `_bt_strategy`'s
+    /// SPLIT_SINGLE_VALUE test, on the page's first and last keys).
+    fn single_value(&self, entries: &[Entry], key: &[u8]) -> bool {
+        self.new_postings
+            && key.len() >= TID_BYTES
+            && entries.iter().any(|e| !e.value.is_empty())
+            && [entries.first(), entries.last()].iter().all(|e| {
+                e.is_some_and(|e| {
+                    e.key.len() == key.len() && dedup::prefix(&e.key) == dedup::prefix(key)
+                })
+            })
+    }
+
+    /// The per-TID keys a leaf entry of a deduplicating tree stands for, ascending (one
+    /// for a plain entry).
+    fn per_tid(&self, k: &[u8], v: &[u8]) -> Vec<Vec<u8>> {
+        if dedup::is_posting(k, v) {
+            dedup::expand(k, v)
+        } else {
+            vec![k.to_vec()]
+        }
+    }
+
+    /// The largest key an entry stands for: `K ‖ tid_max` for a posting entry of a leaf,
+    /// else its key (what a separator must stay above).
+    fn max_key_of(&self, e: &Entry) -> Vec<u8> {
+        if self.cfg.deduplicate {
+            dedup::max_key(&e.key, &e.value)
+        } else {
+            e.key.clone()
+        }
+    }
+
+    /// Inserts `key` (empty value in a deduplicating tree) at `place` in leaf `g`, which
+    /// has room: INSERT_LEAF, or INSERT_POST for a posting list swap.
+    fn apply_insert(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        place: Place,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        match place {
+            Place::Dup => Err(self.duplicate(key)),
+            Place::Before(i) => self.apply_leaf_change(g, Mode::Insert, i, key, value),
+            Place::Posting(s) => {
+                let id = g.page_id();
+                let tid = &key[key.len() - TID_BYTES..];
+                dedup::swap_insert(g.data_mut(), id, s, tid)?;
+                let rec = RecordBuilder::new(rmgr::BTREE, info::INSERT_POST).block(
+                    id,
+                    false,
+                    &bwal::encode_insert_post(s, tid),
+                );
+                log_change(self.pool.wal(), &rec, &mut [g])?;
+                Ok(())
+            }
+        }
+    }
+
+    /// The deduplication pass over full leaf `g` (PostgreSQL nbtdedup.c `_bt_dedup_pass`):
+    /// merges runs of equal keys into posting entries, one DEDUP record naming the
+    /// intervals (XLOG_BTREE_DEDUP). Returns whether it merged anything.
+    fn dedup_pass(&self, g: &mut WritePageGuard<'_>) -> Result<bool> {
+        let id = g.page_id();
+        let (intervals, saved) = {
+            let n = self.node(g.data(), id, Some(0))?;
+            dedup::plan_pass(&n, self.max_posting)?
+        };
+        if intervals.is_empty() || saved == 0 {
+            return Ok(false);
+        }
+        dedup::apply_pass(g.data_mut(), id, &intervals)?;
+        let rec = RecordBuilder::new(rmgr::BTREE, info::DEDUP).block(
+            id,
+            false,
+            &bwal::encode_intervals(&intervals),
+        );
+        log_change(self.pool.wal(), &rec, &mut [g])?;
+        Ok(true)
+    }
+
+    /// Inserts into leaf `g` when the entry fits, after freeing room if it must: simple
+    /// and bottom-up deletion (with `cleanup`), then the deduplication pass (a
+    /// deduplicating tree, unless `cleanup` forbids it), in the order of PostgreSQL 14+
+    /// nbtinsert.c `_bt_delete_or_dedup_one_page`. `None`: the leaf must split.
+    fn insert_in_leaf(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        key: &[u8],
+        value: &[u8],
+        cleanup: Option<(&InsertCleanup<'_>, &mut CleanupOutcome)>,
+    ) -> Result<Option<bool>> {
+        let id = g.page_id();
+        let need = self.geo.space(key.len() + value.len());
+        let fits_now = |t: &Self, g: &WritePageGuard<'_>| -> Result<(Place, bool)> {
+            let n = t.node(g.data(), id, Some(0))?;
+            Ok((t.place(&n, key)?, n.free_bytes() >= need))
+        };
+        let (place, fits) = fits_now(self, g)?;
+        if place == Place::Dup {
+            return Err(self.duplicate(key));
+        }
+        if fits {
+            self.apply_insert(g, place, key, value)?;
+            return Ok(Some(true));
+        }
+        let mut deduplicate = self.new_postings;
+        let mut out = None;
+        if let Some((c, o)) = cleanup {
+            deduplicate &= c.deduplicate;
+            if self.delete_before_split(g, need, c, o)? {
+                let (place, _) = fits_now(self, g)?;
+                self.apply_insert(g, place, key, value)?;
+                return Ok(Some(true));
+            }
+            out = Some(o);
+        }
+        if deduplicate && self.dedup_pass(g)? {
+            if let Some(o) = out {
+                o.dedup_passes += 1;
+            }
+            let (place, fits) = fits_now(self, g)?;
+            if fits {
+                self.apply_insert(g, place, key, value)?;
+                return Ok(Some(true));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Inserts (key, value) as a new entry. In a deduplicating tree the value must be empty
+    /// and the key end in a TID; a key whose TID falls inside a posting entry's range is
+    /// swapped into it ([`dedup::swap_insert`]), and a full leaf runs the deduplication
+    /// pass before it splits.
     ///
-    /// Errors: [`Error::DuplicateKey`] when the exact key is present;
+    /// Errors: [`Error::DuplicateKey`] when the exact key is present (in a posting entry
+    /// too); [`Error::InvalidValue`] for a value or a short key in a deduplicating tree;
     /// [`Error::TooLarge`] when key + value exceed [`BTree::max_entry_bytes`] (a quarter of
     /// the usable page); [`Error::Corrupted`] for a damaged page on the path; pool and WAL
     /// errors.
@@ -774,8 +1036,10 @@ impl BTree {
     /// Inserts like [`BTree::insert`], but a leaf without room for the entry first deletes
     /// the entries `cleanup.table` finds dead (simple deletion of entries marked dead, then,
     /// for an update that left the key unchanged, bottom-up deletion; `btree::cleanup`)
-    /// and splits only when that did not free enough (PostgreSQL 14+ nbtinsert.c
-    /// `_bt_findinsertloc` → `_bt_delete_or_dedup_one_page`). Returns what was deleted.
+    /// then, in a deduplicating tree, runs the deduplication pass (unless
+    /// `cleanup.deduplicate` is false), and splits only when that did not free enough
+    /// (PostgreSQL 14+ nbtinsert.c `_bt_findinsertloc` → `_bt_delete_or_dedup_one_page`).
+    /// Returns what was deleted and the passes run.
     ///
     /// Errors: as [`BTree::insert`], and the table's errors reading the heap.
     pub fn insert_cleaning(
@@ -841,12 +1105,25 @@ impl BTree {
             if n.level() != 0 {
                 return Ok(0);
             }
-            let mut v = Vec::with_capacity(keys.len());
+            // Per slot, the TIDs named; a posting entry is marked only when every one of
+            // its TIDs was (`_bt_killitems` checks each TID of a posting list).
+            let mut named: std::collections::BTreeMap<usize, std::collections::BTreeSet<usize>> =
+                Default::default();
             for k in keys {
-                if let Ok(i) = n.search(k)? {
-                    if !n.is_dead(i) {
-                        v.push(i);
-                    }
+                if let Some((i, j)) = self.locate_tid(&n, k)? {
+                    named.entry(i).or_default().insert(j);
+                }
+            }
+            let mut v = Vec::with_capacity(named.len());
+            for (i, tids) in named {
+                let (k, val) = n.entry(i)?;
+                let all = if self.cfg.deduplicate && dedup::is_posting(k, val) {
+                    tids.len() == dedup::n_tids(val)
+                } else {
+                    true
+                };
+                if all && !n.is_dead(i) {
+                    v.push(i);
                 }
             }
             v
@@ -861,6 +1138,45 @@ impl BTree {
             crate::buffer::mark_dirty_hint(self.pool.wal(), &mut g)?;
         }
         Ok(marked)
+    }
+
+    /// The deletion candidates of leaf `n` for which `pick(key, known_dead)` holds, one per
+    /// TID (a posting entry offers each of its TIDs as `K ‖ tid`; PostgreSQL's
+    /// `_bt_simpledel_pass` / `_bt_bottomupdel_pass` do the same with `TM_IndexDelete`
+    /// entries pointing into posting lists), `promising` as `promising(slot)` says.
+    fn candidates(
+        &self,
+        n: &Node<'_>,
+        pick: &dyn Fn(&[u8], bool) -> bool,
+        promising: &dyn Fn(usize) -> bool,
+    ) -> Result<Vec<DeleteCandidate>> {
+        let mut out = Vec::new();
+        for i in 0..n.len() {
+            let (k, v) = n.entry(i)?;
+            let known_dead = n.is_dead(i);
+            if self.cfg.deduplicate && dedup::is_posting(k, v) {
+                for tk in dedup::expand(k, v) {
+                    if pick(&tk, known_dead) {
+                        out.push(DeleteCandidate {
+                            slot: i,
+                            key: tk,
+                            known_dead,
+                            promising: true,
+                            space_bytes: TID_BYTES,
+                        });
+                    }
+                }
+            } else if pick(k, known_dead) {
+                out.push(DeleteCandidate {
+                    slot: i,
+                    key: k.to_vec(),
+                    known_dead,
+                    promising: promising(i),
+                    space_bytes: n.entry_space(i)?,
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Frees room in the full leaf `g` for an entry needing `need` bytes: simple deletion
@@ -885,33 +1201,30 @@ impl BTree {
             } else {
                 let mut blocks = Vec::new();
                 for &i in &dead {
-                    if let Some(b) = table.heap_block(n.key(i)?) {
-                        blocks.push(b);
+                    let (k, v) = n.entry(i)?;
+                    let keys = if self.cfg.deduplicate && dedup::is_posting(k, v) {
+                        dedup::expand(k, v)
+                    } else {
+                        vec![k.to_vec()]
+                    };
+                    for k in keys {
+                        if let Some(b) = table.heap_block(&k) {
+                            blocks.push(b);
+                        }
                     }
                 }
                 blocks.sort_unstable();
                 blocks.dedup();
-                let mut candidates = Vec::new();
-                for i in 0..n.len() {
-                    let key = n.key(i)?;
-                    let known_dead = n.is_dead(i);
-                    let same_block = table
-                        .heap_block(key)
-                        .is_some_and(|b| blocks.binary_search(&b).is_ok());
-                    if known_dead || same_block {
-                        candidates.push(DeleteCandidate {
-                            slot: i,
-                            key: key.to_vec(),
-                            known_dead,
-                            promising: false,
-                            space_bytes: n.entry_space(i)?,
-                        });
-                    }
-                }
+                let pick = |key: &[u8], known_dead: bool| {
+                    known_dead
+                        || table
+                            .heap_block(key)
+                            .is_some_and(|b| blocks.binary_search(&b).is_ok())
+                };
                 Some(DeleteOp {
                     bottom_up: false,
                     free_target_bytes: need,
-                    candidates,
+                    candidates: self.candidates(&n, &pick, &|_| false)?,
                 })
             }
         };
@@ -925,25 +1238,18 @@ impl BTree {
             return Ok(false);
         }
         // 2. Bottom-up deletion (_bt_bottomupdel_pass): every entry a candidate, those in a
-        // group of equal keys (before the TID) promising.
+        // group of equal keys (before the TID) promising; every TID of a posting entry is.
         let op = {
             let n = self.node(g.data(), id, Some(0))?;
             let suffix = table.tid_suffix_bytes();
             let prefix_len = |k: &[u8]| k.len().saturating_sub(suffix);
             let same = |a: &[u8], b: &[u8]| a[..prefix_len(a)] == b[..prefix_len(b)];
             let keys: Vec<&[u8]> = (0..n.len()).map(|i| n.key(i)).collect::<Result<_>>()?;
-            let mut candidates = Vec::with_capacity(keys.len());
-            for (i, &k) in keys.iter().enumerate() {
-                let promising =
-                    (i > 0 && same(keys[i - 1], k)) || (i + 1 < keys.len() && same(keys[i + 1], k));
-                candidates.push(DeleteCandidate {
-                    slot: i,
-                    key: k.to_vec(),
-                    known_dead: false,
-                    promising,
-                    space_bytes: n.entry_space(i)?,
-                });
-            }
+            let promising = |i: usize| {
+                let k = keys[i];
+                (i > 0 && same(keys[i - 1], k)) || (i + 1 < keys.len() && same(keys[i + 1], k))
+            };
+            let candidates = self.candidates(&n, &|_, _| true, &promising)?;
             if !candidates.iter().any(|c| c.promising) {
                 return Ok(false);
             }
@@ -959,7 +1265,9 @@ impl BTree {
     }
 
     /// Asks the table about `op`'s candidates and removes the deletable ones from leaf
-    /// `g` in one DELETE_DEAD record (nbtpage.c `_bt_delitems_delete`). Returns how many.
+    /// `g` in one DELETE_DEAD record (nbtpage.c `_bt_delitems_delete`): an entry goes when
+    /// all its TIDs are deletable, a posting entry with only some is rewritten without them
+    /// (`updatable`, `_bt_update_posting`). Returns how many TIDs went.
     fn delete_deletable(
         &self,
         g: &mut WritePageGuard<'_>,
@@ -977,24 +1285,50 @@ impl BTree {
                 ),
             });
         }
-        let mut slots: Vec<usize> = op
+        // Per slot, the deletable keys.
+        let mut per_slot: std::collections::BTreeMap<usize, Vec<&[u8]>> = Default::default();
+        for (c, _) in op
             .candidates
             .iter()
             .zip(&verdict.deletable)
             .filter(|(_, &d)| d)
-            .map(|(c, _)| c.slot)
-            .collect();
-        slots.sort_unstable();
-        slots.dedup();
-        if slots.is_empty() {
+        {
+            per_slot.entry(c.slot).or_default().push(&c.key);
+        }
+        let mut slots = Vec::new();
+        let mut updates: Vec<(usize, Entry)> = Vec::new();
+        let mut gone = 0u64;
+        {
+            let n = self.node(g.data(), id, Some(0))?;
+            for (&i, keys) in &per_slot {
+                let (k, v) = n.entry(i)?;
+                if self.cfg.deduplicate && dedup::is_posting(k, v) {
+                    let all = dedup::expand(k, v);
+                    let dead: Vec<bool> =
+                        all.iter().map(|t| keys.contains(&t.as_slice())).collect();
+                    gone += dead.iter().filter(|&&d| d).count() as u64;
+                    match dedup::without(k, v, |j| dead[j]) {
+                        None => slots.push(i),
+                        Some(e) => updates.push((i, e)),
+                    }
+                } else {
+                    gone += 1;
+                    slots.push(i);
+                }
+            }
+        }
+        if slots.is_empty() && updates.is_empty() {
             return Ok(0);
+        }
+        for (i, e) in &updates {
+            node::replace_at(g.data_mut(), id, *i, &e.key, &e.value)?;
         }
         node::remove_slots(g.data_mut(), id, &slots)?;
         let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE_DEAD)
-            .block(id, false, &bwal::encode_slots(&slots))
+            .block(id, false, &bwal::encode_delete_dead(&slots, &updates))
             .main_data(&verdict.latest_removed_xid.to_le_bytes());
         log_change(self.pool.wal(), &rec, &mut [g])?;
-        Ok(slots.len() as u64)
+        Ok(gone)
     }
 
     /// The value stored under `key`, if any.
@@ -1003,9 +1337,11 @@ impl BTree {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let (g, _) = self.descend_read(&Target::Lower(Bound::Included(key)), false)?;
         let n = self.node(g.data(), g.page_id(), Some(0))?;
-        match n.search(key)? {
-            Ok(i) => Ok(Some(n.entry(i)?.1.to_vec())),
-            Err(_) => Ok(None),
+        match self.locate_tid(&n, key)? {
+            // A deduplicating tree's values are empty (a posting entry's is its TIDs).
+            Some(_) if self.cfg.deduplicate => Ok(Some(Vec::new())),
+            Some((i, _)) => Ok(Some(n.entry(i)?.1.to_vec())),
+            None => Ok(None),
         }
     }
 
@@ -1031,8 +1367,35 @@ impl BTree {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
         let id = g.page_id();
-        let found = self.node(g.data(), id, Some(0))?.search(key)?;
-        let Ok(i) = found else { return Ok(false) };
+        let (found, posting) = {
+            let n = self.node(g.data(), id, Some(0))?;
+            let found = self.locate_tid(&n, key)?;
+            let posting = match found {
+                Some((i, j)) if self.cfg.deduplicate => {
+                    let (k, v) = n.entry(i)?;
+                    dedup::is_posting(k, v)
+                        .then(|| dedup::without(k, v, |x| x == j))
+                        .flatten()
+                }
+                _ => None,
+            };
+            (found, posting)
+        };
+        let Some((i, _)) = found else {
+            return Ok(false);
+        };
+        if let Some(e) = posting {
+            // One TID out of a posting entry: the entry rewritten (nbtpage.c
+            // `_bt_delitems_vacuum`'s updated items), logged as UPDATE_VALUE.
+            node::replace_at(g.data_mut(), id, i, &e.key, &e.value)?;
+            let rec = RecordBuilder::new(rmgr::BTREE, info::UPDATE_VALUE).block(
+                id,
+                false,
+                &bwal::encode_slot_entry(i, &e.key, &e.value),
+            );
+            log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+            return Ok(true);
+        }
         node::remove_at(g.data_mut(), id, i)?;
         let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE).block(
             id,
@@ -1104,6 +1467,9 @@ impl BTree {
         cleanup: Option<(&InsertCleanup<'_>, &mut CleanupOutcome)>,
     ) -> Result<Option<bool>> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
+        if mode == Mode::Insert {
+            return self.insert_in_leaf(&mut g, key, value, cleanup);
+        }
         let (pos, free, old_space) = {
             let n = self.node(g.data(), g.page_id(), Some(0))?;
             let pos = n.search(key)?;
@@ -1121,20 +1487,6 @@ impl BTree {
                 self.apply_leaf_change(&mut g, mode, i, key, value)?;
                 Ok(Some(true))
             }
-            (Mode::Insert, Err(_)) => {
-                let Some((c, out)) = cleanup else {
-                    return Ok(None);
-                };
-                if !self.delete_before_split(&mut g, need, c, out)? {
-                    return Ok(None);
-                }
-                let i = match self.node(g.data(), g.page_id(), Some(0))?.search(key)? {
-                    Ok(_) => return Err(self.duplicate(key)),
-                    Err(i) => i,
-                };
-                self.apply_leaf_change(&mut g, mode, i, key, value)?;
-                Ok(Some(true))
-            }
             _ => Ok(None),
         }
     }
@@ -1145,25 +1497,30 @@ impl BTree {
     /// split inserts its separator into the parent still latched, up to a new root.
     fn modify_pessimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<bool> {
         let (wp, mut g) = self.descend_pessimistic(key, 0)?;
-        let (pos, n_entries, hdr, fits) = {
+        let (place, n_entries, hdr, fits) = {
             let n = self.node(g.data(), g.page_id(), Some(0))?;
-            let pos = n.search(key)?;
-            let old = match pos {
-                Ok(i) => n.entry_space(i)?,
-                Err(_) => 0,
+            let (place, old) = match mode {
+                Mode::Insert => (self.place(&n, key)?, 0),
+                Mode::Replace => match n.search(key)? {
+                    Ok(i) => (Place::Before(i), n.entry_space(i)?),
+                    Err(_) => return Ok(false),
+                },
             };
             let need = self.geo.space(key.len() + value.len());
-            (pos, n.len(), header(&n), n.free_bytes() + old >= need)
+            (place, n.len(), header(&n), n.free_bytes() + old >= need)
         };
-        let slot = match (mode, pos) {
-            (Mode::Insert, Ok(_)) => return Err(self.duplicate(key)),
-            (Mode::Replace, Err(_)) => return Ok(false),
-            (_, Ok(i) | Err(i)) => i,
-        };
+        if place == Place::Dup {
+            return Err(self.duplicate(key));
+        }
         if fits {
             // Another thread made room meanwhile: no split, no ancestors needed.
             drop(wp);
-            self.apply_leaf_change(&mut g, mode, slot, key, value)?;
+            match (mode, place) {
+                (Mode::Replace, Place::Before(i)) => {
+                    self.apply_leaf_change(&mut g, mode, i, key, value)?
+                }
+                _ => self.apply_insert(&mut g, place, key, value)?,
+            }
             return Ok(true);
         }
         let mut combined = self.node(g.data(), g.page_id(), Some(0))?.entries()?;
@@ -1171,13 +1528,32 @@ impl BTree {
             key: key.to_vec(),
             value: value.to_vec(),
         };
-        match mode {
-            Mode::Insert => combined.insert(slot, new),
-            Mode::Replace => combined[slot] = new,
+        let mut fill = None;
+        match (mode, place) {
+            (Mode::Insert, Place::Before(slot)) => {
+                if hdr.right == NO_BLOCK && slot == n_entries {
+                    fill = Some(self.cfg.rightmost_fill_pct);
+                } else if slot == n_entries && self.single_value(&combined, key) {
+                    // nbtsplitloc.c's single value strategy: a leaf holding one key value
+                    // (posting entries and the new TID at its end) splits leaving the
+                    // left page BTREE_SINGLEVAL_FILLFACTOR full, since later TIDs of
+                    // that value go right.
+                    fill = Some(SINGLEVAL_FILL_PCT);
+                }
+                combined.insert(slot, new);
+            }
+            (Mode::Replace, Place::Before(slot)) => combined[slot] = new,
+            (_, Place::Posting(s)) => {
+                let tid = &key[key.len() - TID_BYTES..];
+                let (post, plain) =
+                    dedup::swapped(g.page_id(), &combined[s].key, &combined[s].value, tid)?;
+                combined[s] = post;
+                combined.insert(s + 1, plain);
+            }
+            (_, Place::Dup) => return Err(self.duplicate(key)),
         }
-        let ascending = mode == Mode::Insert && hdr.right == NO_BLOCK && slot == n_entries;
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (sep, right) = self.split(&mut g, hdr, combined, ascending, None, &held)?;
+        let (sep, right) = self.split(&mut g, hdr, combined, fill, None, &held)?;
         self.insert_into_parent(wp, g, sep, right, 0)?;
         Ok(true)
     }
@@ -1289,7 +1665,7 @@ impl BTree {
                     );
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
-                    let (s, r) = self.split(&mut pg, phdr, combined, false, Some(&mut g), &held)?;
+                    let (s, r) = self.split(&mut pg, phdr, combined, None, Some(&mut g), &held)?;
                     g = pg;
                     sep = s;
                     right = r;
@@ -1319,16 +1695,17 @@ impl BTree {
 
     /// Index `m` of the first entry of `combined` that goes right: among the points that
     /// leave both halves fitting, the one whose left half is closest to the target, which
-    /// is `rightmost_fill_pct` of the usable bytes for `ascending` (nbtsplitloc.c's
-    /// fillfactor split of the rightmost page; InnoDB `btr_page_get_split_rec_to_right`),
-    /// else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
-    fn split_point(&self, combined: &[Entry], leaf: bool, ascending: bool) -> Result<usize> {
+    /// is `fill` percent of the usable bytes when given (`rightmost_fill_pct` for ascending
+    /// inserts: nbtsplitloc.c's fillfactor split of the rightmost page, InnoDB
+    /// `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`] for a leaf of one key
+    /// value), else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
+    fn split_point(&self, combined: &[Entry], leaf: bool, fill: Option<u8>) -> Result<usize> {
         let sizes: Vec<usize> = combined
             .iter()
             .map(|e| self.geo.space(e.key.len() + e.value.len()))
             .collect();
         let total: usize = sizes.iter().sum();
-        let target = self.usable * self.cfg.rightmost_fill_pct as usize / 100;
+        let target = self.usable * fill.unwrap_or(50) as usize / 100;
         let mut best: Option<((u8, usize), usize)> = None;
         let mut left = 0;
         for m in 1..combined.len() {
@@ -1343,7 +1720,7 @@ impl BTree {
             if left > self.usable || right > self.usable {
                 continue;
             }
-            let score = if ascending {
+            let score = if fill.is_some() {
                 if left <= target {
                     (0, target - left)
                 } else {
@@ -1376,17 +1753,18 @@ impl BTree {
         g: &mut WritePageGuard<'a>,
         hdr: NodeHeader,
         mut combined: Vec<Entry>,
-        ascending: bool,
+        fill: Option<u8>,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
     ) -> Result<(Vec<u8>, u32)> {
         let leaf = hdr.level == 0;
-        let m = self.split_point(&combined, leaf, ascending)?;
+        let m = self.split_point(&combined, leaf, fill)?;
         let sep = if !leaf {
             // The separator moves up; the right page's first entry means minus infinity.
             std::mem::take(&mut combined[m].key)
         } else if self.cfg.suffix_truncation {
-            truncated_separator(&combined[m - 1].key, &combined[m].key)
+            // Above the left half's largest key: a posting entry's last TID, not its key.
+            truncated_separator(&self.max_key_of(&combined[m - 1]), &combined[m].key)
         } else {
             combined[m].key.clone()
         };
@@ -1704,9 +2082,15 @@ impl BTree {
             }
             let keyed = if lv > 0 { 1 } else { 0 };
             if n.len() > keyed {
-                let last = n.key(n.len() - 1)?;
-                if below.as_deref().map_or(true, |b| last > b) {
-                    below = Some(last.to_vec());
+                let (k, v) = n.entry(n.len() - 1)?;
+                // A leaf's largest key: a posting entry's last TID.
+                let last = if lv == 0 && self.cfg.deduplicate {
+                    dedup::max_key(k, v)
+                } else {
+                    k.to_vec()
+                };
+                if below.as_deref().map_or(true, |b| last.as_slice() > b) {
+                    below = Some(last);
                 }
             }
             if lv == 0 {
@@ -1826,9 +2210,37 @@ impl BTree {
                     (None, Bound::Excluded(k)) => n.upper_bound(k)?,
                     (None, Bound::Unbounded) => 0,
                 };
+                // A posting entry before `start` may hold TIDs past the bound: filtered per
+                // TID below.
+                let start = if self.cfg.deduplicate {
+                    start.saturating_sub(1)
+                } else {
+                    start
+                };
                 let mut done = false;
                 for i in start..n.len() {
                     let (k, v) = n.entry(i)?;
+                    if self.cfg.deduplicate {
+                        let dead = skip_dead && n.is_dead(i);
+                        for tk in self.per_tid(k, v) {
+                            if last.as_ref().is_some_and(|l| tk.as_slice() <= l.as_slice())
+                                || !above_lo(&tk, lo)
+                            {
+                                continue;
+                            }
+                            if !below_hi(&tk, hi) {
+                                done = true;
+                                break;
+                            }
+                            if !dead {
+                                batch.push((tk, Vec::new()));
+                            }
+                        }
+                        if done {
+                            break;
+                        }
+                        continue;
+                    }
                     if !below_hi(k, hi) {
                         done = true;
                         break;
@@ -1904,6 +2316,26 @@ impl BTree {
                 let mut done = false;
                 for i in (0..end).rev() {
                     let (k, v) = n.entry(i)?;
+                    if self.cfg.deduplicate {
+                        // Per TID, descending; a posting entry's last TIDs may pass the bound.
+                        let dead = skip_dead && n.is_dead(i);
+                        for tk in self.per_tid(k, v).into_iter().rev() {
+                            if !below_hi(&tk, borrowed(&bound)) {
+                                continue;
+                            }
+                            if !above_lo(&tk, lo) {
+                                done = true;
+                                break;
+                            }
+                            if !dead {
+                                batch.push((tk, Vec::new()));
+                            }
+                        }
+                        if done {
+                            break;
+                        }
+                        continue;
+                    }
                     if !above_lo(k, lo) {
                         done = true;
                         break;
@@ -1957,8 +2389,19 @@ impl BTree {
                 let mut gone = Vec::new();
                 for i in 0..n.len() {
                     let (k, v) = n.entry(i)?;
-                    if dead(k, v) {
-                        gone.push(i);
+                    if self.cfg.deduplicate && dedup::is_posting(k, v) {
+                        // btreevacuumposting: the callback per TID; a posting entry with
+                        // some dead TIDs is rewritten without them.
+                        let d: Vec<bool> =
+                            dedup::expand(k, v).iter().map(|t| dead(t, &[])).collect();
+                        let n_dead = d.iter().filter(|&&x| x).count();
+                        if n_dead == d.len() {
+                            gone.push((i, None, n_dead));
+                        } else if n_dead > 0 {
+                            gone.push((i, dedup::without(k, v, |j| d[j]), n_dead));
+                        }
+                    } else if dead(k, v) {
+                        gone.push((i, None, 1));
                     }
                 }
                 (header(&n), gone)
@@ -1966,32 +2409,40 @@ impl BTree {
             if !gone.is_empty() {
                 let (keep, keys) = {
                     let n = self.node(g.data(), id, Some(0))?;
-                    let mut keep = Vec::with_capacity(n.len() - gone.len());
+                    let mut keep = Vec::with_capacity(n.len());
                     let mut keys = Vec::with_capacity(gone.len());
+                    let mut updated = Vec::new();
                     let mut next = gone.iter().peekable();
                     for i in 0..n.len() {
                         let (k, v) = n.entry(i)?;
-                        if next.peek() == Some(&&i) {
-                            next.next();
-                            keys.push(k.to_vec());
-                        } else {
-                            keep.push(Entry {
+                        match next.peek() {
+                            Some((j, None, _)) if *j == i => {
+                                next.next();
+                                keys.push(k.to_vec());
+                            }
+                            Some((j, Some(e), _)) if *j == i => {
+                                next.next();
+                                updated.push((k.to_vec(), e.clone()));
+                                keep.push(e.clone());
+                            }
+                            _ => keep.push(Entry {
                                 key: k.to_vec(),
                                 value: v.to_vec(),
-                            });
+                            }),
                         }
                     }
-                    (keep, keys)
+                    (keep, (keys, updated))
                 };
+                let (keys, updated) = keys;
                 // One compaction for the page (bufpage.c `PageIndexMultiDelete`).
                 node::build(g.data_mut(), id, self.geo, hdr, &pairs(&keep))?;
                 let rec = RecordBuilder::new(rmgr::BTREE, info::VACUUM).block(
                     id,
                     false,
-                    &bwal::encode_keys(&keys),
+                    &bwal::encode_vacuum(&keys, &updated),
                 );
                 log_change(self.pool.wal(), &rec, &mut [&mut g])?;
-                removed += keys.len() as u64;
+                removed += gone.iter().map(|g| g.2 as u64).sum::<u64>();
             }
             if hdr.right == NO_BLOCK {
                 return Ok(removed);
@@ -2036,8 +2487,21 @@ impl BTree {
                     s.internal_used_bytes += used;
                 } else {
                     s.leaf_pages += 1;
-                    s.entries += n.len() as u64;
                     s.leaf_used_bytes += used;
+                    if self.cfg.deduplicate {
+                        for i in 0..n.len() {
+                            let (k, v) = n.entry(i)?;
+                            if dedup::is_posting(k, v) {
+                                s.posting_entries += 1;
+                                s.posting_tids += dedup::n_tids(v) as u64;
+                                s.entries += dedup::n_tids(v) as u64;
+                            } else {
+                                s.entries += 1;
+                            }
+                        }
+                    } else {
+                        s.entries += n.len() as u64;
+                    }
                     if n.right() == NO_BLOCK {
                         s.rightmost_leaf_used_bytes = used;
                     }
@@ -2168,8 +2632,22 @@ impl BTree {
         }
         if level == 0 {
             s.leaf_pages += 1;
-            s.entries += entries.len() as u64;
             s.leaf_used_bytes += used;
+            if !self.cfg.deduplicate {
+                s.entries += entries.len() as u64;
+                return Ok(());
+            }
+            // Posting entries: TIDs ascending, all below the next key (or the high bound).
+            for (i, e) in entries.iter().enumerate() {
+                let next = entries.get(i + 1).map(|n| n.key.as_slice()).or(high);
+                let t = dedup::check_entry(id, &e.key, &e.value, next)
+                    .map_err(|err| bad(id, format!("entry {i}: {err}")))?;
+                s.entries += t as u64;
+                if t > 1 {
+                    s.posting_entries += 1;
+                    s.posting_tids += t as u64;
+                }
+            }
             return Ok(());
         }
         s.internal_pages += 1;

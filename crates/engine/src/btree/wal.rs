@@ -16,11 +16,13 @@
 //! | 0x10 | INSERT_UPPER | 0: internal page, `slot_entry` (separator, child u32); 1: left child, empty (clears INCOMPLETE_SPLIT) | — |
 //! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
 //! | 0x30 | SPLIT        | 0: left page, will_init, `node_image`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
-//! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed) | `latest_removed_xid u32` |
+//! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × slot_entry` (ascending: entries rewritten first, slots as before the record) | `latest_removed_xid u32` |
 //! | 0x60 | BUILD        | 0: a page of a sorted build, will_init, `node_image`; 1 (on the last page only): meta page, will_init, meta fields | `geometry` |
 //! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
 //! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
-//! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed) | — |
+//! | 0x80 | INSERT_POST  | 0: leaf, `slot u16 | tid (6 bytes)`: the TID swapped into the posting entry at slot, whose largest TID comes out as a plain entry at slot + 1 (`dedup::swap_insert`) | — |
+//! | 0x90 | DEDUP        | 0: leaf, `n u16 | n × (first slot u16 | count u16)`: each interval merged into one posting entry (`dedup::apply_pass`) | — |
+//! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × (key_len u16 | key | entry)` (old key, the entry that replaces it) | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
 //!
 //! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
@@ -30,7 +32,14 @@
 //! a new index's pages as full images) are mvcclab's. DELETE_DEAD is PostgreSQL's
 //! XLOG_BTREE_DELETE of simple and bottom-up deletion (nbtxlog.h `xl_btree_delete`: the
 //! conflict horizon, then the deleted offsets), under a code PostgreSQL gives to
-//! XLOG_BTREE_INSERT_META, which mvcclab does not write.
+//! XLOG_BTREE_INSERT_META, which mvcclab does not write. INSERT_POST and DEDUP are
+//! PostgreSQL's XLOG_BTREE_INSERT_POST and XLOG_BTREE_DEDUP (nbtxlog.h `xl_btree_insert`
+//! with `postingoff`, `xl_btree_dedup` with its `BTDedupInterval`s; `btree_xlog_insert`,
+//! `btree_xlog_dedup`) under codes PostgreSQL gives to page deletion, which mvcclab does
+//! not do (0x50 and 0x60 are DELETE_DEAD and BUILD here); a posting entry losing one TID
+//! in a plain delete is an UPDATE_VALUE of the rewritten entry. The trailing parts of
+//! DELETE_DEAD and VACUUM are PostgreSQL's `updated` items (`xl_btree_update`), absent
+//! (so the bytes are those of a tree without deduplication) when there are none.
 
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
 use crate::error::{Error, Result};
@@ -68,6 +77,12 @@ pub mod info {
     pub const BUILD: u8 = 0x60;
     /// Index creation: meta page and empty root leaf.
     pub const CREATE: u8 = 0xF0;
+    /// Insert whose TID falls inside a posting entry: the posting list swap (PostgreSQL
+    /// XLOG_BTREE_INSERT_POST, nbtdedup.c `_bt_swap_posting`).
+    pub const INSERT_POST: u8 = 0x80;
+    /// Deduplication pass over a leaf (PostgreSQL XLOG_BTREE_DEDUP, nbtdedup.c
+    /// `_bt_dedup_pass`).
+    pub const DEDUP: u8 = 0x90;
 }
 
 /// `which` bit of a SPLIT record: the old right sibling is registered.
@@ -116,6 +131,56 @@ pub fn encode_slots(slots: &[usize]) -> Vec<u8> {
     put16(&mut out, slots.len() as u16);
     for &s in slots {
         put16(&mut out, s as u16);
+    }
+    out
+}
+
+/// `slot u16 | tid` (block data of INSERT_POST).
+pub fn encode_insert_post(slot: usize, tid: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + tid.len());
+    put16(&mut out, slot as u16);
+    out.extend_from_slice(tid);
+    out
+}
+
+/// `n u16 | n × (first slot u16 | count u16)` (block data of DEDUP).
+pub fn encode_intervals(intervals: &[(usize, usize)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + 4 * intervals.len());
+    put16(&mut out, intervals.len() as u16);
+    for &(a, n) in intervals {
+        put16(&mut out, a as u16);
+        put16(&mut out, n as u16);
+    }
+    out
+}
+
+/// Block data of DELETE_DEAD: the slots removed, then the posting entries rewritten (only
+/// when there are some).
+pub fn encode_delete_dead(slots: &[usize], updates: &[(usize, node::Entry)]) -> Vec<u8> {
+    let mut out = encode_slots(slots);
+    if !updates.is_empty() {
+        put16(&mut out, updates.len() as u16);
+        for (i, e) in updates {
+            out.extend_from_slice(&encode_slot_entry(*i, &e.key, &e.value));
+        }
+    }
+    out
+}
+
+/// Block data of VACUUM: the keys removed, then (old key, new entry) of the posting
+/// entries rewritten (only when there are some).
+pub fn encode_vacuum<K: AsRef<[u8]>>(keys: &[K], updated: &[(Vec<u8>, node::Entry)]) -> Vec<u8> {
+    let mut out = encode_keys(keys);
+    if !updated.is_empty() {
+        put16(&mut out, updated.len() as u16);
+        for (old, e) in updated {
+            put16(&mut out, old.len() as u16);
+            out.extend_from_slice(old);
+            put16(&mut out, e.key.len() as u16);
+            put16(&mut out, e.value.len() as u16);
+            out.extend_from_slice(&e.key);
+            out.extend_from_slice(&e.value);
+        }
     }
     out
 }
@@ -303,7 +368,18 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             for _ in 0..n {
                 slots.push(r.u16()? as usize);
             }
+            let mut updates = Vec::new();
+            if !r.is_empty() {
+                let m = r.u16()? as usize;
+                for _ in 0..m {
+                    let slot = r.u16()? as usize;
+                    updates.push((slot, r.entry()?));
+                }
+            }
             r.end()?;
+            for (slot, (k, v)) in updates {
+                node::replace_at(page, id, slot, k, v)?;
+            }
             node::remove_slots(page, id, &slots)?;
         }
         (info::VACUUM, 0) => {
@@ -327,12 +403,42 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 };
                 keep.remove(i);
             }
+            if !r.is_empty() {
+                let m = r.u16()? as usize;
+                for _ in 0..m {
+                    let len = r.u16()? as usize;
+                    let old = r.bytes(len)?;
+                    let (k, v) = r.entry()?;
+                    let Ok(i) = keep.binary_search_by(|e| e.key.as_slice().cmp(old)) else {
+                        return Err(r.bad("VACUUM rewrites a key the page does not hold"));
+                    };
+                    keep[i] = node::Entry {
+                        key: k.to_vec(),
+                        value: v.to_vec(),
+                    };
+                }
+            }
             r.end()?;
             let pairs: Vec<(&[u8], &[u8])> = keep
                 .iter()
                 .map(|e| (e.key.as_slice(), e.value.as_slice()))
                 .collect();
             node::build(page, id, g, h, &pairs)?;
+        }
+        (info::INSERT_POST, 0) => {
+            let slot = r.u16()? as usize;
+            let tid = r.bytes(super::dedup::TID_BYTES)?;
+            r.end()?;
+            super::dedup::swap_insert(page, id, slot, tid)?;
+        }
+        (info::DEDUP, 0) => {
+            let n = r.u16()? as usize;
+            let mut intervals = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                intervals.push((r.u16()? as usize, r.u16()? as usize));
+            }
+            r.end()?;
+            super::dedup::apply_pass(page, id, &intervals)?;
         }
         (info::INSERT_UPPER, 1) | (info::NEWROOT, 1) => {
             r.end()?;

@@ -148,6 +148,7 @@ impl PostgresEngine {
         let max_xid = redone.max_xid.max(ckpt_next.saturating_sub(1));
         let (tm, aborted) = TransactionManager::recovered(&clog, &redone.xact_ends, max_xid);
         redone.report.transactions_aborted = aborted;
+        let design_dedup = design.btree_deduplication;
         let engine = Self::with_tm(storage, design, vacuum, tm);
         for t in &catalog.tables {
             engine.inner.tables.create(t.def.clone(), |id, def| {
@@ -156,12 +157,16 @@ impl PostgresEngine {
                     pool.clone(),
                     t.relations.primary_key,
                     BTreeConfig::postgres(),
-                )?;
+                )?
+                .with_deduplication(design_dedup);
                 let indexes = t
                     .relations
                     .indexes
                     .iter()
-                    .map(|&rel| BTree::open(pool.clone(), rel, BTreeConfig::postgres()))
+                    .map(|&rel| {
+                        BTree::open(pool.clone(), rel, BTreeConfig::postgres())
+                            .map(|t| t.with_deduplication(design_dedup))
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 let table = engine
                     .inner
@@ -228,11 +233,16 @@ impl Engine for PostgresEngine {
         self.inner.tables.create(def, |id, def| {
             let pool = self.inner.storage.pool().clone();
             let heap_rel = pool.store().create_relation()?;
-            let pk = BTree::create(pool.clone(), BTreeConfig::postgres())?;
+            let dedup = self.inner.design.btree_deduplication;
+            let pk =
+                BTree::create(pool.clone(), BTreeConfig::postgres())?.with_deduplication(dedup);
             let indexes = def
                 .indexes
                 .iter()
-                .map(|_| BTree::create(pool.clone(), BTreeConfig::postgres()))
+                .map(|_| {
+                    BTree::create(pool.clone(), BTreeConfig::postgres())
+                        .map(|t| t.with_deduplication(dedup))
+                })
                 .collect::<Result<Vec<_>>>()?;
             Ok(self.inner.make_table(id, def, heap_rel, pk, indexes))
         })

@@ -147,6 +147,8 @@ pub struct TableCounters {
     pub index_bottom_up_deleted: AtomicU64,
     /// Bottom-up deletion passes run.
     pub index_bottom_up_passes: AtomicU64,
+    /// Deduplication passes run (nbtdedup.c `_bt_dedup_pass`).
+    pub index_dedup_passes: AtomicU64,
 }
 
 impl TableCounters {
@@ -198,6 +200,7 @@ impl TableCounters {
             index_simple_deleted: l(&self.index_simple_deleted),
             index_bottom_up_deleted: l(&self.index_bottom_up_deleted),
             index_bottom_up_passes: l(&self.index_bottom_up_passes),
+            index_dedup_passes: l(&self.index_dedup_passes),
         }
     }
 }
@@ -249,4 +252,8 @@ pub struct TableStats {
     /// Bottom-up deletion passes.
     #[serde(default)]
     pub index_bottom_up_passes: u64,
+    /// Deduplication passes (full leaves whose equal keys were merged into posting lists
+    /// before a split).
+    #[serde(default)]
+    pub index_dedup_passes: u64,
 }

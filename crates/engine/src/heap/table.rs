@@ -254,7 +254,13 @@ impl HeapTable {
                     });
                 }
             }
-            self.indexes[ix].bulk_load(&entries, BUILD_LEAF_FILL_PCT, BUILD_INTERNAL_FILL_PCT)?;
+            // nbtsort.c `_bt_load` deduplicates unless the index is unique.
+            self.indexes[ix].bulk_load_with(
+                &entries,
+                BUILD_LEAF_FILL_PCT,
+                BUILD_INTERNAL_FILL_PCT,
+                !self.def.indexes[ix].unique,
+            )?;
             built += entries.len() as u64;
         }
         self.counters
@@ -855,7 +861,13 @@ impl HeapTable {
             if idx.unique {
                 self.insert_unique(ctx, &self.indexes[ix], &idx.name, k, tid, index_unchanged)?;
             } else {
-                self.index_insert(ctx, &self.indexes[ix], &with_tid(k, tid), index_unchanged)?;
+                self.index_insert(
+                    ctx,
+                    &self.indexes[ix],
+                    &with_tid(k, tid),
+                    index_unchanged,
+                    true,
+                )?;
             }
             self.counters
                 .index_entries_inserted
@@ -872,6 +884,7 @@ impl HeapTable {
         index: &BTree,
         key: &[u8],
         index_unchanged: bool,
+        deduplicate: bool,
     ) -> Result<()> {
         if !self.prune_on_access {
             return index.insert(key, &[]);
@@ -886,6 +899,7 @@ impl HeapTable {
             &InsertCleanup {
                 table: &checker,
                 index_unchanged,
+                deduplicate,
             },
         )?;
         let c = &self.counters;
@@ -895,6 +909,8 @@ impl HeapTable {
             .fetch_add(out.bottom_up_deleted, Ordering::Relaxed);
         c.index_bottom_up_passes
             .fetch_add(out.bottom_up_passes, Ordering::Relaxed);
+        c.index_dedup_passes
+            .fetch_add(out.dedup_passes, Ordering::Relaxed);
         Ok(())
     }
 
@@ -916,7 +932,8 @@ impl HeapTable {
                     // nbtinsert.c `_bt_delete_or_dedup_one_page`: bottom-up deletion also
                     // runs when the unique check met a duplicate (`uniquedup`).
                     let bottom_up = index_unchanged || uniquedup;
-                    self.index_insert(ctx, index, &with_tid(key, tid), bottom_up)?;
+                    // ... and deduplication only then (`checkingunique && !uniquedup`).
+                    self.index_insert(ctx, index, &with_tid(key, tid), bottom_up, uniquedup)?;
                     drop(guard);
                     if std::ptr::eq(index, &self.pk) {
                         self.counters
