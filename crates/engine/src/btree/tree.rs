@@ -2221,22 +2221,13 @@ impl BTree {
                 for i in start..n.len() {
                     let (k, v) = n.entry(i)?;
                     if self.cfg.deduplicate {
+                        let skip = |tk: &[u8]| {
+                            last.as_ref().is_some_and(|l| tk <= l.as_slice()) || !above_lo(tk, lo)
+                        };
+                        let stop = |tk: &[u8]| !below_hi(tk, hi);
                         let dead = skip_dead && n.is_dead(i);
-                        for tk in self.per_tid(k, v) {
-                            if last.as_ref().is_some_and(|l| tk.as_slice() <= l.as_slice())
-                                || !above_lo(&tk, lo)
-                            {
-                                continue;
-                            }
-                            if !below_hi(&tk, hi) {
-                                done = true;
-                                break;
-                            }
-                            if !dead {
-                                batch.push((tk, Vec::new()));
-                            }
-                        }
-                        if done {
+                        if push_per_tid(self.per_tid(k, v), dead, skip, stop, &mut batch) {
+                            done = true;
                             break;
                         }
                         continue;
@@ -2318,20 +2309,12 @@ impl BTree {
                     let (k, v) = n.entry(i)?;
                     if self.cfg.deduplicate {
                         // Per TID, descending; a posting entry's last TIDs may pass the bound.
+                        let skip = |tk: &[u8]| !below_hi(tk, borrowed(&bound));
+                        let stop = |tk: &[u8]| !above_lo(tk, lo);
                         let dead = skip_dead && n.is_dead(i);
-                        for tk in self.per_tid(k, v).into_iter().rev() {
-                            if !below_hi(&tk, borrowed(&bound)) {
-                                continue;
-                            }
-                            if !above_lo(&tk, lo) {
-                                done = true;
-                                break;
-                            }
-                            if !dead {
-                                batch.push((tk, Vec::new()));
-                            }
-                        }
-                        if done {
+                        let tks = self.per_tid(k, v).into_iter().rev();
+                        if push_per_tid(tks, dead, skip, stop, &mut batch) {
+                            done = true;
                             break;
                         }
                         continue;
@@ -2686,4 +2669,29 @@ fn changed_span(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
             .zip(new.iter().rev())
             .position(|(x, y)| x != y)?;
     Some((a, b))
+}
+
+/// A scan's step over the per-TID keys `tks` of one leaf entry of a deduplicating tree, in
+/// scan order: keys `skip` rejects are passed over, the others are pushed onto `batch`
+/// (with an empty value) unless the entry is `dead`, until `stop` accepts one. Returns true
+/// when it did: the scan has reached its bound.
+fn push_per_tid(
+    tks: impl IntoIterator<Item = Vec<u8>>,
+    dead: bool,
+    skip: impl Fn(&[u8]) -> bool,
+    stop: impl Fn(&[u8]) -> bool,
+    batch: &mut Vec<(Vec<u8>, Vec<u8>)>,
+) -> bool {
+    for tk in tks {
+        if skip(&tk) {
+            continue;
+        }
+        if stop(&tk) {
+            return true;
+        }
+        if !dead {
+            batch.push((tk, Vec::new()));
+        }
+    }
+    false
 }
