@@ -4,7 +4,10 @@
 //! The list runs from the young head to the old tail. Its last `old_pct` percent (3/8 by
 //! default) is the old sublist; `lru_old` points at its first element. A page read into the
 //! pool enters at the midpoint, the head of the old sublist (`buf_LRU_add_block(old=true)`),
-//! so a scan that touches each page once pushes out only old pages. A page in the old
+//! so a scan that touches each page once pushes out only old pages; a page created in the
+//! pool without a read (a new undo or index page) enters at the young head instead
+//! (buf0buf.cc `buf_page_create_low`: `buf_LRU_add_block(bpage, false)`, then
+//! `set_accessed`). A page in the old
 //! sublist moves to the young head when accessed at least `old_blocks_time_ms` after its
 //! first access, the read that loaded it (`buf_page_make_young_if_needed`). InnoDB also
 //! moves nothing until the first eviction (`freed_page_clock == 0`); mvcclab does not
@@ -242,6 +245,16 @@ impl Replacer for LruMidpoint {
         self.first_access_us[frame].store(self.now_us(), Ordering::Relaxed);
     }
 
+    fn created(&self, frame: FrameId) {
+        let mut l = self.list.lock();
+        if l.nodes[frame].in_list {
+            l.unlink(frame);
+        }
+        l.push_head(frame);
+        l.adjust_old(self.old_pct, self.old_min_len);
+        self.first_access_us[frame].store(self.now_us(), Ordering::Relaxed);
+    }
+
     fn accessed(&self, frame: FrameId) {
         let now = self.now_us();
         if self.is_old[frame].load(Ordering::Relaxed) {
@@ -321,6 +334,29 @@ mod tests {
         assert!(order[at].1, "a new page is old");
         assert!(at == first_old || at == first_old + 1, "{order:?}");
         assert_ne!(order[0].0, 15);
+    }
+
+    /// A page created without a read enters at the young head (buf_page_create_low), a
+    /// page read enters at the midpoint.
+    #[test]
+    fn a_created_page_enters_young_at_the_head() {
+        let r = LruMidpoint::new(64, 37, 0, 8);
+        for f in 0..16 {
+            r.loaded(f);
+        }
+        r.created(16);
+        let order = r.order();
+        assert_eq!(order[0], (16, false), "{order:?}");
+        r.loaded(17);
+        let order = r.order();
+        assert_eq!(
+            order[0],
+            (16, false),
+            "a read does not go to the head: {order:?}"
+        );
+        let at = order.iter().position(|(f, _)| *f == 17).unwrap();
+        assert!(order[at].1, "a read page is old: {order:?}");
+        assert_eq!(order.iter().filter(|(_, o)| *o).count(), 18 * 37 / 100);
     }
 
     #[test]

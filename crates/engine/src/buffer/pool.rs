@@ -505,7 +505,11 @@ impl BufferPool {
                     }
                     fr.valid.store(true, Ordering::Release);
                     drop(data);
-                    self.replacer.loaded(f);
+                    if create {
+                        self.replacer.created(f);
+                    } else {
+                        self.replacer.loaded(f);
+                    }
                     if !create {
                         self.stats.add(Metric::buffer_misses, 1);
                         self.count_rel(id.rel, false);

@@ -47,8 +47,13 @@ impl ReplacerConfig {
 /// A replacement policy. The pool tells it about loads, hits and removals; it names
 /// victims. Implementations are internally synchronized; calls come from many threads.
 pub trait Replacer: Send + Sync {
-    /// A page was just read (or created) into `frame`.
+    /// A page was just read into `frame`.
     fn loaded(&self, frame: FrameId);
+    /// A new page was just created in `frame` without a read (a page allocated, or
+    /// rebuilt whole). By default the same as [`Replacer::loaded`].
+    fn created(&self, frame: FrameId) {
+        self.loaded(frame);
+    }
     /// A resident page in `frame` was pinned again (a buffer hit).
     fn accessed(&self, frame: FrameId);
     /// `frame` no longer holds a page.
