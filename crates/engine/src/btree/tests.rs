@@ -57,6 +57,23 @@ fn all(t: &BTree) -> Vec<Kv> {
     .unwrap()
 }
 
+/// Every entry a live scan (`scan_live`, entries marked dead skipped) returns, forward,
+/// with the leaf it was read from.
+fn live(t: &BTree) -> Vec<(LeafRef, Vec<u8>)> {
+    let mut out = Vec::new();
+    t.scan_live(
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        &mut |leaf, k, _| {
+            out.push((leaf, k.to_vec()));
+            Ok(true)
+        },
+    )
+    .unwrap();
+    out
+}
+
 fn is_corrupted<T: std::fmt::Debug>(r: Result<T>) -> bool {
     matches!(r, Err(Error::Corrupted { .. }))
 }
@@ -1317,17 +1334,7 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
     assert_eq!(t.kill_items(leaf, &[keys[999].clone()]).unwrap(), 0);
     // A plain scan still returns them (vacuum, checks); a live scan skips them.
     assert_eq!(all(&t).len(), 1000);
-    let mut live = Vec::new();
-    t.scan_live(
-        Bound::Unbounded,
-        Bound::Unbounded,
-        ScanDirection::Forward,
-        &mut |leaf, k, _| {
-            live.push((leaf, k.to_vec()));
-            Ok(true)
-        },
-    )
-    .unwrap();
+    let live = live(&t);
     assert_eq!(live.len(), 1000 - victims.len());
     assert!(live.iter().all(|(_, k)| !victims.contains(k)));
     assert!(live
@@ -2129,17 +2136,7 @@ fn dedup_kill_bits_mark_a_posting_entry_only_when_all_its_tids_are_dead() {
     let entries: Vec<Kv> = keys.iter().map(|k| (k.clone(), Vec::new())).collect();
     t.bulk_load(&entries, 90, 70).unwrap();
     assert_eq!(stored(&s, &t).len(), 1);
-    let mut seen = Vec::new();
-    t.scan_live(
-        Bound::Unbounded,
-        Bound::Unbounded,
-        ScanDirection::Forward,
-        &mut |leaf, k, _| {
-            seen.push((leaf, k.to_vec()));
-            Ok(true)
-        },
-    )
-    .unwrap();
+    let seen = live(&t);
     assert_eq!(seen.len(), 4);
     let leaf = seen[0].0;
     assert_eq!(
@@ -2148,33 +2145,12 @@ fn dedup_kill_bits_mark_a_posting_entry_only_when_all_its_tids_are_dead() {
         "one TID still live"
     );
     assert_eq!(t.kill_items(leaf, &keys).unwrap(), 1, "all four dead");
-    let mut live = 0;
-    t.scan_live(
-        Bound::Unbounded,
-        Bound::Unbounded,
-        ScanDirection::Forward,
-        &mut |_, _, _| {
-            live += 1;
-            Ok(true)
-        },
-    )
-    .unwrap();
-    assert_eq!(live, 0);
+    assert_eq!(live(&t).len(), 0);
     assert_eq!(keys_of(&t).len(), 4, "plain scans still see them");
     // A live TID swapped into the marked posting entry clears its mark.
     let new = heap_key(7, 2, 5);
     t.insert(&new, b"").unwrap();
-    let mut live = Vec::new();
-    t.scan_live(
-        Bound::Unbounded,
-        Bound::Unbounded,
-        ScanDirection::Forward,
-        &mut |_, k, _| {
-            live.push(k.to_vec());
-            Ok(true)
-        },
-    )
-    .unwrap();
+    let live: Vec<Vec<u8>> = live(&t).into_iter().map(|(_, k)| k).collect();
     assert!(live.contains(&new), "{live:?}");
     t.verify().unwrap();
 }
