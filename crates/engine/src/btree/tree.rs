@@ -1909,40 +1909,68 @@ impl BTree {
     pub fn finish_incomplete_splits(&self) -> Result<usize> {
         let (mg, meta) = self.read_meta()?;
         drop(mg);
-        let mut level = Self::root_level(&meta);
-        let mut leftmost = meta.root;
         let mut finished = 0;
+        self.walk_levels(
+            &meta,
+            |id, n, _| {
+                let hdr = header(n);
+                Ok((hdr.flags & FLAG_INCOMPLETE_SPLIT != 0).then_some((id.block, hdr.right)))
+            },
+            // Each level's splits are finished before the walk descends: finishing changes
+            // only the flag of the page and pages above its level.
+            |level, flagged| {
+                for (block, right) in flagged {
+                    self.finish_split(block, right, level)?;
+                    finished += 1;
+                }
+                Ok(())
+            },
+        )?;
+        Ok(finished)
+    }
+
+    /// Visits every page of the tree `meta` describes level by level, the root's level
+    /// first, each level left to right along the right links from its leftmost page (the
+    /// first child of the leftmost page of the level above), one shared latch at a time:
+    /// `visit(page, node, level)` runs with the page latched and may pick it out, and
+    /// `level_done(level, picked)` runs after each level with no latch held, with what
+    /// `visit` picked there, in page order.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool errors;
+    /// those of the callbacks, which stop the walk.
+    fn walk_levels<T>(
+        &self,
+        meta: &Meta,
+        mut visit: impl FnMut(PageId, &Node<'_>, u16) -> Result<Option<T>>,
+        mut level_done: impl FnMut(u16, Vec<T>) -> Result<()>,
+    ) -> Result<()> {
+        let mut level = Self::root_level(meta);
+        let mut leftmost = meta.root;
         loop {
             let mut hops = Hops::new(self)?;
             let mut block = leftmost;
             let mut from = self.meta_id();
             let mut next_leftmost = None;
+            let mut picked = Vec::new();
             while block != NO_BLOCK {
-                let (id, hdr, first_child) = {
-                    let g = self.fetch_read(block, from, "link")?;
-                    let id = g.page_id();
-                    let n = self.node(g.data(), id, Some(level))?;
-                    let first = if level > 0 { Some(n.child(0)?) } else { None };
-                    (id, header(&n), first)
-                };
-                if next_leftmost.is_none() {
-                    next_leftmost = first_child;
+                let g = self.fetch_read(block, from, "link")?;
+                let id = g.page_id();
+                let n = self.node(g.data(), id, Some(level))?;
+                if level > 0 && next_leftmost.is_none() {
+                    next_leftmost = Some(n.child(0)?);
                 }
-                if hdr.flags & FLAG_INCOMPLETE_SPLIT != 0 {
-                    self.finish_split(block, hdr.right, level)?;
-                    finished += 1;
-                }
-                // Finishing changed only the flag of this page and pages above its level.
-                block = hdr.right;
+                picked.extend(visit(id, &n, level)?);
+                block = n.right();
                 from = id;
                 hops.step(id)?;
             }
+            level_done(level, picked)?;
             match next_leftmost {
                 Some(b) if level > 0 => {
                     leftmost = b;
                     level -= 1;
                 }
-                _ => return Ok(finished),
+                _ => return Ok(()),
             }
         }
     }
@@ -2450,57 +2478,39 @@ impl BTree {
             page_usable_bytes: self.usable as u32,
             ..Default::default()
         };
-        let mut level = Self::root_level(&meta);
-        let mut leftmost = meta.root;
-        let mut from = self.meta_id();
-        loop {
-            let mut hops = Hops::new(self)?;
-            let mut block = leftmost;
-            let mut next_leftmost = None;
-            while block != NO_BLOCK {
-                let g = self.fetch_read(block, from, "link")?;
-                let id = g.page_id();
-                let n = self.node(g.data(), id, Some(level))?;
+        self.walk_levels(
+            &meta,
+            |_, n, level| {
                 let used = n.used_bytes() as u64;
                 if level > 0 {
-                    if next_leftmost.is_none() {
-                        next_leftmost = Some(n.child(0)?);
-                    }
                     s.internal_pages += 1;
                     s.internal_used_bytes += used;
-                } else {
-                    s.leaf_pages += 1;
-                    s.leaf_used_bytes += used;
-                    if self.cfg.deduplicate {
-                        for i in 0..n.len() {
-                            let (k, v) = n.entry(i)?;
-                            if dedup::is_posting(k, v) {
-                                s.posting_entries += 1;
-                                s.posting_tids += dedup::n_tids(v) as u64;
-                                s.entries += dedup::n_tids(v) as u64;
-                            } else {
-                                s.entries += 1;
-                            }
+                    return Ok(None::<()>);
+                }
+                s.leaf_pages += 1;
+                s.leaf_used_bytes += used;
+                if self.cfg.deduplicate {
+                    for i in 0..n.len() {
+                        let (k, v) = n.entry(i)?;
+                        if dedup::is_posting(k, v) {
+                            s.posting_entries += 1;
+                            s.posting_tids += dedup::n_tids(v) as u64;
+                            s.entries += dedup::n_tids(v) as u64;
+                        } else {
+                            s.entries += 1;
                         }
-                    } else {
-                        s.entries += n.len() as u64;
                     }
-                    if n.right() == NO_BLOCK {
-                        s.rightmost_leaf_used_bytes = used;
-                    }
+                } else {
+                    s.entries += n.len() as u64;
                 }
-                block = n.right();
-                from = id;
-                hops.step(id)?;
-            }
-            match next_leftmost {
-                Some(b) if level > 0 => {
-                    leftmost = b;
-                    level -= 1;
+                if n.right() == NO_BLOCK {
+                    s.rightmost_leaf_used_bytes = used;
                 }
-                _ => return Ok(s),
-            }
-        }
+                Ok(None)
+            },
+            |_, _| Ok(()),
+        )?;
+        Ok(s)
     }
 
     /// Checks the whole structure (PostgreSQL contrib/amcheck `bt_index_check`): every
