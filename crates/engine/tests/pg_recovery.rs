@@ -388,16 +388,7 @@ fn posting_lists_made_after_the_checkpoint_survive_a_crash() {
         );
         let mut tx = db.begin();
         for o in 0..7 {
-            let mut got: Vec<i32> = tx
-                .get_by_index(t, 0, &[Value::Text(format!("owner{o}"))])
-                .unwrap()
-                .iter()
-                .map(|r| match r[0] {
-                    Value::Integer(id) => id,
-                    ref v => panic!("{v:?}"),
-                })
-                .collect();
-            got.sort_unstable();
+            let got = common::ids_by_index(&mut tx, t, 0, &[Value::Text(format!("owner{o}"))]);
             let want: Vec<i32> = live.iter().copied().filter(|id| id % 7 == o).collect();
             assert_eq!(got, want, "seed {seed}, owner{o}");
         }

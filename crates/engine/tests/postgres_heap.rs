@@ -560,16 +560,7 @@ fn deduplication_shrinks_a_low_cardinality_index_and_queries_stay_right_through_
             }
             let mut tx = db.begin();
             for k in 0..8 {
-                let mut got: Vec<i32> = tx
-                    .get_by_index(t, 0, &[Value::Integer(k)])
-                    .unwrap()
-                    .iter()
-                    .map(|r| match r[0] {
-                        Value::Integer(id) => id,
-                        ref v => panic!("{v:?}"),
-                    })
-                    .collect();
-                got.sort_unstable();
+                let got = common::ids_by_index(&mut tx, t, 0, &[Value::Integer(k)]);
                 let want: Vec<i32> = model
                     .iter()
                     .filter(|(_, &mk)| mk == k)

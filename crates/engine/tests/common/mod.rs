@@ -118,3 +118,22 @@ pub fn assert_redo_ok_or_corrupted(
         }
     }
 }
+
+use mvcclab_engine::catalog::Value;
+use mvcclab_engine::db::{TableId, Transaction};
+
+/// The integer primary keys (column 0) of the rows `tx` finds in table `t` through its
+/// secondary index `index` under `key`, ascending.
+pub fn ids_by_index(tx: &mut Transaction, t: TableId, index: usize, key: &[Value]) -> Vec<i32> {
+    let mut ids: Vec<i32> = tx
+        .get_by_index(t, index, key)
+        .unwrap()
+        .iter()
+        .map(|r| match r[0] {
+            Value::Integer(id) => id,
+            ref v => panic!("{v:?}"),
+        })
+        .collect();
+    ids.sort_unstable();
+    ids
+}
