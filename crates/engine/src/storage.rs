@@ -715,10 +715,6 @@ impl Storage {
     /// test reopens the device at once, and a thread of the dead instance would write
     /// into the new one).
     pub fn stop_background(&self) {
-        self.stop_threads();
-    }
-
-    fn stop_threads(&self) {
         self.shutdown.raise();
         self.pool.wake_page_cleaner();
         for h in self.threads.lock().drain(..) {
@@ -741,13 +737,13 @@ impl Storage {
     ///
     /// Errors: those of the checkpoint.
     pub fn shutdown(&self) -> Result<()> {
-        self.stop_threads();
+        self.stop_background();
         self.checkpointer.run(false).map(|_| ())
     }
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        self.stop_threads();
+        self.stop_background();
     }
 }

@@ -509,8 +509,6 @@ impl BufferPool {
                         self.replacer.created(f);
                     } else {
                         self.replacer.loaded(f);
-                    }
-                    if !create {
                         self.stats.add(Metric::buffer_misses, 1);
                         self.count_rel(id.rel, false);
                     }

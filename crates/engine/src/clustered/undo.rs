@@ -116,7 +116,8 @@ use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::Xid;
 use crate::page::{
-    aux, hole, init_page, page_type, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEADER_BYTES,
+    aux, get_u16, get_u32, get_u64, hole, init_page, page_type, set_hole, PageId, OFF_AUX,
+    OFF_LOWER, PAGE_HEADER_BYTES,
 };
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
@@ -465,18 +466,6 @@ pub struct UndoSpace {
 
 const REUSE_LIMIT_NUM: usize = 3;
 const REUSE_LIMIT_DEN: usize = 4;
-
-fn get_u16(p: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([p[off], p[off + 1]])
-}
-
-fn get_u32(p: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(p[off..off + 4].try_into().expect("4 bytes"))
-}
-
-fn get_u64(p: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(p[off..off + 8].try_into().expect("8 bytes"))
-}
 
 /// A history log as read at open: its transaction id, its records' roll pointers and its
 /// in-memory entry (numbered later).

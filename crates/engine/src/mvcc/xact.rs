@@ -90,6 +90,7 @@ impl TransactionManager {
     pub fn recovered(clog_file: &[u8], ends: &[(Xid, bool)], max_xid: Xid) -> (Self, u64) {
         let tm = TransactionManager::new();
         let mut next = FIRST_NORMAL_XID;
+        let mut aborted = 0;
         {
             let mut clog = tm.clog.write();
             let n = clog_file.len() * CLOG_XACTS_PER_BYTE as usize;
@@ -118,10 +119,6 @@ impl TransactionManager {
             if clog.len() < next as usize {
                 clog.resize((next as usize).next_power_of_two(), 0);
             }
-        }
-        let mut aborted = 0;
-        {
-            let mut clog = tm.clog.write();
             for st in &mut clog[FIRST_NORMAL_XID as usize..next as usize] {
                 if *st == 0 {
                     *st = 2;

@@ -111,11 +111,18 @@ const OFF_FLAGS: usize = 27;
 /// Byte offset of the layout-defined word (`aux`) in the common header.
 pub const OFF_AUX: usize = 28;
 
-fn get_u16(p: &[u8], off: usize) -> u16 {
+/// The little-endian u16 at byte `off` of `p`; panics when `p` is too short (callers
+/// check bounds first).
+pub(crate) fn get_u16(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
 }
-fn get_u32(p: &[u8], off: usize) -> u32 {
+/// The little-endian u32 at byte `off` of `p`; panics when `p` is too short.
+pub(crate) fn get_u32(p: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(p[off..off + 4].try_into().expect("4 bytes"))
+}
+/// The little-endian u64 at byte `off` of `p`; panics when `p` is too short.
+pub(crate) fn get_u64(p: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(p[off..off + 8].try_into().expect("8 bytes"))
 }
 
 /// Page LSN (end LSN of the last record that changed the page); 0 for a new page.
