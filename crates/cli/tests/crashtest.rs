@@ -33,34 +33,34 @@ fn assert_clean(s: &CrashtestSummary) {
     assert!(s.commits_acknowledged > 0, "{s:#?}");
 }
 
-#[test]
-fn postgres_survives_power_cuts() {
+/// `MVCCLAB_CRASH_CUTS` (15) power cuts on `design`; every one ran and the run is clean.
+fn power_cuts(design: &str, seed: u64) -> CrashtestSummary {
     let cuts = env_or("MVCCLAB_CRASH_CUTS", 15);
     let s = crashtest(&CrashtestArgs {
         cuts,
-        ..args("postgres", 11)
+        ..args(design, seed)
     })
     .unwrap();
     assert_eq!(s.cuts, cuts);
     assert_clean(&s);
+    s
+}
+
+#[test]
+fn postgres_survives_power_cuts() {
+    let s = power_cuts("postgres", 11);
     // Full-page images repaired what the cuts tore.
     assert!(s.torn_pages_repaired > 0, "{s:#?}");
     assert!(s.full_page_images_restored > 0, "{s:#?}");
     assert!(s.line().starts_with(&format!(
-        "cuts: {cuts}, lost_commits: 0, invariant_violations: 0, torn_pages_repaired: "
+        "cuts: {}, lost_commits: 0, invariant_violations: 0, torn_pages_repaired: ",
+        s.cuts
     )));
 }
 
 #[test]
 fn innodb_survives_power_cuts() {
-    let cuts = env_or("MVCCLAB_CRASH_CUTS", 15);
-    let s = crashtest(&CrashtestArgs {
-        cuts,
-        ..args("innodb", 12)
-    })
-    .unwrap();
-    assert_eq!(s.cuts, cuts);
-    assert_clean(&s);
+    let s = power_cuts("innodb", 12);
     assert!(
         s.transactions_undone > 0,
         "some cut left a transaction to roll back: {s:#?}"
