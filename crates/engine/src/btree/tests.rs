@@ -479,18 +479,14 @@ fn scans_skip_empty_leaves_in_both_directions() {
             }
         }
     }
-    let fwd: Vec<Vec<u8>> = all(&t).into_iter().map(|e| e.0).collect();
+    let fwd = keys_of(&t);
     assert_eq!(fwd, kept);
-    let mut bwd: Vec<Vec<u8>> = collect(
+    let mut bwd: Vec<Vec<u8>> = keys_in(
         &t,
         Bound::Unbounded,
         Bound::Unbounded,
         ScanDirection::Backward,
-    )
-    .unwrap()
-    .into_iter()
-    .map(|e| e.0)
-    .collect();
+    );
     bwd.reverse();
     assert_eq!(bwd, kept);
     // A range inside the emptied middle is empty both ways.
@@ -1607,18 +1603,14 @@ fn finish_and_check(
     for key in expected {
         assert!(t.get(key).unwrap().is_some(), "key lost after finishing");
     }
-    let forward: Vec<Vec<u8>> = all(&t).into_iter().map(|e| e.0).collect();
+    let forward = keys_of(&t);
     assert_eq!(forward, expected, "forward scan after finishing");
-    let mut backward: Vec<Vec<u8>> = collect(
+    let mut backward: Vec<Vec<u8>> = keys_in(
         &t,
         Bound::Unbounded,
         Bound::Unbounded,
         ScanDirection::Backward,
-    )
-    .unwrap()
-    .into_iter()
-    .map(|e| e.0)
-    .collect();
+    );
     backward.reverse();
     assert_eq!(backward, expected, "backward scan after finishing");
     // What finishing logged is enough: redo of it on the pages it started from.
@@ -1651,7 +1643,7 @@ fn finish_and_check(
     }
     more.sort();
     t.verify().unwrap();
-    assert_eq!(all(&t).into_iter().map(|e| e.0).collect::<Vec<_>>(), more);
+    assert_eq!(keys_of(&t), more);
     finished
 }
 
@@ -1912,6 +1904,15 @@ fn xorshift(x: &mut u64) -> u64 {
 }
 
 /// Every entry of the scan, forward.
+/// The keys a scan of `t` delivers, in the order it delivers them.
+fn keys_in(t: &BTree, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: ScanDirection) -> Vec<Vec<u8>> {
+    collect(t, lo, hi, dir)
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
+}
+
 fn keys_of(t: &BTree) -> Vec<Vec<u8>> {
     all(t).into_iter().map(|(k, _)| k).collect()
 }
@@ -1991,27 +1992,19 @@ fn dedup_many_duplicates_take_far_fewer_leaves_and_every_tid_is_found() {
         let b = (xorshift(&mut x) % sorted.len() as u64) as usize;
         let (a, b) = (a.min(b), a.max(b));
         let (lo, hi) = (sorted[a].as_slice(), sorted[b].as_slice());
-        let fwd: Vec<Vec<u8>> = collect(
+        let fwd: Vec<Vec<u8>> = keys_in(
             &d,
             Bound::Excluded(lo),
             Bound::Included(hi),
             ScanDirection::Forward,
-        )
-        .unwrap()
-        .into_iter()
-        .map(|e| e.0)
-        .collect();
+        );
         assert_eq!(fwd, sorted[a + 1..=b].to_vec());
-        let mut bwd: Vec<Vec<u8>> = collect(
+        let mut bwd: Vec<Vec<u8>> = keys_in(
             &d,
             Bound::Included(lo),
             Bound::Excluded(hi),
             ScanDirection::Backward,
-        )
-        .unwrap()
-        .into_iter()
-        .map(|e| e.0)
-        .collect();
+        );
         bwd.reverse();
         assert_eq!(bwd, sorted[a..b].to_vec());
     }
