@@ -207,6 +207,54 @@ fn a_long_reader_keeps_its_snapshot_while_purge_waits_then_history_empties() {
     );
 }
 
+/// Background purge runs when the master task wakes it (MariaDB: once a second,
+/// `srv_master_callback`), not whenever something is purgeable: between two wake-ups the
+/// history list grows, and one run then purges all of it.
+#[test]
+fn background_purge_waits_for_the_master_tick_then_drains_the_history() {
+    let updates = |db: &Database, t: TableId| {
+        for i in 0..100 {
+            let mut tx = db.begin();
+            tx.update(
+                t,
+                &[Value::Integer(i % 50)],
+                &[Assign::Set(2, Value::Text(format!("v{i}")))],
+            )
+            .unwrap();
+            tx.commit().unwrap();
+        }
+    };
+    let open = |wake_interval_ms: u64| {
+        let mut cfg = quiet_db_config(DesignConfig::innodb(), 256);
+        cfg.purge.threads = 2;
+        cfg.purge.wake_interval_ms = wake_interval_ms;
+        Database::open(cfg).unwrap()
+    };
+    // No tick within the test: nothing is purged in the background.
+    let db = open(3_600_000);
+    let t = load(&db, 50);
+    updates(&db, t);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let c = db.engine_counters();
+    assert_eq!(c.purged_logs, 0, "{c:?}");
+    assert!(c.history_list_length >= 100, "{c:?}");
+    drop(db);
+    // A tick every 200 ms: a run purges the whole history.
+    let db = open(200);
+    let t = load(&db, 50);
+    updates(&db, t);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db.engine_counters().history_list_length > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            db.engine_counters()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(db.engine_counters().purged_logs >= 100);
+}
+
 #[test]
 fn purge_removes_delete_marked_rows_and_stale_secondary_entries() {
     let db = open_db(DesignConfig::innodb(), 256);

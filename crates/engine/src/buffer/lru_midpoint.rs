@@ -7,20 +7,37 @@
 //! so a scan that touches each page once pushes out only old pages; a page created in the
 //! pool without a read (a new undo or index page) enters at the young head instead
 //! (buf0buf.cc `buf_page_create_low`: `buf_LRU_add_block(bpage, false)`, then
-//! `set_accessed`). A page in the old
-//! sublist moves to the young head when accessed at least `old_blocks_time_ms` after its
-//! first access, the read that loaded it (`buf_page_make_young_if_needed`). InnoDB also
-//! moves nothing until the first eviction (`freed_page_clock == 0`); mvcclab does not
-//! model that warm-up rule. A young page is moved to the head only
-//! when it is not in the first quarter of the young sublist (`buf_page_peek_if_young`,
-//! approximated by position). Victims come from the tail (`buf_LRU_scan_and_free_block`).
+//! `set_accessed`). Victims come from the tail (`buf_LRU_scan_and_free_block`).
+//!
+//! **Making a page young** (buf0buf.h `buf_page_make_young_if_needed` →
+//! `buf_page_peek_if_too_old`), on each access:
+//! - nothing moves until the first eviction (`buf_pool.freed_page_clock == 0`: warm-up or
+//!   an in-memory workload);
+//! - a page in the old sublist, with `old_blocks_time_ms` > 0, moves to the head when
+//!   accessed at least `old_blocks_time_ms` after its first access (the read that loaded
+//!   it);
+//! - any other page (young, or old with `old_blocks_time_ms` = 0) moves to the head only
+//!   when it is no longer "young" by the eviction clock (`buf_page_peek_if_young`): the
+//!   pool's `freed_page_clock` counts pages removed from the list
+//!   (`buf_LRU_block_remove_hashed`), each page carries the clock's value from when it was
+//!   last put at the head (`buf_LRU_add_block_low`, 0 for a page that entered at the
+//!   midpoint: `buf_page_t::init`), and it moves when the clock has since advanced by
+//!   `frames × (1024 − old_ratio) / 4096` (about 16 % of the pool at the default ratio,
+//!   378/1024). The test is in evictions, not in list positions: when hot pages are put at
+//!   the head much faster than pages are evicted, as in an update workload whose
+//!   rollback-segment headers and undo pages fill half of a small pool, a hot page drifts
+//!   down to the tail between two moves, and the page cleaner's LRU batch writes it there
+//!   (measured against MariaDB 10.11 in docs/fidelity.md).
+//!
 //! While the list is shorter than `old_min_len` (BUF_LRU_OLD_MIN_LEN) there is no old
 //! sublist and pages enter at the head. The old sublist is kept at its share by
 //! `buf_LRU_old_adjust_len`: after each change `lru_old` moves one step at a time.
 //!
 //! # Locking
-//! One mutex over the list (InnoDB's `buf_pool.mutex`). Hits on young pages near the head
-//! do not take it (the quarter rule exists for exactly that).
+//! One mutex over the list (InnoDB's `buf_pool.mutex`). A hit that moves nothing does not
+//! take it: the old flag, the page's clock stamp and the pool's clock are atomics read
+//! without the mutex (InnoDB reads them unlatched too; a stale value costs at most one
+//! move too many or too few).
 
 use super::replacer::{FrameId, Replacer};
 use parking_lot::Mutex;
@@ -46,10 +63,11 @@ struct List {
     /// First node of the old sublist (NIL when there is none).
     lru_old: usize,
     old_len: usize,
-    /// Position counter for the young-quarter rule: node → sequence number when it was last
-    /// put at the head.
-    head_seq: Vec<u64>,
-    seq: u64,
+    /// Each node's `freed_page_clock` stamp (see the module doc), shared with the policy's
+    /// lock-free hit path.
+    stamp: Arc<[AtomicU64]>,
+    /// The pool's eviction clock (`buf_pool.freed_page_clock`).
+    clock: Arc<AtomicU64>,
     /// Lock-free copy of each node's `old` flag, read on hits without the mutex (a hint: a
     /// stale value costs at most one extra lock acquisition).
     hint_old: Arc<[AtomicBool]>,
@@ -61,8 +79,12 @@ pub struct LruMidpoint {
     old_pct: usize,
     old_blocks_time_us: u64,
     old_min_len: usize,
+    /// Evictions a young page may see before an access moves it to the head again.
+    young_evictions: u64,
     first_access_us: Box<[AtomicU64]>,
     is_old: Arc<[AtomicBool]>,
+    stamp: Arc<[AtomicU64]>,
+    clock: Arc<AtomicU64>,
     epoch: Instant,
 }
 
@@ -115,8 +137,7 @@ impl List {
         }
         self.head = f;
         self.len += 1;
-        self.seq += 1;
-        self.head_seq[f] = self.seq;
+        self.stamp[f].store(self.clock.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Inserts `f` just after `lru_old`, into the old sublist (buf0lru.cc
@@ -131,6 +152,7 @@ impl List {
             old: true,
         };
         self.hint_old[f].store(true, Ordering::Relaxed);
+        self.stamp[f].store(0, Ordering::Relaxed);
         self.nodes[at].next = f;
         if next != NIL {
             self.nodes[next].prev = f;
@@ -182,6 +204,13 @@ impl LruMidpoint {
     /// A policy for `frames` frames with InnoDB's settings (see [`super::ReplacerConfig`]).
     pub fn new(frames: usize, old_pct: u8, old_blocks_time_ms: u64, old_min_len: usize) -> Self {
         let is_old: Arc<[AtomicBool]> = (0..frames).map(|_| AtomicBool::new(false)).collect();
+        let stamp: Arc<[AtomicU64]> = (0..frames).map(|_| AtomicU64::new(0)).collect();
+        let clock = Arc::new(AtomicU64::new(0));
+        let old_pct = (old_pct as usize).clamp(5, 95);
+        // buf0lru.cc `buf_LRU_old_ratio_update`: the share in 1/1024ths; buf0buf.h
+        // `buf_page_peek_if_young`: curr_size × (DIV − ratio) / (DIV × 4).
+        let old_ratio = (old_pct * 1024 / 100) as u64;
+        let young_evictions = frames as u64 * (1024 - old_ratio) / (1024 * 4);
         LruMidpoint {
             list: Mutex::new(List {
                 nodes: vec![
@@ -198,15 +227,18 @@ impl LruMidpoint {
                 len: 0,
                 lru_old: NIL,
                 old_len: 0,
-                head_seq: vec![0; frames],
-                seq: 0,
+                stamp: stamp.clone(),
+                clock: clock.clone(),
                 hint_old: is_old.clone(),
             }),
-            old_pct: (old_pct as usize).clamp(5, 95),
+            old_pct,
             old_blocks_time_us: old_blocks_time_ms * 1000,
             old_min_len: old_min_len.max(1),
+            young_evictions,
             first_access_us: (0..frames).map(|_| AtomicU64::new(0)).collect(),
             is_old,
+            stamp,
+            clock,
             epoch: Instant::now(),
         }
     }
@@ -256,25 +288,26 @@ impl Replacer for LruMidpoint {
     }
 
     fn accessed(&self, frame: FrameId) {
-        let now = self.now_us();
-        if self.is_old[frame].load(Ordering::Relaxed) {
-            // buf_page_peek_if_too_old: an old page is made young only when accessed at
-            // least old_blocks_time after its first access.
+        // buf_page_peek_if_too_old.
+        let clock = self.clock.load(Ordering::Relaxed);
+        if clock == 0 {
+            return;
+        }
+        if self.old_blocks_time_us > 0 && self.is_old[frame].load(Ordering::Relaxed) {
+            // An old page is made young only when accessed at least old_blocks_time after
+            // its first access.
             let first = self.first_access_us[frame].load(Ordering::Relaxed);
-            if now.saturating_sub(first) < self.old_blocks_time_us {
+            if self.now_us().saturating_sub(first) < self.old_blocks_time_us {
                 return;
             }
+        } else if clock < self.stamp[frame].load(Ordering::Relaxed) + self.young_evictions {
+            // buf_page_peek_if_young: fewer evictions than the threshold since it was last
+            // put at the head.
+            return;
         }
         let mut l = self.list.lock();
         if !l.nodes[frame].in_list {
             return;
-        }
-        if !l.nodes[frame].old {
-            // Young: only move if it has drifted out of the young sublist's first quarter.
-            let young_len = l.len - l.old_len;
-            if l.seq - l.head_seq[frame] < (young_len / 4) as u64 {
-                return;
-            }
         }
         l.unlink(frame);
         l.push_head(frame);
@@ -284,6 +317,8 @@ impl Replacer for LruMidpoint {
     fn removed(&self, frame: FrameId) {
         let mut l = self.list.lock();
         if l.nodes[frame].in_list {
+            // buf_LRU_block_remove_hashed: `buf_pool.freed_page_clock += 1`.
+            self.clock.fetch_add(1, Ordering::Relaxed);
             l.unlink(frame);
             l.adjust_old(self.old_pct, self.old_min_len);
         }
@@ -316,6 +351,15 @@ impl Replacer for LruMidpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Advances the eviction clock by `n`: loads `spare` (a frame the test does not use)
+    /// and removes it, `n` times.
+    fn evict_spare(r: &LruMidpoint, spare: FrameId, n: usize) {
+        for _ in 0..n {
+            r.loaded(spare);
+            r.removed(spare);
+        }
+    }
 
     #[test]
     fn new_pages_enter_at_the_midpoint_and_old_share_is_three_eighths() {
@@ -367,6 +411,8 @@ mod tests {
         for f in 0..40 {
             r.loaded(f);
         }
+        // Enough evictions that a re-access of a page loaded at the midpoint moves it.
+        evict_spare(&r, 199, r.young_evictions as usize);
         for f in 0..20 {
             r.accessed(f);
         }
@@ -389,17 +435,19 @@ mod tests {
         for f in 0..10 {
             fast.loaded(f);
         }
+        evict_spare(&fast, 63, fast.young_evictions as usize);
         let old_frame = fast.order().iter().find(|(_, o)| *o).unwrap().0;
         fast.accessed(old_frame);
         assert_eq!(
             fast.order()[0],
             (old_frame, false),
-            "old_blocks_time 0: any re-access makes young"
+            "old_blocks_time 0: a re-access after enough evictions makes young"
         );
         let r = LruMidpoint::new(64, 37, 60_000, 4);
         for f in 0..10 {
             r.loaded(f);
         }
+        evict_spare(&r, 63, r.young_evictions as usize);
         let before = r.order();
         let old_frame = before.iter().find(|(_, o)| *o).unwrap().0;
         r.accessed(old_frame);
@@ -424,5 +472,40 @@ mod tests {
         assert_eq!(r.order().len(), 5);
         assert!(r.order().iter().all(|(f, _)| *f != v));
         assert_eq!(r.victim(&|_| false), None);
+    }
+
+    /// Nothing moves before the first eviction (buf_page_peek_if_too_old: freed_page_clock
+    /// 0), and a young page moves to the head only after `young_evictions` evictions since it
+    /// was last put there, however many pages were put at the head meanwhile
+    /// (buf_page_peek_if_young counts evictions, not positions).
+    #[test]
+    fn a_young_page_moves_after_a_share_of_the_pool_is_evicted_not_after_a_share_of_the_list() {
+        // 1,000 frames, no old sublist (the list stays below old_min_len).
+        let r = LruMidpoint::new(1000, 37, 1000, 2000);
+        assert_eq!(r.young_evictions, 1000 * (1024 - 378) / 4096);
+        for f in 0..400 {
+            r.created(f);
+        }
+        // Page 0 is now at the tail. Warm-up: no eviction yet, so an access moves nothing.
+        r.accessed(0);
+        assert_eq!(r.next_victims(1), vec![0]);
+        // After enough evictions, an access moves page 0 to the head and stamps it.
+        evict_spare(&r, 999, r.young_evictions as usize + 1);
+        r.accessed(0);
+        assert_eq!(r.order()[0], (0, false));
+        // Every other page is then put at the head (none has been moved since its creation),
+        // without an eviction: page 0 is pushed down to the tail, and an access leaves it
+        // there, too young by the eviction clock.
+        for f in 1..400 {
+            r.accessed(f);
+        }
+        assert_eq!(r.order()[0], (399, false));
+        r.accessed(0);
+        assert_eq!(r.next_victims(1), vec![0], "{:?}", &r.order()[..3]);
+        // Once the clock has advanced by young_evictions, the next access moves it.
+        evict_spare(&r, 999, r.young_evictions as usize);
+        r.accessed(0);
+        assert_eq!(r.order()[0], (0, false));
+        assert_ne!(r.next_victims(1), vec![0]);
     }
 }

@@ -26,7 +26,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 struct Inner {
     storage: Arc<Storage>,
@@ -45,6 +45,12 @@ struct Inner {
     /// History entries taken by a purge round and not yet purged (so that `gc` can wait
     /// for other purge threads' work in flight).
     in_flight: AtomicU64,
+    /// A purge run is under way: woken by the master tick, it lasts until a round finds
+    /// nothing purgeable (MariaDB's `purge_state.m_running`).
+    purge_running: AtomicBool,
+    /// When the master task next wakes purge (`srv_master_callback`, every
+    /// `wake_interval_ms`).
+    next_wake: Mutex<Instant>,
     purge: PurgeConfig,
 }
 
@@ -67,6 +73,32 @@ impl Inner {
             self.undo.truncate_history(self.tm.oldest_xmin())?;
         }
         Ok(())
+    }
+
+    /// Whether the purge threads should purge now: always with `wake_interval_ms` 0;
+    /// otherwise while a run is under way, and a run starts at the master task's tick when
+    /// there is history (srv0srv.cc `srv_master_callback` → `purge_sys_t::wake_if_not_active`:
+    /// `!purge_state.m_running && trx_sys.history_exists()`).
+    fn purge_due(&self) -> bool {
+        let every_ms = self.purge.wake_interval_ms;
+        if every_ms == 0 || self.purge_running.load(Ordering::Acquire) {
+            return true;
+        }
+        let now = Instant::now();
+        let mut next = self.next_wake.lock();
+        if now < *next {
+            return false;
+        }
+        let every = Duration::from_millis(every_ms);
+        while *next <= now {
+            *next += every;
+        }
+        drop(next);
+        if self.history.length.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.purge_running.store(true, Ordering::Release);
+        true
     }
 
     /// Purges up to `max_logs` history entries older than every read view; returns how many
@@ -109,6 +141,11 @@ impl Inner {
             )?;
             n += 1;
         }
+        if n < max_logs as u64 {
+            // Nothing more is purgeable: the run ends (do_purge leaves its loop when a
+            // batch handled no page), until the master task wakes purge again.
+            self.purge_running.store(false, Ordering::Release);
+        }
         if n > 0 {
             let batch = self.batch_pages.fetch_add(pages, Ordering::AcqRel) + pages;
             if batch >= self.purge.batch_pages as u64 || n < max_logs as u64 {
@@ -139,6 +176,8 @@ impl Inner {
             truncate_again: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
             batch_pages: AtomicU64::new(0),
+            purge_running: AtomicBool::new(false),
+            next_wake: Mutex::new(Instant::now() + Duration::from_millis(purge.wake_interval_ms)),
             purge,
         })
     }
@@ -235,6 +274,7 @@ impl InnodbEngine {
                         .name(format!("purge_{i}"))
                         .spawn(move || loop {
                             let worked = match weak.upgrade() {
+                                Some(inner) if !inner.purge_due() => false,
                                 Some(inner) => match inner.purge_round(16) {
                                     Ok(n) => n > 0,
                                     Err(e) => {
