@@ -255,6 +255,48 @@ fn background_purge_waits_for_the_master_tick_then_drains_the_history() {
     assert!(db.engine_counters().purged_logs >= 100);
 }
 
+/// Purge of an update that changed no indexed column does not look the row up
+/// (row0purge.cc `row_purge_parse_undo_rec`: UPD_NODE_NO_ORD_CHANGE); purge of an update of
+/// an indexed column does, to remove the stale secondary entry.
+#[test]
+fn purge_skips_the_clustered_lookup_when_no_indexed_column_changed() {
+    let db = open_db(DesignConfig::innodb(), 256);
+    let t = load(&db, 50);
+    db.gc(t).unwrap();
+    let rel = db.relations(t).unwrap().table;
+    let accesses = || {
+        let io = db.storage().pool().rel_io(rel);
+        io.blks_hit + io.blks_read
+    };
+    for i in 0..20 {
+        let mut tx = db.begin();
+        tx.update(
+            t,
+            &[Value::Integer(i)],
+            &[Assign::Set(2, Value::Text(format!("v{i}")))],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+    }
+    let before = accesses();
+    db.gc(t).unwrap();
+    let c = db.engine_counters();
+    assert!(c.purge_records >= 20, "{c:?}");
+    assert_eq!(accesses(), before, "purge of c updates read the table");
+    for i in 0..20 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(i)], &[Assign::Add(1, 1000)])
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let before = accesses();
+    db.gc(t).unwrap();
+    assert!(
+        accesses() >= before + 20,
+        "purge of k updates looks rows up"
+    );
+}
+
 #[test]
 fn purge_removes_delete_marked_rows_and_stale_secondary_entries() {
     let db = open_db(DesignConfig::innodb(), 256);

@@ -646,6 +646,12 @@ impl ClusteredTable {
     ///
     /// Errors: storage and decoding errors.
     pub fn purge_record(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
+        if u.kind == UndoType::UpdateExisting && !self.delta_has_an_index_column(&u.delta)? {
+            // row0purge.cc `row_purge_parse_undo_rec`: an update that changed no ordering
+            // field (UPD_NODE_NO_ORD_CHANGE) leaves nothing to purge, and the clustered
+            // record is not looked up.
+            return Ok(0);
+        }
         let _g = self.stripe(&u.pk);
         let Some(rec) = self.clustered.get(&u.pk)? else {
             return Ok(0);
@@ -687,6 +693,23 @@ impl ClusteredTable {
             }
             UndoType::Insert => Ok(0),
         }
+    }
+
+    /// Whether an update undo record's delta holds a column of a secondary index: the
+    /// delta carries the changed columns and, for an index whose key changed, all of its
+    /// columns, so this is InnoDB's "the update changed an ordering field"
+    /// (row0upd.cc `row_upd_changes_some_index_ord_field_binary`, the absence of
+    /// UPD_NODE_NO_ORD_CHANGE in the undo record's cmpl_info).
+    ///
+    /// Errors: a delta that does not decode ([`Error::Corrupted`]).
+    fn delta_has_an_index_column(&self, delta: &[u8]) -> Result<bool> {
+        let mut scratch: Row = vec![Value::Null; self.def.columns.len()];
+        let changed = apply_delta(&self.def, &mut scratch, delta)?;
+        Ok(self
+            .def
+            .indexes
+            .iter()
+            .any(|ix| ix.columns.iter().any(|c| changed.contains(c))))
     }
 
     /// Every version of the row with primary key `pk`, newest first, following roll pointers
