@@ -646,19 +646,35 @@ impl ClusteredTable {
     ///
     /// Errors: storage and decoding errors.
     pub fn purge_record(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
-        if u.kind == UndoType::UpdateExisting && !self.delta_has_an_index_column(&u.delta)? {
-            // row0purge.cc `row_purge_parse_undo_rec`: an update that changed no ordering
-            // field (UPD_NODE_NO_ORD_CHANGE) leaves nothing to purge, and the clustered
-            // record is not looked up.
-            return Ok(0);
-        }
+        // An update's delta is decoded before the lookup, and once: row0purge.cc
+        // `row_purge_parse_undo_rec` returns early for an update that changed no ordering
+        // field (UPD_NODE_NO_ORD_CHANGE), without looking the clustered record up.
+        let update_delta = match u.kind {
+            UndoType::UpdateExisting => {
+                let (values, changed) = self.decode_delta(&u.delta)?;
+                if !self.changes_an_index_column(&changed) {
+                    return Ok(0);
+                }
+                Some((values, changed))
+            }
+            _ => None,
+        };
         let _g = self.stripe(&u.pk);
         let Some(rec) = self.clustered.get(&u.pk)? else {
             return Ok(0);
         };
         let cur = decode_compact_record(&self.def, &rec)?;
         let mut old = cur.row.clone();
-        apply_delta(&self.def, &mut old, &u.delta)?;
+        match update_delta {
+            Some((values, changed)) => {
+                for c in changed {
+                    old[c] = values[c].clone();
+                }
+            }
+            None => {
+                apply_delta(&self.def, &mut old, &u.delta)?;
+            }
+        }
         match u.kind {
             UndoType::DeleteMark => {
                 if !cur.delete_marked || cur.trx_id != trx_id {
@@ -695,21 +711,26 @@ impl ClusteredTable {
         }
     }
 
-    /// Whether an update undo record's delta holds a column of a secondary index: the
+    /// An undo record's delta decoded: a row holding the delta's values in the columns it
+    /// lists (NULL elsewhere), and those columns ([`apply_delta`] on a row of NULLs).
+    ///
+    /// Errors: a delta that does not decode ([`Error::Corrupted`]).
+    fn decode_delta(&self, delta: &[u8]) -> Result<(Row, Vec<usize>)> {
+        let mut values: Row = vec![Value::Null; self.def.columns.len()];
+        let changed = apply_delta(&self.def, &mut values, delta)?;
+        Ok((values, changed))
+    }
+
+    /// Whether `columns` (an update delta's) include a column of a secondary index: the
     /// delta carries the changed columns and, for an index whose key changed, all of its
     /// columns, so this is InnoDB's "the update changed an ordering field"
     /// (row0upd.cc `row_upd_changes_some_index_ord_field_binary`, the absence of
     /// UPD_NODE_NO_ORD_CHANGE in the undo record's cmpl_info).
-    ///
-    /// Errors: a delta that does not decode ([`Error::Corrupted`]).
-    fn delta_has_an_index_column(&self, delta: &[u8]) -> Result<bool> {
-        let mut scratch: Row = vec![Value::Null; self.def.columns.len()];
-        let changed = apply_delta(&self.def, &mut scratch, delta)?;
-        Ok(self
-            .def
+    fn changes_an_index_column(&self, columns: &[usize]) -> bool {
+        self.def
             .indexes
             .iter()
-            .any(|ix| ix.columns.iter().any(|c| changed.contains(c))))
+            .any(|ix| ix.columns.iter().any(|c| columns.contains(c)))
     }
 
     /// Every version of the row with primary key `pk`, newest first, following roll pointers
