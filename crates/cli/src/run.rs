@@ -349,6 +349,11 @@ pub fn engine_delta(after: EngineCounters, before: EngineCounters) -> EngineCoun
         undo_pages_read: after.undo_pages_read - before.undo_pages_read,
         rseg_pages_read: after.rseg_pages_read - before.rseg_pages_read,
         rseg_pages_written: after.rseg_pages_written - before.rseg_pages_written,
+        index_page_splits: after.index_page_splits - before.index_page_splits,
+        index_page_merge_attempts: after.index_page_merge_attempts
+            - before.index_page_merge_attempts,
+        index_page_merge_successful: after.index_page_merge_successful
+            - before.index_page_merge_successful,
     }
 }
 

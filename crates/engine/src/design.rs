@@ -17,6 +17,7 @@
 //! | rollback_segments | 0 (no undo); 1–128 with undo_delta | 0 | 128 |
 //! | wal_record_format | xlog, mtr | xlog | mtr |
 //! | btree_deduplication | on, off | on | off (n/a) |
+//! | btree_merge_threshold | 0 (never merge), 1–50 (% of a page) | 0 | 50 |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -115,6 +116,11 @@ pub const SWITCHES: &[Switch] = &[
         name: "btree_deduplication",
         meaning: "B-tree deduplication: a full leaf of a heap index merges equal keys into posting lists (one key, many TIDs) before it splits (PostgreSQL 13+)",
         values: "on, off (on needs index_pointers=physical)",
+    },
+    Switch {
+        name: "btree_merge_threshold",
+        meaning: "B-tree page merges: a leaf whose entries fall below this percent of the page after a delete merges with a sibling when both fit in one page (InnoDB MERGE_THRESHOLD, btr_compress); 0: leaves are never merged (PostgreSQL nbtree)",
+        values: "0, 1..=50",
     },
 ];
 
@@ -219,6 +225,20 @@ pub struct DesignConfig {
     /// reports written before the switch existed (read as off).
     #[serde(default)]
     pub btree_deduplication: bool,
+    /// Percent of a page below which a B-tree leaf tries to merge with a sibling after a
+    /// delete ([`crate::btree::BTreeConfig::merge_threshold_pct`]; InnoDB MERGE_THRESHOLD);
+    /// 0: never. Missing in design files and reports written before the switch existed
+    /// (read as 0, the behaviour then).
+    #[serde(default)]
+    pub btree_merge_threshold: u8,
+}
+
+impl DesignConfig {
+    /// The B-tree merge threshold as [`crate::btree::BTreeConfig::merge_threshold_pct`]
+    /// takes it (`None` for 0).
+    pub fn merge_threshold_pct(&self) -> Option<u8> {
+        (self.btree_merge_threshold > 0).then_some(self.btree_merge_threshold)
+    }
 }
 
 impl DesignConfig {
@@ -356,6 +376,12 @@ impl DesignConfig {
                 "posting lists hold heap TIDs: deduplication needs a heap and physical index pointers",
             );
         }
+        if self.btree_merge_threshold > 50 {
+            return Err(Error::InvalidConfig(format!(
+                "switch btree_merge_threshold must be 0 (never merge) or 1..=50, got {}",
+                self.btree_merge_threshold
+            )));
+        }
         if !(10..=100).contains(&self.fillfactor) {
             return Err(Error::InvalidConfig(format!(
                 "switch fillfactor must be 10..=100, got {}",
@@ -389,6 +415,7 @@ mod tests {
             ("rollback_segments", "0", "128"),
             ("wal_record_format", "xlog", "mtr"),
             ("btree_deduplication", "on", "off"),
+            ("btree_merge_threshold", "0", "50"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {

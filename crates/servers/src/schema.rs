@@ -153,6 +153,8 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "io.total.wal_written_bytes",
                 "engine.purge_records",
                 "engine.history_list_length",
+                // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
+                "engine.undo.index_page_splits",
             ]);
         }
         ServerKind::MariaDb => {
@@ -188,6 +190,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 // dictionary pages besides.
                 rseg_pages_read: m("buffer_page_read_system_page"),
                 rseg_pages_written: m("buffer_page_written_system_page"),
+                index_page_splits: m("index_page_splits"),
+                index_page_merge_attempts: m("index_page_merge_attempts"),
+                index_page_merge_successful: m("index_page_merge_successful"),
                 ..Default::default()
             };
             not.extend_from_slice(&[

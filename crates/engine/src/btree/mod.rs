@@ -15,8 +15,11 @@
 //! `btr_page_split_and_insert`, `btr_page_get_split_rec_to_right`) for the
 //! optimistic-then-pessimistic insert. Unlike nbtree's Lehman–Yao design (no latch coupling,
 //! high keys, move-right), concurrency here is classic latch coupling ("crabbing", Bayer and
-//! Schkolnick 1977), which needs neither high keys nor move-right. Pages are never merged
-//! (nbtree does not merge either); empty leaves stay.
+//! Schkolnick 1977), which needs neither high keys nor move-right. Without a merge
+//! threshold (PostgreSQL: nbtree never merges) empty leaves stay; with one
+//! ([`BTreeConfig::merge_threshold_pct`], InnoDB btr0btr.cc `btr_compress`) a leaf left
+//! below it by a delete merges with a sibling under the same parent, the left page
+//! surviving.
 //!
 //! Page layouts (byte tables) are in [`node`]; WAL records and their block data in [`wal`].
 //! Differences from PostgreSQL worth knowing: the fillfactor split applies when the
@@ -32,9 +35,12 @@
 //! 2. Within a page, keys strictly ascend in slot order. An internal page's first key is
 //!    empty and means minus infinity; child `i` holds exactly the keys `k` with
 //!    `key(i) <= k < key(i + 1)` (bounds inherited from the parent at the ends). So every
-//!    page has a fixed key range, its *low fence* never changes (splits keep the left
-//!    page's low fence, the new right page takes `[separator, old high)`), and no page is
-//!    ever freed or changes level.
+//!    page has a fixed *low fence* that never changes (splits keep the left page's low
+//!    fence, the new right page takes `[separator, old high)`; a merge keeps the left
+//!    page, whose range grows to the freed right page's high bound), and no page changes
+//!    level while it is in the tree. A page a merge freed ([`node::FLAG_FREED`]) is named
+//!    by no downlink or sibling link; the relation's free list gives it to a later split,
+//!    which rebuilds it whole.
 //! 3. The entry area `[upper, special)` holds exactly the live entries, packed; the hole
 //!    `lower..upper` is free space (zeros), left out of full-page images.
 //! 4. Each level's pages are linked left to right (`right_sibling`) and back
@@ -87,6 +93,15 @@
 //!    exclusive latch only if it is free at once, with no other latch held.
 //! 7. [`BTree::bulk_load`] holds the meta page exclusively for the whole build, so no
 //!    other operation can enter the tree; it latches at most two new pages besides.
+//! 8. A merge ([`BTree::delete`] below the threshold) descends pessimistically to the
+//!    leaf's parent (exclusive, ancestors released: the parent only loses a downlink),
+//!    then latches exclusively, in key order, the left sibling under the same parent, the
+//!    leaf, its right sibling, and, when the right sibling is merged away, that page's
+//!    right sibling. A left sibling under another parent precedes the parent in the lock
+//!    order: it is only try-latched (read, never merged with). Scans cannot see a freed
+//!    page: a forward scan latches the right sibling before releasing its leaf, and a
+//!    merge holds both the survivor and the freed page, so a scan is either left of the
+//!    survivor (and reads the merged page after) or already right of the freed one.
 //!
 //! Lock order: the meta page first; then pages ordered by (low fence ascending, level
 //! descending). Every latch taken while others are held is later in this order: a child
@@ -125,7 +140,11 @@
 //! [`dedup::swap_insert`]), so it leaves the same bytes. A sorted build logs every
 //! page whole (BUILD), the last record also naming the new root in the meta page: a crash
 //! before it leaves the meta page pointing at the old empty root, and the built pages
-//! unreachable.
+//! unreachable. A merge is one MERGE record naming the surviving leaf (the entries
+//! appended, its new right link), the freed leaf (will_init: rebuilt empty and flagged
+//! freed), the parent (the downlink removed) and the freed leaf's right sibling (its new
+//! left link), so a crash leaves the merge whole or absent. Freed pages are listed in
+//! memory only: after a crash they stay unused (they leak, as freed undo pages do).
 
 pub mod cleanup;
 pub mod dedup;
@@ -136,7 +155,7 @@ pub mod wal;
 pub use cleanup::{
     CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
 };
-pub use tree::{BTree, BTreeConfig, BTreeStats, LeafRef, LeafVisitor, ScanDirection};
+pub use tree::{BTree, BTreeConfig, BTreeOps, BTreeStats, LeafRef, LeafVisitor, ScanDirection};
 pub use wal::info;
 
 #[cfg(test)]

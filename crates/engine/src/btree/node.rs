@@ -15,7 +15,7 @@
 //! |                  |           |   entry_header_bytes | key | value | zero pad to       |
 //! |                  |           |   entry_align                                          |
 //! | special = len-16 | 2         | level (0 = leaf)                                       |
-//! | special + 2      | 2         | flags: 1 = META, 2 = INCOMPLETE_SPLIT                  |
+//! | special + 2      | 2         | flags: 1 = META, 2 = INCOMPLETE_SPLIT, 4 = FREED       |
 //! | special + 4      | 4         | left sibling block (u32::MAX = none)                   |
 //! | special + 8      | 4         | right sibling block (u32::MAX = none)                  |
 //! | special + 12     | 1         | entry_header_bytes  ┐ geometry: the page describes     |
@@ -93,6 +93,11 @@ pub const FLAG_META: u16 = 1;
 /// yet (PostgreSQL BTP_INCOMPLETE_SPLIT). Set by a SPLIT record, cleared by the record
 /// that inserts the downlink.
 pub const FLAG_INCOMPLETE_SPLIT: u16 = 2;
+/// Page flag: the page was freed by a page merge ([`super::BTreeConfig::merge_threshold_pct`],
+/// InnoDB btr0btr.cc `btr_compress` → `btr_page_free`): no downlink or sibling link names
+/// it, it holds no entries, and the relation's free list hands it to a later split. Set by
+/// a MERGE record.
+pub const FLAG_FREED: u16 = 4;
 /// Bytes of the length fields at the start of every entry (key_len u16, value_len u16).
 pub const ENTRY_LEN_BYTES: usize = 4;
 /// Slot flag (byte 2 of a slot, when slots have at least 3 bytes): the entry's heap tuples
@@ -262,7 +267,7 @@ impl<'a> Node<'a> {
         if flags & FLAG_META != 0 {
             return Err(corrupted(id, "meta page where a node was expected"));
         }
-        if flags & !(FLAG_META | FLAG_INCOMPLETE_SPLIT) != 0 {
+        if flags & !(FLAG_META | FLAG_INCOMPLETE_SPLIT | FLAG_FREED) != 0 {
             return Err(corrupted(id, format!("unknown flags {flags:#06x}")));
         }
         let geo = Geometry::read(p, special);

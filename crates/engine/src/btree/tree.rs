@@ -5,8 +5,8 @@
 use super::cleanup::{CleanupOutcome, DeleteCandidate, DeleteOp, IndexDeleteTuples, InsertCleanup};
 use super::dedup::{self, TID_BYTES};
 use super::node::{
-    self, usable_bytes, Entry, Geometry, Meta, Node, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BLOCK,
-    NO_BLOCK,
+    self, usable_bytes, Entry, Geometry, Meta, Node, NodeHeader, FLAG_FREED, FLAG_INCOMPLETE_SPLIT,
+    META_BLOCK, NO_BLOCK,
 };
 use super::wal::{self as bwal, info};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
@@ -16,6 +16,7 @@ use crate::page::PageId;
 use crate::wal::{rmgr, RecordBuilder};
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// How a B+tree sizes and splits its pages.
@@ -49,6 +50,14 @@ pub struct BTreeConfig {
     /// deduplication, nbtdedup.c; see `btree::dedup`). InnoDB has none.
     #[serde(default)]
     pub deduplicate: bool,
+    /// A leaf whose entries (headers included, slots not) fall below this percent of the
+    /// page size after a delete is merged into a sibling under the same parent when the
+    /// two fit in one page (InnoDB: `MERGE_THRESHOLD`, 50 by default, dict0mem.h
+    /// `DICT_INDEX_MERGE_THRESHOLD_DEFAULT`; btr0cur.cc `btr_cur_compress_if_useful` →
+    /// btr0btr.cc `btr_compress`; see [`BTree::delete`]). `None`: pages are never merged
+    /// (PostgreSQL nbtree never merges). 1..=50.
+    #[serde(default)]
+    pub merge_threshold_pct: Option<u8>,
 }
 
 impl BTreeConfig {
@@ -68,11 +77,13 @@ impl BTreeConfig {
             slot_bytes: 4,
             suffix_truncation: true,
             deduplicate: true,
+            merge_threshold_pct: None,
         }
     }
 
     /// InnoDB's accounting: 5-byte record header, no alignment, about 2 bytes of page
-    /// directory per record, 15/16 fill on ascending inserts, whole keys in node pointers.
+    /// directory per record, 15/16 fill on ascending inserts, whole keys in node pointers,
+    /// leaves merged below half a page (MERGE_THRESHOLD 50).
     pub fn innodb() -> Self {
         BTreeConfig {
             rightmost_fill_pct: 94,
@@ -81,6 +92,7 @@ impl BTreeConfig {
             slot_bytes: 2,
             suffix_truncation: false,
             deduplicate: false,
+            merge_threshold_pct: Some(50),
         }
     }
 
@@ -103,6 +115,13 @@ impl BTreeConfig {
                 "btree rightmost_fill_pct must be 10..=100, got {}",
                 self.rightmost_fill_pct
             )));
+        }
+        if let Some(pct) = self.merge_threshold_pct {
+            if !(1..=50).contains(&pct) {
+                return Err(Error::InvalidConfig(format!(
+                    "btree merge_threshold_pct must be 1..=50 (InnoDB MERGE_THRESHOLD), got {pct}"
+                )));
+            }
         }
         Ok(())
     }
@@ -201,6 +220,52 @@ pub struct BTree {
     /// configuration's `deduplicate` unless [`BTree::with_deduplication`] turned it off.
     /// Posting entries already there are read either way.
     new_postings: bool,
+    /// Structural changes since the tree was opened ([`BTree::ops`]).
+    ops: OpCounters,
+}
+
+#[derive(Default)]
+struct OpCounters {
+    splits: AtomicU64,
+    merge_attempts: AtomicU64,
+    merges: AtomicU64,
+}
+
+/// Structural changes a tree made since it was opened, under MariaDB's `innodb_metrics`
+/// names (srv0mon.h `MONITOR_INDEX_SPLIT`, `MONITOR_INDEX_MERGE_ATTEMPTS`,
+/// `MONITOR_INDEX_MERGE_SUCCESSFUL`). Counts of operations, not pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BTreeOps {
+    /// Page splits, every level (`index_page_splits`; PostgreSQL counts none).
+    pub index_page_splits: u64,
+    /// Leaves found below the merge threshold after a delete, with their siblings latched
+    /// (`index_page_merge_attempts`, counted where `btr_compress` starts).
+    pub index_page_merge_attempts: u64,
+    /// Of those, leaves merged with a sibling (`index_page_merge_successful`).
+    pub index_page_merge_successful: u64,
+}
+
+impl BTreeOps {
+    /// `self − before`, field by field.
+    pub fn since(self, before: BTreeOps) -> BTreeOps {
+        BTreeOps {
+            index_page_splits: self.index_page_splits - before.index_page_splits,
+            index_page_merge_attempts: self.index_page_merge_attempts
+                - before.index_page_merge_attempts,
+            index_page_merge_successful: self.index_page_merge_successful
+                - before.index_page_merge_successful,
+        }
+    }
+
+    /// Field-by-field sum.
+    pub fn plus(self, o: BTreeOps) -> BTreeOps {
+        BTreeOps {
+            index_page_splits: self.index_page_splits + o.index_page_splits,
+            index_page_merge_attempts: self.index_page_merge_attempts + o.index_page_merge_attempts,
+            index_page_merge_successful: self.index_page_merge_successful
+                + o.index_page_merge_successful,
+        }
+    }
 }
 
 impl std::fmt::Debug for BTree {
@@ -635,6 +700,7 @@ impl BTree {
             sep_reserve: geo.space(max_payload + 4),
             max_posting: dedup::max_posting_bytes(max_payload, usable),
             new_postings: cfg.deduplicate,
+            ops: OpCounters::default(),
             cfg,
             pool,
         })
@@ -657,6 +723,16 @@ impl BTree {
     /// The configuration.
     pub fn config(&self) -> &BTreeConfig {
         &self.cfg
+    }
+
+    /// Splits and merges since the tree was opened (in memory: zero again after a
+    /// restart).
+    pub fn ops(&self) -> BTreeOps {
+        BTreeOps {
+            index_page_splits: self.ops.splits.load(Ordering::Relaxed),
+            index_page_merge_attempts: self.ops.merge_attempts.load(Ordering::Relaxed),
+            index_page_merge_successful: self.ops.merges.load(Ordering::Relaxed),
+        }
     }
 
     /// Largest key + value in bytes an entry may have: its space (header, padding, slot)
@@ -739,6 +815,11 @@ impl BTree {
                     n.geometry(),
                     self.geo
                 ),
+            });
+        }
+        if n.flags() & FLAG_FREED != 0 {
+            return Err(Error::Corrupted {
+                what: format!("B+tree {id}: a link names a page freed by a merge"),
             });
         }
         if let Some(l) = level {
@@ -1359,9 +1440,12 @@ impl BTree {
         }
     }
 
-    /// Removes the entry with `key`; `Ok(false)` when there is none. Pages are never
-    /// merged: a leaf may become empty and stays in the tree (PostgreSQL deletes empty
-    /// pages in VACUUM, never merges; mvcclab does neither).
+    /// Removes the entry with `key`; `Ok(false)` when there is none. Without a merge
+    /// threshold a leaf may become empty and stays in the tree (PostgreSQL deletes empty
+    /// pages in VACUUM, never merges; mvcclab does neither). With one
+    /// ([`BTreeConfig::merge_threshold_pct`], InnoDB), a leaf left below it tries to merge
+    /// with a sibling afterwards (see `compress`), as InnoDB's optimistic delete gives way
+    /// to the pessimistic one when `btr_cur_can_delete_without_compress` says no.
     ///
     /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool and WAL errors.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
@@ -1403,7 +1487,203 @@ impl BTree {
             &bwal::encode_delete(i, key),
         );
         log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+        let compress = {
+            let n = self.node(g.data(), id, Some(0))?;
+            self.below_merge_threshold(&n) && (n.left() != NO_BLOCK || n.right() != NO_BLOCK)
+        };
+        drop(g);
+        if compress {
+            self.compress(key)?;
+        }
         Ok(true)
+    }
+
+    /// Whether leaf `n` holds fewer entry bytes than the merge threshold
+    /// ([`BTreeConfig::merge_threshold_pct`] of the page size), as InnoDB's
+    /// `btr_cur_compress_recommendation` compares `page_get_data_size` (records with their
+    /// headers, not the page directory) with `BTR_CUR_PAGE_COMPRESS_LIMIT`
+    /// (`srv_page_size × merge_threshold / 100`). False without a threshold.
+    fn below_merge_threshold(&self, n: &Node<'_>) -> bool {
+        let Some(pct) = self.cfg.merge_threshold_pct else {
+            return false;
+        };
+        let data = n.used_bytes() - n.len() * self.geo.slot_bytes as usize;
+        let page = self.pool.store().page_size().bytes();
+        data < page * pct as usize / 100
+    }
+
+    /// Tries to merge the leaf holding `key` with a sibling (InnoDB btr0btr.cc
+    /// `btr_compress`, reached from `btr_cur_pessimistic_delete` through
+    /// `btr_cur_compress_if_useful`). The pessimistic descent latches the parent
+    /// exclusively, then the leaf's left sibling under the same parent, the leaf and its
+    /// right sibling, in key order (InnoDB's `btr_cur_latch_leaves` latches left, self,
+    /// right for BTR_MODIFY_TREE, reading both siblings). A left sibling under another
+    /// parent is only read, without waiting for its latch (it precedes the parent in the
+    /// lock order), and never merged with. Still below the threshold under the latches, the
+    /// leaf counts a merge attempt; it moves into its left sibling when all its entries fit
+    /// there, else its right sibling (same parent) moves into it when that fits: the left
+    /// page always survives, so no page's low fence changes (InnoDB moves the leaf into
+    /// its right sibling instead; the same pages are read and written, but InnoDB updates
+    /// the left neighbour's link where mvcclab updates the right one's). The emptied page
+    /// is freed ([`node::FLAG_FREED`]) to the relation's free list. Merges stop at the
+    /// leaves: an internal page that falls below the threshold stays (InnoDB compresses the
+    /// father level too, and lifts a lone child into the root).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path or sibling links that
+    /// disagree with the parent's downlinks; pool and WAL errors.
+    fn compress(&self, key: &[u8]) -> Result<()> {
+        if self.read_meta()?.1.height < 2 {
+            return Ok(());
+        }
+        let (wp, mut parent) = self.descend_pessimistic(key, 1)?;
+        // The parent only loses a downlink: nothing above it changes.
+        drop(wp);
+        let pid = parent.page_id();
+        let (i, n_children, left_block, block, right_in_parent) = {
+            let n = self.node(parent.data(), pid, Some(1))?;
+            let i = n.child_index(key, true)?;
+            let left = if i > 0 { Some(n.child(i - 1)?) } else { None };
+            let right = if i + 1 < n.len() {
+                Some(n.child(i + 1)?)
+            } else {
+                None
+            };
+            (i, n.len(), left, n.child(i)?, right)
+        };
+        let mut left = match left_block {
+            Some(b) => Some(self.fetch_write(b, pid, "downlink")?),
+            None => None,
+        };
+        let mut leaf = self.fetch_write(block, pid, "downlink")?;
+        let lid = leaf.page_id();
+        let (lh, below, leaf_used) = {
+            let n = self.node(leaf.data(), lid, Some(0))?;
+            (header(&n), self.below_merge_threshold(&n), n.used_bytes())
+        };
+        if left.is_none() && lh.left != NO_BLOCK {
+            // Read, not merged with: see the doc above.
+            let other = self.linked(lh.left, lid, "left link")?;
+            drop(self.pool.try_fetch_write(other)?);
+        }
+        if left_block.is_some_and(|b| b != lh.left)
+            || right_in_parent.is_some_and(|b| b != lh.right)
+        {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {lid}: sibling links {} / {} disagree with the downlinks of {pid}",
+                    lh.left, lh.right
+                ),
+            });
+        }
+        let mut right = match lh.right {
+            NO_BLOCK => None,
+            b => Some(self.fetch_write(b, lid, "right link")?),
+        };
+        if !below || (left.is_none() && right.is_none()) {
+            return Ok(());
+        }
+        self.ops.merge_attempts.fetch_add(1, Ordering::Relaxed);
+        if let Some(l) = left.as_mut() {
+            let fits = self.node(l.data(), l.page_id(), Some(0))?.free_bytes() >= leaf_used;
+            if fits {
+                self.merge(&mut parent, i, l, &mut leaf, right.as_mut())?;
+                drop((parent, left, right));
+                return self.free_merged(leaf);
+            }
+        }
+        if right_in_parent.is_none() || i + 1 >= n_children {
+            return Ok(());
+        }
+        let Some(mut r) = right else { return Ok(()) };
+        let (fits, rr) = {
+            let rn = self.node(r.data(), r.page_id(), Some(0))?;
+            (
+                self.node(leaf.data(), lid, Some(0))?.free_bytes() >= rn.used_bytes(),
+                rn.right(),
+            )
+        };
+        if !fits {
+            return Ok(());
+        }
+        drop(left);
+        let mut next = match rr {
+            NO_BLOCK => None,
+            b => Some(self.fetch_write(b, r.page_id(), "right link")?),
+        };
+        self.merge(&mut parent, i + 1, &mut leaf, &mut r, next.as_mut())?;
+        drop((parent, leaf, next));
+        self.free_merged(r)
+    }
+
+    /// Moves every entry of `victim` to the end of `survivor` (its left sibling), removes
+    /// the victim's downlink (slot `slot` of `parent`), links `survivor` to the victim's
+    /// right sibling `next` and back, and marks the victim freed: one MERGE record
+    /// (InnoDB `btr_compress`: `page_copy_rec_list_end` / `_start` into the merge page,
+    /// `btr_level_list_remove`, `btr_node_ptr_delete`, `btr_page_free`).
+    fn merge<'a>(
+        &'a self,
+        parent: &mut WritePageGuard<'a>,
+        slot: usize,
+        survivor: &mut WritePageGuard<'a>,
+        victim: &mut WritePageGuard<'a>,
+        next: Option<&mut WritePageGuard<'a>>,
+    ) -> Result<()> {
+        let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
+        let (sh, mut all) = {
+            let n = self.node(survivor.data(), sid, Some(0))?;
+            (header(&n), n.entries()?)
+        };
+        let (vh, moved) = {
+            let n = self.node(victim.data(), vid, Some(0))?;
+            (header(&n), n.entries()?)
+        };
+        if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
+            return Err(Error::Corrupted {
+                what: format!("B+tree {pid}: downlink {slot} does not name {vid}"),
+            });
+        }
+        let data = bwal::encode_merge(vh.right, &pairs(&moved));
+        all.extend(moved);
+        let new_sh = NodeHeader {
+            right: vh.right,
+            ..sh
+        };
+        node::build(survivor.data_mut(), sid, self.geo, new_sh, &pairs(&all))?;
+        let none: [(&[u8], &[u8]); 0] = [];
+        node::build(
+            victim.data_mut(),
+            vid,
+            self.geo,
+            bwal::freed_header(),
+            &none,
+        )?;
+        node::remove_at(parent.data_mut(), pid, slot)?;
+        let mut rec = RecordBuilder::new(rmgr::BTREE, info::MERGE)
+            .block(sid, false, &data)
+            .block(vid, true, &[])
+            .block(pid, false, &(slot as u16).to_le_bytes());
+        let mut guards: Vec<&mut WritePageGuard<'a>> = vec![survivor, victim, parent];
+        if let Some(nx) = next {
+            let nid = nx.page_id();
+            node::set_left(nx.data_mut(), nid, sid.block)?;
+            rec = rec.block(nid, false, &sid.block.to_le_bytes());
+            guards.push(nx);
+        }
+        let rec = rec.main_data(&bwal::encode_geometry(self.geo));
+        log_change(self.pool.wal(), &rec, &mut guards)?;
+        self.ops.merges.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Returns a page a merge emptied to the relation's free list, for a later split's
+    /// [`BufferPool::new_page`]. The page stays in the pool (dirty, marked freed) and is
+    /// written like any other: InnoDB skips writing a freed page (`buf_page_t::FREED`),
+    /// which its recovery allows by ignoring the log of pages freed later in it; mvcclab's
+    /// redo has no such pass, so the freed page is written once.
+    fn free_merged(&self, g: WritePageGuard<'_>) -> Result<()> {
+        let id = g.page_id();
+        drop(g);
+        self.pool.store().free_page(id)
     }
 
     fn apply_leaf_change(
@@ -1824,6 +2104,7 @@ impl BTree {
             guards.push(c);
         }
         log_change(self.pool.wal(), &rec, &mut guards)?;
+        self.ops.splits.fetch_add(1, Ordering::Relaxed);
         Ok((sep, rid.block))
     }
 

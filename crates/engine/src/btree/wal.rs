@@ -24,6 +24,7 @@
 //! | 0x90 | DEDUP        | 0: leaf, `n u16 | n × (first slot u16 | count u16)`: each interval merged into one posting entry (`dedup::apply_pass`) | — |
 //! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × (key_len u16 | key | entry)` (old key, the entry that replaces it) | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
+//! | 0xB0 | MERGE        | 0: surviving leaf, `right u32 | n u16 | n × entry` (its new right link; the entries appended at its end); 1: freed leaf, will_init, empty; 2: parent, `slot u16` (the freed leaf's downlink, removed); 3 (when the freed leaf had a right sibling): that sibling, `new left u32` | `geometry` |
 //!
 //! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
 //! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
@@ -39,7 +40,10 @@
 //! not do (0x50 and 0x60 are DELETE_DEAD and BUILD here); a posting entry losing one TID
 //! in a plain delete is an UPDATE_VALUE of the rewritten entry. The trailing parts of
 //! DELETE_DEAD and VACUUM are PostgreSQL's `updated` items (`xl_btree_update`), absent
-//! (so the bytes are those of a tree without deduplication) when there are none.
+//! (so the bytes are those of a tree without deduplication) when there are none. MERGE
+//! is InnoDB's page merge (btr0btr.cc `btr_compress`), which MariaDB logs as the moved
+//! records' inserts, the node pointer's delete and the page's FREE_PAGE record in one
+//! mini-transaction; PostgreSQL has no such record.
 
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
 use crate::error::{Error, Result};
@@ -83,6 +87,34 @@ pub mod info {
     /// Deduplication pass over a leaf (PostgreSQL XLOG_BTREE_DEDUP, nbtdedup.c
     /// `_bt_dedup_pass`).
     pub const DEDUP: u8 = 0x90;
+    /// A leaf merged into its left sibling and freed (InnoDB btr0btr.cc `btr_compress`).
+    pub const MERGE: u8 = 0xB0;
+}
+
+/// `right u32 | n u16 | n × entry`: a MERGE record's data for the surviving leaf.
+pub fn encode_merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(right: u32, entries: &[(K, V)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&right.to_le_bytes());
+    put16(&mut out, entries.len() as u16);
+    for (k, v) in entries {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        put16(&mut out, k.len() as u16);
+        put16(&mut out, v.len() as u16);
+        out.extend_from_slice(k);
+        out.extend_from_slice(v);
+    }
+    out
+}
+
+/// The header of a page a merge freed: a leaf with no links, flagged
+/// [`node::FLAG_FREED`].
+pub fn freed_header() -> NodeHeader {
+    NodeHeader {
+        level: 0,
+        flags: node::FLAG_FREED,
+        left: node::NO_BLOCK,
+        right: node::NO_BLOCK,
+    }
 }
 
 /// `which` bit of a SPLIT record: the old right sibling is registered.
@@ -488,6 +520,55 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 .ok_or_else(|| r.bad("CREATE without meta"))?;
             let m = Meta::decode(&meta_block.data, meta_block.page)?;
             node::build(page, id, m.geometry, h, &entries)?;
+        }
+        (info::MERGE, 0) => {
+            let right = r.u32()?;
+            let n = r.u16()? as usize;
+            let mut moved = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                moved.push(r.entry()?);
+            }
+            r.end()?;
+            let (h, g, mut all) = {
+                let survivor = node::Node::parse(page, id)?;
+                let h = NodeHeader {
+                    level: survivor.level(),
+                    flags: survivor.flags(),
+                    left: survivor.left(),
+                    right,
+                };
+                (h, survivor.geometry(), survivor.entries()?)
+            };
+            if let (Some(last), Some(first)) = (all.last(), moved.first()) {
+                if last.key.as_slice() >= first.0 {
+                    return Err(r.bad("MERGE appends keys not above the surviving leaf's"));
+                }
+            }
+            all.extend(moved.iter().map(|(k, v)| node::Entry {
+                key: k.to_vec(),
+                value: v.to_vec(),
+            }));
+            let pairs: Vec<(&[u8], &[u8])> = all
+                .iter()
+                .map(|e| (e.key.as_slice(), e.value.as_slice()))
+                .collect();
+            node::build(page, id, g, h, &pairs)?;
+        }
+        (info::MERGE, 1) => {
+            r.end()?;
+            let g = reader(&rec.main_data, lsn).geometry()?;
+            let none: [(&[u8], &[u8]); 0] = [];
+            node::build(page, id, g, freed_header(), &none)?;
+        }
+        (info::MERGE, 2) => {
+            let slot = r.u16()? as usize;
+            r.end()?;
+            node::remove_at(page, id, slot)?;
+        }
+        (info::MERGE, 3) => {
+            let left = r.u32()?;
+            r.end()?;
+            node::set_left(page, id, left)?;
         }
         (i, b) => return Err(r.bad(&format!("unknown info {i:#04x} or block {b}"))),
     }

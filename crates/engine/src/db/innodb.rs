@@ -392,16 +392,17 @@ impl InnodbEngine {
         for t in &catalog.tables {
             inner.tables.create(t.def.clone(), |id, def| {
                 let pool = inner.storage.pool().clone();
+                let sec = innodb_btree(&inner.design);
                 let cfg = BTreeConfig {
                     rightmost_fill_pct: inner.design.fillfactor,
-                    ..BTreeConfig::innodb()
+                    ..sec.clone()
                 };
                 let clustered = BTree::open(pool.clone(), t.relations.table, cfg)?;
                 let indexes = t
                     .relations
                     .indexes
                     .iter()
-                    .map(|&rel| BTree::open(pool.clone(), rel, BTreeConfig::innodb()))
+                    .map(|&rel| BTree::open(pool.clone(), rel, sec.clone()))
                     .collect::<Result<Vec<_>>>()?;
                 let table = ClusteredTable::new(id, def, clustered, indexes, inner.undo.clone());
                 table
@@ -433,21 +434,31 @@ impl InnodbEngine {
     }
 }
 
+/// The B-tree configuration of a secondary index (and, with the fillfactor switch, of the
+/// clustered index): InnoDB's accounting with the design's merge threshold.
+fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
+    BTreeConfig {
+        merge_threshold_pct: design.merge_threshold_pct(),
+        ..BTreeConfig::innodb()
+    }
+}
+
 impl Engine for InnodbEngine {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
         self.inner.tables.create(def, |id, def| {
             let pool = self.inner.storage.pool().clone();
             // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
             // 15/16).
+            let sec = innodb_btree(&self.inner.design);
             let cfg = BTreeConfig {
                 rightmost_fill_pct: self.inner.design.fillfactor,
-                ..BTreeConfig::innodb()
+                ..sec.clone()
             };
             let clustered = BTree::create(pool.clone(), cfg)?;
             let indexes = def
                 .indexes
                 .iter()
-                .map(|_| BTree::create(pool.clone(), BTreeConfig::innodb()))
+                .map(|_| BTree::create(pool.clone(), sec.clone()))
                 .collect::<Result<Vec<_>>>()?;
             Ok(ClusteredTable::new(
                 id,
@@ -518,6 +529,7 @@ impl Engine for InnodbEngine {
         let u = &self.inner.undo.counters;
         let pool = self.inner.storage.pool();
         let h = &self.inner.history;
+        let ops = self.inner.tables.btree_ops();
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
             undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),
@@ -544,6 +556,9 @@ impl Engine for InnodbEngine {
             rseg_pages_written: pool
                 .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
                 .pages_written,
+            index_page_splits: ops.index_page_splits,
+            index_page_merge_attempts: ops.index_page_merge_attempts,
+            index_page_merge_successful: ops.index_page_merge_successful,
         }
     }
 

@@ -204,7 +204,8 @@ impl TableRelations {
 }
 
 /// Design-wide counters (innodb_metrics / SHOW ENGINE INNODB STATUS names in the docs);
-/// zero for designs without an undo log.
+/// the undo and purge ones are zero for designs without an undo log, the B-tree ones are
+/// counted by both presets (postgres: splits only; nbtree never merges).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineCounters {
     /// Undo records written (undo_rec_written... InnoDB counts them per log).
@@ -242,6 +243,16 @@ pub struct EngineCounters {
     /// (`buffer_page_written_system_page`).
     #[serde(default)]
     pub rseg_pages_written: u64,
+    /// B-tree page splits, every index and level (innodb_metrics `index_page_splits`).
+    #[serde(default)]
+    pub index_page_splits: u64,
+    /// Leaves that fell below the merge threshold and tried to merge with a sibling
+    /// (`index_page_merge_attempts`; btr0btr.cc `btr_compress`).
+    #[serde(default)]
+    pub index_page_merge_attempts: u64,
+    /// Of those, leaves merged (`index_page_merge_successful`).
+    #[serde(default)]
+    pub index_page_merge_successful: u64,
 }
 
 /// What garbage collection did (vacuum for `postgres`, purge for `innodb`).

@@ -3,7 +3,9 @@
 //! repeatable read, commit record flushed at commit), vacuum and autovacuum.
 
 use super::txn::TxnCore;
-use super::{Assign, Engine, EngineTxn, GcReport, TableId, TableList, TableRelations};
+use super::{
+    Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableList, TableRelations,
+};
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::DesignConfig;
@@ -149,22 +151,19 @@ impl PostgresEngine {
         let (tm, aborted) = TransactionManager::recovered(&clog, &redone.xact_ends, max_xid);
         redone.report.transactions_aborted = aborted;
         let design_dedup = design.btree_deduplication;
+        let btree_cfg = pg_btree(&design);
         let engine = Self::with_tm(storage, design, vacuum, tm);
         for t in &catalog.tables {
             engine.inner.tables.create(t.def.clone(), |id, def| {
                 let pool = engine.inner.storage.pool().clone();
-                let pk = BTree::open(
-                    pool.clone(),
-                    t.relations.primary_key,
-                    BTreeConfig::postgres(),
-                )?
-                .with_deduplication(design_dedup);
+                let pk = BTree::open(pool.clone(), t.relations.primary_key, btree_cfg.clone())?
+                    .with_deduplication(design_dedup);
                 let indexes = t
                     .relations
                     .indexes
                     .iter()
                     .map(|&rel| {
-                        BTree::open(pool.clone(), rel, BTreeConfig::postgres())
+                        BTree::open(pool.clone(), rel, btree_cfg.clone())
                             .map(|t| t.with_deduplication(design_dedup))
                     })
                     .collect::<Result<Vec<_>>>()?;
@@ -228,19 +227,28 @@ impl PostgresEngine {
     }
 }
 
+/// The B-tree configuration of a heap index: nbtree's accounting, with the design's merge
+/// threshold (0 in the `postgres` preset: nbtree never merges).
+fn pg_btree(design: &DesignConfig) -> BTreeConfig {
+    BTreeConfig {
+        merge_threshold_pct: design.merge_threshold_pct(),
+        ..BTreeConfig::postgres()
+    }
+}
+
 impl Engine for PostgresEngine {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
         self.inner.tables.create(def, |id, def| {
             let pool = self.inner.storage.pool().clone();
             let heap_rel = pool.store().create_relation()?;
             let dedup = self.inner.design.btree_deduplication;
-            let pk =
-                BTree::create(pool.clone(), BTreeConfig::postgres())?.with_deduplication(dedup);
+            let pk = BTree::create(pool.clone(), pg_btree(&self.inner.design))?
+                .with_deduplication(dedup);
             let indexes = def
                 .indexes
                 .iter()
                 .map(|_| {
-                    BTree::create(pool.clone(), BTreeConfig::postgres())
+                    BTree::create(pool.clone(), pg_btree(&self.inner.design))
                         .map(|t| t.with_deduplication(dedup))
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -297,6 +305,15 @@ impl Engine for PostgresEngine {
         let rep = table.vacuum(&self.inner.tm, &self.inner.vacuum)?;
         table.counters.vacuum_count.fetch_add(1, Ordering::Relaxed);
         Ok(GcReport { vacuum: Some(rep) })
+    }
+
+    fn engine_counters(&self) -> EngineCounters {
+        // No undo log; the B-tree's splits (nbtree never merges).
+        let ops = self.inner.tables.btree_ops();
+        EngineCounters {
+            index_page_splits: ops.index_page_splits,
+            ..Default::default()
+        }
     }
 
     fn table_counters(&self, t: TableId) -> Result<TableStats> {

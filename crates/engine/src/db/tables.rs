@@ -94,6 +94,18 @@ impl<T: Catalogued> TableList<T> {
         Ok(n)
     }
 
+    /// Splits and merges of every tree of every table, summed
+    /// ([`crate::btree::BTree::ops`]).
+    pub(crate) fn btree_ops(&self) -> crate::btree::BTreeOps {
+        let mut sum = crate::btree::BTreeOps::default();
+        for t in self.all() {
+            for tree in t.trees() {
+                sum = sum.plus(tree.ops());
+            }
+        }
+        sum
+    }
+
     /// Every table, in id order.
     pub(crate) fn all(&self) -> Vec<Arc<T>> {
         self.0.read().clone()
