@@ -98,10 +98,12 @@
 //!    then latches exclusively, in key order, the left sibling under the same parent, the
 //!    leaf, its right sibling, and, when the right sibling is merged away, that page's
 //!    right sibling. A left sibling under another parent precedes the parent in the lock
-//!    order: it is only try-latched (read, never merged with). Scans cannot see a freed
-//!    page: a forward scan latches the right sibling before releasing its leaf, and a
-//!    merge holds both the survivor and the freed page, so a scan is either left of the
-//!    survivor (and reads the merged page after) or already right of the freed one.
+//!    order: it is only try-latched (read, never merged with). A scan moving right never
+//!    reaches a freed page: it latches the right sibling before releasing its leaf, and a
+//!    merge holds both the survivor and the freed page. A forward scan that released its
+//!    leaf to run its callback resumes from the root after the last key delivered when
+//!    merges are on (its leaf may have been freed, even reused, meanwhile; InnoDB's
+//!    `btr_pcur_t::restore_position`), and from its leaf's block otherwise.
 //!
 //! Lock order: the meta page first; then pages ordered by (low fence ascending, level
 //! descending). Every latch taken while others are held is later in this order: a child

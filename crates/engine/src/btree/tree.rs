@@ -2572,6 +2572,19 @@ impl BTree {
             if done {
                 return Ok(());
             }
+            if self.cfg.merge_threshold_pct.is_some() {
+                // While no latch was held the leaf may have been merged away (freed, even
+                // reused by a split elsewhere): find the position again from the root,
+                // after the last key delivered (InnoDB restores its persistent cursor the
+                // same way, btr0pcur.cc `btr_pcur_t::restore_position`).
+                let Some(l) = last.as_deref() else {
+                    return Ok(());
+                };
+                g = self
+                    .descend_read(&Target::Lower(Bound::Excluded(l)), false)?
+                    .0;
+                continue;
+            }
             let c = self.fetch_read(cur.block, self.meta_id(), "scan position")?;
             let right = self.node(c.data(), cur, Some(0))?.right();
             if right == NO_BLOCK {

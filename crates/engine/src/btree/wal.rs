@@ -91,18 +91,23 @@ pub mod info {
     pub const MERGE: u8 = 0xB0;
 }
 
+/// Appends `n u16 | n × entry`.
+fn put_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, entries: &[(K, V)]) {
+    put16(out, entries.len() as u16);
+    for (k, v) in entries {
+        let (k, v) = (k.as_ref(), v.as_ref());
+        put16(out, k.len() as u16);
+        put16(out, v.len() as u16);
+        out.extend_from_slice(k);
+        out.extend_from_slice(v);
+    }
+}
+
 /// `right u32 | n u16 | n × entry`: a MERGE record's data for the surviving leaf.
 pub fn encode_merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(right: u32, entries: &[(K, V)]) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(&right.to_le_bytes());
-    put16(&mut out, entries.len() as u16);
-    for (k, v) in entries {
-        let (k, v) = (k.as_ref(), v.as_ref());
-        put16(&mut out, k.len() as u16);
-        put16(&mut out, v.len() as u16);
-        out.extend_from_slice(k);
-        out.extend_from_slice(v);
-    }
+    put_entries(&mut out, entries);
     out
 }
 
@@ -224,14 +229,7 @@ pub fn encode_node<K: AsRef<[u8]>, V: AsRef<[u8]>>(h: NodeHeader, entries: &[(K,
     put16(&mut out, h.flags);
     out.extend_from_slice(&h.left.to_le_bytes());
     out.extend_from_slice(&h.right.to_le_bytes());
-    put16(&mut out, entries.len() as u16);
-    for (k, v) in entries {
-        let (k, v) = (k.as_ref(), v.as_ref());
-        put16(&mut out, k.len() as u16);
-        put16(&mut out, v.len() as u16);
-        out.extend_from_slice(k);
-        out.extend_from_slice(v);
-    }
+    put_entries(&mut out, entries);
     out
 }
 
