@@ -31,7 +31,7 @@
 //! - [`without`]: a posting entry with some TIDs removed (nbtree.c `btreevacuumposting`,
 //!   nbtdedup.c `_bt_update_posting`).
 
-use super::node::{self, Entry, Node, NodeHeader};
+use super::node::{self, Entry, Node};
 use crate::error::{Error, Result};
 use crate::page::PageId;
 
@@ -192,13 +192,7 @@ pub fn apply_pass(p: &mut [u8], id: PageId, intervals: &[(usize, usize)]) -> Res
         if n.level() != 0 {
             return Err(bad(id, "deduplication of an internal page"));
         }
-        let h = NodeHeader {
-            level: n.level(),
-            flags: n.flags(),
-            left: n.left(),
-            right: n.right(),
-        };
-        (n.geometry(), h, n.entries()?)
+        (n.geometry(), n.header(), n.entries()?)
     };
     let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
     let mut next = 0usize;

@@ -476,6 +476,16 @@ impl<'a> Node<'a> {
         Ok(i - 1)
     }
 
+    /// Level, flags and sibling links, as [`build`] takes them.
+    pub fn header(&self) -> NodeHeader {
+        NodeHeader {
+            level: self.level(),
+            flags: self.flags(),
+            left: self.left(),
+            right: self.right(),
+        }
+    }
+
     /// Every entry, copied, each checked.
     ///
     /// Errors: as [`Node::entry`].
@@ -498,6 +508,14 @@ pub struct Entry {
     pub key: Vec<u8>,
     /// Value bytes (a child block, u32 LE, on internal pages).
     pub value: Vec<u8>,
+}
+
+/// `entries` as the (key, value) pairs [`build`] takes.
+pub fn pairs(entries: &[Entry]) -> Vec<(&[u8], &[u8])> {
+    entries
+        .iter()
+        .map(|e| (e.key.as_slice(), e.value.as_slice()))
+        .collect()
 }
 
 /// What a node page says about itself besides its entries (for rebuilding it).

@@ -246,17 +246,6 @@ pub struct BTreeOps {
 }
 
 impl BTreeOps {
-    /// `self − before`, field by field.
-    pub fn since(self, before: BTreeOps) -> BTreeOps {
-        BTreeOps {
-            index_page_splits: self.index_page_splits - before.index_page_splits,
-            index_page_merge_attempts: self.index_page_merge_attempts
-                - before.index_page_merge_attempts,
-            index_page_merge_successful: self.index_page_merge_successful
-                - before.index_page_merge_successful,
-        }
-    }
-
     /// Field-by-field sum.
     pub fn plus(self, o: BTreeOps) -> BTreeOps {
         BTreeOps {
@@ -383,21 +372,6 @@ fn render_key(k: &[u8]) -> String {
         s.push_str(&format!("... ({} bytes)", k.len()));
     }
     s
-}
-
-fn header(n: &Node<'_>) -> NodeHeader {
-    NodeHeader {
-        level: n.level(),
-        flags: n.flags(),
-        left: n.left(),
-        right: n.right(),
-    }
-}
-
-fn pairs(v: &[Entry]) -> Vec<(&[u8], &[u8])> {
-    v.iter()
-        .map(|e| (e.key.as_slice(), e.value.as_slice()))
-        .collect()
 }
 
 /// Counts sibling hops and descents so that a corrupted sibling chain (a cycle) ends in an
@@ -1531,15 +1505,14 @@ impl BTree {
     ///
     /// Errors: [`Error::Corrupted`] for a damaged page on the path or sibling links that
     /// disagree with the parent's downlinks; pool and WAL errors.
+    /// Called only for a leaf with a sibling, so the tree has a level above the leaves
+    /// (heights never shrink).
     fn compress(&self, key: &[u8]) -> Result<()> {
-        if self.read_meta()?.1.height < 2 {
-            return Ok(());
-        }
         let (wp, mut parent) = self.descend_pessimistic(key, 1)?;
         // The parent only loses a downlink: nothing above it changes.
         drop(wp);
         let pid = parent.page_id();
-        let (i, n_children, left_block, block, right_in_parent) = {
+        let (i, left_block, block, right_in_parent) = {
             let n = self.node(parent.data(), pid, Some(1))?;
             let i = n.child_index(key, true)?;
             let left = if i > 0 { Some(n.child(i - 1)?) } else { None };
@@ -1548,7 +1521,7 @@ impl BTree {
             } else {
                 None
             };
-            (i, n.len(), left, n.child(i)?, right)
+            (i, left, n.child(i)?, right)
         };
         let mut left = match left_block {
             Some(b) => Some(self.fetch_write(b, pid, "downlink")?),
@@ -1556,9 +1529,10 @@ impl BTree {
         };
         let mut leaf = self.fetch_write(block, pid, "downlink")?;
         let lid = leaf.page_id();
-        let (lh, below, leaf_used) = {
+        let (lh, below, leaf_used, leaf_free) = {
             let n = self.node(leaf.data(), lid, Some(0))?;
-            (header(&n), self.below_merge_threshold(&n), n.used_bytes())
+            let below = self.below_merge_threshold(&n);
+            (n.header(), below, n.used_bytes(), n.free_bytes())
         };
         if left.is_none() && lh.left != NO_BLOCK {
             // Read, not merged with: see the doc above.
@@ -1591,16 +1565,13 @@ impl BTree {
                 return self.free_merged(leaf);
             }
         }
-        if right_in_parent.is_none() || i + 1 >= n_children {
+        // Only a right sibling under the same parent is merged with.
+        let (Some(_), Some(mut r)) = (right_in_parent, right) else {
             return Ok(());
-        }
-        let Some(mut r) = right else { return Ok(()) };
+        };
         let (fits, rr) = {
             let rn = self.node(r.data(), r.page_id(), Some(0))?;
-            (
-                self.node(leaf.data(), lid, Some(0))?.free_bytes() >= rn.used_bytes(),
-                rn.right(),
-            )
+            (leaf_free >= rn.used_bytes(), rn.right())
         };
         if !fits {
             return Ok(());
@@ -1631,24 +1602,30 @@ impl BTree {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
         let (sh, mut all) = {
             let n = self.node(survivor.data(), sid, Some(0))?;
-            (header(&n), n.entries()?)
+            (n.header(), n.entries()?)
         };
         let (vh, moved) = {
             let n = self.node(victim.data(), vid, Some(0))?;
-            (header(&n), n.entries()?)
+            (n.header(), n.entries()?)
         };
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::Corrupted {
                 what: format!("B+tree {pid}: downlink {slot} does not name {vid}"),
             });
         }
-        let data = bwal::encode_merge(vh.right, &pairs(&moved));
+        let data = bwal::encode_merge(vh.right, &node::pairs(&moved));
         all.extend(moved);
         let new_sh = NodeHeader {
             right: vh.right,
             ..sh
         };
-        node::build(survivor.data_mut(), sid, self.geo, new_sh, &pairs(&all))?;
+        node::build(
+            survivor.data_mut(),
+            sid,
+            self.geo,
+            new_sh,
+            &node::pairs(&all),
+        )?;
         let none: [(&[u8], &[u8]); 0] = [];
         node::build(
             victim.data_mut(),
@@ -1787,7 +1764,7 @@ impl BTree {
                 },
             };
             let need = self.geo.space(key.len() + value.len());
-            (place, n.len(), header(&n), n.free_bytes() + old >= need)
+            (place, n.len(), n.header(), n.free_bytes() + old >= need)
         };
         if place == Place::Dup {
             return Err(self.duplicate(key));
@@ -1924,7 +1901,7 @@ impl BTree {
                     let (fits, phdr) = {
                         let n = self.node(pg.data(), pid, Some(child_level + 1))?;
                         let fits = n.free_bytes() >= self.geo.space(sep.len() + down.len());
-                        (fits, header(&n))
+                        (fits, n.header())
                     };
                     if fits {
                         node::insert_at(pg.data_mut(), pid, i + 1, &sep, &down)?;
@@ -2076,7 +2053,7 @@ impl BTree {
             left: lid.block,
             right: hdr.right,
         };
-        let (lp, rp) = (pairs(&combined), pairs(&right_entries));
+        let (lp, rp) = (node::pairs(&combined), node::pairs(&right_entries));
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
         node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;
         let mut which = 0;
@@ -2194,7 +2171,7 @@ impl BTree {
         self.walk_levels(
             &meta,
             |id, n, _| {
-                let hdr = header(n);
+                let hdr = n.header();
                 Ok((hdr.flags & FLAG_INCOMPLETE_SPLIT != 0).then_some((id.block, hdr.right)))
             },
             // Each level's splits are finished before the walk descends: finishing changes
@@ -2303,7 +2280,7 @@ impl BTree {
             )));
         }
         let (wp, g) = self.descend_pessimistic(&sep, level)?;
-        let hdr = header(&self.node(g.data(), g.page_id(), Some(level))?);
+        let hdr = self.node(g.data(), g.page_id(), Some(level))?.header();
         if g.page_id().block != left || hdr.flags & FLAG_INCOMPLETE_SPLIT == 0 || hdr.right != right
         {
             return Err(corrupt(format!(
@@ -2709,7 +2686,7 @@ impl BTree {
                         gone.push((i, None, 1));
                     }
                 }
-                (header(&n), gone)
+                (n.header(), gone)
             };
             if !gone.is_empty() {
                 let (keep, keys) = {
@@ -2740,7 +2717,7 @@ impl BTree {
                 };
                 let (keys, updated) = keys;
                 // One compaction for the page (bufpage.c `PageIndexMultiDelete`).
-                node::build(g.data_mut(), id, self.geo, hdr, &pairs(&keep))?;
+                node::build(g.data_mut(), id, self.geo, hdr, &node::pairs(&keep))?;
                 let rec = RecordBuilder::new(rmgr::BTREE, info::VACUUM).block(
                     id,
                     false,
@@ -2884,7 +2861,7 @@ impl BTree {
             let g = self.fetch_read(block, from, "downlink")?;
             let id = g.page_id();
             let n = self.node(g.data(), id, Some(level))?;
-            (id, header(&n), n.entries()?, n.used_bytes() as u64)
+            (id, n.header(), n.entries()?, n.used_bytes() as u64)
         };
         if hdr.flags & FLAG_INCOMPLETE_SPLIT != 0 {
             return Err(bad(id, "INCOMPLETE_SPLIT is set".into()));

@@ -417,13 +417,11 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let n = r.u16()? as usize;
             let (h, g, mut keep) = {
                 let page_node = node::Node::parse(page, id)?;
-                let h = NodeHeader {
-                    level: page_node.level(),
-                    flags: page_node.flags(),
-                    left: page_node.left(),
-                    right: page_node.right(),
-                };
-                (h, page_node.geometry(), page_node.entries()?)
+                (
+                    page_node.header(),
+                    page_node.geometry(),
+                    page_node.entries()?,
+                )
             };
             for _ in 0..n {
                 let len = r.u16()? as usize;
@@ -449,11 +447,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 }
             }
             r.end()?;
-            let pairs: Vec<(&[u8], &[u8])> = keep
-                .iter()
-                .map(|e| (e.key.as_slice(), e.value.as_slice()))
-                .collect();
-            node::build(page, id, g, h, &pairs)?;
+            node::build(page, id, g, h, &node::pairs(&keep))?;
         }
         (info::INSERT_POST, 0) => {
             let slot = r.u16()? as usize;
@@ -530,10 +524,8 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let (h, g, mut all) = {
                 let survivor = node::Node::parse(page, id)?;
                 let h = NodeHeader {
-                    level: survivor.level(),
-                    flags: survivor.flags(),
-                    left: survivor.left(),
                     right,
+                    ..survivor.header()
                 };
                 (h, survivor.geometry(), survivor.entries()?)
             };
@@ -546,11 +538,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 key: k.to_vec(),
                 value: v.to_vec(),
             }));
-            let pairs: Vec<(&[u8], &[u8])> = all
-                .iter()
-                .map(|e| (e.key.as_slice(), e.value.as_slice()))
-                .collect();
-            node::build(page, id, g, h, &pairs)?;
+            node::build(page, id, g, h, &node::pairs(&all))?;
         }
         (info::MERGE, 1) => {
             r.end()?;
