@@ -141,12 +141,17 @@ pub struct HistoryEntry {
 /// counters. Each log is also in its rollback segment's history list (`UndoSpace`); this
 /// list stands for MariaDB's purge queue, which picks the rollback segment whose oldest log
 /// has the smallest commit number (trx0purge.cc `purge_sys_t::choose_next_log`), so purge
-/// sees the logs of all rollback segments in commit order. `length` is the sum of the
-/// rollback segments' history lengths (`trx_sys.history_size()`).
+/// sees the logs of all rollback segments in commit order. `length` stands for MariaDB's
+/// history length (`trx_sys.history_size()`, the rollback segments' history lengths): it
+/// counts a log from its commit until purge has finished with it. MariaDB counts it until
+/// history truncation removes it, which follows each purge batch; a log taken by a purge
+/// thread but not yet purged still counts in both, so a length of 0 means every committed
+/// log has been purged.
 #[derive(Default)]
 pub struct History {
     list: Mutex<VecDeque<HistoryEntry>>,
-    /// Undo logs in the list now.
+    /// Undo logs committed and not yet purged: in the list, or taken by a purge thread and
+    /// still being purged.
     pub length: AtomicU64,
     /// Highest length seen.
     pub peak: AtomicU64,
@@ -163,19 +168,16 @@ impl History {
     pub fn push(&self, e: HistoryEntry) {
         let mut l = self.list.lock();
         l.push_back(e);
-        let n = l.len() as u64;
-        self.length.store(n, Ordering::Relaxed);
+        let n = self.length.fetch_add(1, Ordering::Relaxed) + 1;
         self.peak.fetch_max(n, Ordering::Relaxed);
     }
 
     /// Takes the oldest log if its transaction is older than `horizon` (every read view sees
-    /// it committed).
+    /// it committed). It stays in `length` until [`purge_entry`] has purged it.
     pub fn pop_purgeable(&self, horizon: Xid) -> Option<HistoryEntry> {
         let mut l = self.list.lock();
         if l.front().is_some_and(|e| (e.trx_id as Xid) < horizon) {
-            let e = l.pop_front();
-            self.length.store(l.len() as u64, Ordering::Relaxed);
-            return e;
+            return l.pop_front();
         }
         None
     }
@@ -203,5 +205,6 @@ pub fn purge_entry(
     }
     undo.purged(e.log);
     history.purged_logs.fetch_add(1, Ordering::Relaxed);
+    history.length.fetch_sub(1, Ordering::Relaxed);
     Ok(())
 }
