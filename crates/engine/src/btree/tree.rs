@@ -2544,7 +2544,17 @@ impl BTree {
                     return Ok(());
                 }
             }
-            last = batch.pop().map(|e| e.0);
+            let newest = batch.pop().map(|e| e.0);
+            if let (Some(old), Some(new)) = (&last, &newest) {
+                // Keys delivered ascend strictly, so a scan that resumes after its last key
+                // always moves on; on a damaged page whose keys do not ascend it could not.
+                if new <= old {
+                    return Err(Error::Corrupted {
+                        what: format!("B+tree page {cur}: keys out of order in a forward scan"),
+                    });
+                }
+            }
+            last = newest;
             batch.clear();
             if done {
                 return Ok(());
