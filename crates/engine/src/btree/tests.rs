@@ -853,6 +853,19 @@ fn corrupted_pages_give_corrupted_errors() {
             }),
             &scan,
         ),
+        (
+            // The leaf's first and last slots swapped: its keys no longer ascend. A forward
+            // scan that resumes from the root after its last key (merges on) must not loop.
+            "keys out of order",
+            leaf_id,
+            Box::new(move |p| {
+                let last = u16::from_le_bytes([p[20], p[21]]) as usize - p[sp + 14] as usize;
+                let (first, end) = ([p[32], p[33]], [p[last], p[last + 1]]);
+                p[32..34].copy_from_slice(&end);
+                p[last..last + 2].copy_from_slice(&first);
+            }),
+            &fwd,
+        ),
         ("level", leaf_id, Box::new(move |p| p[sp] = 1), &get),
         ("geometry", leaf_id, Box::new(move |p| p[sp + 13] = 3), &get),
         (
