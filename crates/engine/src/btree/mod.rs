@@ -120,8 +120,11 @@
 //! Every change follows the WAL recipe (`wal` module doc) through
 //! [`crate::buffer::log_change`] with an [`crate::wal::rmgr::BTREE`] record while the
 //! changed pages are exclusively latched, so WAL order is the order of changes to each
-//! page. Split and new-root pages are logged whole with `will_init` (no full-page image);
-//! other records carry the slot and entry bytes. A split cascade is one record per level,
+//! page. A split's new right page and a new root are logged whole with `will_init` (no
+//! full-page image); a split's left page is logged as its difference from what it held
+//! before ([`wal::encode_split_left`]), so redo rebuilds it from the page as the previous
+//! record left it, or from its full-page image when the split is its first change after a
+//! checkpoint; other records carry the slot and entry bytes. A split cascade is one record per level,
 //! as in PostgreSQL: a crash between them leaves the left page of the lower split with
 //! INCOMPLETE_SPLIT set and its right page reachable only through the right link; redo
 //! ([`wal::redo_block`]) replays what was logged, and recovery then calls

@@ -375,10 +375,11 @@ fn wal_records_per_operation() {
     let (recs, _) = s.wal().read_from(from).unwrap();
     let split = &recs[0];
     assert_eq!(split.blocks.len(), 2, "no old right sibling, no child");
-    assert!(split
-        .blocks
-        .iter()
-        .all(|b| b.will_init && b.image.is_none()));
+    assert_eq!(
+        split.blocks.iter().map(|b| b.will_init).collect::<Vec<_>>(),
+        vec![false, true],
+        "the left page is rebuilt from its contents, the new right page logged whole"
+    );
     let newroot = &recs[1];
     assert_eq!(newroot.blocks.len(), 3);
     assert_eq!(
@@ -390,11 +391,13 @@ fn wal_records_per_operation() {
         vec![true, false, true],
         "root, left child (flag cleared), meta"
     );
-    // The split record carries both halves whole.
-    let (lh, left) = wal::decode_node(&split.blocks[0].data, split.lsn).unwrap();
+    // The split record carries the right half whole and, for the left page, only how
+    // many of its entries stay: ascending inserts put the new item on the right.
+    let left = wal::decode_split_left(&split.blocks[0].data, split.lsn).unwrap();
     let (rh, right) = wal::decode_node(&split.blocks[1].data, split.lsn).unwrap();
-    assert_eq!(left.len() + right.len(), i as usize + 1);
-    assert_eq!(lh.right, split.blocks[1].page.block);
+    assert!(left.mid.is_empty() && left.tail == 0, "{left:?}");
+    assert_eq!(left.head + right.len(), i as usize + 1);
+    assert_eq!(left.header.right, split.blocks[1].page.block);
     assert_eq!(rh.left, split.blocks[0].page.block);
     // A split of the leftmost leaf (inserts below everything) now inserts a downlink.
     let mut j = 0u32;
@@ -1899,7 +1902,7 @@ fn recovery_finishes_splits_cut_between_the_records_of_a_cascade() {
             if rec.info != info::SPLIT || r + 1 == recs.len() {
                 continue;
             }
-            let (h, _) = wal::decode_node(&rec.blocks[0].data, rec.lsn).unwrap();
+            let (h, _) = wal::decode_node(&rec.blocks[1].data, rec.lsn).unwrap();
             let next = match recs[r + 1].info {
                 info::INSERT_UPPER => "parent insert",
                 info::SPLIT => "parent split",
@@ -2030,7 +2033,7 @@ fn two_level_case(cfg: &BTreeConfig, under_right: bool) {
     let (t, recs, begun) = logged_inserts(&s, cfg.clone(), &keys);
     let page_bytes = s.store().page_size().bytes();
     let level_of =
-        |r: &crate::wal::WalRecord| wal::decode_node(&r.blocks[0].data, r.lsn).unwrap().0.level;
+        |r: &crate::wal::WalRecord| wal::decode_node(&r.blocks[1].data, r.lsn).unwrap().0.level;
     // An internal split (at `r`) whose INSERT_UPPER into G (at `r + 1`) is left out, then a
     // later leaf split (at `c`) whose INSERT_UPPER into the internal split's right (or
     // left) half is cut off, with no record in between touching G.
@@ -2476,4 +2479,79 @@ fn dedup_tree_agrees_with_a_model_under_random_operations_and_redo() {
     }
     assert!(t.stats().unwrap().posting_entries > 0);
     assert_redo_rebuilds(&s, &t);
+}
+
+/// A split's left page is logged as its difference from the page before the split: an
+/// insert, a replacement or a removal on the left logs one entry or none, a left page that
+/// only lost its upper part logs none, and anything else is logged whole and still
+/// rebuilds exactly.
+#[test]
+fn split_left_logs_the_left_page_as_its_difference_from_the_page_before() {
+    let e = |i: u32, v: u8| node::Entry {
+        key: k(i),
+        value: vec![v; 3],
+    };
+    let before: Vec<node::Entry> = (0..10).map(|i| e(i * 2, 0)).collect();
+    let h = NodeHeader {
+        level: 0,
+        flags: node::FLAG_INCOMPLETE_SPLIT,
+        left: 7,
+        right: 9,
+    };
+    let with = |f: &dyn Fn(&mut Vec<node::Entry>)| {
+        let mut l = before.clone();
+        f(&mut l);
+        l
+    };
+    let cases: Vec<(&str, Vec<node::Entry>, usize)> = vec![
+        ("upper part moved right", before[..6].to_vec(), 0),
+        (
+            "insert on the left",
+            with(&|l| {
+                l.insert(3, e(5, 1));
+                l.truncate(6);
+            }),
+            1,
+        ),
+        (
+            "replacement on the left",
+            with(&|l| {
+                l[2] = e(4, 9);
+                l.truncate(5);
+            }),
+            1,
+        ),
+        (
+            "removal on the left",
+            with(&|l| {
+                l.remove(1);
+                l.truncate(5);
+            }),
+            0,
+        ),
+        (
+            "replacement and insert",
+            with(&|l| {
+                l[2] = e(4, 9);
+                l.insert(3, e(5, 1));
+                l.truncate(7);
+            }),
+            2,
+        ),
+        (
+            "unrelated entries",
+            (100..105).map(|i| e(i, 4)).collect(),
+            5,
+        ),
+    ];
+    for (what, left, mid) in cases {
+        let data = wal::encode_split_left(h, &before, &node::pairs(&left));
+        let d = wal::decode_split_left(&data, 1).unwrap();
+        assert_eq!(d.header, h, "{what}");
+        assert_eq!(d.mid.len(), mid, "{what}: {d:?}");
+        let mut rebuilt = node::pairs(&before[..d.head]);
+        rebuilt.extend(d.mid.iter().copied());
+        rebuilt.extend(node::pairs(&before[d.from..d.from + d.tail]));
+        assert_eq!(rebuilt, node::pairs(&left), "{what}");
+    }
 }

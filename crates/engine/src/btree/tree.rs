@@ -2054,11 +2054,13 @@ impl BTree {
             right: hdr.right,
         };
         let (lp, rp) = (node::pairs(&combined), node::pairs(&right_entries));
+        let before = self.node(g.data(), lid, Some(hdr.level))?.entries()?;
+        let left_data = bwal::encode_split_left(left_h, &before, &lp);
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
         node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;
         let mut which = 0;
         let mut rec = RecordBuilder::new(rmgr::BTREE, info::SPLIT)
-            .block(lid, true, &bwal::encode_node(left_h, &lp))
+            .block(lid, false, &left_data)
             .block(rid, true, &bwal::encode_node(right_h, &rp));
         if let Some(o) = old_right.as_mut() {
             let oid = o.page_id();

@@ -8,6 +8,10 @@
 //! entry      = key_len u16 | value_len u16 | key | value
 //! slot_entry = slot u16 | entry
 //! node_image = level u16 | flags u16 | left u32 | right u32 | n u16 | n × entry
+//! split_left = level u16 | flags u16 | left u32 | right u32 | head u16 | n u16 | n × entry
+//!              | from u16 | tail u16
+//!              (the page's entries after the split: the first `head` entries it held
+//!              before, the `n` entries given, then its entries `from..from + tail`)
 //! geometry   = entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8
 //! ```
 //! | info | name | blocks (registration order) and their data | main data |
@@ -15,7 +19,7 @@
 //! | 0x00 | INSERT_LEAF  | 0: leaf, `slot_entry` (insert before slot) | — |
 //! | 0x10 | INSERT_UPPER | 0: internal page, `slot_entry` (separator, child u32); 1: left child, empty (clears INCOMPLETE_SPLIT) | — |
 //! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
-//! | 0x30 | SPLIT        | 0: left page, will_init, `node_image`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
+//! | 0x30 | SPLIT        | 0: left page (the page split), `split_left`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
 //! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × slot_entry` (ascending: entries rewritten first, slots as before the record) | `latest_removed_xid u32` |
 //! | 0x60 | BUILD        | 0: a page of a sorted build, will_init, `node_image`; 1 (on the last page only): meta page, will_init, meta fields | `geometry` |
 //! | 0x70 | DELETE       | 0: leaf, `slot u16 | key_len u16 | key` | — |
@@ -28,7 +32,14 @@
 //!
 //! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
 //! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
-//! stands for SPLIT_L/SPLIT_R (0x30/0x40), and both halves are logged whole. UPDATE_VALUE
+//! stands for SPLIT_L/SPLIT_R (0x30/0x40). As there, only the new right page is logged
+//! whole: the left page is rebuilt from its contents before the split and the entries
+//! that differ from them (the new item when it stays left), so its block is not
+//! will-init and takes a full-page image at its first change after a checkpoint
+//! (nbtinsert.c `_bt_split` registers the original page with REGBUF_STANDARD; nbtxlog.c
+//! `btree_xlog_split` reconstructs it). InnoDB likewise logs a split as the moved
+//! records' inserts into the new page and a few header writes on the old one
+//! (btr0btr.cc `btr_page_split_and_insert` → `page_move_rec_list_end`). UPDATE_VALUE
 //! (InnoDB's update-in-place redo, `MLOG_REC_UPDATE_IN_PLACE`) and CREATE (PostgreSQL logs
 //! a new index's pages as full images) are mvcclab's. DELETE_DEAD is PostgreSQL's
 //! XLOG_BTREE_DELETE of simple and bottom-up deletion (nbtxlog.h `xl_btree_delete`: the
@@ -222,6 +233,50 @@ pub fn encode_vacuum<K: AsRef<[u8]>>(keys: &[K], updated: &[(Vec<u8>, node::Entr
     out
 }
 
+/// `split_left`: the left page of a split, header `h` and entries `left`, as its
+/// difference from `before`, the entries the page held before the split. The shortest
+/// middle part is chosen among those that leave the rest a prefix of `before` and a run of
+/// `before` starting at most two entries after it (an insert, a replacement, a removal,
+/// or a replacement and an insert); anything else is logged whole in the middle part.
+pub fn encode_split_left<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    h: NodeHeader,
+    before: &[node::Entry],
+    left: &[(K, V)],
+) -> Vec<u8> {
+    let same = |e: &node::Entry, (k, v): &(K, V)| e.key == k.as_ref() && e.value == v.as_ref();
+    let head = before
+        .iter()
+        .zip(left)
+        .take_while(|(e, l)| same(e, l))
+        .count();
+    let rest = left.len() - head;
+    let (mut mid, mut from, mut tail) = (rest, 0, 0);
+    'search: for e in 0..=rest.min(2) {
+        let run = rest - e;
+        for j in head..=(head + 2).min(before.len()) {
+            if j + run <= before.len()
+                && before[j..j + run]
+                    .iter()
+                    .zip(&left[head + e..])
+                    .all(|(b, l)| same(b, l))
+            {
+                (mid, from, tail) = (e, j, run);
+                break 'search;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    put16(&mut out, h.level);
+    put16(&mut out, h.flags);
+    out.extend_from_slice(&h.left.to_le_bytes());
+    out.extend_from_slice(&h.right.to_le_bytes());
+    put16(&mut out, head as u16);
+    put_entries(&mut out, &left[head..head + mid]);
+    put16(&mut out, from as u16);
+    put16(&mut out, tail as u16);
+    out
+}
+
 /// `level u16 | flags u16 | left u32 | right u32 | n u16 | n × entry`.
 pub fn encode_node<K: AsRef<[u8]>, V: AsRef<[u8]>>(h: NodeHeader, entries: &[(K, V)]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -318,6 +373,51 @@ pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
     }
     r.end()?;
     Ok((h, entries))
+}
+
+/// A decoded `split_left` (block 0 of SPLIT): the left page's entries are the first
+/// `head` of the page before the split, `mid`, then its entries `from..from + tail`.
+#[derive(Debug)]
+pub struct SplitLeft<'a> {
+    /// The left page's header after the split.
+    pub header: NodeHeader,
+    /// Leading entries kept from the page before the split.
+    pub head: usize,
+    /// Entries logged whole.
+    pub mid: Vec<(&'a [u8], &'a [u8])>,
+    /// First of the trailing entries kept, as an index into the page before the split.
+    pub from: usize,
+    /// Trailing entries kept.
+    pub tail: usize,
+}
+
+/// Decodes a `split_left`.
+///
+/// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+pub fn decode_split_left(b: &[u8], lsn: u64) -> Result<SplitLeft<'_>> {
+    let mut r = reader(b, lsn);
+    let header = NodeHeader {
+        level: r.u16()?,
+        flags: r.u16()?,
+        left: r.u32()?,
+        right: r.u32()?,
+    };
+    let head = r.u16()? as usize;
+    let n = r.u16()? as usize;
+    let mut mid = Vec::with_capacity(n.min(1024));
+    for _ in 0..n {
+        mid.push(r.entry()?);
+    }
+    let from = r.u16()? as usize;
+    let tail = r.u16()? as usize;
+    r.end()?;
+    Ok(SplitLeft {
+        header,
+        head,
+        mid,
+        from,
+        tail,
+    })
 }
 
 /// Decodes the main data of a SPLIT record: geometry, `which` bits, separator.
@@ -468,7 +568,26 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             r.end()?;
             clear_incomplete(page, id)?;
         }
-        (info::SPLIT, 0) | (info::SPLIT, 1) => {
+        (info::SPLIT, 0) => {
+            let (g, _, _) = decode_split_main(&rec.main_data, lsn)?;
+            let l = decode_split_left(&block.data, lsn)?;
+            let before = node::Node::parse(page, id)?.entries()?;
+            let (head, tail) = (&before.get(..l.head), before.get(l.from..l.from + l.tail));
+            let (Some(head), Some(tail)) = (head, tail) else {
+                return Err(r.bad(&format!(
+                    "SPLIT keeps entries 0..{} and {}..{} of a page of {}",
+                    l.head,
+                    l.from,
+                    l.from + l.tail,
+                    before.len()
+                )));
+            };
+            let mut entries = node::pairs(head);
+            entries.extend(l.mid);
+            entries.extend(node::pairs(tail));
+            node::build(page, id, g, l.header, &entries)?;
+        }
+        (info::SPLIT, 1) => {
             let (g, _, _) = decode_split_main(&rec.main_data, lsn)?;
             let (h, entries) = decode_node(&block.data, lsn)?;
             node::build(page, id, g, h, &entries)?;
