@@ -598,3 +598,34 @@ fn deduplication_shrinks_a_low_cardinality_index_and_queries_stay_right_through_
         off_after.leaf_pages
     );
 }
+
+/// On-access pruning reports only the tuples it reclaimed to `n_dead_tup`: deleted rows
+/// whose line pointers it leaves LP_DEAD stay counted until vacuum, dead HOT versions it
+/// frees do not (pruneheap.c `heap_page_prune_opt`: `ndeleted - nnewlpdead`).
+#[test]
+fn pruning_leaves_lp_dead_tuples_counted_as_dead_until_vacuum() {
+    let db = open_db(DesignConfig::postgres(), 512);
+    let t = load(&db, "sbtest1", 2000);
+    // Rows go to pages in id order: more than 20 per page puts ids 0..=10 on page 0.
+    let pages = db.table_pages(t).unwrap().0;
+    assert!(2000 / pages > 20, "{pages} pages");
+    let on_page: Vec<i32> = (0..=10).collect();
+    // Ten rows deleted: ten dead tuples on page 0, which is full.
+    let mut tx = db.begin();
+    for &id in &on_page[1..11] {
+        assert!(tx.delete(t, &[Value::Integer(id)]).unwrap());
+    }
+    tx.commit().unwrap();
+    assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 10);
+    let pruned0 = db.table_stats(t).unwrap().pages_pruned;
+    // Reading the page prunes it (free space below BLCKSZ/10, prunable): the ten deleted
+    // rows' line pointers become LP_DEAD, and they stay dead tuples.
+    let mut tx = db.begin();
+    assert!(tx.get(t, &[Value::Integer(on_page[0])]).unwrap().is_some());
+    tx.commit().unwrap();
+    let s = db.table_stats(t).unwrap();
+    assert_eq!(s.pages_pruned, pruned0 + 1, "{s:?}");
+    assert_eq!(s.n_dead_tup, 10, "LP_DEAD items still need vacuum: {s:?}");
+    db.gc(t).unwrap();
+    assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 0);
+}

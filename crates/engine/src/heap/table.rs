@@ -358,7 +358,12 @@ impl HeapTable {
                 .block(id, false, &res.encode())
                 .main_data(&oldest.to_le_bytes());
             log_change(&self.wal, &rec, &mut [g])?;
-            self.counters.sub_dead(res.tuples_removed);
+            // Tuples whose line pointer is now LP_DEAD still count as dead until vacuum
+            // reclaims the pointer: only the rest is reported reclaimed (pruneheap.c
+            // `heap_page_prune_opt`: `pgstat_update_heap_dead_tuples(ndeleted -
+            // nnewlpdead)` when positive).
+            self.counters
+                .sub_dead(res.tuples_removed.saturating_sub(res.now_dead.len() as u64));
             self.counters.pages_pruned.fetch_add(1, Ordering::Relaxed);
         }
         Ok(res.tuples_removed)
