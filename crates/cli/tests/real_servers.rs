@@ -155,6 +155,40 @@ fn postgresql_counters_match_the_statements_sent() {
     assert!(r.space.table_pages > 0 && r.space.index_pages > 0);
 }
 
+/// The load's last inserts reach the statistics before its VACUUM ANALYZE, so no autovacuum
+/// or autoanalyze trigger is left to fire inside the measured phase: after a read-only
+/// run, nothing counts as inserted since the vacuum or modified since the analyze (the
+/// load's two batches of 1,000 rows did, before the flush was forced).
+#[test]
+fn postgresql_load_leaves_no_autovacuum_trigger_for_the_measured_phase() {
+    ensure_servers_installed();
+    let dir = tempfile::tempdir().unwrap();
+    let out = short(
+        &[
+            "run",
+            "--target",
+            "postgresql",
+            "--workload",
+            "oltp_point_select",
+            "--format",
+            "json",
+        ],
+        2000,
+        50,
+        dir.path(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let r = &report.runs[0];
+    assert_eq!(counter(r, "pg_stat_user_tables.n_ins_since_vacuum"), 0.0);
+    assert_eq!(counter(r, "pg_stat_user_tables.n_mod_since_analyze"), 0.0);
+    assert_eq!(counter(r, "pg_stat_user_tables.autovacuum_count"), 0.0);
+}
+
 #[test]
 fn mariadb_counters_match_the_statements_sent() {
     let dir = tempfile::tempdir().unwrap();

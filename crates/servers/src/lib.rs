@@ -357,7 +357,8 @@ const LOAD_BATCH_ROWS: u32 = 1000;
 /// Loads sysbench's tables as oltp_common.lua's `create_table` does: for each table, drop
 /// it if present, create it, insert `opts.prepare_rows(kind)` rows (the embedded load's
 /// rows: same generator, same seed) in multi-row INSERTs, create the `k` index, then run
-/// `after(n)` (the engine's statistics statement). `exec` runs one statement.
+/// the statements `after(n)` returns, in order (the engine's statistics statements). `exec`
+/// runs one statement.
 ///
 /// Errors: the first failing statement's [`ServerError`], as text.
 pub(crate) fn load_sbtest(
@@ -366,7 +367,7 @@ pub(crate) fn load_sbtest(
     opts: &mvcclab_workload::sysbench::SysbenchOptions,
     seed: u64,
     exec: &dyn Fn(&str) -> Result<(), ServerError>,
-    after: &dyn Fn(u32) -> String,
+    after: &dyn Fn(u32) -> Vec<String>,
 ) -> Result<(), String> {
     use mvcclab_workload::sql;
     let rows = opts.prepare_rows(kind);
@@ -385,7 +386,9 @@ pub(crate) fn load_sbtest(
             id = last + 1;
         }
         run(&sql::create_secondary_index(n))?;
-        run(&after(n))?;
+        for q in after(n) {
+            run(&q)?;
+        }
     }
     Ok(())
 }

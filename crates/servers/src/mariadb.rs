@@ -169,7 +169,7 @@ impl MariaDb {
 impl Target for MariaDb {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
         crate::load_sbtest(Dialect::MySql, kind, opts, seed, &|q| self.exec(q), &|n| {
-            format!("ANALYZE TABLE sbtest{n}")
+            vec![format!("ANALYZE TABLE sbtest{n}")]
         })
     }
 

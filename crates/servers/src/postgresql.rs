@@ -5,7 +5,8 @@
 //!
 //! Counters read (sums over the `sbtestN` tables where the view is per table):
 //! `pg_stat_user_tables` (n_tup_ins/upd/hot_upd/del, n_live_tup, n_dead_tup, vacuum and
-//! autovacuum counts), `pg_statio_user_tables` (heap/idx blks read and hit),
+//! autovacuum counts, and the autovacuum triggers n_ins_since_vacuum and
+//! n_mod_since_analyze, reported as their values at the end), `pg_statio_user_tables` (heap/idx blks read and hit),
 //! `pg_stat_bgwriter` (buffers_checkpoint/clean/backend/alloc, checkpoints),
 //! `pg_stat_wal` (wal_records, wal_fpi, wal_bytes, wal_write, wal_sync),
 //! `pg_stat_database` (xact_commit, blks_read/hit, deadlocks) and the relations' sizes.
@@ -184,14 +185,25 @@ const TABLES: &str = "relname ~ '^sbtest[0-9]+$'";
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
         // VACUUM ANALYZE: statistics for the planner, the visibility map set and no
-        // insert-triggered autovacuum left to fall inside the measured phase.
+        // insert-triggered autovacuum left to fall inside the measured phase. The load's
+        // last inserts are still pending in this backend (it flushes them at most once a
+        // second, pgstat.c `pgstat_report_stat`); flushed after VACUUM had zeroed
+        // `n_ins_since_vacuum`, they would count as inserts since the vacuum and trigger
+        // an autovacuum and an autoanalyze at the launcher's next round, inside the run.
+        // `pg_stat_force_next_flush()` makes the backend flush them when it goes idle
+        // after that statement, before it reads the VACUUM.
         crate::load_sbtest(
             Dialect::PostgreSql,
             kind,
             opts,
             seed,
             &|q| self.exec(q),
-            &|n| format!("VACUUM ANALYZE sbtest{n}"),
+            &|n| {
+                vec![
+                    "SELECT pg_stat_force_next_flush()".into(),
+                    format!("VACUUM ANALYZE sbtest{n}"),
+                ]
+            },
         )
     }
 
@@ -330,7 +342,9 @@ impl RealServer for PostgreSql {
                  sum(n_live_tup)::float8 n_live_tup, sum(n_dead_tup)::float8 n_dead_tup, \
                  sum(seq_scan)::float8 seq_scan, sum(idx_scan)::float8 idx_scan, \
                  sum(vacuum_count)::float8 vacuum_count, sum(autovacuum_count)::float8 autovacuum_count, \
-                 sum(analyze_count)::float8 analyze_count, sum(autoanalyze_count)::float8 autoanalyze_count \
+                 sum(analyze_count)::float8 analyze_count, sum(autoanalyze_count)::float8 autoanalyze_count, \
+                 sum(n_ins_since_vacuum)::float8 n_ins_since_vacuum, \
+                 sum(n_mod_since_analyze)::float8 n_mod_since_analyze \
                  FROM pg_stat_user_tables WHERE {TABLES}"
             ),
             &mut s,
@@ -381,7 +395,10 @@ impl RealServer for PostgreSql {
     fn is_state(&self, name: &str) -> bool {
         matches!(
             name,
-            "pg_stat_user_tables.n_live_tup" | "pg_stat_user_tables.n_dead_tup"
+            "pg_stat_user_tables.n_live_tup"
+                | "pg_stat_user_tables.n_dead_tup"
+                | "pg_stat_user_tables.n_ins_since_vacuum"
+                | "pg_stat_user_tables.n_mod_since_analyze"
         ) || name.starts_with("space.")
     }
 
