@@ -68,16 +68,13 @@ fn short(args: &[&str], table_size: u32, events: u32, dir: &Path) -> std::proces
     mvcclab(&all)
 }
 
-/// A short single-threaded oltp_read_write on `target` with servers under `dir`; returns
-/// its report run.
-fn real_run(target: &str, dir: &Path) -> RunReport {
+/// A short single-threaded `mvcclab run --target target` (`extra` added) over 2,000 rows
+/// with servers under `dir`; returns its report run.
+fn real_run_with(target: &str, extra: &[&str], events: u32, dir: &Path) -> RunReport {
     ensure_servers_installed();
-    let out = short(
-        &["run", "--target", target, "--format", "json"],
-        2000,
-        150,
-        dir,
-    );
+    let mut args = vec!["run", "--target", target, "--format", "json"];
+    args.extend_from_slice(extra);
+    let out = short(&args, 2000, events, dir);
     assert!(
         out.status.success(),
         "{}",
@@ -86,6 +83,12 @@ fn real_run(target: &str, dir: &Path) -> RunReport {
     let mut report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
     assert_eq!(report.runs.len(), 1);
     report.runs.remove(0)
+}
+
+/// A short single-threaded oltp_read_write (150 events) on `target` with servers under
+/// `dir`; returns its report run.
+fn real_run(target: &str, dir: &Path) -> RunReport {
+    real_run_with(target, &[], 150, dir)
 }
 
 /// The managed server was stopped and its folder removed: nothing is left under `dir`,
@@ -161,29 +164,13 @@ fn postgresql_counters_match_the_statements_sent() {
 /// load's two batches of 1,000 rows did, before the flush was forced).
 #[test]
 fn postgresql_load_leaves_no_autovacuum_trigger_for_the_measured_phase() {
-    ensure_servers_installed();
     let dir = tempfile::tempdir().unwrap();
-    let out = short(
-        &[
-            "run",
-            "--target",
-            "postgresql",
-            "--workload",
-            "oltp_point_select",
-            "--format",
-            "json",
-        ],
-        2000,
+    let r = &real_run_with(
+        "postgresql",
+        &["--workload", "oltp_point_select"],
         50,
         dir.path(),
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
-    let r = &report.runs[0];
     assert_eq!(counter(r, "pg_stat_user_tables.n_ins_since_vacuum"), 0.0);
     assert_eq!(counter(r, "pg_stat_user_tables.n_mod_since_analyze"), 0.0);
     assert_eq!(counter(r, "pg_stat_user_tables.autovacuum_count"), 0.0);

@@ -266,10 +266,7 @@ pub fn encode_split_left<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         }
     }
     let mut out = Vec::new();
-    put16(&mut out, h.level);
-    put16(&mut out, h.flags);
-    out.extend_from_slice(&h.left.to_le_bytes());
-    out.extend_from_slice(&h.right.to_le_bytes());
+    put_header(&mut out, h);
     put16(&mut out, head as u16);
     put_entries(&mut out, &left[head..head + mid]);
     put16(&mut out, from as u16);
@@ -280,12 +277,17 @@ pub fn encode_split_left<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// `level u16 | flags u16 | left u32 | right u32 | n u16 | n × entry`.
 pub fn encode_node<K: AsRef<[u8]>, V: AsRef<[u8]>>(h: NodeHeader, entries: &[(K, V)]) -> Vec<u8> {
     let mut out = Vec::new();
-    put16(&mut out, h.level);
-    put16(&mut out, h.flags);
-    out.extend_from_slice(&h.left.to_le_bytes());
-    out.extend_from_slice(&h.right.to_le_bytes());
+    put_header(&mut out, h);
     put_entries(&mut out, entries);
     out
+}
+
+/// Appends `level u16 | flags u16 | left u32 | right u32`.
+fn put_header(out: &mut Vec<u8>, h: NodeHeader) {
+    put16(out, h.level);
+    put16(out, h.flags);
+    out.extend_from_slice(&h.left.to_le_bytes());
+    out.extend_from_slice(&h.right.to_le_bytes());
 }
 
 /// `n u16 | n × (key_len u16 | key)`.
@@ -325,6 +327,10 @@ type Reader<'a> = DataReader<'a>;
 trait BtreeFields<'a> {
     /// `key_len u16 | value_len u16 | key | value`.
     fn entry(&mut self) -> Result<(&'a [u8], &'a [u8])>;
+    /// `n u16 | n × entry`.
+    fn entries(&mut self) -> Result<Vec<(&'a [u8], &'a [u8])>>;
+    /// `level u16 | flags u16 | left u32 | right u32`.
+    fn node_header(&mut self) -> Result<NodeHeader>;
     /// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8`, validated.
     fn geometry(&mut self) -> Result<Geometry>;
 }
@@ -334,6 +340,22 @@ impl<'a> BtreeFields<'a> for DataReader<'a> {
         let k = self.u16()? as usize;
         let v = self.u16()? as usize;
         Ok((self.bytes(k)?, self.bytes(v)?))
+    }
+    fn entries(&mut self) -> Result<Vec<(&'a [u8], &'a [u8])>> {
+        let n = self.u16()? as usize;
+        let mut entries = Vec::with_capacity(n.min(1024));
+        for _ in 0..n {
+            entries.push(self.entry()?);
+        }
+        Ok(entries)
+    }
+    fn node_header(&mut self) -> Result<NodeHeader> {
+        Ok(NodeHeader {
+            level: self.u16()?,
+            flags: self.u16()?,
+            left: self.u32()?,
+            right: self.u32()?,
+        })
     }
     fn geometry(&mut self) -> Result<Geometry> {
         let g = Geometry {
@@ -360,17 +382,8 @@ pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 /// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
 pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
     let mut r = reader(b, lsn);
-    let h = NodeHeader {
-        level: r.u16()?,
-        flags: r.u16()?,
-        left: r.u32()?,
-        right: r.u32()?,
-    };
-    let n = r.u16()? as usize;
-    let mut entries = Vec::with_capacity(n.min(1024));
-    for _ in 0..n {
-        entries.push(r.entry()?);
-    }
+    let h = r.node_header()?;
+    let entries = r.entries()?;
     r.end()?;
     Ok((h, entries))
 }
@@ -396,18 +409,9 @@ pub struct SplitLeft<'a> {
 /// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
 pub fn decode_split_left(b: &[u8], lsn: u64) -> Result<SplitLeft<'_>> {
     let mut r = reader(b, lsn);
-    let header = NodeHeader {
-        level: r.u16()?,
-        flags: r.u16()?,
-        left: r.u32()?,
-        right: r.u32()?,
-    };
+    let header = r.node_header()?;
     let head = r.u16()? as usize;
-    let n = r.u16()? as usize;
-    let mut mid = Vec::with_capacity(n.min(1024));
-    for _ in 0..n {
-        mid.push(r.entry()?);
-    }
+    let mid = r.entries()?;
     let from = r.u16()? as usize;
     let tail = r.u16()? as usize;
     r.end()?;
@@ -634,11 +638,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         }
         (info::MERGE, 0) => {
             let right = r.u32()?;
-            let n = r.u16()? as usize;
-            let mut moved = Vec::with_capacity(n.min(1024));
-            for _ in 0..n {
-                moved.push(r.entry()?);
-            }
+            let moved = r.entries()?;
             r.end()?;
             let (h, g, mut all) = {
                 let survivor = node::Node::parse(page, id)?;
