@@ -629,3 +629,41 @@ fn pruning_leaves_lp_dead_tuples_counted_as_dead_until_vacuum() {
     db.gc(t).unwrap();
     assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 0);
 }
+
+/// VACUUM reads the heap through a ring (vacuum.c, `BAS_VACUUM`): a vacuum of a table five
+/// times the size of the pool leaves the pages a reader was using resident (through the
+/// clock sweep alone, its misses would sweep them out).
+#[test]
+fn vacuum_reads_through_a_ring_and_keeps_the_working_set() {
+    let db = open_db(DesignConfig::postgres(), 128);
+    let t = load(&db, "sbtest1", 30_000);
+    let pages = db.table_pages(t).unwrap().0;
+    assert!(pages > 5 * 128, "{pages} heap pages");
+    let reads = || {
+        let s = db.table_stats(t).unwrap();
+        s.heap_blks_read + s.idx_blks_read
+    };
+    let lookups = || {
+        let mut tx = db.begin();
+        for id in 0..50 {
+            assert!(tx.get(t, &[Value::Integer(id)]).unwrap().is_some());
+        }
+        tx.commit().unwrap();
+    };
+    lookups();
+    let warm = reads();
+    lookups();
+    assert_eq!(reads(), warm, "the lookups' pages are resident");
+    db.gc(t).unwrap();
+    let after_vacuum = reads();
+    assert!(
+        after_vacuum >= warm + pages - 128,
+        "the vacuum read the heap"
+    );
+    lookups();
+    assert_eq!(
+        reads(),
+        after_vacuum,
+        "the vacuum left the lookups' pages resident"
+    );
+}

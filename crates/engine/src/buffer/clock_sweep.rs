@@ -53,6 +53,14 @@ impl Replacer for ClockSweep {
         });
     }
 
+    fn accessed_by_strategy(&self, frame: FrameId) {
+        let _ = self.usage[frame].compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn usage(&self, frame: FrameId) -> u8 {
+        self.usage_count(frame)
+    }
+
     fn removed(&self, frame: FrameId) {
         self.usage[frame].store(0, Ordering::Relaxed);
     }

@@ -43,6 +43,10 @@
 //!    one is written and stays); it runs when the LRU list is longer than
 //!    [`BUF_LRU_MIN_LEN`] and fewer than half the target are free, and stops at the target.
 //!    Without a target (PostgreSQL) the page cleaner never evicts.
+//! 5. A thread reading through a ring ([`strategy::with_ring`], VACUUM's `BAS_VACUUM`) takes
+//!    its misses' frames from the ring first and raises a hit page's usage count only to 1;
+//!    a ring frame is reused by the same eviction path as a victim (written first when
+//!    dirty).
 //!
 //! # Locking
 //! Lock order: page-table partition → frame content lock; never two partitions at once;
@@ -65,6 +69,7 @@ mod guard;
 mod lru_midpoint;
 mod pool;
 mod replacer;
+pub mod strategy;
 
 pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
 pub use doublewrite::Doublewrite;

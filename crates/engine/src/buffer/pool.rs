@@ -5,6 +5,7 @@
 use super::doublewrite::Doublewrite;
 use super::guard::{ReadPageGuard, WritePageGuard};
 use super::replacer::{FrameId, Replacer, ReplacerConfig};
+use super::strategy;
 use super::{ClockSweep, LruMidpoint};
 use crate::device::FileId;
 use crate::error::{Error, Result};
@@ -472,14 +473,18 @@ impl BufferPool {
                         continue;
                     }
                 }
-                self.replacer.accessed(f);
+                if strategy::with_active(self.id(), |_| ()).is_some() {
+                    self.replacer.accessed_by_strategy(f);
+                } else {
+                    self.replacer.accessed(f);
+                }
                 if !create {
                     self.stats.add(Metric::buffer_hits, 1);
                     self.count_rel(id.rel, true);
                 }
                 return Ok((f, true));
             }
-            let f = self.grab_frame()?;
+            let f = self.grab_frame_for_read()?;
             let fr = &self.frames[f];
             let mut t = part.lock();
             if t.contains_key(&id) {
@@ -556,8 +561,40 @@ impl BufferPool {
         self.evict()
     }
 
-    /// Evicts a victim chosen by the replacer, writing it first when dirty (PostgreSQL
-    /// `BufferAlloc`: FlushBuffer under a pin, then recheck under the partition lock).
+    /// The replacer's usage figure of frame `f` (tests).
+    #[cfg(test)]
+    pub(super) fn replacer_usage(&self, f: FrameId) -> u8 {
+        self.replacer.usage(f)
+    }
+
+    /// This pool's identity for the thread's ring ([`strategy::with_active`]).
+    fn id(&self) -> usize {
+        self as *const BufferPool as usize
+    }
+
+    /// The frame for a page about to be read: with a ring installed on this thread, the
+    /// ring's next frame when it can be reused, else a frame from [`Self::grab_frame`] that
+    /// then takes the ring's slot (freelist.c `StrategyGetBuffer` → `GetBufferFromRing`,
+    /// `AddBufferToRing`); without a ring, [`Self::grab_frame`].
+    fn grab_frame_for_read(&self) -> Result<FrameId> {
+        let slot = strategy::with_active(self.id(), |r| {
+            r.current = (r.current + 1) % r.slots.len();
+            r.slots[r.current]
+        });
+        let Some(slot) = slot else {
+            return self.grab_frame();
+        };
+        if let Some(f) = slot {
+            if self.replacer.usage(f) <= 1 && self.take_frame(f)? {
+                return Ok(f);
+            }
+        }
+        let f = self.grab_frame()?;
+        strategy::with_active(self.id(), |r| r.slots[r.current] = Some(f));
+        Ok(f)
+    }
+
+    /// Evicts a victim chosen by the replacer (PostgreSQL `BufferAlloc`).
     fn evict(&self) -> Result<FrameId> {
         let n = self.frames.len();
         for _ in 0..(2 * n).max(16) {
@@ -565,32 +602,46 @@ impl BufferPool {
             let Some(f) = self.replacer.victim(&evictable) else {
                 break;
             };
-            let fr = &self.frames[f];
-            let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
-                continue;
-            };
-            let part = self.partition(id);
-            if !self.pin_if_mapped(&part.lock(), f, id) {
-                continue;
-            }
-            if fr.dirty.load(Ordering::Acquire) {
-                // The evicting thread may hold other content locks: take the victim's only
-                // if it is free, else pass it over (bufmgr.c `BufferAlloc`:
-                // `LWLockConditionalAcquire` on the victim's content lock).
-                if let Err(e) = self.write_frames_with(&[f], true) {
-                    self.unpin(f);
-                    return Err(e);
-                }
-            }
-            let t = part.lock();
-            if fr.pins.load(Ordering::Acquire) == 1 && !fr.dirty.load(Ordering::Acquire) {
-                self.unmap_evicted(t, f, id);
+            if self.take_frame(f)? {
                 return Ok(f);
             }
-            drop(t);
-            self.unpin(f);
         }
         Err(Error::BufferPoolExhausted { frames: n })
+    }
+
+    /// Empties frame `f` for the caller: pins it, writes its page first when dirty, and
+    /// unmaps it if it is still pinned only by the caller and clean under its partition lock
+    /// (bufmgr.c `BufferAlloc`: FlushBuffer under a pin, then recheck). Returns true with
+    /// `f` pinned once and empty; false (nothing held) when `f` holds no page, is pinned, or
+    /// its page could not be taken.
+    ///
+    /// Errors: write errors of the dirty page (the frame is unpinned).
+    fn take_frame(&self, f: FrameId) -> Result<bool> {
+        let fr = &self.frames[f];
+        let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
+            return Ok(false);
+        };
+        let part = self.partition(id);
+        if !self.pin_if_mapped(&part.lock(), f, id) {
+            return Ok(false);
+        }
+        if fr.dirty.load(Ordering::Acquire) {
+            // The evicting thread may hold other content locks: take the victim's only
+            // if it is free, else pass it over (bufmgr.c `BufferAlloc`:
+            // `LWLockConditionalAcquire` on the victim's content lock).
+            if let Err(e) = self.write_frames_with(&[f], true) {
+                self.unpin(f);
+                return Err(e);
+            }
+        }
+        let t = part.lock();
+        if fr.pins.load(Ordering::Acquire) == 1 && !fr.dirty.load(Ordering::Acquire) {
+            self.unmap_evicted(t, f, id);
+            return Ok(true);
+        }
+        drop(t);
+        self.unpin(f);
+        Ok(false)
     }
 
     /// Pins frame `f` if it holds a page; returns the page.

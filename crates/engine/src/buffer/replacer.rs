@@ -56,6 +56,18 @@ pub trait Replacer: Send + Sync {
     }
     /// A resident page in `frame` was pinned again (a buffer hit).
     fn accessed(&self, frame: FrameId);
+    /// A resident page in `frame` was pinned by a reader with a ring
+    /// ([`super::strategy`]). By default the same as [`Replacer::accessed`]; the clock
+    /// sweep raises a usage count of 0 to 1 and leaves a higher one (bufmgr.c `PinBuffer`
+    /// with a strategy).
+    fn accessed_by_strategy(&self, frame: FrameId) {
+        self.accessed(frame);
+    }
+    /// How recently used `frame` is, for a ring's reuse test (usage count ≤ 1 in
+    /// freelist.c `GetBufferFromRing`). By default 0: always reusable.
+    fn usage(&self, _frame: FrameId) -> u8 {
+        0
+    }
     /// `frame` no longer holds a page.
     fn removed(&self, frame: FrameId);
     /// A frame to evict among those for which `evictable` is true (unpinned), or `None`

@@ -18,6 +18,7 @@ use super::table::HeapTable;
 use super::tuple::{HeaderRead, Tid};
 use super::visibility::{satisfies_vacuum, VacuumStatus};
 use crate::buffer::log_change;
+use crate::buffer::strategy::{with_ring, RingKind};
 use crate::error::Result;
 use crate::mvcc::TransactionManager;
 use crate::page::{flags, set_flags, PageId};
@@ -95,10 +96,20 @@ pub struct VacuumReport {
 }
 
 impl HeapTable {
-    /// VACUUM of this table. Counted to the caller's cause (enter `vacuum` first).
+    /// VACUUM of this table. Counted to the caller's cause (enter `vacuum` first). Its page
+    /// reads, heap and indexes, go through a VACUUM ring (vacuum.c `vacuum` gets
+    /// `GetAccessStrategy(BAS_VACUUM)`; [`crate::buffer::strategy`]), so a vacuum does not
+    /// evict the working set, and writes the dirty pages it cycles through itself.
     ///
     /// Errors: storage errors.
     pub fn vacuum(&self, tm: &TransactionManager, cfg: &VacuumConfig) -> Result<VacuumReport> {
+        let page_bytes = self.pool().store().page_size().bytes();
+        with_ring(RingKind::Vacuum, page_bytes, || {
+            self.vacuum_in_ring(tm, cfg)
+        })
+    }
+
+    fn vacuum_in_ring(&self, tm: &TransactionManager, cfg: &VacuumConfig) -> Result<VacuumReport> {
         let mut rep = VacuumReport::default();
         let n_blocks = self.pool().store().n_blocks(self.heap_rel)?;
         let mut dead: Vec<Tid> = Vec::new();
