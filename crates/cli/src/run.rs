@@ -303,7 +303,7 @@ pub fn open_database(
 }
 
 /// Table counters summed over `tables`: `after − before` for counts, `after` for the
-/// state values `n_live_tup` and `n_dead_tup`.
+/// state values `n_live_tup`, `n_dead_tup` and `n_mod_since_analyze`.
 pub fn table_stats_delta(after: &[TableStats], before: &[TableStats]) -> TableStats {
     let mut t = TableStats::default();
     for (a, b) in after.iter().zip(before) {
@@ -315,6 +315,9 @@ pub fn table_stats_delta(after: &[TableStats], before: &[TableStats]) -> TableSt
         t.n_dead_tup += a.n_dead_tup;
         t.vacuum_count += a.vacuum_count - b.vacuum_count;
         t.autovacuum_count += a.autovacuum_count - b.autovacuum_count;
+        t.n_mod_since_analyze += a.n_mod_since_analyze;
+        t.analyze_count += a.analyze_count - b.analyze_count;
+        t.autoanalyze_count += a.autoanalyze_count - b.autoanalyze_count;
         t.heap_blks_hit += a.heap_blks_hit - b.heap_blks_hit;
         t.heap_blks_read += a.heap_blks_read - b.heap_blks_read;
         t.idx_blks_hit += a.idx_blks_hit - b.idx_blks_hit;

@@ -17,7 +17,7 @@
 //! | read/write requests, bytes, 4 KiB blocks, syncs | loop device (`--exact-device-io`) | loop device |
 //! | n_tup_ins/upd/del | pg_stat_user_tables | `Handler_write/update/delete` |
 //! | n_tup_hot_upd | pg_stat_user_tables | 0 (no HOT) |
-//! | n_live_tup, n_dead_tup | pg_stat_user_tables | – |
+//! | n_live_tup, n_dead_tup, n_mod_since_analyze, (auto)analyze_count | pg_stat_user_tables | – |
 //! | purge_records | – | INNODB_METRICS `purge_del_mark_records + purge_upd_exist_or_extern_records` |
 //! | history_list_length | – | INNODB_METRICS `trx_rseg_history_len` |
 //! | undo_pages_read, _written | – | INNODB_METRICS `buffer_page_read_undo_log`, `buffer_page_written_undo_log` |
@@ -142,6 +142,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 n_dead_tup: s("n_dead_tup"),
                 vacuum_count: s("vacuum_count"),
                 autovacuum_count: s("autovacuum_count"),
+                n_mod_since_analyze: s("n_mod_since_analyze"),
+                analyze_count: s("analyze_count"),
+                autoanalyze_count: s("autoanalyze_count"),
                 heap_blks_hit: io("heap_blks_hit"),
                 heap_blks_read: io("heap_blks_read"),
                 idx_blks_hit: io("idx_blks_hit"),
@@ -204,6 +207,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.vacuum_runs",
                 "engine.tables.n_live_tup",
                 "engine.tables.n_dead_tup",
+                "engine.tables.n_mod_since_analyze",
+                "engine.tables.analyze_count",
+                "engine.tables.autoanalyze_count",
                 "engine.tables.heap_blks_hit",
                 "engine.tables.heap_blks_read",
                 "engine.tables.idx_blks_hit",

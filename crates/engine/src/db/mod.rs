@@ -279,6 +279,12 @@ pub trait Engine: Send + Sync {
     fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn>;
     /// Runs garbage collection on a table now.
     fn gc(&self, t: TableId) -> Result<GcReport>;
+    /// ANALYZE of a table now; only heap tables have one here.
+    fn analyze(&self, _t: TableId) -> Result<crate::heap::AnalyzeReport> {
+        Err(Error::InvalidConfig(
+            "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
+        ))
+    }
     /// The table's own counters; the block figures (`heap_blks_*`, `idx_blks_*`) are left
     /// 0 for [`Database::table_stats`] to fill from the buffer pool.
     fn table_counters(&self, t: TableId) -> Result<TableStats>;
@@ -508,6 +514,16 @@ impl Database {
     /// Errors: storage errors.
     pub fn gc(&self, t: TableId) -> Result<GcReport> {
         self.engine.gc(t)
+    }
+
+    /// ANALYZE of a table now (cause `vacuum`): the heap sample, its live and dead row
+    /// estimates and `n_mod_since_analyze` reset (`crate::heap::HeapTable::analyze`);
+    /// counted as a manual analyze.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for a clustered table (the innodb layout); catalog
+    /// and storage errors.
+    pub fn analyze(&self, t: TableId) -> Result<crate::heap::AnalyzeReport> {
+        self.engine.analyze(t)
     }
 
     /// Every version of a row, newest first (innodb: the undo chain). Errors: storage errors.

@@ -28,8 +28,11 @@
 //!    full or has less than `max(fillfactor reserve, BLCKSZ / 10)` free, and only with a
 //!    cleanup lock (exclusive lock, no other pin).
 //! 4. Vacuum: scan (prune, collect LP_DEAD items) → delete their entries from every index →
-//!    mark the line pointers unused; set the visibility map for pages all visible.
-//! 5. A writer that meets a row changed by a running transaction waits for it (xid wait,
+//!    mark the line pointers unused; set the visibility map for pages all visible. Its reads
+//!    go through a 256 KiB buffer ring (`BAS_VACUUM`).
+//! 5. ANALYZE ([`analyze`]): a sample of up to 30,000 heap blocks read through the same
+//!    ring; it sets the live and dead row estimates and resets `n_mod_since_analyze`.
+//! 6. A writer that meets a row changed by a running transaction waits for it (xid wait,
 //!    with deadlock detection); afterwards, at read committed it follows `t_ctid` to the
 //!    newest version and re-checks the key (EvalPlanQual); at repeatable read it fails with
 //!    a serialization failure.
@@ -53,9 +56,10 @@
 //! - No TOAST: a tuple larger than a page is an error.
 //! - No command ids in visibility (single-row statements), no combo cids, no multixacts
 //!   (no SELECT FOR SHARE), no xid freezing.
-//! - Index entries of dead tuples are not marked LP_DEAD by scans (`_bt_killitems`) and
-//!   there is no bottom-up index deletion: only vacuum removes index entries.
+//! - ANALYZE gathers no column statistics (there is no planner): it reads its sample and
+//!   reports row estimates only.
 
+mod analyze;
 mod fsm;
 mod page;
 mod prune;
@@ -66,6 +70,7 @@ mod visibility;
 mod vm;
 pub mod wal;
 
+pub use analyze::{sample_blocks, AnalyzeReport, ANALYZE_TARGET_ROWS};
 pub use fsm::FreeSpaceMap;
 pub use page::{maxalign, ItemId, LpState, PAGE_TYPE_HEAP};
 pub use prune::PruneResult;
@@ -127,10 +132,17 @@ pub struct TableCounters {
     pub n_dead_tup: AtomicI64,
     /// Rows inserted since the last vacuum (n_ins_since_vacuum).
     pub n_ins_since_vacuum: AtomicI64,
+    /// Rows inserted, updated or deleted by committed transactions since the last analyze
+    /// (n_mod_since_analyze).
+    pub n_mod_since_analyze: AtomicI64,
     /// Manual vacuums.
     pub vacuum_count: AtomicU64,
     /// Vacuums by autovacuum.
     pub autovacuum_count: AtomicU64,
+    /// Manual analyzes.
+    pub analyze_count: AtomicU64,
+    /// Analyzes by autovacuum.
+    pub autoanalyze_count: AtomicU64,
     /// Index entries inserted (all indexes).
     pub index_entries_inserted: AtomicU64,
     /// Tuple versions examined by reads (chain members checked for visibility).
@@ -169,6 +181,9 @@ impl TableCounters {
                 .fetch_add((upd + del) as i64, Ordering::Relaxed);
             self.n_ins_since_vacuum
                 .fetch_add(ins as i64, Ordering::Relaxed);
+            // Insert, update and delete each count as one change; an abort counts none.
+            self.n_mod_since_analyze
+                .fetch_add((ins + upd + del) as i64, Ordering::Relaxed);
         } else {
             self.n_dead_tup
                 .fetch_add((ins + upd) as i64, Ordering::Relaxed);
@@ -188,6 +203,9 @@ impl TableCounters {
             n_dead_tup: self.n_dead_tup.load(Ordering::Relaxed).max(0) as u64,
             vacuum_count: l(&self.vacuum_count),
             autovacuum_count: l(&self.autovacuum_count),
+            n_mod_since_analyze: self.n_mod_since_analyze.load(Ordering::Relaxed).max(0) as u64,
+            analyze_count: l(&self.analyze_count),
+            autoanalyze_count: l(&self.autoanalyze_count),
             heap_blks_hit: 0,
             heap_blks_read: 0,
             idx_blks_hit: 0,
@@ -224,6 +242,15 @@ pub struct TableStats {
     pub vacuum_count: u64,
     /// Autovacuums.
     pub autovacuum_count: u64,
+    /// Rows changed since the last analyze (a state value, not a count).
+    #[serde(default)]
+    pub n_mod_since_analyze: u64,
+    /// Manual analyzes.
+    #[serde(default)]
+    pub analyze_count: u64,
+    /// Analyzes by autovacuum.
+    #[serde(default)]
+    pub autoanalyze_count: u64,
     /// Heap page buffer hits.
     pub heap_blks_hit: u64,
     /// Heap pages read.

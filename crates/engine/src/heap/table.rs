@@ -432,27 +432,45 @@ impl HeapTable {
         let Some(mut g) = self.pool.try_fetch_write(self.page_id(block))? else {
             return Ok(());
         };
+        self.apply_hints(&mut g, &[(off, xmin, xmax, hints)])
+    }
+
+    /// Sets hint bits on the page `g` holds exclusively, `(offset, xmin, xmax, hints)` per
+    /// tuple: a tuple whose xmin or xmax changed since it was read is left alone. Marks the
+    /// page dirty as a hint ([`mark_dirty_hint`]) only when a bit changed; counts
+    /// `hint_bit_writes` per tuple changed.
+    pub(super) fn apply_hints(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        sets: &[(u16, Xid, Xid, u16)],
+    ) -> Result<()> {
         let id = g.page_id();
-        let Ok(lp) = hp::item_id(g.data(), off, id) else {
-            return Ok(());
-        };
-        if lp.state != LpState::Normal {
-            return Ok(());
+        let mut changed = 0;
+        for &(off, xmin, xmax, hints) in sets {
+            let Ok(lp) = hp::item_id(g.data(), off, id) else {
+                continue;
+            };
+            if lp.state != LpState::Normal {
+                continue;
+            }
+            let t = hp::tuple(g.data(), lp);
+            if !ht::header_ok(t)
+                || t.xmin() != xmin
+                || t.xmax() != xmax
+                || t.infomask() & hints == hints
+            {
+                continue;
+            }
+            let m = t.infomask() | hints;
+            ht::set_infomask(hp::tuple_mut(g.data_mut(), lp), m);
+            changed += 1;
         }
-        let t = hp::tuple(g.data(), lp);
-        if !ht::header_ok(t)
-            || t.xmin() != xmin
-            || t.xmax() != xmax
-            || t.infomask() & hints == hints
-        {
-            return Ok(());
+        if changed > 0 {
+            mark_dirty_hint(&self.wal, g)?;
+            self.counters
+                .hint_bit_writes
+                .fetch_add(changed, Ordering::Relaxed);
         }
-        let m = t.infomask() | hints;
-        ht::set_infomask(hp::tuple_mut(g.data_mut(), lp), m);
-        mark_dirty_hint(&self.wal, &mut g)?;
-        self.counters
-            .hint_bit_writes
-            .fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 

@@ -44,6 +44,12 @@ pub struct VacuumConfig {
     pub insert_threshold: u64,
     /// autovacuum_vacuum_insert_scale_factor (0.2).
     pub insert_scale_factor: f64,
+    /// autovacuum_analyze_threshold (50).
+    #[serde(default = "default_analyze_threshold")]
+    pub analyze_threshold: u64,
+    /// autovacuum_analyze_scale_factor (0.1).
+    #[serde(default = "default_analyze_scale_factor")]
+    pub analyze_scale_factor: f64,
     /// Dead TIDs held before an index pass (maintenance_work_mem 64 MiB / 6 bytes).
     pub max_dead_tids: usize,
 }
@@ -57,9 +63,19 @@ impl Default for VacuumConfig {
             scale_factor: 0.2,
             insert_threshold: 1000,
             insert_scale_factor: 0.2,
+            analyze_threshold: default_analyze_threshold(),
+            analyze_scale_factor: default_analyze_scale_factor(),
             max_dead_tids: (64 << 20) / 6,
         }
     }
+}
+
+fn default_analyze_threshold() -> u64 {
+    50
+}
+
+fn default_analyze_scale_factor() -> f64 {
+    0.1
 }
 
 impl VacuumConfig {
@@ -71,6 +87,12 @@ impl VacuumConfig {
         let vac = self.threshold as f64 + self.scale_factor * live as f64;
         let ins = self.insert_threshold as f64 + self.insert_scale_factor * live as f64;
         dead as f64 > vac || ins_since as f64 > ins
+    }
+
+    /// autovacuum.c `relation_needs_vacanalyze`'s analyze rule: rows changed since the last
+    /// analyze above threshold + scale factor × live tuples (PostgreSQL: × reltuples).
+    pub fn needs_analyze(&self, live: u64, mod_since: u64) -> bool {
+        mod_since as f64 > self.analyze_threshold as f64 + self.analyze_scale_factor * live as f64
     }
 }
 
