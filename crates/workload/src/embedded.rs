@@ -94,8 +94,12 @@ impl Target for Embedded {
                 .map_err(|e| e.to_string())?;
             // As the real targets settle after their load (PostgreSQL VACUUM ANALYZE, InnoDB
             // purge caught up), so that both start the measured runs from the same state:
-            // hint bits and the visibility map set, no garbage left from the load.
+            // hint bits and the visibility map set, no garbage left from the load, and (heap
+            // tables) no change left counting towards an autoanalyze.
             self.db.gc(t).map_err(|e| e.to_string())?;
+            if self.db.design().table_layout == mvcclab_engine::design::TableLayout::Heap {
+                self.db.analyze(t).map_err(|e| e.to_string())?;
+            }
         }
         *self
             .tables

@@ -261,3 +261,27 @@ fn rate_schedules_events_instead_of_running_flat_out() {
         assert!(e.contains("--rate"), "{e}");
     }
 }
+
+/// The load settles as the real servers' do: vacuumed (or purged), and the heap analyzed
+/// too (PostgreSQL's `VACUUM ANALYZE`), so no autovacuum or autoanalyze trigger is left
+/// from the load to fire inside the measured phase.
+#[test]
+fn prepare_leaves_no_autovacuum_trigger_behind() {
+    for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let heap = design.name == "postgres";
+        let t = target(design);
+        let opts = SysbenchOptions {
+            table_size: 2000,
+            ..Default::default()
+        };
+        t.prepare(WorkloadKind::OltpReadOnly, &opts, 1).unwrap();
+        let db = t.database();
+        let s = db.table_stats(db.table_id("sbtest1").unwrap()).unwrap();
+        assert_eq!((s.n_dead_tup, s.n_live_tup), (0, 2000));
+        if heap {
+            assert_eq!((s.analyze_count, s.n_mod_since_analyze), (1, 0), "{s:?}");
+        } else {
+            assert_eq!(s.analyze_count, 0, "no ANALYZE for the clustered layout");
+        }
+    }
+}
