@@ -94,7 +94,10 @@ pub fn run_server(kind: ServerKind, c: &CommonArgs, ctl: &RunControl) -> Result<
         by_cause: f.by_cause.clone(),
         per_op: BTreeMap::new(),
     };
-    let engine = engine_report(&io.total, f.tables, f.undo, results.reads);
+    let wal_by_record = server
+        .wal_by_record(&before, &after)
+        .with_context(|| format!("{label}: WAL record statistics"))?;
+    let engine = engine_report(&io.total, f.tables, f.undo, results.reads, wal_by_record);
     let mut info = server.info();
     info.state_counters = counters
         .keys()

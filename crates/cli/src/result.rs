@@ -13,6 +13,7 @@ use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts};
+use mvcclab_engine::wal::RecordTypeCounts;
 pub use mvcclab_servers::ServerInfo;
 use mvcclab_workload::driver::RunResult;
 use mvcclab_workload::sysbench::SysbenchOptions;
@@ -261,6 +262,12 @@ pub struct EngineReport {
     /// Undo and purge counters (zero for designs without an undo log); counts are
     /// measured-phase deltas, `undo_pages_in_use` and the history list values at the end.
     pub undo: EngineCounters,
+    /// WAL records of the measured phase by record type, in pg_waldump's `Rmgr/RECORD`
+    /// names (`mvcclab_engine::recovery::record_type_name`): records, bytes without
+    /// full-page images, full-page image bytes. For PostgreSQL read with `pg_waldump
+    /// --stats=record` over the phase (managed servers only); empty where not measured.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub wal_by_record: BTreeMap<String, RecordTypeCounts>,
 }
 
 /// Space at the end of the run.
@@ -514,7 +521,43 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
             format!("{:.2}/{:.2}", b.read_blocks_4k, b.write_blocks_4k)
         });
     }
+    for name in wal_record_types_shown(runs) {
+        add(&format!("WAL bytes / txn: {name}"), &|r| {
+            if r.engine.wal_by_record.is_empty() {
+                return "n/m".into();
+            }
+            let c = r
+                .engine
+                .wal_by_record
+                .get(&name)
+                .copied()
+                .unwrap_or_default();
+            format!("{:.1}", (c.record_bytes + c.fpi_bytes) as f64 / txns(r))
+        });
+    }
     rows
+}
+
+/// WAL record types that carry at least 1 % of some run's WAL bytes of the phase, the
+/// largest first (by their largest share in any run).
+pub fn wal_record_types_shown(runs: &[RunReport]) -> Vec<String> {
+    let mut share: BTreeMap<String, f64> = BTreeMap::new();
+    for r in runs {
+        let total: u64 = r
+            .engine
+            .wal_by_record
+            .values()
+            .map(|c| c.record_bytes + c.fpi_bytes)
+            .sum();
+        for (name, c) in &r.engine.wal_by_record {
+            let s = (c.record_bytes + c.fpi_bytes) as f64 / total.max(1) as f64;
+            let e = share.entry(name.clone()).or_insert(0.0);
+            *e = e.max(s);
+        }
+    }
+    let mut names: Vec<(String, f64)> = share.into_iter().filter(|(_, s)| *s >= 0.01).collect();
+    names.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    names.into_iter().map(|(n, _)| n).collect()
 }
 
 /// Causes that moved at least one 4 KiB block in some run, in declaration order.

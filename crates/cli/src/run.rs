@@ -19,6 +19,7 @@ use mvcclab_engine::device::{Compression, ThrottleConfig};
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
 use mvcclab_engine::storage::{Backing, StorageSnapshot};
+use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
@@ -366,6 +367,7 @@ pub struct Mark {
     tables: Vec<TableStats>,
     engine: EngineCounters,
     storage: StorageSnapshot,
+    wal_types: BTreeMap<String, RecordTypeCounts>,
 }
 
 /// What a phase did, from a [`Mark`] to now.
@@ -379,6 +381,8 @@ pub struct PhaseDelta {
     pub engine: EngineCounters,
     /// Pages of the tables now: (table or clustered index, other indexes), summed.
     pub pages: (u64, u64),
+    /// WAL records of the phase by record type (types with records only).
+    pub wal_by_record: BTreeMap<String, RecordTypeCounts>,
 }
 
 impl Mark {
@@ -388,6 +392,7 @@ impl Mark {
             tables: stats_of(db, tables)?,
             engine: db.engine_counters(),
             storage: db.storage().snapshot(),
+            wal_types: db.wal_record_types(),
         })
     }
 
@@ -405,6 +410,15 @@ impl Mark {
             tables: table_stats_delta(&stats_of(db, tables)?, &self.tables),
             engine: engine_delta(db.engine_counters(), self.engine),
             pages,
+            wal_by_record: db
+                .wal_record_types()
+                .into_iter()
+                .map(|(n, c)| {
+                    let d = c.minus(&self.wal_types.get(&n).copied().unwrap_or_default());
+                    (n, d)
+                })
+                .filter(|(_, d)| d.records > 0)
+                .collect(),
         })
     }
 }
@@ -493,6 +507,7 @@ pub fn engine_report(
     tables: TableStats,
     undo: EngineCounters,
     reads: u64,
+    wal_by_record: BTreeMap<String, RecordTypeCounts>,
 ) -> EngineReport {
     EngineReport {
         buffer_hits: total.buffer_hits,
@@ -519,6 +534,7 @@ pub fn engine_report(
         history_list_length_peak: undo.history_list_length_peak,
         tables,
         undo,
+        wal_by_record,
     }
 }
 
@@ -631,7 +647,13 @@ pub fn run_design(
         &results.ops_by_kind,
         results.transactions,
     );
-    let engine = engine_report(&io.total, d.tables, d.engine, results.reads);
+    let engine = engine_report(
+        &io.total,
+        d.tables,
+        d.engine,
+        results.reads,
+        d.wal_by_record,
+    );
     Ok(RunReport {
         target: "embedded".into(),
         design: design.clone(),

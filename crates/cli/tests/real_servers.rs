@@ -148,6 +148,22 @@ fn postgresql_counters_match_the_statements_sent() {
     assert!(r.io.total.buffer_hits + r.io.total.buffer_misses >= 150 * 14);
     assert!(r.io.total.wal_records >= updates);
     assert!(r.io.total.wal_bytes > 0);
+    // pg_waldump over the measured phase: one commit record per transaction at least, and
+    // the record types' bytes close to pg_stat_wal's (which the checkpointer's and
+    // autovacuum's records may add to after the phase's last LSN is read).
+    let w = &r.engine.wal_by_record;
+    assert!(w["Transaction/COMMIT"].records >= 150, "{w:?}");
+    let recs = |n: &str| w.get(n).map_or(0, |c| c.records);
+    assert!(
+        recs("Heap/UPDATE") + recs("Heap/HOT_UPDATE") >= updates,
+        "{w:?}"
+    );
+    let dumped: u64 = w.values().map(|c| c.record_bytes + c.fpi_bytes).sum();
+    assert!(
+        dumped > 0 && dumped <= r.io.total.wal_bytes + 4096,
+        "{dumped} vs {}",
+        r.io.total.wal_bytes
+    );
     // No checkpoint fell inside the run (checkpoint_timeout=1d, max_wal_size=100GB).
     assert_eq!(
         r.io.total.checkpoints_timed + r.io.total.checkpoints_requested,

@@ -2,8 +2,9 @@
 
 use std::process::Command;
 
-/// Dotted paths of every leaf, with map keys that vary (causes, metrics, operation kinds)
-/// replaced by the placeholders the page uses; the concrete names are returned beside.
+/// Dotted paths of every leaf, with map keys that vary (causes, metrics, operation kinds,
+/// WAL record types) replaced by the placeholders the page uses; the concrete names are
+/// returned beside.
 fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<String>)>) {
     match v {
         serde_json::Value::Object(m) => {
@@ -13,6 +14,9 @@ fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<Stri
                         ("<cause>".to_string(), Some(k.clone()))
                     }
                     p if p.ends_with(".io.per_op") => ("<op>".into(), Some(k.clone())),
+                    p if p.ends_with(".engine.wal_by_record") => {
+                        ("<record_type>".into(), Some(k.clone()))
+                    }
                     p if p.ends_with(".results.latency") || p.ends_with(".results.ops_by_kind") => {
                         ("<kind>".into(), Some(k.clone()))
                     }

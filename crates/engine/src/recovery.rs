@@ -105,6 +105,35 @@ impl CatalogSnapshot {
     }
 }
 
+/// The name of a WAL record type (resource manager and `info` code) in pg_waldump's
+/// `Rmgr/RECORD` form, PostgreSQL's names where the record means the same (nbtxlog.h,
+/// heapam_xlog.h, xact.h): `Heap/HOT_UPDATE`, `Heap/UPDATE+INIT`, `Heap2/PRUNE`,
+/// `Btree/INSERT_LEAF`, `Transaction/COMMIT`; mvcclab's own records under theirs
+/// (`Btree/DELETE_DEAD` is PostgreSQL's `Btree/DELETE`; `Btree/SPLIT` its `SPLIT_L` and
+/// `SPLIT_R`), InnoDB's as `Undo/APPEND`, `Undo/WRITE`, `Undo/RSEG_INIT`. An unknown
+/// code is named by its numbers.
+pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
+    let known = match rmgr_id {
+        rmgr::XLOG => match info {
+            xlog_info::CHECKPOINT => Some("XLOG/CHECKPOINT".to_string()),
+            xlog_info::FPI_FOR_HINT => Some("XLOG/FPI_FOR_HINT".to_string()),
+            _ => None,
+        },
+        rmgr::HEAP => crate::heap::wal::info_name(info),
+        rmgr::BTREE => crate::btree::wal::info_name(info).map(|n| format!("Btree/{n}")),
+        rmgr::XACT => match info {
+            crate::db::xact_info::COMMIT => Some("Transaction/COMMIT".to_string()),
+            crate::db::xact_info::ABORT => Some("Transaction/ABORT".to_string()),
+            _ => None,
+        },
+        rmgr::UNDO => crate::clustered::undo_info_name(info).map(|n| format!("Undo/{n}")),
+        rmgr::CATALOG => Some("Catalog/SNAPSHOT".to_string()),
+        rmgr::TEST => Some("Test/FILL".to_string()),
+        _ => None,
+    };
+    known.unwrap_or_else(|| format!("rmgr{rmgr_id}/{info:#04x}"))
+}
+
 /// What recovery did at one open. Counts are exact; `duration_us` is wall-clock time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecoveryReport {

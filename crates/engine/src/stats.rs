@@ -189,8 +189,10 @@ metrics! {
     pages_allocated;
     /// WAL records inserted (pg_stat_wal.wal_records).
     wal_records;
-    /// WAL bytes inserted, full-page images included (pg_stat_wal.wal_bytes; InnoDB
-    /// Innodb_lsn_current advance).
+    /// WAL bytes inserted, full-page images included, each record's own length without
+    /// the alignment padding that may follow it (pg_stat_wal.wal_bytes sums `xl_tot_len`;
+    /// InnoDB: Innodb_lsn_current advance, no padding). The WAL stream itself, and the
+    /// blocks written, include the padding.
     wal_bytes;
     /// Full-page images attached to WAL records (pg_stat_wal.wal_fpi).
     wal_fpi;

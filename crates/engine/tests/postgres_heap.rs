@@ -752,3 +752,34 @@ fn analyze_reads_every_page_of_a_small_heap_and_counts_live_and_dead_rows() {
     let e = inno.analyze(ti).unwrap_err().to_string();
     assert!(e.contains("heap tables only"), "{e}");
 }
+
+/// The WAL's record-type counts (pg_waldump `--stats=record`) add up to the WAL counters:
+/// one `Transaction/COMMIT` per commit, and record plus image bytes equal to `wal_bytes`.
+#[test]
+fn wal_record_types_add_up_to_the_wal_counters() {
+    for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let db = open_db(design, 256);
+        let t = load(&db, "sbtest1", 300);
+        let types0 = db.wal_record_types();
+        let wal0 = db.storage().snapshot().counters.total();
+        for id in 0..40 {
+            update(&db, t, id, &[Assign::Set(1, Value::Integer(id + 1000))]);
+        }
+        let wal = db.storage().snapshot().counters.total();
+        let types = db.wal_record_types();
+        let delta = |name: &str| {
+            let b = types0.get(name).copied().unwrap_or_default();
+            types.get(name).copied().unwrap_or_default().minus(&b)
+        };
+        assert_eq!(delta("Transaction/COMMIT").records, 40);
+        let (mut records, mut bytes) = (0, 0);
+        for name in types.keys() {
+            let d = delta(name);
+            records += d.records;
+            bytes += d.record_bytes + d.fpi_bytes;
+        }
+        assert_eq!(records, wal.wal_records - wal0.wal_records);
+        assert_eq!(bytes, wal.wal_bytes - wal0.wal_bytes);
+        assert!(types.keys().all(|n| !n.starts_with("rmgr")), "{types:?}");
+    }
+}

@@ -40,6 +40,7 @@ pub mod mariadb;
 pub mod postgresql;
 pub mod schema;
 
+use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -274,6 +275,19 @@ pub trait RealServer: Target {
 
     /// Whether counter `name` is a state value (reported as its `after` value).
     fn is_state(&self, name: &str) -> bool;
+
+    /// The WAL records written between two snapshots, by record type in pg_waldump's
+    /// `Rmgr/RECORD` names (`pg_waldump --stats=record` over a managed PostgreSQL's WAL);
+    /// empty where the server has no such reader or its WAL is not on this machine.
+    ///
+    /// Errors: [`ServerError::Counters`] when the reader fails or prints what cannot be read.
+    fn wal_by_record(
+        &self,
+        _before: &Snapshot,
+        _after: &Snapshot,
+    ) -> Result<BTreeMap<String, RecordTypeCounts>, ServerError> {
+        Ok(BTreeMap::new())
+    }
 
     /// The report's server section, without counters.
     fn info(&self) -> ServerInfo;

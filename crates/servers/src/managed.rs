@@ -61,6 +61,8 @@ pub struct ManagedServer {
     port: u16,
     /// The server's folder (data directory, socket, log).
     dir: PathBuf,
+    /// Its data directory (under `dir`, or on the loop device).
+    data: PathBuf,
     /// `dir` is ours to remove (a temp folder), and the loop device under it.
     _scratch: Option<tempfile::TempDir>,
     loopdev: Option<LoopDevice>,
@@ -327,6 +329,7 @@ impl ManagedServer {
             child: Some(child),
             port,
             dir,
+            data,
             _scratch: Some(scratch),
             loopdev,
             settings,
@@ -383,6 +386,11 @@ impl ManagedServer {
     /// The server's folder (data directory, log).
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The server's data directory (PostgreSQL's `-D`, MariaDB's `--datadir`).
+    pub fn data_dir(&self) -> &Path {
+        &self.data
     }
 
     /// The loop device holding its files, with `exact_device_io`.

@@ -26,13 +26,14 @@ use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
     ServerOptions, Snapshot,
 };
+use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -284,6 +285,55 @@ impl Session for PgSession {
     }
 }
 
+/// PostgreSQL 15's WAL reader (Debian's postgresql-15 package).
+const PG_WALDUMP: &str = "/usr/lib/postgresql/15/bin/pg_waldump";
+
+/// The record-type lines of `pg_waldump --stats=record`: `Rmgr/RECORD  N (%)  record size
+/// (%)  FPI size (%)  combined size (%)`; the header, rule and total lines are skipped.
+///
+/// Errors: [`ServerError::Counters`] for a record line whose numbers do not parse.
+pub fn parse_waldump_stats(text: &str) -> Result<BTreeMap<String, RecordTypeCounts>, ServerError> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some((name, rest)) = line.split_once(char::is_whitespace) else {
+            continue;
+        };
+        if !name.contains('/') {
+            continue;
+        }
+        // Drop the parenthesized percentages, keep the four counts.
+        let mut plain = String::with_capacity(rest.len());
+        let mut depth = 0;
+        for ch in rest.chars() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => plain.push(ch),
+                _ => {}
+            }
+        }
+        let nums: Vec<u64> = plain
+            .split_whitespace()
+            .map(|t| t.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| ServerError::Counters(format!("pg_waldump line '{line}': {e}")))?;
+        let [records, record_bytes, fpi_bytes, _combined] = nums[..] else {
+            return Err(ServerError::Counters(format!(
+                "pg_waldump line '{line}': expected 4 numbers"
+            )));
+        };
+        out.insert(
+            name.to_string(),
+            RecordTypeCounts {
+                records,
+                record_bytes,
+                fpi_bytes,
+            },
+        );
+    }
+    Ok(out)
+}
+
 /// Settings a report states.
 const SETTINGS: &[&str] = &[
     "shared_buffers",
@@ -388,6 +438,12 @@ impl RealServer for PostgreSql {
             ),
             &mut s,
         )?;
+        // The WAL write position, for pg_waldump over the phase (`wal_by_record`).
+        self.read_row(
+            "wal",
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 lsn",
+            &mut s,
+        )?;
         device_snapshot(self.managed.as_ref(), &mut s)?;
         Ok(s)
     }
@@ -399,7 +455,45 @@ impl RealServer for PostgreSql {
                 | "pg_stat_user_tables.n_dead_tup"
                 | "pg_stat_user_tables.n_ins_since_vacuum"
                 | "pg_stat_user_tables.n_mod_since_analyze"
+                | "wal.lsn"
         ) || name.starts_with("space.")
+    }
+
+    fn wal_by_record(
+        &self,
+        before: &Snapshot,
+        after: &Snapshot,
+    ) -> Result<BTreeMap<String, RecordTypeCounts>, ServerError> {
+        let (Some(m), Some(&from), Some(&to)) = (
+            self.managed.as_ref(),
+            before.get("wal.lsn"),
+            after.get("wal.lsn"),
+        ) else {
+            return Ok(BTreeMap::new());
+        };
+        if to <= from {
+            return Ok(BTreeMap::new());
+        }
+        let lsn = |x: f64| {
+            let v = x as u64;
+            format!("{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF)
+        };
+        let wal_dir = m.data_dir().join("pg_wal");
+        let out = std::process::Command::new(PG_WALDUMP)
+            .arg("-p")
+            .arg(&wal_dir)
+            .args(["-s", &lsn(from), "-e", &lsn(to), "--stats=record"])
+            .output()
+            .map_err(|e| ServerError::Counters(format!("running {PG_WALDUMP}: {e}")))?;
+        if !out.status.success() {
+            return Err(ServerError::Counters(format!(
+                "{PG_WALDUMP} over {}..{}: {}",
+                lsn(from),
+                lsn(to),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        parse_waldump_stats(&String::from_utf8_lossy(&out.stdout))
     }
 
     fn info(&self) -> ServerInfo {
@@ -429,5 +523,37 @@ impl RealServer for PostgreSql {
             device_io: device_io_text(self.managed.as_ref()),
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waldump_record_stats_parse_and_bad_lines_are_errors() {
+        let text = "\
+WAL statistics between 0/3AFBB20 and 0/81868A8:
+Type                                           N      (%)          Record size      (%)             FPI size      (%)        Combined size      (%)
+----                                           -      ---          -----------      ---             --------      ---        -------------      ---
+Transaction/COMMIT                        181226 ( 19.88)              6161908 ( 10.52)                    0 (  0.00)              6161908 (  8.55)
+Heap/UPDATE+INIT                             487 (  0.05)               129766 (  0.22)                    0 (  0.00)               129766 (  0.18)
+Heap/LOCK                                  16671 (  1.83)               907114 (  1.55)             11233664 ( 83.32)             12140778 ( 16.84)
+                                        --------                      --------                      --------                      --------
+Total                                     911723                      58596914 [81.29%]             13482840 [18.71%]             72079754 [100%]
+";
+        let m = parse_waldump_stats(text).unwrap();
+        assert_eq!(m.len(), 3);
+        assert_eq!(
+            m["Heap/LOCK"],
+            RecordTypeCounts {
+                records: 16671,
+                record_bytes: 907114,
+                fpi_bytes: 11233664
+            }
+        );
+        assert_eq!(m["Heap/UPDATE+INIT"].records, 487);
+        assert!(parse_waldump_stats("Heap/UPDATE 12 (1.0) x (2.0) 0 (0) 1 (0)").is_err());
+        assert!(parse_waldump_stats("Heap/UPDATE 12 (1.0)").is_err());
     }
 }

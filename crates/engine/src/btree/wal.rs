@@ -102,6 +102,28 @@ pub mod info {
     pub const MERGE: u8 = 0xB0;
 }
 
+/// The name of B+tree record `info` (the constant's name in [`info`]), `None` for an
+/// unknown code.
+pub fn info_name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        info::INSERT_LEAF => "INSERT_LEAF",
+        info::INSERT_UPPER => "INSERT_UPPER",
+        info::UPDATE_VALUE => "UPDATE_VALUE",
+        info::PATCH_VALUE => "PATCH_VALUE",
+        info::SPLIT => "SPLIT",
+        info::DELETE => "DELETE",
+        info::DELETE_DEAD => "DELETE_DEAD",
+        info::NEWROOT => "NEWROOT",
+        info::VACUUM => "VACUUM",
+        info::BUILD => "BUILD",
+        info::CREATE => "CREATE",
+        info::INSERT_POST => "INSERT_POST",
+        info::DEDUP => "DEDUP",
+        info::MERGE => "MERGE",
+        _ => return None,
+    })
+}
+
 /// Appends `n u16 | n × entry`.
 fn put_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, entries: &[(K, V)]) {
     put16(out, entries.len() as u16);

@@ -71,8 +71,8 @@ pub mod undo_wal;
 pub use rseg::PAGE_TYPE_RSEG;
 pub use table::{ClusteredTable, RowCtx};
 pub use undo::{
-    record_on_page, roll_ptr, split_roll_ptr, LogRef, RecoveredUndo, RsegInfo, TrxUndo,
-    UndoCounters, UndoRecord, UndoSegment, UndoSpace, UndoType, PAGE_TYPE_UNDO,
+    info_name as undo_info_name, record_on_page, roll_ptr, split_roll_ptr, LogRef, RecoveredUndo,
+    RsegInfo, TrxUndo, UndoCounters, UndoRecord, UndoSegment, UndoSpace, UndoType, PAGE_TYPE_UNDO,
 };
 
 use crate::error::Result;

@@ -181,6 +181,17 @@ pub mod info {
     pub const RSEG_INIT: u8 = 0x30;
 }
 
+/// The name of undo record `code` (the constant's name in [`info`]), `None` for an
+/// unknown code.
+pub fn info_name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        info::APPEND => "APPEND",
+        info::WRITE => "WRITE",
+        info::RSEG_INIT => "RSEG_INIT",
+        _ => return None,
+    })
+}
+
 /// Undo record types (trx0rec.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UndoType {

@@ -536,6 +536,20 @@ impl Database {
         self.engine.engine_counters()
     }
 
+    /// WAL records inserted since the database opened, by record type in pg_waldump's
+    /// `Rmgr/RECORD` names ([`crate::recovery::record_type_name`]): what pg_waldump
+    /// `--stats=record` reports for PostgreSQL's WAL.
+    pub fn wal_record_types(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::wal::RecordTypeCounts> {
+        self.storage
+            .wal()
+            .record_type_counts()
+            .into_iter()
+            .map(|((r, i), c)| (crate::recovery::record_type_name(r, i), c))
+            .collect()
+    }
+
     /// A table's counters, with its buffer-pool block figures (pg_statio_user_tables: the
     /// heap or clustered index as `heap_blks_*`, every other index as `idx_blks_*`).
     /// Errors: [`Error::Catalog`].

@@ -247,6 +247,35 @@ fn mark_old(
     Ok(())
 }
 
+/// The pg_waldump name of heap record `code`: `Heap/INSERT`, `Heap/DELETE`, `Heap/UPDATE`,
+/// `Heap/HOT_UPDATE`, `Heap/LOCK` (with `+INIT` when the record rebuilds the page), and
+/// `Heap2/PRUNE`, `Heap2/VACUUM`, `Heap2/VISIBLE`; `None` for an unknown code.
+pub fn info_name(code: u8) -> Option<String> {
+    let heap2 = match code {
+        info::PRUNE => Some("PRUNE"),
+        info::VACUUM => Some("VACUUM"),
+        info::VISIBLE => Some("VISIBLE"),
+        _ => None,
+    };
+    if let Some(n) = heap2 {
+        return Some(format!("Heap2/{n}"));
+    }
+    let base = match code & !info::INIT_PAGE {
+        info::INSERT => "INSERT",
+        info::DELETE => "DELETE",
+        info::UPDATE => "UPDATE",
+        info::HOT_UPDATE => "HOT_UPDATE",
+        info::LOCK => "LOCK",
+        _ => return None,
+    };
+    let init = if code & info::INIT_PAGE != 0 {
+        "+INIT"
+    } else {
+        ""
+    };
+    Some(format!("Heap/{base}{init}"))
+}
+
 /// Redo of block `b` of heap record `rec` on `page` (the page's current bytes; ignored for
 /// will-init blocks), then sets the page LSN to the record's end. The caller restores
 /// blocks that carry a full-page image and skips pages whose LSN is already at or past

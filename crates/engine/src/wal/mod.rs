@@ -61,7 +61,7 @@ use crate::page::{fpi_hole, page_lsn, set_page_lsn};
 use crate::stats::{Metric, Stats};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -156,6 +156,32 @@ struct InsertState {
     buf_start: u64,
     insert_lsn: u64,
     prev_lsn: u64,
+    /// Records inserted since open, by (resource manager, info): pg_waldump `--stats=record`.
+    by_type: BTreeMap<(u8, u8), RecordTypeCounts>,
+}
+
+/// What the WAL holds of one record type (resource manager and `info` code), as pg_waldump
+/// `--stats=record` reports it: records, their bytes without full-page images, and the
+/// full-page images' bytes. Counted at insert, since the WAL was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordTypeCounts {
+    /// Records inserted.
+    pub records: u64,
+    /// Their bytes in the WAL, full-page images excluded (pg_waldump's "Record size").
+    pub record_bytes: u64,
+    /// Bytes of the full-page images they carried (pg_waldump's "FPI size").
+    pub fpi_bytes: u64,
+}
+
+impl RecordTypeCounts {
+    /// `self − earlier`, field by field (saturating).
+    pub fn minus(&self, earlier: &RecordTypeCounts) -> RecordTypeCounts {
+        RecordTypeCounts {
+            records: self.records.saturating_sub(earlier.records),
+            record_bytes: self.record_bytes.saturating_sub(earlier.record_bytes),
+            fpi_bytes: self.fpi_bytes.saturating_sub(earlier.fpi_bytes),
+        }
+    }
 }
 
 struct FlushState {
@@ -210,6 +236,7 @@ impl Wal {
                 buf_start,
                 insert_lsn: end,
                 prev_lsn: prev,
+                by_type: BTreeMap::new(),
             }),
             flush: Mutex::new(FlushState {
                 written_lsn: end,
@@ -250,6 +277,12 @@ impl Wal {
     /// Redo pointer of the last checkpoint (pages at or below it need a full-page image).
     pub fn redo_lsn(&self) -> Lsn {
         Lsn(self.redo_lsn.load(Ordering::Acquire))
+    }
+
+    /// Records inserted since the WAL was opened, by (resource manager, info code), for
+    /// pg_waldump `--stats=record`-like reports (names: `crate::recovery::record_type_name`).
+    pub fn record_type_counts(&self) -> BTreeMap<(u8, u8), RecordTypeCounts> {
+        self.insert.lock().by_type.clone()
     }
 
     /// Starts a checkpoint: moves the redo pointer to the current insert position, under the
@@ -340,8 +373,17 @@ impl Wal {
             for p in pages.iter_mut() {
                 set_page_lsn(p, end);
             }
+            // The record's own length, without the alignment padding before the next
+            // one: what PostgreSQL adds to pg_stat_wal.wal_bytes (xlog.c
+            // `XLogInsertRecord`: `xl_tot_len`) and pg_waldump reports.
+            let rec_len =
+                record::record_len(self.cfg.record_format, &bytes).unwrap_or(bytes.len()) as u64;
+            let t = ins.by_type.entry((rec.rmgr, rec.info)).or_default();
+            t.records += 1;
+            t.record_bytes += rec_len - fpi_bytes;
+            t.fpi_bytes += fpi_bytes;
             self.stats.add(Metric::wal_records, 1);
-            self.stats.add(Metric::wal_bytes, bytes.len() as u64);
+            self.stats.add(Metric::wal_bytes, rec_len);
             self.stats
                 .add(Metric::wal_fpi, images.iter().flatten().count() as u64);
             self.stats.add(Metric::wal_fpi_bytes, fpi_bytes);
