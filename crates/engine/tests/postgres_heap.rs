@@ -6,7 +6,7 @@ use mvcclab_engine::btree::{BTree, BTreeConfig};
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId};
 use mvcclab_engine::design::DesignConfig;
-use mvcclab_engine::heap::raw;
+use mvcclab_engine::heap::{raw, TableStats};
 use mvcclab_engine::page::PageId;
 
 fn entries(db: &Database, rel: u32) -> u64 {
@@ -247,11 +247,18 @@ fn statio_counts_heap_and_index_blocks_hit_and_read() {
     );
 }
 
-#[test]
-fn autovacuum_fires_by_the_threshold_rule() {
+/// Which autovacuum rule a test exercises; [`autovacuum_db`] puts the others out of reach.
+#[derive(PartialEq)]
+enum Rule {
+    DeadTuples,
+    Analyze,
+}
+
+/// A postgres database whose autovacuum worker visits every 10 ms and applies only `rule`.
+/// Fillfactor 50 keeps every page above the pruning trigger (free < max(50 % reserve,
+/// BLCKSZ/10)), so on-access pruning does not lower n_dead_tup behind the test's back.
+fn autovacuum_db(rule: Rule) -> Database {
     use mvcclab_engine::db::DatabaseConfig;
-    // Fillfactor 50 keeps every page above the pruning trigger (free < max(50 % reserve,
-    // BLCKSZ/10)), so on-access pruning does not lower n_dead_tup behind the test's back.
     let mut cfg = DatabaseConfig::new(DesignConfig {
         fillfactor: 50,
         ..DesignConfig::postgres()
@@ -259,9 +266,44 @@ fn autovacuum_fires_by_the_threshold_rule() {
     cfg.storage = mvcclab_engine::StorageConfig::without_background(256);
     cfg.vacuum.autovacuum = true;
     cfg.vacuum.naptime_ms = 10;
-    cfg.vacuum.insert_threshold = u64::MAX / 2; // only the dead-tuple rule here
-    cfg.vacuum.analyze_threshold = u64::MAX / 2;
-    let db = Database::open(cfg).unwrap();
+    cfg.vacuum.insert_threshold = u64::MAX / 2;
+    if rule != Rule::DeadTuples {
+        cfg.vacuum.threshold = u64::MAX / 2;
+    }
+    if rule != Rule::Analyze {
+        cfg.vacuum.analyze_threshold = u64::MAX / 2;
+    }
+    Database::open(cfg).unwrap()
+}
+
+/// Deletes the rows `ids` in one transaction.
+fn delete_ids(db: &Database, t: TableId, ids: std::ops::Range<i32>) {
+    let mut tx = db.begin();
+    for id in ids {
+        tx.delete(t, &[Value::Integer(id)]).unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+/// Waits (up to 20 s) until `done` holds for the table's counters.
+fn wait_for_stats(db: &Database, t: TableId, done: impl Fn(&TableStats) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = db.table_stats(t).unwrap();
+        if done(&s) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting: {s:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn autovacuum_fires_by_the_threshold_rule() {
+    let db = autovacuum_db(Rule::DeadTuples);
     let t = load(&db, "sbtest1", 500);
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(
@@ -270,11 +312,7 @@ fn autovacuum_fires_by_the_threshold_rule() {
         "0 dead tuples: below 50 + 0.2 × 500"
     );
     // 100 deleted: 100 dead ≤ 50 + 0.2 × 400 live = 130: no vacuum.
-    let mut tx = db.begin();
-    for id in 0..100 {
-        tx.delete(t, &[Value::Integer(id)]).unwrap();
-    }
-    tx.commit().unwrap();
+    delete_ids(&db, t, 0..100);
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(
         db.table_stats(t).unwrap().autovacuum_count,
@@ -282,20 +320,8 @@ fn autovacuum_fires_by_the_threshold_rule() {
         "100 dead ≤ 130"
     );
     // 30 more: 130 dead > 50 + 0.2 × 370 = 124: vacuum.
-    let mut tx = db.begin();
-    for id in 100..130 {
-        tx.delete(t, &[Value::Integer(id)]).unwrap();
-    }
-    tx.commit().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while db.table_stats(t).unwrap().autovacuum_count == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "autovacuum did not run: {:?}",
-            db.table_stats(t).unwrap()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    delete_ids(&db, t, 100..130);
+    wait_for_stats(&db, t, |s| s.autovacuum_count > 0);
     let s = db.table_stats(t).unwrap();
     assert_eq!((s.n_dead_tup, s.n_live_tup), (0, 370));
     assert!(
@@ -612,11 +638,7 @@ fn pruning_leaves_lp_dead_tuples_counted_as_dead_until_vacuum() {
     assert!(2000 / pages > 20, "{pages} pages");
     let on_page: Vec<i32> = (0..=10).collect();
     // Ten rows deleted: ten dead tuples on page 0, which is full.
-    let mut tx = db.begin();
-    for &id in &on_page[1..11] {
-        assert!(tx.delete(t, &[Value::Integer(id)]).unwrap());
-    }
-    tx.commit().unwrap();
+    delete_ids(&db, t, on_page[1]..on_page[11]);
     assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 10);
     let pruned0 = db.table_stats(t).unwrap().pages_pruned;
     // Reading the page prunes it (free space below BLCKSZ/10, prunable): the ten deleted
@@ -670,35 +692,14 @@ fn vacuum_reads_through_a_ring_and_keeps_the_working_set() {
 }
 
 /// Autovacuum analyzes a table once the rows changed since its last analyze pass 50 + 0.1 ×
-/// live tuples (autovacuum.c `relation_needs_vacanalyze`); ANALYZE reads every page of a
-/// small heap, counts the dead rows it sees, and resets `n_mod_since_analyze`.
+/// live tuples (autovacuum.c `relation_needs_vacanalyze`), and the analyze resets
+/// `n_mod_since_analyze`.
 #[test]
-fn autoanalyze_fires_by_the_threshold_rule_and_reads_the_heap() {
-    use mvcclab_engine::db::DatabaseConfig;
-    let mut cfg = DatabaseConfig::new(DesignConfig {
-        fillfactor: 50,
-        ..DesignConfig::postgres()
-    });
-    cfg.storage = mvcclab_engine::StorageConfig::without_background(256);
-    cfg.vacuum.autovacuum = true;
-    cfg.vacuum.naptime_ms = 10;
-    cfg.vacuum.threshold = u64::MAX / 2; // only the analyze rule here
-    cfg.vacuum.insert_threshold = u64::MAX / 2;
-    let db = Database::open(cfg).unwrap();
+fn autoanalyze_fires_by_the_threshold_rule() {
+    let db = autovacuum_db(Rule::Analyze);
     let t = load(&db, "sbtest1", 500);
     // The load's 500 inserts are changes: 500 > 50 + 0.1 × 500.
-    let wait_for = |n: u64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while db.table_stats(t).unwrap().autoanalyze_count < n {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{:?}",
-                db.table_stats(t)
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    };
-    wait_for(1);
+    wait_for_stats(&db, t, |s| s.autoanalyze_count >= 1);
     std::thread::sleep(std::time::Duration::from_millis(100));
     let s = db.table_stats(t).unwrap();
     assert_eq!(
@@ -707,20 +708,12 @@ fn autoanalyze_fires_by_the_threshold_rule_and_reads_the_heap() {
         "{s:?}"
     );
     // 90 deletes: 90 ≤ 50 + 0.1 × 410 = 91, no analyze.
-    let mut tx = db.begin();
-    for id in 0..90 {
-        tx.delete(t, &[Value::Integer(id)]).unwrap();
-    }
-    tx.commit().unwrap();
+    delete_ids(&db, t, 0..90);
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(db.table_stats(t).unwrap().autoanalyze_count, 1);
     // 10 more: 100 > 50 + 0.1 × 400 = 90: analyze.
-    let mut tx = db.begin();
-    for id in 90..100 {
-        tx.delete(t, &[Value::Integer(id)]).unwrap();
-    }
-    tx.commit().unwrap();
-    wait_for(2);
+    delete_ids(&db, t, 90..100);
+    wait_for_stats(&db, t, |s| s.autoanalyze_count >= 2);
     let s = db.table_stats(t).unwrap();
     assert_eq!((s.n_mod_since_analyze, s.autovacuum_count), (0, 0), "{s:?}");
 }
@@ -731,13 +724,9 @@ fn autoanalyze_fires_by_the_threshold_rule_and_reads_the_heap() {
 fn analyze_reads_every_page_of_a_small_heap_and_counts_live_and_dead_rows() {
     let db = open_db(DesignConfig::postgres(), 256);
     let t = load(&db, "sbtest1", 1000);
-    let mut tx = db.begin();
-    for id in 0..100 {
-        tx.delete(t, &[Value::Integer(id)]).unwrap();
-    }
-    tx.commit().unwrap();
+    delete_ids(&db, t, 0..100);
     let pages = db.table_pages(t).unwrap().0;
-    let touched = |s: &mvcclab_engine::heap::TableStats| s.heap_blks_hit + s.heap_blks_read;
+    let touched = |s: &TableStats| s.heap_blks_hit + s.heap_blks_read;
     let before = db.table_stats(t).unwrap();
     let rep = db.analyze(t).unwrap();
     let after = db.table_stats(t).unwrap();
