@@ -638,7 +638,7 @@ fn pruning_leaves_lp_dead_tuples_counted_as_dead_until_vacuum() {
     assert!(2000 / pages > 20, "{pages} pages");
     let on_page: Vec<i32> = (0..=10).collect();
     // Ten rows deleted: ten dead tuples on page 0, which is full.
-    delete_ids(&db, t, on_page[1]..on_page[11]);
+    delete_ids(&db, t, on_page[1]..on_page[10] + 1);
     assert_eq!(db.table_stats(t).unwrap().n_dead_tup, 10);
     let pruned0 = db.table_stats(t).unwrap().pages_pruned;
     // Reading the page prunes it (free space below BLCKSZ/10, prunable): the ten deleted
