@@ -696,8 +696,10 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
         xlog_headers / xlog_records,
         mtr_headers / mtr_records
     );
-    // Headers: at least 56 bytes (32 + 24 per block, plus padding) against about 15.
-    assert!(xlog_headers >= 56 * xlog_records);
+    // Headers: PostgreSQL's (24 per record, 20 per block naming its relation, 2 of main
+    // data header; about 43 on average here) against about 15.
+    assert!(xlog_headers >= 24 * xlog_records);
+    assert!(xlog_headers >= 2 * mtr_headers, "{xlog_headers} vs {mtr_headers}");
     assert!(
         mtr_headers <= 18 * mtr_records,
         "{mtr_headers} for {mtr_records}"
@@ -705,11 +707,11 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
     // What is left is the records' own data (an undo record with its page bytes is about
     // 150 bytes of the ~400 of a non-indexed update), so the whole shrinks less.
     assert!(
-        (mtr_non_index as f64) < 0.65 * xlog_non_index as f64,
+        (mtr_non_index as f64) < 0.8 * xlog_non_index as f64,
         "non-index update: mtr {mtr_non_index} vs xlog {xlog_non_index}"
     );
     assert!(
-        (mtr_index as f64) < 0.55 * xlog_index as f64,
+        (mtr_index as f64) < 0.7 * xlog_index as f64,
         "index update: mtr {mtr_index} vs xlog {xlog_index}"
     );
 }

@@ -1,30 +1,38 @@
 //! The WAL record format: encoding, decoding (hardened: bad bytes give an error, never a
 //! panic) and full-page images.
 //!
-//! A record, 8-byte aligned in the WAL stream (PostgreSQL MAXALIGN):
+//! A record, 8-byte aligned in the WAL stream (PostgreSQL MAXALIGN), laid out as
+//! PostgreSQL 15's (src/include/access/xlogrecord.h), so that its bytes count as
+//! PostgreSQL's do:
 //! ```text
-//! | offset | bytes | field          |
-//! |--------|-------|----------------|
-//! | 0      | 4     | tot_len        | bytes of the record, padding excluded
-//! | 4      | 4     | crc            | CRC-32C of bytes [8, tot_len) then bytes [0, 4)
-//! | 8      | 8     | prev_lsn       | start of the previous record (0 for the first)
-//! | 16     | 4     | xid            | transaction id (0 = none)
-//! | 20     | 1     | rmgr           | resource manager (see [`rmgr`])
-//! | 21     | 1     | info           | record type within the resource manager
-//! | 22     | 2     | n_blocks       | block references that follow
-//! | 24     | 4     | main_data_len  |
-//! | 28     | 4     | reserved       | zero
-//! | 32     | 24×n  | block headers  | rel u32, block u32, flags u8, pad u8, hole_offset u16,
-//! |        |       |                | hole_len u16, pad u16, image_len u32, data_len u32
-//! | ...    |       | per block      | image bytes, then block data bytes
-//! | ...    |       | main data      |
+//! XLogRecord, 24 bytes:
+//! | offset | bytes | field     |
+//! |--------|-------|-----------|
+//! | 0      | 4     | tot_len   | bytes of the record, padding excluded (xl_tot_len)
+//! | 4      | 4     | xid       | transaction id, 0 = none (xl_xid)
+//! | 8      | 8     | prev_lsn  | start of the previous record, 0 for the first (xl_prev)
+//! | 16     | 1     | info      | record type within the resource manager (xl_info)
+//! | 17     | 1     | rmgr      | resource manager, see [`rmgr`] (xl_rmid)
+//! | 18     | 2     | zero      | padding
+//! | 20     | 4     | crc       | CRC-32C of bytes [24, tot_len), then of bytes [0, 20)
+//! then one header per block, in block order (XLogRecordBlockHeader and what follows it):
+//! | 1 | id         | 0, 1, 2, ... (XLR_MAX_BLOCK_ID 32)
+//! | 1 | fork_flags | fork 0 | HAS_IMAGE 0x10 | HAS_DATA 0x20 | WILL_INIT 0x40 | SAME_REL 0x80
+//! | 2 | data_len   | block data bytes
+//! | 5 | image hdr  | with HAS_IMAGE: image length u16, hole offset u16, bimg_info u8
+//! |   |            | (HAS_HOLE 0x01, APPLY 0x02); with HAS_HOLE 2 more: hole length u16
+//! | 12| rel        | without SAME_REL: RelFileNode (tablespace 1663, database 1, relation)
+//! | 4 | block      | BlockNumber
+//! then the main data's header when there is main data: 0xFF + length u8 (below 256
+//! bytes, XLR_BLOCK_ID_DATA_SHORT) or 0xFE + length u32 (XLR_BLOCK_ID_DATA_LONG);
+//! then each block's image and data, then the main data.
 //! ```
-//! Block flags: `HAS_IMAGE` (a full-page image follows: the page minus the hole
-//! `[hole_offset, hole_offset + hole_len)`), `WILL_INIT` (redo rebuilds the page from the
-//! record alone; PostgreSQL `REGBUF_WILL_INIT`). This is the layout of PostgreSQL's
-//! `XLogRecord` + `XLogRecordBlockHeader` (xlogrecord.h), flattened: every field redo needs
-//! (page identity, image, per-block data, main data, xid) is present, so crash recovery
-//! needs no format change.
+//! `WILL_INIT` means redo rebuilds the page from the record alone (`REGBUF_WILL_INIT`);
+//! an image is the page without its hole `[hole_offset, hole_offset + hole_len)`.
+//! PostgreSQL derives the hole's length from BLCKSZ; mvcclab's pages have two sizes, so the
+//! record carries it (2 bytes, PostgreSQL's compressed-image field). A one-block record
+//! with 10 bytes of data and no main data costs 24 + 20 + 10 = 54 bytes, 56 with padding,
+//! as in PostgreSQL.
 //!
 //! # The compact (`mtr`) format
 //! The same [`WalRecord`] in the shape of MariaDB 10.8+'s redo log (the `innodb` preset,
@@ -53,7 +61,7 @@
 //! | 4     | crc           | CRC-32C of every byte before it, body_len included (LE)
 //! ```
 //! A one-block record with 10 bytes of data and no image costs 12 header bytes plus the CRC
-//! here against 56 (32 + 24) plus up to 7 bytes of padding in the xlog format.
+//! here against 44 (24 + 20) plus up to 7 bytes of padding in the xlog format.
 //!
 //! What it follows: a MariaDB mini-transaction (mtr0mtr.cc `mtr_t::finish_write`, parsed by
 //! log0recv.cc `recv_sys_t::parse`) is a run of records of one type-and-length byte, the page
@@ -150,12 +158,30 @@ pub mod xlog_info {
     pub const FPI_FOR_HINT: u8 = 2;
 }
 
-/// Bytes of the record header.
-pub const RECORD_HEADER_BYTES: usize = 32;
-/// Bytes of one block header.
-pub const BLOCK_HEADER_BYTES: usize = 24;
+/// Bytes of the record header (XLogRecord, `SizeOfXLogRecord`).
+pub const RECORD_HEADER_BYTES: usize = 24;
+/// Bytes of one block's header in the xlog format without an image and with its relation
+/// named: XLogRecordBlockHeader 4 + RelFileNode 12 + BlockNumber 4.
+pub const BLOCK_HEADER_BYTES: usize = 20;
 const FLAG_HAS_IMAGE: u8 = 1;
 const FLAG_WILL_INIT: u8 = 2;
+/// xlogrecord.h fork_flags bits.
+const BKPBLOCK_HAS_IMAGE: u8 = 0x10;
+const BKPBLOCK_HAS_DATA: u8 = 0x20;
+const BKPBLOCK_WILL_INIT: u8 = 0x40;
+const BKPBLOCK_SAME_REL: u8 = 0x80;
+/// bimg_info bits.
+const BKPIMAGE_HAS_HOLE: u8 = 0x01;
+const BKPIMAGE_APPLY: u8 = 0x02;
+/// Block ids of the main data's header (XLR_BLOCK_ID_DATA_SHORT / _LONG).
+const XLR_BLOCK_ID_DATA_SHORT: u8 = 255;
+const XLR_BLOCK_ID_DATA_LONG: u8 = 254;
+/// Highest block id (XLR_MAX_BLOCK_ID).
+const XLR_MAX_BLOCK_ID: usize = 32;
+/// RelFileNode's tablespace and database oids in every xlog record (pg_default, and the
+/// one database mvcclab keeps).
+const REL_SPC_OID: u32 = 1663;
+const REL_DB_OID: u32 = 1;
 /// Compact format only: the block is in the previous block's relation (MariaDB's "same
 /// page" flag, narrowed to the relation).
 const FLAG_SAME_REL: u8 = 4;
@@ -547,35 +573,64 @@ fn take_blocks(c: &mut Cursor<'_>, heads: Vec<BlockHead>) -> Option<Vec<BlockRef
 }
 
 /// Encodes a record (xlog format) with images `images[i]` for block `i`; returns the
-/// bytes, padding included.
+/// bytes, padding included. Block data is below 64 KiB (pages are at most 16 KiB).
 pub(crate) fn encode(b: &RecordBuilder, prev_lsn: u64, images: &[Option<PageImage>]) -> Vec<u8> {
-    let mut tot = RECORD_HEADER_BYTES + BLOCK_HEADER_BYTES * b.blocks.len() + b.main_data.len();
-    for (i, (_, _, data)) in b.blocks.iter().enumerate() {
-        tot += data.len() + images[i].as_ref().map_or(0, |im| im.bytes.len());
-    }
-    let mut out = Vec::with_capacity(align8(tot as u64) as usize);
-    out.extend_from_slice(&(tot as u32).to_le_bytes());
-    out.extend_from_slice(&[0u8; 4]);
-    out.extend_from_slice(&prev_lsn.to_le_bytes());
+    assert!(
+        b.blocks.len() <= XLR_MAX_BLOCK_ID,
+        "at most 33 blocks per record"
+    );
+    let mut out = Vec::with_capacity(64 + b.main_data.len());
+    out.extend_from_slice(&[0u8; 4]); // tot_len, below
     out.extend_from_slice(&b.xid.to_le_bytes());
-    out.push(b.rmgr);
+    out.extend_from_slice(&prev_lsn.to_le_bytes());
     out.push(b.info);
-    out.extend_from_slice(&(b.blocks.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(b.main_data.len() as u32).to_le_bytes());
-    out.extend_from_slice(&[0u8; 4]);
+    out.push(b.rmgr);
+    out.extend_from_slice(&[0u8; 2]);
+    out.extend_from_slice(&[0u8; 4]); // crc, below
+    let mut prev_rel = None;
     for (i, (page, will_init, data)) in b.blocks.iter().enumerate() {
         let im = images[i].as_ref();
-        let flags = if im.is_some() { FLAG_HAS_IMAGE } else { 0 }
-            | if *will_init { FLAG_WILL_INIT } else { 0 };
-        out.extend_from_slice(&page.rel.to_le_bytes());
-        out.extend_from_slice(&page.block.to_le_bytes());
+        let same = prev_rel == Some(page.rel);
+        let flags = if im.is_some() { BKPBLOCK_HAS_IMAGE } else { 0 }
+            | if data.is_empty() {
+                0
+            } else {
+                BKPBLOCK_HAS_DATA
+            }
+            | if *will_init { BKPBLOCK_WILL_INIT } else { 0 }
+            | if same { BKPBLOCK_SAME_REL } else { 0 };
+        out.push(i as u8);
         out.push(flags);
-        out.push(0);
-        out.extend_from_slice(&im.map_or(0, |i| i.hole_offset).to_le_bytes());
-        out.extend_from_slice(&im.map_or(0, |i| i.hole_len).to_le_bytes());
-        out.extend_from_slice(&[0u8; 2]);
-        out.extend_from_slice(&(im.map_or(0, |i| i.bytes.len()) as u32).to_le_bytes());
-        out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let data_len = u16::try_from(data.len()).expect("block data below 64 KiB");
+        out.extend_from_slice(&data_len.to_le_bytes());
+        if let Some(im) = im {
+            let len = u16::try_from(im.bytes.len()).expect("an image is at most a page");
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&im.hole_offset.to_le_bytes());
+            let hole = im.hole_len > 0;
+            out.push(BKPIMAGE_APPLY | if hole { BKPIMAGE_HAS_HOLE } else { 0 });
+            if hole {
+                out.extend_from_slice(&im.hole_len.to_le_bytes());
+            }
+        }
+        if !same {
+            out.extend_from_slice(&REL_SPC_OID.to_le_bytes());
+            out.extend_from_slice(&REL_DB_OID.to_le_bytes());
+            out.extend_from_slice(&page.rel.to_le_bytes());
+        }
+        out.extend_from_slice(&page.block.to_le_bytes());
+        prev_rel = Some(page.rel);
+    }
+    match b.main_data.len() {
+        0 => {}
+        n if n < 256 => {
+            out.push(XLR_BLOCK_ID_DATA_SHORT);
+            out.push(n as u8);
+        }
+        n => {
+            out.push(XLR_BLOCK_ID_DATA_LONG);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
     }
     for (i, (_, _, data)) in b.blocks.iter().enumerate() {
         if let Some(im) = &images[i] {
@@ -584,9 +639,10 @@ pub(crate) fn encode(b: &RecordBuilder, prev_lsn: u64, images: &[Option<PageImag
         out.extend_from_slice(data);
     }
     out.extend_from_slice(&b.main_data);
-    debug_assert_eq!(out.len(), tot);
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[8..]), &out[..4]);
-    out[4..8].copy_from_slice(&crc.to_le_bytes());
+    let tot = out.len();
+    out[0..4].copy_from_slice(&(tot as u32).to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[24..]), &out[..20]);
+    out[20..24].copy_from_slice(&crc.to_le_bytes());
     out.resize(align8(tot as u64) as usize, 0);
     out
 }
@@ -646,8 +702,8 @@ pub fn decode(bytes: &[u8], lsn: u64) -> Decoded {
     if tot < RECORD_HEADER_BYTES || tot > bytes.len() {
         return Decoded::End("invalid or partial record length");
     }
-    let stored = u32::from_le_bytes(bytes[4..8].try_into().expect("4"));
-    if crc32c::crc32c_append(crc32c::crc32c(&bytes[8..tot]), &bytes[..4]) != stored {
+    let stored = u32::from_le_bytes(bytes[20..24].try_into().expect("4"));
+    if crc32c::crc32c_append(crc32c::crc32c(&bytes[24..tot]), &bytes[..20]) != stored {
         return Decoded::End("record checksum mismatch");
     }
     match parse(&bytes[..tot], lsn) {
@@ -657,30 +713,76 @@ pub fn decode(bytes: &[u8], lsn: u64) -> Decoded {
 }
 
 fn parse(rec: &[u8], lsn: u64) -> Option<WalRecord> {
-    let mut c = Cursor { b: rec, at: 8 };
-    let prev_lsn = c.u64()?;
+    let mut c = Cursor { b: rec, at: 4 };
     let xid = c.u32()?;
-    let rmgr = c.u8()?;
+    let prev_lsn = c.u64()?;
     let info = c.u8()?;
-    let n_blocks = c.u16()? as usize;
-    let main_len = c.u32()? as usize;
-    c.u32()?;
-    let mut heads = Vec::with_capacity(n_blocks.min(64));
-    for _ in 0..n_blocks {
-        let rel = c.u32()?;
-        let block = c.u32()?;
-        let flags = c.u8()?;
-        c.u8()?;
-        let hole_offset = c.u16()?;
-        let hole_len = c.u16()?;
-        c.u16()?;
-        let image_len = c.u32()? as usize;
-        let data_len = c.u32()? as usize;
-        if flags & !(FLAG_HAS_IMAGE | FLAG_WILL_INIT) != 0
-            || (flags & FLAG_HAS_IMAGE == 0 && image_len != 0)
-        {
+    let rmgr = c.u8()?;
+    if c.u16()? != 0 {
+        return None;
+    }
+    c.u32()?; // crc, checked by the caller
+    let mut heads = Vec::new();
+    let mut main_len = 0;
+    let mut payload = 0usize;
+    let mut prev_rel = None;
+    // Headers until what is left is exactly the payload they announced (xlogreader.c
+    // `DecodeXLogRecord`).
+    while rec.len() - c.at > payload {
+        let id = c.u8()?;
+        if id == XLR_BLOCK_ID_DATA_SHORT || id == XLR_BLOCK_ID_DATA_LONG {
+            main_len = if id == XLR_BLOCK_ID_DATA_SHORT {
+                c.u8()? as usize
+            } else {
+                c.u32()? as usize
+            };
+            payload = payload.checked_add(main_len)?;
+            break;
+        }
+        if id as usize != heads.len() || heads.len() > XLR_MAX_BLOCK_ID {
             return None;
         }
+        let fork_flags = c.u8()?;
+        let data_len = c.u16()? as usize;
+        if fork_flags & 0x0F != 0 || (fork_flags & BKPBLOCK_HAS_DATA == 0) != (data_len == 0) {
+            return None;
+        }
+        let (mut image_len, mut hole_offset, mut hole_len) = (0, 0, 0);
+        if fork_flags & BKPBLOCK_HAS_IMAGE != 0 {
+            image_len = c.u16()? as usize;
+            hole_offset = c.u16()?;
+            let bimg_info = c.u8()?;
+            if bimg_info & !(BKPIMAGE_HAS_HOLE | BKPIMAGE_APPLY) != 0 {
+                return None;
+            }
+            if bimg_info & BKPIMAGE_HAS_HOLE != 0 {
+                hole_len = c.u16()?;
+                if hole_len == 0 {
+                    return None;
+                }
+            }
+        }
+        let rel = if fork_flags & BKPBLOCK_SAME_REL != 0 {
+            prev_rel?
+        } else {
+            let (spc, db) = (c.u32()?, c.u32()?);
+            if (spc, db) != (REL_SPC_OID, REL_DB_OID) {
+                return None;
+            }
+            c.u32()?
+        };
+        let block = c.u32()?;
+        prev_rel = Some(rel);
+        let flags = if fork_flags & BKPBLOCK_HAS_IMAGE != 0 {
+            FLAG_HAS_IMAGE
+        } else {
+            0
+        } | if fork_flags & BKPBLOCK_WILL_INIT != 0 {
+            FLAG_WILL_INIT
+        } else {
+            0
+        };
+        payload = payload.checked_add(image_len)?.checked_add(data_len)?;
         heads.push((
             PageId::new(rel, block),
             flags,
@@ -689,6 +791,9 @@ fn parse(rec: &[u8], lsn: u64) -> Option<WalRecord> {
             image_len,
             data_len,
         ));
+    }
+    if rec.len() - c.at != payload {
+        return None;
     }
     let blocks = take_blocks(&mut c, heads)?;
     let main_data = c.take(main_len)?.to_vec();
@@ -792,8 +897,9 @@ mod tests {
         );
         let xlog = encode_with(WalFormat::Xlog, &b, 8, &[None]);
         let mtr = encode_with(WalFormat::Mtr, &b, 8, &[None]);
-        // 32 header + 24 block header + 10 data = 66, padded to 72.
-        assert_eq!(xlog.len(), 72);
+        // 24 header + 20 block header + 10 data = 54, padded to 56: PostgreSQL's sizes.
+        assert_eq!(xlog.len(), 56);
+        assert_eq!(record_len(WalFormat::Xlog, &xlog), Some(54));
         // len 1, rmgr 1, info 1, xid 2, n_blocks 1, flags 1, rel 2, block 1, data_len 1,
         // main_len 1, data 10, crc 4.
         assert_eq!(mtr.len(), 26);
@@ -802,8 +908,30 @@ mod tests {
         let b2 = b.clone().block(PageId::new(16384, 6), false, &[1u8; 3]);
         let mtr2 = encode_with(WalFormat::Mtr, &b2, 8, &[None, None]);
         assert_eq!(mtr2.len(), 26 + 3 + 3);
+        // In the xlog format the second block costs a header of 8 (id, flags, data_len,
+        // block number: SAME_REL leaves out the RelFileNode) and its data: 54 + 11 = 65.
         let xlog2 = encode_with(WalFormat::Xlog, &b2, 8, &[None, None]);
-        assert_eq!(xlog2.len(), 96);
+        assert_eq!(record_len(WalFormat::Xlog, &xlog2), Some(65));
+        assert_eq!(xlog2.len(), 72);
+        // Main data adds its 2-byte header (XLR_BLOCK_ID_DATA_SHORT) below 256 bytes, 5 from
+        // 256 on: a commit record (8 bytes of main data) is 34 bytes, as PostgreSQL's.
+        let commit = RecordBuilder::new(rmgr::XACT, 0)
+            .xid(7)
+            .main_data(&[0u8; 8]);
+        assert_eq!(
+            record_len(
+                WalFormat::Xlog,
+                &encode_with(WalFormat::Xlog, &commit, 8, &[])
+            ),
+            Some(34)
+        );
+        let long = RecordBuilder::new(rmgr::XACT, 0).main_data(&[0u8; 300]);
+        let bytes = encode_with(WalFormat::Xlog, &long, 8, &[]);
+        assert_eq!(record_len(WalFormat::Xlog, &bytes), Some(24 + 5 + 300));
+        let Decoded::Record(r) = decode(&bytes, 0) else {
+            panic!("long main data decodes")
+        };
+        assert_eq!(r.main_data.len(), 300);
     }
 
     #[test]
