@@ -699,7 +699,10 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
     // Headers: PostgreSQL's (24 per record, 20 per block naming its relation, 2 of main
     // data header; about 43 on average here) against about 15.
     assert!(xlog_headers >= 24 * xlog_records);
-    assert!(xlog_headers >= 2 * mtr_headers, "{xlog_headers} vs {mtr_headers}");
+    assert!(
+        xlog_headers >= 2 * mtr_headers,
+        "{xlog_headers} vs {mtr_headers}"
+    );
     assert!(
         mtr_headers <= 18 * mtr_records,
         "{mtr_headers} for {mtr_records}"

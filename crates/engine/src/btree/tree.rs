@@ -1380,7 +1380,7 @@ impl BTree {
         }
         node::remove_slots(g.data_mut(), id, &slots)?;
         let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE_DEAD)
-            .block(id, false, &bwal::encode_delete_dead(&slots, &updates))
+            .block(id, false, &bwal::encode_removed_slots(&slots, &updates))
             .main_data(&verdict.latest_removed_xid.to_le_bytes());
         log_change(self.pool.wal(), &rec, &mut [g])?;
         Ok(gone)
@@ -2701,39 +2701,22 @@ impl BTree {
                 (n.header(), gone)
             };
             if !gone.is_empty() {
-                let (keep, keys) = {
+                let slots: Vec<usize> =
+                    gone.iter().filter(|g| g.1.is_none()).map(|g| g.0).collect();
+                let updated: Vec<(usize, Entry)> = gone
+                    .iter()
+                    .filter_map(|g| g.1.clone().map(|e| (g.0, e)))
+                    .collect();
+                let keep = {
                     let n = self.node(g.data(), id, Some(0))?;
-                    let mut keep = Vec::with_capacity(n.len());
-                    let mut keys = Vec::with_capacity(gone.len());
-                    let mut updated = Vec::new();
-                    let mut next = gone.iter().peekable();
-                    for i in 0..n.len() {
-                        let (k, v) = n.entry(i)?;
-                        match next.peek() {
-                            Some((j, None, _)) if *j == i => {
-                                next.next();
-                                keys.push(k.to_vec());
-                            }
-                            Some((j, Some(e), _)) if *j == i => {
-                                next.next();
-                                updated.push((k.to_vec(), e.clone()));
-                                keep.push(e.clone());
-                            }
-                            _ => keep.push(Entry {
-                                key: k.to_vec(),
-                                value: v.to_vec(),
-                            }),
-                        }
-                    }
-                    (keep, (keys, updated))
+                    bwal::vacuumed_entries(n.entries()?, &slots, &updated)
                 };
-                let (keys, updated) = keys;
                 // One compaction for the page (bufpage.c `PageIndexMultiDelete`).
                 node::build(g.data_mut(), id, self.geo, hdr, &node::pairs(&keep))?;
                 let rec = RecordBuilder::new(rmgr::BTREE, info::VACUUM).block(
                     id,
                     false,
-                    &bwal::encode_vacuum(&keys, &updated),
+                    &bwal::encode_removed_slots(&slots, &updated),
                 );
                 log_change(self.pool.wal(), &rec, &mut [&mut g])?;
                 removed += gone.iter().map(|g| g.2 as u64).sum::<u64>();

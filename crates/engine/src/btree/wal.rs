@@ -26,7 +26,7 @@
 //! | 0xA0 | NEWROOT      | 0: new root, will_init, `node_image`; 1: left child, empty (clears INCOMPLETE_SPLIT); 2: meta page, will_init, meta fields (24 bytes, `node::Meta::encode`) | `geometry` |
 //! | 0x80 | INSERT_POST  | 0: leaf, `slot u16 | tid (6 bytes)`: the TID swapped into the posting entry at slot, whose largest TID comes out as a plain entry at slot + 1 (`dedup::swap_insert`) | — |
 //! | 0x90 | DEDUP        | 0: leaf, `n u16 | n × (first slot u16 | count u16)`: each interval merged into one posting entry (`dedup::apply_pass`) | — |
-//! | 0xC0 | VACUUM       | 0: leaf, `n u16 | n × (key_len u16 | key)` (keys removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × (key_len u16 | key | entry)` (old key, the entry that replaces it) | — |
+//! | 0xC0 | VACUUM       | 0: leaf, as DELETE_DEAD: `n u16 | n × slot u16` (ascending: entries removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × slot_entry` (entries rewritten; slots as before the record); redo compacts the survivors as the change did | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
 //! | 0xB0 | MERGE        | 0: surviving leaf, `right u32 | n u16 | n × entry` (its new right link; the entries appended at its end); 1: freed leaf, will_init, empty; 2: parent, `slot u16` (the freed leaf's downlink, removed); 3 (when the freed leaf had a right sibling): that sibling, `new left u32` | `geometry` |
 //!
@@ -224,9 +224,9 @@ pub fn encode_intervals(intervals: &[(usize, usize)]) -> Vec<u8> {
     out
 }
 
-/// Block data of DELETE_DEAD: the slots removed, then the posting entries rewritten (only
-/// when there are some).
-pub fn encode_delete_dead(slots: &[usize], updates: &[(usize, node::Entry)]) -> Vec<u8> {
+/// Block data of DELETE_DEAD and VACUUM: the slots removed, then the posting entries
+/// rewritten (only when there are some).
+pub fn encode_removed_slots(slots: &[usize], updates: &[(usize, node::Entry)]) -> Vec<u8> {
     let mut out = encode_slots(slots);
     if !updates.is_empty() {
         put16(&mut out, updates.len() as u16);
@@ -237,22 +237,26 @@ pub fn encode_delete_dead(slots: &[usize], updates: &[(usize, node::Entry)]) -> 
     out
 }
 
-/// Block data of VACUUM: the keys removed, then (old key, new entry) of the posting
-/// entries rewritten (only when there are some).
-pub fn encode_vacuum<K: AsRef<[u8]>>(keys: &[K], updated: &[(Vec<u8>, node::Entry)]) -> Vec<u8> {
-    let mut out = encode_keys(keys);
-    if !updated.is_empty() {
-        put16(&mut out, updated.len() as u16);
-        for (old, e) in updated {
-            put16(&mut out, old.len() as u16);
-            out.extend_from_slice(old);
-            put16(&mut out, e.key.len() as u16);
-            put16(&mut out, e.value.len() as u16);
-            out.extend_from_slice(&e.key);
-            out.extend_from_slice(&e.value);
+/// A leaf's entries after VACUUM removed those at `slots` and rewrote those in `updated`
+/// (slots as before; both ascending): the survivors in slot order, which the change and
+/// its redo both build the page from (one compaction, bufpage.c `PageIndexMultiDelete`).
+pub fn vacuumed_entries(
+    entries: Vec<node::Entry>,
+    slots: &[usize],
+    updated: &[(usize, node::Entry)],
+) -> Vec<node::Entry> {
+    let (mut gone, mut new) = (slots.iter().peekable(), updated.iter().peekable());
+    let mut keep = Vec::with_capacity(entries.len());
+    for (i, e) in entries.into_iter().enumerate() {
+        if gone.next_if(|&&s| s == i).is_some() {
+            continue;
+        }
+        match new.next_if(|u| u.0 == i) {
+            Some((_, e)) => keep.push(e.clone()),
+            None => keep.push(e),
         }
     }
-    out
+    keep
 }
 
 /// `split_left`: the left page of a split, header `h` and entries `left`, as its
@@ -518,7 +522,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             }
             node::remove_at(page, id, slot)?;
         }
-        (info::DELETE_DEAD, 0) => {
+        (info::DELETE_DEAD, 0) | (info::VACUUM, 0) => {
             let n = r.u16()? as usize;
             let mut slots = Vec::with_capacity(n.min(1024));
             for _ in 0..n {
@@ -533,47 +537,41 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 }
             }
             r.end()?;
-            for (slot, (k, v)) in updates {
-                node::replace_at(page, id, slot, k, v)?;
-            }
-            node::remove_slots(page, id, &slots)?;
-        }
-        (info::VACUUM, 0) => {
-            // As the change did: one compaction of the survivors, in slot order.
-            let n = r.u16()? as usize;
-            let (h, g, mut keep) = {
-                let page_node = node::Node::parse(page, id)?;
-                (
-                    page_node.header(),
-                    page_node.geometry(),
-                    page_node.entries()?,
-                )
-            };
-            for _ in 0..n {
-                let len = r.u16()? as usize;
-                let key = r.bytes(len)?;
-                let Ok(i) = keep.binary_search_by(|e| e.key.as_slice().cmp(key)) else {
-                    return Err(r.bad("VACUUM names a key the page does not hold"));
-                };
-                keep.remove(i);
-            }
-            if !r.is_empty() {
-                let m = r.u16()? as usize;
-                for _ in 0..m {
-                    let len = r.u16()? as usize;
-                    let old = r.bytes(len)?;
-                    let (k, v) = r.entry()?;
-                    let Ok(i) = keep.binary_search_by(|e| e.key.as_slice().cmp(old)) else {
-                        return Err(r.bad("VACUUM rewrites a key the page does not hold"));
-                    };
-                    keep[i] = node::Entry {
-                        key: k.to_vec(),
-                        value: v.to_vec(),
-                    };
+            if rec.info == info::DELETE_DEAD {
+                for (slot, (k, v)) in updates {
+                    node::replace_at(page, id, slot, k, v)?;
                 }
+                node::remove_slots(page, id, &slots)?;
+            } else {
+                // As the change did: one compaction of the survivors, in slot order.
+                let (h, g, entries) = {
+                    let n = node::Node::parse(page, id)?;
+                    (n.header(), n.geometry(), n.entries()?)
+                };
+                let ascending = |v: &[usize]| v.windows(2).all(|w| w[0] < w[1]);
+                let updated_slots: Vec<usize> = updates.iter().map(|u| u.0).collect();
+                if !ascending(&slots)
+                    || !ascending(&updated_slots)
+                    || slots
+                        .iter()
+                        .chain(&updated_slots)
+                        .any(|&s| s >= entries.len())
+                {
+                    return Err(r.bad("VACUUM names slots out of order or past the page"));
+                }
+                let updated: Vec<(usize, node::Entry)> = updates
+                    .into_iter()
+                    .map(|(s, (k, v))| {
+                        let e = node::Entry {
+                            key: k.to_vec(),
+                            value: v.to_vec(),
+                        };
+                        (s, e)
+                    })
+                    .collect();
+                let keep = vacuumed_entries(entries, &slots, &updated);
+                node::build(page, id, g, h, &node::pairs(&keep))?;
             }
-            r.end()?;
-            node::build(page, id, g, h, &node::pairs(&keep))?;
         }
         (info::INSERT_POST, 0) => {
             let slot = r.u16()? as usize;
