@@ -286,9 +286,9 @@ fn record(code: u8, will_init: bool, blocks: Vec<Vec<u8>>, main: Vec<u8>) -> Wal
 /// An undo page: formatted, free pointer at 82, one record appended.
 fn sample_page() -> Vec<u8> {
     let mut p = vec![0u8; 16384];
-    let mut w = 20u16.to_le_bytes().to_vec();
-    w.extend_from_slice(&2u16.to_le_bytes());
-    w.extend_from_slice(&82u16.to_le_bytes());
+    let mut wl = undo_wal::WriteLog::default();
+    wl.push(20, &82u16.to_le_bytes());
+    let w = wl.into_bytes();
     undo_wal::redo_block(&record(info::WRITE, true, vec![w], vec![]), 0, &mut p).unwrap();
     let mut a = 82u16.to_le_bytes().to_vec();
     a.extend_from_slice(&[5; 40]);
@@ -301,9 +301,9 @@ fn sample_page() -> Vec<u8> {
 fn well_formed_records_apply_and_truncations_are_corrupted() {
     let p = sample_page();
     // A write of 8 bytes at 100 applies; every truncation of it is Corrupted.
-    let mut w = 100u16.to_le_bytes().to_vec();
-    w.extend_from_slice(&8u16.to_le_bytes());
-    w.extend_from_slice(&[9; 8]);
+    let mut wl = undo_wal::WriteLog::default();
+    wl.push(100, &[9; 8]);
+    let w = wl.into_bytes();
     let mut q = p.clone();
     undo_wal::redo_block(
         &record(info::WRITE, false, vec![w.clone()], vec![]),

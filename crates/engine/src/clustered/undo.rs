@@ -110,6 +110,7 @@
 //! memory), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
 
 use super::rseg::{self, FilAddr, FIL_NULL};
+use super::undo_wal::WriteLog;
 use super::HistoryEntry;
 use crate::buffer::{log_change, BufferPool, WritePageGuard};
 use crate::device::FileId;
@@ -499,12 +500,32 @@ pub struct RecoveredUndo {
     pub segments_freed: u64,
 }
 
-/// Writes `bytes` at `off` of the page and notes the write in `log` (a WRITE block's data).
-fn put(g: &mut WritePageGuard<'_>, log: &mut Vec<u8>, off: usize, bytes: &[u8]) {
+/// Writes `bytes` at `off` of the page and notes in `log` (a WRITE block's data) only the
+/// bytes that changed, nothing when none did: mtr0log.h `mtr_t::write` compares the value
+/// with the page and logs from the first byte that differs (a `MAYBE_NOP` write of an equal
+/// value logs nothing). InnoDB's integers are big-endian, so that trimming drops their
+/// unchanged high-order bytes; mvcclab's are little-endian, whose high-order bytes come
+/// last, so the unchanged bytes at both ends are dropped. Not for a `will_init` block, whose
+/// redo starts from a freshly formatted page ([`put_forced`]).
+fn put(g: &mut WritePageGuard<'_>, log: &mut WriteLog, off: usize, bytes: &[u8]) {
+    let old = &g.data()[off..off + bytes.len()];
+    let Some(first) = old.iter().zip(bytes).position(|(a, b)| a != b) else {
+        return;
+    };
+    let end = old
+        .iter()
+        .zip(bytes)
+        .rposition(|(a, b)| a != b)
+        .map_or(bytes.len(), |i| i + 1);
+    g.data_mut()[off + first..off + end].copy_from_slice(&bytes[first..end]);
+    log.push(off + first, &bytes[first..end]);
+}
+
+/// Writes `bytes` at `off` of the page and notes all of them in `log` (mtr0log.h
+/// `mtr_t::write<…, FORCED>`): for the blocks of a page the record initializes.
+fn put_forced(g: &mut WritePageGuard<'_>, log: &mut WriteLog, off: usize, bytes: &[u8]) {
     g.data_mut()[off..off + bytes.len()].copy_from_slice(bytes);
-    log.extend_from_slice(&(off as u16).to_le_bytes());
-    log.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
-    log.extend_from_slice(bytes);
+    log.push(off, bytes);
 }
 
 /// Formats an empty undo page; a segment's first page keeps room for the segment header.
@@ -517,6 +538,31 @@ pub(super) fn format_undo_page(p: &mut [u8], first: bool) {
         PAGE_HEADER_BYTES
     };
     set_hole(p, lower as u16, len);
+}
+
+/// Offset and length of each field of a log header, in [`log_header`]'s layout.
+const LOG_HEADER_FIELDS: [(usize, usize); 7] = [
+    (LOG_TRX_ID, 8),
+    (LOG_TRX_NO, 8),
+    (LOG_NEXT_LOG, 2),
+    (LOG_PREV_LOG, 2),
+    (LOG_HIST_PREV, 6),
+    (LOG_HIST_NEXT, 6),
+    (LOG_START, 2),
+];
+
+/// Writes log header `h` at `off` field by field, each logged as [`put`] logs it, as
+/// trx0undo.cc `trx_undo_header_create` writes a reused page's new header with one
+/// `mtr_t::write` per field.
+fn put_log_header(
+    g: &mut WritePageGuard<'_>,
+    log: &mut WriteLog,
+    off: usize,
+    h: &[u8; LOG_HEADER_BYTES],
+) {
+    for (at, len) in LOG_HEADER_FIELDS {
+        put(g, log, off + at, &h[at..at + len]);
+    }
 }
 
 /// A log header for transaction `trx_id` at offset `off`, after the log at `prev_log`.
@@ -979,11 +1025,11 @@ impl UndoSpace {
     fn log_writes(
         &self,
         guards: &mut [&mut WritePageGuard<'_>],
-        logs: &[(bool, Vec<u8>)],
+        logs: &[(bool, WriteLog)],
     ) -> Result<()> {
         let mut rec = RecordBuilder::new(rmgr::UNDO, info::WRITE);
         for (g, (init, data)) in guards.iter().zip(logs) {
-            rec = rec.block(g.page_id(), *init, data);
+            rec = rec.block(g.page_id(), *init, data.as_bytes());
         }
         log_change(&self.wal, &rec, guards)?;
         Ok(())
@@ -1031,7 +1077,7 @@ impl UndoSpace {
                     what: format!("{}: cached undo page free pointer {lower}", g.page_id()),
                 });
             }
-            let mut w = Vec::new();
+            let mut w = WriteLog::default();
             if prev_log != 0 {
                 put(
                     &mut g,
@@ -1047,7 +1093,7 @@ impl UndoSpace {
                     l.has_next = true;
                 }
             }
-            put(&mut g, &mut w, off, &log_header(trx_id, off, prev_log));
+            put_log_header(&mut g, &mut w, off, &log_header(trx_id, off, prev_log));
             put(&mut g, &mut w, SEG_STATE, &state::ACTIVE.to_le_bytes());
             put(&mut g, &mut w, SEG_LAST_LOG, &(off as u16).to_le_bytes());
             put(
@@ -1076,7 +1122,7 @@ impl UndoSpace {
         let mut g = self.pool.new_page(self.rel)?;
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), true);
-        let mut wg = Vec::new();
+        let mut wg = WriteLog::default();
         let off = SEG_FIRST_LOG;
         let mut sh = [0u8; SEG_HEADER_BYTES];
         let at = |f: usize| f - SEG_STATE;
@@ -1087,15 +1133,15 @@ impl UndoSpace {
         sh[at(SEG_SLOT)..at(SEG_SLOT) + 2].copy_from_slice(&slot.to_le_bytes());
         sh[at(SEG_N_PAGES)..at(SEG_N_PAGES) + 4].copy_from_slice(&1u32.to_le_bytes());
         sh[at(SEG_LAST_PAGE)..at(SEG_LAST_PAGE) + 4].copy_from_slice(&p.to_le_bytes());
-        put(&mut g, &mut wg, SEG_STATE, &sh);
-        put(&mut g, &mut wg, off, &log_header(trx_id, off, 0));
-        put(
+        put_forced(&mut g, &mut wg, SEG_STATE, &sh);
+        put_forced(&mut g, &mut wg, off, &log_header(trx_id, off, 0));
+        put_forced(
             &mut g,
             &mut wg,
             OFF_LOWER,
             &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
         );
-        let mut wh = Vec::new();
+        let mut wh = WriteLog::default();
         put(&mut h, &mut wh, rseg::slot_offset(slot), &p.to_le_bytes());
         self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (true, wg)])?;
         st.slots_used[slot as usize] = true;
@@ -1120,9 +1166,9 @@ impl UndoSpace {
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), false);
         let prev = *seg.pages.last().expect("a segment has its first page");
-        let mut wg = Vec::new();
-        put(&mut g, &mut wg, OFF_AUX, &prev.to_le_bytes());
-        let mut wh = Vec::new();
+        let mut wg = WriteLog::default();
+        put_forced(&mut g, &mut wg, OFF_AUX, &prev.to_le_bytes());
+        let mut wh = WriteLog::default();
         put(
             &mut h,
             &mut wh,
@@ -1131,8 +1177,8 @@ impl UndoSpace {
         );
         put(&mut h, &mut wh, SEG_LAST_PAGE, &p.to_le_bytes());
         let rec = RecordBuilder::new(rmgr::UNDO, info::WRITE)
-            .block(h.page_id(), false, &wh)
-            .block(g.page_id(), true, &wg);
+            .block(h.page_id(), false, wh.as_bytes())
+            .block(g.page_id(), true, wg.as_bytes());
         log_change(&self.wal, &rec, &mut [&mut h, &mut g])?;
         self.counters
             .pages_allocated
@@ -1317,7 +1363,7 @@ impl UndoSpace {
             None => None,
         };
         let mut icache = false;
-        let mut wi = Vec::new();
+        let mut wi = WriteLog::default();
         if let Some(g) = gi.as_mut() {
             icache = self.reusable(&iseg, g);
             let s = if icache {
@@ -1329,7 +1375,11 @@ impl UndoSpace {
         }
         let mut gu = None;
         let mut n = None;
-        let (mut wh, mut wu, mut wn) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut wh, mut wu, mut wn) = (
+            WriteLog::default(),
+            WriteLog::default(),
+            WriteLog::default(),
+        );
         let mut ucache = false;
         let mut at = FilAddr::NULL;
         if let (Some(first), Some(h)) = (ufirst, h.as_mut()) {
@@ -1489,7 +1539,7 @@ impl UndoSpace {
         pages: &[u32],
     ) -> Result<()> {
         let mut h = self.pool.fetch_write(self.rseg_header(r))?;
-        let mut w = Vec::new();
+        let mut w = WriteLog::default();
         put(
             &mut h,
             &mut w,
@@ -1556,7 +1606,7 @@ impl UndoSpace {
                 }
                 let log = st.history.pop_back().expect("oldest exists");
                 let newer = st.history.back().map(|l| l.at);
-                let (mut wh, mut wg) = (Vec::new(), Vec::new());
+                let (mut wh, mut wg) = (WriteLog::default(), WriteLog::default());
                 put(
                     &mut h,
                     &mut wh,
@@ -1617,7 +1667,7 @@ impl UndoSpace {
                     }
                     Some(nw) => {
                         let mut n = self.pool.fetch_write(PageId::new(self.rel, nw.page))?;
-                        let mut wn = Vec::new();
+                        let mut wn = WriteLog::default();
                         put(
                             &mut n,
                             &mut wn,
@@ -1714,6 +1764,60 @@ mod tests {
         assert_eq!(records.len(), n);
         u.release(&mut t);
         (first, log)
+    }
+
+    #[test]
+    fn put_logs_only_the_changed_bytes_and_nothing_for_an_equal_value() {
+        let (s, u) = space(64, 1);
+        let mut g = s.pool().fetch_write(u.rseg_header(0)).unwrap();
+        let before = g.data().to_vec();
+        let at = rseg::MAX_TRX_ID;
+        let old = get_u64(g.data(), at);
+        let mut w = WriteLog::default();
+        // Only the low byte differs: one byte logged (mtr_t::write).
+        put(&mut g, &mut w, at, &(old ^ 0x5A).to_le_bytes());
+        let mut expect = WriteLog::default();
+        expect.push(at, &[(old as u8) ^ 0x5A]);
+        assert_eq!(w, expect);
+        // Writing the value the page holds logs nothing (MAYBE_NOP).
+        put(&mut g, &mut w, at, &(old ^ 0x5A).to_le_bytes());
+        assert_eq!(w, expect);
+        // Two bytes apart in the middle of a field: the run between them is logged.
+        let mut v = (old ^ 0x5A).to_le_bytes();
+        v[2] ^= 1;
+        v[4] ^= 1;
+        put(&mut g, &mut w, at, &v);
+        expect.push(at + 2, &v[2..5]);
+        assert_eq!(w, expect);
+        assert_eq!(get_u64(g.data(), at), u64::from_le_bytes(v));
+        // put_forced logs every byte.
+        let mut f = WriteLog::default();
+        put_forced(&mut g, &mut f, at, &v);
+        let mut all = WriteLog::default();
+        all.push(at, &v);
+        assert_eq!(f, all);
+        // Redo of the trimmed writes on the page as it was gives the page as it is.
+        let after = g.data().to_vec();
+        drop(g);
+        let wr = crate::wal::WalRecord {
+            lsn: 0x100,
+            end_lsn: 0x140,
+            prev_lsn: 0,
+            xid: 0,
+            rmgr: rmgr::UNDO,
+            info: info::WRITE,
+            blocks: vec![crate::wal::BlockRef {
+                page: u.rseg_header(0),
+                will_init: false,
+                image: None,
+                data: w.into_bytes(),
+            }],
+            main_data: vec![],
+        };
+        let mut redone = before.clone();
+        super::super::undo_wal::redo_block(&wr, 0, &mut redone).unwrap();
+        crate::page::set_page_lsn(&mut redone, crate::page::page_lsn(&after));
+        assert_eq!(redone, after);
     }
 
     #[test]

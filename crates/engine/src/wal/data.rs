@@ -68,6 +68,14 @@ impl<'a> DataReader<'a> {
         Ok(self.bytes(1)?[0])
     }
 
+    /// A MariaDB redo varint (`crate::wal::put_varint`).
+    pub(crate) fn varint(&mut self) -> Result<u32> {
+        let (v, n) = super::record::get_varint(&self.b[self.at..])
+            .ok_or_else(|| self.bad("cut or invalid varint"))?;
+        self.at += n;
+        Ok(v)
+    }
+
     /// A little-endian u16.
     pub(crate) fn u16(&mut self) -> Result<u16> {
         let s = self.bytes(2)?;

@@ -46,7 +46,7 @@
 
 mod control;
 pub(crate) mod data;
-mod record;
+pub(crate) mod record;
 
 pub use control::ControlFile;
 pub use record::{

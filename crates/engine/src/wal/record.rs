@@ -372,7 +372,7 @@ pub fn put_varint(out: &mut Vec<u8>, v: u32) {
 }
 
 /// Decodes a varint at the start of `b`: `(value, bytes)`, `None` when cut or invalid.
-fn get_varint(b: &[u8]) -> Option<(u32, usize)> {
+pub(crate) fn get_varint(b: &[u8]) -> Option<(u32, usize)> {
     let first = *b.first()? as u32;
     let tail = |n: usize| -> Option<u32> {
         let s = b.get(1..1 + n)?;
