@@ -329,10 +329,8 @@ impl InnodbEngine {
     ///    A segment is active exactly when its transaction's commit did not reach the undo
     ///    log: the commit changes the states of both of its segments in one WAL record
     ///    ([`UndoSpace::finish`], MariaDB's commit mini-transaction
-    ///    `trx_write_serialisation_history`) before it writes its XACT commit record, so a
-    ///    commit record redo found implies the state change was replayed too. A transaction
-    ///    found active with a commit record (impossible by that order) is finished as
-    ///    committed, never rolled back.
+    ///    `trx_write_serialisation_history`), which is the commit (there is no commit
+    ///    record, as in InnoDB), and the commit returns once the WAL is durable past it.
     ///
     /// Differences from MariaDB: the rollback runs synchronously here, before the database
     /// opens (MariaDB rolls back in a background thread, `trx_rollback_all_recovered`, with
@@ -363,12 +361,6 @@ impl InnodbEngine {
             rel,
             design.rollback_segments,
         )?;
-        let committed: HashSet<u64> = redone
-            .xact_ends
-            .iter()
-            .filter(|e| e.1)
-            .map(|e| e.0 as u64)
-            .collect();
         let mut aborted: Vec<Xid> = redone
             .xact_ends
             .iter()
@@ -379,11 +371,7 @@ impl InnodbEngine {
         let next = Xid::try_from(max + 1).map_err(|_| crate::Error::Corrupted {
             what: format!("undo log names transaction id {max}, past the xid space"),
         })?;
-        for (trx, _) in &found.active {
-            if !committed.contains(trx) {
-                aborted.push(*trx as Xid);
-            }
-        }
+        aborted.extend(found.active.iter().map(|(trx, _)| *trx as Xid));
         let tm = TransactionManager::recovered_committed(next, &aborted);
         let inner = Inner::new(storage, design, purge, tm, Arc::new(undo));
         for e in found.history {
@@ -416,12 +404,10 @@ impl InnodbEngine {
         // mini-transactions and need no such step).
         redone.report.splits_finished += inner.tables.finish_incomplete_splits()?;
         for (trx, mut undo) in found.active {
-            if !committed.contains(&trx) {
-                let (r, applied) = inner.rollback(trx, &undo);
-                r?;
-                redone.report.undo_records_rolled_back += applied;
-                redone.report.transactions_rolled_back += 1;
-            }
+            let (r, applied) = inner.rollback(trx, &undo);
+            r?;
+            redone.report.undo_records_rolled_back += applied;
+            redone.report.transactions_rolled_back += 1;
             inner.finish_undo(trx, &mut undo)?;
             inner.undo.release(&mut undo);
         }
@@ -681,12 +667,20 @@ impl InnoTxn {
             result = self.inner.rollback(xid as u64, &undo).0;
         }
         // The undo log's commit (one WAL record changing both segments' states, MariaDB's
-        // commit mini-transaction) comes before the XACT record, which the commit flushes:
-        // a commit record recovery finds implies undo logs no longer active, and a log
-        // still active at recovery belongs to a transaction that did not commit.
+        // commit mini-transaction, trx0trx.cc `trx_write_serialisation_history`) is the
+        // commit: InnoDB writes no commit record. The commit flushes the WAL up to it
+        // (`trx_t::commit_low` keeps the mini-transaction's end as `commit_lsn`,
+        // `trx_commit_complete_for_mysql` → `trx_flush_log_if_needed`), and a log still
+        // active at recovery belongs to a transaction that did not commit. An abort writes
+        // mvcclab's XACT abort record, unflushed.
         let finished = self.inner.finish_undo(xid as u64, &mut undo);
         let committed = committed && result.is_ok() && finished.is_ok();
-        let logged = self.core.log_end(tm, self.inner.storage.wal(), committed);
+        let wal = self.inner.storage.wal();
+        let logged = if committed {
+            wal.flush(wal.insert_lsn())
+        } else {
+            self.core.log_end(tm, wal, false)
+        };
         let committed = committed && logged.is_ok();
         // The rollback segment is released after its history was written
         // (trx_t::commit_in_memory → rseg->release()).
