@@ -29,6 +29,7 @@ fn background_components_run_and_count_to_their_causes() {
         enabled: true,
         interval_ms: 5,
         lru_scan_pages: 32,
+        lru_multiplier: 2.0,
         max_dirty_pct: Some(10),
         free_target: None,
     };

@@ -11,8 +11,9 @@
 //! None: usage counts and the hand are atomics, as in PostgreSQL (which keeps the usage
 //! count in the buffer's atomic state word).
 
+use super::bgwriter::SweepPosition;
 use super::replacer::{FrameId, Replacer};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// Highest usage count (buf_internals.h `BM_MAX_USAGE_COUNT`).
 pub const BM_MAX_USAGE_COUNT: u8 = 5;
@@ -20,7 +21,11 @@ pub const BM_MAX_USAGE_COUNT: u8 = 5;
 /// The clock-sweep policy over `n` frames.
 pub struct ClockSweep {
     usage: Box<[AtomicU8]>,
+    /// Ticks of the hand since the start: the next victim is `hand % frames`, the complete
+    /// passes `hand / frames` (freelist.c `nextVictimBuffer`, `completePasses`).
     hand: AtomicUsize,
+    /// Buffer allocations since the background writer last asked (`numBufferAllocs`).
+    allocs: AtomicU64,
 }
 
 impl ClockSweep {
@@ -29,6 +34,7 @@ impl ClockSweep {
         ClockSweep {
             usage: (0..frames).map(|_| AtomicU8::new(0)).collect(),
             hand: AtomicUsize::new(0),
+            allocs: AtomicU64::new(0),
         }
     }
 
@@ -84,6 +90,20 @@ impl Replacer for ClockSweep {
                 }
             }
         }
+    }
+
+    fn note_alloc(&self) {
+        self.allocs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn strategy_sync_start(&self) -> Option<SweepPosition> {
+        let hand = self.hand.load(Ordering::Relaxed);
+        let n = self.usage.len();
+        Some(SweepPosition {
+            next_victim: hand % n,
+            complete_passes: (hand / n) as u64,
+            recent_alloc: self.allocs.swap(0, Ordering::Relaxed),
+        })
     }
 
     fn next_victims(&self, n: usize) -> Vec<FrameId> {

@@ -63,6 +63,7 @@
 //! which logs a full-page image at a page's first change since the checkpoint when
 //! full-page writes are on, so that a torn write of such a page is repairable too.
 
+pub mod bgwriter;
 mod clock_sweep;
 mod doublewrite;
 mod guard;
@@ -76,8 +77,8 @@ pub use doublewrite::Doublewrite;
 pub use guard::{ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
 pub use pool::{
-    BufferPool, BufferPoolConfig, FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo,
-    BUF_LRU_MIN_LEN, LRU_FLUSH_MAX_PAGES,
+    release_held, BufferPool, BufferPoolConfig, FreeTarget, PageCleanerConfig, PageTypeIo,
+    PoolState, RelIo, BUF_LRU_MIN_LEN, LRU_FLUSH_MAX_PAGES,
 };
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 

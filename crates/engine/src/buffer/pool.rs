@@ -2,6 +2,7 @@
 //! path shared by eviction, the page cleaner and the checkpointer, and (InnoDB) the page
 //! cleaner's free-page target.
 
+use super::bgwriter::{BgWriterState, SyncState};
 use super::doublewrite::Doublewrite;
 use super::guard::{ReadPageGuard, WritePageGuard};
 use super::replacer::{FrameId, Replacer, ReplacerConfig};
@@ -88,6 +89,20 @@ impl FreeTarget {
     }
 }
 
+thread_local! {
+    /// The buffer this thread's current scan holds (pool identity, frame, page):
+    /// [`BufferPool::fetch_read_held`], [`release_held`].
+    static HELD: std::cell::Cell<Option<(usize, FrameId, PageId)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// The statement ended: this thread's scan no longer holds a buffer (nodeIndexscan.c
+/// `ExecEndIndexScan` → `index_endscan` releases `xs_cbuf`), so its next pin of that page
+/// raises the usage count again.
+pub fn release_held() {
+    HELD.with(|h| h.set(None));
+}
+
 /// Settings of the background writer / page cleaner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageCleanerConfig {
@@ -96,9 +111,14 @@ pub struct PageCleanerConfig {
     /// Sleep between rounds in ms (PostgreSQL bgwriter_delay, 200; InnoDB page cleaner
     /// runs once a second).
     pub interval_ms: u64,
-    /// Frames examined per round at the eviction end (PostgreSQL bgwriter_lru_maxpages,
-    /// 100; InnoDB innodb_lru_scan_depth, 1536).
+    /// With the clock sweep, the most pages a round writes (PostgreSQL
+    /// bgwriter_lru_maxpages, 100; [`super::bgwriter`]); with another replacer and no
+    /// free-page target, the frames examined per round at the eviction end.
     pub lru_scan_pages: usize,
+    /// With the clock sweep, how many times the recent allocations a round aims to find
+    /// reusable ahead of the hand (PostgreSQL bgwriter_lru_multiplier, 2.0).
+    #[serde(default = "default_lru_multiplier")]
+    pub lru_multiplier: f64,
     /// When set, dirty frames above this percent of the pool are flushed oldest change
     /// first (InnoDB innodb_max_dirty_pages_pct, 90); PostgreSQL has no such rule (None).
     pub max_dirty_pct: Option<u8>,
@@ -117,10 +137,15 @@ impl Default for PageCleanerConfig {
             enabled: true,
             interval_ms: 200,
             lru_scan_pages: 100,
+            lru_multiplier: default_lru_multiplier(),
             max_dirty_pct: None,
             free_target: None,
         }
     }
+}
+
+fn default_lru_multiplier() -> f64 {
+    2.0
 }
 
 /// Settings of the buffer pool.
@@ -192,6 +217,8 @@ pub struct BufferPool {
     /// Wakes the page cleaner before its interval (buf_pool_t::page_cleaner_wakeup).
     cleaner_bell: Mutex<bool>,
     cleaner_wake: Condvar,
+    /// The background writer's state between rounds (clock sweep only).
+    bgwriter: Mutex<BgWriterState>,
     cfg: BufferPoolConfig,
 }
 
@@ -267,6 +294,7 @@ impl BufferPool {
             free_target: cfg.page_cleaner.free_target.map(|t| t.pages(n)),
             cleaner_bell: Mutex::new(false),
             cleaner_wake: Condvar::new(),
+            bgwriter: Mutex::new(BgWriterState::default()),
             cfg,
         })
     }
@@ -362,14 +390,37 @@ impl BufferPool {
     /// dirty victim.
     pub fn fetch_read(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
         let (f, hit) = self.pin(id, false)?;
+        Ok(self.read_guard(f, id, hit))
+    }
+
+    /// The share-locked guard of pinned frame `f` holding `id`.
+    fn read_guard(&self, f: FrameId, id: PageId, hit: bool) -> ReadPageGuard<'_> {
         let data = Some(self.frames[f].data.read());
-        Ok(ReadPageGuard {
+        ReadPageGuard {
             pool: self,
             frame: f,
             id,
             hit,
             data,
-        })
+        }
+    }
+
+    /// Pins and share-locks page `id` as a scan's heap fetch, which keeps its buffer pinned
+    /// until the next fetch or the end of the statement (heapam_handler.c
+    /// `heapam_index_fetch_tuple` → bufmgr.c `ReleaseAndReadBuffer` into `xs_cbuf`): the
+    /// page becomes this thread's held buffer, and this thread's later pins of it until
+    /// [`release_held`] are nested pins, which do not raise its usage count (bufmgr.c
+    /// `PinBuffer` raises it only for a backend's first pin of a buffer). When the page is
+    /// already the held buffer, the fetch neither counts a hit nor touches the usage count
+    /// (`ReleaseAndReadBuffer` returns the buffer it holds). The model keeps the mark, not
+    /// the pin itself: the page may be evicted between two fetches (then it is read again).
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+        let again = HELD.with(|h| matches!(h.get(), Some((p, _, i)) if p == self.id() && i == id));
+        let (f, hit) = self.pin_counted(id, false, !again)?;
+        HELD.with(|h| h.set(Some((self.id(), f, id))));
+        Ok(self.read_guard(f, id, hit))
     }
 
     /// Pins and exclusively locks page `id`, reading it on a miss.
@@ -455,6 +506,13 @@ impl BufferPool {
     /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss;
     /// returns the frame and whether it was a hit.
     fn pin(&self, id: PageId, create: bool) -> Result<(FrameId, bool)> {
+        self.pin_counted(id, create, true)
+    }
+
+    /// [`BufferPool::pin`]; a hit is counted (hit counters and usage) only when `count`.
+    /// A hit on this thread's held buffer ([`BufferPool::fetch_read_held`]) is a nested
+    /// pin: counted as a hit, without raising the usage count.
+    fn pin_counted(&self, id: PageId, create: bool, count: bool) -> Result<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
             let found = {
@@ -473,12 +531,15 @@ impl BufferPool {
                         continue;
                     }
                 }
-                if strategy::with_active(self.id(), |_| ()).is_some() {
+                let nested = HELD.with(|h| h.get() == Some((self.id(), f, id)));
+                if !count || nested {
+                    // No usage change: a nested pin (PinBuffer with a private refcount).
+                } else if strategy::with_active(self.id(), |_| ()).is_some() {
                     self.replacer.accessed_by_strategy(f);
                 } else {
                     self.replacer.accessed(f);
                 }
-                if !create {
+                if !create && count {
                     self.stats.add(Metric::buffer_hits, 1);
                     self.count_rel(id.rel, true);
                 }
@@ -536,6 +597,7 @@ impl BufferPool {
     /// With a free-page target, taking a frame that leaves fewer than half the target free
     /// wakes the page cleaner (buf0lru.cc `buf_LRU_get_free_block`).
     fn grab_frame(&self) -> Result<FrameId> {
+        self.replacer.note_alloc();
         loop {
             let (f, left) = {
                 let mut free = self.free.lock();
@@ -844,6 +906,7 @@ impl BufferPool {
                     0
                 }
             }
+            None if self.cfg.replacer == ReplacerConfig::ClockSweep => self.bg_buffer_sync(cfg)?,
             None => {
                 let picked: Vec<FrameId> = self
                     .replacer
@@ -872,6 +935,41 @@ impl BufferPool {
             }
         }
         Ok(written)
+    }
+
+    /// The background writer's round with the clock sweep ([`super::bgwriter`],
+    /// bufmgr.c `BgBufferSync`): a reusable dirty frame (unpinned, usage count 0) is
+    /// pinned and written (`SyncOneBuffer` with `skip_recently_used`). Returns pages
+    /// written.
+    ///
+    /// Errors: as [`BufferPool::write_frames`].
+    fn bg_buffer_sync(&self, cfg: &PageCleanerConfig) -> Result<usize> {
+        let Some(pos) = self.replacer.strategy_sync_start() else {
+            return Ok(0);
+        };
+        let mut picked = Vec::new();
+        self.bgwriter.lock().round(
+            self.frames.len(),
+            pos,
+            cfg.interval_ms,
+            cfg.lru_multiplier,
+            cfg.lru_scan_pages,
+            |f| {
+                let fr = &self.frames[f];
+                if fr.pins.load(Ordering::Acquire) != 0 || self.replacer.usage(f) != 0 {
+                    return SyncState::default();
+                }
+                let written = fr.dirty.load(Ordering::Acquire) && self.pin_resident(f).is_some();
+                if written {
+                    picked.push(f);
+                }
+                SyncState {
+                    reusable: true,
+                    written,
+                }
+            },
+        );
+        self.write_pinned_batches(&picked)
     }
 
     /// The page cleaner's LRU batch (MariaDB 10.11 buf0flu.cc `buf_flush_LRU` →

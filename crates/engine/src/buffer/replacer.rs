@@ -76,4 +76,15 @@ pub trait Replacer: Send + Sync {
     /// Up to `n` frames in the order `victim` would consider them, without changing any
     /// state; for the page cleaner, which cleans what will be evicted next.
     fn next_victims(&self, n: usize) -> Vec<FrameId>;
+    /// A buffer allocation was requested (a frame for a page not resident, whether it then
+    /// comes from the free list or from a victim), for the background writer's estimate of
+    /// the allocation rate (freelist.c `StrategyGetBuffer` counts `numBufferAllocs` before
+    /// it looks at the free list). By default nothing.
+    fn note_alloc(&self) {}
+    /// Where the hand is and the allocations since the previous call, which resets that
+    /// count (freelist.c `StrategySyncStart`); `None` for a policy without a clock hand,
+    /// the default.
+    fn strategy_sync_start(&self) -> Option<super::bgwriter::SweepPosition> {
+        None
+    }
 }

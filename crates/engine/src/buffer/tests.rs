@@ -294,6 +294,7 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
                 enabled: true,
                 interval_ms: 1,
                 lru_scan_pages: 100,
+                lru_multiplier: 2.0,
                 max_dirty_pct: None,
                 free_target: None,
             })
@@ -331,6 +332,7 @@ fn clock_sweep_cleaner_skips_recently_used_buffers() {
         enabled: true,
         interval_ms: 1,
         lru_scan_pages: 100,
+        lru_multiplier: 2.0,
         max_dirty_pct: None,
         free_target: None,
     };
@@ -364,6 +366,7 @@ fn max_dirty_pct_flushes_oldest_changes_first() {
         enabled: true,
         interval_ms: 1,
         lru_scan_pages: 0,
+        lru_multiplier: 2.0,
         max_dirty_pct: Some(50),
         free_target: None,
     };
@@ -571,12 +574,14 @@ fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
     // PostgreSQL's bgwriter (no target) writes but never evicts.
     let bgwriter = PageCleanerConfig {
         lru_scan_pages: 0,
+        lru_multiplier: 2.0,
         ..Default::default()
     };
     pool.clean_round(&bgwriter).unwrap();
     assert_eq!(pool.free_frames(), 0);
     let cfg = PageCleanerConfig {
         lru_scan_pages: 0,
+        lru_multiplier: 2.0,
         free_target: Some(FreeTarget::Pages(100)),
         ..Default::default()
     };
@@ -817,4 +822,77 @@ fn a_hit_through_a_ring_does_not_make_a_page_hot() {
         "1 after the load, kept at 1 by the ring, +1 here"
     );
     assert_eq!(usage(ids[1]), 5, "1 + 3 + 1, capped at BM_MAX_USAGE_COUNT");
+}
+
+/// A scan's held buffer: this thread's later pins of it are nested pins that leave its
+/// usage count alone (bufmgr.c `PinBuffer`); fetching it again as the held buffer counts
+/// no hit (`ReleaseAndReadBuffer`); after the statement, a pin raises the count again.
+#[test]
+fn pins_of_the_held_buffer_are_nested_and_leave_the_usage_count() {
+    let s = quiet(
+        8,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    let id = pool.new_page(rel).unwrap().page_id();
+    let frame = |pool: &BufferPool| pool.fetch_read(id).unwrap().frame;
+    let f = frame(pool);
+    let usage = pool.replacer_usage(f);
+    let hits = || s.stats().snapshot().total().buffer_hits;
+    release_held();
+    let h0 = hits();
+    drop(pool.fetch_read_held(id).unwrap());
+    assert_eq!(
+        pool.replacer_usage(f),
+        usage + 1,
+        "the scan's first pin counts"
+    );
+    assert_eq!(hits(), h0 + 1);
+    drop(pool.fetch_write(id).unwrap());
+    drop(pool.fetch_read(id).unwrap());
+    assert_eq!(pool.replacer_usage(f), usage + 1, "nested pins do not");
+    assert_eq!(hits(), h0 + 3, "but count as hits");
+    drop(pool.fetch_read_held(id).unwrap());
+    assert_eq!(hits(), h0 + 3, "the held buffer fetched again is no hit");
+    release_held();
+    drop(pool.fetch_read(id).unwrap());
+    assert_eq!(
+        pool.replacer_usage(f),
+        usage + 2,
+        "after the statement a pin counts"
+    );
+}
+
+/// With the clock sweep the page cleaner runs PostgreSQL's BgBufferSync: it writes the
+/// reusable dirty buffers ahead of the hand for twice the recent allocations.
+#[test]
+fn clock_sweep_cleaner_writes_ahead_for_the_recent_allocations() {
+    let s = quiet(
+        64,
+        TornPageProtection::FullPageWrites,
+        ReplacerConfig::ClockSweep,
+    );
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    // 64 dirty pages fill the pool; 10 more allocations evict 10 of them.
+    let ids: Vec<PageId> = (0..74)
+        .map(|i| {
+            let mut g = pool.new_page(rel).unwrap();
+            put(&s, &mut g, i as u8);
+            g.page_id()
+        })
+        .collect();
+    let cfg = PageCleanerConfig::default();
+    let written = pool.clean_round(&cfg).unwrap();
+    // 74 allocations since the start: the round aims at 148 reusable buffers, so it
+    // scans the whole pool once and writes every dirty unpinned buffer with usage 0.
+    let dirty_left = pool.state().dirty_pages;
+    assert!(written > 0, "{written} {dirty_left}");
+    assert_eq!(dirty_left + written, 64, "every dirty buffer was reusable");
+    assert_eq!(ids.len(), 74);
+    // Nothing allocated since: the next round aims only at the slow whole-pool scan.
+    let again = pool.clean_round(&cfg).unwrap();
+    assert_eq!(again, 0);
 }

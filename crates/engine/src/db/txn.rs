@@ -76,6 +76,7 @@ impl TxnCore {
 
     /// Ends a statement: at read committed its view no longer holds back vacuum or purge.
     pub(crate) fn end_statement(&self, tm: &TransactionManager) {
+        crate::buffer::release_held();
         if self.iso == Isolation::ReadCommitted {
             tm.release_snapshot(self.proc);
         }

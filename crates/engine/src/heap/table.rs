@@ -480,11 +480,14 @@ impl HeapTable {
     fn chain(&self, tm: &TransactionManager, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
         // One read of the page, as heapam_index_fetch_tuple does; the page is read again only
         // when it is to be pruned (heap_page_prune_opt on the same buffer).
-        let mut g = self.pool.fetch_read(self.page_id(root.block))?;
+        // The scan holds the page's buffer until its next fetch or the end of the
+        // statement, so the update's or delete's pin of it is a nested pin (see
+        // `BufferPool::fetch_read_held`).
+        let mut g = self.pool.fetch_read_held(self.page_id(root.block))?;
         if self.wants_pruning(tm, g.data()) {
             drop(g);
             self.prune_if_cleanup_lock(tm, root.block)?;
-            g = self.pool.fetch_read(self.page_id(root.block))?;
+            g = self.pool.fetch_read_held(self.page_id(root.block))?;
         }
         Self::chain_on_page(g.data(), g.page_id(), root)
     }
