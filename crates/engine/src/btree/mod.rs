@@ -66,9 +66,16 @@
 //! # Locking
 //! Page latches are the pool's content locks ([`crate::buffer::ReadPageGuard`] /
 //! [`crate::buffer::WritePageGuard`]).
-//! 1. Lookups and scans descend with shared latches from the meta page, latching the
-//!    child before releasing the parent. The meta latch keeps the root from changing
-//!    under the descent.
+//! 1. Lookups and scans descend with shared latches from the root, latching the child
+//!    before releasing the parent. The root comes from the tree's cached copy of the meta
+//!    page's root and height (PostgreSQL's `rd_amcache`, nbtpage.c `_bt_getroot`; InnoDB
+//!    keeps the root page number in the dictionary), checked once latched: a node at the
+//!    root level with no sibling on either side covers every key. When the check fails (a
+//!    root split gave it a right sibling) or nothing is cached, the descent latches the
+//!    meta page shared first, which keeps the root from changing until the root is
+//!    latched, and refreshes the cache. A root split updates the cache under the meta
+//!    page's and the old root's exclusive latches; a bulk load clears it for the build.
+//!    (One `BTree` per relation per database keeps one cache.)
 //! 2. Inserts, updates and deletes first descend the same way but latch the leaf
 //!    exclusively; if the change fits, it is done there (the optimistic path).
 //! 3. Otherwise the insert starts again pessimistically: exclusive latches from the meta

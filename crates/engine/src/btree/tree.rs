@@ -222,6 +222,11 @@ pub struct BTree {
     new_postings: bool,
     /// Structural changes since the tree was opened ([`BTree::ops`]).
     ops: OpCounters,
+    /// The root block and the height as last read from the meta page, `root << 32 |
+    /// height` (0: not read yet): PostgreSQL keeps a copy of the metapage in the relcache
+    /// (`rd_amcache`, nbtpage.c `_bt_getroot`), InnoDB the root page number in the
+    /// dictionary (`dict_index_t::page`), so neither reads the meta page per descent.
+    root_cache: AtomicU64,
 }
 
 #[derive(Default)]
@@ -407,6 +412,28 @@ impl<'t> Hops<'t> {
     }
 }
 
+/// The root page latched by [`BTree::latch_root`].
+enum RootGuard<'a> {
+    Read(ReadPageGuard<'a>),
+    Write(WritePageGuard<'a>),
+}
+
+impl RootGuard<'_> {
+    fn data(&self) -> &[u8] {
+        match self {
+            RootGuard::Read(g) => g.data(),
+            RootGuard::Write(g) => g.data(),
+        }
+    }
+
+    fn page_id(&self) -> PageId {
+        match self {
+            RootGuard::Read(g) => g.page_id(),
+            RootGuard::Write(g) => g.page_id(),
+        }
+    }
+}
+
 impl BTree {
     /// Creates the index relation (`store.create_relation()`), its meta page at block 0
     /// (root block and height) and an empty root leaf at block 1, logged as one CREATE
@@ -507,6 +534,9 @@ impl BTree {
         let mut mg = self.pool.fetch_write(self.meta_id())?;
         let meta = Meta::read(mg.data(), mg.page_id())?;
         self.check_meta(&meta, mg.page_id())?;
+        // Descents read the meta page (and wait for its latch) until the build names the
+        // new root: the old, empty root stays a sibling-less leaf the cache check accepts.
+        self.root_cache.store(0, Ordering::Release);
         let empty = meta.height == 1 && {
             let rg = self.fetch_read(meta.root, self.meta_id(), "root")?;
             self.node(rg.data(), rg.page_id(), Some(0))?.is_empty()
@@ -593,6 +623,8 @@ impl BTree {
                         m.write(mg.data_mut());
                         rec = rec.block(mg.page_id(), true, &m.encode());
                         log_change(self.pool.wal(), &rec, &mut [&mut g, &mut mg])?;
+                        self.root_cache
+                            .store((m.root as u64) << 32 | m.height as u64, Ordering::Release);
                     } else {
                         log_change(self.pool.wal(), &rec, &mut [&mut g])?;
                     }
@@ -675,6 +707,7 @@ impl BTree {
             max_posting: dedup::max_posting_bytes(max_payload, usable),
             new_postings: cfg.deduplicate,
             ops: OpCounters::default(),
+            root_cache: AtomicU64::new(0),
             cfg,
             pool,
         })
@@ -810,7 +843,53 @@ impl BTree {
         (m.height - 1) as u16
     }
 
-    /// The leaf for `t` under a shared latch (latch coupling from the meta page down), and
+    /// The root latched for a descent and its level: shared, or exclusive when it is a leaf
+    /// and `write_leaf`. From the cached root when it still is the root (nbtpage.c
+    /// `_bt_getroot` with `rd_amcache`: the cached root is read and checked, and the meta
+    /// page is read only when the check fails): the latched page must be a node at the
+    /// cached height's root level with no sibling on either side, so it covers every key
+    /// (a root that has split since has a right sibling). Otherwise from the meta page
+    /// under its shared latch, released once the root is latched, which refreshes the
+    /// cache.
+    ///
+    /// Errors: as [`BTree::read_meta`] and for a damaged root page.
+    fn latch_root(&self, write_leaf: bool) -> Result<(RootGuard<'_>, u16)> {
+        let c = self.root_cache.load(Ordering::Acquire);
+        if c != 0 {
+            let (root, height) = ((c >> 32) as u32, c as u32);
+            let level = (height - 1) as u16;
+            let g = if write_leaf && level == 0 {
+                RootGuard::Write(self.fetch_write(root, self.meta_id(), "cached root")?)
+            } else {
+                RootGuard::Read(self.fetch_read(root, self.meta_id(), "cached root")?)
+            };
+            let still_root = Node::parse(g.data(), g.page_id()).is_ok_and(|n| {
+                let h = n.header();
+                h.level == level
+                    && h.left == NO_BLOCK
+                    && h.right == NO_BLOCK
+                    && h.flags & FLAG_FREED == 0
+            });
+            if still_root {
+                return Ok((g, level));
+            }
+        }
+        let (mg, meta) = self.read_meta()?;
+        let level = Self::root_level(&meta);
+        let g = if write_leaf && level == 0 {
+            RootGuard::Write(self.fetch_write(meta.root, mg.page_id(), "root")?)
+        } else {
+            RootGuard::Read(self.fetch_read(meta.root, mg.page_id(), "root")?)
+        };
+        self.root_cache.store(
+            (meta.root as u64) << 32 | meta.height as u64,
+            Ordering::Release,
+        );
+        drop(mg);
+        Ok((g, level))
+    }
+
+    /// The leaf for `t` under a shared latch (latch coupling from the root down), and
     /// with `fence`, the leaf's low fence: the separator that bounds its keys from below
     /// (`None` = minus infinity).
     fn descend_read(
@@ -818,10 +897,10 @@ impl BTree {
         t: &Target<'_>,
         fence: bool,
     ) -> Result<(ReadPageGuard<'_>, Option<Vec<u8>>)> {
-        let (mg, meta) = self.read_meta()?;
-        let mut level = Self::root_level(&meta);
-        let mut g = self.fetch_read(meta.root, mg.page_id(), "root")?;
-        drop(mg);
+        let (root, mut level) = self.latch_root(false)?;
+        let RootGuard::Read(mut g) = root else {
+            unreachable!("latch_root(false) latches shared");
+        };
         let mut low = None;
         while level > 0 {
             let child = {
@@ -843,16 +922,14 @@ impl BTree {
     /// The leaf for `t` under an exclusive latch: shared latches down to the leaf's parent,
     /// coupled (InnoDB `btr_cur_optimistic_insert`'s BTR_MODIFY_LEAF descent).
     fn descend_write(&self, t: &Target<'_>) -> Result<WritePageGuard<'_>> {
-        let (mg, meta) = self.read_meta()?;
-        let mut level = Self::root_level(&meta);
-        if level == 0 {
-            let g = self.fetch_write(meta.root, mg.page_id(), "root")?;
-            drop(mg);
-            self.node(g.data(), g.page_id(), Some(0))?;
-            return Ok(g);
-        }
-        let mut g = self.fetch_read(meta.root, mg.page_id(), "root")?;
-        drop(mg);
+        let (root, mut level) = self.latch_root(true)?;
+        let mut g = match root {
+            RootGuard::Write(g) => {
+                self.node(g.data(), g.page_id(), Some(0))?;
+                return Ok(g);
+            }
+            RootGuard::Read(g) => g,
+        };
         loop {
             let child = {
                 let n = self.node(g.data(), g.page_id(), Some(level))?;
@@ -2123,6 +2200,12 @@ impl BTree {
             .block(mg.page_id(), true, &meta.encode())
             .main_data(&bwal::encode_geometry(self.geo));
         log_change(self.pool.wal(), &rec, &mut [&mut root, left, mg])?;
+        // Under the meta page's and the old root's exclusive latches: a descent that
+        // latches the old root after this sees its right sibling and rereads the meta page.
+        self.root_cache.store(
+            (rid.block as u64) << 32 | meta.height as u64,
+            Ordering::Release,
+        );
         Ok(())
     }
 

@@ -417,10 +417,15 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
-        let again = HELD.with(|h| matches!(h.get(), Some((p, _, i)) if p == self.id() && i == id));
+        let again = self.is_held(id);
         let (f, hit) = self.pin_counted(id, false, !again)?;
         HELD.with(|h| h.set(Some((self.id(), f, id))));
         Ok(self.read_guard(f, id, hit))
+    }
+
+    /// True when page `id` of this pool is this thread's held buffer.
+    fn is_held(&self, id: PageId) -> bool {
+        HELD.with(|h| matches!(h.get(), Some((p, _, i)) if p == self.id() && i == id))
     }
 
     /// Pins and exclusively locks page `id`, reading it on a miss.
@@ -449,7 +454,25 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn try_fetch_write(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
-        let (f, hit) = self.pin(id, false)?;
+        self.try_fetch_write_counted(id, true)
+    }
+
+    /// [`BufferPool::try_fetch_write`] by a caller that works on the buffer its scan
+    /// holds: when `id` is this thread's held buffer ([`BufferPool::fetch_read_held`]), the
+    /// pin counts neither a hit nor a usage change, as pruneheap.c `heap_page_prune_opt`
+    /// takes the cleanup lock on the buffer the scan has pinned without reading it again.
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn try_fetch_write_held(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
+        self.try_fetch_write_counted(id, !self.is_held(id))
+    }
+
+    fn try_fetch_write_counted(
+        &self,
+        id: PageId,
+        count: bool,
+    ) -> Result<Option<WritePageGuard<'_>>> {
+        let (f, hit) = self.pin_counted(id, false, count)?;
         match self.frames[f].data.try_write() {
             Some(data) => Ok(Some(WritePageGuard {
                 pool: self,

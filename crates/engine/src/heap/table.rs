@@ -321,7 +321,8 @@ impl HeapTable {
     /// The rest of `heap_page_prune_opt`: takes the cleanup lock on `block` if it can be had
     /// without waiting (exclusive lock, no other pin), checks the trigger again, and prunes.
     fn prune_if_cleanup_lock(&self, tm: &TransactionManager, block: u32) -> Result<()> {
-        let Some(mut g) = self.pool.try_fetch_write(self.page_id(block))? else {
+        // On the buffer the scan holds: no second read (`try_fetch_write_held`).
+        let Some(mut g) = self.pool.try_fetch_write_held(self.page_id(block))? else {
             return Ok(());
         };
         if g.pin_count() != 1 {
@@ -1291,6 +1292,10 @@ impl HeapTable {
         pk_key: &[u8],
         set: &[Assign],
     ) -> Result<Attempt> {
+        // PostgreSQL 14+ builds the new row from the old one: ExecModifyTable fetches the
+        // old version first (`table_tuple_fetch_row_version` → heapam.c `heap_fetch`), a
+        // pin of the page the scan holds, counted as a buffer hit (nodeModifyTable.c).
+        drop(self.pool.fetch_read(self.page_id(tid.block))?);
         let (mut g, lp, old_row) = match self.lock_for_change(ctx, tid, pk_key)? {
             Ok(v) => v,
             Err(a) => return Ok(a),
