@@ -223,19 +223,59 @@ fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String
     )
 }
 
-/// The two commands of a rate-matched pair: the real server, then the preset at its TPS.
+/// The two commands of a rate-matched pair: the real server, then the preset at its TPS
+/// with the switches `sets` ([`version_switches`]).
 fn reproduce_at_rate(
     c: &CommonArgs,
     workload: &str,
     preset: &str,
     real: &str,
     rate: f64,
+    sets: &[String],
 ) -> String {
     let common = run_flags(c, workload);
     let target = real.strip_prefix("real:").unwrap_or(real);
+    let sets: String = sets.iter().map(|s| format!(" --set {s}")).collect();
     format!(
         "mvcclab run --target {target} {common}\n\
-         mvcclab run --design {preset} {common} --rate {rate}   # --rate: the TPS the first run reached"
+         mvcclab run --design {preset}{sets} {common} --rate {rate}   # --rate: the TPS the first run reached"
+    )
+}
+
+/// The design switches that make a preset model the server version that ran (`real`'s
+/// `server.version`), each `SWITCH=VALUE`, leaving out those `--set` (`set`) chose:
+/// - `purge_resets_trx_id=on` for MariaDB 10.11.0 to 10.11.14, whose purge resets the
+///   DB_TRX_ID of every updated clustered record (row0purge.cc `row_purge_reset_trx_id`,
+///   MDEV-12288). Measured: 10.11.14 logs about 19 redo bytes per updated row in purge,
+///   and its oltp_update_non_index reads and writes index leaves as the preset does only
+///   with the switch on; 10.11.19 agrees with the switch off (docs/fidelity.md). The
+///   reset was removed by MDEV-16168 (pull request opened 2025-08-21, after 10.11.14), taken
+///   here to be in 10.11.15 and later.
+pub fn version_switches(real: &RunReport, set: &[String]) -> Vec<String> {
+    let Some(version) = real.server.as_ref().map(|s| s.version.as_str()) else {
+        return Vec::new();
+    };
+    let chosen = |name: &str| set.iter().any(|s| s.split('=').next() == Some(name));
+    let mut out = Vec::new();
+    if !chosen("purge_resets_trx_id") && mariadb_purge_resets_trx_id(version) {
+        out.push("purge_resets_trx_id=on".to_string());
+    }
+    out
+}
+
+/// Whether server version `v` (as `SELECT VERSION()` gives it, e.g.
+/// `10.11.14-MariaDB-0+deb12u2`) is a MariaDB 10.11 up to 10.11.14.
+fn mariadb_purge_resets_trx_id(v: &str) -> bool {
+    if !v.contains("MariaDB") {
+        return false;
+    }
+    let mut parts = v
+        .split(|ch: char| !ch.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u32>().unwrap_or(u32::MAX));
+    matches!(
+        (parts.next(), parts.next(), parts.next()),
+        (Some(10), Some(11), Some(patch)) if patch <= 14
     )
 }
 
@@ -375,10 +415,34 @@ pub fn run(a: FidelityArgs) -> Result<()> {
             let Some(real) = got.pop() else { break 'all };
             let mut cp = cw.clone();
             cp.rate = (real.results.tps * 100.0).round() / 100.0;
-            let mut mine = run_specs_with(std::slice::from_ref(p), &cp, &ctl)?;
+            let sets = version_switches(&real, &c.set);
+            let p = if sets.is_empty() {
+                p.clone()
+            } else {
+                status(
+                    c.out.quiet,
+                    &format!(
+                        "{}: --set {} to model {} (see `mvcclab designs`)",
+                        p.name(),
+                        sets.join(" --set "),
+                        real.server.as_ref().map_or("", |s| s.version.as_str())
+                    ),
+                );
+                let mut all = c.set.clone();
+                all.extend(sets.iter().cloned());
+                resolve_spec(&p.name(), &all)?
+            };
+            let mut mine = run_specs_with(std::slice::from_ref(&p), &cp, &ctl)?;
             let Some(preset) = mine.pop() else { break 'all };
             rows.extend(compare_pair(w, &preset, &real));
-            commands.push(reproduce_at_rate(&cw, w, &p.name(), &r.name(), cp.rate));
+            commands.push(reproduce_at_rate(
+                &cw,
+                w,
+                &p.name(),
+                &r.name(),
+                cp.rate,
+                &sets,
+            ));
             runs.extend([preset, real]);
         }
     }
@@ -461,6 +525,19 @@ mod tests {
     }
 
     const SAMPLE: &str = include_str!("../tests/data/run_report.json");
+
+    #[test]
+    fn mariadb_up_to_10_11_14_resets_trx_ids_in_purge() {
+        assert!(mariadb_purge_resets_trx_id("10.11.14-MariaDB-0+deb12u2"));
+        assert!(mariadb_purge_resets_trx_id("10.11.6-MariaDB"));
+        assert!(!mariadb_purge_resets_trx_id("10.11.15-MariaDB"));
+        assert!(!mariadb_purge_resets_trx_id("10.11.19-MariaDB-0+deb12u1"));
+        assert!(!mariadb_purge_resets_trx_id("11.4.2-MariaDB"));
+        assert!(!mariadb_purge_resets_trx_id(
+            "PostgreSQL 15.18 (Debian 15.18-0+deb12u1)"
+        ));
+        assert!(!mariadb_purge_resets_trx_id("garbage"));
+    }
 
     #[test]
     fn ratios_are_flagged_outside_0_8_to_1_25() {

@@ -18,6 +18,7 @@
 //! | wal_record_format | xlog, mtr | xlog | mtr |
 //! | btree_deduplication | on, off | on | off (n/a) |
 //! | btree_merge_threshold | 0 (never merge), 1–50 (% of a page) | 0 | 50 |
+//! | purge_resets_trx_id | on, off | off (n/a) | off (MariaDB ≥ 10.11.15; on for ≤ 10.11.14) |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -109,7 +110,7 @@ pub const SWITCHES: &[Switch] = &[
     },
     Switch {
         name: "wal_record_format",
-        meaning: "WAL record layout: PostgreSQL's XLogRecord (32-byte header, 24 per block, 8-byte aligned) or MariaDB-shaped compact records (varints, no padding)",
+        meaning: "WAL record layout: PostgreSQL 15's XLogRecord byte for byte (24-byte header, block headers, 8-byte aligned) or MariaDB-shaped compact records (varints, no padding)",
         values: "xlog, mtr",
     },
     Switch {
@@ -121,6 +122,11 @@ pub const SWITCHES: &[Switch] = &[
         name: "btree_merge_threshold",
         meaning: "B-tree page merges: a leaf whose entries fall below this percent of the page after a delete merges with a sibling when both fit in one page (InnoDB MERGE_THRESHOLD, btr_compress); 0: leaves are never merged (PostgreSQL nbtree)",
         values: "0, 1..=50",
+    },
+    Switch {
+        name: "purge_resets_trx_id",
+        meaning: "purge of an update resets the clustered record's DB_TRX_ID to 0 and DB_ROLL_PTR to 'no history' in place, which reads the record's leaf, dirties it and logs 13 bytes (MariaDB 10.3 to 10.11.14, row0purge.cc row_purge_reset_trx_id, MDEV-12288; removed by MDEV-16168)",
+        values: "on, off (on needs garbage_collection=purge)",
     },
 ];
 
@@ -231,6 +237,12 @@ pub struct DesignConfig {
     /// (read as 0, the behaviour then).
     #[serde(default)]
     pub btree_merge_threshold: u8,
+    /// Purge resets the DB_TRX_ID and DB_ROLL_PTR of the clustered record an update undo
+    /// record belongs to ([`crate::clustered::ClusteredTable::purge_record`]; MariaDB 10.3 to
+    /// 10.11.14 `row_purge_reset_trx_id`). Missing in design files and reports written
+    /// before the switch existed (read as off).
+    #[serde(default)]
+    pub purge_resets_trx_id: bool,
 }
 
 impl DesignConfig {
@@ -376,6 +388,13 @@ impl DesignConfig {
                 "posting lists hold heap TIDs: deduplication needs a heap and physical index pointers",
             );
         }
+        if self.purge_resets_trx_id && self.garbage_collection != GarbageCollection::Purge {
+            return bad(
+                "purge_resets_trx_id=on",
+                "garbage_collection=vacuum / off",
+                "only purge of an undo log resets the records' transaction ids",
+            );
+        }
         if self.btree_merge_threshold > 50 {
             return Err(Error::InvalidConfig(format!(
                 "switch btree_merge_threshold must be 0 (never merge) or 1..=50, got {}",
@@ -416,6 +435,7 @@ mod tests {
             ("wal_record_format", "xlog", "mtr"),
             ("btree_deduplication", "on", "off"),
             ("btree_merge_threshold", "0", "50"),
+            ("purge_resets_trx_id", "off", "off"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {

@@ -718,3 +718,58 @@ fn the_compact_mtr_records_cut_innodb_redo_bytes_per_update_transaction() {
         "index update: mtr {mtr_index} vs xlog {xlog_index}"
     );
 }
+
+/// With `purge_resets_trx_id` (MariaDB up to 10.11.14, `row_purge_reset_trx_id`), purging
+/// an update sets the record's DB_TRX_ID to 0 and cuts its history, logging the change;
+/// without it, purge leaves the record alone for an update that changed no indexed
+/// column. Either way the rows read the same.
+#[test]
+fn purge_resets_the_trx_id_of_updated_records_only_with_the_switch() {
+    for reset in [false, true] {
+        let db = open_db(
+            DesignConfig {
+                purge_resets_trx_id: reset,
+                ..DesignConfig::innodb()
+            },
+            256,
+        );
+        let t = load(&db, 20);
+        let mut tx = db.begin();
+        tx.update(
+            t,
+            &[Value::Integer(3)],
+            &[Assign::Set(2, Value::Text("changed".into()))],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let before = db.row_versions(t, &[Value::Integer(3)]).unwrap();
+        assert_eq!(before.len(), 2, "the update and the row it changed");
+        let updater = before[0].0;
+        assert_ne!(updater, 0);
+        let lsn0 = db.storage().wal().insert_lsn();
+        db.gc(t).unwrap();
+        let after = db.row_versions(t, &[Value::Integer(3)]).unwrap();
+        assert_eq!(after[0].2, before[0].2, "the row reads the same");
+        if reset {
+            assert_eq!(after.len(), 1, "no history left: {after:?}");
+            assert_eq!(after[0].0, 0);
+            db.storage().wal().flush_all().unwrap();
+            let logged = db
+                .storage()
+                .wal()
+                .read_from(lsn0)
+                .unwrap()
+                .0
+                .iter()
+                .any(|r| r.rmgr == rmgr::BTREE);
+            assert!(logged, "the reset is WAL-logged");
+        } else {
+            assert_eq!(after[0].0, updater, "{after:?}");
+        }
+        let mut tx = db.begin();
+        let row = tx.get(t, &[Value::Integer(3)]).unwrap().unwrap();
+        tx.commit().unwrap();
+        assert_eq!(row, after[0].2);
+        assert!(matches!(&row[2], Value::Text(c) if c.trim_end() == "changed"));
+    }
+}

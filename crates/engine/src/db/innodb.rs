@@ -396,6 +396,9 @@ impl InnodbEngine {
                 table
                     .secondary_deferred
                     .store(t.secondary_deferred, Ordering::Release);
+                table
+                    .purge_resets_trx_id
+                    .store(inner.design.purge_resets_trx_id, Ordering::Relaxed);
                 Ok(table)
             })?;
         }
@@ -446,13 +449,11 @@ impl Engine for InnodbEngine {
                 .iter()
                 .map(|_| BTree::create(pool.clone(), sec.clone()))
                 .collect::<Result<Vec<_>>>()?;
-            Ok(ClusteredTable::new(
-                id,
-                def,
-                clustered,
-                indexes,
-                self.inner.undo.clone(),
-            ))
+            let table = ClusteredTable::new(id, def, clustered, indexes, self.inner.undo.clone());
+            table
+                .purge_resets_trx_id
+                .store(self.inner.design.purge_resets_trx_id, Ordering::Relaxed);
+            Ok(table)
         })
     }
 
