@@ -623,8 +623,7 @@ impl BTree {
                         m.write(mg.data_mut());
                         rec = rec.block(mg.page_id(), true, &m.encode());
                         log_change(self.pool.wal(), &rec, &mut [&mut g, &mut mg])?;
-                        self.root_cache
-                            .store((m.root as u64) << 32 | m.height as u64, Ordering::Release);
+                        self.cache_root(m.root, m.height);
                     } else {
                         log_change(self.pool.wal(), &rec, &mut [&mut g])?;
                     }
@@ -854,15 +853,18 @@ impl BTree {
     ///
     /// Errors: as [`BTree::read_meta`] and for a damaged root page.
     fn latch_root(&self, write_leaf: bool) -> Result<(RootGuard<'_>, u16)> {
+        let latch = |root: u32, level: u16, what: &str| -> Result<RootGuard<'_>> {
+            Ok(if write_leaf && level == 0 {
+                RootGuard::Write(self.fetch_write(root, self.meta_id(), what)?)
+            } else {
+                RootGuard::Read(self.fetch_read(root, self.meta_id(), what)?)
+            })
+        };
         let c = self.root_cache.load(Ordering::Acquire);
         if c != 0 {
             let (root, height) = ((c >> 32) as u32, c as u32);
             let level = (height - 1) as u16;
-            let g = if write_leaf && level == 0 {
-                RootGuard::Write(self.fetch_write(root, self.meta_id(), "cached root")?)
-            } else {
-                RootGuard::Read(self.fetch_read(root, self.meta_id(), "cached root")?)
-            };
+            let g = latch(root, level, "cached root")?;
             let still_root = Node::parse(g.data(), g.page_id()).is_ok_and(|n| {
                 let h = n.header();
                 h.level == level
@@ -876,17 +878,16 @@ impl BTree {
         }
         let (mg, meta) = self.read_meta()?;
         let level = Self::root_level(&meta);
-        let g = if write_leaf && level == 0 {
-            RootGuard::Write(self.fetch_write(meta.root, mg.page_id(), "root")?)
-        } else {
-            RootGuard::Read(self.fetch_read(meta.root, mg.page_id(), "root")?)
-        };
-        self.root_cache.store(
-            (meta.root as u64) << 32 | meta.height as u64,
-            Ordering::Release,
-        );
+        let g = latch(meta.root, level, "root")?;
+        self.cache_root(meta.root, meta.height);
         drop(mg);
         Ok((g, level))
+    }
+
+    /// Notes `root` and `height` as the meta page names them now ([`BTree::latch_root`]).
+    fn cache_root(&self, root: u32, height: u32) {
+        self.root_cache
+            .store((root as u64) << 32 | height as u64, Ordering::Release);
     }
 
     /// The leaf for `t` under a shared latch (latch coupling from the root down), and
@@ -2202,10 +2203,7 @@ impl BTree {
         log_change(self.pool.wal(), &rec, &mut [&mut root, left, mg])?;
         // Under the meta page's and the old root's exclusive latches: a descent that
         // latches the old root after this sees its right sibling and rereads the meta page.
-        self.root_cache.store(
-            (rid.block as u64) << 32 | meta.height as u64,
-            Ordering::Release,
-        );
+        self.cache_root(rid.block, meta.height);
         Ok(())
     }
 

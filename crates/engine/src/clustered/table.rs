@@ -60,7 +60,7 @@ pub struct ClusteredTable {
     pub secondary_deferred: std::sync::atomic::AtomicBool,
     /// Purge resets the DB_TRX_ID and DB_ROLL_PTR of an updated record (design switch
     /// `purge_resets_trx_id`; [`ClusteredTable::purge_record`]).
-    pub purge_resets_trx_id: std::sync::atomic::AtomicBool,
+    purge_resets_trx_id: bool,
     undo: Arc<UndoSpace>,
     stripes: Box<[Mutex<()>]>,
 }
@@ -72,13 +72,15 @@ fn record_bad(def: &TableDef, what: &str) -> Error {
 }
 
 impl ClusteredTable {
-    /// A table on existing relations.
+    /// A table on existing relations; with `purge_resets_trx_id`, purge resets an updated
+    /// record's DB_TRX_ID (design switch `purge_resets_trx_id`).
     pub fn new(
         id: u32,
         def: TableDef,
         clustered: BTree,
         indexes: Vec<BTree>,
         undo: Arc<UndoSpace>,
+        purge_resets_trx_id: bool,
     ) -> Self {
         ClusteredTable {
             id,
@@ -87,7 +89,7 @@ impl ClusteredTable {
             indexes,
             counters: TableCounters::default(),
             secondary_deferred: std::sync::atomic::AtomicBool::new(false),
-            purge_resets_trx_id: std::sync::atomic::AtomicBool::new(false),
+            purge_resets_trx_id,
             undo,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
         }
@@ -653,7 +655,7 @@ impl ClusteredTable {
     /// Errors: storage and decoding errors.
     pub fn purge_record(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
         let removed = self.purge_record_indexes(u, trx_id, horizon)?;
-        if u.kind == UndoType::UpdateExisting && self.purge_resets_trx_id.load(Ordering::Relaxed) {
+        if u.kind == UndoType::UpdateExisting && self.purge_resets_trx_id {
             self.reset_trx_id(&u.pk, trx_id)?;
         }
         Ok(removed)

@@ -102,7 +102,8 @@
 //! states of a transaction's insert and update segments and its history list entry change
 //! in one record ([`UndoSpace::finish`]), which is the commit (the engine flushes the WAL
 //! past it before the commit returns; there is no commit record, as in InnoDB), so a
-//! segment found active after a crash belongs to a transaction that did not commit. [`UndoSpace::open`] rebuilds the in-memory state after redo: slots, caches and
+//! segment found active after a crash belongs to a transaction that did not commit.
+//! [`UndoSpace::open`] rebuilds the in-memory state after redo: slots, caches and
 //! history lists from the rollback segment header pages and the segments' first pages, a
 //! segment's pages through each later page's predecessor (`aux`), the history's records
 //! from the undo pages; the engine rolls back the active segments' transactions

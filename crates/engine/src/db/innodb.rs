@@ -392,13 +392,17 @@ impl InnodbEngine {
                     .iter()
                     .map(|&rel| BTree::open(pool.clone(), rel, sec.clone()))
                     .collect::<Result<Vec<_>>>()?;
-                let table = ClusteredTable::new(id, def, clustered, indexes, inner.undo.clone());
+                let table = ClusteredTable::new(
+                    id,
+                    def,
+                    clustered,
+                    indexes,
+                    inner.undo.clone(),
+                    inner.design.purge_resets_trx_id,
+                );
                 table
                     .secondary_deferred
                     .store(t.secondary_deferred, Ordering::Release);
-                table
-                    .purge_resets_trx_id
-                    .store(inner.design.purge_resets_trx_id, Ordering::Relaxed);
                 Ok(table)
             })?;
         }
@@ -449,11 +453,14 @@ impl Engine for InnodbEngine {
                 .iter()
                 .map(|_| BTree::create(pool.clone(), sec.clone()))
                 .collect::<Result<Vec<_>>>()?;
-            let table = ClusteredTable::new(id, def, clustered, indexes, self.inner.undo.clone());
-            table
-                .purge_resets_trx_id
-                .store(self.inner.design.purge_resets_trx_id, Ordering::Relaxed);
-            Ok(table)
+            Ok(ClusteredTable::new(
+                id,
+                def,
+                clustered,
+                indexes,
+                self.inner.undo.clone(),
+                self.inner.design.purge_resets_trx_id,
+            ))
         })
     }
 

@@ -46,7 +46,7 @@
 
 mod control;
 pub(crate) mod data;
-pub(crate) mod record;
+mod record;
 
 pub use control::ControlFile;
 pub use record::{
