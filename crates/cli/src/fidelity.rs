@@ -248,9 +248,10 @@ fn reproduce_at_rate(
 ///   DB_TRX_ID of every updated clustered record (row0purge.cc `row_purge_reset_trx_id`,
 ///   MDEV-12288). Measured: 10.11.14 logs about 19 redo bytes per updated row in purge,
 ///   and its oltp_update_non_index reads and writes index leaves as the preset does only
-///   with the switch on; 10.11.19 agrees with the switch off (docs/fidelity.md). The
-///   reset was removed by MDEV-16168 (pull request opened 2025-08-21, after 10.11.14), taken
-///   here to be in 10.11.15 and later.
+///   with the switch on; 10.11.19 agrees with the switch off and logs no reset (687 redo
+///   bytes in purge after 2,000 updated rows; docs/fidelity.md). The reset was removed by
+///   MDEV-16168 (pull request opened 2025-08-21, after 10.11.14), taken here to be gone
+///   from 10.11.15 (10.11.15 to 10.11.18 not measured).
 pub fn version_switches(real: &RunReport, set: &[String]) -> Vec<String> {
     let Some(version) = real.server.as_ref().map(|s| s.version.as_str()) else {
         return Vec::new();
