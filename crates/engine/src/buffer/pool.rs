@@ -418,8 +418,21 @@ impl BufferPool {
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
         let again = self.is_held(id);
-        let (f, hit) = self.pin_counted(id, false, !again)?;
+        let (f, hit) = self.pin_counted(id, false, !again, true)?;
         HELD.with(|h| h.set(Some((self.id(), f, id))));
+        Ok(self.read_guard(f, id, hit))
+    }
+
+    /// Pins and share-locks page `id` without an access of the replacement policy: a hit
+    /// is counted but leaves the page where it is in the LRU list, as MariaDB's purge fixes
+    /// the undo pages it reads (trx0purge.cc `purge_sys_t::get_page` →
+    /// buf0buf.cc `buf_pool_t::page_fix`, which neither sets the access time nor calls
+    /// `buf_page_make_young_if_needed`, unlike `buf_page_get_gen`). A miss reads the page
+    /// in as [`BufferPool::fetch_read`] does (`buf_read_page`: at the midpoint).
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fetch_read_fixed(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+        let (f, hit) = self.pin_counted(id, false, true, false)?;
         Ok(self.read_guard(f, id, hit))
     }
 
@@ -472,7 +485,7 @@ impl BufferPool {
         id: PageId,
         count: bool,
     ) -> Result<Option<WritePageGuard<'_>>> {
-        let (f, hit) = self.pin_counted(id, false, count)?;
+        let (f, hit) = self.pin_counted(id, false, count, true)?;
         match self.frames[f].data.try_write() {
             Some(data) => Ok(Some(WritePageGuard {
                 pool: self,
@@ -529,13 +542,20 @@ impl BufferPool {
     /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss;
     /// returns the frame and whether it was a hit.
     fn pin(&self, id: PageId, create: bool) -> Result<(FrameId, bool)> {
-        self.pin_counted(id, create, true)
+        self.pin_counted(id, create, true, true)
     }
 
-    /// [`BufferPool::pin`]; a hit is counted (hit counters and usage) only when `count`.
-    /// A hit on this thread's held buffer ([`BufferPool::fetch_read_held`]) is a nested
-    /// pin: counted as a hit, without raising the usage count.
-    fn pin_counted(&self, id: PageId, create: bool, count: bool) -> Result<(FrameId, bool)> {
+    /// [`BufferPool::pin`]; a hit is counted (hit counters and usage) only when `count`,
+    /// and is an access of the replacement policy only when `touch` too. A hit on this
+    /// thread's held buffer ([`BufferPool::fetch_read_held`]) is a nested pin: counted as
+    /// a hit, without raising the usage count.
+    fn pin_counted(
+        &self,
+        id: PageId,
+        create: bool,
+        count: bool,
+        touch: bool,
+    ) -> Result<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
             let found = {
@@ -555,8 +575,9 @@ impl BufferPool {
                     }
                 }
                 let nested = HELD.with(|h| h.get() == Some((self.id(), f, id)));
-                if !count || nested {
-                    // No usage change: a nested pin (PinBuffer with a private refcount).
+                if !count || !touch || nested {
+                    // No usage change: a nested pin (PinBuffer with a private refcount), or
+                    // a fix that is no access (buf_pool_t::page_fix).
                 } else if strategy::with_active(self.id(), |_| ()).is_some() {
                     self.replacer.accessed_by_strategy(f);
                 } else {

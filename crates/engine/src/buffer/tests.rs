@@ -896,3 +896,40 @@ fn clock_sweep_cleaner_writes_ahead_for_the_recent_allocations() {
     let again = pool.clean_round(&cfg).unwrap();
     assert_eq!(again, 0);
 }
+
+/// A fix (MariaDB's purge, `buf_pool_t::page_fix`) counts a hit but leaves the page where
+/// it is in the LRU list; an access (`buf_page_get_gen`) makes the same page young.
+#[test]
+fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
+    let s = quiet(
+        16,
+        TornPageProtection::Doublewrite,
+        ReplacerConfig::LruMidpoint {
+            old_pct: 37,
+            old_blocks_time_ms: 0,
+            old_min_len: 2,
+        },
+    );
+    let rel = s.store().create_relation().unwrap();
+    let pool = s.pool();
+    // Twenty pages in sixteen frames: four evictions start the eviction clock, after
+    // which an access may move a page.
+    for v in 0..20u8 {
+        let mut g = pool.new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    let hits = || s.stats().snapshot().total().buffer_hits;
+    let order = pool.victim_order(16);
+    let tail = order[0];
+    let h0 = hits();
+    drop(pool.fetch_read_fixed(tail).unwrap());
+    assert_eq!(hits(), h0 + 1, "a fix is a hit");
+    assert_eq!(pool.victim_order(16), order, "and moves nothing");
+    drop(pool.fetch_read(tail).unwrap());
+    assert_eq!(hits(), h0 + 2);
+    assert_ne!(
+        pool.victim_order(16)[0],
+        tail,
+        "an access makes the tail page young"
+    );
+}

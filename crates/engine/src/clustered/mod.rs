@@ -197,7 +197,7 @@ pub fn purge_entry(
 ) -> Result<()> {
     let horizon = tm.oldest_xmin();
     for rp in &e.records {
-        let u = undo.read(*rp)?;
+        let u = undo.read_for_purge(*rp)?;
         history
             .purge_removed
             .fetch_add(apply(&u, e.trx_id, horizon)?, Ordering::Relaxed);

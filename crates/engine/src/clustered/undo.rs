@@ -22,7 +22,9 @@
 //! |        |       |     (TRX_UNDO_PAGE_LIST; each later page's `aux` word in the     |
 //! |        |       |     common header names the page before it, TRX_UNDO_PAGE_NODE)  |
 //! | 32/48  | …     | appended: a log header (34 bytes, TRX_UNDO_LOG_OLD_HDR_SIZE)    |
-//! |        |       | where a transaction's log starts, then its undo records         |
+//! |        |       | where a transaction's log starts, 152 bytes reserved (the XA    |
+//! |        |       | XID area, to TRX_UNDO_LOG_XA_HDR_SIZE = 186 bytes in all, never |
+//! |        |       | written), then its undo records                                |
 //! ```
 //! Undo log header (at its offset on the segment's first page):
 //! ```text
@@ -113,7 +115,7 @@
 use super::rseg::{self, FilAddr, FIL_NULL};
 use super::undo_wal::WriteLog;
 use super::HistoryEntry;
-use crate::buffer::{log_change, BufferPool, WritePageGuard};
+use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::Xid;
@@ -131,6 +133,13 @@ use std::sync::Arc;
 pub const PAGE_TYPE_UNDO: u8 = 5;
 /// Bytes of a transaction's undo log header on a page (TRX_UNDO_LOG_OLD_HDR_SIZE).
 pub const LOG_HEADER_BYTES: usize = 34;
+/// Bytes a log header takes on its page: the header and the space MariaDB reserves after
+/// it for an X/Open XA XID, for every log whether or not the transaction is an XA one
+/// (trx0undo.cc `trx_undo_header_create` advances TRX_UNDO_PAGE_FREE by
+/// TRX_UNDO_LOG_XA_HDR_SIZE = 46 + 3 × 4 + XIDDATASIZE 128 = 186 bytes). The reserved
+/// bytes are neither written nor logged; they make a page fill, and its segment stop being
+/// cached, after as many logs as MariaDB's.
+pub const LOG_HEADER_SPACE_BYTES: usize = 186;
 /// Bytes of the segment header on a segment's first page.
 pub const SEG_HEADER_BYTES: usize = 16;
 /// Undo record fixed part before the primary key.
@@ -573,7 +582,7 @@ fn log_header(trx_id: u64, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] 
     h[LOG_PREV_LOG..LOG_PREV_LOG + 2].copy_from_slice(&prev_log.to_le_bytes());
     h[LOG_HIST_PREV..LOG_HIST_PREV + 6].copy_from_slice(&FilAddr::NULL.encode());
     h[LOG_HIST_NEXT..LOG_HIST_NEXT + 6].copy_from_slice(&FilAddr::NULL.encode());
-    let start = (off + LOG_HEADER_BYTES) as u16;
+    let start = (off + LOG_HEADER_SPACE_BYTES) as u16;
     h[LOG_START..LOG_START + 2].copy_from_slice(&start.to_le_bytes());
     h
 }
@@ -1073,7 +1082,7 @@ impl UndoSpace {
             } else {
                 (lower as usize, prev_log)
             };
-            if off < SEG_FIRST_LOG || off + LOG_HEADER_BYTES > upper as usize {
+            if off < SEG_FIRST_LOG || off + LOG_HEADER_SPACE_BYTES > upper as usize {
                 return Err(Error::Corrupted {
                     what: format!("{}: cached undo page free pointer {lower}", g.page_id()),
                 });
@@ -1101,7 +1110,7 @@ impl UndoSpace {
                 &mut g,
                 &mut w,
                 OFF_LOWER,
-                &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+                &((off + LOG_HEADER_SPACE_BYTES) as u16).to_le_bytes(),
             );
             self.log_writes(&mut [&mut g], &[(false, w)])?;
             self.counters
@@ -1140,7 +1149,7 @@ impl UndoSpace {
             &mut g,
             &mut wg,
             OFF_LOWER,
-            &((off + LOG_HEADER_BYTES) as u16).to_le_bytes(),
+            &((off + LOG_HEADER_SPACE_BYTES) as u16).to_le_bytes(),
         );
         let mut wh = WriteLog::default();
         put(&mut h, &mut wh, rseg::slot_offset(slot), &p.to_le_bytes());
@@ -1227,7 +1236,7 @@ impl UndoSpace {
     ) -> Result<u64> {
         let bytes = rec.encode();
         let page_bytes = self.pool.store().page_size().bytes();
-        let max_bytes = page_bytes - SEG_FIRST_LOG - LOG_HEADER_BYTES;
+        let max_bytes = page_bytes - SEG_FIRST_LOG - LOG_HEADER_SPACE_BYTES;
         if bytes.len() > max_bytes {
             return Err(Error::TooLarge {
                 what: "undo record",
@@ -1271,13 +1280,30 @@ impl UndoSpace {
     ///
     /// Errors: [`Error::Corrupted`] for a bad pointer or record; storage errors.
     pub fn read(&self, rp: u64) -> Result<UndoRecord> {
+        self.read_with(rp, BufferPool::fetch_read)
+    }
+
+    /// [`UndoSpace::read`] for purge, which fixes the undo page without making it young
+    /// in the LRU list ([`BufferPool::fetch_read_fixed`]; trx0purge.cc
+    /// `purge_sys_t::get_page` → `buf_pool_t::page_fix`).
+    ///
+    /// Errors: as [`UndoSpace::read`].
+    pub fn read_for_purge(&self, rp: u64) -> Result<UndoRecord> {
+        self.read_with(rp, BufferPool::fetch_read_fixed)
+    }
+
+    fn read_with<'a>(
+        &'a self,
+        rp: u64,
+        fetch: impl FnOnce(&'a BufferPool, PageId) -> Result<ReadPageGuard<'a>>,
+    ) -> Result<UndoRecord> {
         let (_, _, page, off) = split_roll_ptr(rp);
         if (page as usize) < self.rsegs.len() {
             return Err(Error::Corrupted {
                 what: format!("roll pointer {rp:#x} points into a rollback segment header"),
             });
         }
-        let g = self.pool.fetch_read(PageId::new(self.rel, page))?;
+        let g = fetch(&self.pool, PageId::new(self.rel, page))?;
         record_on_page(g.data(), g.page_id(), off)
     }
 
@@ -1929,6 +1955,39 @@ mod tests {
             2,
             "one insert, one update segment"
         );
+    }
+
+    /// Each log takes MariaDB's 186 bytes of header space (trx0undo.cc
+    /// `trx_undo_header_create`: TRX_UNDO_LOG_XA_HDR_SIZE), so an update segment stops
+    /// being cached after as many logs as MariaDB's would hold.
+    #[test]
+    fn each_log_takes_the_xa_header_space_and_the_page_fills_after_as_many_logs() {
+        let (s, u) = space(256, 1);
+        let rec_bytes = rec(100).encode().len();
+        let (rp0, _) = commit(&u, 10, 1, 0, 100);
+        let (rp1, _) = commit(&u, 11, 1, 0, 100);
+        let (_, _, p0, off0) = split_roll_ptr(rp0);
+        let (_, _, p1, off1) = split_roll_ptr(rp1);
+        assert_eq!(off0 as usize, SEG_FIRST_LOG + LOG_HEADER_SPACE_BYTES);
+        assert_eq!(p1, p0, "the cached segment is reused");
+        assert_eq!(
+            off1 as usize,
+            off0 as usize + rec_bytes + LOG_HEADER_SPACE_BYTES
+        );
+        // Logs on the first page until a commit leaves it at least 3/4 full: the first
+        // `n` with SEG_FIRST_LOG + n × (186 + record) ≥ 3/4 of the page.
+        let page = s.pool().store().page_size().bytes();
+        let per_log = LOG_HEADER_SPACE_BYTES + rec_bytes;
+        let expect = (page * 3 / 4 - SEG_FIRST_LOG).div_ceil(per_log);
+        let mut logs_on_p0 = 2;
+        for trx in 12.. {
+            let (rp, _) = commit(&u, trx, 1, 0, 100);
+            if split_roll_ptr(rp).2 != p0 {
+                break;
+            }
+            logs_on_p0 += 1;
+        }
+        assert_eq!(logs_on_p0, expect);
     }
 
     #[test]
