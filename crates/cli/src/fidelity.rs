@@ -314,9 +314,29 @@ fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The Markdown view: one table per workload, then the commands.
+/// The real servers that ran, one `target: version` per distinct pair in run order, from
+/// each run's `server.version`: the figures per transaction differ between server versions
+/// (MariaDB 10.11.14 against 10.11.19, docs/fidelity.md), so every view names them.
+pub fn server_versions(report: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in &report.runs {
+        if let Some(s) = &r.server {
+            let line = format!("{} {}", r.design.name, s.version);
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// The Markdown view: the servers, one table per workload, then the commands.
 pub fn to_markdown(f: &FidelityReport) -> String {
     let mut out = String::new();
+    let servers = server_versions(&f.report);
+    if !servers.is_empty() {
+        out += &format!("Servers: {}.\n\n", servers.join("; "));
+    }
     let labels = vec![
         "preset".to_string(),
         "real".to_string(),
@@ -455,6 +475,32 @@ pub fn run(a: FidelityArgs) -> Result<()> {
     output(&f, c)
 }
 
+/// Rows, tables, threads, measured time and buffer pool of the runs behind `f`: the first
+/// run's, as it recorded them (so that `--from` shows the saved run's shape, not this
+/// command's flags), else the flags `c`.
+fn run_shape(f: &FidelityReport, c: &CommonArgs) -> String {
+    let (rows, tables, threads, time_s, pool) = match f.report.runs.first() {
+        Some(r) => (
+            u64::from(r.workload.options.table_size),
+            r.workload.options.tables,
+            u64::from(r.driver.threads),
+            r.driver.time_s,
+            r.device.buffer_pool_bytes,
+        ),
+        None => (
+            u64::from(c.table_size),
+            c.tables,
+            u64::from(c.threads),
+            c.time,
+            c.device.buffer_pool,
+        ),
+    };
+    format!(
+        "{rows} rows × {tables} tables, {threads} threads, {time_s} s, buffer pool {}",
+        crate::units::format_size_bytes(pool)
+    )
+}
+
 /// Writes `f` in the chosen format (and the report directory).
 fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
@@ -488,12 +534,12 @@ fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
             ];
             side_by_side(
                 &format!(
-                    "fidelity: preset / real per transaction ({} rows × {} tables, {} threads, {} s, buffer pool {}); ! = outside 0.8–1.25",
-                    c.table_size,
-                    c.tables,
-                    c.threads,
-                    c.time,
-                    crate::units::format_size_bytes(c.device.buffer_pool)
+                    "fidelity: preset / real per transaction ({}{}); ! = outside 0.8–1.25",
+                    run_shape(f, c),
+                    server_versions(&f.report)
+                        .iter()
+                        .map(|v| format!("; {v}"))
+                        .collect::<String>()
                 ),
                 &labels,
                 &table_rows(&f.rows),
@@ -549,6 +595,39 @@ mod tests {
         assert!(row("tps", 1.0, 0.0).outside, "one side 0");
         let z = row("tps", 0.0, 0.0);
         assert!(z.equal_zero && !z.outside && z.ratio.is_none());
+    }
+
+    #[test]
+    fn the_markdown_names_each_real_server_and_its_version_once() {
+        let mut real: RunReport = serde_json::from_str(SAMPLE).unwrap();
+        real.design.name = "real:mariadb".into();
+        real.server = Some(crate::result::ServerInfo {
+            engine: "mariadb".into(),
+            version: "10.11.19-MariaDB-0+deb12u1".into(),
+            ..Default::default()
+        });
+        let mut preset: RunReport = serde_json::from_str(SAMPLE).unwrap();
+        preset.design.name = "innodb".into();
+        let report = Report {
+            schema_version: crate::result::SCHEMA_VERSION,
+            mvcclab_version: "test".into(),
+            command: "fidelity".into(),
+            runs: vec![real.clone(), preset, real],
+        };
+        assert_eq!(
+            server_versions(&report),
+            vec!["real:mariadb 10.11.19-MariaDB-0+deb12u1".to_string()]
+        );
+        let f = FidelityReport {
+            rows: vec![row("tps", 1.0, 1.0)],
+            commands: vec![],
+            report,
+        };
+        let md = to_markdown(&f);
+        assert!(
+            md.starts_with("Servers: real:mariadb 10.11.19-MariaDB-0+deb12u1.\n"),
+            "{md}"
+        );
     }
 
     #[test]
