@@ -89,6 +89,17 @@ impl FreeTarget {
     }
 }
 
+/// How a pin of a resident page counts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// A hit in the counters and an access of the replacement policy.
+    Counted,
+    /// Neither: the page is the buffer this thread's scan already holds.
+    Uncounted,
+    /// A hit in the counters, no access of the policy (buf_pool_t::page_fix).
+    Fix,
+}
+
 thread_local! {
     /// The buffer this thread's current scan holds (pool identity, frame, page):
     /// [`BufferPool::fetch_read_held`], [`release_held`].
@@ -418,7 +429,12 @@ impl BufferPool {
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
         let again = self.is_held(id);
-        let (f, hit) = self.pin_counted(id, false, !again, true)?;
+        let access = if again {
+            Access::Uncounted
+        } else {
+            Access::Counted
+        };
+        let (f, hit) = self.pin_counted(id, false, access)?;
         HELD.with(|h| h.set(Some((self.id(), f, id))));
         Ok(self.read_guard(f, id, hit))
     }
@@ -432,7 +448,7 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_read_fixed(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
-        let (f, hit) = self.pin_counted(id, false, true, false)?;
+        let (f, hit) = self.pin_counted(id, false, Access::Fix)?;
         Ok(self.read_guard(f, id, hit))
     }
 
@@ -467,7 +483,7 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn try_fetch_write(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
-        self.try_fetch_write_counted(id, true)
+        self.try_fetch_write_counted(id, Access::Counted)
     }
 
     /// [`BufferPool::try_fetch_write`] by a caller that works on the buffer its scan
@@ -477,15 +493,20 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn try_fetch_write_held(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
-        self.try_fetch_write_counted(id, !self.is_held(id))
+        let access = if self.is_held(id) {
+            Access::Uncounted
+        } else {
+            Access::Counted
+        };
+        self.try_fetch_write_counted(id, access)
     }
 
     fn try_fetch_write_counted(
         &self,
         id: PageId,
-        count: bool,
+        access: Access,
     ) -> Result<Option<WritePageGuard<'_>>> {
-        let (f, hit) = self.pin_counted(id, false, count, true)?;
+        let (f, hit) = self.pin_counted(id, false, access)?;
         match self.frames[f].data.try_write() {
             Some(data) => Ok(Some(WritePageGuard {
                 pool: self,
@@ -542,20 +563,13 @@ impl BufferPool {
     /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss;
     /// returns the frame and whether it was a hit.
     fn pin(&self, id: PageId, create: bool) -> Result<(FrameId, bool)> {
-        self.pin_counted(id, create, true, true)
+        self.pin_counted(id, create, Access::Counted)
     }
 
-    /// [`BufferPool::pin`]; a hit is counted (hit counters and usage) only when `count`,
-    /// and is an access of the replacement policy only when `touch` too. A hit on this
-    /// thread's held buffer ([`BufferPool::fetch_read_held`]) is a nested pin: counted as
-    /// a hit, without raising the usage count.
-    fn pin_counted(
-        &self,
-        id: PageId,
-        create: bool,
-        count: bool,
-        touch: bool,
-    ) -> Result<(FrameId, bool)> {
+    /// [`BufferPool::pin`], a hit counted as `access` says. A hit on this thread's held
+    /// buffer ([`BufferPool::fetch_read_held`]) is a nested pin: counted as a hit, without
+    /// raising the usage count.
+    fn pin_counted(&self, id: PageId, create: bool, access: Access) -> Result<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
             let found = {
@@ -575,7 +589,7 @@ impl BufferPool {
                     }
                 }
                 let nested = HELD.with(|h| h.get() == Some((self.id(), f, id)));
-                if !count || !touch || nested {
+                if access != Access::Counted || nested {
                     // No usage change: a nested pin (PinBuffer with a private refcount), or
                     // a fix that is no access (buf_pool_t::page_fix).
                 } else if strategy::with_active(self.id(), |_| ()).is_some() {
@@ -583,7 +597,7 @@ impl BufferPool {
                 } else {
                     self.replacer.accessed(f);
                 }
-                if !create && count {
+                if !create && access != Access::Uncounted {
                     self.stats.add(Metric::buffer_hits, 1);
                     self.count_rel(id.rel, true);
                 }
