@@ -575,6 +575,12 @@ fn put_log_header(
     }
 }
 
+/// Where the first record of a log whose header is at `off` starts: after the header's
+/// space ([`LOG_HEADER_SPACE_BYTES`]), TRX_UNDO_LOG_START.
+fn log_start(off: usize) -> u16 {
+    (off + LOG_HEADER_SPACE_BYTES) as u16
+}
+
 /// A log header for transaction `trx_id` at offset `off`, after the log at `prev_log`.
 fn log_header(trx_id: u64, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] {
     let mut h = [0u8; LOG_HEADER_BYTES];
@@ -582,8 +588,7 @@ fn log_header(trx_id: u64, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] 
     h[LOG_PREV_LOG..LOG_PREV_LOG + 2].copy_from_slice(&prev_log.to_le_bytes());
     h[LOG_HIST_PREV..LOG_HIST_PREV + 6].copy_from_slice(&FilAddr::NULL.encode());
     h[LOG_HIST_NEXT..LOG_HIST_NEXT + 6].copy_from_slice(&FilAddr::NULL.encode());
-    let start = (off + LOG_HEADER_SPACE_BYTES) as u16;
-    h[LOG_START..LOG_START + 2].copy_from_slice(&start.to_le_bytes());
+    h[LOG_START..LOG_START + 2].copy_from_slice(&log_start(off).to_le_bytes());
     h
 }
 
@@ -1106,12 +1111,7 @@ impl UndoSpace {
             put_log_header(&mut g, &mut w, off, &log_header(trx_id, off, prev_log));
             put(&mut g, &mut w, SEG_STATE, &state::ACTIVE.to_le_bytes());
             put(&mut g, &mut w, SEG_LAST_LOG, &(off as u16).to_le_bytes());
-            put(
-                &mut g,
-                &mut w,
-                OFF_LOWER,
-                &((off + LOG_HEADER_SPACE_BYTES) as u16).to_le_bytes(),
-            );
+            put(&mut g, &mut w, OFF_LOWER, &log_start(off).to_le_bytes());
             self.log_writes(&mut [&mut g], &[(false, w)])?;
             self.counters
                 .segments_reused
@@ -1145,12 +1145,7 @@ impl UndoSpace {
         sh[at(SEG_LAST_PAGE)..at(SEG_LAST_PAGE) + 4].copy_from_slice(&p.to_le_bytes());
         put_forced(&mut g, &mut wg, SEG_STATE, &sh);
         put_forced(&mut g, &mut wg, off, &log_header(trx_id, off, 0));
-        put_forced(
-            &mut g,
-            &mut wg,
-            OFF_LOWER,
-            &((off + LOG_HEADER_SPACE_BYTES) as u16).to_le_bytes(),
-        );
+        put_forced(&mut g, &mut wg, OFF_LOWER, &log_start(off).to_le_bytes());
         let mut wh = WriteLog::default();
         put(&mut h, &mut wh, rseg::slot_offset(slot), &p.to_le_bytes());
         self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (true, wg)])?;
