@@ -5,7 +5,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use mvcclab_engine::buffer::ReplacerConfig;
-use mvcclab_engine::device::{Device, MemDevice, Nvme, NvmeConfig};
+use mvcclab_engine::device::{Device, MemDevice, Nvme, NvmeConfig, Throttle, ThrottleConfig};
 use mvcclab_engine::page::PageId;
 use mvcclab_engine::stats::{Metric, Stats};
 use mvcclab_engine::{Storage, StorageConfig};
@@ -93,5 +93,22 @@ fn accounting(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, hit_path, accounting);
+/// Service time of one request on a device with a fixed latency: how close the throttle's
+/// wait comes to the latency it models (the figures in docs/benchmarks.md).
+fn throttle(c: &mut Criterion) {
+    let mut g = c.benchmark_group("throttle_serve");
+    for latency_us in [20u64, 75, 200] {
+        let t = Throttle::new(&ThrottleConfig {
+            latency_us: Some(latency_us),
+            ..Default::default()
+        })
+        .unwrap();
+        g.bench_function(format!("latency_{latency_us}us"), |b| {
+            b.iter(|| t.serve(false, 4096, 1))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, hit_path, accounting, throttle);
 criterion_main!(benches);

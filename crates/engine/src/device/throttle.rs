@@ -8,8 +8,15 @@
 //! service. The calling thread sleeps until that completion time. A transfer of N MiB at
 //! B MiB/s therefore never completes in less than N/B seconds, whatever the thread count.
 //!
-//! `std::thread::sleep` may oversleep by tens of microseconds; the model is a lower bound
-//! on service time, not a cycle-exact emulator.
+//! # Waiting precisely
+//! A plain `std::thread::sleep` overshoots by the thread's timer slack (50 µs by default on
+//! Linux, prctl(2) `PR_SET_TIMERSLACK`) plus the wake-up delay: on the 2-core CI machine a
+//! 20 µs request took 104 µs and a 75 µs one 161 µs, which made every latency under a few
+//! hundred µs a different, slower device (docs/benchmarks.md, "Device throttle").
+//! [`wait_until`] therefore sets the waiting thread's timer slack to 1 ns once, sleeps
+//! until [`SPIN_MARGIN`] before the deadline and yields the CPU in a loop for the rest. A
+//! request still never completes early; it may complete late by a scheduling delay when
+//! both cores are busy, as a real completion would wait for a CPU too.
 
 use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
@@ -115,13 +122,49 @@ impl Throttle {
         };
         let waves = n.div_ceil(want) as u32;
         let done = channel_done + Duration::from_micros(self.cfg.latency_us.unwrap_or(0)) * waves;
-        let now = Instant::now();
-        if done > now {
-            std::thread::sleep(done - now);
-        }
+        wait_until(done);
         *self.free_slots.lock() += want;
         self.slot_freed.notify_all();
         start.elapsed().as_micros() as u64
+    }
+}
+
+/// How long before a deadline [`wait_until`] stops sleeping and starts yielding: above
+/// the wake-up overshoot with a 1 ns timer slack (20–35 µs measured on the CI machine).
+pub const SPIN_MARGIN: Duration = Duration::from_micros(50);
+
+thread_local! {
+    static FINE_TIMER_SLACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Blocks the calling thread until `deadline`, returning no earlier and, when a core is
+/// free, within a few µs after (module doc, "Waiting precisely"). The first call on a
+/// thread sets its timer slack to 1 ns (Linux prctl(2) `PR_SET_TIMERSLACK`; where that
+/// fails the wait is as precise as plain sleeping).
+// The engine's one unsafe block (lib.rs denies unsafe code): a libc call with no pointers.
+#[allow(unsafe_code)]
+pub fn wait_until(deadline: Instant) {
+    FINE_TIMER_SLACK.with(|set| {
+        if !set.get() {
+            // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument and changes
+            // only the calling thread's timer slack; no memory is passed.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+            }
+            set.set(true);
+        }
+    });
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        let left = deadline - now;
+        if left > SPIN_MARGIN {
+            std::thread::sleep(left - SPIN_MARGIN);
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -168,5 +211,16 @@ mod tests {
         // 4 requests through 2 slots: 2 waves of 2 ms.
         t.serve(false, 4 * 4096, 4);
         assert!(start.elapsed() >= Duration::from_millis(4));
+    }
+
+    #[test]
+    fn a_wait_never_returns_before_its_deadline() {
+        for us in [0u64, 1, 10, 49, 50, 51, 120, 700] {
+            let deadline = Instant::now() + Duration::from_micros(us);
+            wait_until(deadline);
+            assert!(Instant::now() >= deadline, "{us} µs wait returned early");
+        }
+        // A deadline in the past returns at once.
+        wait_until(Instant::now() - Duration::from_millis(1));
     }
 }
