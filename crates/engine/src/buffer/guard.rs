@@ -76,7 +76,10 @@ impl WritePageGuard<'_> {
     }
     /// The page bytes for change; marks the page dirty.
     pub fn data_mut(&mut self) -> &mut [u8] {
-        self.frame_ref().dirty.store(true, Ordering::Release);
+        if !self.frame_ref().dirty.swap(true, Ordering::AcqRel) {
+            // bufmgr.c `MarkBufferDirty`: dirtying a clean buffer costs vacuum 20.
+            super::vacuum_cost::charge(super::vacuum_cost::Charge::Dirty);
+        }
         self.data.as_mut().expect("held until drop")
     }
     /// The page LSN.

@@ -71,6 +71,7 @@ mod lru_midpoint;
 mod pool;
 mod replacer;
 pub mod strategy;
+pub mod vacuum_cost;
 
 pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
 pub use doublewrite::Doublewrite;

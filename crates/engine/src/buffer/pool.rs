@@ -600,6 +600,7 @@ impl BufferPool {
                 if !create && access != Access::Uncounted {
                     self.stats.add(Metric::buffer_hits, 1);
                     self.count_rel(id.rel, true);
+                    super::vacuum_cost::charge(super::vacuum_cost::Charge::Hit);
                 }
                 return Ok((f, true));
             }
@@ -635,6 +636,7 @@ impl BufferPool {
                         self.replacer.loaded(f);
                         self.stats.add(Metric::buffer_misses, 1);
                         self.count_rel(id.rel, false);
+                        super::vacuum_cost::charge(super::vacuum_cost::Charge::Miss);
                     }
                     return Ok((f, false));
                 }

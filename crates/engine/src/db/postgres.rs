@@ -7,6 +7,7 @@ use super::{
     Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableList, TableRelations,
 };
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
+use crate::buffer::vacuum_cost::with_cost_delay;
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::DesignConfig;
 use crate::device::file_ids;
@@ -98,8 +99,9 @@ impl Inner {
 
     /// One autovacuum worker's visit to the database (autovacuum.c `do_autovacuum`): each
     /// table is vacuumed, then analyzed, as `relation_needs_vacanalyze` decides from the
-    /// counters at the start of its turn.
-    fn autovacuum_round(&self) -> Result<()> {
+    /// counters at the start of its turn. Both run with the cost-based delay
+    /// ([`crate::buffer::vacuum_cost`]), its balance reset per table (vacuum.c `vacuum`).
+    fn autovacuum_round(&self, stop: &Arc<StopSignal>) -> Result<()> {
         for t in self.tables.all() {
             let s = t.counters.snapshot();
             let ins = t.counters.n_ins_since_vacuum.load(Ordering::Relaxed).max(0) as u64;
@@ -108,14 +110,17 @@ impl Inner {
                 .vacuum
                 .needs_analyze(s.n_live_tup, s.n_mod_since_analyze);
             let _c = enter(Cause::Vacuum);
-            if vacuum {
-                t.vacuum(&self.tm, &self.vacuum)?;
-                t.counters.autovacuum_count.fetch_add(1, Ordering::Relaxed);
-            }
-            if analyze {
-                t.analyze(&self.tm)?;
-                t.counters.autoanalyze_count.fetch_add(1, Ordering::Relaxed);
-            }
+            with_cost_delay(self.vacuum.cost, stop, || -> Result<()> {
+                if vacuum {
+                    t.vacuum(&self.tm, &self.vacuum)?;
+                    t.counters.autovacuum_count.fetch_add(1, Ordering::Relaxed);
+                }
+                if analyze {
+                    t.analyze(&self.tm)?;
+                    t.counters.autoanalyze_count.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            })?;
         }
         Ok(())
     }
@@ -228,7 +233,7 @@ impl PostgresEngine {
                         }
                         sleep = nap;
                         let Some(inner) = weak.upgrade() else { return };
-                        if let Err(e) = inner.autovacuum_round() {
+                        if let Err(e) = inner.autovacuum_round(&stop) {
                             eprintln!("autovacuum stopped: {e}");
                             return;
                         }

@@ -19,6 +19,7 @@ use super::tuple::{HeaderRead, Tid};
 use super::visibility::{satisfies_vacuum, VacuumStatus};
 use crate::buffer::log_change;
 use crate::buffer::strategy::{with_ring, RingKind};
+use crate::buffer::vacuum_cost;
 use crate::error::Result;
 use crate::mvcc::TransactionManager;
 use crate::page::{flags, set_flags, PageId};
@@ -52,6 +53,11 @@ pub struct VacuumConfig {
     pub analyze_scale_factor: f64,
     /// Dead TIDs held before an index pass (maintenance_work_mem 64 MiB / 6 bytes).
     pub max_dead_tids: usize,
+    /// Cost-based delay of the autovacuum worker's VACUUM and ANALYZE
+    /// ([`crate::buffer::vacuum_cost`]; manual ones run without it, as with
+    /// `vacuum_cost_delay` 0).
+    #[serde(default)]
+    pub cost: crate::buffer::vacuum_cost::VacuumCost,
 }
 
 impl Default for VacuumConfig {
@@ -66,6 +72,7 @@ impl Default for VacuumConfig {
             analyze_threshold: default_analyze_threshold(),
             analyze_scale_factor: default_analyze_scale_factor(),
             max_dead_tids: (64 << 20) / 6,
+            cost: Default::default(),
         }
     }
 }
@@ -147,6 +154,8 @@ impl HeapTable {
                 block += run;
                 continue;
             }
+            // vacuumlazy.c `lazy_scan_heap`: a delay point per block, before its read.
+            vacuum_cost::delay_point();
             self.vacuum_scan_page(tm, block, &mut dead, &mut rep)?;
             block += 1;
             if dead.len() >= cfg.max_dead_tids {
@@ -259,6 +268,8 @@ impl HeapTable {
                 i += 1;
             }
             let id = PageId::new(self.heap_rel, block);
+            // vacuumlazy.c `lazy_vacuum_heap_rel`: a delay point per block.
+            vacuum_cost::delay_point();
             let mut g = self.pool().fetch_write(id)?;
             let mut freed = Vec::new();
             for &off in &offs {
