@@ -15,6 +15,11 @@
 //! members LP_UNUSED; if live members remain, the root becomes LP_REDIRECT to the first one
 //! and the dead heap-only members LP_UNUSED. A dead tuple that is not HOT-updated becomes
 //! LP_DEAD. Then the page is defragmented (`PageRepairFragmentation`).
+//!
+//! Deciding ([`plan_prune`]) reads the page only; applying ([`apply_prune`]) changes it. A
+//! page with nothing to change (no line pointer, hint bit, `pd_prune_xid` or PD_PAGE_FULL)
+//! is not dirtied, as `heap_page_prune` leaves such a buffer clean: no write, and no
+//! vacuum cost for dirtying it.
 
 use super::page::{self as hp, ItemId, LpState};
 use super::tuple::{HeaderRead, Tid};
@@ -85,14 +90,32 @@ pub fn set_prunable(page: &mut [u8], xid: Xid) {
     }
 }
 
-/// heap_page_prune: decides and applies the pruning of one page (exclusively locked by the
-/// caller, with no other pin). Returns what changed; the caller WAL-logs it.
-pub fn prune_page(
-    page: &mut [u8],
-    id: PageId,
-    oldest_xmin: Xid,
-    tm: &TransactionManager,
-) -> PruneResult {
+/// What [`plan_prune`] decided for one page: the changes and the page's new
+/// `pd_prune_xid` (the oldest xmax still pending, or invalid).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PrunePlan {
+    /// The line pointer changes and hint bits.
+    pub result: PruneResult,
+    /// `pd_prune_xid` after pruning.
+    pub new_prune_xid: Xid,
+}
+
+impl PrunePlan {
+    /// True when applying the plan changes the page in any way: line pointers, hint bits,
+    /// `pd_prune_xid` or PD_PAGE_FULL (pruneheap.c `heap_page_prune` dirties the buffer
+    /// only then: `MarkBufferDirty` for a prune, `MarkBufferDirtyHint` for the rest).
+    pub fn changes(&self, page: &[u8]) -> bool {
+        self.result.changed()
+            || !self.result.hints.is_empty()
+            || aux(page) != self.new_prune_xid
+            || flags(page) & hp::PD_PAGE_FULL != 0
+    }
+}
+
+/// heap_page_prune, deciding part: what pruning one page (exclusively locked by the
+/// caller, with no other pin) would change, read from the page without touching it.
+/// [`apply_prune`] makes the changes; the caller WAL-logs them.
+pub fn plan_prune(page: &[u8], id: PageId, oldest_xmin: Xid, tm: &TransactionManager) -> PrunePlan {
     let n = hp::max_offset(page);
     let mut res = PruneResult::default();
     let mut marked = vec![false; n as usize + 1];
@@ -119,14 +142,6 @@ pub fn prune_page(
                     status[off as usize] = Some(st);
                 }
             }
-        }
-    }
-    // Hint bits learned above: the page is exclusively locked, so set them now.
-    for &(off, h) in &res.hints {
-        if let Ok(lp) = hp::item_id(page, off, id) {
-            let t = hp::tuple_mut(page, lp);
-            let m = t.infomask() | h;
-            super::tuple::set_infomask(t, m);
         }
     }
     for root in 1..=n {
@@ -228,10 +243,25 @@ pub fn prune_page(
             res.redirected.push((root, chain[ld + 1]));
         }
     }
-    execute(page, &res);
-    set_aux(page, new_prune_xid);
+    PrunePlan {
+        result: res,
+        new_prune_xid,
+    }
+}
+
+/// heap_page_prune, applying part: sets the plan's hint bits (the page is exclusively
+/// locked), executes its line pointer changes, sets `pd_prune_xid` and clears PD_PAGE_FULL.
+pub fn apply_prune(page: &mut [u8], id: PageId, plan: &PrunePlan) {
+    for &(off, h) in &plan.result.hints {
+        if let Ok(lp) = hp::item_id(page, off, id) {
+            let t = hp::tuple_mut(page, lp);
+            let m = t.infomask() | h;
+            super::tuple::set_infomask(t, m);
+        }
+    }
+    execute(page, &plan.result);
+    set_aux(page, plan.new_prune_xid);
     set_flags(page, flags(page) & !hp::PD_PAGE_FULL);
-    res
 }
 
 /// heap_page_prune_execute: applies a prune result to the page (also what redo does).
@@ -254,4 +284,66 @@ pub fn execute(page: &mut [u8], res: &PruneResult) {
         hp::set_item_id(page, o, ItemId::UNUSED);
     }
     hp::repair_fragmentation(page);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::heap::tuple as ht;
+
+    /// A page with one tuple inserted by `xmin` (committed), hinted or not.
+    fn page_with_tuple(xmin: Xid, hinted: bool) -> (Vec<u8>, PageId) {
+        let id = PageId::new(16384, 0);
+        let mut p = vec![0u8; 8192];
+        hp::init(&mut p);
+        let mask = if hinted { ht::HEAP_XMIN_COMMITTED } else { 0 };
+        hp::add_tuple(&mut p, &ht::build(xmin, 0, 1, None, &[7u8; 16], mask)).unwrap();
+        (p, id)
+    }
+
+    #[test]
+    fn a_page_with_nothing_to_prune_is_left_untouched() {
+        let tm = TransactionManager::new();
+        let p = tm.begin();
+        let x = tm.assign_xid(p);
+        tm.end(p, true);
+        let (page, id) = page_with_tuple(x, true);
+        let plan = plan_prune(&page, id, tm.oldest_xmin(), &tm);
+        assert!(!plan.changes(&page), "{plan:?}");
+        // An unhinted committed insert: setting the hint is a change (MarkBufferDirtyHint).
+        let (page, id) = page_with_tuple(x, false);
+        let plan = plan_prune(&page, id, tm.oldest_xmin(), &tm);
+        assert!(plan.changes(&page) && !plan.result.changed(), "{plan:?}");
+    }
+
+    #[test]
+    fn a_committed_delete_is_pruned_by_the_plan_and_applied() {
+        let tm = TransactionManager::new();
+        let (ins, del) = (tm.begin(), tm.begin());
+        let x = tm.assign_xid(ins);
+        tm.end(ins, true);
+        let d = tm.assign_xid(del);
+        let (mut page, id) = page_with_tuple(x, true);
+        {
+            let lp = hp::item_id(&page, 1, id).unwrap();
+            let t = hp::tuple_mut(&mut page, lp);
+            ht::set_xmax(t, d);
+            let m = t.infomask() & !ht::HEAP_XMAX_INVALID;
+            ht::set_infomask(t, m);
+        }
+        set_prunable(&mut page, d);
+        // Still running: nothing is removable; the plan leaves the page as it is.
+        let plan = plan_prune(&page, id, tm.oldest_xmin(), &tm);
+        assert!(!plan.result.changed());
+        tm.end(del, true);
+        let plan = plan_prune(&page, id, tm.oldest_xmin(), &tm);
+        assert_eq!(plan.result.now_dead, vec![1]);
+        assert_eq!(plan.new_prune_xid, INVALID_XID);
+        let before = page.clone();
+        assert!(plan.changes(&page));
+        assert_eq!(page, before, "planning does not touch the page");
+        apply_prune(&mut page, id, &plan);
+        assert_eq!(hp::item_id(&page, 1, id).unwrap().state, LpState::Dead);
+        assert_eq!(aux(&page), INVALID_XID);
+    }
 }

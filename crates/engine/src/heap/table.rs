@@ -4,7 +4,7 @@
 
 use super::fsm::FreeSpaceMap;
 use super::page::{self as hp, maxalign, LpState};
-use super::prune::{prune_page, set_prunable, should_prune};
+use super::prune::{apply_prune, plan_prune, set_prunable, should_prune};
 use super::tuple::{self as ht, HeaderRead, Tid};
 use super::visibility::{
     satisfies_dirty, satisfies_mvcc, satisfies_update, satisfies_vacuum, DirtyStatus, UpdateStatus,
@@ -344,11 +344,14 @@ impl HeapTable {
         oldest: Xid,
     ) -> Result<u64> {
         let id = g.page_id();
-        let before = (crate::page::aux(g.data()), flags(g.data()));
-        let res = prune_page(g.data_mut(), id, oldest, tm);
-        if !res.changed()
-            && (!res.hints.is_empty() || before != (crate::page::aux(g.data()), flags(g.data())))
-        {
+        let plan = plan_prune(g.data(), id, oldest, tm);
+        if !plan.changes(g.data()) {
+            // Nothing to change: the buffer is not dirtied (heap_page_prune).
+            return Ok(0);
+        }
+        apply_prune(g.data_mut(), id, &plan);
+        let res = plan.result;
+        if !res.changed() {
             // Only hints changed (hint bits, pd_prune_xid, PD_PAGE_FULL): heap_page_prune
             // then calls MarkBufferDirtyHint, which logs a full-page image at the page's
             // first change since the checkpoint, so that a torn write of it is repairable.
