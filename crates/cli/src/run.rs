@@ -268,7 +268,7 @@ pub fn open_database(
 ) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
     let mut cfg = DatabaseConfig::new(design.clone());
     let page = design.page_size.bytes() as u64;
-    cfg.storage.buffer_pool.frames = (c.buffer_pool / page).max(16) as usize;
+    cfg.storage.buffer_pool.frames = design.buffer_pool_frames(c.buffer_pool);
     cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
     cfg.storage.nvme.compression = c.compression;
     cfg.storage.nvme.throttle = ThrottleConfig {

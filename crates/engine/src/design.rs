@@ -245,11 +245,47 @@ pub struct DesignConfig {
     pub purge_resets_trx_id: bool,
 }
 
+/// Bytes of InnoDB's block descriptor (`sizeof(buf_block_t)`) that come out of the buffer
+/// pool's own memory. Not printed by the server; bounded by measurement: MariaDB 10.11.19
+/// reports `Innodb_buffer_pool_pages_total` 507, 1,014 and 4,056 for 8, 16 and 64 MiB of
+/// 16 KiB pages, which holds for any size from 130 to 161 bytes.
+pub const INNODB_BLOCK_DESCRIPTOR_BYTES: u64 = 160;
+
+/// InnoDB's allocation unit of the buffer pool on 64-bit platforms
+/// (`innodb_buffer_pool_extent_size`, buf0buf.h): 8 MiB.
+const INNODB_POOL_EXTENT_BYTES: u64 = 8 << 20;
+
 impl DesignConfig {
     /// The B-tree merge threshold as [`crate::btree::BTreeConfig::merge_threshold_pct`]
     /// takes it (`None` for 0).
     pub fn merge_threshold_pct(&self) -> Option<u8> {
         (self.btree_merge_threshold > 0).then_some(self.btree_merge_threshold)
+    }
+
+    /// Page frames of a buffer pool of `pool_bytes` (at least 16).
+    ///
+    /// - `lru_midpoint` (InnoDB's pool): the block descriptors live at the start of each
+    ///   8 MiB extent, in frames of their own (MariaDB 10.11 buf0buf.cc `first_page`,
+    ///   `pages_in_extent`, `buf_pool_t::get_n_blocks`): an extent of 16 KiB pages holds
+    ///   `8 MiB / (16 KiB + 160)` = 507 frames, not 512, and a partial extent its pages
+    ///   minus the same 5. So `--buffer-pool 8MiB` gives the innodb preset the 507 frames
+    ///   of MariaDB's `innodb_buffer_pool_size=8M`.
+    /// - `clock_sweep` (PostgreSQL): `shared_buffers` counts the buffers alone; their
+    ///   descriptors are allocated beside them (buf_init.c `BufferManagerShmemSize`), so
+    ///   8 MiB is 1,024 buffers of 8 KiB.
+    pub fn buffer_pool_frames(&self, pool_bytes: u64) -> usize {
+        let page = self.page_size.bytes() as u64;
+        let frames = match self.buffer_replacement {
+            BufferReplacement::ClockSweep => pool_bytes / page,
+            BufferReplacement::LruMidpoint => {
+                let ext = INNODB_POOL_EXTENT_BYTES;
+                let first = ext / page - ext / (page + INNODB_BLOCK_DESCRIPTOR_BYTES);
+                let full = pool_bytes / ext * (ext / page - first);
+                let partial = ((pool_bytes % ext) / page).saturating_sub(first);
+                full + partial
+            }
+        };
+        frames.max(16) as usize
     }
 }
 
@@ -414,6 +450,21 @@ impl DesignConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn innodb_pools_lose_their_descriptor_frames_as_mariadb_reports() {
+        let inno = DesignConfig::innodb();
+        // Innodb_buffer_pool_pages_total of MariaDB 10.11.19 for 8, 16 and 64 MiB.
+        for (mib, pages) in [(8u64, 507usize), (16, 1_014), (64, 4_056)] {
+            assert_eq!(inno.buffer_pool_frames(mib << 20), pages, "{mib} MiB");
+        }
+        // A partial extent: its 256 pages minus the 5 descriptor frames.
+        assert_eq!(inno.buffer_pool_frames(12 << 20), 507 + 251);
+        // PostgreSQL's shared_buffers: every byte is buffers.
+        assert_eq!(DesignConfig::postgres().buffer_pool_frames(8 << 20), 1_024);
+        // Tiny pools keep the floor of 16 frames.
+        assert_eq!(inno.buffer_pool_frames(64 << 10), 16);
+    }
 
     #[test]
     fn presets_file_matches_the_documented_table() {
