@@ -47,6 +47,9 @@
 //!    its misses' frames from the ring first and raises a hit page's usage count only to 1;
 //!    a ring frame is reused by the same eviction path as a victim (written first when
 //!    dirty).
+//! 6. A thread running autovacuum's work with the cost-based delay
+//!    ([`vacuum_cost::with_cost_delay`]) is charged for each hit, miss and clean page it
+//!    makes dirty, and sleeps at its delay points, never while it holds a page latch.
 //!
 //! # Locking
 //! Lock order: page-table partition → frame content lock; never two partitions at once;
