@@ -29,10 +29,15 @@
 //!    cleanup lock (exclusive lock, no other pin).
 //! 4. Vacuum: scan (prune, collect LP_DEAD items) → delete their entries from every index →
 //!    mark the line pointers unused; set the visibility map for pages all visible. Its reads
-//!    go through a 256 KiB buffer ring (`BAS_VACUUM`).
-//! 5. ANALYZE ([`analyze`]): a sample of up to 30,000 heap blocks read through the same
-//!    ring; it sets the live and dead row estimates and resets `n_mod_since_analyze`.
-//! 6. A writer that meets a row changed by a running transaction waits for it (xid wait,
+//!    go through a 256 KiB buffer ring (`BAS_VACUUM`). Its snapshot holds back no one's
+//!    horizon (PostgreSQL's `PROC_IN_VACUUM`).
+//! 5. ANALYZE (`analyze`): a sample of up to 30,000 heap blocks read through the same
+//!    ring; it sets the live and dead row estimates and resets `n_mod_since_analyze`. It
+//!    holds a snapshot from start to end, so nothing deleted since it started can be pruned
+//!    until it ends.
+//! 6. Autovacuum's VACUUM and ANALYZE run with the cost-based delay
+//!    ([`crate::buffer::vacuum_cost`]); manual ones do not.
+//! 7. A writer that meets a row changed by a running transaction waits for it (xid wait,
 //!    with deadlock detection); afterwards, at read committed it follows `t_ctid` to the
 //!    newest version and re-checks the key (EvalPlanQual); at repeatable read it fails with
 //!    a serialization failure.
