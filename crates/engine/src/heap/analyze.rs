@@ -110,15 +110,23 @@ impl HeapTable {
         tm: &TransactionManager,
         while_held: impl FnOnce(),
     ) -> Result<AnalyzeReport> {
+        /// Ends ANALYZE's transaction however the pass ends (an error or a panic too), so
+        /// that its xmin never outlives it. No xid was assigned: ending it only removes
+        /// its snapshot.
+        struct Snap<'a>(&'a TransactionManager, crate::mvcc::ProcId);
+        impl Drop for Snap<'_> {
+            fn drop(&mut self) {
+                self.0.end(self.1, true);
+            }
+        }
         let page_bytes = self.pool().store().page_size().bytes();
-        let proc = tm.begin();
-        tm.snapshot(proc);
+        let snap = Snap(tm, tm.begin());
+        tm.snapshot(snap.1);
         let rep = with_ring(RingKind::Vacuum, page_bytes, || self.analyze_in_ring(tm));
         if rep.is_ok() {
             while_held();
         }
-        // No xid was assigned: ending the transaction only removes its snapshot.
-        tm.end(proc, true);
+        drop(snap);
         rep
     }
 
