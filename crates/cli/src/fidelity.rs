@@ -264,6 +264,39 @@ pub fn version_switches(real: &RunReport, set: &[String]) -> Vec<String> {
     out
 }
 
+/// Notes for a set of runs in which a real server ran beside a preset of its family (same
+/// table layout) without the switches that make the preset model that server's version
+/// ([`version_switches`]): one line per such preset run, naming the server, its version
+/// and the `--set` that models it. `compare` prints them; `fidelity` applies the switches
+/// itself, since it runs each server before its preset.
+pub fn version_notes(runs: &[RunReport]) -> Vec<String> {
+    let mut out = Vec::new();
+    for real in runs.iter().filter(|r| r.server.is_some()) {
+        let version = real.server.as_ref().map_or("", |s| s.version.as_str());
+        for sw in version_switches(real, &[]) {
+            let Some((name, value)) = sw.split_once('=') else {
+                continue;
+            };
+            for preset in runs
+                .iter()
+                .filter(|r| r.server.is_none() && r.design.table_layout == real.design.table_layout)
+            {
+                if preset.design.switch_value(name).ok().as_deref() != Some(value) {
+                    out.push(format!(
+                        "note: {} ran {version}, which {} models with --set {sw}; the {} run \
+                         had {name}={}",
+                        real.design.name,
+                        preset.design.name,
+                        preset.design.name,
+                        preset.design.switch_value(name).unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether server version `v` (as `SELECT VERSION()` gives it, e.g.
 /// `10.11.14-MariaDB-0+deb12u2`) is a MariaDB 10.11 up to 10.11.14.
 fn mariadb_purge_resets_trx_id(v: &str) -> bool {
@@ -572,6 +605,35 @@ mod tests {
     }
 
     const SAMPLE: &str = include_str!("../tests/data/run_report.json");
+
+    #[test]
+    fn compare_notes_a_preset_run_without_its_servers_version_switches() {
+        let mut inno: RunReport = serde_json::from_str(SAMPLE).unwrap();
+        inno.design = mvcclab_engine::design::DesignConfig::innodb();
+        inno.server = None;
+        let mut maria = inno.clone();
+        maria.design.name = "real:mariadb".into();
+        let mut server = mvcclab_servers::ServerInfo {
+            version: "10.11.14-MariaDB-0+deb12u2".into(),
+            ..Default::default()
+        };
+        maria.server = Some(server.clone());
+        let mut pg = inno.clone();
+        pg.design = mvcclab_engine::design::DesignConfig::postgres();
+        let notes = version_notes(&[pg, inno.clone(), maria.clone()]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("10.11.14") && notes[0].contains("--set purge_resets_trx_id=on"),
+            "{notes:?}"
+        );
+        // With the switch on, or against a current server, nothing to say.
+        let mut on = inno.clone();
+        on.design.purge_resets_trx_id = true;
+        assert!(version_notes(&[on, maria.clone()]).is_empty());
+        server.version = "10.11.19-MariaDB-0+deb12u1".into();
+        maria.server = Some(server);
+        assert!(version_notes(&[inno, maria]).is_empty());
+    }
 
     #[test]
     fn mariadb_up_to_10_11_14_resets_trx_ids_in_purge() {

@@ -763,7 +763,12 @@ pub fn run_specs(command: &str, specs: &[RunSpec], c: &CommonArgs) -> Result<Rep
     check_common(c, specs)?;
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;
-    Ok(Report::new(command, run_specs_with(specs, c, &ctl)?))
+    let runs = run_specs_with(specs, c, &ctl)?;
+    // A preset beside a server version it models only with a switch (fidelity sets it).
+    for note in crate::fidelity::version_notes(&runs) {
+        status(c.out.quiet, &note);
+    }
+    Ok(Report::new(command, runs))
 }
 
 /// The runs of [`run_specs`] under a caller's Ctrl-C control (flags already checked).
