@@ -281,14 +281,12 @@ pub fn version_notes(runs: &[RunReport]) -> Vec<String> {
                 .iter()
                 .filter(|r| r.server.is_none() && r.design.table_layout == real.design.table_layout)
             {
-                if preset.design.switch_value(name).ok().as_deref() != Some(value) {
+                let had = preset.design.switch_value(name).unwrap_or_default();
+                if had != value {
                     out.push(format!(
                         "note: {} ran {version}, which {} models with --set {sw}; the {} run \
-                         had {name}={}",
-                        real.design.name,
-                        preset.design.name,
-                        preset.design.name,
-                        preset.design.switch_value(name).unwrap_or_default()
+                         had {name}={had}",
+                        real.design.name, preset.design.name, preset.design.name,
                     ));
                 }
             }

@@ -428,13 +428,7 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
-        let again = self.is_held(id);
-        let access = if again {
-            Access::Uncounted
-        } else {
-            Access::Counted
-        };
-        let (f, hit) = self.pin_counted(id, false, access)?;
+        let (f, hit) = self.pin_counted(id, false, self.held_access(id))?;
         HELD.with(|h| h.set(Some((self.id(), f, id))));
         Ok(self.read_guard(f, id, hit))
     }
@@ -455,6 +449,17 @@ impl BufferPool {
     /// True when page `id` of this pool is this thread's held buffer.
     fn is_held(&self, id: PageId) -> bool {
         HELD.with(|h| matches!(h.get(), Some((p, _, i)) if p == self.id() && i == id))
+    }
+
+    /// How a pin of `id` by a caller working on its scan's held buffer counts: not at all
+    /// when `id` is that buffer (`ReleaseAndReadBuffer` returns the buffer it holds), else
+    /// as an access.
+    fn held_access(&self, id: PageId) -> Access {
+        if self.is_held(id) {
+            Access::Uncounted
+        } else {
+            Access::Counted
+        }
     }
 
     /// Pins and exclusively locks page `id`, reading it on a miss.
@@ -493,12 +498,7 @@ impl BufferPool {
     ///
     /// Errors: as [`BufferPool::fetch_read`].
     pub fn try_fetch_write_held(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
-        let access = if self.is_held(id) {
-            Access::Uncounted
-        } else {
-            Access::Counted
-        };
-        self.try_fetch_write_counted(id, access)
+        self.try_fetch_write_counted(id, self.held_access(id))
     }
 
     fn try_fetch_write_counted(

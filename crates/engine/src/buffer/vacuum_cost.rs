@@ -27,7 +27,8 @@
 //!
 //! # State
 //! Thread-local: the settings and stop signal of the cost-delayed work running on this
-//! thread (none outside [`with_cost_delay`]) and its balance. Nothing is shared, so nothing
+//! thread (none outside [`with_cost_delay`]; the settings double as the "active" flag) and
+//! its balance. Nothing is shared, so nothing
 //! is locked; a delay point sleeps on the stop signal, and once the signal is raised it no
 //! longer sleeps (the work finishes at full speed, as close as mvcclab comes to
 //! PostgreSQL's worker being terminated).
@@ -67,14 +68,12 @@ impl Default for VacuumCost {
     }
 }
 
-struct Active {
-    cost: VacuumCost,
-    stop: Arc<StopSignal>,
-}
-
 thread_local! {
-    static ACTIVE: RefCell<Option<Active>> = const { RefCell::new(None) };
-    static ON: Cell<bool> = const { Cell::new(false) };
+    /// The settings of the cost-delayed work running on this thread (`None` outside
+    /// [`with_cost_delay`]): the one flag [`charge`] tests.
+    static ACTIVE: Cell<Option<VacuumCost>> = const { Cell::new(None) };
+    /// Its stop signal, set with `ACTIVE`.
+    static STOP: RefCell<Option<Arc<StopSignal>>> = const { RefCell::new(None) };
     static BALANCE: Cell<u64> = const { Cell::new(0) };
 }
 
@@ -83,22 +82,17 @@ thread_local! {
 /// each table). A `cost` whose delay or limit is 0 runs `f` without delay. Nested calls use
 /// the outer settings.
 pub fn with_cost_delay<R>(cost: VacuumCost, stop: &Arc<StopSignal>, f: impl FnOnce() -> R) -> R {
-    if cost.autovacuum_delay_us == 0 || cost.limit == 0 || ON.with(Cell::get) {
+    if cost.autovacuum_delay_us == 0 || cost.limit == 0 || ACTIVE.with(Cell::get).is_some() {
         return f();
     }
-    ACTIVE.with(|a| {
-        *a.borrow_mut() = Some(Active {
-            cost,
-            stop: stop.clone(),
-        })
-    });
+    STOP.with(|s| *s.borrow_mut() = Some(stop.clone()));
     BALANCE.with(|b| b.set(0));
-    ON.with(|o| o.set(true));
+    ACTIVE.with(|a| a.set(Some(cost)));
     struct Off;
     impl Drop for Off {
         fn drop(&mut self) {
-            ON.with(|o| o.set(false));
-            ACTIVE.with(|a| *a.borrow_mut() = None);
+            ACTIVE.with(|a| a.set(None));
+            STOP.with(|s| *s.borrow_mut() = None);
         }
     }
     let _off = Off;
@@ -119,25 +113,22 @@ pub(crate) enum Charge {
 /// Adds an access to this thread's balance when the delay is active (bufmgr.c). Cheap
 /// when it is not: one thread-local flag.
 pub(crate) fn charge(c: Charge) {
-    if !ON.with(Cell::get) {
+    let Some(cost) = ACTIVE.with(Cell::get) else {
         return;
-    }
-    let n = ACTIVE.with(|a| {
-        a.borrow().as_ref().map_or(0, |a| match c {
-            Charge::Hit => a.cost.page_hit,
-            Charge::Miss => a.cost.page_miss,
-            Charge::Dirty => a.cost.page_dirty,
-        })
-    });
+    };
+    let n = match c {
+        Charge::Hit => cost.page_hit,
+        Charge::Miss => cost.page_miss,
+        Charge::Dirty => cost.page_dirty,
+    };
     BALANCE.with(|b| b.set(b.get() + n as u64));
 }
 
 /// This thread's balance (0 when the delay is not active).
 pub fn balance() -> u64 {
-    if ON.with(Cell::get) {
-        BALANCE.with(Cell::get)
-    } else {
-        0
+    match ACTIVE.with(Cell::get) {
+        Some(_) => BALANCE.with(Cell::get),
+        None => 0,
     }
 }
 
@@ -146,26 +137,23 @@ pub fn balance() -> u64 {
 /// Returns the nap taken (zero when none; a sleep never ends early, it may end late by the
 /// scheduler's delay, as `pg_usleep` does). Call it where no page latch is held.
 pub fn delay_point() -> Duration {
-    if !ON.with(Cell::get) {
+    let Some(cost) = ACTIVE.with(Cell::get) else {
+        return Duration::ZERO;
+    };
+    let bal = BALANCE.with(Cell::get);
+    if bal < cost.limit as u64 {
         return Duration::ZERO;
     }
-    let bal = BALANCE.with(Cell::get);
-    let (nap, stop) = match ACTIVE.with(|a| {
-        a.borrow().as_ref().and_then(|a| {
-            (bal >= a.cost.limit as u64).then(|| {
-                let us = (a.cost.autovacuum_delay_us * bal / a.cost.limit as u64)
-                    .min(a.cost.autovacuum_delay_us * 4);
-                (Duration::from_micros(us), a.stop.clone())
-            })
-        })
-    }) {
-        Some(v) => v,
-        None => return Duration::ZERO,
-    };
     BALANCE.with(|b| b.set(0));
+    let Some(stop) = STOP.with(|s| s.borrow().clone()) else {
+        return Duration::ZERO;
+    };
     if stop.is_raised() {
         return Duration::ZERO;
     }
+    let nap_us =
+        (cost.autovacuum_delay_us * bal / cost.limit as u64).min(cost.autovacuum_delay_us * 4);
+    let nap = Duration::from_micros(nap_us);
     stop.sleep(nap);
     nap
 }
