@@ -290,7 +290,7 @@ fn some_row() -> Row {
 /// Runs every decoder that reads a page of this type; all must give Ok or Corrupted.
 fn decode_page(c: &Corpus, id: PageId, p: &[u8]) -> std::result::Result<(), TestCaseError> {
     let def = &c.def;
-    let pk_types = def.column_types(&def.primary_key).unwrap();
+    let pk_types = def.key_columns(&def.primary_key).unwrap();
     match page_type(p) {
         PAGE_TYPE_HEAP => {
             let _ = (raw::free_space(p), raw::heap_free_space(p));
@@ -581,7 +581,7 @@ proptest! {
         ok_or_bad(&r)?;
         if let Ok(u) = r {
             ok_or_bad(&apply_delta(&c.def, &mut some_row(), &u.delta))?;
-            let pk_types = c.def.column_types(&c.def.primary_key).unwrap();
+            let pk_types = c.def.key_columns(&c.def.primary_key).unwrap();
             let _ = decode_key(&pk_types, &u.pk);
         }
     }

@@ -136,7 +136,10 @@ fn indexed_update_delete_marks_one_secondary_entry_and_inserts_one() {
     tx.commit().unwrap();
     let after = entries(&secondary(&db, t));
     assert_eq!(after.len(), before.len() + 1, "one entry inserted");
-    let marked: Vec<_> = after.iter().filter(|(_, v)| v == &vec![1u8]).collect();
+    let marked: Vec<_> = after
+        .iter()
+        .filter(|(_, v)| v == &vec![mvcclab_engine::catalog::COMPACT_DELETED_FLAG])
+        .collect();
     assert_eq!(marked.len(), 1, "one entry delete-marked");
     let mut r = db.begin();
     assert_eq!(
@@ -423,6 +426,40 @@ fn reinsert_over_a_delete_marked_record_and_rollback_restore_versions() {
         r.get_by_index(t, 0, &[Value::Integer(44)]).unwrap().len(),
         1
     );
+}
+
+/// The page bytes a row takes in the innodb preset's leaves, against InnoDB's: the
+/// clustered record is InnoDB's 208 bytes (4 of its header as the B-tree entry header),
+/// plus the 4-byte key copy and a 2-byte slot; the k_1 entry is InnoDB's 13-byte record
+/// plus its slot.
+#[test]
+fn innodb_leaf_entries_take_innodbs_record_bytes_plus_key_copy_and_slot() {
+    let db = open_db(DesignConfig::innodb(), 1024);
+    let t = load(&db, 50);
+    let geo = BTreeConfig::innodb().geometry();
+    let clustered = BTree::open(
+        db.storage().pool().clone(),
+        db.relations(t).unwrap().table,
+        BTreeConfig::innodb(),
+    )
+    .unwrap();
+    let rows = entries(&clustered);
+    assert_eq!(rows.len(), 50);
+    for (k, v) in &rows {
+        // INTEGER NOT NULL: 4 key bytes, no tag.
+        assert_eq!(k.len(), 4);
+        // 208 bytes in InnoDB (5 header + 2 lengths + 4 + 6 + 7 + 4 + 120 + 60) less the
+        // 4 page-layer header bytes.
+        assert_eq!(v.len(), 204);
+        assert_eq!(geo.space(k.len() + v.len()), 208 + 4 + 2);
+    }
+    let sec = entries(&secondary(&db, t));
+    assert_eq!(sec.len(), 50);
+    for (k, v) in &sec {
+        // k then id, 4 bytes each; the value is the info byte (delete mark).
+        assert_eq!((k.len(), v.as_slice()), (8, &[0u8][..]));
+        assert_eq!(geo.space(k.len() + v.len()), 13 + 2);
+    }
 }
 
 #[test]

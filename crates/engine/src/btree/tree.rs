@@ -81,13 +81,20 @@ impl BTreeConfig {
         }
     }
 
-    /// InnoDB's accounting: 5-byte record header, no alignment, about 2 bytes of page
-    /// directory per record, 15/16 fill on ascending inserts, whole keys in node pointers,
-    /// leaves merged below half a page (MERGE_THRESHOLD 50).
+    /// InnoDB's accounting: no alignment, 2 bytes of page directory per record (InnoDB
+    /// has one 2-byte slot per 4 to 8 records, page0page.h `PAGE_DIR_SLOT_MAX_N_OWNED`),
+    /// 15/16 fill on ascending inserts, whole keys in node pointers, leaves merged below
+    /// half a page (MERGE_THRESHOLD 50).
+    ///
+    /// The entry header is the 4-byte length pair. It stands for the 4 bytes of InnoDB's
+    /// 5-byte record header (`REC_N_NEW_EXTRA_BYTES`) that the page layer uses (heap_no and
+    /// status, 2; next-record offset, 2); the fifth, the info bits with the delete mark,
+    /// is the first byte of the value: of the COMPACT record in the clustered index, of the
+    /// 1-byte value of a secondary entry (`clustered::table`).
     pub fn innodb() -> Self {
         BTreeConfig {
             rightmost_fill_pct: 94,
-            entry_header_bytes: 5,
+            entry_header_bytes: 4,
             entry_align: 1,
             slot_bytes: 2,
             suffix_truncation: false,

@@ -17,11 +17,12 @@
 //! | offset         | bytes          | field                                                   |
 //! |----------------|----------------|---------------------------------------------------------|
 //! | 0              | 1              | info bits (high nibble: 0x20 delete mark) | n_owned (low) |
-//! | 1              | 2              | heap_no << 3 | status, big-endian (page layer; 0 here)  |
-//! | 3              | 2              | next record offset, big-endian (page layer; 0 here)     |
-//! | 5              | ceil(nullable/8)| NULL bitmap: bit i % 8 of byte i / 8 set = i-th nullable |
+//! | (page layer)   | (4)            | heap_no << 3 | status (2), next record offset (2): not  |
+//! |                |                |   stored in the record; the B-tree's 4-byte entry       |
+//! |                |                |   header stands for them                                |
+//! | 1              | ceil(nullable/8)| NULL bitmap: bit i % 8 of byte i / 8 set = i-th nullable |
 //! |                |                |   field is NULL (none if no field is nullable)          |
-//! | 5 + N          | 1 or 2 each    | lengths of the non-NULL variable-length fields, in      |
+//! | 1 + N          | 1 or 2 each    | lengths of the non-NULL variable-length fields, in      |
 //! |                |                |   field order: 1 byte if len < 128 or max ≤ 255 bytes,  |
 //! |                |                |   else 0x80 | len >> 8, then len & 0xFF (len < 16384)   |
 //! | origin         | ...            | fields: NULLs take nothing                              |
@@ -43,6 +44,15 @@
 //! needed) and the delete mark is always byte 0. Sizes and contents are InnoDB's; only the
 //! order of the extra bytes differs.
 //!
+//! **Where the header's page-layer bytes are.** Four of the 5 header bytes
+//! (`REC_N_NEW_EXTRA_BYTES`) serve InnoDB's page layer: the record's heap number and status,
+//! and the offset of the next record in key order. The B-tree here finds and orders its
+//! entries through its slot array and describes each with a 4-byte entry header (the key and
+//! value lengths, [`crate::btree::BTreeConfig::innodb`]); those 4 bytes stand for the 4 of
+//! InnoDB, and the stored record keeps only the info-bits byte
+//! ([`REC_STORED_HEADER_BYTES`]). A record on a page thus takes InnoDB's bytes, not 4 more.
+//! [`compact_index_record_bytes`] gives the size InnoDB's page layer would see.
+//!
 //! Size rules worth knowing:
 //! - A length byte exists only for a non-NULL variable-length field. CHAR in a multi-byte
 //!   charset (utf8mb4) is variable-length in InnoDB (`dict_col_get_fixed_size` is 0 when
@@ -59,7 +69,8 @@
 //!
 //! Example, sysbench `sbtest` (`id INTEGER, k INTEGER, c CHAR(120), pad CHAR(60)`, all
 //! NOT NULL, ASCII): lengths of c (120 < 128: 1 byte) and pad (1 byte), no NULL bitmap,
-//! 5 header bytes, id 4, DB_TRX_ID 6, DB_ROLL_PTR 7, k 4, c 120, pad 60: 208 bytes.
+//! 5 header bytes, id 4, DB_TRX_ID 6, DB_ROLL_PTR 7, k 4, c 120, pad 60: 208 bytes in
+//! InnoDB, of which the record stores 204 (the info byte of the header, then the rest).
 //!
 //! A secondary-index record has the same layout over the index's columns followed by the
 //! primary key columns not among them ([`TableDef::secondary_record_columns`]), without
@@ -70,8 +81,12 @@ use super::{ColumnType, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC}
 use crate::error::{Error, Result};
 use std::ops::Range;
 
-/// Bytes of the fixed record header of a COMPACT record (`REC_N_NEW_EXTRA_BYTES`).
+/// Bytes of the fixed record header of a COMPACT record in InnoDB (`REC_N_NEW_EXTRA_BYTES`).
 pub const REC_N_NEW_EXTRA_BYTES: usize = 5;
+/// Bytes of that header a stored record keeps: the info bits (delete mark). The other 4
+/// (heap number and status, next-record offset) belong to the page layer, whose B-tree
+/// entry header stands for them (module doc).
+pub const REC_STORED_HEADER_BYTES: usize = 1;
 /// The delete-mark bit in byte 0 of a record (`REC_INFO_DELETED_FLAG`).
 pub const COMPACT_DELETED_FLAG: u8 = 0x20;
 /// Info bits other than the delete mark; none of them is valid in a leaf record
@@ -297,8 +312,9 @@ fn encode_fields(
             }
         }
     }
-    let mut rec = Vec::with_capacity(REC_N_NEW_EXTRA_BYTES + nulls.len() + lens.len() + data.len());
-    rec.extend_from_slice(&[0u8; REC_N_NEW_EXTRA_BYTES]);
+    let mut rec =
+        Vec::with_capacity(REC_STORED_HEADER_BYTES + nulls.len() + lens.len() + data.len());
+    rec.extend_from_slice(&[0u8; REC_STORED_HEADER_BYTES]);
     rec.extend_from_slice(&nulls);
     rec.extend_from_slice(&lens);
     rec.extend_from_slice(&data);
@@ -318,12 +334,6 @@ fn rec_offsets(def: &TableDef, fields: &[Field], rec: &[u8]) -> Result<Vec<Optio
     let Some(&info) = rec.first() else {
         return Err(corrupt(def, "empty record"));
     };
-    if rec.len() < REC_N_NEW_EXTRA_BYTES {
-        return Err(corrupt(
-            def,
-            format_args!("{} bytes, shorter than the 5-byte header", rec.len()),
-        ));
-    }
     if info & INFO_BITS_OTHER != 0 {
         return Err(corrupt(
             def,
@@ -337,9 +347,9 @@ fn rec_offsets(def: &TableDef, fields: &[Field], rec: &[u8]) -> Result<Vec<Optio
         .iter()
         .filter(|f| matches!(f, Field::Col(c) if def.columns[*c].nullable))
         .count();
-    let nulls_end = REC_N_NEW_EXTRA_BYTES + n_nullable.div_ceil(8);
+    let nulls_end = REC_STORED_HEADER_BYTES + n_nullable.div_ceil(8);
     let nulls = rec
-        .get(REC_N_NEW_EXTRA_BYTES..nulls_end)
+        .get(REC_STORED_HEADER_BYTES..nulls_end)
         .ok_or_else(|| corrupt(def, "record ends inside the NULL bitmap"))?;
     if n_nullable % 8 != 0 && nulls[nulls.len() - 1] >> (n_nullable % 8) != 0 {
         return Err(corrupt(
@@ -533,16 +543,16 @@ pub fn decode_compact(def: &TableDef, rec: &[u8]) -> Result<(Row, u64, u64)> {
     Ok((r.row, r.trx_id, r.roll_ptr))
 }
 
-/// Whether a COMPACT record (clustered or secondary) is delete-marked (byte 0,
+/// Whether a stored COMPACT record is delete-marked (byte 0, the info bits,
 /// `REC_INFO_DELETED_FLAG`).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is shorter than the 5-byte header.
+/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
 pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
     match rec.first() {
-        Some(&b) if rec.len() >= REC_N_NEW_EXTRA_BYTES => Ok(b & COMPACT_DELETED_FLAG != 0),
-        _ => Err(Error::Corrupted {
-            what: format!("InnoDB COMPACT record of {} bytes has no header", rec.len()),
+        Some(&b) => Ok(b & COMPACT_DELETED_FLAG != 0),
+        None => Err(Error::Corrupted {
+            what: "InnoDB COMPACT record of 0 bytes has no header".into(),
         }),
     }
 }
@@ -551,7 +561,7 @@ pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
 /// `btr_rec_set_deleted` does (the record's size does not change).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is shorter than the 5-byte header.
+/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
 pub fn set_compact_delete_mark(rec: &mut [u8], marked: bool) -> Result<()> {
     compact_delete_mark(rec)?;
     if marked {
@@ -611,8 +621,9 @@ pub fn set_compact_system_columns(
     Ok(())
 }
 
-/// Size in bytes of a COMPACT index record over `columns` of `row` (header, NULL bitmap of
-/// the nullable ones, lengths, fields), as InnoDB's `rec_get_converted_size_comp` gives it.
+/// Size in bytes of a COMPACT index record over `columns` of `row` in InnoDB (the whole
+/// 5-byte header, NULL bitmap of the nullable ones, lengths, fields), as InnoDB's
+/// `rec_get_converted_size_comp` gives it.
 /// For a secondary index pass [`TableDef::secondary_record_columns`]; e.g. sysbench's
 /// `k_1 (k)` with primary key `id`: 5 + 4 + 4 = 13 bytes. Excludes the page directory
 /// (about 2 bytes per 4–8 records).
@@ -623,5 +634,6 @@ pub fn set_compact_system_columns(
 pub fn compact_index_record_bytes(def: &TableDef, columns: &[usize], row: &Row) -> Result<usize> {
     def.column_types(columns)?;
     let fields: Vec<Field> = columns.iter().map(|&c| Field::Col(c)).collect();
-    Ok(encode_fields(def, &fields, row, 0, 0)?.len())
+    let stored = encode_fields(def, &fields, row, 0, 0)?.len();
+    Ok(stored - REC_STORED_HEADER_BYTES + REC_N_NEW_EXTRA_BYTES)
 }

@@ -4,17 +4,27 @@
 //! The format is mvcclab's own (neither engine stores keys this way: PostgreSQL compares
 //! index tuples with the type's comparison function, InnoDB with `cmp_dtuple_rec`); the
 //! order is PostgreSQL's for `COLLATE "C"`, ascending, NULLS LAST. A key is the
-//! concatenation of its columns:
+//! concatenation of its columns ([`KeyColumn`]: a type, and whether the column may hold
+//! NULL):
 //!
 //! ```text
 //! | bytes     | field                                                                  |
 //! |-----------|------------------------------------------------------------------------|
-//! | 1         | tag: 0x01 = value follows, 0x02 = NULL (sorts after every value)       |
+//! | 0 or 1    | tag, nullable columns only: 0x01 = value follows, 0x02 = NULL (sorts   |
+//! |           | after every value; nothing follows)                                    |
 //! | 4         | integer: big-endian, sign bit flipped                                  |
 //! | 8         | bigint, timestamp (µs since 2000-01-01): big-endian, sign bit flipped  |
 //! | 2+        | char(n): the value without trailing blanks, escaped, then terminated   |
 //! | 2+        | varchar(n): the value's bytes, escaped, then terminated                |
 //! ```
+//! A NOT NULL column has no tag, as neither engine spends a byte on it: an InnoDB record
+//! holds a NULL bitmap only for its nullable fields (rem0rec.cc
+//! `rec_get_converted_size_comp_prefix_low`), a PostgreSQL index tuple one only when a key
+//! is NULL (indextuple.c `index_form_tuple`, `INDEX_NULL_MASK`). The B-tree pages thus hold
+//! an `INTEGER NOT NULL` key in its 4 bytes, as the real engines do. Every key of one index
+//! has the same columns, so the tags (or their absence) line up and byte order stays SQL
+//! order.
+//!
 //! Text escaping: every 0x00 byte becomes `0x00 0xFF`; the terminator is `0x00 0x01`. A
 //! prefix thus sorts before its extensions, and UTF-8 byte order is code-point order
 //! (PostgreSQL `varstr_cmp` under the C collation: `memcmp`, then length; MariaDB
@@ -31,6 +41,31 @@
 use super::value::{check_value, pad_char};
 use super::{ColumnType, Row, TableDef, Value};
 use crate::error::{Error, Result};
+
+/// One column of a key: its type, and whether it may hold NULL (only such a column carries
+/// a tag byte in the encoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyColumn {
+    /// The column's type.
+    pub ty: ColumnType,
+    /// Whether the column may hold NULL.
+    pub nullable: bool,
+}
+
+impl KeyColumn {
+    /// A NOT NULL column of type `ty` (no tag byte).
+    pub fn not_null(ty: ColumnType) -> KeyColumn {
+        KeyColumn {
+            ty,
+            nullable: false,
+        }
+    }
+
+    /// A nullable column of type `ty` (a tag byte before each value).
+    pub fn nullable(ty: ColumnType) -> KeyColumn {
+        KeyColumn { ty, nullable: true }
+    }
+}
 
 /// Tag byte of a non-NULL key column.
 pub const KEY_NOT_NULL: u8 = 0x01;
@@ -49,17 +84,26 @@ fn put_escaped(bytes: &[u8], out: &mut Vec<u8>) {
 }
 
 fn encode_pairs<'a>(
-    pairs: impl Iterator<Item = (ColumnType, &'a Value)>,
+    pairs: impl Iterator<Item = (KeyColumn, &'a Value)>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    for (k, (ty, v)) in pairs.enumerate() {
+    for (k, (col, v)) in pairs.enumerate() {
+        let ty = col.ty;
         if v.is_null() {
+            if !col.nullable {
+                return Err(Error::InvalidValue(format!(
+                    "key column {} is NOT NULL and was given NULL",
+                    k + 1
+                )));
+            }
             out.push(KEY_NULL);
             continue;
         }
         check_value(ty, v, false)
             .map_err(|p| Error::InvalidValue(format!("key column {}: {p}", k + 1)))?;
-        out.push(KEY_NOT_NULL);
+        if col.nullable {
+            out.push(KEY_NOT_NULL);
+        }
         match v {
             Value::Integer(x) => out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
             Value::BigInt(x) | Value::Timestamp(x) => {
@@ -82,9 +126,9 @@ fn encode_pairs<'a>(
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming the key column (1-based) if the counts differ, a value is
-/// not of its type's kind, or a text is longer than the type allows; `out` is then left as
-/// it was.
-pub fn encode_key(types: &[ColumnType], values: &[Value], out: &mut Vec<u8>) -> Result<()> {
+/// not of its type's kind, a text is longer than the type allows, or a NOT NULL column is
+/// given NULL; `out` is then left as it was.
+pub fn encode_key(types: &[KeyColumn], values: &[Value], out: &mut Vec<u8>) -> Result<()> {
     if types.len() != values.len() {
         return Err(Error::InvalidValue(format!(
             "key of {} columns given {} values",
@@ -107,7 +151,7 @@ pub fn encode_key(types: &[ColumnType], values: &[Value], out: &mut Vec<u8>) -> 
 /// [`Error::Catalog`] for a position that is not a column; [`Error::InvalidValue`] if the
 /// row does not have one value per column or a value does not fit its type.
 pub fn key_of(def: &TableDef, columns: &[usize], row: &Row) -> Result<Vec<u8>> {
-    let types = def.column_types(columns)?;
+    let types = def.key_columns(columns)?;
     def.check_width(row)?;
     let mut out = Vec::with_capacity(columns.len() * 9);
     encode_pairs(
@@ -145,22 +189,26 @@ fn take<const N: usize>(bytes: &[u8], pos: &mut usize) -> Result<[u8; N]> {
 /// # Errors
 /// [`Error::Corrupted`] for a bad tag, a truncated value, a bad escape, invalid UTF-8, a text
 /// longer than its type, or a CHAR encoding that keeps trailing blanks. Never panics.
-pub fn decode_key_prefix(types: &[ColumnType], bytes: &[u8]) -> Result<(Vec<Value>, usize)> {
+pub fn decode_key_prefix(types: &[KeyColumn], bytes: &[u8]) -> Result<(Vec<Value>, usize)> {
     let mut pos = 0;
     let mut values = Vec::with_capacity(types.len());
-    for &ty in types {
-        let tag_at = pos;
-        let tag = *bytes
-            .get(pos)
-            .ok_or_else(|| corrupt(pos, "key ends before a column"))?;
-        pos += 1;
-        match tag {
-            KEY_NULL => {
-                values.push(Value::Null);
-                continue;
+    for &col in types {
+        let ty = col.ty;
+        if pos >= bytes.len() {
+            return Err(corrupt(pos, "key ends before a column"));
+        }
+        if col.nullable {
+            let tag_at = pos;
+            let tag = bytes[pos];
+            pos += 1;
+            match tag {
+                KEY_NULL => {
+                    values.push(Value::Null);
+                    continue;
+                }
+                KEY_NOT_NULL => {}
+                t => return Err(corrupt(tag_at, format_args!("bad tag {t:#04x}"))),
             }
-            KEY_NOT_NULL => {}
-            t => return Err(corrupt(tag_at, format_args!("bad tag {t:#04x}"))),
         }
         let v = match ty {
             ColumnType::Integer => Value::Integer(
@@ -221,7 +269,7 @@ pub fn decode_key_prefix(types: &[ColumnType], bytes: &[u8]) -> Result<(Vec<Valu
 ///
 /// # Errors
 /// As [`decode_key_prefix`], and [`Error::Corrupted`] if bytes remain after the last column.
-pub fn decode_key(types: &[ColumnType], bytes: &[u8]) -> Result<Vec<Value>> {
+pub fn decode_key(types: &[KeyColumn], bytes: &[u8]) -> Result<Vec<Value>> {
     let (values, used) = decode_key_prefix(types, bytes)?;
     if used != bytes.len() {
         return Err(corrupt(

@@ -28,7 +28,9 @@
 //! pad CHAR(60)`, all NOT NULL, ASCII text): the PostgreSQL heap data is
 //! 4 + 4 + (1 + 120) + (1 + 60) = 190 bytes behind a 24-byte tuple header; the InnoDB
 //! clustered record is 2 length bytes + 5 header + 4 (id) + 6 (DB_TRX_ID) +
-//! 7 (DB_ROLL_PTR) + 4 (k) + 120 + 60 = 208 bytes.
+//! 7 (DB_ROLL_PTR) + 4 (k) + 120 + 60 = 208 bytes, stored as 204 because 4 header bytes
+//! belong to the page layer (the B-tree entry header stands for them; see
+//! `compact_format`).
 //!
 //! Text is UTF-8 (PostgreSQL server encoding UTF8; MariaDB utf8mb4). Comparison is by code
 //! point (PostgreSQL `COLLATE "C"`; MariaDB `utf8mb4_bin`), CHAR comparisons ignore trailing
@@ -78,14 +80,16 @@ pub use compact_format::{
     compact_delete_mark, compact_index_record_bytes, compact_system_columns, decode_compact,
     decode_compact_record, encode_compact, set_compact_delete_mark, set_compact_system_columns,
     CompactRecord, COMPACT_DELETED_FLAG, DB_ROLL_PTR_BYTES, DB_TRX_ID_BYTES, MAX_ROLL_PTR,
-    MAX_TRX_ID, REC_N_NEW_EXTRA_BYTES,
+    MAX_TRX_ID, REC_N_NEW_EXTRA_BYTES, REC_STORED_HEADER_BYTES,
 };
 pub use delta_format::{apply_delta, encode_delta, UNIV_SQL_NULL};
 pub use heap_format::{
     decode_heap, encode_heap, maxalign, pg_index_tuple_bytes, HeapTupleData, MAXIMUM_ALIGNOF,
     SIZEOF_HEAP_TUPLE_HEADER, SIZEOF_INDEX_TUPLE_HEADER,
 };
-pub use key::{decode_key, decode_key_prefix, encode_key, key_of, KEY_NOT_NULL, KEY_NULL};
+pub use key::{
+    decode_key, decode_key_prefix, encode_key, key_of, KeyColumn, KEY_NOT_NULL, KEY_NULL,
+};
 pub use value::{
     format_timestamp, timestamp_in_domain, ColumnType, Value, MARIADB_TIMESTAMP_MAX_UNIX_SECS,
     MARIADB_TIMESTAMP_MIN_UNIX_SECS, PG_EPOCH_UNIX_SECS, USECS_PER_SEC, UTF8MB4_MAX_BYTES_PER_CHAR,
@@ -473,26 +477,45 @@ impl TableDef {
             )));
         }
         let mut out = Vec::new();
-        encode_key(&self.column_types(columns)?, values, &mut out)?;
+        encode_key(&self.key_columns(columns)?, values, &mut out)?;
         Ok(out)
     }
 
-    /// Column types of `columns`, for [`encode_key`] and [`decode_key`].
+    /// The key columns (type and nullability) of `columns`, for [`encode_key`] and
+    /// [`decode_key`].
+    ///
+    /// # Errors
+    /// [`Error::Catalog`] if a position is not a column of the table.
+    pub fn key_columns(&self, columns: &[usize]) -> Result<Vec<KeyColumn>> {
+        columns
+            .iter()
+            .map(|&c| {
+                self.column(c).map(|col| KeyColumn {
+                    ty: col.ty,
+                    nullable: col.nullable,
+                })
+            })
+            .collect()
+    }
+
+    fn column(&self, c: usize) -> Result<&Column> {
+        self.columns.get(c).ok_or_else(|| {
+            Error::Catalog(format!(
+                "table \"{}\" has {} columns; there is no column at position {c}",
+                self.name,
+                self.columns.len()
+            ))
+        })
+    }
+
+    /// Column types of `columns`.
     ///
     /// # Errors
     /// [`Error::Catalog`] if a position is not a column of the table.
     pub fn column_types(&self, columns: &[usize]) -> Result<Vec<ColumnType>> {
         columns
             .iter()
-            .map(|&c| {
-                self.columns.get(c).map(|col| col.ty).ok_or_else(|| {
-                    Error::Catalog(format!(
-                        "table \"{}\" has {} columns; there is no column at position {c}",
-                        self.name,
-                        self.columns.len()
-                    ))
-                })
-            })
+            .map(|&c| self.column(c).map(|col| col.ty))
             .collect()
     }
 }

@@ -82,12 +82,21 @@ fn sbtest_row_in_innodb_compact_is_208_bytes() {
     let def = sbtest();
     let row = sbtest_row();
     let rec = encode_compact(&def, &row, 0x1234, 0x0001_0000_0000_0110).unwrap();
-    assert_eq!(rec.len(), 2 + 5 + 4 + 6 + 7 + 4 + 120 + 60);
-    assert_eq!(rec.len(), 208);
-    // Header, then the lengths of c and pad (no NULL bitmap: nothing is nullable).
-    assert_eq!(&rec[5..7], &[120, 60]);
+    // InnoDB's 208 bytes less the 4 page-layer header bytes the B-tree entry header holds.
+    assert_eq!(rec.len(), 2 + 1 + 4 + 6 + 7 + 4 + 120 + 60);
+    assert_eq!(
+        rec.len() + REC_N_NEW_EXTRA_BYTES - REC_STORED_HEADER_BYTES,
+        208
+    );
+    assert_eq!(
+        compact_index_record_bytes(&def, &[0, 1, 2, 3], &row).unwrap(),
+        208 - 13,
+        "the same fields less DB_TRX_ID and DB_ROLL_PTR"
+    );
+    // The info byte, then the lengths of c and pad (no NULL bitmap: nothing is nullable).
+    assert_eq!(&rec[1..3], &[120, 60]);
     // id = 1, big-endian with the sign bit flipped, right at the origin.
-    assert_eq!(&rec[7..11], &[0x80, 0, 0, 1]);
+    assert_eq!(&rec[3..7], &[0x80, 0, 0, 1]);
     let (back, trx, roll) = decode_compact(&def, &rec).unwrap();
     assert_eq!(back, def.normalize_row(&row));
     assert_eq!((trx, roll), (0x1234, 0x0001_0000_0000_0110));
@@ -233,9 +242,9 @@ fn compact_char_in_utf8mb4_keeps_at_least_n_bytes() {
         ("ab", "ab   "),
     ] {
         let rec = encode_compact(&def, &vec![Value::Integer(1), Value::text(v)], 0, 0).unwrap();
-        // 5 header + 1 length + 4 id + 13 system + field.
-        assert_eq!(rec.len(), 5 + 1 + 4 + 13 + stored.len(), "{v:?}");
-        assert_eq!(rec[5] as usize, stored.len());
+        // info byte + 1 length + 4 id + 13 system + field.
+        assert_eq!(rec.len(), 1 + 1 + 4 + 13 + stored.len(), "{v:?}");
+        assert_eq!(rec[1] as usize, stored.len());
         assert_eq!(&rec[rec.len() - stored.len()..], stored.as_bytes());
         let (row, _, _) = decode_compact(&def, &rec).unwrap();
         assert_eq!(row[1], Value::Text(super::value::pad_char(v, 5)));
@@ -262,11 +271,11 @@ fn compact_two_byte_lengths_and_null_bitmap() {
     let rec = encode_compact(&def, &row, 1, 2).unwrap();
     let nulls = 2; // 9 nullable columns
     let lens = 1 + 2 + 1;
-    assert_eq!(rec.len(), 5 + nulls + lens + 4 + 13 + 127 + 128 + 189);
+    assert_eq!(rec.len(), 1 + nulls + lens + 4 + 13 + 127 + 128 + 189);
     // NULL bitmap: nullable fields 2..=8 are NULL (bit set = NULL, unlike PostgreSQL).
-    assert_eq!(&rec[5..7], &[0b1111_1100, 0b1]);
+    assert_eq!(&rec[1..3], &[0b1111_1100, 0b1]);
     // Lengths in field order: 127; 0x80 | 0, 128; 189.
-    assert_eq!(&rec[7..11], &[127, 0x80, 128, 189]);
+    assert_eq!(&rec[3..7], &[127, 0x80, 128, 189]);
     let back = decode_compact_record(&def, &rec).unwrap();
     assert_eq!(back.row, row);
     assert_eq!(
@@ -284,13 +293,13 @@ fn compact_fixed_fields_are_memcmp_ordered() {
     ]);
     let row = vec![Value::BigInt(-1), Value::Integer(-2), ts(1_700_000_000)];
     let rec = encode_compact(&def, &row, MAX_TRX_ID, MAX_ROLL_PTR).unwrap();
-    // No nullable or variable-length field: header and fields only.
-    assert_eq!(rec.len(), 5 + 8 + 13 + 4 + 4);
-    assert_eq!(&rec[5..13], &0x7FFF_FFFF_FFFF_FFFFu64.to_be_bytes());
-    assert_eq!(&rec[13..19], &[0xFF; 6]);
-    assert_eq!(&rec[19..26], &[0xFF; 7]);
-    assert_eq!(&rec[26..30], &0x7FFF_FFFEu32.to_be_bytes());
-    assert_eq!(&rec[30..34], &1_700_000_000u32.to_be_bytes());
+    // No nullable or variable-length field: the info byte and fields only.
+    assert_eq!(rec.len(), 1 + 8 + 13 + 4 + 4);
+    assert_eq!(&rec[1..9], &0x7FFF_FFFF_FFFF_FFFFu64.to_be_bytes());
+    assert_eq!(&rec[9..15], &[0xFF; 6]);
+    assert_eq!(&rec[15..22], &[0xFF; 7]);
+    assert_eq!(&rec[22..26], &0x7FFF_FFFEu32.to_be_bytes());
+    assert_eq!(&rec[26..30], &1_700_000_000u32.to_be_bytes());
     assert_eq!(decode_compact(&def, &rec).unwrap().0, row);
     assert!(matches!(
         encode_compact(&def, &row, MAX_TRX_ID + 1, 0),
@@ -316,7 +325,7 @@ fn compact_delete_mark_and_system_columns_in_place() {
     set_compact_delete_mark(&mut rec, false).unwrap();
     assert!(!compact_delete_mark(&rec).unwrap());
     assert!(matches!(
-        set_compact_delete_mark(&mut [0u8; 4], true),
+        set_compact_delete_mark(&mut [], true),
         Err(Error::Corrupted { .. })
     ));
 }
@@ -522,6 +531,14 @@ fn lookups_and_indexed_columns() {
         vec![ColumnType::Char(60), ColumnType::Integer]
     );
     assert!(def.column_types(&[4]).is_err());
+    assert_eq!(
+        def.key_columns(&[3, 0]).unwrap(),
+        vec![
+            KeyColumn::not_null(ColumnType::Char(60)),
+            KeyColumn::not_null(ColumnType::Integer)
+        ]
+    );
+    assert!(def.key_columns(&[4]).is_err());
 }
 
 #[test]
@@ -552,33 +569,50 @@ fn definitions_serialize() {
 
 #[test]
 fn key_errors_leave_the_buffer_alone() {
+    let int = KeyColumn::not_null(ColumnType::Integer);
     let mut out = vec![9];
     let r = encode_key(
-        &[ColumnType::Integer, ColumnType::Integer],
+        &[int, int],
         &[Value::Integer(1), Value::text("x")],
         &mut out,
     );
     assert!(matches!(r, Err(Error::InvalidValue(m)) if m.contains("key column 2")));
     assert_eq!(out, vec![9]);
-    assert!(encode_key(&[ColumnType::Char(2)], &[Value::text("abc")], &mut out).is_err());
-    assert!(encode_key(&[ColumnType::Integer], &[], &mut out).is_err());
-    // CHAR keys ignore trailing blanks; decode pads them back.
+    let char2 = KeyColumn::not_null(ColumnType::Char(2));
+    assert!(encode_key(&[char2], &[Value::text("abc")], &mut out).is_err());
+    assert!(encode_key(&[int], &[], &mut out).is_err());
+    // NULL in a NOT NULL key column is refused, naming the column.
+    let r = encode_key(&[int, int], &[Value::Integer(1), Value::Null], &mut out);
+    assert!(matches!(r, Err(Error::InvalidValue(m)) if m.contains("key column 2 is NOT NULL")));
+    assert_eq!(out, vec![9]);
+    // CHAR keys ignore trailing blanks; decode pads them back. A NOT NULL column has no tag.
+    let char4 = KeyColumn::not_null(ColumnType::Char(4));
     let (mut a, mut b) = (Vec::new(), Vec::new());
-    encode_key(&[ColumnType::Char(4)], &[Value::text("ab")], &mut a).unwrap();
-    encode_key(&[ColumnType::Char(4)], &[Value::text("ab  ")], &mut b).unwrap();
+    encode_key(&[char4], &[Value::text("ab")], &mut a).unwrap();
+    encode_key(&[char4], &[Value::text("ab  ")], &mut b).unwrap();
     assert_eq!(a, b);
-    assert_eq!(a, vec![KEY_NOT_NULL, b'a', b'b', 0, 1]);
-    assert_eq!(
-        decode_key(&[ColumnType::Char(4)], &a).unwrap(),
-        vec![Value::text("ab  ")]
-    );
-    // key_of over the primary key, and a decode with a suffix left over.
+    assert_eq!(a, vec![b'a', b'b', 0, 1]);
+    assert_eq!(decode_key(&[char4], &a).unwrap(), vec![Value::text("ab  ")]);
+    // A nullable column has its tag: 0x01 then the value, or 0x02 alone.
+    let nint = KeyColumn::nullable(ColumnType::Integer);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    encode_key(&[nint], &[Value::Integer(-1)], &mut a).unwrap();
+    encode_key(&[nint], &[Value::Null], &mut b).unwrap();
+    assert_eq!(a, vec![KEY_NOT_NULL, 0x7F, 0xFF, 0xFF, 0xFF]);
+    assert_eq!(b, vec![KEY_NULL]);
+    assert!(a < b, "NULL sorts last");
+    // key_of over the primary key: sbtest's (k, id) is 4 + 4 bytes, as in InnoDB's record;
+    // and a decode with a suffix left over.
     let def = sbtest();
     let k = key_of(&def, &[1, 0], &sbtest_row()).unwrap();
-    assert_eq!(k.len(), 10);
-    let (v, used) = decode_key_prefix(&[ColumnType::Integer], &k).unwrap();
-    assert_eq!((v, used), (vec![Value::Integer(4992)], 5));
-    assert!(decode_key(&[ColumnType::Integer], &k).is_err());
+    assert_eq!(k.len(), 8);
+    let (v, used) = decode_key_prefix(&[int], &k).unwrap();
+    assert_eq!((v, used), (vec![Value::Integer(4992)], 4));
+    assert!(decode_key(&[int], &k).is_err());
+    assert!(matches!(
+        decode_key(&[int, int], &k[..4]),
+        Err(Error::Corrupted { .. })
+    ));
 }
 
 #[test]
@@ -598,7 +632,7 @@ fn decoders_refuse_what_is_not_modelled() {
         .to_string();
     assert!(m.contains("compressed"), "{m}");
     // An InnoDB length with the external flag (0x40) is an off-page column.
-    let mut rec = vec![0, 0, 0, 0, 0, 0xC0, 20];
+    let mut rec = vec![0, 0xC0, 20];
     rec.extend_from_slice(&[0u8; 4 + 13 + 20]);
     let m = decode_compact(&def, &rec).unwrap_err().to_string();
     assert!(m.contains("off page"), "{m}");
@@ -658,7 +692,8 @@ fn arb_value(ty: ColumnType) -> BoxedStrategy<Value> {
 }
 
 /// A value of `ty` for a key: any timestamp, NULL one time in four.
-fn arb_key_value(ty: ColumnType) -> BoxedStrategy<Value> {
+fn arb_key_value(col: KeyColumn) -> BoxedStrategy<Value> {
+    let ty = col.ty;
     let v = match ty {
         ColumnType::Timestamp => any::<i64>().prop_map(Value::Timestamp).boxed(),
         ColumnType::Integer => prop_oneof![
@@ -671,6 +706,9 @@ fn arb_key_value(ty: ColumnType) -> BoxedStrategy<Value> {
         }
         _ => arb_value(ty),
     };
+    if !col.nullable {
+        return v;
+    }
     prop_oneof![1 => Just(Value::Null), 3 => v].boxed()
 }
 
@@ -774,7 +812,7 @@ fn expected_heap_data_bytes(def: &TableDef, row: &Row) -> usize {
 /// The COMPACT record size by the documented arithmetic, independently of the encoder.
 fn expected_compact_bytes(def: &TableDef, row: &Row) -> usize {
     let nullable = def.columns.iter().filter(|c| c.nullable).count();
-    let mut bytes = 5 + nullable.div_ceil(8) + 6 + 7;
+    let mut bytes = REC_STORED_HEADER_BYTES + nullable.div_ceil(8) + 6 + 7;
     for (c, v) in def.columns.iter().zip(row) {
         let field = match (c.ty, v) {
             (_, Value::Null) => continue,
@@ -800,8 +838,9 @@ fn expected_compact_bytes(def: &TableDef, row: &Row) -> usize {
 
 /// SQL order of key values: PostgreSQL, C collation, bpchar ignoring trailing blanks,
 /// NULLS LAST.
-fn sql_cmp(types: &[ColumnType], a: &[Value], b: &[Value]) -> Ordering {
-    for ((ty, x), y) in types.iter().zip(a).zip(b) {
+fn sql_cmp(types: &[KeyColumn], a: &[Value], b: &[Value]) -> Ordering {
+    for ((col, x), y) in types.iter().zip(a).zip(b) {
+        let ty = &col.ty;
         let o = match (x, y) {
             (Value::Null, Value::Null) => Ordering::Equal,
             (Value::Null, _) => Ordering::Greater,
@@ -826,29 +865,33 @@ fn sql_cmp(types: &[ColumnType], a: &[Value], b: &[Value]) -> Ordering {
     Ordering::Equal
 }
 
-fn arb_key_types() -> impl Strategy<Value = Vec<ColumnType>> {
+fn arb_key_types() -> impl Strategy<Value = Vec<KeyColumn>> {
     proptest::collection::vec(
-        prop_oneof![
-            Just(ColumnType::Integer),
-            Just(ColumnType::BigInt),
-            Just(ColumnType::Timestamp),
-            (1u16..=6).prop_map(ColumnType::Char),
-            (1u16..=6).prop_map(ColumnType::Varchar),
-        ],
+        (
+            prop_oneof![
+                Just(ColumnType::Integer),
+                Just(ColumnType::BigInt),
+                Just(ColumnType::Timestamp),
+                (1u16..=6).prop_map(ColumnType::Char),
+                (1u16..=6).prop_map(ColumnType::Varchar),
+            ],
+            any::<bool>(),
+        )
+            .prop_map(|(ty, nullable)| KeyColumn { ty, nullable }),
         1..=4,
     )
 }
 
 fn arb_keys(
     count: std::ops::RangeInclusive<usize>,
-) -> impl Strategy<Value = (Vec<ColumnType>, Vec<Vec<Value>>)> {
+) -> impl Strategy<Value = (Vec<KeyColumn>, Vec<Vec<Value>>)> {
     arb_key_types().prop_flat_map(move |types| {
-        let one: Vec<BoxedStrategy<Value>> = types.iter().map(|&t| arb_key_value(t)).collect();
+        let one: Vec<BoxedStrategy<Value>> = types.iter().map(|&c| arb_key_value(c)).collect();
         (Just(types), proptest::collection::vec(one, count.clone()))
     })
 }
 
-fn encoded(types: &[ColumnType], values: &[Value]) -> Vec<u8> {
+fn encoded(types: &[KeyColumn], values: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
     encode_key(types, values, &mut out).unwrap();
     out
@@ -947,7 +990,7 @@ proptest! {
             let norm: Vec<Value> = types
                 .iter()
                 .zip(k)
-                .map(|(&t, v)| super::value::normalize_value(t, v))
+                .map(|(c, v)| super::value::normalize_value(c.ty, v))
                 .collect();
             prop_assert_eq!(decode_key(&types, e).unwrap(), norm);
         }

@@ -20,10 +20,13 @@ use std::sync::Arc;
 
 const ROW_STRIPES: usize = 1024;
 const SCAN_BATCH: usize = 256;
-/// Secondary entry value: live.
+/// Secondary entry value: live. The value of a secondary entry is the info-bits byte of
+/// InnoDB's record header (rem0rec.h `REC_INFO_DELETED_FLAG`), the one header byte the
+/// B-tree's 4-byte entry header does not stand for ([`crate::btree::BTreeConfig::innodb`]):
+/// a secondary entry takes 4 + key + 1 bytes, InnoDB's record 5 + key.
 const LIVE: &[u8] = &[0];
-/// Secondary entry value: delete-marked.
-const DELETE_MARKED: &[u8] = &[1];
+/// Secondary entry value: delete-marked (`REC_INFO_DELETED_FLAG` set).
+const DELETE_MARKED: &[u8] = &[crate::catalog::COMPACT_DELETED_FLAG];
 
 /// What a row operation runs with.
 pub struct RowCtx<'a> {
@@ -223,11 +226,7 @@ impl ClusteredTable {
             self.def.indexes.get(ix).ok_or_else(|| {
                 Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
             })?;
-        let types: Vec<_> = idx
-            .columns
-            .iter()
-            .map(|&c| self.def.columns[c].ty)
-            .collect();
+        let types = self.def.key_columns(&idx.columns)?;
         let mut prefix = Vec::new();
         encode_key(&types, key, &mut prefix)?;
         let mut pks = Vec::new();
@@ -415,13 +414,9 @@ impl ClusteredTable {
     }
 
     fn render_pk(&self, pk: &[u8]) -> String {
-        let types: Vec<_> = self
-            .def
-            .primary_key
-            .iter()
-            .map(|&c| self.def.columns[c].ty)
-            .collect();
-        crate::catalog::decode_key(&types, pk)
+        self.def
+            .key_columns(&self.def.primary_key)
+            .and_then(|types| crate::catalog::decode_key(&types, pk))
             .map(|v| {
                 v.iter()
                     .map(|x| x.to_string())

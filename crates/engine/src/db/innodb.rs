@@ -572,7 +572,7 @@ impl Engine for InnodbEngine {
                 problems.push(format!("table {} index {}: {e}", def.name, ix.name));
                 continue;
             }
-            let types = def.column_types(&ix.columns)?;
+            let types = def.key_columns(&ix.columns)?;
             let mut keys = Vec::new();
             tree.scan(
                 Bound::Unbounded,

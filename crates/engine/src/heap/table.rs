@@ -999,7 +999,7 @@ impl HeapTable {
         }
     }
 
-    fn key_types(&self, index: &BTree) -> Vec<crate::catalog::ColumnType> {
+    fn key_types(&self, index: &BTree) -> Vec<crate::catalog::KeyColumn> {
         let cols: &[usize] = if std::ptr::eq(index, &self.pk) {
             &self.def.primary_key
         } else {
@@ -1010,7 +1010,12 @@ impl HeapTable {
                 .unwrap_or(0);
             &self.def.indexes[ix].columns
         };
-        cols.iter().map(|&c| self.def.columns[c].ty).collect()
+        cols.iter()
+            .map(|&c| crate::catalog::KeyColumn {
+                ty: self.def.columns[c].ty,
+                nullable: self.def.columns[c].nullable,
+            })
+            .collect()
     }
 
     /// `_bt_check_unique` with SnapshotDirty: `None` when no conflicting row exists,
