@@ -348,6 +348,7 @@ pub fn engine_delta(after: EngineCounters, before: EngineCounters) -> EngineCoun
         purge_records: after.purge_records - before.purge_records,
         purge_removed: after.purge_removed - before.purge_removed,
         purged_logs: after.purged_logs - before.purged_logs,
+        purge_batches: after.purge_batches - before.purge_batches,
         history_list_length: after.history_list_length,
         history_list_length_peak: after.history_list_length_peak,
         undo_pages_read: after.undo_pages_read - before.undo_pages_read,

@@ -19,6 +19,7 @@
 //! | n_tup_hot_upd | pg_stat_user_tables | 0 (no HOT) |
 //! | n_live_tup, n_dead_tup, n_mod_since_analyze, (auto)analyze_count | pg_stat_user_tables | – |
 //! | purge_records | – | INNODB_METRICS `purge_del_mark_records + purge_upd_exist_or_extern_records` |
+//! | purge_batches | – | INNODB_METRICS `purge_invoked` |
 //! | history_list_length | – | INNODB_METRICS `trx_rseg_history_len` |
 //! | undo_pages_read, _written | – | INNODB_METRICS `buffer_page_read_undo_log`, `buffer_page_written_undo_log` |
 //! | rseg_pages_read, _written | – | INNODB_METRICS `buffer_page_read_system_page`, `buffer_page_written_system_page` (rollback segment headers and a few other system pages) |
@@ -186,6 +187,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             let purged = m("purge_del_mark_records") + m("purge_upd_exist_or_extern_records");
             f.undo = EngineCounters {
                 purge_records: purged,
+                purge_batches: m("purge_invoked"),
                 history_list_length: m("trx_rseg_history_len"),
                 undo_pages_read: m("buffer_page_read_undo_log"),
                 undo_pages_written: m("buffer_page_written_undo_log"),
@@ -278,6 +280,7 @@ mod tests {
                 ("global_status.Innodb_lsn_current", 5000.0),
                 ("innodb_metrics.purge_del_mark_records", 2.0),
                 ("innodb_metrics.purge_upd_exist_or_extern_records", 3.0),
+                ("innodb_metrics.purge_invoked", 11.0),
                 ("innodb_metrics.buffer_page_written_system_page", 7.0),
                 ("innodb_metrics.buffer_page_read_undo_log", 6.0),
                 ("device.read_ios", 4.0),
@@ -290,6 +293,7 @@ mod tests {
         assert_eq!(f.total.doublewrite_pages, 12);
         assert_eq!(f.total.wal_bytes, 5000);
         assert_eq!(f.undo.purge_records, 5);
+        assert_eq!(f.undo.purge_batches, 11);
         assert_eq!((f.undo.rseg_pages_written, f.undo.undo_pages_read), (7, 6));
         assert_eq!(f.total.read_blocks_4k, 8);
         assert_eq!(

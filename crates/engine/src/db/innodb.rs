@@ -539,6 +539,7 @@ impl Engine for InnodbEngine {
             purge_records: h.purge_records.load(Ordering::Relaxed),
             purge_removed: h.purge_removed.load(Ordering::Relaxed),
             purged_logs: h.purged_logs.load(Ordering::Relaxed),
+            purge_batches: u.truncations.load(Ordering::Relaxed),
             history_list_length: h.length.load(Ordering::Relaxed),
             history_list_length_peak: h.peak.load(Ordering::Relaxed),
             undo_pages_read: pool

@@ -227,6 +227,14 @@ pub struct EngineCounters {
     pub purge_removed: u64,
     /// Undo logs purged.
     pub purged_logs: u64,
+    /// Purge batches, each ended by a truncation of the history that visits every
+    /// rollback segment header (MariaDB: innodb_metrics `purge_invoked`, one per
+    /// `trx_purge` call, after which `purge_truncation_task` runs
+    /// `trx_purge_truncate_history`, trx0purge.cc / srv0srv.cc). The preset counts its
+    /// truncations, which are its batch ends plus one at each explicit purge pass.
+    /// Reports written before this field existed read as 0.
+    #[serde(default)]
+    pub purge_batches: u64,
     /// History list length now (trx_rseg_history_len).
     pub history_list_length: u64,
     /// Highest history list length seen.
