@@ -327,7 +327,7 @@ fn decode_page(c: &Corpus, id: PageId, p: &[u8]) -> std::result::Result<(), Test
                     // A clustered leaf holds COMPACT records (other leaves' values are
                     // refused as such).
                     let _ = decode_key(&pk_types, k);
-                    if let Ok(r) = decode_compact_record(def, v) {
+                    if let Ok(r) = decode_compact_record(def, k, v) {
                         prop_assert!(def.check_row(&r.row).is_ok());
                     }
                     let _ = compact_delete_mark(v);

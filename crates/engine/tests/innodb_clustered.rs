@@ -429,11 +429,11 @@ fn reinsert_over_a_delete_marked_record_and_rollback_restore_versions() {
 }
 
 /// The page bytes a row takes in the innodb preset's leaves, against InnoDB's: the
-/// clustered record is InnoDB's 208 bytes (4 of its header as the B-tree entry header),
-/// plus the 4-byte key copy and a 2-byte slot; the k_1 entry is InnoDB's 13-byte record
-/// plus its slot.
+/// clustered entry is InnoDB's 208-byte record (4 of its header as the B-tree entry
+/// header, its id as the entry's key) plus a 2-byte slot; the k_1 entry is InnoDB's
+/// 13-byte record plus its slot.
 #[test]
-fn innodb_leaf_entries_take_innodbs_record_bytes_plus_key_copy_and_slot() {
+fn innodb_leaf_entries_take_innodbs_record_bytes_plus_a_slot() {
     let db = open_db(DesignConfig::innodb(), 1024);
     let t = load(&db, 50);
     let geo = BTreeConfig::innodb().geometry();
@@ -449,9 +449,9 @@ fn innodb_leaf_entries_take_innodbs_record_bytes_plus_key_copy_and_slot() {
         // INTEGER NOT NULL: 4 key bytes, no tag.
         assert_eq!(k.len(), 4);
         // 208 bytes in InnoDB (5 header + 2 lengths + 4 + 6 + 7 + 4 + 120 + 60) less the
-        // 4 page-layer header bytes.
-        assert_eq!(v.len(), 204);
-        assert_eq!(geo.space(k.len() + v.len()), 208 + 4 + 2);
+        // 4 page-layer header bytes and the id, which the key holds.
+        assert_eq!(v.len(), 200);
+        assert_eq!(geo.space(k.len() + v.len()), 208 + 2);
     }
     let sec = entries(&secondary(&db, t));
     assert_eq!(sec.len(), 50);
@@ -522,7 +522,7 @@ fn rseg_of_row(db: &Database, t: TableId, id: i32) -> u8 {
     )
     .unwrap();
     let rec = clustered.get(&key).unwrap().unwrap();
-    split_roll_ptr(decode_compact_record(&def, &rec).unwrap().roll_ptr).1
+    split_roll_ptr(decode_compact_record(&def, &key, &rec).unwrap().roll_ptr).1
 }
 
 #[test]

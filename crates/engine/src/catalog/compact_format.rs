@@ -10,8 +10,10 @@
 //! which are not modelled.
 //!
 //! A clustered record holds its fields in index order: the primary key columns (key order),
-//! `DB_TRX_ID`, `DB_ROLL_PTR`, then the other columns in table order. Our record, from its
-//! first byte:
+//! `DB_TRX_ID`, `DB_ROLL_PTR`, then the other columns in table order. InnoDB searches its
+//! pages by those first fields; here the B-tree entry's key holds them (the order-preserving
+//! [`super::encode_key`] of the primary key), and the stored record, the entry's value,
+//! leaves them out, with their length bytes. Our record, from its first byte:
 //!
 //! ```text
 //! | offset         | bytes          | field                                                   |
@@ -25,7 +27,8 @@
 //! | 1 + N          | 1 or 2 each    | lengths of the non-NULL variable-length fields, in      |
 //! |                |                |   field order: 1 byte if len < 128 or max ≤ 255 bytes,  |
 //! |                |                |   else 0x80 | len >> 8, then len & 0xFF (len < 16384)   |
-//! | origin         | ...            | fields: NULLs take nothing                              |
+//! | origin         | ...            | fields, the primary key's left out (they are the entry's|
+//! |                |                |   key); NULLs take nothing                              |
 //! |                |   4            |   INTEGER: big-endian, sign bit flipped                 |
 //! |                |   8            |   BIGINT: big-endian, sign bit flipped                  |
 //! |                |   4            |   TIMESTAMP: Unix seconds, big-endian (MariaDB          |
@@ -50,8 +53,10 @@
 //! entries through its slot array and describes each with a 4-byte entry header (the key and
 //! value lengths, [`crate::btree::BTreeConfig::innodb`]); those 4 bytes stand for the 4 of
 //! InnoDB, and the stored record keeps only the info-bits byte
-//! ([`REC_STORED_HEADER_BYTES`]). A record on a page thus takes InnoDB's bytes, not 4 more.
-//! [`compact_index_record_bytes`] gives the size InnoDB's page layer would see.
+//! ([`REC_STORED_HEADER_BYTES`]). With the primary key fields in the entry's key and not
+//! again in the value, a record on a page takes InnoDB's bytes plus the key's encoding
+//! overhead (none for NOT NULL integer keys). [`compact_index_record_bytes`] gives the size
+//! InnoDB's page layer would see.
 //!
 //! Size rules worth knowing:
 //! - A length byte exists only for a non-NULL variable-length field. CHAR in a multi-byte
@@ -70,7 +75,8 @@
 //! Example, sysbench `sbtest` (`id INTEGER, k INTEGER, c CHAR(120), pad CHAR(60)`, all
 //! NOT NULL, ASCII): lengths of c (120 < 128: 1 byte) and pad (1 byte), no NULL bitmap,
 //! 5 header bytes, id 4, DB_TRX_ID 6, DB_ROLL_PTR 7, k 4, c 120, pad 60: 208 bytes in
-//! InnoDB, of which the record stores 204 (the info byte of the header, then the rest).
+//! InnoDB, of which the record stores 200 (the info byte of the header, the lengths, and
+//! the fields after id); the B-tree entry adds the 4-byte key (id) and its 4-byte header.
 //!
 //! A secondary-index record has the same layout over the index's columns followed by the
 //! primary key columns not among them ([`TableDef::secondary_record_columns`]), without
@@ -113,6 +119,15 @@ pub(super) enum Field {
     TrxId,
     /// `DB_ROLL_PTR`.
     RollPtr,
+}
+
+/// The fields a stored clustered record holds: [`clustered_fields`] without the primary key
+/// columns, which the B-tree entry's key holds (module doc).
+fn stored_fields(def: &TableDef) -> Vec<Field> {
+    clustered_fields(def)
+        .into_iter()
+        .filter(|f| !matches!(f, Field::Col(c) if def.primary_key.contains(c)))
+        .collect()
 }
 
 /// Fields of the clustered index in order (`dict_index_build_internal_clust`): primary key
@@ -470,8 +485,9 @@ pub struct CompactRecord {
 }
 
 /// Encodes a row as an InnoDB COMPACT clustered-index record carrying `trx_id` (48 bits)
-/// and `roll_ptr` (56 bits), delete mark clear; see the module doc for the layout. Set the
-/// mark with [`set_compact_delete_mark`].
+/// and `roll_ptr` (56 bits), delete mark clear, without its primary key fields (the
+/// entry's key, [`super::key_of`] over `def.primary_key`); see the module doc for the
+/// layout. Set the mark with [`set_compact_delete_mark`].
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming the column if the row fails [`TableDef::check_row`] or
@@ -488,22 +504,46 @@ pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> 
             "DB_ROLL_PTR {roll_ptr:#x} does not fit in 7 bytes"
         )));
     }
-    encode_fields(def, &clustered_fields(def), row, trx_id, roll_ptr)
+    def.check_width(row)?;
+    for &c in &def.primary_key {
+        let col = &def.columns[c];
+        let v = &row[c];
+        let problem = if v.is_null() {
+            Err("null value violates not-null constraint".to_string())
+        } else {
+            check_value(col.ty, v, true)
+        };
+        problem.map_err(|p| {
+            Error::InvalidValue(format!(
+                "column \"{}\" of table \"{}\": {p}",
+                col.name, def.name
+            ))
+        })?;
+    }
+    encode_fields(def, &stored_fields(def), row, trx_id, roll_ptr)
 }
 
-/// Decodes a clustered-index record made by [`encode_compact`]: the row and its delete mark,
-/// `DB_TRX_ID` and `DB_ROLL_PTR`.
+/// Decodes a clustered-index record made by [`encode_compact`], with `key`, the entry's
+/// key that holds its primary key fields: the row and its delete mark, `DB_TRX_ID` and
+/// `DB_ROLL_PTR`.
 ///
 /// # Errors
 /// [`Error::Corrupted`] naming the table (and column) for any byte string that is not such a
 /// record of a row passing [`TableDef::check_row`]: truncation, stray info or NULL bits, a
 /// NULL in a NOT NULL column, an off-page flag, field lengths that disagree with the record
 /// length or the type, invalid UTF-8 or a NUL character, non-canonical CHAR padding, an
-/// out-of-range timestamp. Never panics.
-pub fn decode_compact_record(def: &TableDef, rec: &[u8]) -> Result<CompactRecord> {
-    let fields = clustered_fields(def);
+/// out-of-range timestamp; or a `key` that is not a primary key of the table. Never panics.
+pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<CompactRecord> {
+    let fields = stored_fields(def);
     let offsets = rec_offsets(def, &fields, rec)?;
     let mut row = vec![Value::Null; def.columns.len()];
+    let pk_values = def
+        .key_columns(&def.primary_key)
+        .and_then(|types| super::decode_key(&types, key))
+        .map_err(|e| corrupt(def, format_args!("primary key of the record: {e}")))?;
+    for (&c, v) in def.primary_key.iter().zip(pk_values) {
+        row[c] = v;
+    }
     let (mut trx_id, mut roll_ptr) = (0, 0);
     for (f, range) in fields.iter().zip(offsets) {
         match (*f, range) {
@@ -533,13 +573,14 @@ pub fn decode_compact_record(def: &TableDef, rec: &[u8]) -> Result<CompactRecord
     })
 }
 
-/// Decodes a clustered-index record into `(row, DB_TRX_ID, DB_ROLL_PTR)`; the delete mark
-/// is read with [`compact_delete_mark`] (or use [`decode_compact_record`]).
+/// Decodes a clustered-index record with its entry's `key` into `(row, DB_TRX_ID,
+/// DB_ROLL_PTR)`; the delete mark is read with [`compact_delete_mark`] (or use
+/// [`decode_compact_record`]).
 ///
 /// # Errors
 /// As [`decode_compact_record`].
-pub fn decode_compact(def: &TableDef, rec: &[u8]) -> Result<(Row, u64, u64)> {
-    let r = decode_compact_record(def, rec)?;
+pub fn decode_compact(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<(Row, u64, u64)> {
+    let r = decode_compact_record(def, key, rec)?;
     Ok((r.row, r.trx_id, r.roll_ptr))
 }
 
@@ -574,9 +615,9 @@ pub fn set_compact_delete_mark(rec: &mut [u8], marked: bool) -> Result<()> {
 
 /// Range of DB_TRX_ID followed by DB_ROLL_PTR in a clustered record.
 fn system_columns_range(def: &TableDef, rec: &[u8]) -> Result<Range<usize>> {
-    let fields = clustered_fields(def);
+    let fields = stored_fields(def);
     let offsets = rec_offsets(def, &fields, rec)?;
-    let trx = offsets[def.primary_key.len()].clone();
+    let trx = offsets[0].clone();
     match trx {
         Some(r) => Ok(r.start..r.start + DB_TRX_ID_BYTES + DB_ROLL_PTR_BYTES),
         None => Err(corrupt(def, "system column is NULL")),

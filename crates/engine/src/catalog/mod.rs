@@ -28,9 +28,9 @@
 //! pad CHAR(60)`, all NOT NULL, ASCII text): the PostgreSQL heap data is
 //! 4 + 4 + (1 + 120) + (1 + 60) = 190 bytes behind a 24-byte tuple header; the InnoDB
 //! clustered record is 2 length bytes + 5 header + 4 (id) + 6 (DB_TRX_ID) +
-//! 7 (DB_ROLL_PTR) + 4 (k) + 120 + 60 = 208 bytes, stored as 204 because 4 header bytes
-//! belong to the page layer (the B-tree entry header stands for them; see
-//! `compact_format`).
+//! 7 (DB_ROLL_PTR) + 4 (k) + 120 + 60 = 208 bytes, stored as 200 in the B-tree entry's
+//! value: 4 header bytes belong to the page layer (the entry header stands for them) and
+//! the id is the entry's key (see `compact_format`).
 //!
 //! Text is UTF-8 (PostgreSQL server encoding UTF8; MariaDB utf8mb4). Comparison is by code
 //! point (PostgreSQL `COLLATE "C"`; MariaDB `utf8mb4_bin`), CHAR comparisons ignore trailing

@@ -82,10 +82,12 @@ fn sbtest_row_in_innodb_compact_is_208_bytes() {
     let def = sbtest();
     let row = sbtest_row();
     let rec = encode_compact(&def, &row, 0x1234, 0x0001_0000_0000_0110).unwrap();
-    // InnoDB's 208 bytes less the 4 page-layer header bytes the B-tree entry header holds.
-    assert_eq!(rec.len(), 2 + 1 + 4 + 6 + 7 + 4 + 120 + 60);
+    // InnoDB's 208 bytes less the 4 page-layer header bytes the B-tree entry header holds
+    // and the 4-byte id the entry's key holds.
+    assert_eq!(rec.len(), 2 + 1 + 6 + 7 + 4 + 120 + 60);
+    let key = key_of(&def, &def.primary_key, &row).unwrap();
     assert_eq!(
-        rec.len() + REC_N_NEW_EXTRA_BYTES - REC_STORED_HEADER_BYTES,
+        rec.len() + REC_N_NEW_EXTRA_BYTES - REC_STORED_HEADER_BYTES + key.len(),
         208
     );
     assert_eq!(
@@ -95,9 +97,10 @@ fn sbtest_row_in_innodb_compact_is_208_bytes() {
     );
     // The info byte, then the lengths of c and pad (no NULL bitmap: nothing is nullable).
     assert_eq!(&rec[1..3], &[120, 60]);
-    // id = 1, big-endian with the sign bit flipped, right at the origin.
-    assert_eq!(&rec[3..7], &[0x80, 0, 0, 1]);
-    let (back, trx, roll) = decode_compact(&def, &rec).unwrap();
+    // id = 1 is the key (big-endian, sign bit flipped); DB_TRX_ID is at the origin.
+    assert_eq!(key, vec![0x80, 0, 0, 1]);
+    assert_eq!(&rec[3..9], &[0, 0, 0, 0, 0x12, 0x34]);
+    let (back, trx, roll) = decode_compact(&def, &key, &rec).unwrap();
     assert_eq!(back, def.normalize_row(&row));
     assert_eq!((trx, roll), (0x1234, 0x0001_0000_0000_0110));
 }
@@ -241,12 +244,14 @@ fn compact_char_in_utf8mb4_keeps_at_least_n_bytes() {
         ("", "     "),
         ("ab", "ab   "),
     ] {
-        let rec = encode_compact(&def, &vec![Value::Integer(1), Value::text(v)], 0, 0).unwrap();
-        // info byte + 1 length + 4 id + 13 system + field.
-        assert_eq!(rec.len(), 1 + 1 + 4 + 13 + stored.len(), "{v:?}");
+        let row = vec![Value::Integer(1), Value::text(v)];
+        let rec = encode_compact(&def, &row, 0, 0).unwrap();
+        // info byte + 1 length + 13 system + field (id is the key).
+        assert_eq!(rec.len(), 1 + 1 + 13 + stored.len(), "{v:?}");
         assert_eq!(rec[1] as usize, stored.len());
         assert_eq!(&rec[rec.len() - stored.len()..], stored.as_bytes());
-        let (row, _, _) = decode_compact(&def, &rec).unwrap();
+        let key = key_of(&def, &def.primary_key, &row).unwrap();
+        let (row, _, _) = decode_compact(&def, &key, &rec).unwrap();
         assert_eq!(row[1], Value::Text(super::value::pad_char(v, 5)));
     }
 }
@@ -271,12 +276,13 @@ fn compact_two_byte_lengths_and_null_bitmap() {
     let rec = encode_compact(&def, &row, 1, 2).unwrap();
     let nulls = 2; // 9 nullable columns
     let lens = 1 + 2 + 1;
-    assert_eq!(rec.len(), 1 + nulls + lens + 4 + 13 + 127 + 128 + 189);
+    assert_eq!(rec.len(), 1 + nulls + lens + 13 + 127 + 128 + 189);
     // NULL bitmap: nullable fields 2..=8 are NULL (bit set = NULL, unlike PostgreSQL).
     assert_eq!(&rec[1..3], &[0b1111_1100, 0b1]);
     // Lengths in field order: 127; 0x80 | 0, 128; 189.
     assert_eq!(&rec[3..7], &[127, 0x80, 128, 189]);
-    let back = decode_compact_record(&def, &rec).unwrap();
+    let key = key_of(&def, &def.primary_key, &row).unwrap();
+    let back = decode_compact_record(&def, &key, &rec).unwrap();
     assert_eq!(back.row, row);
     assert_eq!(
         (back.trx_id, back.roll_ptr, back.delete_marked),
@@ -293,14 +299,20 @@ fn compact_fixed_fields_are_memcmp_ordered() {
     ]);
     let row = vec![Value::BigInt(-1), Value::Integer(-2), ts(1_700_000_000)];
     let rec = encode_compact(&def, &row, MAX_TRX_ID, MAX_ROLL_PTR).unwrap();
-    // No nullable or variable-length field: the info byte and fields only.
-    assert_eq!(rec.len(), 1 + 8 + 13 + 4 + 4);
-    assert_eq!(&rec[1..9], &0x7FFF_FFFF_FFFF_FFFFu64.to_be_bytes());
-    assert_eq!(&rec[9..15], &[0xFF; 6]);
-    assert_eq!(&rec[15..22], &[0xFF; 7]);
-    assert_eq!(&rec[22..26], &0x7FFF_FFFEu32.to_be_bytes());
-    assert_eq!(&rec[26..30], &1_700_000_000u32.to_be_bytes());
-    assert_eq!(decode_compact(&def, &rec).unwrap().0, row);
+    // No nullable or variable-length field: the info byte and fields only, id in the key.
+    let key = key_of(&def, &def.primary_key, &row).unwrap();
+    assert_eq!(key, 0x7FFF_FFFF_FFFF_FFFFu64.to_be_bytes());
+    assert_eq!(rec.len(), 1 + 13 + 4 + 4);
+    assert_eq!(&rec[1..7], &[0xFF; 6]);
+    assert_eq!(&rec[7..14], &[0xFF; 7]);
+    assert_eq!(&rec[14..18], &0x7FFF_FFFEu32.to_be_bytes());
+    assert_eq!(&rec[18..22], &1_700_000_000u32.to_be_bytes());
+    assert_eq!(decode_compact(&def, &key, &rec).unwrap().0, row);
+    // A key that is not one of the table's primary keys is refused.
+    assert!(matches!(
+        decode_compact(&def, &key[..7], &rec),
+        Err(Error::Corrupted { .. })
+    ));
     assert!(matches!(
         encode_compact(&def, &row, MAX_TRX_ID + 1, 0),
         Err(Error::InvalidValue(_))
@@ -311,15 +323,16 @@ fn compact_fixed_fields_are_memcmp_ordered() {
 fn compact_delete_mark_and_system_columns_in_place() {
     let def = sbtest();
     let mut rec = encode_compact(&def, &sbtest_row(), 10, 20).unwrap();
+    let key = key_of(&def, &def.primary_key, &sbtest_row()).unwrap();
     assert!(!compact_delete_mark(&rec).unwrap());
     set_compact_delete_mark(&mut rec, true).unwrap();
     assert!(compact_delete_mark(&rec).unwrap());
     assert_eq!(rec[0], COMPACT_DELETED_FLAG);
-    let r = decode_compact_record(&def, &rec).unwrap();
+    let r = decode_compact_record(&def, &key, &rec).unwrap();
     assert!(r.delete_marked);
     assert_eq!(compact_system_columns(&def, &rec).unwrap(), (10, 20));
     set_compact_system_columns(&def, &mut rec, 11, 21).unwrap();
-    let r = decode_compact_record(&def, &rec).unwrap();
+    let r = decode_compact_record(&def, &key, &rec).unwrap();
     assert_eq!((r.trx_id, r.roll_ptr, r.delete_marked), (11, 21, true));
     assert_eq!(r.row, def.normalize_row(&sbtest_row()));
     set_compact_delete_mark(&mut rec, false).unwrap();
@@ -633,8 +646,10 @@ fn decoders_refuse_what_is_not_modelled() {
     assert!(m.contains("compressed"), "{m}");
     // An InnoDB length with the external flag (0x40) is an off-page column.
     let mut rec = vec![0, 0xC0, 20];
-    rec.extend_from_slice(&[0u8; 4 + 13 + 20]);
-    let m = decode_compact(&def, &rec).unwrap_err().to_string();
+    rec.extend_from_slice(&[0u8; 13 + 20]);
+    let m = decode_compact(&def, &[0x80, 0, 0, 1], &rec)
+        .unwrap_err()
+        .to_string();
     assert!(m.contains("off page"), "{m}");
 }
 
@@ -813,7 +828,10 @@ fn expected_heap_data_bytes(def: &TableDef, row: &Row) -> usize {
 fn expected_compact_bytes(def: &TableDef, row: &Row) -> usize {
     let nullable = def.columns.iter().filter(|c| c.nullable).count();
     let mut bytes = REC_STORED_HEADER_BYTES + nullable.div_ceil(8) + 6 + 7;
-    for (c, v) in def.columns.iter().zip(row) {
+    for (i, (c, v)) in def.columns.iter().zip(row).enumerate() {
+        if def.primary_key.contains(&i) {
+            continue; // the entry's key holds it
+        }
         let field = match (c.ty, v) {
             (_, Value::Null) => continue,
             (ColumnType::Integer | ColumnType::Timestamp, _) => 4,
@@ -954,7 +972,8 @@ proptest! {
         let mut rec = encode_compact(&def, &row, trx, roll).unwrap();
         prop_assert_eq!(rec.len(), expected_compact_bytes(&def, &row));
         set_compact_delete_mark(&mut rec, mark).unwrap();
-        let r = decode_compact_record(&def, &rec).unwrap();
+        let key = key_of(&def, &def.primary_key, &row).unwrap();
+        let r = decode_compact_record(&def, &key, &rec).unwrap();
         prop_assert_eq!(&r.row, &def.normalize_row(&row));
         prop_assert_eq!((r.trx_id, r.roll_ptr, r.delete_marked), (trx, roll, mark));
         prop_assert_eq!(compact_system_columns(&def, &rec).unwrap(), (trx, roll));
@@ -1035,9 +1054,11 @@ proptest! {
         random in proptest::collection::vec(any::<u8>(), 0..300),
         how in any::<u8>(), at in any::<prop::sample::Index>(), x in any::<u8>(),
     ) {
-        assert_valid_or_corrupted(&def, decode_compact(&def, &random).map(|r| r.0))?;
+        let key = key_of(&def, &def.primary_key, &row).unwrap();
+        assert_valid_or_corrupted(&def, decode_compact(&def, &key, &random).map(|r| r.0))?;
+        assert_valid_or_corrupted(&def, decode_compact(&def, &random[..random.len().min(9)], &random).map(|r| r.0))?;
         let rec = damage(encode_compact(&def, &row, 7, 9).unwrap(), how, at, x);
-        assert_valid_or_corrupted(&def, decode_compact(&def, &rec).map(|r| r.0))?;
+        assert_valid_or_corrupted(&def, decode_compact(&def, &key, &rec).map(|r| r.0))?;
         let _ = compact_system_columns(&def, &rec);
         let mut rec = rec;
         let _ = set_compact_system_columns(&def, &mut rec, 1, 1);

@@ -126,7 +126,7 @@ impl ClusteredTable {
             Bound::Unbounded,
             ScanDirection::Forward,
             &mut |pk, rec| {
-                let r = decode_compact_record(&self.def, rec)?;
+                let r = decode_compact_record(&self.def, pk, rec)?;
                 if r.delete_marked {
                     return Ok(true);
                 }
@@ -177,9 +177,9 @@ impl ClusteredTable {
 
     /// row_vers_build_for_consistent_read: the version of the record `rec` visible to the
     /// view, following roll pointers newest to oldest; `None` when the row did not exist or
-    /// was deleted for this view.
-    fn visible_version(&self, ctx: &RowCtx<'_>, rec: &[u8]) -> Result<Option<Row>> {
-        let r = decode_compact_record(&self.def, rec)?;
+    /// was deleted for this view. `pk` is the record's key.
+    fn visible_version(&self, ctx: &RowCtx<'_>, pk: &[u8], rec: &[u8]) -> Result<Option<Row>> {
+        let r = decode_compact_record(&self.def, pk, rec)?;
         let (mut row, mut trx, mut roll, mut deleted) =
             (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
         for _ in 0..1_000_000 {
@@ -210,7 +210,7 @@ impl ClusteredTable {
     pub fn get(&self, ctx: &RowCtx<'_>, pk: &[Value]) -> Result<Option<Row>> {
         let key = self.pk_key(pk)?;
         match self.clustered.get(&key)? {
-            Some(rec) => self.visible_version(ctx, &rec),
+            Some(rec) => self.visible_version(ctx, &key, &rec),
             None => Ok(None),
         }
     }
@@ -244,7 +244,7 @@ impl ClusteredTable {
         let mut rows = Vec::new();
         for pk in pks {
             if let Some(rec) = self.clustered.get(&pk)? {
-                if let Some(row) = self.visible_version(ctx, &rec)? {
+                if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
                     if key_of(&self.def, &idx.columns, &row)? == prefix {
                         rows.push(row);
                     }
@@ -286,8 +286,8 @@ impl ClusteredTable {
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (_, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, rec)? {
+            for (pk, rec) in &batch {
+                if let Some(row) = self.visible_version(ctx, pk, rec)? {
                     rows.push(row);
                     if rows.len() >= limit {
                         return Ok(rows);
@@ -374,7 +374,7 @@ impl ClusteredTable {
                 self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
                 return Ok(Attempt::Done(()));
             };
-            let r = decode_compact_record(&self.def, &rec)?;
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
             if let Some(x) = self.holder(ctx, r.trx_id) {
                 return Ok(Attempt::Wait(x));
             }
@@ -452,7 +452,7 @@ impl ClusteredTable {
         )?;
         for other in others {
             if let Some(rec) = self.clustered.get(&other)? {
-                let r = decode_compact_record(&self.def, &rec)?;
+                let r = decode_compact_record(&self.def, &other, &rec)?;
                 if let Some(x) = self.holder(ctx, r.trx_id) {
                     return Ok(Some(x));
                 }
@@ -485,7 +485,7 @@ impl ClusteredTable {
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
             let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
-            let r = decode_compact_record(&self.def, &rec)?;
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
             if let Some(x) = self.holder(ctx, r.trx_id) {
                 return Ok(Attempt::Wait(x));
             }
@@ -554,7 +554,7 @@ impl ClusteredTable {
             let Some(rec) = self.clustered.get(&pk)? else {
                 return Ok(Attempt::Done(false));
             };
-            let r = decode_compact_record(&self.def, &rec)?;
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
             if let Some(x) = self.holder(ctx, r.trx_id) {
                 return Ok(Attempt::Wait(x));
             }
@@ -606,7 +606,7 @@ impl ClusteredTable {
         let Some(rec) = self.clustered.get(&u.pk)? else {
             return Ok(false);
         };
-        let cur = decode_compact_record(&self.def, &rec)?;
+        let cur = decode_compact_record(&self.def, &u.pk, &rec)?;
         if cur.trx_id != trx_id {
             return Ok(false);
         }
@@ -671,7 +671,7 @@ impl ClusteredTable {
         let Some(rec) = self.clustered.get(pk)? else {
             return Ok(());
         };
-        let cur = decode_compact_record(&self.def, &rec)?;
+        let cur = decode_compact_record(&self.def, pk, &rec)?;
         if cur.delete_marked || cur.trx_id != trx_id {
             return Ok(());
         }
@@ -699,7 +699,7 @@ impl ClusteredTable {
         let Some(rec) = self.clustered.get(&u.pk)? else {
             return Ok(0);
         };
-        let cur = decode_compact_record(&self.def, &rec)?;
+        let cur = decode_compact_record(&self.def, &u.pk, &rec)?;
         let mut old = cur.row.clone();
         match update_delta {
             Some((values, changed)) => {
@@ -779,7 +779,7 @@ impl ClusteredTable {
         let Some(rec) = self.clustered.get(&key)? else {
             return Ok(Vec::new());
         };
-        let r = decode_compact_record(&self.def, &rec)?;
+        let r = decode_compact_record(&self.def, &key, &rec)?;
         let (mut row, mut trx, mut roll, mut deleted) =
             (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
         let mut out = Vec::new();
