@@ -450,8 +450,12 @@ pub struct UndoCounters {
     pub segments_freed: AtomicU64,
     /// Logs removed from history lists by truncation.
     pub logs_truncated: AtomicU64,
-    /// History truncations (each latches every rollback segment header).
+    /// History truncations (each latches every rollback segment header). Concurrent
+    /// requests coalesce, so there can be fewer than purge batches.
     pub truncations: AtomicU64,
+    /// Purge batches ended (trx0purge.cc `trx_purge`, innodb_metrics `purge_invoked`),
+    /// counted by the purge threads of `db::innodb`.
+    pub purge_batches: AtomicU64,
 }
 
 /// What one rollback segment holds now (for tests and tools).

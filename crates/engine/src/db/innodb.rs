@@ -150,6 +150,10 @@ impl Inner {
             let batch = self.batch_pages.fetch_add(pages, Ordering::AcqRel) + pages;
             if batch >= self.purge.batch_pages as u64 || n < max_logs as u64 {
                 self.batch_pages.store(0, Ordering::Release);
+                self.undo
+                    .counters
+                    .purge_batches
+                    .fetch_add(1, Ordering::Relaxed);
                 self.truncate_history()?;
             }
         }
@@ -539,7 +543,7 @@ impl Engine for InnodbEngine {
             purge_records: h.purge_records.load(Ordering::Relaxed),
             purge_removed: h.purge_removed.load(Ordering::Relaxed),
             purged_logs: h.purged_logs.load(Ordering::Relaxed),
-            purge_batches: u.truncations.load(Ordering::Relaxed),
+            purge_batches: u.purge_batches.load(Ordering::Relaxed),
             history_list_length: h.length.load(Ordering::Relaxed),
             history_list_length_peak: h.peak.load(Ordering::Relaxed),
             undo_pages_read: pool
