@@ -2589,3 +2589,34 @@ fn descents_start_at_the_cached_root_and_notice_a_root_split() {
     );
     a.verify().unwrap();
 }
+
+/// A postgres-preset leaf entry (key ‖ 6-byte heap TID, under the 4-byte length pair,
+/// MAXALIGNed) takes the bytes PostgreSQL gives the index tuple
+/// (`catalog::pg_index_tuple_bytes`) for NOT NULL keys: no tag byte in the key.
+#[test]
+fn postgres_leaf_entries_take_postgresql_index_tuple_bytes() {
+    use crate::catalog::{encode_key, pg_index_tuple_bytes, ColumnType, KeyColumn, Value};
+    let geo = BTreeConfig::postgres().geometry();
+    let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    for (ty, v) in [
+        (ColumnType::Integer, Value::Integer(7)),
+        (ColumnType::BigInt, Value::BigInt(-7)),
+        (ColumnType::Varchar(36), Value::text(uuid)),
+    ] {
+        let mut key = Vec::new();
+        encode_key(&[KeyColumn::not_null(ty)], &[v.clone()], &mut key).unwrap();
+        let entry = geo.entry_bytes(key.len() + 6);
+        let pg = pg_index_tuple_bytes(&[ty], &[v]).unwrap();
+        match ty {
+            // The length pair is 2 bytes more than t_info: an 8-byte key rounds one step
+            // further (documented at BTreeConfig::postgres).
+            ColumnType::BigInt => assert_eq!((entry, pg), (24, 16)),
+            _ => assert_eq!(entry, pg, "{ty}"),
+        }
+    }
+    // The UUID text: 8 + 1 + 36 → 48 in PostgreSQL; 4 + 38 + 6 → 48 here.
+    assert_eq!(
+        pg_index_tuple_bytes(&[ColumnType::Varchar(36)], &[Value::text(uuid)]).unwrap(),
+        48
+    );
+}
