@@ -2604,7 +2604,12 @@ fn postgres_leaf_entries_take_postgresql_index_tuple_bytes() {
         (ColumnType::Varchar(36), Value::text(uuid)),
     ] {
         let mut key = Vec::new();
-        encode_key(&[KeyColumn::not_null(ty)], std::slice::from_ref(&v), &mut key).unwrap();
+        encode_key(
+            &[KeyColumn::not_null(ty)],
+            std::slice::from_ref(&v),
+            &mut key,
+        )
+        .unwrap();
         let entry = geo.entry_bytes(key.len() + 6);
         let pg = pg_index_tuple_bytes(&[ty], &[v]).unwrap();
         match ty {

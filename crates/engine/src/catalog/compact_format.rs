@@ -261,6 +261,31 @@ pub(super) fn get_field(ty: ColumnType, bytes: &[u8]) -> std::result::Result<Val
     }
 }
 
+/// The error for `problem` with the value of column `c`, naming the column and table.
+fn invalid_column(def: &TableDef, c: usize, problem: &str) -> Error {
+    Error::InvalidValue(format!(
+        "column \"{}\" of table \"{}\": {problem}",
+        def.columns[c].name, def.name
+    ))
+}
+
+/// Checks a value of column `c` for a record: not NULL unless the column is nullable, and
+/// of the column's type and domain.
+fn check_column(def: &TableDef, c: usize, v: &Value) -> Result<()> {
+    let col = &def.columns[c];
+    if v.is_null() {
+        return match col.nullable {
+            true => Ok(()),
+            false => Err(invalid_column(
+                def,
+                c,
+                "null value violates not-null constraint",
+            )),
+        };
+    }
+    check_value(col.ty, v, true).map_err(|p| invalid_column(def, c, &p))
+}
+
 /// Encodes `fields` of `row` as a COMPACT record (header zero, no delete mark).
 fn encode_fields(
     def: &TableDef,
@@ -292,12 +317,6 @@ fn encode_fields(
         };
         let col = &def.columns[c];
         let v = &row[c];
-        let invalid = |problem: &str| {
-            Error::InvalidValue(format!(
-                "column \"{}\" of table \"{}\": {problem}",
-                col.name, def.name
-            ))
-        };
         if col.nullable {
             let bit = null_bit;
             null_bit += 1;
@@ -305,12 +324,10 @@ fn encode_fields(
                 nulls[bit / 8] |= 1 << (bit % 8);
                 continue;
             }
-        } else if v.is_null() {
-            return Err(invalid("null value violates not-null constraint"));
         }
-        check_value(col.ty, v, true).map_err(|p| invalid(&p))?;
+        check_column(def, c, v)?;
         let start = data.len();
-        put_field(col.ty, v, &mut data).map_err(|p| invalid(&p))?;
+        put_field(col.ty, v, &mut data).map_err(|p| invalid_column(def, c, &p))?;
         if is_var_len(col.ty) {
             let len = data.len() - start;
             if len < 128 || col.ty.mariadb_max_bytes() <= 255 {
@@ -504,21 +521,10 @@ pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> 
             "DB_ROLL_PTR {roll_ptr:#x} does not fit in 7 bytes"
         )));
     }
+    // The primary key is the entry's key, not stored here: checked as a stored field is.
     def.check_width(row)?;
     for &c in &def.primary_key {
-        let col = &def.columns[c];
-        let v = &row[c];
-        let problem = if v.is_null() {
-            Err("null value violates not-null constraint".to_string())
-        } else {
-            check_value(col.ty, v, true)
-        };
-        problem.map_err(|p| {
-            Error::InvalidValue(format!(
-                "column \"{}\" of table \"{}\": {p}",
-                col.name, def.name
-            ))
-        })?;
+        check_column(def, c, &row[c])?;
     }
     encode_fields(def, &stored_fields(def), row, trx_id, roll_ptr)
 }

@@ -977,7 +977,9 @@ impl HeapTable {
                     ctx.tm.wait_for(ctx.xid, holder)?;
                 }
                 Some(None) => {
-                    let key_text = crate::catalog::decode_key(&self.key_types(index), &key)
+                    let key_text = self
+                        .key_types(index)
+                        .and_then(|types| crate::catalog::decode_key(&types, &key))
                         .map(|v| {
                             v.iter()
                                 .map(|x| x.to_string())
@@ -999,7 +1001,7 @@ impl HeapTable {
         }
     }
 
-    fn key_types(&self, index: &BTree) -> Vec<crate::catalog::KeyColumn> {
+    fn key_types(&self, index: &BTree) -> Result<Vec<crate::catalog::KeyColumn>> {
         let cols: &[usize] = if std::ptr::eq(index, &self.pk) {
             &self.def.primary_key
         } else {
@@ -1010,12 +1012,7 @@ impl HeapTable {
                 .unwrap_or(0);
             &self.def.indexes[ix].columns
         };
-        cols.iter()
-            .map(|&c| crate::catalog::KeyColumn {
-                ty: self.def.columns[c].ty,
-                nullable: self.def.columns[c].nullable,
-            })
-            .collect()
+        self.def.key_columns(cols)
     }
 
     /// `_bt_check_unique` with SnapshotDirty: `None` when no conflicting row exists,
