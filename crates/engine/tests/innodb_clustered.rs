@@ -358,6 +358,63 @@ fn purge_removes_delete_marked_rows_and_stale_secondary_entries() {
     tx.commit().unwrap();
 }
 
+/// Purge removes an update's old secondary entry even when the row has been changed since
+/// by a transaction that is still running: it walks the versions a read view may still see
+/// (row0vers.cc `row_vers_old_has_index_entry`, from row0purge.cc `row_purge_poss_sec`),
+/// here the running update's and the one before it, and none carries the old key. The
+/// entry of the version before the running update stays until that update is purged.
+#[test]
+fn purge_removes_an_old_key_past_a_newer_update_still_running() {
+    let mut cfg = quiet_db_config(DesignConfig::innodb(), 256);
+    cfg.purge.wake_interval_ms = 3_600_000; // only db.gc purges
+    let db = Database::open(cfg).unwrap();
+    let t = load(&db, 50);
+    db.gc(t).unwrap();
+    let key_entries = |k: i32| {
+        let marks: Vec<u8> = entries(&secondary(&db, t))
+            .into_iter()
+            .filter(|(key, _)| {
+                mvcclab_engine::catalog::decode_key_prefix(
+                    &db.table_def(t).unwrap().key_columns(&[1]).unwrap(),
+                    key,
+                )
+                .map(|(v, _)| v == vec![Value::Integer(k)])
+                .unwrap_or(false)
+            })
+            .map(|(_, v)| v[0])
+            .collect();
+        marks
+    };
+    let mut t1 = db.begin();
+    t1.update(t, &[Value::Integer(5)], &[Assign::Add(1, 1000)])
+        .unwrap();
+    t1.commit().unwrap();
+    let mut t2 = db.begin();
+    t2.update(t, &[Value::Integer(5)], &[Assign::Add(1, 1000)])
+        .unwrap();
+    let deleted = mvcclab_engine::catalog::COMPACT_DELETED_FLAG;
+    assert_eq!(key_entries(5), vec![deleted]);
+    assert_eq!(key_entries(1005), vec![deleted]);
+    assert_eq!(key_entries(2005), vec![0]);
+    db.gc(t).unwrap();
+    assert!(
+        key_entries(5).is_empty(),
+        "purge of the first update left k = 5 behind: no version a view may see carries \
+         it, though the row's newest version is not yet visible to all: {:?}",
+        db.engine_counters()
+    );
+    assert_eq!(
+        key_entries(1005),
+        vec![deleted],
+        "k = 1005 is the version before the running update: it stays"
+    );
+    t2.commit().unwrap();
+    db.gc(t).unwrap();
+    assert!(key_entries(1005).is_empty());
+    assert_eq!(key_entries(2005), vec![0]);
+    assert_eq!(entries(&secondary(&db, t)).len(), 50, "one entry per row");
+}
+
 #[test]
 fn reinsert_over_a_delete_marked_record_and_rollback_restore_versions() {
     let db = open_db(

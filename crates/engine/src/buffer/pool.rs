@@ -1150,14 +1150,10 @@ impl BufferPool {
         let part = self.partition(id);
         let mut t = part.lock();
         let Some(&f) = t.get(&id) else { return true };
-        let fr = &self.frames[f];
-        if fr
-            .pins
-            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.pin_if_mapped(&t, f, id) {
             return false;
         }
+        let fr = &self.frames[f];
         t.remove(&id);
         fr.page.store(NO_PAGE, Ordering::Release);
         fr.valid.store(false, Ordering::Release);
@@ -1165,6 +1161,31 @@ impl BufferPool {
         fr.rec_lsn.store(0, Ordering::Release);
         drop(t);
         self.replacer.removed(f);
+        self.unpin(f);
+        true
+    }
+
+    /// Marks page `id`, which the caller is freeing in its relation, as freed while it
+    /// stays resident: its frame keeps its place in the replacement order and is reclaimed
+    /// like a clean page when eviction reaches it; the page is never written (its dirty
+    /// flag is cleared), and a later allocation of the same block finds it resident and
+    /// reuses the frame without a read. This is InnoDB's handling of a freed page: buf0buf.cc
+    /// `buf_page_free` sets the block's state to FREED and leaves it in the LRU list;
+    /// buf0flu.cc `buf_page_t::flush` then releases it without a write
+    /// (`buf_pool_t::release_freed_page` → `buf_LRU_free_page`) when the page cleaner's LRU
+    /// or flush-list batch reaches it; `buf_page_create_low` reuses a resident block. A page
+    /// not resident is left alone. Returns false, changing nothing, when the page is pinned.
+    pub fn free_resident(&self, id: PageId) -> bool {
+        let part = self.partition(id);
+        let t = part.lock();
+        let Some(&f) = t.get(&id) else { return true };
+        if !self.pin_if_mapped(&t, f, id) {
+            return false;
+        }
+        let fr = &self.frames[f];
+        fr.dirty.store(false, Ordering::Release);
+        fr.rec_lsn.store(0, Ordering::Release);
+        drop(t);
         self.unpin(f);
         true
     }

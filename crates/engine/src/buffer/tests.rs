@@ -316,6 +316,58 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
     assert_eq!(d.cause(Cause::Insert).write_blocks_4k, 0);
 }
 
+/// A freed page stays in its frame, clean, until eviction reaches it (InnoDB's FREED
+/// state); it is never written, and allocating the block again reuses the frame without a
+/// read.
+#[test]
+fn a_freed_page_stays_resident_unwritten_until_evicted_or_allocated_again() {
+    let s = quiet(
+        4,
+        TornPageProtection::None,
+        ReplacerConfig::lru_midpoint_default(),
+    );
+    let rel = s.store().create_relation().unwrap();
+    let mut g = s.pool().new_page(rel).unwrap();
+    let id = g.page_id();
+    put(&s, &mut g, 7);
+    drop(g);
+    assert_eq!(s.pool().state().dirty_pages, 1);
+    assert!(s.pool().free_resident(id));
+    s.store().free_page(id).unwrap();
+    assert!(s.pool().is_resident(id), "the frame keeps the freed page");
+    assert_eq!(s.pool().state().dirty_pages, 0, "a freed page is not dirty");
+    let before = s.snapshot();
+    assert_eq!(
+        s.pool().flush_all().unwrap(),
+        0,
+        "a freed page is not written"
+    );
+    // The relation's next allocation is the freed block: found in the pool, not read.
+    let g = s.pool().new_page(rel).unwrap();
+    assert_eq!(g.page_id(), id);
+    assert!(g.data().iter().all(|&b| b == 0), "handed out zeroed");
+    drop(g);
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!((d.buffer_misses, d.read_blocks_4k), (0, 0));
+    // Marked freed again (the store keeps the block this time, so that the next pages
+    // are new blocks), then pushed out by four new pages: its frame, at the LRU tail, is
+    // reclaimed like a clean page's, with no write.
+    assert!(s.pool().free_resident(id));
+    let before = s.snapshot();
+    for v in 0..4u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        assert_ne!(g.page_id(), id);
+        put(&s, &mut g, v);
+    }
+    assert!(!s.pool().is_resident(id), "evicted");
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!(d.buffer_pages_written, 0, "{d:?}");
+    // A pinned page is not marked.
+    let g = s.pool().fetch_read(PageId::new(rel, 1)).unwrap();
+    assert!(!s.pool().free_resident(PageId::new(rel, 1)));
+    drop(g);
+}
+
 #[test]
 fn clock_sweep_cleaner_skips_recently_used_buffers() {
     let s = quiet(

@@ -7,7 +7,7 @@ use super::undo::{TrxUndo, UndoRecord, UndoSpace, UndoType};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
-    encode_key, key_of, set_compact_delete_mark, Row, TableDef, Value,
+    encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
 use crate::db::Assign;
 use crate::error::{Error, Result};
@@ -726,17 +726,29 @@ impl ClusteredTable {
                 Ok(1)
             }
             UndoType::UpdateExisting | UndoType::UpdateDeleted => {
-                // row_purge_poss_sec: only when no version a view may still need carries the
-                // old key (the current record is older than the horizon).
-                if (cur.trx_id as Xid) >= horizon {
-                    return Ok(0);
-                }
+                // row0purge.cc `row_purge_remove_sec_if_poss_leaf`: the old entry, if it is
+                // still there and delete-marked, goes unless a version some read view may
+                // still see carries it (`row_purge_poss_sec` → row0vers.cc
+                // `row_vers_old_has_index_entry`). The versions are read once, on the first
+                // entry that needs them.
+                let mut needed: Option<Vec<Row>> = None;
                 let mut n = 0;
                 for ix in 0..self.indexes.len() {
                     let k = self.sec_key(ix, &old, &u.pk)?;
-                    if k != self.sec_key(ix, &cur.row, &u.pk)?
-                        && self.indexes[ix].get(&k)?.as_deref() == Some(DELETE_MARKED)
-                    {
+                    if self.indexes[ix].get(&k)?.as_deref() != Some(DELETE_MARKED) {
+                        continue;
+                    }
+                    if needed.is_none() {
+                        needed = Some(self.versions_a_view_may_see(&cur, horizon)?);
+                    }
+                    let mut carried = false;
+                    for row in needed.iter().flatten() {
+                        if self.sec_key(ix, row, &u.pk)? == k {
+                            carried = true;
+                            break;
+                        }
+                    }
+                    if !carried {
                         self.indexes[ix].delete(&k)?;
                         n += 1;
                     }
@@ -745,6 +757,40 @@ impl ClusteredTable {
             }
             UndoType::Insert => Ok(0),
         }
+    }
+
+    /// The versions of a clustered record that a read view may still see, as purge asks
+    /// before it removes a delete-marked secondary entry (row0vers.cc
+    /// `row_vers_old_has_index_entry` with `also_curr`): the current version unless it is
+    /// delete-marked, then each older one built from the undo log
+    /// (`trx_undo_prev_version_build`) while the version it is built from was made by a
+    /// transaction not older than `horizon` (the walk stops at a version every view sees:
+    /// `trx_undo_get_undo_rec` finds the history of a change purge's view sees missing).
+    /// Delete-marked versions are left out. The undo pages are read through the pool like a
+    /// consistent read's (`buf_page_get`). The caller holds the row's stripe.
+    ///
+    /// Errors: storage and decoding errors (an undo log of a transaction not older than
+    /// `horizon` is never truncated, so every roll pointer followed is valid).
+    fn versions_a_view_may_see(&self, cur: &CompactRecord, horizon: Xid) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        if !cur.delete_marked {
+            out.push(cur.row.clone());
+        }
+        let (mut row, mut trx, mut roll) = (cur.row.clone(), cur.trx_id, cur.roll_ptr);
+        while (trx as Xid) >= horizon {
+            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
+            if insert || roll == 0 {
+                break; // the version before the row's insert: nothing
+            }
+            let u = self.undo.read(roll)?;
+            apply_delta(&self.def, &mut row, &u.delta)?;
+            if u.kind != UndoType::UpdateDeleted {
+                out.push(row.clone());
+            }
+            trx = u.old_trx_id;
+            roll = u.old_roll_ptr;
+        }
+        Ok(out)
     }
 
     /// An undo record's delta decoded: a row holding the delta's values in the columns it

@@ -1726,10 +1726,13 @@ impl UndoSpace {
         Ok(())
     }
 
+    /// Frees undo page `p` (fsp0fsp.cc `fseg_free_page` → buf0buf.cc `buf_page_free`): the
+    /// page stays in its frame, clean, until eviction reaches it or the block is allocated
+    /// again ([`BufferPool::free_resident`]), and goes back to the relation's free list.
     fn free_page(&self, p: u32) -> Result<()> {
         let id = PageId::new(self.rel, p);
         let mut tries = 0;
-        while !self.pool.discard(id) {
+        while !self.pool.free_resident(id) {
             tries += 1;
             if tries > 10_000 {
                 return Ok(()); // still pinned by a reader: leave the page (it leaks, no data is lost)
