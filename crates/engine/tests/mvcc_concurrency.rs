@@ -335,6 +335,56 @@ fn deadlock_is_detected_and_one_victim_aborted() {
     }
 }
 
+/// NULLs are distinct in a unique index (PostgreSQL nbtinsert.c `_bt_doinsert` skips the
+/// check for a key with a NULL; InnoDB row0ins.cc `row_ins_scan_sec_index_for_duplicate`
+/// likewise): two rows with a NULL email both go in, two with the same email do not, and
+/// a NULL next to the same other column is no conflict either.
+#[test]
+fn a_unique_index_takes_any_number_of_nulls() {
+    use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef};
+    for design in designs() {
+        let db = open_db(design, 64);
+        let t = db
+            .create_table(TableDef {
+                name: "users".into(),
+                columns: vec![
+                    Column::not_null("id", ColumnType::Integer),
+                    Column::not_null("org", ColumnType::Integer),
+                    Column::nullable("email", ColumnType::Varchar(32)),
+                ],
+                primary_key: vec![0],
+                indexes: vec![IndexDef {
+                    name: "users_org_email".into(),
+                    columns: vec![1, 2],
+                    unique: true,
+                }],
+            })
+            .unwrap();
+        let row = |id: i32, email: Option<&str>| {
+            vec![
+                Value::Integer(id),
+                Value::Integer(1),
+                email.map_or(Value::Null, |e| Value::Text(e.into())),
+            ]
+        };
+        let mut tx = db.begin();
+        tx.insert(t, row(1, None)).unwrap();
+        tx.insert(t, row(2, None)).unwrap();
+        tx.insert(t, row(3, Some("a@x"))).unwrap();
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        let e = tx.insert(t, row(4, Some("a@x"))).unwrap_err();
+        assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+        let mut tx = db.begin();
+        tx.insert(t, row(5, None)).unwrap();
+        tx.commit().unwrap();
+        let mut r = db.begin();
+        for id in [1, 2, 3, 5] {
+            assert!(r.get(t, &[Value::Integer(id)]).unwrap().is_some(), "{id}");
+        }
+    }
+}
+
 #[test]
 fn unique_violation_names_the_key_and_aborts() {
     for design in designs() {

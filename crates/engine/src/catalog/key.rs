@@ -36,7 +36,9 @@
 //!
 //! Note for unique indexes: two keys holding a NULL encode equal when their other columns
 //! are equal, yet SQL treats them as distinct (neither engine reports a duplicate); the
-//! unique check must skip keys with a NULL.
+//! unique check skips keys with a NULL (`HeapTable::insert_index_entries` as nbtinsert.c
+//! `_bt_doinsert`, `ClusteredTable::unique_conflict` as row0ins.cc
+//! `row_ins_scan_sec_index_for_duplicate`).
 
 use super::value::{check_value, pad_char};
 use super::{ColumnType, Row, TableDef, Value};

@@ -435,6 +435,15 @@ impl ClusteredTable {
         row: &Row,
         pk: &[u8],
     ) -> Result<Option<Xid>> {
+        // row0ins.cc `row_ins_scan_sec_index_for_duplicate`: a key with a NULL field cannot
+        // conflict (NULL != NULL).
+        if self.def.indexes[ix]
+            .columns
+            .iter()
+            .any(|&c| matches!(row[c], Value::Null))
+        {
+            return Ok(None);
+        }
         let key = key_of(&self.def, &self.def.indexes[ix].columns, row)?;
         let mut hi = key.clone();
         hi.push(0xFF);

@@ -888,7 +888,11 @@ impl HeapTable {
         for (ix, idx) in self.def.indexes.iter().enumerate() {
             let k = key_of(&self.def, &idx.columns, row)?;
             let index_unchanged = unchanged(&idx.columns);
-            if idx.unique {
+            // nbtinsert.c `_bt_doinsert`: a key with a NULL column is not checked for
+            // uniqueness (`itup_key->anynullkeys`; NULLs are distinct), and, the index
+            // being unique, is not deduplicated either (`checkingunique`, no `uniquedup`).
+            let has_null = idx.columns.iter().any(|&c| matches!(row[c], Value::Null));
+            if idx.unique && !has_null {
                 self.insert_unique(ctx, &self.indexes[ix], &idx.name, k, tid, index_unchanged)?;
             } else {
                 self.index_insert(
@@ -896,7 +900,7 @@ impl HeapTable {
                     &self.indexes[ix],
                     &with_tid(k, tid),
                     index_unchanged,
-                    true,
+                    !idx.unique,
                 )?;
             }
             self.counters
