@@ -469,10 +469,35 @@ impl BufferPool {
         self.pin_write(id, false)
     }
 
+    /// Pins and exclusively locks page `id` without an access of the replacement policy:
+    /// a hit is counted but leaves the page where it is in the LRU list. MariaDB 10.11's
+    /// `buf_page_get_gen` does not make a page young; its callers do, with
+    /// `buf_page_make_young_if_needed`, where they mean to (B-tree leaves, a transaction's
+    /// undo pages, rollback segment headers), and the undo log pages that commit and
+    /// history truncation change are not among them (trx0purge.cc
+    /// `trx_purge_add_undo_to_history`, `purge_sys_t::iterator::free_history_rseg`, and
+    /// the list neighbours fut0lst.cc fetches). A miss reads the page in as
+    /// [`BufferPool::fetch_write`] does.
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fetch_write_fixed(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+        self.pin_write_counted(id, false, Access::Fix)
+    }
+
     /// Pins `id` (zero-filled on a miss when `create`, else read) and takes its exclusive
     /// lock.
     fn pin_write(&self, id: PageId, create: bool) -> Result<WritePageGuard<'_>> {
-        let (f, hit) = self.pin(id, create)?;
+        self.pin_write_counted(id, create, Access::Counted)
+    }
+
+    /// [`BufferPool::pin_write`], a hit counted as `access` says.
+    fn pin_write_counted(
+        &self,
+        id: PageId,
+        create: bool,
+        access: Access,
+    ) -> Result<WritePageGuard<'_>> {
+        let (f, hit) = self.pin_counted(id, create, access)?;
         let data = Some(self.frames[f].data.write());
         Ok(WritePageGuard {
             pool: self,

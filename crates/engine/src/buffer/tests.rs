@@ -949,8 +949,9 @@ fn clock_sweep_cleaner_writes_ahead_for_the_recent_allocations() {
     assert_eq!(again, 0);
 }
 
-/// A fix (MariaDB's purge, `buf_pool_t::page_fix`) counts a hit but leaves the page where
-/// it is in the LRU list; an access (`buf_page_get_gen`) makes the same page young.
+/// A fix (MariaDB's purge, `buf_pool_t::page_fix`) or a fetch without an access counts a
+/// hit but leaves the page where it is in the LRU list; an access (`buf_page_get_gen`
+/// followed by `buf_page_make_young_if_needed`) makes the same page young.
 #[test]
 fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
     let s = quiet(
@@ -977,8 +978,13 @@ fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
     drop(pool.fetch_read_fixed(tail).unwrap());
     assert_eq!(hits(), h0 + 1, "a fix is a hit");
     assert_eq!(pool.victim_order(16), order, "and moves nothing");
-    drop(pool.fetch_read(tail).unwrap());
+    // The same for an exclusive fetch without an access (MariaDB's commit and history
+    // truncation changing undo log pages with `buf_page_get_gen` alone).
+    drop(pool.fetch_write_fixed(tail).unwrap());
     assert_eq!(hits(), h0 + 2);
+    assert_eq!(pool.victim_order(16), order);
+    drop(pool.fetch_read(tail).unwrap());
+    assert_eq!(hits(), h0 + 3);
     assert_ne!(
         pool.victim_order(16)[0],
         tail,

@@ -775,8 +775,9 @@ impl ClusteredTable {
     /// (`trx_undo_prev_version_build`) while the version it is built from was made by a
     /// transaction not older than `horizon` (the walk stops at a version every view sees:
     /// `trx_undo_get_undo_rec` finds the history of a change purge's view sees missing).
-    /// Delete-marked versions are left out. The undo pages are read through the pool like a
-    /// consistent read's (`buf_page_get`). The caller holds the row's stripe.
+    /// Delete-marked versions are left out. The undo pages are read as purge reads them,
+    /// fixed without being made young (trx0rec.cc `purge_sys_t::view_guard::get` →
+    /// `buf_pool_t::page_fix`). The caller holds the row's stripe.
     ///
     /// Errors: storage and decoding errors (an undo log of a transaction not older than
     /// `horizon` is never truncated, so every roll pointer followed is valid).
@@ -791,7 +792,7 @@ impl ClusteredTable {
             if insert || roll == 0 {
                 break; // the version before the row's insert: nothing
             }
-            let u = self.undo.read(roll)?;
+            let u = self.undo.read_for_purge(roll)?;
             apply_delta(&self.def, &mut row, &u.delta)?;
             if u.kind != UndoType::UpdateDeleted {
                 out.push(row.clone());

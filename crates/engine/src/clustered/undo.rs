@@ -1385,7 +1385,7 @@ impl UndoSpace {
             None => None,
         };
         let mut gi = match ifirst {
-            Some(p) => Some(self.pool.fetch_write(PageId::new(self.rel, p))?),
+            Some(p) => Some(self.pool.fetch_write_fixed(PageId::new(self.rel, p))?),
             None => None,
         };
         let mut icache = false;
@@ -1414,7 +1414,7 @@ impl UndoSpace {
                 page: first,
                 offset: useg.log_offset,
             };
-            let mut g = self.pool.fetch_write(PageId::new(self.rel, first))?;
+            let mut g = self.pool.fetch_write_fixed(PageId::new(self.rel, first))?;
             ucache = self.reusable(&useg, &g);
             let old_first = st.history.front().map(|l| l.at);
             // flst_add_first(TRX_RSEG_HISTORY, log's TRX_UNDO_HISTORY_NODE).
@@ -1474,7 +1474,9 @@ impl UndoSpace {
                     );
                 }
                 Some(of) => {
-                    let mut ng = self.pool.fetch_write(PageId::new(self.rel, of.page))?;
+                    let mut ng = self
+                        .pool
+                        .fetch_write_fixed(PageId::new(self.rel, of.page))?;
                     put(
                         &mut ng,
                         &mut wn,
@@ -1623,7 +1625,9 @@ impl UndoSpace {
             let mut h = self.pool.fetch_write(self.rseg_header(r as u8))?;
             while let Some(oldest) = st.history.back() {
                 let at = oldest.at;
-                let mut g = self.pool.fetch_write(PageId::new(self.rel, at.page))?;
+                let mut g = self
+                    .pool
+                    .fetch_write_fixed(PageId::new(self.rel, at.page))?;
                 if !oldest.purged
                     || rs.refs.load(Ordering::Acquire) > 0
                     || st.max_trx_id >= horizon as u64
@@ -1692,7 +1696,9 @@ impl UndoSpace {
                         self.log_writes(&mut [&mut h, &mut g], &[(false, wh), (false, wg)])?;
                     }
                     Some(nw) => {
-                        let mut n = self.pool.fetch_write(PageId::new(self.rel, nw.page))?;
+                        let mut n = self
+                            .pool
+                            .fetch_write_fixed(PageId::new(self.rel, nw.page))?;
                         let mut wn = WriteLog::default();
                         put(
                             &mut n,
