@@ -76,7 +76,7 @@ pub use undo::{
 };
 
 use crate::error::Result;
-use crate::mvcc::{TransactionManager, Xid};
+use crate::mvcc::Xid;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -184,23 +184,21 @@ impl History {
 }
 
 /// Purges one history entry: reads each undo record (counted to the caller's cause, purge)
-/// and lets `apply` remove what it made obsolete, then marks the log purged, for history
-/// truncation ([`UndoSpace::truncate_history`]) to free.
+/// and lets `apply` (record, the entry's transaction id) remove what it made obsolete, then
+/// marks the log purged, for history truncation ([`UndoSpace::truncate_history`]) to free.
 ///
 /// Errors: storage errors.
 pub fn purge_entry(
     e: HistoryEntry,
     undo: &UndoSpace,
     history: &History,
-    tm: &TransactionManager,
-    apply: &dyn Fn(&UndoRecord, u64, Xid) -> Result<u64>,
+    apply: &dyn Fn(&UndoRecord, u64) -> Result<u64>,
 ) -> Result<()> {
-    let horizon = tm.oldest_xmin();
     for rp in &e.records {
         let u = undo.read_for_purge(*rp)?;
         history
             .purge_removed
-            .fetch_add(apply(&u, e.trx_id, horizon)?, Ordering::Relaxed);
+            .fetch_add(apply(&u, e.trx_id)?, Ordering::Relaxed);
         history.purge_records.fetch_add(1, Ordering::Relaxed);
     }
     undo.purged(e.log);

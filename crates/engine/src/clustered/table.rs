@@ -654,11 +654,17 @@ impl ClusteredTable {
     /// secondary entries; after an update, the old secondary entries that are still
     /// delete-marked and no longer the current key are removed, and with the design switch
     /// `purge_resets_trx_id` the record's history is then cut ([`Self::reset_trx_id`]).
-    /// Returns records removed.
+    /// Returns records removed. `tm` gives the purge horizon (the oldest xmin), read once
+    /// the row's stripe is held.
     ///
     /// Errors: storage and decoding errors.
-    pub fn purge_record(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
-        let removed = self.purge_record_indexes(u, trx_id, horizon)?;
+    pub fn purge_record(
+        &self,
+        u: &UndoRecord,
+        trx_id: u64,
+        tm: &TransactionManager,
+    ) -> Result<u64> {
+        let removed = self.purge_record_indexes(u, trx_id, tm)?;
         if u.kind == UndoType::UpdateExisting && self.purge_resets_trx_id {
             self.reset_trx_id(&u.pk, trx_id)?;
         }
@@ -690,7 +696,12 @@ impl ClusteredTable {
         Ok(())
     }
 
-    fn purge_record_indexes(&self, u: &UndoRecord, trx_id: u64, horizon: Xid) -> Result<u64> {
+    fn purge_record_indexes(
+        &self,
+        u: &UndoRecord,
+        trx_id: u64,
+        tm: &TransactionManager,
+    ) -> Result<u64> {
         // An update's delta is decoded before the lookup, and once: row0purge.cc
         // `row_purge_parse_undo_rec` returns early for an update that changed no ordering
         // field (UPD_NODE_NO_ORD_CHANGE), without looking the clustered record up.
@@ -748,6 +759,11 @@ impl ClusteredTable {
                         continue;
                     }
                     if needed.is_none() {
+                        // Read under the stripe: a log this walk follows (a transaction at or
+                        // past this horizon) cannot have been purged, and its record for this
+                        // row cannot be purged, nor the log truncated, while the stripe is
+                        // held.
+                        let horizon = tm.oldest_xmin();
                         needed = Some(self.versions_a_view_may_see(&cur, horizon)?);
                     }
                     let mut carried = false;
@@ -779,8 +795,10 @@ impl ClusteredTable {
     /// fixed without being made young (trx0rec.cc `purge_sys_t::view_guard::get` →
     /// `buf_pool_t::page_fix`). The caller holds the row's stripe.
     ///
-    /// Errors: storage and decoding errors (an undo log of a transaction not older than
-    /// `horizon` is never truncated, so every roll pointer followed is valid).
+    /// Errors: storage and decoding errors. With `horizon` read under the row's stripe,
+    /// every roll pointer followed is valid: it leads into the log of a transaction not
+    /// older than the horizon, which purge has not taken, and whose record for this row
+    /// it cannot purge (nor truncation free the log) until the stripe is released.
     fn versions_a_view_may_see(&self, cur: &CompactRecord, horizon: Xid) -> Result<Vec<Row>> {
         let mut out = Vec::new();
         if !cur.delete_marked {

@@ -127,10 +127,9 @@ impl Inner {
                 e,
                 &self.undo,
                 &self.history,
-                &self.tm,
-                &|u, trx, horizon| match self.table(u.table) {
+                &|u, trx| match self.table(u.table) {
                     Ok(t) => {
-                        let r = t.purge_record(u, trx, horizon)?;
+                        let r = t.purge_record(u, trx, &self.tm)?;
                         // The old version this undo record kept is gone: one dead tuple
                         // fewer (n_dead_tup counted it at the update's or delete's commit).
                         t.counters.sub_dead(1);
