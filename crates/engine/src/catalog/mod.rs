@@ -163,6 +163,15 @@ pub struct IndexDef {
     pub unique: bool,
 }
 
+impl IndexDef {
+    /// Whether `row`'s key in this index has a NULL column: such a key collides with no
+    /// other in a unique index (nbtinsert.c `_bt_doinsert` `anynullkeys`; row0ins.cc
+    /// `row_ins_scan_sec_index_for_duplicate`).
+    pub fn key_has_null(&self, row: &Row) -> bool {
+        self.columns.iter().any(|&c| row[c].is_null())
+    }
+}
+
 /// Definition of a table: its columns, primary key and secondary indexes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableDef {

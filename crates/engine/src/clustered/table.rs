@@ -179,29 +179,46 @@ impl ClusteredTable {
     /// view, following roll pointers newest to oldest; `None` when the row did not exist or
     /// was deleted for this view. `pk` is the record's key.
     fn visible_version(&self, ctx: &RowCtx<'_>, pk: &[u8], rec: &[u8]) -> Result<Option<Row>> {
-        let r = decode_compact_record(&self.def, pk, rec)?;
-        let (mut row, mut trx, mut roll, mut deleted) =
-            (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
+        let mut v = decode_compact_record(&self.def, pk, rec)?;
         for _ in 0..1_000_000 {
             self.counters
                 .versions_traversed
                 .fetch_add(1, Ordering::Relaxed);
-            let t = trx as Xid;
+            let t = v.trx_id as Xid;
             let own = ctx.xid != 0 && t == ctx.xid;
             if own || !ctx.view.xid_in_progress(t) {
-                return Ok((!deleted).then_some(row));
+                return Ok((!v.delete_marked).then_some(v.row));
             }
-            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
-            if insert || roll == 0 {
+            if !self.previous_version(&mut v, |rp| self.undo.read(rp).map(Some))? {
                 return Ok(None); // inserted by a transaction the view does not see
             }
-            let u = self.undo.read(roll)?;
-            apply_delta(&self.def, &mut row, &u.delta)?;
-            deleted = u.kind == UndoType::UpdateDeleted;
-            trx = u.old_trx_id;
-            roll = u.old_roll_ptr;
         }
         Err(record_bad(&self.def, "undo chain does not end"))
+    }
+
+    /// trx_undo_prev_version_build: replaces version `v` of a record by the version before
+    /// it, built from the undo record its roll pointer names, which `read` reads (`None`:
+    /// the history is missing). Returns false, leaving `v` as it is, when there is no
+    /// earlier version: `v` is the row's insert, or `read` found nothing.
+    ///
+    /// Errors: `read`'s errors; a delta that does not apply ([`Error::Corrupted`]).
+    fn previous_version(
+        &self,
+        v: &mut CompactRecord,
+        read: impl FnOnce(u64) -> Result<Option<UndoRecord>>,
+    ) -> Result<bool> {
+        let (insert, _, _, _) = super::undo::split_roll_ptr(v.roll_ptr);
+        if insert || v.roll_ptr == 0 {
+            return Ok(false);
+        }
+        let Some(u) = read(v.roll_ptr)? else {
+            return Ok(false);
+        };
+        apply_delta(&self.def, &mut v.row, &u.delta)?;
+        v.delete_marked = u.kind == UndoType::UpdateDeleted;
+        v.trx_id = u.old_trx_id;
+        v.roll_ptr = u.old_roll_ptr;
+        Ok(true)
     }
 
     /// Consistent read by primary key.
@@ -437,11 +454,7 @@ impl ClusteredTable {
     ) -> Result<Option<Xid>> {
         // row0ins.cc `row_ins_scan_sec_index_for_duplicate`: a key with a NULL field cannot
         // conflict (NULL != NULL).
-        if self.def.indexes[ix]
-            .columns
-            .iter()
-            .any(|&c| matches!(row[c], Value::Null))
-        {
+        if self.def.indexes[ix].key_has_null(row) {
             return Ok(None);
         }
         let key = key_of(&self.def, &self.def.indexes[ix].columns, row)?;
@@ -801,24 +814,17 @@ impl ClusteredTable {
     /// it cannot purge (nor truncation free the log) until the stripe is released.
     fn versions_a_view_may_see(&self, cur: &CompactRecord, horizon: Xid) -> Result<Vec<Row>> {
         let mut out = Vec::new();
-        if !cur.delete_marked {
-            out.push(cur.row.clone());
-        }
-        let (mut row, mut trx, mut roll) = (cur.row.clone(), cur.trx_id, cur.roll_ptr);
-        while (trx as Xid) >= horizon {
-            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
-            if insert || roll == 0 {
-                break; // the version before the row's insert: nothing
+        let mut v = cur.clone();
+        loop {
+            if !v.delete_marked {
+                out.push(v.row.clone());
             }
-            let u = self.undo.read_for_purge(roll)?;
-            apply_delta(&self.def, &mut row, &u.delta)?;
-            if u.kind != UndoType::UpdateDeleted {
-                out.push(row.clone());
+            if (v.trx_id as Xid) < horizon
+                || !self.previous_version(&mut v, |rp| self.undo.read_for_purge(rp).map(Some))?
+            {
+                return Ok(out);
             }
-            trx = u.old_trx_id;
-            roll = u.old_roll_ptr;
         }
-        Ok(out)
     }
 
     /// An undo record's delta decoded: a row holding the delta's values in the columns it
@@ -853,23 +859,16 @@ impl ClusteredTable {
         let Some(rec) = self.clustered.get(&key)? else {
             return Ok(Vec::new());
         };
-        let r = decode_compact_record(&self.def, &key, &rec)?;
-        let (mut row, mut trx, mut roll, mut deleted) =
-            (r.row, r.trx_id, r.roll_ptr, r.delete_marked);
+        let mut v = decode_compact_record(&self.def, &key, &rec)?;
         let mut out = Vec::new();
         loop {
-            out.push((trx, deleted, row.clone()));
-            let (insert, _, _, _) = super::undo::split_roll_ptr(roll);
-            if insert || roll == 0 || out.len() > 100_000 {
+            out.push((v.trx_id, v.delete_marked, v.row.clone()));
+            // An undo log purge already removed ends the chain.
+            if out.len() > 100_000
+                || !self.previous_version(&mut v, |rp| Ok(self.undo.read(rp).ok()))?
+            {
                 return Ok(out);
             }
-            let Ok(u) = self.undo.read(roll) else {
-                return Ok(out);
-            };
-            apply_delta(&self.def, &mut row, &u.delta)?;
-            deleted = u.kind == UndoType::UpdateDeleted;
-            trx = u.old_trx_id;
-            roll = u.old_roll_ptr;
         }
     }
 

@@ -891,8 +891,7 @@ impl HeapTable {
             // nbtinsert.c `_bt_doinsert`: a key with a NULL column is not checked for
             // uniqueness (`itup_key->anynullkeys`; NULLs are distinct), and, the index
             // being unique, is not deduplicated either (`checkingunique`, no `uniquedup`).
-            let has_null = idx.columns.iter().any(|&c| matches!(row[c], Value::Null));
-            if idx.unique && !has_null {
+            if idx.unique && !idx.key_has_null(row) {
                 self.insert_unique(ctx, &self.indexes[ix], &idx.name, k, tid, index_unchanged)?;
             } else {
                 self.index_insert(
