@@ -49,61 +49,15 @@
 //! replayed is already durable) and repaired home pages (synced before redo starts), so a
 //! crash during recovery leaves a state recovery can start from again.
 
-use crate::catalog::TableDef;
-use crate::db::TableRelations;
-use crate::device::{file_ids, FileId};
+pub use crate::access::{CatalogSnapshot, CatalogTable, RecoveryReport, Redone};
+use crate::device::file_ids;
 use crate::error::{Error, Result};
 use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
 use crate::stats::{enter, Cause};
 use crate::storage::{parse_checkpoint_main_data, CatalogBlob, Storage};
 use crate::wal::{rmgr, xlog_info, WalRecord};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
-
-/// One table in the catalog: its definition and the relation files that hold it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CatalogTable {
-    /// The definition.
-    pub def: TableDef,
-    /// Its relations (heap or clustered index, primary key, secondary indexes).
-    pub relations: TableRelations,
-    /// Secondary indexes not built yet (`Database::create_table_for_load`).
-    pub secondary_deferred: bool,
-}
-
-/// The catalog a database logs at every DDL ([`Storage::log_catalog`]) and recovery reads
-/// back: every table in id order (a table's id is its position), and the design-wide
-/// relations.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CatalogSnapshot {
-    /// The design's table layout and version storage, as `Heap/AppendO2n` or
-    /// `Clustered/UndoDelta`: a database is reopened with the layout it was made with.
-    pub layout: String,
-    /// Tables in id order.
-    pub tables: Vec<CatalogTable>,
-    /// The undo log's relation (innodb), when there is one.
-    pub undo_relation: Option<FileId>,
-}
-
-impl CatalogSnapshot {
-    /// JSON bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a catalog always serializes")
-    }
-
-    /// Parses `bytes` ([`CatalogSnapshot::encode`]); empty bytes are the empty catalog.
-    ///
-    /// Errors: [`Error::Corrupted`] for bytes that are not a catalog.
-    pub fn decode(bytes: &[u8]) -> Result<CatalogSnapshot> {
-        if bytes.is_empty() {
-            return Ok(CatalogSnapshot::default());
-        }
-        serde_json::from_slice(bytes).map_err(|e| Error::Corrupted {
-            what: format!("catalog in the WAL: {e}"),
-        })
-    }
-}
 
 /// The name of a WAL record type (resource manager and `info` code) in pg_waldump's
 /// `Rmgr/RECORD` form, PostgreSQL's names where the record means the same (nbtxlog.h,
@@ -122,8 +76,8 @@ pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
         rmgr::HEAP => crate::heap::wal::info_name(info),
         rmgr::BTREE => crate::btree::wal::info_name(info).map(|n| format!("Btree/{n}")),
         rmgr::XACT => match info {
-            crate::db::xact_info::COMMIT => Some("Transaction/COMMIT".to_string()),
-            crate::db::xact_info::ABORT => Some("Transaction/ABORT".to_string()),
+            crate::mvcc::xact_info::COMMIT => Some("Transaction/COMMIT".to_string()),
+            crate::mvcc::xact_info::ABORT => Some("Transaction/ABORT".to_string()),
             _ => None,
         },
         rmgr::UNDO => crate::clustered::undo_info_name(info).map(|n| format!("Undo/{n}")),
@@ -132,54 +86,6 @@ pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
         _ => None,
     };
     known.unwrap_or_else(|| format!("rmgr{rmgr_id}/{info:#04x}"))
-}
-
-/// What recovery did at one open. Counts are exact; `duration_us` is wall-clock time.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecoveryReport {
-    /// Redo started here (the last checkpoint's redo pointer).
-    pub redo_start_lsn: u64,
-    /// End of the valid WAL, where new records go.
-    pub redo_end_lsn: u64,
-    /// WAL records read and replayed.
-    pub records_replayed: u64,
-    /// Blocks changed by replaying a record.
-    pub blocks_redone: u64,
-    /// Blocks skipped because their page LSN was already at or past the record's end.
-    pub blocks_skipped: u64,
-    /// Blocks restored from a full-page image.
-    pub full_page_images_restored: u64,
-    /// Torn home pages repaired from the doublewrite area.
-    pub doublewrite_pages_restored: u64,
-    /// B+tree splits a crash had left without their downlink, finished.
-    pub splits_finished: u64,
-    /// Transactions that had neither committed nor aborted, marked aborted (postgres).
-    pub transactions_aborted: u64,
-    /// Active transactions rolled back through their undo logs (innodb).
-    pub transactions_rolled_back: u64,
-    /// Undo records applied by those rollbacks.
-    pub undo_records_rolled_back: u64,
-    /// Time taken, µs.
-    pub duration_us: u64,
-}
-
-/// What [`redo`] found besides the pages.
-#[derive(Debug, Default)]
-pub struct Redone {
-    /// The newest catalog (version 0 and no bytes when no DDL was ever logged).
-    pub catalog: CatalogBlob,
-    /// The outcome of every transaction whose commit (true) or abort (false) record was
-    /// replayed, in LSN order.
-    pub xact_ends: Vec<(u32, bool)>,
-    /// The largest xid named by any record replayed (0 if none).
-    pub max_xid: u32,
-    /// The engine state the last checkpoint record replayed carries
-    /// ([`crate::storage::CheckpointHook::checkpoint`]).
-    pub checkpoint_engine_state: Option<Vec<u8>>,
-    /// Counts so far (the engine adds its own).
-    pub report: RecoveryReport,
-    /// When recovery started.
-    pub started: Option<Instant>,
 }
 
 /// The pages of `dev`'s relation files (`file_ids::is_relation`) that fail
@@ -320,8 +226,8 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
                 newer_catalog(&mut out.catalog, c);
             }
             rmgr::XACT => {
-                let committed = rec.info == crate::db::xact_info::COMMIT;
-                if committed || rec.info == crate::db::xact_info::ABORT {
+                let committed = rec.info == crate::mvcc::xact_info::COMMIT;
+                if committed || rec.info == crate::mvcc::xact_info::ABORT {
                     out.xact_ends.push((rec.xid, committed));
                 }
             }

@@ -23,24 +23,13 @@
 //! round); the scan reads usage counts and pins without locks, as `SyncOneBuffer` reads
 //! the buffer header, and pins a frame under its partition lock before writing it.
 
-use super::replacer::FrameId;
+use super::replacer::{FrameId, SweepPosition};
 
 /// `scan_whole_pool_milliseconds` of `BgBufferSync`: with no allocations, the writer still
 /// scans the whole pool once in two minutes.
 const SCAN_WHOLE_POOL_MS: f32 = 120_000.0;
 /// `smoothing_samples` of `BgBufferSync`.
 const SMOOTHING_SAMPLES: f32 = 16.0;
-
-/// What the clock sweep reports to the writer (freelist.c `StrategySyncStart`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SweepPosition {
-    /// The frame the hand takes next.
-    pub next_victim: usize,
-    /// Complete passes of the hand over the pool.
-    pub complete_passes: u64,
-    /// Buffer allocations since the previous call (the count is reset by the call).
-    pub recent_alloc: u64,
-}
 
 /// What the scan found at one frame (`SyncOneBuffer`'s result bits).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //! None: usage counts and the hand are atomics, as in PostgreSQL (which keeps the usage
 //! count in the buffer's atomic state word).
 
-use super::bgwriter::SweepPosition;
+use super::replacer::SweepPosition;
 use super::replacer::{FrameId, Replacer};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 

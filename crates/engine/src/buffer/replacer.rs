@@ -44,6 +44,17 @@ impl ReplacerConfig {
     }
 }
 
+/// What the clock sweep reports to the writer (freelist.c `StrategySyncStart`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepPosition {
+    /// The frame the hand takes next.
+    pub next_victim: usize,
+    /// Complete passes of the hand over the pool.
+    pub complete_passes: u64,
+    /// Buffer allocations since the previous call (the count is reset by the call).
+    pub recent_alloc: u64,
+}
+
 /// A replacement policy. The pool tells it about loads, hits and removals; it names
 /// victims. Implementations are internally synchronized; calls come from many threads.
 pub trait Replacer: Send + Sync {
@@ -84,7 +95,7 @@ pub trait Replacer: Send + Sync {
     /// Where the hand is and the allocations since the previous call, which resets that
     /// count (freelist.c `StrategySyncStart`); `None` for a policy without a clock hand,
     /// the default.
-    fn strategy_sync_start(&self) -> Option<super::bgwriter::SweepPosition> {
+    fn strategy_sync_start(&self) -> Option<SweepPosition> {
         None
     }
 }

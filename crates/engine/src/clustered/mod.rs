@@ -63,11 +63,14 @@
 //!   (MariaDB before 10.3); MariaDB 10.3+ keeps one log per transaction, purges insert undo
 //!   too and resets DB_TRX_ID (row0purge.cc `row_purge_reset_trx_id`).
 
+mod am;
+mod check;
 pub mod rseg;
 mod table;
 mod undo;
 pub mod undo_wal;
 
+pub use am::ClusteredAm;
 pub use rseg::PAGE_TYPE_RSEG;
 pub use table::{ClusteredTable, RowCtx};
 pub use undo::{

@@ -4,12 +4,12 @@
 //! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
 
 use super::undo::{TrxUndo, UndoRecord, UndoSpace, UndoType};
+use crate::access::Assign;
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
     encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
-use crate::db::Assign;
 use crate::error::{Error, Result};
 use crate::heap::TableCounters;
 use crate::mvcc::{Snapshot, TransactionManager, Xid, XidStatus};
@@ -100,7 +100,7 @@ impl ClusteredTable {
 
     /// Errors with [`Error::Catalog`] while the secondary indexes are deferred.
     fn check_not_deferred(&self, what: &str) -> Result<()> {
-        crate::db::check_not_deferred(&self.secondary_deferred, &self.def.name, what)
+        crate::access::check_not_deferred(&self.secondary_deferred, &self.def.name, what)
     }
 
     /// Builds the deferred secondary indexes from the clustered index, as MariaDB's
@@ -880,26 +880,5 @@ impl ClusteredTable {
             Some(rec) => Ok(Some(compact_delete_mark(&rec)?)),
             None => Ok(None),
         }
-    }
-}
-
-impl crate::db::Catalogued for ClusteredTable {
-    fn def(&self) -> &TableDef {
-        &self.def
-    }
-    fn trees(&self) -> Vec<&crate::btree::BTree> {
-        std::iter::once(&self.clustered)
-            .chain(self.indexes.iter())
-            .collect()
-    }
-    fn relations(&self) -> crate::db::TableRelations {
-        crate::db::TableRelations {
-            table: self.clustered.rel(),
-            primary_key: self.clustered.rel(),
-            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
-        }
-    }
-    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
-        &self.secondary_deferred
     }
 }

@@ -46,6 +46,7 @@
 mod compression;
 mod crash;
 mod file;
+mod file_id;
 mod mem;
 mod nvme;
 mod os_cache;
@@ -55,6 +56,7 @@ mod vfs;
 pub use compression::{Compression, CompressionModel, CompressionTotals};
 pub use crash::{CrashConfig, CrashDevice, PowerCutReport, TornWrite, SECTOR_BYTES};
 pub use file::FileDevice;
+pub use file_id::FileId;
 pub use mem::MemDevice;
 pub use nvme::{IoEvent, IoKind, Nvme, NvmeConfig};
 pub use os_cache::{OsCacheConfig, OsPageCache};
@@ -62,9 +64,6 @@ pub use throttle::{Throttle, ThrottleConfig};
 pub use vfs::Vfs;
 
 use crate::error::Result;
-
-/// A file on the device, numbered (the file device names it `f{id:08x}`).
-pub type FileId = u32;
 
 /// Size of the accounting block: every request is rounded out to these.
 pub const BLOCK_4K: u64 = 4096;

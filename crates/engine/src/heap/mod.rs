@@ -64,6 +64,7 @@
 //! - ANALYZE gathers no column statistics (there is no planner): it reads its sample and
 //!   reports row estimates only.
 
+mod am;
 mod analyze;
 mod fsm;
 mod page;
@@ -75,6 +76,7 @@ mod visibility;
 mod vm;
 pub mod wal;
 
+pub use am::HeapAm;
 pub use analyze::{sample_blocks, AnalyzeReport, ANALYZE_TARGET_ROWS};
 pub use fsm::FreeSpaceMap;
 pub use page::{maxalign, ItemId, LpState, PAGE_TYPE_HEAP};

@@ -12,12 +12,12 @@ use super::visibility::{
 };
 use super::vm::VisibilityMap;
 use super::{info, TableCounters};
+use crate::access::Assign;
 use crate::btree::{
     BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, LeafRef, ScanDirection,
 };
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
-use crate::db::Assign;
 use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::{Snapshot, TransactionManager, Xid, INVALID_XID};
@@ -186,7 +186,7 @@ impl HeapTable {
 
     /// Errors with [`Error::Catalog`] while the secondary indexes are deferred.
     fn check_not_deferred(&self, what: &str) -> Result<()> {
-        crate::db::check_not_deferred(&self.secondary_deferred, &self.def.name, what)
+        crate::access::check_not_deferred(&self.secondary_deferred, &self.def.name, what)
     }
 
     /// Builds the deferred secondary indexes from the heap, as CREATE INDEX does
@@ -1504,27 +1504,6 @@ impl HeapTable {
         m.extend_from_slice(&0u32.to_le_bytes());
         m.extend_from_slice(&new_off.to_le_bytes());
         m
-    }
-}
-
-impl crate::db::Catalogued for HeapTable {
-    fn def(&self) -> &TableDef {
-        &self.def
-    }
-    fn trees(&self) -> Vec<&BTree> {
-        std::iter::once(&self.pk)
-            .chain(self.indexes.iter())
-            .collect()
-    }
-    fn relations(&self) -> crate::db::TableRelations {
-        crate::db::TableRelations {
-            table: self.heap_rel,
-            primary_key: self.pk.rel(),
-            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
-        }
-    }
-    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
-        &self.secondary_deferred
     }
 }
 

@@ -29,6 +29,7 @@
 
 mod snapshot;
 mod xact;
+pub mod xact_info;
 
 pub use snapshot::Snapshot;
 pub use xact::{ProcId, TransactionManager, XidStatus, CLOG_PAGE_BYTES, CLOG_XACTS_PER_BYTE};

@@ -32,35 +32,14 @@
 //! 2. `rel`, `block` and `checksum` are stamped by [`finish_for_write`] on a private copy
 //!    just before the write (PostgreSQL `PageSetChecksumCopy`), never in the buffer pool frame.
 
+mod id;
 mod store;
 
+pub use id::PageId;
 pub use store::PageStore;
 
-use crate::device::FileId;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
-
-/// Identity of a page: relation file and block number within it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct PageId {
-    /// Relation file id (PostgreSQL relfilenode; InnoDB space id).
-    pub rel: FileId,
-    /// Block number within the relation (PostgreSQL BlockNumber; InnoDB page number).
-    pub block: u32,
-}
-
-impl PageId {
-    /// The page `block` of relation `rel`.
-    pub fn new(rel: FileId, block: u32) -> Self {
-        PageId { rel, block }
-    }
-}
-
-impl std::fmt::Display for PageId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "page {}/{}", self.rel, self.block)
-    }
-}
 
 /// Page size of a database: 8 KiB (PostgreSQL BLCKSZ) or 16 KiB (InnoDB innodb_page_size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,35 +6,38 @@
 //! table's `Arc`; `create` holds it exclusively while it builds the table's relations, so
 //! two creations of one name cannot both succeed.
 
-use super::TableId;
+use super::catalog_snapshot::CatalogTable;
+use super::relations::{TableId, TableRelations};
 use crate::catalog::TableDef;
 use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use std::sync::Arc;
 
 /// A table an engine keeps: anything with a definition.
-pub(crate) trait Catalogued {
+pub trait Catalogued {
     /// The table's definition.
     fn def(&self) -> &TableDef;
     /// Its B+trees: the primary key or clustered index first, then the secondary indexes.
     fn trees(&self) -> Vec<&crate::btree::BTree>;
     /// The relation files holding it.
-    fn relations(&self) -> super::TableRelations;
-    /// Set while its secondary indexes are deferred (`Database::create_table_for_load`).
+    fn relations(&self) -> TableRelations;
+    /// Its pgstat counters (`pg_stat_user_tables`).
+    fn counters(&self) -> &crate::heap::TableCounters;
+    /// Set while its secondary indexes are deferred (`crate::db::Database::create_table_for_load`).
     fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool;
 }
 
 /// The tables of one engine (see the module doc).
-pub(crate) struct TableList<T>(RwLock<Vec<Arc<T>>>);
+pub struct TableList<T>(RwLock<Vec<Arc<T>>>);
 
 impl<T: Catalogued> TableList<T> {
     /// No tables.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         TableList(RwLock::new(Vec::new()))
     }
 
     /// The table with id `t`. Errors: [`Error::Catalog`] when there is none.
-    pub(crate) fn get(&self, t: TableId) -> Result<Arc<T>> {
+    pub fn get(&self, t: TableId) -> Result<Arc<T>> {
         self.0
             .read()
             .get(t as usize)
@@ -43,7 +46,7 @@ impl<T: Catalogued> TableList<T> {
     }
 
     /// The id of the table named `name`. Errors: [`Error::Catalog`] when there is none.
-    pub(crate) fn id_of(&self, name: &str) -> Result<TableId> {
+    pub fn id_of(&self, name: &str) -> Result<TableId> {
         self.0
             .read()
             .iter()
@@ -53,13 +56,13 @@ impl<T: Catalogued> TableList<T> {
     }
 
     /// The relation files of table `t`. Errors: [`Error::Catalog`] when there is none.
-    pub(crate) fn relations(&self, t: TableId) -> Result<super::TableRelations> {
+    pub fn relations(&self, t: TableId) -> Result<TableRelations> {
         Ok(self.get(t)?.relations())
     }
 
     /// Defers table `t`'s secondary indexes until they are built.
     /// Errors: [`Error::Catalog`] when there is no such table.
-    pub(crate) fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
+    pub fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
         self.get(t)?
             .secondary_deferred()
             .store(true, std::sync::atomic::Ordering::Release);
@@ -67,10 +70,10 @@ impl<T: Catalogued> TableList<T> {
     }
 
     /// Every table as the catalog records it, in id order.
-    pub(crate) fn catalog_tables(&self) -> Vec<crate::recovery::CatalogTable> {
+    pub fn catalog_tables(&self) -> Vec<CatalogTable> {
         self.all()
             .iter()
-            .map(|t| crate::recovery::CatalogTable {
+            .map(|t| CatalogTable {
                 def: t.def().clone(),
                 relations: t.relations(),
                 secondary_deferred: t
@@ -84,7 +87,7 @@ impl<T: Catalogued> TableList<T> {
     /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many.
     ///
     /// Errors: those of the finishing.
-    pub(crate) fn finish_incomplete_splits(&self) -> Result<u64> {
+    pub fn finish_incomplete_splits(&self) -> Result<u64> {
         let mut n = 0;
         for t in self.all() {
             for tree in t.trees() {
@@ -96,7 +99,7 @@ impl<T: Catalogued> TableList<T> {
 
     /// Splits and merges of every tree of every table, summed
     /// ([`crate::btree::BTree::ops`]).
-    pub(crate) fn btree_ops(&self) -> crate::btree::BTreeOps {
+    pub fn btree_ops(&self) -> crate::btree::BTreeOps {
         let mut sum = crate::btree::BTreeOps::default();
         for t in self.all() {
             for tree in t.trees() {
@@ -107,7 +110,7 @@ impl<T: Catalogued> TableList<T> {
     }
 
     /// Every table, in id order.
-    pub(crate) fn all(&self) -> Vec<Arc<T>> {
+    pub fn all(&self) -> Vec<Arc<T>> {
         self.0.read().clone()
     }
 
@@ -115,7 +118,7 @@ impl<T: Catalogued> TableList<T> {
     /// the next id; returns that id.
     ///
     /// Errors: [`Error::Catalog`] for an invalid definition or a taken name; `make`'s.
-    pub(crate) fn create(
+    pub fn create(
         &self,
         def: TableDef,
         make: impl FnOnce(TableId, TableDef) -> Result<T>,
@@ -132,9 +135,9 @@ impl<T: Catalogued> TableList<T> {
 }
 
 /// Errors with [`Error::Catalog`] when `deferred` is set: table `name`'s secondary indexes
-/// are deferred until its load ends (`Database::create_table_for_load`) and `what` needs
+/// are deferred until its load ends (`crate::db::Database::create_table_for_load`) and `what` needs
 /// them.
-pub(crate) fn check_not_deferred(
+pub fn check_not_deferred(
     deferred: &std::sync::atomic::AtomicBool,
     name: &str,
     what: &str,

@@ -1,22 +1,29 @@
-//! The `innodb` engine: clustered tables (crate::clustered), read views per transaction at
-//! repeatable read (InnoDB's default) or per statement at read committed, a rollback segment
-//! and undo segments per read-write transaction, the history list, purge threads and history
-//! truncation after each purge batch.
+//! The clustered table access method (MariaDB's `ha_innobase` handler over InnoDB): clustered
+//! tables ([`ClusteredTable`]), the transaction's undo logs in a rollback segment, InnoDB's
+//! end of transaction (the undo log's commit is the commit; trx0trx.cc `trx_t::commit_low`,
+//! rollback through the undo records, trx0roll.cc), the history list, purge threads and
+//! history truncation after each purge batch (srv0srv.cc `purge_coordinator_state::do_purge`,
+//! trx0purge.cc), and undo recovery at open. The `innodb` preset's engine is
+//! [`crate::db::DesignEngine`] over it.
+//!
+//! # Locking
+//! Purge threads hold a `Weak` reference and upgrade it per round. The truncation mutex
+//! (one truncating thread at a time, MariaDB's `purge_truncation_task`) is outermost; see
+//! the `clustered` module doc for the row stripe → rollback segment → page order.
 
-use super::txn::TxnCore;
 use super::{
-    Assign, Engine, EngineCounters, EngineTxn, GcReport, TableId, TableList, TableRelations,
-};
-use crate::btree::{BTree, BTreeConfig, ScanDirection};
-use crate::catalog::{Row, TableDef, Value};
-use crate::clustered::{
     purge_entry, split_roll_ptr, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx,
     TrxUndo, UndoSpace,
 };
+use crate::access::{
+    Assign, Catalogued, EngineCounters, GcReport, Redone, Statement, TableAccessMethod, TableId,
+    TableList, TxnCore, XactEnd,
+};
+use crate::btree::{BTree, BTreeConfig, ScanDirection};
+use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
-use crate::heap::TableStats;
-use crate::mvcc::{Isolation, TransactionManager, Xid};
+use crate::mvcc::{TransactionManager, Xid};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
@@ -28,7 +35,8 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-struct Inner {
+/// The clustered access method of one database (see the module doc).
+pub struct ClusteredAm {
     storage: Arc<Storage>,
     design: DesignConfig,
     tm: TransactionManager,
@@ -52,13 +60,11 @@ struct Inner {
     /// `wake_interval_ms`).
     next_wake: Mutex<Instant>,
     purge: PurgeConfig,
+    stop: Arc<StopSignal>,
+    purge_threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-impl Inner {
-    fn table(&self, t: TableId) -> Result<Arc<ClusteredTable>> {
-        self.tables.get(t)
-    }
-
+impl ClusteredAm {
     /// Truncates the rollback segments' history lists (srv0srv.cc `purge_coordinator_state::
     /// do_purge` submits `purge_truncation_task` after each `trx_purge` batch): one thread at
     /// a time; a request made meanwhile makes the running thread go again.
@@ -127,7 +133,7 @@ impl Inner {
                 e,
                 &self.undo,
                 &self.history,
-                &|u, trx| match self.table(u.table) {
+                &|u, trx| match self.tables.get(u.table) {
                     Ok(t) => {
                         let r = t.purge_record(u, trx, &self.tm)?;
                         // The old version this undo record kept is gone: one dead tuple
@@ -160,15 +166,15 @@ impl Inner {
     }
 }
 
-impl Inner {
-    fn new(
+impl ClusteredAm {
+    fn new_inner(
         storage: Arc<Storage>,
         design: DesignConfig,
         purge: PurgeConfig,
         tm: TransactionManager,
         undo: Arc<UndoSpace>,
-    ) -> Arc<Inner> {
-        Arc::new(Inner {
+    ) -> Arc<ClusteredAm> {
+        Arc::new(ClusteredAm {
             storage,
             design,
             tm,
@@ -182,6 +188,8 @@ impl Inner {
             purge_running: AtomicBool::new(false),
             next_wake: Mutex::new(Instant::now() + Duration::from_millis(purge.wake_interval_ms)),
             purge,
+            stop: Arc::new(StopSignal::default()),
+            purge_threads: Mutex::new(Vec::new()),
         })
     }
 
@@ -195,10 +203,13 @@ impl Inner {
         let mut result = Ok(());
         let mut applied = 0;
         for rp in undo.all.iter().rev() {
-            let r = self.undo.read(*rp).and_then(|u| match self.table(u.table) {
-                Ok(t) => t.rollback_record(&u, trx_id),
-                Err(_) => Ok(false),
-            });
+            let r = self
+                .undo
+                .read(*rp)
+                .and_then(|u| match self.tables.get(u.table) {
+                    Ok(t) => t.rollback_record(&u, trx_id),
+                    Err(_) => Ok(false),
+                });
             match r {
                 Ok(true) => applied += 1,
                 Ok(false) => {}
@@ -230,46 +241,32 @@ impl Inner {
         }
         Ok(())
     }
-}
 
-/// Counts a taken history entry as done when dropped (also on an error).
-struct InFlight<'a>(&'a AtomicU64);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// The `innodb` design. See the `clustered` module doc.
-pub struct InnodbEngine {
-    inner: Arc<Inner>,
-    stop: Arc<StopSignal>,
-    purge_threads: Mutex<Vec<JoinHandle<()>>>,
-}
-
-impl InnodbEngine {
-    /// The engine on `storage`, with `purge.threads` purge threads unless garbage collection
-    /// is off.
+    /// The access method on `storage`, with `purge.threads` purge threads unless garbage
+    /// collection is off.
     ///
     /// Errors: storage errors creating the undo space.
-    pub fn new(storage: Arc<Storage>, design: DesignConfig, purge: PurgeConfig) -> Result<Self> {
+    pub fn new(
+        storage: Arc<Storage>,
+        design: DesignConfig,
+        purge: PurgeConfig,
+    ) -> Result<Arc<Self>> {
         let undo = Arc::new(UndoSpace::create(
             storage.pool().clone(),
             storage.wal().clone(),
             design.rollback_segments,
         )?);
-        let inner = Inner::new(storage, design, purge, TransactionManager::new(), undo);
+        let inner = Self::new_inner(storage, design, purge, TransactionManager::new(), undo);
         Ok(Self::start(inner))
     }
 
-    /// The engine on `inner`, with its purge threads started.
-    fn start(inner: Arc<Inner>) -> Self {
-        let stop = Arc::new(StopSignal::default());
+    /// Starts `inner`'s purge threads (none when garbage collection is off).
+    fn start(inner: Arc<ClusteredAm>) -> Arc<ClusteredAm> {
+        let stop = inner.stop.clone();
         let mut threads = Vec::new();
         if inner.design.garbage_collection != GarbageCollection::Off {
             for i in 0..inner.purge.threads {
-                let weak: Weak<Inner> = Arc::downgrade(&inner);
+                let weak: Weak<ClusteredAm> = Arc::downgrade(&inner);
                 let stop = stop.clone();
                 let nap = Duration::from_millis(inner.purge.interval_ms.max(1));
                 threads.push(
@@ -300,14 +297,11 @@ impl InnodbEngine {
                 );
             }
         }
-        InnodbEngine {
-            inner,
-            stop,
-            purge_threads: Mutex::new(threads),
-        }
+        *inner.purge_threads.lock() = threads;
+        inner
     }
 
-    /// The engine on storage that [`crate::recovery::redo`] has replayed (every page as of
+    /// The access method on storage that [`crate::recovery::redo`] has replayed (every page as of
     /// the crash), with the tables of `catalog`: InnoDB's undo recovery (MariaDB 10.11
     /// srv0start.cc `srv_start` → `trx_lists_init_at_db_start`, then
     /// `trx_rollback_recovered`):
@@ -349,9 +343,9 @@ impl InnodbEngine {
         storage: Arc<Storage>,
         design: DesignConfig,
         purge: PurgeConfig,
-        catalog: &crate::recovery::CatalogSnapshot,
-        redone: &mut crate::recovery::Redone,
-    ) -> Result<Self> {
+        catalog: &crate::access::CatalogSnapshot,
+        redone: &mut Redone,
+    ) -> Result<Arc<Self>> {
         let _c = enter(Cause::Recovery);
         let rel = catalog
             .undo_relation
@@ -376,7 +370,7 @@ impl InnodbEngine {
         })?;
         aborted.extend(found.active.iter().map(|(trx, _)| *trx as Xid));
         let tm = TransactionManager::recovered_committed(next, &aborted);
-        let inner = Inner::new(storage, design, purge, tm, Arc::new(undo));
+        let inner = ClusteredAm::new_inner(storage, design, purge, tm, Arc::new(undo));
         for e in found.history {
             inner.history.push(e);
         }
@@ -423,10 +417,14 @@ impl InnodbEngine {
         }
         Ok(Self::start(inner))
     }
+}
 
-    /// The transaction manager (for tests and tools).
-    pub fn transactions(&self) -> &TransactionManager {
-        &self.inner.tm
+/// Counts a taken history entry as done when dropped (also on an error).
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -439,105 +437,188 @@ fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
     }
 }
 
-impl Engine for InnodbEngine {
-    fn create_table(&self, def: TableDef) -> Result<TableId> {
-        self.inner.tables.create(def, |id, def| {
-            let pool = self.inner.storage.pool().clone();
-            // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
-            // 15/16).
-            let sec = innodb_btree(&self.inner.design);
-            let cfg = BTreeConfig {
-                rightmost_fill_pct: self.inner.design.fillfactor,
-                ..sec.clone()
-            };
-            let clustered = BTree::create(pool.clone(), cfg)?;
-            let indexes = def
-                .indexes
-                .iter()
-                .map(|_| BTree::create(pool.clone(), sec.clone()))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(ClusteredTable::new(
-                id,
-                def,
-                clustered,
-                indexes,
-                self.inner.undo.clone(),
-                self.inner.design.purge_resets_trx_id,
-            ))
-        })
+/// The clustered table's view of a statement.
+fn row_ctx<'a>(st: &'a Statement<'a>) -> RowCtx<'a> {
+    RowCtx {
+        tm: st.tm,
+        xid: st.xid,
+        view: st.snapshot,
+    }
+}
+
+impl TableAccessMethod for ClusteredAm {
+    type Table = ClusteredTable;
+    type TxnState = TrxUndo;
+
+    fn transactions(&self) -> &TransactionManager {
+        &self.tm
     }
 
-    fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
-        self.inner.tables.defer_secondary_indexes(t)
+    fn tables(&self) -> &TableList<ClusteredTable> {
+        &self.tables
     }
 
-    fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
-        self.inner.tables.get(t)?.build_secondary_indexes()
+    fn create_table(&self, id: TableId, def: TableDef) -> Result<ClusteredTable> {
+        let pool = self.storage.pool().clone();
+        // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
+        // 15/16).
+        let sec = innodb_btree(&self.design);
+        let cfg = BTreeConfig {
+            rightmost_fill_pct: self.design.fillfactor,
+            ..sec.clone()
+        };
+        let clustered = BTree::create(pool.clone(), cfg)?;
+        let indexes = def
+            .indexes
+            .iter()
+            .map(|_| BTree::create(pool.clone(), sec.clone()))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ClusteredTable::new(
+            id,
+            def,
+            clustered,
+            indexes,
+            self.undo.clone(),
+            self.design.purge_resets_trx_id,
+        ))
     }
 
-    fn table_id(&self, name: &str) -> Result<TableId> {
-        self.inner.tables.id_of(name)
+    fn build_secondary_indexes(&self, table: &ClusteredTable) -> Result<u64> {
+        table.build_secondary_indexes()
     }
 
-    fn table_def(&self, t: TableId) -> Result<TableDef> {
-        Ok(self.inner.table(t)?.def.clone())
+    fn get(&self, table: &ClusteredTable, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>> {
+        table.get(&row_ctx(st), pk)
     }
 
-    fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn> {
-        Box::new(InnoTxn {
-            core: TxnCore::begin(&self.inner.tm, iso),
-            inner: self.inner.clone(),
-            undo: TrxUndo::default(),
-        })
+    fn get_by_index(
+        &self,
+        table: &ClusteredTable,
+        st: &Statement<'_>,
+        index: usize,
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
+        table.get_by_index(&row_ctx(st), index, key)
     }
 
-    fn gc(&self, _t: TableId) -> Result<GcReport> {
+    fn scan(
+        &self,
+        table: &ClusteredTable,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        table.scan(&row_ctx(st), lo, hi, dir, limit)
+    }
+
+    fn insert(
+        &self,
+        table: &ClusteredTable,
+        st: &Statement<'_>,
+        undo: &mut TrxUndo,
+        row: Row,
+    ) -> Result<()> {
+        table.insert(&row_ctx(st), undo, row)
+    }
+
+    fn update(
+        &self,
+        table: &ClusteredTable,
+        st: &Statement<'_>,
+        undo: &mut TrxUndo,
+        pk: &[Value],
+        set: &[Assign],
+    ) -> Result<bool> {
+        table.update(&row_ctx(st), undo, pk, set)
+    }
+
+    fn delete(
+        &self,
+        table: &ClusteredTable,
+        st: &Statement<'_>,
+        undo: &mut TrxUndo,
+        pk: &[Value],
+    ) -> Result<bool> {
+        table.delete(&row_ctx(st), undo, pk)
+    }
+
+    /// Rolls back through the undo records when not committing, then commits or finishes the
+    /// undo logs, flushes the WAL at commit (or logs an abort record), releases the rollback
+    /// segment, and leaves the proc array (`TxnCore::finish`).
+    fn end_xact(&self, core: &mut TxnCore, state: &mut TrxUndo, commit: bool) -> XactEnd {
+        let tm = &self.tm;
+        let xid = core.xid(tm);
+        let mut undo = std::mem::take(state);
+        let mut result = Ok(());
+        if !commit {
+            // trx_rollback: undo every change, newest first.
+            result = self.rollback(xid as u64, &undo).0;
+        }
+        // The undo log's commit (one WAL record changing both segments' states, MariaDB's
+        // commit mini-transaction, trx0trx.cc `trx_write_serialisation_history`) is the
+        // commit: InnoDB writes no commit record. The commit flushes the WAL up to it
+        // (`trx_t::commit_low` keeps the mini-transaction's end as `commit_lsn`,
+        // `trx_commit_complete_for_mysql` → `trx_flush_log_if_needed`), and a log still
+        // active at recovery belongs to a transaction that did not commit. An abort writes
+        // mvcclab's XACT abort record, unflushed.
+        let finished = self.finish_undo(xid as u64, &mut undo);
+        let committed = commit && result.is_ok() && finished.is_ok();
+        let wal = self.storage.wal();
+        let logged = if committed {
+            wal.flush(wal.insert_lsn())
+        } else {
+            core.log_end(tm, wal, false)
+        };
+        let committed = committed && logged.is_ok();
+        // The rollback segment is released after its history was written
+        // (trx_t::commit_in_memory → rseg->release()).
+        self.undo.release(&mut undo);
+        let changes = core.finish(tm, committed);
+        XactEnd {
+            result: result.and(finished).and(logged),
+            committed,
+            changes,
+        }
+    }
+
+    /// Purges the whole history now (cause `purge`); the table is not looked at: purge is
+    /// database-wide.
+    fn gc(&self, _table: &ClusteredTable) -> Result<GcReport> {
         // Purge everything purgeable, waiting for entries other purge threads took, then
         // truncate once more under the truncation lock (waiting for a truncation in
         // progress), so that every purged log is off its history list on return.
         loop {
-            while self.inner.purge_round(usize::MAX)? > 0 {}
-            if self.inner.in_flight.load(Ordering::Acquire) == 0 {
+            while self.purge_round(usize::MAX)? > 0 {}
+            if self.in_flight.load(Ordering::Acquire) == 0 {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let _c = enter(Cause::Purge);
-        let _g = self.inner.truncating.lock();
-        self.inner
-            .undo
-            .truncate_history(self.inner.tm.oldest_xmin())?;
+        let _g = self.truncating.lock();
+        self.undo.truncate_history(self.tm.oldest_xmin())?;
         Ok(GcReport { vacuum: None })
     }
 
-    fn table_counters(&self, t: TableId) -> Result<TableStats> {
-        Ok(self.inner.table(t)?.counters.snapshot())
-    }
-
-    fn relations(&self, t: TableId) -> Result<TableRelations> {
-        self.inner.tables.relations(t)
-    }
-
-    fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
-        self.inner.table(t)?.versions(pk)
+    fn row_versions(&self, table: &ClusteredTable, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        table.versions(pk)
     }
 
     fn engine_counters(&self) -> EngineCounters {
-        let u = &self.inner.undo.counters;
-        let pool = self.inner.storage.pool();
-        let h = &self.inner.history;
-        let ops = self.inner.tables.btree_ops();
+        let u = &self.undo.counters;
+        let pool = self.storage.pool();
+        let h = &self.history;
+        let ops = self.tables.btree_ops();
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
             undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),
-            undo_pages_written: self
-                .inner
-                .storage
-                .pool()
+            undo_pages_written: pool
                 .page_type_io(crate::clustered::PAGE_TYPE_UNDO)
                 .pages_written,
             undo_pages_freed: u.pages_freed.load(Ordering::Relaxed),
-            undo_pages_in_use: self.inner.undo.pages_in_use(),
+            undo_pages_in_use: self.undo.pages_in_use(),
             undo_segments_reused: u.segments_reused.load(Ordering::Relaxed),
             purge_records: h.purge_records.load(Ordering::Relaxed),
             purge_removed: h.purge_removed.load(Ordering::Relaxed),
@@ -560,59 +641,12 @@ impl Engine for InnodbEngine {
         }
     }
 
-    fn finish_incomplete_splits(&self) -> Result<u64> {
-        self.inner.tables.finish_incomplete_splits()
+    fn check_indexes(&self, table: &ClusteredTable) -> Result<(u64, Vec<String>)> {
+        table.check_indexes()
     }
 
-    fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {
-        let table = self.inner.table(t)?;
-        let def = &table.def;
-        let (mut entries, mut problems) = (0, Vec::new());
-        if let Err(e) = table.clustered.verify() {
-            problems.push(format!("table {} clustered index: {e}", def.name));
-        }
-        for (ix, tree) in def.indexes.iter().zip(table.indexes.iter()) {
-            if let Err(e) = tree.verify() {
-                problems.push(format!("table {} index {}: {e}", def.name, ix.name));
-                continue;
-            }
-            let types = def.key_columns(&ix.columns)?;
-            let mut keys = Vec::new();
-            tree.scan(
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                &mut |k, _| {
-                    keys.push(k.to_vec());
-                    Ok(true)
-                },
-            )?;
-            for k in keys {
-                entries += 1;
-                // A secondary entry is the index key followed by the primary key
-                // (row0row.cc `row_build_index_entry`): its clustered record must exist,
-                // delete-marked or not (purge removes the secondary entry first).
-                let found = match crate::catalog::decode_key_prefix(&types, &k) {
-                    Ok((_, used)) => table.clustered.get(&k[used..])?.is_some(),
-                    Err(_) => false,
-                };
-                if !found {
-                    problems.push(format!(
-                        "table {} index {}: entry {k:02x?} has no clustered record",
-                        def.name, ix.name
-                    ));
-                }
-            }
-        }
-        Ok((entries, problems))
-    }
-
-    fn catalog(&self) -> crate::recovery::CatalogSnapshot {
-        crate::recovery::CatalogSnapshot {
-            layout: String::new(),
-            tables: self.inner.tables.catalog_tables(),
-            undo_relation: Some(self.inner.undo.rel()),
-        }
+    fn undo_relation(&self) -> Option<crate::device::FileId> {
+        Some(self.undo.rel())
     }
 
     fn shutdown(&self) {
@@ -623,152 +657,27 @@ impl Engine for InnodbEngine {
     }
 }
 
-impl Drop for InnodbEngine {
-    fn drop(&mut self) {
-        self.shutdown();
+/// The clustered table in the design's table list.
+impl Catalogued for ClusteredTable {
+    fn def(&self) -> &TableDef {
+        &self.def
     }
-}
-
-struct InnoTxn {
-    inner: Arc<Inner>,
-    core: TxnCore,
-    undo: TrxUndo,
-}
-
-impl InnoTxn {
-    /// One statement under `cause`, with the statement's read view (TxnCore::statement: per
-    /// statement at read committed; created at the first statement and kept at repeatable
-    /// read, trx_assign_read_view).
-    fn stmt<T>(
-        &mut self,
-        cause: Cause,
-        t: TableId,
-        writes: bool,
-        f: impl FnOnce(&ClusteredTable, &RowCtx<'_>, &mut TrxUndo) -> Result<T>,
-    ) -> Result<T> {
-        self.core.check_open()?;
-        let _c = enter(cause);
-        let table = self.inner.table(t)?;
-        let tm = &self.inner.tm;
-        let (xid, view) = self.core.statement(tm, writes);
-        let ctx = RowCtx {
-            tm,
-            xid,
-            view: &view,
-        };
-        let r = f(&table, &ctx, &mut self.undo);
-        self.core.end_statement(tm);
-        r
+    fn trees(&self) -> Vec<&BTree> {
+        std::iter::once(&self.clustered)
+            .chain(self.indexes.iter())
+            .collect()
     }
-
-    fn end(&mut self, committed: bool) -> Result<()> {
-        if self.core.is_ended() {
-            return Ok(());
+    fn relations(&self) -> crate::access::TableRelations {
+        crate::access::TableRelations {
+            table: self.clustered.rel(),
+            primary_key: self.clustered.rel(),
+            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
         }
-        let _c = enter(if committed {
-            Cause::Commit
-        } else {
-            Cause::Abort
-        });
-        let tm = &self.inner.tm;
-        let xid = self.core.xid(tm);
-        let mut undo = std::mem::take(&mut self.undo);
-        let mut result = Ok(());
-        if !committed {
-            // trx_rollback: undo every change, newest first.
-            result = self.inner.rollback(xid as u64, &undo).0;
-        }
-        // The undo log's commit (one WAL record changing both segments' states, MariaDB's
-        // commit mini-transaction, trx0trx.cc `trx_write_serialisation_history`) is the
-        // commit: InnoDB writes no commit record. The commit flushes the WAL up to it
-        // (`trx_t::commit_low` keeps the mini-transaction's end as `commit_lsn`,
-        // `trx_commit_complete_for_mysql` → `trx_flush_log_if_needed`), and a log still
-        // active at recovery belongs to a transaction that did not commit. An abort writes
-        // mvcclab's XACT abort record, unflushed.
-        let finished = self.inner.finish_undo(xid as u64, &mut undo);
-        let committed = committed && result.is_ok() && finished.is_ok();
-        let wal = self.inner.storage.wal();
-        let logged = if committed {
-            wal.flush(wal.insert_lsn())
-        } else {
-            self.core.log_end(tm, wal, false)
-        };
-        let committed = committed && logged.is_ok();
-        // The rollback segment is released after its history was written
-        // (trx_t::commit_in_memory → rseg->release()).
-        self.inner.undo.release(&mut undo);
-        for (t, (ins, upd, del)) in self.core.finish(tm, committed) {
-            if let Ok(table) = self.inner.table(t) {
-                table.counters.end_of_xact(committed, ins, upd, del);
-            }
-        }
-        result.and(finished).and(logged)
     }
-}
-
-impl EngineTxn for InnoTxn {
-    fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |tb, ctx, _| tb.get(ctx, pk))
+    fn counters(&self) -> &crate::heap::TableCounters {
+        &self.counters
     }
-
-    fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |tb, ctx, _| {
-            tb.get_by_index(ctx, index, key)
-        })
-    }
-
-    fn scan(
-        &mut self,
-        t: TableId,
-        lo: Bound<&[Value]>,
-        hi: Bound<&[Value]>,
-        dir: ScanDirection,
-        limit: usize,
-    ) -> Result<Vec<Row>> {
-        self.stmt(Cause::RangeScan, t, false, |tb, ctx, _| {
-            tb.scan(ctx, lo, hi, dir, limit)
-        })
-    }
-
-    fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
-        self.stmt(Cause::Insert, t, true, |tb, ctx, undo| {
-            tb.insert(ctx, undo, row)
-        })?;
-        self.core.count(t, 1, 0, 0);
-        Ok(())
-    }
-
-    fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
-        let done = self.stmt(Cause::Update, t, true, |tb, ctx, undo| {
-            tb.update(ctx, undo, pk, set)
-        })?;
-        if done {
-            self.core.count(t, 0, 1, 0);
-        }
-        Ok(done)
-    }
-
-    fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
-        let done = self.stmt(Cause::Delete, t, true, |tb, ctx, undo| {
-            tb.delete(ctx, undo, pk)
-        })?;
-        if done {
-            self.core.count(t, 0, 0, 1);
-        }
-        Ok(done)
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        self.end(true)
-    }
-
-    fn abort(&mut self) -> Result<()> {
-        self.end(false)
-    }
-}
-
-impl Drop for InnoTxn {
-    fn drop(&mut self) {
-        let _ = self.end(false);
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
+        &self.secondary_deferred
     }
 }

@@ -4,25 +4,17 @@
 //! abort record (PostgreSQL xact.c `RecordTransactionCommit`; InnoDB writes its commit in
 //! the same place of trx_commit).
 
-use super::TableId;
+use super::relations::TableId;
 use crate::error::{Error, Result};
-use crate::mvcc::{Isolation, ProcId, Snapshot, TransactionManager, Xid, INVALID_XID};
+use crate::mvcc::{xact_info, Isolation, ProcId, Snapshot, TransactionManager, Xid, INVALID_XID};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use std::collections::BTreeMap;
 
-/// `info` codes of [`rmgr::XACT`] records (xact.h).
-pub mod xact_info {
-    /// XLOG_XACT_COMMIT: main data = commit timestamp (µs, i64).
-    pub const COMMIT: u8 = 0x00;
-    /// XLOG_XACT_ABORT: main data = abort timestamp (µs, i64).
-    pub const ABORT: u8 = 0x20;
-}
-
 /// Inserted, updated, deleted rows of one table in one transaction.
-pub(crate) type Changes = (u64, u64, u64);
+pub type Changes = (u64, u64, u64);
 
 /// The design-independent state of a transaction.
-pub(crate) struct TxnCore {
+pub struct TxnCore {
     proc: ProcId,
     iso: Isolation,
     view: Option<Snapshot>,
@@ -32,7 +24,7 @@ pub(crate) struct TxnCore {
 
 impl TxnCore {
     /// A new transaction (no xid until its first change).
-    pub(crate) fn begin(tm: &TransactionManager, iso: Isolation) -> Self {
+    pub fn begin(tm: &TransactionManager, iso: Isolation) -> Self {
         TxnCore {
             proc: tm.begin(),
             iso,
@@ -43,7 +35,7 @@ impl TxnCore {
     }
 
     /// Errors: [`Error::TransactionClosed`] once the transaction ended.
-    pub(crate) fn check_open(&self) -> Result<()> {
+    pub fn check_open(&self) -> Result<()> {
         if self.ended {
             return Err(Error::TransactionClosed("ended"));
         }
@@ -51,14 +43,14 @@ impl TxnCore {
     }
 
     /// The isolation level.
-    pub(crate) fn isolation(&self) -> Isolation {
+    pub fn isolation(&self) -> Isolation {
         self.iso
     }
 
     /// Starts a statement: its xid (assigned first when it `writes`) and its read view — a
     /// new one at read committed, the transaction's (taken at its first statement) at
     /// repeatable read.
-    pub(crate) fn statement(&mut self, tm: &TransactionManager, writes: bool) -> (Xid, Snapshot) {
+    pub fn statement(&mut self, tm: &TransactionManager, writes: bool) -> (Xid, Snapshot) {
         let xid = if writes {
             tm.assign_xid(self.proc)
         } else {
@@ -75,7 +67,7 @@ impl TxnCore {
     }
 
     /// Ends a statement: at read committed its view no longer holds back vacuum or purge.
-    pub(crate) fn end_statement(&self, tm: &TransactionManager) {
+    pub fn end_statement(&self, tm: &TransactionManager) {
         crate::buffer::release_held();
         if self.iso == Isolation::ReadCommitted {
             tm.release_snapshot(self.proc);
@@ -83,7 +75,7 @@ impl TxnCore {
     }
 
     /// Counts rows changed in table `t`.
-    pub(crate) fn count(&mut self, t: TableId, ins: u64, upd: u64, del: u64) {
+    pub fn count(&mut self, t: TableId, ins: u64, upd: u64, del: u64) {
         let e = self.changes.entry(t).or_default();
         e.0 += ins;
         e.1 += upd;
@@ -91,12 +83,12 @@ impl TxnCore {
     }
 
     /// True once the transaction ended.
-    pub(crate) fn is_ended(&self) -> bool {
+    pub fn is_ended(&self) -> bool {
         self.ended
     }
 
     /// The transaction's xid (0 while it has none).
-    pub(crate) fn xid(&self, tm: &TransactionManager) -> Xid {
+    pub fn xid(&self, tm: &TransactionManager) -> Xid {
         tm.xid_of(self.proc)
     }
 
@@ -104,12 +96,7 @@ impl TxnCore {
     /// the abort record without a flush; nothing for a transaction without an xid.
     ///
     /// Errors: WAL errors.
-    pub(crate) fn log_end(
-        &self,
-        tm: &TransactionManager,
-        wal: &Wal,
-        committed: bool,
-    ) -> Result<()> {
+    pub fn log_end(&self, tm: &TransactionManager, wal: &Wal, committed: bool) -> Result<()> {
         let xid = tm.xid_of(self.proc);
         if xid == INVALID_XID {
             return Ok(());
@@ -134,7 +121,7 @@ impl TxnCore {
 
     /// Records the transaction's fate and leaves the proc array; returns the per-table
     /// change counts for pgstat's end-of-transaction accounting.
-    pub(crate) fn finish(
+    pub fn finish(
         &mut self,
         tm: &TransactionManager,
         committed: bool,

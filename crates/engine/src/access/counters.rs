@@ -1,0 +1,72 @@
+//! What a table access method reports about itself: its design-wide counters and what a
+//! garbage collection run did.
+
+use serde::{Deserialize, Serialize};
+
+/// Design-wide counters (innodb_metrics / SHOW ENGINE INNODB STATUS names in the docs);
+/// the undo and purge ones are zero for designs without an undo log, the B-tree ones are
+/// counted by both presets (postgres: splits only; nbtree never merges).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    /// Undo records written (undo_rec_written... InnoDB counts them per log).
+    pub undo_records_written: u64,
+    /// Undo pages allocated.
+    pub undo_pages_allocated: u64,
+    /// Undo pages written from the buffer pool (innodb_metrics undo pages written, as
+    /// page writes of the undo relation).
+    pub undo_pages_written: u64,
+    /// Undo pages freed by commit (insert undo) or purge.
+    pub undo_pages_freed: u64,
+    /// Undo pages held now.
+    pub undo_pages_in_use: u64,
+    /// Cached undo segments reused (TRX_UNDO_CACHED).
+    pub undo_segments_reused: u64,
+    /// Undo records purge processed (purge_undo_log_pages... innodb_metrics purge_upd_exist_or_extern_records + purge_del_mark_records).
+    pub purge_records: u64,
+    /// Records and secondary entries purge removed.
+    pub purge_removed: u64,
+    /// Undo logs purged.
+    pub purged_logs: u64,
+    /// Purge batches, each ended by a truncation of the history that visits every
+    /// rollback segment header (MariaDB: innodb_metrics `purge_invoked`, one per
+    /// `trx_purge` call, after which `purge_truncation_task` runs
+    /// `trx_purge_truncate_history`, trx0purge.cc / srv0srv.cc). The preset counts the
+    /// batch ends of its purge threads (a batch ends at `innodb_purge_batch_size` undo
+    /// pages, or when a round finds nothing more to purge).
+    /// Reports written before this field existed read as 0.
+    #[serde(default)]
+    pub purge_batches: u64,
+    /// History list length now (trx_rseg_history_len).
+    pub history_list_length: u64,
+    /// Highest history list length seen.
+    pub history_list_length_peak: u64,
+    /// Undo log pages read into the buffer pool (innodb_metrics
+    /// `buffer_page_read_undo_log`).
+    #[serde(default)]
+    pub undo_pages_read: u64,
+    /// Rollback segment header pages read into the buffer pool (MariaDB counts them, with
+    /// the other system pages, as `buffer_page_read_system_page`).
+    #[serde(default)]
+    pub rseg_pages_read: u64,
+    /// Rollback segment header pages written from the buffer pool
+    /// (`buffer_page_written_system_page`).
+    #[serde(default)]
+    pub rseg_pages_written: u64,
+    /// B-tree page splits, every index and level (innodb_metrics `index_page_splits`).
+    #[serde(default)]
+    pub index_page_splits: u64,
+    /// Leaves that fell below the merge threshold and tried to merge with a sibling
+    /// (`index_page_merge_attempts`; btr0btr.cc `btr_compress`).
+    #[serde(default)]
+    pub index_page_merge_attempts: u64,
+    /// Of those, leaves merged (`index_page_merge_successful`).
+    #[serde(default)]
+    pub index_page_merge_successful: u64,
+}
+
+/// What garbage collection did (vacuum for `postgres`, purge for `innodb`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcReport {
+    /// Vacuum's report (postgres design).
+    pub vacuum: Option<crate::heap::VacuumReport>,
+}

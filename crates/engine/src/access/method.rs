@@ -1,0 +1,178 @@
+//! The table access method trait: what a design implements so that the engine API
+//! ([`crate::db`]) can be written once over it (PostgreSQL tableam.h `TableAmRoutine`, whose
+//! callbacks `tuple_insert`, `tuple_update`, `tuple_delete`, `index_fetch_tuple`,
+//! `scan_getnextslot`, `relation_vacuum` and `index_build_range_scan` the methods below
+//! stand for; MariaDB's `handler` class, ha_innodb.cc `ha_innobase::write_row`,
+//! `update_row`, `delete_row`, `index_read`, `general_fetch`).
+//!
+//! The heap ([`crate::heap::HeapAm`], the `postgres` preset) and the clustered table
+//! ([`crate::clustered::ClusteredAm`], the `innodb` preset) implement it. Everything that
+//! differs between designs lives behind it: the table's row format and version chain, the
+//! transaction's design state (the innodb undo logs), the end of a transaction (commit
+//! record and clog, or undo log commit and rollback), garbage collection (vacuum and
+//! autovacuum, or purge threads), index maintenance and its check. What every design shares
+//! — the statement's snapshot, the xid assigned at the first change, the per-table change
+//! counts, the causes of I/O — is the engine's ([`crate::db`]'s `DesignEngine`).
+
+use super::assign::Assign;
+use super::counters::{EngineCounters, GcReport};
+use super::relations::TableId;
+use super::tables::{Catalogued, TableList};
+use super::txn::{Changes, TxnCore};
+use crate::btree::ScanDirection;
+use crate::catalog::{Row, TableDef, Value};
+use crate::device::FileId;
+use crate::error::{Error, Result};
+use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// One statement's context, as the engine hands it to the access method: the transaction's
+/// xid (assigned before a writing statement; 0 for a read-only transaction), the statement's
+/// snapshot or read view (per statement at read committed, per transaction at repeatable
+/// read), and its command id (PostgreSQL `GetCurrentCommandId`, counted from 1 per
+/// transaction; unused by the clustered table).
+pub struct Statement<'a> {
+    /// The transaction manager.
+    pub tm: &'a TransactionManager,
+    /// The transaction's xid (0 while it has none).
+    pub xid: Xid,
+    /// The statement's snapshot (read view).
+    pub snapshot: &'a Snapshot,
+    /// The statement's command id.
+    pub cid: u32,
+    /// The transaction's isolation level.
+    pub isolation: Isolation,
+}
+
+/// How a transaction ended, as the access method's [`TableAccessMethod::end_xact`] reports
+/// it: the error of its commit or rollback, if any, whether it committed, and its per-table
+/// change counts (from [`TxnCore::finish`]) for pgstat's end-of-transaction accounting.
+pub struct XactEnd {
+    /// The first error of the commit or rollback.
+    pub result: Result<()>,
+    /// True when the transaction committed.
+    pub committed: bool,
+    /// Inserted, updated and deleted rows by table.
+    pub changes: BTreeMap<TableId, Changes>,
+}
+
+/// A design's tables, transactions and garbage collection (see the module doc). Every
+/// method runs under the caller's cause ([`crate::stats::enter`]); the engine enters the
+/// statement's cause before calling a row method.
+pub trait TableAccessMethod: Send + Sync + 'static {
+    /// A table of this design.
+    type Table: Catalogued + Send + Sync + 'static;
+    /// The design's own state of one transaction (the innodb undo logs; nothing for the
+    /// heap).
+    type TxnState: Default + Send + 'static;
+
+    /// The transaction manager.
+    fn transactions(&self) -> &TransactionManager;
+    /// The design's tables.
+    fn tables(&self) -> &TableList<Self::Table>;
+    /// Creates the relations of a new table `def` with id `id` and opens it.
+    ///
+    /// Errors: storage errors creating its relations.
+    fn create_table(&self, id: TableId, def: TableDef) -> Result<Self::Table>;
+    /// Builds the table's deferred secondary indexes by sorting; returns the entries built.
+    ///
+    /// Errors: storage errors.
+    fn build_secondary_indexes(&self, table: &Self::Table) -> Result<u64>;
+    /// The row with primary key `pk` visible to the statement.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
+    fn get(&self, table: &Self::Table, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>>;
+    /// Rows whose secondary index `index` key is `key`, visible to the statement.
+    ///
+    /// Errors: as [`TableAccessMethod::get`]; [`Error::Catalog`] while the secondary indexes
+    /// are deferred.
+    fn get_by_index(
+        &self,
+        table: &Self::Table,
+        st: &Statement<'_>,
+        index: usize,
+        key: &[Value],
+    ) -> Result<Vec<Row>>;
+    /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`.
+    ///
+    /// Errors: as [`TableAccessMethod::get`].
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &self,
+        table: &Self::Table,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>>;
+    /// Inserts `row`, with its index entries.
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`];
+    /// storage errors.
+    fn insert(
+        &self,
+        table: &Self::Table,
+        st: &Statement<'_>,
+        state: &mut Self::TxnState,
+        row: Row,
+    ) -> Result<()>;
+    /// Applies `set` to the newest version of the row with primary key `pk`; false when
+    /// there is none.
+    ///
+    /// Errors: [`Error::SerializationFailure`], [`Error::Deadlock`],
+    /// [`Error::DuplicateKey`], as [`TableAccessMethod::insert`].
+    fn update(
+        &self,
+        table: &Self::Table,
+        st: &Statement<'_>,
+        state: &mut Self::TxnState,
+        pk: &[Value],
+        set: &[Assign],
+    ) -> Result<bool>;
+    /// Deletes the row with primary key `pk`; false when there is none.
+    ///
+    /// Errors: as [`TableAccessMethod::update`].
+    fn delete(
+        &self,
+        table: &Self::Table,
+        st: &Statement<'_>,
+        state: &mut Self::TxnState,
+        pk: &[Value],
+    ) -> Result<bool>;
+    /// Ends the transaction (`commit`: commits, else rolls back): the design's commit or
+    /// rollback, then [`TxnCore::finish`] exactly once.
+    fn end_xact(&self, core: &mut TxnCore, state: &mut Self::TxnState, commit: bool) -> XactEnd;
+    /// Garbage collection of `table` now (vacuum; purge of the whole history).
+    ///
+    /// Errors: storage errors.
+    fn gc(&self, table: &Self::Table) -> Result<GcReport>;
+    /// ANALYZE of `table` now.
+    ///
+    /// Errors: [`Error::InvalidConfig`] for a design without one (the default).
+    fn analyze(&self, _table: &Self::Table) -> Result<crate::heap::AnalyzeReport> {
+        Err(Error::InvalidConfig(
+            "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
+        ))
+    }
+    /// Every version of a row, newest first: (transaction id, deleted, row). Empty (the
+    /// default) for designs that do not chain versions from the newest.
+    ///
+    /// Errors: storage errors.
+    fn row_versions(&self, _table: &Self::Table, _pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        Ok(Vec::new())
+    }
+    /// Design-wide counters (undo, purge, history list, B-tree splits and merges).
+    fn engine_counters(&self) -> EngineCounters;
+    /// Checks `table`'s indexes against it: (entries checked, one line per problem).
+    ///
+    /// Errors: storage errors.
+    fn check_indexes(&self, table: &Self::Table) -> Result<(u64, Vec<String>)>;
+    /// The design-wide undo relation the catalog records, if the design has one.
+    fn undo_relation(&self) -> Option<FileId> {
+        None
+    }
+    /// Stops the design's background threads (autovacuum, purge), waiting for each.
+    fn shutdown(&self);
+}

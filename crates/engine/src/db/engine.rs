@@ -1,0 +1,336 @@
+//! The engine traits the database calls ([`Engine`], [`EngineTxn`]), and the engine and its
+//! transaction written once over a [`TableAccessMethod`]: table lookup,
+//! the statement's snapshot and xid (`TxnCore`), the cause each operation's I/O is counted
+//! under, the end-of-transaction change counts (pgstat's `AtEOXact_PgStat`), and the
+//! catalog a DDL logs. Everything a design does differently is the access method's.
+//!
+//! # Locking
+//! None of its own: a statement holds no lock of the engine's while the access method runs.
+
+use crate::access::{
+    Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
+    TableId, TableRelations, TxnCore, XactEnd,
+};
+use crate::btree::ScanDirection;
+use crate::catalog::{Row, TableDef, Value};
+use crate::error::{Error, Result};
+use crate::heap::TableStats;
+use crate::mvcc::Isolation;
+use crate::stats::{enter, Cause};
+use std::ops::Bound;
+use std::sync::Arc;
+
+/// A design's transaction. Implemented by each engine; used through [`Transaction`].
+pub trait EngineTxn: Send {
+    /// Row by primary key.
+    fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>>;
+    /// Rows by secondary index key.
+    fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>>;
+    /// Rows by primary-key range.
+    fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>>;
+    /// Inserts a row.
+    fn insert(&mut self, t: TableId, row: Row) -> Result<()>;
+    /// Updates columns of the row with a primary key; false if none.
+    fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool>;
+    /// Deletes the row with a primary key; false if none.
+    fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool>;
+    /// Commits.
+    fn commit(&mut self) -> Result<()>;
+    /// Rolls back.
+    fn abort(&mut self) -> Result<()>;
+}
+
+/// A design: tables, transactions, garbage collection.
+pub trait Engine: Send + Sync {
+    /// Creates a table (and its indexes); returns its id.
+    fn create_table(&self, def: TableDef) -> Result<TableId>;
+    /// Marks a new table's secondary indexes deferred: not maintained until
+    /// [`Engine::build_secondary_indexes`].
+    fn defer_secondary_indexes(&self, t: TableId) -> Result<()>;
+    /// Builds a table's deferred secondary indexes by sorting; returns the entries built.
+    fn build_secondary_indexes(&self, t: TableId) -> Result<u64>;
+    /// The id of a table by name.
+    fn table_id(&self, name: &str) -> Result<TableId>;
+    /// The definition of a table.
+    fn table_def(&self, t: TableId) -> Result<TableDef>;
+    /// Begins a transaction.
+    fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn>;
+    /// Runs garbage collection on a table now.
+    fn gc(&self, t: TableId) -> Result<GcReport>;
+    /// ANALYZE of a table now; only heap tables have one here.
+    fn analyze(&self, _t: TableId) -> Result<crate::heap::AnalyzeReport> {
+        Err(Error::InvalidConfig(
+            "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
+        ))
+    }
+    /// The table's own counters; the block figures (`heap_blks_*`, `idx_blks_*`) are left
+    /// 0 for [`Database::table_stats`] to fill from the buffer pool.
+    fn table_counters(&self, t: TableId) -> Result<TableStats>;
+    /// The relation files of a table.
+    fn relations(&self, t: TableId) -> Result<TableRelations>;
+    /// Every version of a row, newest first: (transaction id, deleted, row). Empty for
+    /// designs that do not chain versions from the newest (postgres: use the heap tools).
+    fn row_versions(&self, _t: TableId, _pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        Ok(Vec::new())
+    }
+    /// Design-wide counters (undo, purge, history list).
+    fn engine_counters(&self) -> EngineCounters {
+        EngineCounters::default()
+    }
+    /// Stops background work (autovacuum, purge threads).
+    fn shutdown(&self);
+    /// The catalog to log (`layout` is filled in by the database).
+    fn catalog(&self) -> CatalogSnapshot;
+    /// Checks a table's indexes against the table: (entries checked, problems).
+    fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)>;
+    /// Finishes the B+tree splits a crash interrupted, in every tree of every table
+    /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many. Recovery
+    /// calls it after redo, before the tables are used.
+    fn finish_incomplete_splits(&self) -> Result<u64>;
+}
+
+/// A design: its access method behind the [`Engine`] trait. Dropping it stops the access
+/// method's background threads.
+pub struct DesignEngine<A: TableAccessMethod> {
+    am: Arc<A>,
+}
+
+impl<A: TableAccessMethod> DesignEngine<A> {
+    /// The engine over `am` (whose background threads are already started).
+    pub fn new(am: Arc<A>) -> Self {
+        DesignEngine { am }
+    }
+
+    /// The access method (for tests and tools).
+    pub fn access_method(&self) -> &A {
+        &self.am
+    }
+
+    /// The transaction manager (for tests and tools).
+    pub fn transactions(&self) -> &crate::mvcc::TransactionManager {
+        self.am.transactions()
+    }
+
+    fn table(&self, t: TableId) -> Result<Arc<A::Table>> {
+        self.am.tables().get(t)
+    }
+}
+
+impl<A: TableAccessMethod> Engine for DesignEngine<A> {
+    fn create_table(&self, def: TableDef) -> Result<TableId> {
+        self.am
+            .tables()
+            .create(def, |id, def| self.am.create_table(id, def))
+    }
+
+    fn defer_secondary_indexes(&self, t: TableId) -> Result<()> {
+        self.am.tables().defer_secondary_indexes(t)
+    }
+
+    fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
+        self.am.build_secondary_indexes(&*self.table(t)?)
+    }
+
+    fn table_id(&self, name: &str) -> Result<TableId> {
+        self.am.tables().id_of(name)
+    }
+
+    fn table_def(&self, t: TableId) -> Result<TableDef> {
+        Ok(self.table(t)?.def().clone())
+    }
+
+    fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn> {
+        Box::new(DesignTxn {
+            core: TxnCore::begin(self.am.transactions(), iso),
+            am: self.am.clone(),
+            state: A::TxnState::default(),
+            cid: 0,
+        })
+    }
+
+    fn gc(&self, t: TableId) -> Result<GcReport> {
+        self.am.gc(&*self.table(t)?)
+    }
+
+    fn analyze(&self, t: TableId) -> Result<crate::heap::AnalyzeReport> {
+        self.am.analyze(&*self.table(t)?)
+    }
+
+    fn table_counters(&self, t: TableId) -> Result<TableStats> {
+        Ok(self.table(t)?.counters().snapshot())
+    }
+
+    fn relations(&self, t: TableId) -> Result<TableRelations> {
+        self.am.tables().relations(t)
+    }
+
+    fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
+        self.am.row_versions(&*self.table(t)?, pk)
+    }
+
+    fn engine_counters(&self) -> EngineCounters {
+        self.am.engine_counters()
+    }
+
+    fn shutdown(&self) {
+        self.am.shutdown();
+    }
+
+    fn catalog(&self) -> CatalogSnapshot {
+        CatalogSnapshot {
+            layout: String::new(),
+            tables: self.am.tables().catalog_tables(),
+            undo_relation: self.am.undo_relation(),
+        }
+    }
+
+    fn check_indexes(&self, t: TableId) -> Result<(u64, Vec<String>)> {
+        self.am.check_indexes(&*self.table(t)?)
+    }
+
+    fn finish_incomplete_splits(&self) -> Result<u64> {
+        self.am.tables().finish_incomplete_splits()
+    }
+}
+
+impl<A: TableAccessMethod> Drop for DesignEngine<A> {
+    fn drop(&mut self) {
+        self.am.shutdown();
+    }
+}
+
+/// A transaction of a [`DesignEngine`].
+struct DesignTxn<A: TableAccessMethod> {
+    am: Arc<A>,
+    core: TxnCore,
+    state: A::TxnState,
+    /// Command ids handed out (PostgreSQL's `currentCommandId`).
+    cid: u32,
+}
+
+impl<A: TableAccessMethod> DesignTxn<A> {
+    /// Runs one statement under `cause` with the statement's snapshot or read view
+    /// (`TxnCore::statement`: per statement at read committed, per transaction at repeatable
+    /// read), assigning an xid first when it `writes`, and the next command id.
+    fn stmt<T>(
+        &mut self,
+        cause: Cause,
+        t: TableId,
+        writes: bool,
+        f: impl FnOnce(&A, &A::Table, &Statement<'_>, &mut A::TxnState) -> Result<T>,
+    ) -> Result<T> {
+        self.core.check_open()?;
+        let _c = enter(cause);
+        let am: &A = &self.am;
+        let table = am.tables().get(t)?;
+        let tm = am.transactions();
+        let (xid, snapshot) = self.core.statement(tm, writes);
+        self.cid += 1;
+        let st = Statement {
+            tm,
+            xid,
+            snapshot: &snapshot,
+            cid: self.cid,
+            isolation: self.core.isolation(),
+        };
+        let r = f(am, &table, &st, &mut self.state);
+        self.core.end_statement(tm);
+        r
+    }
+
+    /// Ends the transaction under cause `commit` or `abort`: the access method's commit or
+    /// rollback, then each changed table's end-of-transaction counts.
+    fn end(&mut self, commit: bool) -> Result<()> {
+        if self.core.is_ended() {
+            return Ok(());
+        }
+        let _c = enter(if commit { Cause::Commit } else { Cause::Abort });
+        let XactEnd {
+            result,
+            committed,
+            changes,
+        } = self.am.end_xact(&mut self.core, &mut self.state, commit);
+        for (t, (ins, upd, del)) in changes {
+            if let Ok(table) = self.am.tables().get(t) {
+                table.counters().end_of_xact(committed, ins, upd, del);
+            }
+        }
+        result
+    }
+}
+
+impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
+    fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        self.stmt(Cause::PointSelect, t, false, |am, tb, st, _| {
+            am.get(tb, st, pk)
+        })
+    }
+
+    fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.stmt(Cause::PointSelect, t, false, |am, tb, st, _| {
+            am.get_by_index(tb, st, index, key)
+        })
+    }
+
+    fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.stmt(Cause::RangeScan, t, false, |am, tb, st, _| {
+            am.scan(tb, st, lo, hi, dir, limit)
+        })
+    }
+
+    fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
+        self.stmt(Cause::Insert, t, true, |am, tb, st, state| {
+            am.insert(tb, st, state, row)
+        })?;
+        self.core.count(t, 1, 0, 0);
+        Ok(())
+    }
+
+    fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
+        let done = self.stmt(Cause::Update, t, true, |am, tb, st, state| {
+            am.update(tb, st, state, pk, set)
+        })?;
+        if done {
+            self.core.count(t, 0, 1, 0);
+        }
+        Ok(done)
+    }
+
+    fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
+        let done = self.stmt(Cause::Delete, t, true, |am, tb, st, state| {
+            am.delete(tb, st, state, pk)
+        })?;
+        if done {
+            self.core.count(t, 0, 0, 1);
+        }
+        Ok(done)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        self.end(true)
+    }
+
+    fn abort(&mut self) -> Result<()> {
+        self.end(false)
+    }
+}
+
+impl<A: TableAccessMethod> Drop for DesignTxn<A> {
+    fn drop(&mut self) {
+        let _ = self.end(false);
+    }
+}

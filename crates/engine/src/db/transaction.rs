@@ -1,0 +1,126 @@
+//! A transaction of the engine API: any error of an operation aborts it (as PostgreSQL puts
+//! a transaction in the failed state, and mvcclab then rolls it back), after which every
+//! call returns [`Error::TransactionClosed`]; dropping an open transaction aborts it.
+
+use super::engine::EngineTxn;
+use crate::access::{Assign, TableId};
+use crate::btree::ScanDirection;
+use crate::catalog::{Row, Value};
+use crate::error::{Error, Result};
+use std::ops::Bound;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxnState {
+    Open,
+    Committed,
+    Aborted,
+}
+
+/// A transaction. Operations take `&mut self`; the first error aborts it.
+pub struct Transaction {
+    inner: Box<dyn EngineTxn>,
+    state: TxnState,
+}
+
+impl Transaction {
+    /// An open transaction over the engine's.
+    pub(super) fn new(inner: Box<dyn EngineTxn>) -> Self {
+        Transaction {
+            inner,
+            state: TxnState::Open,
+        }
+    }
+
+    fn run<T>(&mut self, f: impl FnOnce(&mut dyn EngineTxn) -> Result<T>) -> Result<T> {
+        match self.state {
+            TxnState::Open => {}
+            TxnState::Committed => return Err(Error::TransactionClosed("committed")),
+            TxnState::Aborted => return Err(Error::TransactionClosed("aborted")),
+        }
+        let r = f(self.inner.as_mut());
+        if r.is_err() {
+            self.state = TxnState::Aborted;
+            let _ = self.inner.abort();
+        }
+        r
+    }
+
+    /// The row with primary key `pk`, if visible.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`];
+    /// storage errors. Any error aborts the transaction.
+    pub fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        self.run(|x| x.get(t, pk))
+    }
+
+    /// Rows whose secondary index `index` (position in the table's `indexes`) key is `key`.
+    ///
+    /// Errors: as [`Transaction::get`].
+    pub fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.run(|x| x.get_by_index(t, index, key))
+    }
+
+    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`.
+    ///
+    /// Errors: as [`Transaction::get`].
+    pub fn scan(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.run(|x| x.scan(t, lo, hi, dir, limit))
+    }
+
+    /// Inserts `row`.
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`], as
+    /// [`Transaction::get`].
+    pub fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
+        self.run(|x| x.insert(t, row))
+    }
+
+    /// Applies `set` to the row with primary key `pk` (on the newest version, after any
+    /// wait); false when there is no such row.
+    ///
+    /// Errors: [`Error::SerializationFailure`] (repeatable read), [`Error::Deadlock`],
+    /// [`Error::DuplicateKey`], as [`Transaction::get`].
+    pub fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
+        self.run(|x| x.update(t, pk, set))
+    }
+
+    /// Deletes the row with primary key `pk`; false when there is none.
+    ///
+    /// Errors: as [`Transaction::update`].
+    pub fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
+        self.run(|x| x.delete(t, pk))
+    }
+
+    /// Commits (the commit record is durable when this returns).
+    ///
+    /// Errors: [`Error::TransactionClosed`] when already ended; WAL errors.
+    pub fn commit(mut self) -> Result<()> {
+        self.run(|x| x.commit())?;
+        self.state = TxnState::Committed;
+        Ok(())
+    }
+
+    /// Rolls back.
+    ///
+    /// Errors: [`Error::TransactionClosed`] when already ended.
+    pub fn abort(mut self) -> Result<()> {
+        self.run(|x| x.abort())?;
+        self.state = TxnState::Aborted;
+        Ok(())
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.state == TxnState::Open {
+            let _ = self.inner.abort();
+        }
+    }
+}
