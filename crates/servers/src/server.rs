@@ -1,0 +1,110 @@
+//! A real server as a workload target: how it is reached or started, what a report says of
+//! it, and its counter snapshots (see the crate doc's invariants).
+
+use crate::error::ServerError;
+use crate::kind::ServerKind;
+use crate::managed;
+use mvcclab_engine::wal::RecordTypeCounts;
+use mvcclab_workload::driver::Target;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// How to reach or start a server.
+#[derive(Clone, Debug, Default)]
+pub struct ServerOptions {
+    /// An existing server to use (`postgresql://user@host:port/db`,
+    /// `mysql://user:password@host:port/db`); `None` starts a managed one.
+    pub url: Option<String>,
+    /// How to start a managed one (buffer pool, folder, loop device).
+    pub managed: managed::ManagedOptions,
+}
+
+/// What a report says of the server a run used.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `postgresql` or `mariadb`.
+    pub engine: String,
+    /// The server's version string (`SELECT version()`).
+    pub version: String,
+    /// True when mvcclab started it (false with `--url`).
+    pub managed: bool,
+    /// `host:port` it was reached at.
+    pub address: String,
+    /// The settings that shape the measurement, as the server reports them (`SHOW`,
+    /// `SHOW GLOBAL VARIABLES`): buffer pool, checkpoint and flush settings.
+    pub settings: BTreeMap<String, String>,
+    /// How the OS page cache stood: PostgreSQL reads through it, MariaDB bypasses it
+    /// (O_DIRECT).
+    pub page_cache: String,
+    /// Whether device I/O was measured, and how (`exact: /dev/loopN ...`), or why not.
+    pub device_io: String,
+    /// The engine's own counters for the measured phase, under its own names: counts are
+    /// `after − before`, state values (see `state_counters`) the `after` value.
+    pub counters: BTreeMap<String, f64>,
+    /// Names in `counters` that are state values, not deltas.
+    pub state_counters: Vec<String>,
+    /// Report fields (dotted paths) this server's counters cannot fill: they are 0 in the
+    /// report and must not be read as measurements.
+    pub not_measured: Vec<String>,
+}
+
+/// A snapshot of a server's counters, by the engine's own names.
+pub type Snapshot = BTreeMap<String, f64>;
+
+/// A real server as a workload target.
+pub trait RealServer: Target {
+    /// Which engine.
+    fn kind(&self) -> ServerKind;
+
+    /// The server as a workload target (for the driver).
+    fn as_target(&self) -> &dyn Target;
+
+    /// After the load and before the warm-up: a checkpoint (PostgreSQL `CHECKPOINT`; InnoDB
+    /// flushed to zero dirty pages and purge caught up), then, with `drop_caches`, the OS
+    /// page cache dropped (`sync`, `echo 3 > /proc/sys/vm/drop_caches`).
+    ///
+    /// Errors: [`ServerError::Sql`], [`ServerError::Timeout`] (InnoDB still has dirty
+    /// pages after 10 min), [`ServerError::Io`] (drop_caches not writable: needs root).
+    fn settle(&self, drop_caches: bool) -> Result<(), ServerError>;
+
+    /// The counters now (and the loop device's, with exact device I/O). Waits for the
+    /// workload's sessions to have reported their statistics first.
+    ///
+    /// Errors: [`ServerError::Sql`], [`ServerError::Counters`].
+    fn snapshot(&self) -> Result<Snapshot, ServerError>;
+
+    /// Whether counter `name` is a state value (reported as its `after` value).
+    fn is_state(&self, name: &str) -> bool;
+
+    /// The WAL records written between two snapshots, by record type in pg_waldump's
+    /// `Rmgr/RECORD` names (`pg_waldump --stats=record` over a managed PostgreSQL's WAL);
+    /// empty where the server has no such reader or its WAL is not on this machine.
+    ///
+    /// Errors: [`ServerError::Counters`] when the reader fails or prints what cannot be read.
+    fn wal_by_record(
+        &self,
+        _before: &Snapshot,
+        _after: &Snapshot,
+    ) -> Result<BTreeMap<String, RecordTypeCounts>, ServerError> {
+        Ok(BTreeMap::new())
+    }
+
+    /// The report's server section, without counters.
+    fn info(&self) -> ServerInfo;
+}
+
+/// The measured phase's counters: `after − before` for counts, `after` for the state
+/// values of `server`.
+pub fn delta(server: &dyn RealServer, before: &Snapshot, after: &Snapshot) -> Snapshot {
+    after
+        .iter()
+        .map(|(k, a)| {
+            let v = if server.is_state(k) {
+                *a
+            } else {
+                a - before.get(k).copied().unwrap_or(0.0)
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
