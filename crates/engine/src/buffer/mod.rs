@@ -21,15 +21,15 @@
 //!    copy sets the dirty flag again, so the page is written again later. A frame already
 //!    being written is passed over (it stays dirty): two copies of one page are never in
 //!    flight at once, so an older copy cannot land after a newer one.
+//! 4. WAL-before-data: before a copy is written, the WAL is flushed up to the copy's page
+//!    LSN (bufmgr.c `FlushBuffer` → `XLogFlush`).
+//! 5. With the doublewrite buffer on, copies reach their home location only after their
+//!    doublewrite copies are synced ([`Doublewrite`]).
 //! 6. A checkpoint's flush ([`BufferPool::flush_all`]) writes every dirty page and waits for
 //!    the copies other threads (an evictor, the page cleaner) are still writing, writing
 //!    their pages again if they changed meanwhile (`SyncOneBuffer` → `FlushBuffer` waits in
 //!    `StartBufferIO`): once it returns, every change made before it started is on the
 //!    device, as the checkpoint's redo pointer assumes.
-//! 4. WAL-before-data: before a copy is written, the WAL is flushed up to the copy's page
-//!    LSN (bufmgr.c `FlushBuffer` → `XLogFlush`).
-//! 5. With the doublewrite buffer on, copies reach their home location only after their
-//!    doublewrite copies are synced ([`Doublewrite`]).
 //!
 //! # Invariants
 //! 1. A frame maps at most one page, and a page at most one frame (the page table is the
