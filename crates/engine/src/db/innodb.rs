@@ -10,8 +10,7 @@ use super::{
 use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{
-    purge_entry, split_roll_ptr, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx,
-    TrxUndo, UndoSpace,
+    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
 };
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
@@ -119,7 +118,7 @@ impl Inner {
             pages += e
                 .records
                 .iter()
-                .map(|rp| split_roll_ptr(*rp).2)
+                .map(|rp| rp.page_no)
                 .collect::<HashSet<u32>>()
                 .len()
                 .max(1) as u64;
