@@ -1,9 +1,10 @@
 //! The undo space's WAL records ([`rmgr::UNDO`](crate::wal::rmgr::UNDO)): info codes
 //! ([`info`]), the encoders of a WRITE block's data ([`WriteLog`], `put`, `put_forced`,
 //! `put_log_header`: mtr0log.h `mtr_t::write`) and redo of one block of one record applied
-//! to an undo page or a rollback segment header page, as MariaDB 10.11 storage/innobase/log/log0recv.cc applies its page records
-//! (`log_phys_t::apply`: `INIT_PAGE`, `WRITE`, `MEMSET`, `MEMMOVE`) and as MariaDB 10.2
-//! trx0rec.cc `trx_undo_parse_add_undo_rec` applied MLOG_UNDO_INSERT. Page formats: `undo_page`
+//! to an undo page or a rollback segment header page, as MariaDB 10.11
+//! storage/innobase/log/log0recv.cc applies its page records (`log_phys_t::apply`:
+//! `INIT_PAGE`, `WRITE`, `MEMSET`, `MEMMOVE`) and as MariaDB 10.2 trx0rec.cc
+//! `trx_undo_parse_add_undo_rec` applied MLOG_UNDO_INSERT. Page formats: `undo_page`
 //! (trx0undo.h) and `rseg` (trx0rseg.h); this file depends on them only.
 //!
 //! Block data formats (integers little-endian, *v* a MariaDB redo varint,
