@@ -8,7 +8,7 @@ use mvcclab_engine::btree::BTreeConfig;
 use mvcclab_engine::catalog::{
     encode_compact, encode_heap, key_of, Column, ColumnType, IndexDef, Row, TableDef, Value,
 };
-use mvcclab_engine::clustered::{rseg, undo_wal, UndoRecord, UndoType};
+use mvcclab_engine::clustered::{rseg, undo_wal, RollPtr, UndoRecord, UndoType};
 use mvcclab_engine::error::{Error, Result};
 use mvcclab_engine::heap::raw;
 use mvcclab_engine::page::PageId;
@@ -249,7 +249,7 @@ pub fn undo_record(i: i32) -> UndoRecord {
         },
         table: 1,
         old_trx_id: 40 + i as u64,
-        old_roll_ptr: 0x55_0000_0001_0040,
+        old_roll_ptr: RollPtr::decode(0x55_0000_0001_0040),
         pk: key_of(&d, &d.primary_key, &r).expect("key"),
         delta: mvcclab_engine::catalog::encode_delta(&d, &r, &[1, 2]),
     }

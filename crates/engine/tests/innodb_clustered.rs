@@ -6,7 +6,7 @@ use mvcclab_engine::btree::{BTree, BTreeConfig, ScanDirection};
 use mvcclab_engine::buffer::FreeTarget;
 use mvcclab_engine::catalog::{apply_delta, decode_compact_record, Value};
 use mvcclab_engine::clustered::{
-    rseg, split_roll_ptr, UndoRecord, UndoType, PAGE_TYPE_RSEG, PAGE_TYPE_UNDO,
+    rseg, RollPtr, UndoRecord, UndoType, PAGE_TYPE_RSEG, PAGE_TYPE_UNDO,
 };
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
@@ -579,7 +579,7 @@ fn rseg_of_row(db: &Database, t: TableId, id: i32) -> u8 {
     )
     .unwrap();
     let rec = clustered.get(&key).unwrap().unwrap();
-    split_roll_ptr(decode_compact_record(&def, &key, &rec).unwrap().roll_ptr).1
+    RollPtr::decode(decode_compact_record(&def, &key, &rec).unwrap().roll_ptr).rseg_id
 }
 
 #[test]

@@ -12,8 +12,7 @@
 //! the `clustered` module doc for the row stripe → rollback segment → page order.
 
 use super::{
-    purge_entry, split_roll_ptr, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx,
-    TrxUndo, UndoSpace,
+    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
 };
 use crate::access::{
     Assign, Catalogued, EngineCounters, GcReport, Redone, Statement, TableAccessMethod, TableId,
@@ -125,7 +124,7 @@ impl ClusteredAm {
             pages += e
                 .records
                 .iter()
-                .map(|rp| split_roll_ptr(*rp).2)
+                .map(|rp| rp.page_no)
                 .collect::<HashSet<u32>>()
                 .len()
                 .max(1) as u64;

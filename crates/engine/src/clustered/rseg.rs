@@ -1,6 +1,9 @@
-//! The rollback segment header page (MariaDB 10.11 storage/innobase/include/trx0rseg.h,
-//! trx/trx0rseg.cc `trx_rseg_header_create`): one page per rollback segment at the start of
-//! the undo relation, holding the segment's history list base node and its undo slots.
+//! Rollback segments (MariaDB 10.11 storage/innobase/include/trx0rseg.h, trx/trx0rseg.cc):
+//! the rollback segment header page (`trx_rseg_header_create`), one page per rollback
+//! segment at the start of the undo relation, holding the segment's history list base node
+//! and its undo slots; and what a rollback segment keeps in memory (`trx_rseg_t`: `Rseg`,
+//! its caches, slots and history list), which `UndoSpace` (`undo_log`) changes together
+//! with the header page.
 //!
 //! ```text
 //! | offset | bytes     | field                                                          |
@@ -20,10 +23,30 @@
 //! |        |           | slots = page size / 16 (TRX_RSEG_N_SLOTS)                       |
 //! ```
 //! The history list is a doubly linked list through the history nodes of the undo log
-//! headers (see `undo`): the base node here, each node in a log header on an undo page.
+//! headers (see `undo_page`): the base node here, each node in a log header on an undo page.
 //! All integers little-endian.
+//!
+//! # Rollback segments in use (trx0rseg.cc, trx0trx.cc)
+//! A read-write transaction gets one of the N rollback segments in turn at its first undo
+//! record (`trx_assign_rseg_low`: a counter modulo N) and holds a reference on it until it
+//! ends. Each rollback segment has its own latch (`trx_rseg_t::latch`: the `Rseg` mutex),
+//! its own caches of one-page undo segments, its own undo slots and its own history list.
+//! Its header page is touched where MariaDB touches it:
+//! - creating an undo segment writes its slot (trx0undo.cc `trx_undo_seg_create`, from
+//!   `trx_undo_assign_low` → `trx_undo_create` when the cache is empty);
+//! - committing update undo adds the log as the first node of the history list and, for a
+//!   segment that is not kept for reuse, frees its slot and adds its pages to the history
+//!   size (trx0purge.cc `trx_purge_add_undo_to_history`);
+//! - freeing an insert segment at commit frees its slot (`trx_undo_seg_free`, as MariaDB
+//!   before 10.3 did for insert undo, `trx_undo_insert_cleanup`);
+//! - truncating the history after a purge batch latches every rollback segment's header,
+//!   removes the purged logs from the tail of its list and frees their segments
+//!   (trx0purge.cc `purge_sys_t::iterator::free_history_rseg`).
 
 use crate::page::{init_page, set_hole, PAGE_HEADER_BYTES};
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicU32;
 
 /// Page type tag of rollback segment header pages.
 pub const PAGE_TYPE_RSEG: u8 = 6;
@@ -120,6 +143,84 @@ pub fn history_size(page: &[u8]) -> u32 {
         page[HISTORY_SIZE + 2],
         page[HISTORY_SIZE + 3],
     ])
+}
+
+/// A cached undo segment of a rollback segment (trx_rseg_t::undo_cached).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Cached {
+    pub(super) page: u32,
+    pub(super) slot: u16,
+    /// The history number of the last (update) log on the page, 0 for insert undo.
+    pub(super) last_seq: u64,
+}
+
+/// A log in a rollback segment's history list.
+#[derive(Debug)]
+pub(super) struct HistLog {
+    /// Its number in the rollback segment's history: the list holds consecutive numbers,
+    /// newest first, so a log is found by subtraction.
+    pub(super) seq: u64,
+    pub(super) at: FilAddr,
+    /// Pages of its segment at commit, first page first.
+    pub(super) seg_pages: Vec<u32>,
+    pub(super) slot: u16,
+    /// Its segment was cached at commit (else to purge).
+    pub(super) cached: bool,
+    /// A later log header was written on the same page (TRX_UNDO_NEXT_LOG != 0).
+    pub(super) has_next: bool,
+    /// Purge has processed its records.
+    pub(super) purged: bool,
+}
+
+/// What a rollback segment's header page says, kept in memory (trx_rseg_t).
+pub(super) struct RsegState {
+    pub(super) slots_used: Vec<bool>,
+    pub(super) insert_cached: Vec<Cached>,
+    pub(super) update_cached: Vec<Cached>,
+    /// Newest first (the list's FIRST), as on the page.
+    pub(super) history: VecDeque<HistLog>,
+    pub(super) history_size: u32,
+    /// Largest transaction id that wrote undo here (trx_rseg_t::needs_purge − 1).
+    pub(super) max_trx_id: u64,
+    /// History number of the last log added.
+    pub(super) last_seq: u64,
+}
+
+impl RsegState {
+    /// The log numbered `seq` if it is still in the history.
+    pub(super) fn log_mut(&mut self, seq: u64) -> Option<&mut HistLog> {
+        let newest = self.history.front()?.seq;
+        let i = newest.checked_sub(seq)?;
+        self.history.get_mut(usize::try_from(i).ok()?)
+    }
+}
+
+/// One rollback segment (trx_rseg_t).
+pub(super) struct Rseg {
+    /// Its header page.
+    pub(super) page: u32,
+    /// Transactions holding it (trx_rseg_t::ref).
+    pub(super) refs: AtomicU32,
+    pub(super) state: Mutex<RsegState>,
+}
+
+/// What one rollback segment holds now (for tests and tools).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RsegInfo {
+    /// Header page (block of the undo relation).
+    pub header_page: u32,
+    /// Transactions holding it.
+    pub refs: u32,
+    /// Undo slots in use.
+    pub slots_used: usize,
+    /// First pages of cached insert segments.
+    pub insert_cached: Vec<u32>,
+    /// First pages of cached update segments.
+    pub update_cached: Vec<u32>,
+    /// Logs in its history list.
+    pub history_len: usize,
+    /// Pages of to-purge segments in its history list.
+    pub history_size: u32,
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! delete marks (MariaDB 10.11 storage/innobase: row0ins.cc, row0upd.cc, row0vers.cc,
 //! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
 
-use super::undo::{TrxUndo, UndoRecord, UndoSpace, UndoType};
+use super::undo_log::{TrxUndo, UndoSpace};
+use super::undo_rec::{RollPtr, UndoRecord, UndoType};
 use crate::access::Assign;
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
@@ -205,19 +206,19 @@ impl ClusteredTable {
     fn previous_version(
         &self,
         v: &mut CompactRecord,
-        read: impl FnOnce(u64) -> Result<Option<UndoRecord>>,
+        read: impl FnOnce(RollPtr) -> Result<Option<UndoRecord>>,
     ) -> Result<bool> {
-        let (insert, _, _, _) = super::undo::split_roll_ptr(v.roll_ptr);
-        if insert || v.roll_ptr == 0 {
+        let rp = RollPtr::decode(v.roll_ptr);
+        if rp.is_insert || v.roll_ptr == 0 {
             return Ok(false);
         }
-        let Some(u) = read(v.roll_ptr)? else {
+        let Some(u) = read(rp)? else {
             return Ok(false);
         };
         apply_delta(&self.def, &mut v.row, &u.delta)?;
         v.delete_marked = u.kind == UndoType::UpdateDeleted;
         v.trx_id = u.old_trx_id;
-        v.roll_ptr = u.old_roll_ptr;
+        v.roll_ptr = u.old_roll_ptr.encode();
         Ok(true)
     }
 
@@ -373,13 +374,15 @@ impl ClusteredTable {
                     kind: UndoType::Insert,
                     table: self.id,
                     old_trx_id: 0,
-                    old_roll_ptr: 0,
+                    old_roll_ptr: RollPtr::NULL,
                     pk: pk.clone(),
                     delta: Vec::new(),
                 };
                 let rp = self.undo.append(undo, true, ctx.xid as u64, &u)?;
-                self.clustered
-                    .insert(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
+                self.clustered.insert(
+                    &pk,
+                    &encode_compact(&self.def, &row, ctx.xid as u64, rp.encode())?,
+                )?;
                 if !self.secondary_deferred.load(Ordering::Acquire) {
                     for ix in 0..self.indexes.len() {
                         self.indexes[ix].insert(&self.sec_key(ix, &row, &pk)?, LIVE)?;
@@ -407,13 +410,15 @@ impl ClusteredTable {
                 kind: UndoType::UpdateDeleted,
                 table: self.id,
                 old_trx_id: r.trx_id,
-                old_roll_ptr: r.roll_ptr,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &all),
             };
             let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
-            self.clustered
-                .update_value(&pk, &encode_compact(&self.def, &row, ctx.xid as u64, rp)?)?;
+            self.clustered.update_value(
+                &pk,
+                &encode_compact(&self.def, &row, ctx.xid as u64, rp.encode())?,
+            )?;
             for ix in 0..self.indexes.len() {
                 // The old entries stay delete-marked (purge removes them); the new key's entry
                 // is un-delete-marked when it exists, else inserted.
@@ -544,12 +549,12 @@ impl ClusteredTable {
                 kind: UndoType::UpdateExisting,
                 table: self.id,
                 old_trx_id: r.trx_id,
-                old_roll_ptr: r.roll_ptr,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &undo_cols),
             };
             let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
-            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, ctx.xid as u64, rp)?)?;
+            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, ctx.xid as u64, rp.encode())?)?;
             for &ix in &changed_ix {
                 // Secondary entries are never updated in place: delete-mark the old one, insert
                 // (or un-delete-mark) the new one.
@@ -598,12 +603,12 @@ impl ClusteredTable {
                 kind: UndoType::DeleteMark,
                 table: self.id,
                 old_trx_id: r.trx_id,
-                old_roll_ptr: r.roll_ptr,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &ord),
             };
             let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
-            let mut new_rec = encode_compact(&self.def, &r.row, ctx.xid as u64, rp)?;
+            let mut new_rec = encode_compact(&self.def, &r.row, ctx.xid as u64, rp.encode())?;
             set_compact_delete_mark(&mut new_rec, true)?;
             self.clustered.update_value(&pk, &new_rec)?;
             for ix in 0..self.indexes.len() {
@@ -642,7 +647,8 @@ impl ClusteredTable {
             UndoType::UpdateExisting | UndoType::DeleteMark | UndoType::UpdateDeleted => {
                 let mut old = cur.row.clone();
                 apply_delta(&self.def, &mut old, &u.delta)?;
-                let mut restored = encode_compact(&self.def, &old, u.old_trx_id, u.old_roll_ptr)?;
+                let mut restored =
+                    encode_compact(&self.def, &old, u.old_trx_id, u.old_roll_ptr.encode())?;
                 let was_deleted = u.kind == UndoType::UpdateDeleted;
                 set_compact_delete_mark(&mut restored, was_deleted)?;
                 self.clustered.update_value(&u.pk, &restored)?;
@@ -703,7 +709,7 @@ impl ClusteredTable {
         if cur.delete_marked || cur.trx_id != trx_id {
             return Ok(());
         }
-        let no_history = super::undo::roll_ptr(true, 0, 0, 0);
+        let no_history = RollPtr::new(true, 0, 0, 0).encode();
         self.clustered
             .update_value(pk, &encode_compact(&self.def, &cur.row, 0, no_history)?)?;
         Ok(())

@@ -1,9 +1,11 @@
-//! Redo of the undo space's WAL records ([`rmgr::UNDO`](crate::wal::rmgr::UNDO), info codes
-//! in [`info`]): one block of one record applied to an undo page or a rollback segment header
-//! page, as MariaDB 10.11 storage/innobase/log/log0recv.cc applies its page records
-//! (`log_phys_t::apply`: `INIT_PAGE`, `WRITE`, `MEMSET`, `MEMMOVE`) and as MariaDB 10.2
-//! trx0rec.cc `trx_undo_parse_add_undo_rec` applied MLOG_UNDO_INSERT. Page formats: `undo`
-//! (trx0undo.cc) and `rseg` (trx0rseg.cc).
+//! The undo space's WAL records ([`rmgr::UNDO`](crate::wal::rmgr::UNDO)): info codes
+//! ([`info`]), the encoders of a WRITE block's data ([`WriteLog`], `put`, `put_forced`,
+//! `put_log_header`: mtr0log.h `mtr_t::write`) and redo of one block of one record applied
+//! to an undo page or a rollback segment header page, as MariaDB 10.11
+//! storage/innobase/log/log0recv.cc applies its page records (`log_phys_t::apply`:
+//! `INIT_PAGE`, `WRITE`, `MEMSET`, `MEMMOVE`) and as MariaDB 10.2 trx0rec.cc
+//! `trx_undo_parse_add_undo_rec` applied MLOG_UNDO_INSERT. Page formats: `undo_page`
+//! (trx0undo.h) and `rseg` (trx0rseg.h); this file depends on them only.
 //!
 //! Block data formats (integers little-endian, *v* a MariaDB redo varint,
 //! `crate::wal::put_varint`; records have no main data):
@@ -24,7 +26,7 @@
 //!
 //! A segment's first page (WRITE, will_init) is formatted like any other undo page and then
 //! gets its segment header, first log header and free pointer from the block's writes, so
-//! one format serves both (`undo::format_undo_page(_, true)` only differs in the free
+//! one format serves both (`undo_page::format_undo_page(_, true)` only differs in the free
 //! pointer, which the writer logs). Every redone block sets the page LSN to the record's
 //! end LSN.
 //!
@@ -43,13 +45,40 @@
 //! [`Error::Corrupted`] naming the record's LSN, never a panic.
 
 use super::rseg::{self, PAGE_TYPE_RSEG};
-use super::undo::{format_undo_page, PAGE_TYPE_UNDO};
+use super::undo_page::{format_undo_page, LOG_HEADER_BYTES, LOG_HEADER_FIELDS, PAGE_TYPE_UNDO};
+use crate::buffer::WritePageGuard;
 use crate::error::{Error, Result};
 use crate::page::{hole, page_type, set_hole, set_page_lsn, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::data::DataReader;
 use crate::wal::{rmgr, Lsn, WalRecord};
 
-pub use super::undo::info;
+/// `info` codes of [`rmgr::UNDO`] records.
+pub mod info {
+    /// Bytes appended to an undo page (an undo record): block 0 = page; data = offset u16
+    /// then the bytes (MLOG_UNDO_INSERT).
+    pub const APPEND: u8 = 0x10;
+    /// Fields written on one or more pages in one mini-transaction (segment and log headers,
+    /// rollback segment header slots and history list): each block's data is a sequence of
+    /// (offset u16, length u16, bytes); a will_init block is first formatted as an empty
+    /// undo page whose records start after the common header (a segment's first page then
+    /// writes its segment header and free pointer in the same block; a later page of a
+    /// segment has empty data) (mtr_t::write / memcpy / memset records).
+    pub const WRITE: u8 = 0x20;
+    /// A rollback segment header page was created (will_init): data = rollback segment id
+    /// (trx_rseg_header_create).
+    pub const RSEG_INIT: u8 = 0x30;
+}
+
+/// The name of undo record `code` (the constant's name in [`info`]), `None` for an
+/// unknown code.
+pub fn info_name(code: u8) -> Option<&'static str> {
+    Some(match code {
+        info::APPEND => "APPEND",
+        info::WRITE => "WRITE",
+        info::RSEG_INIT => "RSEG_INIT",
+        _ => return None,
+    })
+}
 
 /// The data of one WRITE block being built: its writes in the module doc's encoding.
 /// Shape: offsets and lengths in bytes within one page (below 64 KiB).
@@ -81,6 +110,48 @@ impl WriteLog {
     /// The block data, owned.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
+    }
+}
+
+/// Writes `bytes` at `off` of the page and notes in `log` (a WRITE block's data) only the
+/// bytes that changed, nothing when none did: mtr0log.h `mtr_t::write` compares the value
+/// with the page and logs from the first byte that differs (a `MAYBE_NOP` write of an equal
+/// value logs nothing). InnoDB's integers are big-endian, so that trimming drops their
+/// unchanged high-order bytes; mvcclab's are little-endian, whose high-order bytes come
+/// last, so the unchanged bytes at both ends are dropped. Not for a `will_init` block, whose
+/// redo starts from a freshly formatted page ([`put_forced`]).
+pub(super) fn put(g: &mut WritePageGuard<'_>, log: &mut WriteLog, off: usize, bytes: &[u8]) {
+    let old = &g.data()[off..off + bytes.len()];
+    let Some(first) = old.iter().zip(bytes).position(|(a, b)| a != b) else {
+        return;
+    };
+    let end = old
+        .iter()
+        .zip(bytes)
+        .rposition(|(a, b)| a != b)
+        .map_or(bytes.len(), |i| i + 1);
+    g.data_mut()[off + first..off + end].copy_from_slice(&bytes[first..end]);
+    log.push(off + first, &bytes[first..end]);
+}
+
+/// Writes `bytes` at `off` of the page and notes all of them in `log` (mtr0log.h
+/// `mtr_t::write<…, FORCED>`): for the blocks of a page the record initializes.
+pub(super) fn put_forced(g: &mut WritePageGuard<'_>, log: &mut WriteLog, off: usize, bytes: &[u8]) {
+    g.data_mut()[off..off + bytes.len()].copy_from_slice(bytes);
+    log.push(off, bytes);
+}
+
+/// Writes log header `h` at `off` field by field, each logged as [`put`] logs it, as
+/// trx0undo.cc `trx_undo_header_create` writes a reused page's new header with one
+/// `mtr_t::write` per field.
+pub(super) fn put_log_header(
+    g: &mut WritePageGuard<'_>,
+    log: &mut WriteLog,
+    off: usize,
+    h: &[u8; LOG_HEADER_BYTES],
+) {
+    for (at, len) in LOG_HEADER_FIELDS {
+        put(g, log, off + at, &h[at..at + len]);
     }
 }
 
@@ -209,8 +280,9 @@ pub fn mask_unlogged(page: &mut [u8]) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::undo_log::tests::space;
     use super::*;
-    use crate::page::PageId;
+    use crate::page::{get_u64, PageId};
     use crate::wal::BlockRef;
 
     fn rec(info: u8, will_init: bool, data: Vec<u8>) -> WalRecord {
@@ -272,5 +344,59 @@ mod tests {
         // The same append again is not at the free pointer.
         let e = redo_block(&rec(info::APPEND, false, a), 0, &mut p).unwrap_err();
         assert!(e.to_string().contains(&Lsn(0x2000).to_string()), "{e}");
+    }
+
+    #[test]
+    fn put_logs_only_the_changed_bytes_and_nothing_for_an_equal_value() {
+        let (s, u) = space(64, 1);
+        let mut g = s.pool().fetch_write(u.rseg_header(0)).unwrap();
+        let before = g.data().to_vec();
+        let at = rseg::MAX_TRX_ID;
+        let old = get_u64(g.data(), at);
+        let mut w = WriteLog::default();
+        // Only the low byte differs: one byte logged (mtr_t::write).
+        put(&mut g, &mut w, at, &(old ^ 0x5A).to_le_bytes());
+        let mut expect = WriteLog::default();
+        expect.push(at, &[(old as u8) ^ 0x5A]);
+        assert_eq!(w, expect);
+        // Writing the value the page holds logs nothing (MAYBE_NOP).
+        put(&mut g, &mut w, at, &(old ^ 0x5A).to_le_bytes());
+        assert_eq!(w, expect);
+        // Two bytes apart in the middle of a field: the run between them is logged.
+        let mut v = (old ^ 0x5A).to_le_bytes();
+        v[2] ^= 1;
+        v[4] ^= 1;
+        put(&mut g, &mut w, at, &v);
+        expect.push(at + 2, &v[2..5]);
+        assert_eq!(w, expect);
+        assert_eq!(get_u64(g.data(), at), u64::from_le_bytes(v));
+        // put_forced logs every byte.
+        let mut f = WriteLog::default();
+        put_forced(&mut g, &mut f, at, &v);
+        let mut all = WriteLog::default();
+        all.push(at, &v);
+        assert_eq!(f, all);
+        // Redo of the trimmed writes on the page as it was gives the page as it is.
+        let after = g.data().to_vec();
+        drop(g);
+        let wr = crate::wal::WalRecord {
+            lsn: 0x100,
+            end_lsn: 0x140,
+            prev_lsn: 0,
+            xid: 0,
+            rmgr: rmgr::UNDO,
+            info: info::WRITE,
+            blocks: vec![crate::wal::BlockRef {
+                page: u.rseg_header(0),
+                will_init: false,
+                image: None,
+                data: w.into_bytes(),
+            }],
+            main_data: vec![],
+        };
+        let mut redone = before.clone();
+        redo_block(&wr, 0, &mut redone).unwrap();
+        crate::page::set_page_lsn(&mut redone, crate::page::page_lsn(&after));
+        assert_eq!(redone, after);
     }
 }
