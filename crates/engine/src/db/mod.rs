@@ -20,6 +20,7 @@
 //! copy; `Database::open` runs crash recovery (the `recovery` module) and reopens the
 //! tables from the newest catalog.
 
+mod delta;
 mod innodb;
 mod postgres;
 mod tables;

@@ -17,11 +17,12 @@
 //! in the next. Loads are not measured. Output: a table, or JSON (`--format json`) whose
 //! fields docs/results.md describes under "Experiments".
 
+use crate::bench::{open_database, DeviceArgs, Mark, PhaseDelta};
 use crate::design_arg::resolve_design;
-use crate::output::{emit, markdown_table, side_by_side, Format, OutputArgs};
+use crate::error::driver_error;
+use crate::export::{emit, flatten, markdown_table, side_by_side, to_json, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::result::{DeviceInfo, PerOpIo, SCHEMA_VERSION};
-use crate::run::{open_database, DeviceArgs, Mark, PhaseDelta};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -440,10 +441,11 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
             db.storage().checkpoint()?;
             let t = db.table_id("sbtest1")?;
             let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
+                let run_opts = run(events, seed);
                 let r = with_progress(label, 0.0, events, ctl, c.out.quiet, || {
-                    drive(&target, kind, &opts, &run(events, seed), ctl)
+                    drive(&target, kind, &opts, &run_opts, ctl)
                 })
-                .map_err(UsageError)?;
+                .map_err(|e| driver_error(&run_opts, e))?;
                 if r.errors > 0 {
                     anyhow::bail!("{label}: {} errors: {:?}", r.errors, r.error_samples);
                 }
@@ -631,7 +633,7 @@ fn to_csv(r: &ExperimentReport) -> Result<String> {
     for run in &r.runs {
         for p in &run.phases {
             let mut leaves = vec![("design".to_string(), run.design.name.clone())];
-            crate::result::flatten("", &serde_json::to_value(p)?, &mut leaves);
+            flatten("", &serde_json::to_value(p)?, &mut leaves);
             if header.is_none() {
                 let h: Vec<String> = leaves.iter().map(|(k, _)| k.clone()).collect();
                 w.write_record(&h)?;
@@ -681,7 +683,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         interrupted: ctl.stop.load(Ordering::Relaxed),
         runs,
     };
-    let json = serde_json::to_string_pretty(&report)? + "\n";
+    let json = to_json(&report)?;
     if let Some(dir) = &common.out.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("experiment.json"), &json)
