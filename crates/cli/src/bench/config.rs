@@ -56,14 +56,16 @@ pub fn buffer_pool_frames(size: PoolSize<'_>) -> Result<usize> {
 /// The database configuration of `design` with the memory and device flags `c` and the
 /// device bandwidth `bandwidth`, and the report's device section. The data directory of a
 /// design is `DIR/<design name>` under `--data-dir DIR` (not cleared here).
+///
+/// Errors: none for a design (see [`buffer_pool_frames`]).
 pub fn database_config(
     design: &DesignConfig,
     c: &DeviceArgs,
     bandwidth: Option<f64>,
-) -> (DatabaseConfig, DeviceInfo) {
+) -> Result<(DatabaseConfig, DeviceInfo)> {
     let mut cfg = DatabaseConfig::new(design.clone());
     let page = design.page_size.bytes() as u64;
-    cfg.storage.buffer_pool.frames = design.buffer_pool_frames(c.buffer_pool);
+    cfg.storage.buffer_pool.frames = buffer_pool_frames(PoolSize::Design(design, c.buffer_pool))?;
     cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
     cfg.storage.nvme.compression = c.compression;
     cfg.storage.nvme.throttle = ThrottleConfig {
@@ -90,7 +92,7 @@ pub fn database_config(
         compression: c.compression,
         data_dir,
     };
-    (cfg, device)
+    Ok((cfg, device))
 }
 
 /// The database for one run: the design with the run's memory and device settings
@@ -104,7 +106,7 @@ pub fn open_database(
     c: &DeviceArgs,
     bandwidth: Option<f64>,
 ) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
-    let (cfg, device) = database_config(design, c, bandwidth);
+    let (cfg, device) = database_config(design, c, bandwidth)?;
     if let Backing::Directory { path: d, .. } = &cfg.storage.backing {
         if d.exists() {
             std::fs::remove_dir_all(d).with_context(|| format!("clearing {}", d.display()))?;
