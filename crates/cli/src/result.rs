@@ -1,5 +1,6 @@
 //! The result schema of `mvcclab run` and `mvcclab compare` (version [`SCHEMA_VERSION`],
-//! documented field by field in docs/results.md): one serde struct per section, as
+//! documented field by field in docs/results.md), and the report of the named experiments
+//! (docs/results.md, "Experiments", same schema version): one serde struct per section, as
 //! hyperfine's `src/benchmark/benchmark_result.rs` holds one result struct for every
 //! export. Its views (JSON, CSV, Markdown, the terminal table, SVG plots) are in
 //! `export/`.
@@ -315,4 +316,60 @@ pub fn per(c: &CauseCounts, n: u64) -> BTreeMap<String, f64> {
         .iter()
         .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(0.0) / n))
         .collect()
+}
+
+/// One measured phase of a named experiment (`mvcclab experiment`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// Phase name (`first_update`, `select_before_gc`, `full_gc`, ...).
+    pub name: String,
+    /// Statements the phase ran (0 for `full_gc`).
+    pub ops: u64,
+    /// Wall time in seconds, the closing wait and checkpoint included.
+    pub elapsed_s: f64,
+    /// Every metric summed over all causes.
+    pub total: CauseCounts,
+    /// Every metric per cause.
+    pub by_cause: BTreeMap<Cause, CauseCounts>,
+    /// `total` per statement (all causes: foreground and the background work it caused).
+    pub per_op: PerOpIo,
+    /// Per statement, by cause.
+    pub per_op_by_cause: BTreeMap<Cause, PerOpIo>,
+    /// Row versions examined by reads, per statement.
+    pub versions_traversed_per_op: f64,
+    /// Table counters of the phase (pg_stat_user_tables names).
+    pub tables: TableStats,
+    /// Undo and purge counters of the phase.
+    pub undo: EngineCounters,
+    /// Pages at the end: (table or clustered index, secondary indexes).
+    pub pages: (u64, u64),
+}
+
+/// One design's phases.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentRun {
+    /// Every switch of the design (for `version_chain`, the GC-on design; the GC-off
+    /// phases ran with `garbage_collection = off`).
+    pub design: DesignConfig,
+    /// Memory and device settings.
+    pub device: DeviceInfo,
+    /// The phases in the order they ran.
+    pub phases: Vec<PhaseReport>,
+}
+
+/// An experiment's report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentReport {
+    /// Result schema version (shared with `run`/`compare`).
+    pub schema_version: u32,
+    /// Version of mvcclab that wrote it.
+    pub mvcclab_version: String,
+    /// `update_hot_set` or `version_chain`.
+    pub experiment: String,
+    /// The experiment's parameters (rows, updates, ...; flag names with `_`).
+    pub parameters: serde_json::Value,
+    /// True when Ctrl-C cut the experiment short.
+    pub interrupted: bool,
+    /// One entry per design.
+    pub runs: Vec<ExperimentRun>,
 }

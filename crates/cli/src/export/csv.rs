@@ -1,8 +1,8 @@
 //! The CSV view (hyperfine `src/export/csv.rs`): one row per run, one column per leaf of
-//! the JSON, named by its dotted path.
+//! the JSON, named by its dotted path; for a named experiment one row per design and phase.
 
 use super::exporter::Exporter;
-use crate::result::Report;
+use crate::result::{ExperimentReport, Report};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
@@ -69,6 +69,30 @@ pub fn to_csv(report: &Report) -> anyhow::Result<String> {
                 .iter()
                 .map(|c| m.get(c.as_str()).copied().unwrap_or("")),
         )?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The CSV view of a named experiment: one row per design and phase, one column per JSON leaf of the phase.
+pub fn experiment_csv(r: &ExperimentReport) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let mut header: Option<Vec<String>> = None;
+    for run in &r.runs {
+        for p in &run.phases {
+            let mut leaves = vec![("design".to_string(), run.design.name.clone())];
+            flatten("", &serde_json::to_value(p)?, &mut leaves);
+            if header.is_none() {
+                let h: Vec<String> = leaves.iter().map(|(k, _)| k.clone()).collect();
+                w.write_record(&h)?;
+                header = Some(h);
+            }
+            let m: BTreeMap<&str, &str> = leaves
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let h = header.as_ref().expect("header written");
+            w.write_record(h.iter().map(|c| m.get(c.as_str()).copied().unwrap_or("")))?;
+        }
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }

@@ -20,11 +20,11 @@ mod summary;
 mod svg;
 mod table;
 
-pub use self::csv::{flatten, to_csv, CsvExporter};
+pub use self::csv::{experiment_csv, flatten, to_csv, CsvExporter};
 pub use exporter::Exporter;
 pub use json::{to_json, JsonExporter};
 pub use markdown::{markdown_table, to_markdown, MarkdownExporter};
 pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
 pub use report_dir::write_report_dir;
 pub use summary::{causes_with_blocks, label, run_label, summary_rows, wal_record_types_shown};
-pub use table::{side_by_side, to_table, TableExporter};
+pub use table::{experiment_table, side_by_side, to_table, TableExporter};
