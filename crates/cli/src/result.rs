@@ -1,6 +1,7 @@
 //! The result schema of `mvcclab run` and `mvcclab compare` (version [`SCHEMA_VERSION`],
 //! documented field by field in docs/results.md), and the report of the named experiments
-//! (docs/results.md, "Experiments", same schema version): one serde struct per section, as
+//! (docs/results.md, "Experiments", same schema version) and of `mvcclab fidelity`
+//! (`fidelity.json`, docs/fidelity.md): one serde struct per section, as
 //! hyperfine's `src/benchmark/benchmark_result.rs` holds one result struct for every
 //! export. Its views (JSON, CSV, Markdown, the terminal table, SVG plots) are in
 //! `export/`.
@@ -372,4 +373,39 @@ pub struct ExperimentReport {
     pub interrupted: bool,
     /// One entry per design.
     pub runs: Vec<ExperimentRun>,
+}
+
+/// One figure of one pair on one workload (`mvcclab fidelity`, docs/fidelity.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRow {
+    /// sysbench workload.
+    pub workload: String,
+    /// The preset (`postgres`, `innodb`).
+    pub preset: String,
+    /// The real target (`real:postgresql`, `real:mariadb`).
+    pub real: String,
+    /// The figure, with its unit (`pool reads, 4 KiB blocks / txn`, ...).
+    pub metric: String,
+    /// The preset's value.
+    pub preset_value: f64,
+    /// The real server's value.
+    pub real_value: f64,
+    /// `preset_value / real_value`; null when the real value is 0.
+    pub ratio: Option<f64>,
+    /// Both values are 0, or (per-transaction figures) both below `NOISE_FLOOR` (commands/fidelity.rs)
+    /// (`NOISE_FLOOR_BYTES` for bytes).
+    pub equal_zero: bool,
+    /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
+    pub outside: bool,
+}
+
+/// What `mvcclab fidelity` reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityReport {
+    /// The ratios.
+    pub rows: Vec<FidelityRow>,
+    /// One command per workload and pair that reproduces its two runs.
+    pub commands: Vec<String>,
+    /// Every run in the result schema (docs/results.md).
+    pub report: Report,
 }

@@ -13,16 +13,17 @@
 use crate::bench::{
     check_common, resolve_spec, run_specs_with, version_switches, CommonArgs, RunSpec,
 };
-use crate::export::{emit, markdown_table, side_by_side, to_json, write_report_dir, Format};
+use crate::export::{
+    emit, fidelity_csv, fidelity_markdown, fidelity_table, to_json, write_report_dir, Format,
+};
 use crate::progress::{install_ctrl_c, status};
-use crate::result::{Report, RunReport};
+use crate::result::{FidelityReport, FidelityRow, Report, RunReport};
 use crate::UsageError;
 use anyhow::Result;
 use clap::Args;
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::RunControl;
 use mvcclab_workload::sysbench::WorkloadKind;
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 
 /// The workloads of the fidelity table (issue 6).
@@ -52,41 +53,6 @@ pub struct FidelityArgs {
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
-}
-
-/// One figure of one pair on one workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FidelityRow {
-    /// sysbench workload.
-    pub workload: String,
-    /// The preset (`postgres`, `innodb`).
-    pub preset: String,
-    /// The real target (`real:postgresql`, `real:mariadb`).
-    pub real: String,
-    /// The figure, with its unit (`pool reads, 4 KiB blocks / txn`, ...).
-    pub metric: String,
-    /// The preset's value.
-    pub preset_value: f64,
-    /// The real server's value.
-    pub real_value: f64,
-    /// `preset_value / real_value`; null when the real value is 0.
-    pub ratio: Option<f64>,
-    /// Both values are 0, or (per-transaction figures) both below [`NOISE_FLOOR`]
-    /// ([`NOISE_FLOOR_BYTES`] for bytes).
-    pub equal_zero: bool,
-    /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
-    pub outside: bool,
-}
-
-/// What `mvcclab fidelity` reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FidelityReport {
-    /// The ratios.
-    pub rows: Vec<FidelityRow>,
-    /// One command per workload and pair that reproduces its two runs.
-    pub commands: Vec<String>,
-    /// Every run in the result schema (docs/results.md).
-    pub report: Report,
 }
 
 /// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
@@ -243,95 +209,6 @@ fn reproduce_at_rate(
     )
 }
 
-fn fmt(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else if x.abs() >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.4}")
-    }
-}
-
-fn ratio_text(r: &FidelityRow) -> String {
-    let flag = if r.outside { " !" } else { "" };
-    match r.ratio {
-        _ if r.equal_zero && (r.preset_value != 0.0 || r.real_value != 0.0) => "both ≈ 0".into(),
-        _ if r.equal_zero => "both 0".into(),
-        Some(x) => format!("{x:.2}{flag}"),
-        None => format!("real 0{flag}"),
-    }
-}
-
-/// Rows of the text and Markdown tables: (workload · metric, [preset, real, ratio]).
-fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
-    rows.iter()
-        .map(|r| {
-            (
-                format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric),
-                vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
-            )
-        })
-        .collect()
-}
-
-/// The real servers that ran, one `target: version` per distinct pair in run order, from
-/// each run's `server.version`: the figures per transaction differ between server versions
-/// (MariaDB 10.11.14 against 10.11.19, docs/fidelity.md), so every view names them.
-pub fn server_versions(report: &Report) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in &report.runs {
-        if let Some(s) = &r.server {
-            let line = format!("{} {}", r.design.name, s.version);
-            if !out.contains(&line) {
-                out.push(line);
-            }
-        }
-    }
-    out
-}
-
-/// The Markdown view: the servers, one table per workload, then the commands.
-pub fn to_markdown(f: &FidelityReport) -> String {
-    let mut out = String::new();
-    let servers = server_versions(&f.report);
-    if !servers.is_empty() {
-        out += &format!("Servers: {}.\n\n", servers.join("; "));
-    }
-    let labels = vec![
-        "preset".to_string(),
-        "real".to_string(),
-        "preset / real".to_string(),
-    ];
-    let mut workloads: Vec<&str> = f.rows.iter().map(|r| r.workload.as_str()).collect();
-    workloads.dedup();
-    for w in workloads {
-        out += &format!("### {w}\n\n");
-        let rows: Vec<(String, Vec<String>)> = f
-            .rows
-            .iter()
-            .filter(|r| r.workload == w)
-            .map(|r| {
-                (
-                    format!("{} vs {}: {}", r.preset, r.real, r.metric),
-                    vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
-                )
-            })
-            .collect();
-        out += &markdown_table("figure", &labels, &rows);
-        out += "\n";
-    }
-    out += "Commands that reproduce each pair:\n\n```sh\n";
-    for c in &f.commands {
-        out += c;
-        out += "\n";
-    }
-    out += "```\n";
-    out
-}
-
 /// `mvcclab fidelity`.
 ///
 /// Errors: bad flags ([`UsageError`]); a run failing.
@@ -468,7 +345,7 @@ fn run_shape(f: &FidelityReport, c: &CommonArgs) -> String {
 fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
         let mut files = write_report_dir(&f.report, dir)?;
-        std::fs::write(dir.join("fidelity.md"), to_markdown(f))?;
+        std::fs::write(dir.join("fidelity.md"), fidelity_markdown(f))?;
         std::fs::write(dir.join("fidelity.json"), to_json(f)?)?;
         files.extend(["fidelity.md".to_string(), "fidelity.json".to_string()]);
         status(
@@ -478,36 +355,9 @@ fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     }
     let text = match c.out.format {
         Format::Json => to_json(f)?,
-        Format::Md => to_markdown(f),
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for r in &f.rows {
-                w.serialize(r)?;
-            }
-            String::from_utf8(w.into_inner()?)?
-        }
-        Format::Table => {
-            let labels = vec![
-                "preset".to_string(),
-                "real".to_string(),
-                "preset / real".to_string(),
-            ];
-            side_by_side(
-                &format!(
-                    "fidelity: preset / real per transaction ({}{}); ! = outside 0.8–1.25",
-                    run_shape(f, c),
-                    server_versions(&f.report)
-                        .iter()
-                        .map(|v| format!("; {v}"))
-                        .collect::<String>()
-                ),
-                &labels,
-                &table_rows(&f.rows),
-                12,
-            ) + "\nreproduce with:\n"
-                + &f.commands.join("\n")
-                + "\n"
-        }
+        Format::Md => fidelity_markdown(f),
+        Format::Csv => fidelity_csv(f)?,
+        Format::Table => fidelity_table(f, &run_shape(f, c)),
     };
     emit(&text, &c.out.output)
 }
@@ -515,6 +365,7 @@ fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::{ratio_text, server_versions};
 
     fn row(metric: &str, a: f64, b: f64) -> FidelityRow {
         let mut p: RunReport = serde_json::from_str(SAMPLE).unwrap();
@@ -570,7 +421,7 @@ mod tests {
             commands: vec![],
             report,
         };
-        let md = to_markdown(&f);
+        let md = fidelity_markdown(&f);
         assert!(
             md.starts_with("Servers: real:mariadb 10.11.19-MariaDB-0+deb12u1.\n"),
             "{md}"

@@ -2,7 +2,7 @@
 //! the JSON, named by its dotted path; for a named experiment one row per design and phase.
 
 use super::exporter::Exporter;
-use crate::result::{ExperimentReport, Report};
+use crate::result::{ExperimentReport, FidelityReport, Report};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
@@ -93,6 +93,18 @@ pub fn experiment_csv(r: &ExperimentReport) -> Result<String> {
             let h = header.as_ref().expect("header written");
             w.write_record(h.iter().map(|c| m.get(c.as_str()).copied().unwrap_or("")))?;
         }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// The CSV view of `mvcclab fidelity`: one row per figure, one column per field of
+/// `FidelityRow`.
+///
+/// Errors: none in practice (writing to memory).
+pub fn fidelity_csv(f: &FidelityReport) -> Result<String> {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    for r in &f.rows {
+        w.serialize(r)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }

@@ -2,8 +2,10 @@
 //! opens with (`summary.md`), and the Markdown table every Markdown view is made of.
 
 use super::exporter::Exporter;
-use super::summary::{heading, run_label, summary_rows};
-use crate::result::{Report, RunReport};
+use super::summary::{
+    fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
+};
+use crate::result::{FidelityReport, Report, RunReport};
 use anyhow::Result;
 
 /// A Markdown table: a header of `first` and the labels, one row per entry.
@@ -78,6 +80,50 @@ pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
             out += &format!("![{p}]({p})\n\n");
         }
     }
+    out
+}
+
+/// The Markdown view of `mvcclab fidelity`: the servers, one table per workload, then the
+/// commands.
+pub fn fidelity_markdown(f: &FidelityReport) -> String {
+    let mut out = String::new();
+    let servers = server_versions(&f.report);
+    if !servers.is_empty() {
+        out += &format!("Servers: {}.\n\n", servers.join("; "));
+    }
+    let labels = vec![
+        "preset".to_string(),
+        "real".to_string(),
+        "preset / real".to_string(),
+    ];
+    let mut workloads: Vec<&str> = f.rows.iter().map(|r| r.workload.as_str()).collect();
+    workloads.dedup();
+    for w in workloads {
+        out += &format!("### {w}\n\n");
+        let rows: Vec<(String, Vec<String>)> = f
+            .rows
+            .iter()
+            .filter(|r| r.workload == w)
+            .map(|r| {
+                (
+                    format!("{} vs {}: {}", r.preset, r.real, r.metric),
+                    vec![
+                        fidelity_value(r.preset_value),
+                        fidelity_value(r.real_value),
+                        ratio_text(r),
+                    ],
+                )
+            })
+            .collect();
+        out += &markdown_table("figure", &labels, &rows);
+        out += "\n";
+    }
+    out += "Commands that reproduce each pair:\n\n```sh\n";
+    for c in &f.commands {
+        out += c;
+        out += "\n";
+    }
+    out += "```\n";
     out
 }
 

@@ -20,11 +20,14 @@ mod summary;
 mod svg;
 mod table;
 
-pub use self::csv::{experiment_csv, flatten, to_csv, CsvExporter};
+pub use self::csv::{experiment_csv, fidelity_csv, flatten, to_csv, CsvExporter};
 pub use exporter::Exporter;
 pub use json::{to_json, JsonExporter};
-pub use markdown::{markdown_table, to_markdown, MarkdownExporter};
+pub use markdown::{fidelity_markdown, markdown_table, to_markdown, MarkdownExporter};
 pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
 pub use report_dir::write_report_dir;
-pub use summary::{causes_with_blocks, label, run_label, summary_rows, wal_record_types_shown};
-pub use table::{experiment_table, side_by_side, to_table, TableExporter};
+pub use summary::{
+    causes_with_blocks, label, ratio_text, run_label, server_versions, summary_rows,
+    wal_record_types_shown,
+};
+pub use table::{experiment_table, fidelity_table, side_by_side, to_table, TableExporter};

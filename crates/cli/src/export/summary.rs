@@ -1,8 +1,8 @@
 //! The rows the terminal table and the Markdown summary share: the labels of the runs,
 //! the heading, and one row per figure, with `n/m` for a figure a real server does not
-//! measure.
+//! measure; and the cells and server versions of the fidelity views.
 
-use crate::result::RunReport;
+use crate::result::{FidelityRow, Report, RunReport};
 use mvcclab_engine::stats::Cause;
 use std::collections::BTreeMap;
 
@@ -215,4 +215,45 @@ pub(crate) fn heading(runs: &[RunReport]) -> String {
             ""
         }
     )
+}
+
+/// A fidelity value as the table and Markdown views show it.
+pub(crate) fn fidelity_value(x: f64) -> String {
+    if x == 0.0 {
+        "0".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// A fidelity ratio as the table and Markdown views show it (`both 0`, `both ≈ 0`, `real 0`,
+/// a `!` outside 0.8–1.25).
+pub fn ratio_text(r: &FidelityRow) -> String {
+    let flag = if r.outside { " !" } else { "" };
+    match r.ratio {
+        _ if r.equal_zero && (r.preset_value != 0.0 || r.real_value != 0.0) => "both ≈ 0".into(),
+        _ if r.equal_zero => "both 0".into(),
+        Some(x) => format!("{x:.2}{flag}"),
+        None => format!("real 0{flag}"),
+    }
+}
+
+/// The real servers that ran, one `target: version` per distinct pair in run order, from
+/// each run's `server.version`: the figures per transaction differ between server versions
+/// (MariaDB 10.11.14 against 10.11.19, docs/fidelity.md), so every view names them.
+pub fn server_versions(report: &Report) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in &report.runs {
+        if let Some(s) = &r.server {
+            let line = format!("{} {}", r.design.name, s.version);
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
 }

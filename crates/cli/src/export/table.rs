@@ -3,8 +3,12 @@
 
 use super::exporter::Exporter;
 use super::markdown::markdown_table;
-use super::summary::{heading, run_label, summary_rows};
-use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, Report};
+use super::summary::{
+    fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
+};
+use crate::result::{
+    ExperimentReport, ExperimentRun, FidelityReport, FidelityRow, PerOpIo, PhaseReport, Report,
+};
 use anyhow::Result;
 use mvcclab_engine::stats::Cause;
 
@@ -176,6 +180,47 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
     } else {
         side_by_side(&title, &labels, &rows, 12)
     }
+}
+
+/// Rows of the text and Markdown tables: (workload · metric, [preset, real, ratio]).
+fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
+    rows.iter()
+        .map(|r| {
+            (
+                format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric),
+                vec![
+                    fidelity_value(r.preset_value),
+                    fidelity_value(r.real_value),
+                    ratio_text(r),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// The table view of `mvcclab fidelity`: preset, real and ratio per figure, under a title
+/// naming the runs' `shape` and the servers, then the commands that reproduce them.
+pub fn fidelity_table(f: &FidelityReport, shape: &str) -> String {
+    let labels = vec![
+        "preset".to_string(),
+        "real".to_string(),
+        "preset / real".to_string(),
+    ];
+    side_by_side(
+        &format!(
+            "fidelity: preset / real per transaction ({}{}); ! = outside 0.8–1.25",
+            shape,
+            server_versions(&f.report)
+                .iter()
+                .map(|v| format!("; {v}"))
+                .collect::<String>()
+        ),
+        &labels,
+        &table_rows(&f.rows),
+        12,
+    ) + "\nreproduce with:\n"
+        + &f.commands.join("\n")
+        + "\n"
 }
 
 /// `--format table`.
