@@ -1,32 +1,23 @@
-//! The `mvcclab` command line as a library: its subcommands, the result schema
-//! ([`result`]) and the report directory ([`report`]). The binary (src/main.rs) only parses
-//! the command line and maps errors to exit codes.
+//! The `mvcclab` command line as a library, in layers that each use only those below:
+//!
+//! | layer | holds |
+//! |---|---|
+//! | [`commands`] | one file (or folder) per subcommand: flags → what to run → the run layer → export |
+//! | [`bench`] | the run layer: run specs, the engine's configuration from the flags, one path prepare → settle → warm-up → measure → report for a design or a real server |
+//! | [`export`] | the views of the result schema, one file per format, and where a report goes |
+//! | [`result`], [`design_arg`], [`progress`], [`units`], [`error`] | the result schema, design files, progress bar and Ctrl-C, sizes, errors and exit codes |
+//!
+//! The binary (src/main.rs) only parses the command line and maps errors to exit codes.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod crashtest;
+pub mod bench;
+pub mod commands;
 pub mod design_arg;
-pub mod designs;
-pub mod experiments;
-pub mod fidelity;
-pub mod output;
+pub mod error;
+pub mod export;
 pub mod progress;
-pub mod real;
-pub mod report;
 pub mod result;
-pub mod run;
-pub mod storage_bench;
 pub mod units;
-pub mod workloads;
 
-/// An error in what the user asked for (a flag, a switch, a workload name): exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+pub use error::UsageError;

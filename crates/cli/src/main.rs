@@ -1,9 +1,10 @@
 //! The `mvcclab` command line.
 
 use clap::{Parser, Subcommand};
-use mvcclab::{
-    crashtest, designs, experiments, fidelity, report, run, storage_bench, workloads, UsageError,
+use mvcclab::commands::{
+    crashtest, designs, experiments, fidelity, report, run, storage_bench, workloads,
 };
+use mvcclab::UsageError;
 
 /// mvcclab: a laboratory storage engine for multi-version concurrency control, with every
 /// 4 KiB block of I/O counted and attributed to its cause.

@@ -1,13 +1,16 @@
 //! The result schema of `mvcclab run` and `mvcclab compare` (version [`SCHEMA_VERSION`],
-//! documented field by field in docs/results.md), and its views: CSV (one row per run, one
-//! column per leaf of the JSON) and Markdown (the summary a report directory opens with).
+//! documented field by field in docs/results.md), and the report of the named experiments
+//! (docs/results.md, "Experiments", same schema version) and of `mvcclab fidelity`
+//! (`fidelity.json`, docs/fidelity.md): one serde struct per section, as
+//! hyperfine's `src/benchmark/benchmark_result.rs` holds one result struct for every
+//! export. Its views (JSON, CSV, Markdown, the terminal table, SVG plots) are in
+//! `export/`.
 //!
 //! Invariants: every number carries its unit in its name (`_blocks_4k`, `_bytes`, `_ms`,
 //! `_us`, `_s`) or is a count or a ratio; per-transaction figures divide by
 //! `results.transactions` (events completed in the measured phase, at least 1); the JSON
 //! written by [`Report`] deserializes back into an equal [`Report`].
 
-use crate::output::{markdown_table, side_by_side};
 use mvcclab_engine::db::EngineCounters;
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
@@ -316,353 +319,93 @@ pub fn per(c: &CauseCounts, n: u64) -> BTreeMap<String, f64> {
         .collect()
 }
 
-/// Flattens JSON into `(dotted.path, scalar)` pairs, arrays indexed by position.
-pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
-    let key = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
-    match v {
-        serde_json::Value::Object(m) => {
-            for (k, x) in m {
-                flatten(&key(k), x, out);
-            }
-        }
-        serde_json::Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                flatten(&key(&i.to_string()), x, out);
-            }
-        }
-        serde_json::Value::Null => out.push((prefix.to_string(), String::new())),
-        serde_json::Value::String(s) => out.push((prefix.to_string(), s.clone())),
-        other => out.push((prefix.to_string(), other.to_string())),
-    }
+/// One measured phase of a named experiment (`mvcclab experiment`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// Phase name (`first_update`, `select_before_gc`, `full_gc`, ...).
+    pub name: String,
+    /// Statements the phase ran (0 for `full_gc`).
+    pub ops: u64,
+    /// Wall time in seconds, the closing wait and checkpoint included.
+    pub elapsed_s: f64,
+    /// Every metric summed over all causes.
+    pub total: CauseCounts,
+    /// Every metric per cause.
+    pub by_cause: BTreeMap<Cause, CauseCounts>,
+    /// `total` per statement (all causes: foreground and the background work it caused).
+    pub per_op: PerOpIo,
+    /// Per statement, by cause.
+    pub per_op_by_cause: BTreeMap<Cause, PerOpIo>,
+    /// Row versions examined by reads, per statement.
+    pub versions_traversed_per_op: f64,
+    /// Table counters of the phase (pg_stat_user_tables names).
+    pub tables: TableStats,
+    /// Undo and purge counters of the phase.
+    pub undo: EngineCounters,
+    /// Pages at the end: (table or clustered index, secondary indexes).
+    pub pages: (u64, u64),
 }
 
-/// The CSV view: a header of dotted JSON paths (`results.tps`,
-/// `io.per_txn_by_cause.vacuum.write_blocks_4k`, ...) and one row per run; a field a run
-/// does not have is empty. `storage_config` is left out (it is in the JSON).
-///
-/// Errors: none in practice (writing to memory).
-pub fn to_csv(report: &Report) -> anyhow::Result<String> {
-    let rows: Vec<Vec<(String, String)>> = report
-        .runs
-        .iter()
-        .map(|r| {
-            let mut v = serde_json::to_value(r).expect("run serializes");
-            if let Some(m) = v.as_object_mut() {
-                m.remove("storage_config");
-            }
-            let mut out = Vec::new();
-            flatten("", &v, &mut out);
-            out
-        })
-        .collect();
-    let mut columns: Vec<String> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for row in &rows {
-        for (k, _) in row {
-            if seen.insert(k.clone()) {
-                columns.push(k.clone());
-            }
-        }
-    }
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(&columns)?;
-    for row in &rows {
-        let m: BTreeMap<&str, &str> = row.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        w.write_record(
-            columns
-                .iter()
-                .map(|c| m.get(c.as_str()).copied().unwrap_or("")),
-        )?;
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
+/// One design's phases.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentRun {
+    /// Every switch of the design (for `version_chain`, the GC-on design; the GC-off
+    /// phases ran with `garbage_collection = off`).
+    pub design: DesignConfig,
+    /// Memory and device settings.
+    pub device: DeviceInfo,
+    /// The phases in the order they ran.
+    pub phases: Vec<PhaseReport>,
 }
 
-/// A short label of a run: the design name, with the bandwidth when one was set.
-pub fn run_label(r: &RunReport) -> String {
-    label(&r.design.name, r.device.bandwidth_mib_s)
+/// An experiment's report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentReport {
+    /// Result schema version (shared with `run`/`compare`).
+    pub schema_version: u32,
+    /// Version of mvcclab that wrote it.
+    pub mvcclab_version: String,
+    /// `update_hot_set` or `version_chain`.
+    pub experiment: String,
+    /// The experiment's parameters (rows, updates, ...; flag names with `_`).
+    pub parameters: serde_json::Value,
+    /// True when Ctrl-C cut the experiment short.
+    pub interrupted: bool,
+    /// One entry per design.
+    pub runs: Vec<ExperimentRun>,
 }
 
-/// The label of a design run at a bandwidth (`postgres @ 250 MiB/s`, or just the name).
-pub fn label(design: &str, bandwidth_mib_s: Option<f64>) -> String {
-    match bandwidth_mib_s {
-        Some(b) => format!("{design} @ {b} MiB/s"),
-        None => design.to_string(),
-    }
+/// One figure of one pair on one workload (`mvcclab fidelity`, docs/fidelity.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityRow {
+    /// sysbench workload.
+    pub workload: String,
+    /// The preset (`postgres`, `innodb`).
+    pub preset: String,
+    /// The real target (`real:postgresql`, `real:mariadb`).
+    pub real: String,
+    /// The figure, with its unit (`pool reads, 4 KiB blocks / txn`, ...).
+    pub metric: String,
+    /// The preset's value.
+    pub preset_value: f64,
+    /// The real server's value.
+    pub real_value: f64,
+    /// `preset_value / real_value`; null when the real value is 0.
+    pub ratio: Option<f64>,
+    /// Both values are 0, or (per-transaction figures) both below `NOISE_FLOOR` (commands/fidelity.rs)
+    /// (`NOISE_FLOOR_BYTES` for bytes).
+    pub equal_zero: bool,
+    /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
+    pub outside: bool,
 }
 
-/// Rows of the side-by-side summary: (label, one value per run).
-pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut add = |name: &str, f: &dyn Fn(&RunReport) -> String| {
-        rows.push((name.to_string(), runs.iter().map(f).collect()))
-    };
-    let txns = |r: &RunReport| r.results.transactions.max(1) as f64;
-    // A figure a real server does not count shows as "n/m", never as 0.
-    let m = |r: &RunReport, path: &str, f: &dyn Fn(&RunReport) -> String| {
-        if r.measured(path) {
-            f(r)
-        } else {
-            "n/m".to_string()
-        }
-    };
-    add("transactions", &|r| r.results.transactions.to_string());
-    add("tps", &|r| format!("{:.1}", r.results.tps));
-    add("qps", &|r| format!("{:.1}", r.results.qps));
-    add("errors", &|r| r.results.errors.to_string());
-    for (label, q) in [("p50", 0), ("p95", 1), ("p99", 2)] {
-        add(&format!("txn latency {label} (ms)"), &|r| {
-            r.results.latency.get("event").map_or("-".into(), |l| {
-                format!("{:.3}", [l.p50_ms, l.p95_ms, l.p99_ms][q])
-            })
-        });
-    }
-    add("4 KiB blocks read / txn", &|r| {
-        m(r, "io.total.read_blocks_4k", &|r| {
-            format!("{:.2}", r.io.total.read_blocks_4k as f64 / txns(r))
-        })
-    });
-    add("4 KiB blocks written / txn", &|r| {
-        m(r, "io.total.write_blocks_4k", &|r| {
-            format!("{:.2}", r.io.total.write_blocks_4k as f64 / txns(r))
-        })
-    });
-    add("device requests / txn", &|r| {
-        m(r, "io.total.read_requests", &|r| {
-            format!(
-                "{:.2}",
-                (r.io.total.read_requests + r.io.total.write_requests) as f64 / txns(r)
-            )
-        })
-    });
-    add("device syncs / txn", &|r| {
-        m(r, "io.total.syncs", &|r| {
-            format!("{:.2}", r.io.total.syncs as f64 / txns(r))
-        })
-    });
-    add("pool misses / txn (pages)", &|r| {
-        format!("{:.2}", r.io.total.buffer_misses as f64 / txns(r))
-    });
-    add("pool pages written / txn", &|r| {
-        format!("{:.2}", r.io.total.buffer_pages_written as f64 / txns(r))
-    });
-    add("WAL/redo bytes / txn", &|r| {
-        format!("{:.0}", r.io.total.wal_bytes as f64 / txns(r))
-    });
-    add("full-page images / txn", &|r| {
-        format!("{:.3}", r.io.total.wal_fpi as f64 / txns(r))
-    });
-    add("doublewrite pages / txn", &|r| {
-        format!("{:.3}", r.io.total.doublewrite_pages as f64 / txns(r))
-    });
-    add("buffer hit ratio", &|r| {
-        format!("{:.4}", r.engine.buffer_hit_ratio)
-    });
-    add("HOT updates / updates", &|r| {
-        format!(
-            "{}/{}",
-            r.engine.hot_updates,
-            r.engine.hot_updates + r.engine.non_hot_updates
-        )
-    });
-    add("index entries inserted", &|r| {
-        m(r, "engine.index_entries_inserted", &|r| {
-            r.engine.index_entries_inserted.to_string()
-        })
-    });
-    add("versions traversed / read", &|r| {
-        m(r, "engine.versions_traversed_per_read", &|r| {
-            format!("{:.2}", r.engine.versions_traversed_per_read)
-        })
-    });
-    add("dead tuples (end)", &|r| {
-        m(r, "engine.dead_tuples", &|r| {
-            r.engine.dead_tuples.to_string()
-        })
-    });
-    add("history list length (end, peak)", &|r| {
-        m(r, "engine.history_list_length", &|r| {
-            format!(
-                "{}, {}",
-                r.engine.history_list_length,
-                if r.measured("engine.history_list_length_peak") {
-                    r.engine.history_list_length_peak.to_string()
-                } else {
-                    "n/m".into()
-                }
-            )
-        })
-    });
-    add("B-tree splits, merges (attempts) / txn", &|r| {
-        m(r, "engine.undo.index_page_splits", &|r| {
-            let u = &r.engine.undo;
-            format!(
-                "{:.3}, {:.3} ({:.3})",
-                u.index_page_splits as f64 / txns(r),
-                u.index_page_merge_successful as f64 / txns(r),
-                u.index_page_merge_attempts as f64 / txns(r)
-            )
-        })
-    });
-    add("pages (table, indexes, undo)", &|r| {
-        format!(
-            "{}, {}, {}",
-            r.space.table_pages, r.space.index_pages, r.space.undo_pages
-        )
-    });
-    for c in causes_with_blocks(runs) {
-        add(&format!("blocks r/w / txn: {c}"), &|r| {
-            let b = r.io.per_txn_by_cause.get(&c).cloned().unwrap_or_default();
-            format!("{:.2}/{:.2}", b.read_blocks_4k, b.write_blocks_4k)
-        });
-    }
-    for name in wal_record_types_shown(runs) {
-        add(&format!("WAL bytes / txn: {name}"), &|r| {
-            if r.engine.wal_by_record.is_empty() {
-                return "n/m".into();
-            }
-            let c = r
-                .engine
-                .wal_by_record
-                .get(&name)
-                .copied()
-                .unwrap_or_default();
-            format!("{:.1}", (c.record_bytes + c.fpi_bytes) as f64 / txns(r))
-        });
-    }
-    rows
-}
-
-/// WAL record types that carry at least 1 % of some run's WAL bytes of the phase, the
-/// largest first (by their largest share in any run).
-pub fn wal_record_types_shown(runs: &[RunReport]) -> Vec<String> {
-    let mut share: BTreeMap<String, f64> = BTreeMap::new();
-    for r in runs {
-        let total: u64 = r
-            .engine
-            .wal_by_record
-            .values()
-            .map(|c| c.record_bytes + c.fpi_bytes)
-            .sum();
-        for (name, c) in &r.engine.wal_by_record {
-            let s = (c.record_bytes + c.fpi_bytes) as f64 / total.max(1) as f64;
-            let e = share.entry(name.clone()).or_insert(0.0);
-            *e = e.max(s);
-        }
-    }
-    let mut names: Vec<(String, f64)> = share.into_iter().filter(|(_, s)| *s >= 0.01).collect();
-    names.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    names.into_iter().map(|(n, _)| n).collect()
-}
-
-/// Causes that moved at least one 4 KiB block in some run, in declaration order.
-pub fn causes_with_blocks(runs: &[RunReport]) -> Vec<Cause> {
-    let mut causes: Vec<Cause> = runs
-        .iter()
-        .flat_map(|r| {
-            r.io.by_cause
-                .iter()
-                .filter(|(_, c)| c.read_blocks_4k + c.write_blocks_4k > 0)
-                .map(|(k, _)| *k)
-        })
-        .collect();
-    causes.sort();
-    causes.dedup();
-    causes
-}
-
-fn heading(runs: &[RunReport]) -> String {
-    let r = &runs[0];
-    format!(
-        "workload {} ({} rows × {} tables, {} threads, {:.0} s measured{})",
-        r.workload.name,
-        r.workload.options.table_size,
-        r.workload.options.tables,
-        r.driver.threads,
-        r.results.elapsed_s,
-        if runs.iter().any(|r| r.results.interrupted) {
-            ", INTERRUPTED by Ctrl-C"
-        } else {
-            ""
-        }
-    )
-}
-
-/// The terminal table: runs side by side.
-pub fn to_table(report: &Report) -> String {
-    if report.runs.is_empty() {
-        return "no run completed\n".into();
-    }
-    let labels: Vec<String> = report.runs.iter().map(run_label).collect();
-    side_by_side(
-        &heading(&report.runs),
-        &labels,
-        &summary_rows(&report.runs),
-        18,
-    )
-}
-
-/// The Markdown view: the summary table, foreground blocks per operation, latency
-/// percentiles per operation kind, and (when `plots` is given) links to the SVG files.
-pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
-    if report.runs.is_empty() {
-        return "# mvcclab report\n\nNo run completed.\n".into();
-    }
-    let runs = &report.runs;
-    let labels: Vec<String> = runs.iter().map(run_label).collect();
-    let mut out = format!(
-        "# mvcclab {}\n\n{}. Schema version {}; every field is described in docs/results.md.\n\n",
-        report.command,
-        heading(runs),
-        report.schema_version
-    );
-    out += "## Summary\n\n";
-    out += &markdown_table("", &labels, &summary_rows(runs));
-    // Rows of `keys` (sorted, deduplicated), one cell per run from `cell` ("-" if None).
-    let rows_of = |keys: Vec<&String>, cell: &dyn Fn(&RunReport, &str) -> Option<String>| {
-        let mut keys = keys;
-        keys.sort();
-        keys.dedup();
-        keys.into_iter()
-            .map(|k| {
-                let vals = runs
-                    .iter()
-                    .map(|r| cell(r, k).unwrap_or_else(|| "-".into()));
-                (k.clone(), vals.collect())
-            })
-            .collect::<Vec<(String, Vec<String>)>>()
-    };
-    out += "\n## Foreground 4 KiB blocks read/written per operation\n\n";
-    let ops = rows_of(
-        runs.iter().flat_map(|r| r.io.per_op.keys()).collect(),
-        &|r, k| {
-            r.io.per_op
-                .get(k)
-                .map(|p| format!("{:.3}/{:.3}", p.read_blocks_4k, p.write_blocks_4k))
-        },
-    );
-    out += &markdown_table("operation", &labels, &ops);
-    out += "\n## Latency per operation kind, p50 / p95 / p99 (ms)\n\n";
-    let lat = rows_of(
-        runs.iter().flat_map(|r| r.results.latency.keys()).collect(),
-        &|r, k| {
-            r.results
-                .latency
-                .get(k)
-                .map(|l| format!("{:.3} / {:.3} / {:.3}", l.p50_ms, l.p95_ms, l.p99_ms))
-        },
-    );
-    out += &markdown_table("operation", &labels, &lat);
-    if !plots.is_empty() {
-        out += "\n## Plots\n\n";
-        for p in plots {
-            out += &format!("![{p}]({p})\n\n");
-        }
-    }
-    out
+/// What `mvcclab fidelity` reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityReport {
+    /// The ratios.
+    pub rows: Vec<FidelityRow>,
+    /// One command per workload and pair that reproduces its two runs.
+    pub commands: Vec<String>,
+    /// Every run in the result schema (docs/results.md).
+    pub report: Report,
 }

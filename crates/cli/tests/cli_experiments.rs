@@ -9,7 +9,7 @@ fn mvcclab(args: &[&str]) -> std::process::Output {
         .expect("run mvcclab")
 }
 
-fn json(args: &[&str]) -> mvcclab::experiments::ExperimentReport {
+fn json(args: &[&str]) -> mvcclab::result::ExperimentReport {
     let out = mvcclab(args);
     assert!(
         out.status.success(),

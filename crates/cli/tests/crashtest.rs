@@ -3,7 +3,7 @@
 //! torn-page check with protection off. The 200-cut runs are `mvcclab crashtest --cuts
 //! 200` (docs/testing.md); set MVCCLAB_CRASH_CUTS / MVCCLAB_KILLS to run more here.
 
-use mvcclab::crashtest::{crashtest, kill_test, CrashtestArgs, CrashtestSummary};
+use mvcclab::commands::crashtest::{crashtest, kill_test, CrashtestArgs, CrashtestSummary};
 use std::path::Path;
 
 fn env_or(name: &str, default: u32) -> u32 {

@@ -21,6 +21,7 @@
 //! tables from the newest catalog.
 
 mod database;
+mod delta;
 mod engine;
 mod transaction;
 

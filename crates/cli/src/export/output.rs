@@ -1,5 +1,11 @@
-//! Where reports go: the output formats and `--output FILE|-`.
+//! Where a report goes and in which format: `--format`, `--output FILE|-` (`-` is
+//! standard output, as hyperfine's `--export-*` take it) and `--report DIR`, and the
+//! [`Exporter`] of each `--format`.
 
+use super::exporter::Exporter;
+use super::{CsvExporter, JsonExporter, MarkdownExporter, TableExporter};
+use crate::progress::status;
+use crate::result::Report;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -21,51 +27,6 @@ pub struct OutputArgs {
     /// No progress bar and no status lines on standard error.
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-/// Text table with the row names in the first column and one right-aligned column per
-/// label (at least `min_width` wide), under `title`.
-pub fn side_by_side(
-    title: &str,
-    labels: &[String],
-    rows: &[(String, Vec<String>)],
-    min_width: usize,
-) -> String {
-    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10);
-    let w = labels
-        .iter()
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(min_width);
-    let mut out = format!("{title}\n\n{:<w0$}", "");
-    for l in labels {
-        out += &format!(" {l:>w$}");
-    }
-    out += "\n";
-    for (name, vals) in rows {
-        out += &format!("{name:<w0$}");
-        for v in vals {
-            out += &format!(" {v:>w$}");
-        }
-        out += "\n";
-    }
-    out
-}
-
-/// A Markdown table: a header of `first` and the labels, one row per entry.
-pub fn markdown_table(first: &str, labels: &[String], rows: &[(String, Vec<String>)]) -> String {
-    let mut s = format!("| {first} |");
-    for l in labels {
-        s += &format!(" {l} |");
-    }
-    s += "\n|---|";
-    s += &"---:|".repeat(labels.len());
-    s += "\n";
-    for (name, vals) in rows {
-        s += &format!("| {name} | {} |\n", vals.join(" | "));
-    }
-    s
 }
 
 /// Output formats.
@@ -100,4 +61,30 @@ pub fn emit(text: &str, output: &str) -> Result<()> {
         std::fs::write(output, text).with_context(|| format!("writing --output {output}"))?;
     }
     Ok(())
+}
+
+/// The exporter of `format`.
+pub fn exporter(format: Format) -> Box<dyn Exporter> {
+    match format {
+        Format::Json => Box::new(JsonExporter),
+        Format::Table => Box::new(TableExporter),
+        Format::Csv => Box::new(CsvExporter),
+        Format::Md => Box::new(MarkdownExporter),
+    }
+}
+
+/// Writes `report` in the chosen format to `--output` (and the report directory first,
+/// with `--report`).
+///
+/// Errors: the output or the report directory cannot be written.
+pub fn write_report(report: &Report, out: &OutputArgs) -> Result<()> {
+    if let Some(dir) = &out.report {
+        let files = super::write_report_dir(report, dir)?;
+        status(
+            out.quiet,
+            &format!("report written to {}: {}", dir.display(), files.join(", ")),
+        );
+    }
+    let text = exporter(out.format).export(report)?;
+    emit(&text, &out.output)
 }

@@ -4,7 +4,8 @@
 //! torn-page protection, the replacer and the device settings cost before any design is
 //! involved.
 
-use crate::output::{emit, BasicFormat};
+use crate::bench::{buffer_pool_frames, PoolSize};
+use crate::export::{emit, BasicFormat};
 use crate::result::PerOpIo;
 use crate::units::parse_size_bytes;
 use anyhow::{bail, Context, Result};
@@ -103,16 +104,7 @@ struct Report {
 }
 
 fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
-    let page_bytes = a.page_size.bytes() as u64;
-    let frames = (a.buffer_pool / page_bytes) as usize;
-    if frames < 2 {
-        bail!(
-            "--buffer-pool {} B holds fewer than 2 pages of {} B; give at least {} B",
-            a.buffer_pool,
-            page_bytes,
-            2 * page_bytes
-        );
-    }
+    let frames = buffer_pool_frames(PoolSize::Pages(a.page_size, a.buffer_pool))?;
     if a.read_pct > 100 {
         bail!("--read-pct must be 0..=100, got {}", a.read_pct);
     }

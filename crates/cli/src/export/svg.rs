@@ -1,60 +1,13 @@
-//! `--report DIR`: the report directory. It holds the same [`Report`] four ways:
-//!
-//! | file | contents |
-//! |---|---|
-//! | `report.json` | the result schema (docs/results.md) |
-//! | `report.csv` | one row per run, one column per JSON leaf |
-//! | `summary.md` | the side-by-side summary, blocks per operation, latencies, plots |
-//! | `tps.svg` | transactions per second per run |
-//! | `blocks_per_txn.svg` | stacked bars: 4 KiB blocks (read + written) per transaction by cause |
-//! | `latency.svg` | transaction latency p50 / p95 / p99 per run |
-//! | `tps_vs_bandwidth.svg` | TPS versus device bandwidth, one line per design (only with several `--bandwidth` values) |
-//!
-//! Plots are drawn with plotters' SVG backend (no fonts needed; text is SVG `<text>`).
+//! The plots of the report directory, drawn with plotters' SVG backend (no fonts needed;
+//! text is SVG `<text>`): `tps.svg`, `blocks_per_txn.svg`, `latency.svg` and, with several
+//! `--bandwidth` values, `tps_vs_bandwidth.svg`.
 
-use crate::result::{causes_with_blocks, run_label, to_csv, to_markdown, Report};
-use anyhow::{Context, Result};
+use super::summary::{causes_with_blocks, run_label};
+use crate::result::Report;
+use anyhow::Result;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Flags of `mvcclab report`.
-#[derive(clap::Args, Debug)]
-pub struct ReportArgs {
-    /// A report.json written by `run`/`compare` (`--format json` or `--report`).
-    pub input: std::path::PathBuf,
-    /// Directory to write report.json, report.csv, summary.md and the plots into.
-    #[arg(long, value_name = "DIR")]
-    pub report: std::path::PathBuf,
-}
-
-/// `mvcclab report FILE --report DIR`: the report directory again from a saved report
-/// (for example after mvcclab's plots changed).
-///
-/// Errors ([`crate::UsageError`]): the file cannot be read or is not a report of this
-/// schema version; or the directory cannot be written.
-pub fn run(a: ReportArgs) -> Result<()> {
-    let what = a.input.display();
-    let text =
-        std::fs::read_to_string(&a.input).map_err(|e| crate::UsageError(format!("{what}: {e}")))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| crate::UsageError(format!("{what} is not an mvcclab report: {e}")))?;
-    if report.schema_version != crate::result::SCHEMA_VERSION {
-        return Err(crate::UsageError(format!(
-            "{what} has schema version {}; this mvcclab reads version {}",
-            report.schema_version,
-            crate::result::SCHEMA_VERSION
-        ))
-        .into());
-    }
-    let files = write_report_dir(&report, &a.report)?;
-    eprintln!(
-        "report written to {}: {}",
-        a.report.display(),
-        files.join(", ")
-    );
-    Ok(())
-}
 
 const W: u32 = 900;
 const H: u32 = 540;
@@ -65,42 +18,7 @@ fn colour(i: usize) -> RGBColor {
     RGBColor(p.0, p.1, p.2)
 }
 
-/// Writes every file of the report into `dir` (created if missing) and returns their names.
-///
-/// Errors: the directory or a file cannot be written (the message names the path), or a
-/// plot cannot be drawn.
-pub fn write_report_dir(report: &Report, dir: &Path) -> Result<Vec<String>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating --report {}", dir.display()))?;
-    let mut plots: Vec<&str> = Vec::new();
-    if !report.runs.is_empty() {
-        plot_tps(report, &dir.join("tps.svg"))?;
-        plots.push("tps.svg");
-        plot_blocks(report, &dir.join("blocks_per_txn.svg"))?;
-        plots.push("blocks_per_txn.svg");
-        plot_latency(report, &dir.join("latency.svg"))?;
-        plots.push("latency.svg");
-        if bandwidths(report).len() > 1 {
-            plot_tps_vs_bandwidth(report, &dir.join("tps_vs_bandwidth.svg"))?;
-            plots.push("tps_vs_bandwidth.svg");
-        }
-    }
-    let write = |name: &str, text: String| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
-    };
-    write("report.json", serde_json::to_string_pretty(report)? + "\n")?;
-    write("report.csv", to_csv(report)?)?;
-    write("summary.md", to_markdown(report, &plots))?;
-    let mut files = vec![
-        "report.json".into(),
-        "report.csv".into(),
-        "summary.md".into(),
-    ];
-    files.extend(plots.iter().map(|p| p.to_string()));
-    Ok(files)
-}
-
-fn bandwidths(report: &Report) -> Vec<f64> {
+pub(super) fn bandwidths(report: &Report) -> Vec<f64> {
     let mut b: Vec<f64> = report
         .runs
         .iter()
@@ -204,7 +122,7 @@ fn bars(
     Ok(())
 }
 
-fn plot_tps(report: &Report, path: &Path) -> Result<()> {
+pub(super) fn plot_tps(report: &Report, path: &Path) -> Result<()> {
     let labels: Vec<String> = report.runs.iter().map(run_label).collect();
     let tps = report.runs.iter().map(|r| r.results.tps).collect();
     let title = format!("{}: transactions per second", report.runs[0].workload.name);
@@ -219,7 +137,7 @@ fn plot_tps(report: &Report, path: &Path) -> Result<()> {
     )
 }
 
-fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
+pub(super) fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
     let labels: Vec<String> = report.runs.iter().map(run_label).collect();
     let causes = causes_with_blocks(&report.runs);
     let series: Vec<(String, Vec<f64>)> = causes
@@ -252,7 +170,7 @@ fn plot_blocks(report: &Report, path: &Path) -> Result<()> {
     )
 }
 
-fn plot_latency(report: &Report, path: &Path) -> Result<()> {
+pub(super) fn plot_latency(report: &Report, path: &Path) -> Result<()> {
     let labels: Vec<String> = report.runs.iter().map(run_label).collect();
     let pick = |f: fn(&mvcclab_workload::driver::Latency) -> f64| -> Vec<f64> {
         report
@@ -277,7 +195,7 @@ fn plot_latency(report: &Report, path: &Path) -> Result<()> {
     )
 }
 
-fn plot_tps_vs_bandwidth(report: &Report, path: &Path) -> Result<()> {
+pub(super) fn plot_tps_vs_bandwidth(report: &Report, path: &Path) -> Result<()> {
     let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for r in &report.runs {
         if let Some(b) = r.device.bandwidth_mib_s {

@@ -10,18 +10,20 @@
 //! on its own loop device (`--exact-device-io`). A ratio outside 0.8–1.25 is flagged `!`;
 //! docs/fidelity.md explains each flagged ratio of the measured table.
 
-use crate::output::{emit, markdown_table, side_by_side, Format};
+use crate::bench::{
+    check_common, resolve_spec, run_specs_with, version_switches, CommonArgs, RunSpec,
+};
+use crate::export::{
+    emit, fidelity_csv, fidelity_markdown, fidelity_table, to_json, write_report_dir, Format,
+};
 use crate::progress::{install_ctrl_c, status};
-use crate::report::write_report_dir;
-use crate::result::{Report, RunReport};
-use crate::run::{check_common, resolve_spec, run_specs_with, CommonArgs, RunSpec};
+use crate::result::{FidelityReport, FidelityRow, Report, RunReport};
 use crate::UsageError;
 use anyhow::Result;
 use clap::Args;
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::RunControl;
 use mvcclab_workload::sysbench::WorkloadKind;
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 
 /// The workloads of the fidelity table (issue 6).
@@ -51,41 +53,6 @@ pub struct FidelityArgs {
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
-}
-
-/// One figure of one pair on one workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FidelityRow {
-    /// sysbench workload.
-    pub workload: String,
-    /// The preset (`postgres`, `innodb`).
-    pub preset: String,
-    /// The real target (`real:postgresql`, `real:mariadb`).
-    pub real: String,
-    /// The figure, with its unit (`pool reads, 4 KiB blocks / txn`, ...).
-    pub metric: String,
-    /// The preset's value.
-    pub preset_value: f64,
-    /// The real server's value.
-    pub real_value: f64,
-    /// `preset_value / real_value`; null when the real value is 0.
-    pub ratio: Option<f64>,
-    /// Both values are 0, or (per-transaction figures) both below [`NOISE_FLOOR`]
-    /// ([`NOISE_FLOOR_BYTES`] for bytes).
-    pub equal_zero: bool,
-    /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
-    pub outside: bool,
-}
-
-/// What `mvcclab fidelity` reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FidelityReport {
-    /// The ratios.
-    pub rows: Vec<FidelityRow>,
-    /// One command per workload and pair that reproduces its two runs.
-    pub commands: Vec<String>,
-    /// Every run in the result schema (docs/results.md).
-    pub report: Report,
 }
 
 /// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
@@ -242,164 +209,6 @@ fn reproduce_at_rate(
     )
 }
 
-/// The design switches that make a preset model the server version that ran (`real`'s
-/// `server.version`), each `SWITCH=VALUE`, leaving out those `--set` (`set`) chose:
-/// - `purge_resets_trx_id=on` for MariaDB 10.11.0 to 10.11.14, whose purge resets the
-///   DB_TRX_ID of every updated clustered record (row0purge.cc `row_purge_reset_trx_id`,
-///   MDEV-12288). Measured: 10.11.14 logs about 19 redo bytes per updated row in purge,
-///   and its oltp_update_non_index reads and writes index leaves as the preset does only
-///   with the switch on; 10.11.19 agrees with the switch off and logs no reset (687 redo
-///   bytes in purge after 2,000 updated rows; docs/fidelity.md). The reset was removed by
-///   MDEV-16168 (pull request opened 2025-08-21, after 10.11.14), taken here to be gone
-///   from 10.11.15 (10.11.15 to 10.11.18 not measured).
-pub fn version_switches(real: &RunReport, set: &[String]) -> Vec<String> {
-    let Some(version) = real.server.as_ref().map(|s| s.version.as_str()) else {
-        return Vec::new();
-    };
-    let chosen = |name: &str| set.iter().any(|s| s.split('=').next() == Some(name));
-    let mut out = Vec::new();
-    if !chosen("purge_resets_trx_id") && mariadb_purge_resets_trx_id(version) {
-        out.push("purge_resets_trx_id=on".to_string());
-    }
-    out
-}
-
-/// Notes for a set of runs in which a real server ran beside a preset of its family (same
-/// table layout) without the switches that make the preset model that server's version
-/// ([`version_switches`]): one line per such preset run, naming the server, its version
-/// and the `--set` that models it. `compare` prints them; `fidelity` applies the switches
-/// itself, since it runs each server before its preset.
-pub fn version_notes(runs: &[RunReport]) -> Vec<String> {
-    let mut out = Vec::new();
-    for real in runs.iter().filter(|r| r.server.is_some()) {
-        let version = real.server.as_ref().map_or("", |s| s.version.as_str());
-        for sw in version_switches(real, &[]) {
-            let Some((name, value)) = sw.split_once('=') else {
-                continue;
-            };
-            for preset in runs
-                .iter()
-                .filter(|r| r.server.is_none() && r.design.table_layout == real.design.table_layout)
-            {
-                let had = preset.design.switch_value(name).unwrap_or_default();
-                if had != value {
-                    out.push(format!(
-                        "note: {} ran {version}, which {} models with --set {sw}; the {} run \
-                         had {name}={had}",
-                        real.design.name, preset.design.name, preset.design.name,
-                    ));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether server version `v` (as `SELECT VERSION()` gives it, e.g.
-/// `10.11.14-MariaDB-0+deb12u2`) is a MariaDB 10.11 up to 10.11.14.
-fn mariadb_purge_resets_trx_id(v: &str) -> bool {
-    if !v.contains("MariaDB") {
-        return false;
-    }
-    let mut parts = v
-        .split(|ch: char| !ch.is_ascii_digit())
-        .filter(|p| !p.is_empty())
-        .map(|p| p.parse::<u32>().unwrap_or(u32::MAX));
-    matches!(
-        (parts.next(), parts.next(), parts.next()),
-        (Some(10), Some(11), Some(patch)) if patch <= 14
-    )
-}
-
-fn fmt(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else if x.abs() >= 1.0 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.4}")
-    }
-}
-
-fn ratio_text(r: &FidelityRow) -> String {
-    let flag = if r.outside { " !" } else { "" };
-    match r.ratio {
-        _ if r.equal_zero && (r.preset_value != 0.0 || r.real_value != 0.0) => "both ≈ 0".into(),
-        _ if r.equal_zero => "both 0".into(),
-        Some(x) => format!("{x:.2}{flag}"),
-        None => format!("real 0{flag}"),
-    }
-}
-
-/// Rows of the text and Markdown tables: (workload · metric, [preset, real, ratio]).
-fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
-    rows.iter()
-        .map(|r| {
-            (
-                format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric),
-                vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
-            )
-        })
-        .collect()
-}
-
-/// The real servers that ran, one `target: version` per distinct pair in run order, from
-/// each run's `server.version`: the figures per transaction differ between server versions
-/// (MariaDB 10.11.14 against 10.11.19, docs/fidelity.md), so every view names them.
-pub fn server_versions(report: &Report) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for r in &report.runs {
-        if let Some(s) = &r.server {
-            let line = format!("{} {}", r.design.name, s.version);
-            if !out.contains(&line) {
-                out.push(line);
-            }
-        }
-    }
-    out
-}
-
-/// The Markdown view: the servers, one table per workload, then the commands.
-pub fn to_markdown(f: &FidelityReport) -> String {
-    let mut out = String::new();
-    let servers = server_versions(&f.report);
-    if !servers.is_empty() {
-        out += &format!("Servers: {}.\n\n", servers.join("; "));
-    }
-    let labels = vec![
-        "preset".to_string(),
-        "real".to_string(),
-        "preset / real".to_string(),
-    ];
-    let mut workloads: Vec<&str> = f.rows.iter().map(|r| r.workload.as_str()).collect();
-    workloads.dedup();
-    for w in workloads {
-        out += &format!("### {w}\n\n");
-        let rows: Vec<(String, Vec<String>)> = f
-            .rows
-            .iter()
-            .filter(|r| r.workload == w)
-            .map(|r| {
-                (
-                    format!("{} vs {}: {}", r.preset, r.real, r.metric),
-                    vec![fmt(r.preset_value), fmt(r.real_value), ratio_text(r)],
-                )
-            })
-            .collect();
-        out += &markdown_table("figure", &labels, &rows);
-        out += "\n";
-    }
-    out += "Commands that reproduce each pair:\n\n```sh\n";
-    for c in &f.commands {
-        out += c;
-        out += "\n";
-    }
-    out += "```\n";
-    out
-}
-
 /// `mvcclab fidelity`.
 ///
 /// Errors: bad flags ([`UsageError`]); a run failing.
@@ -536,11 +345,8 @@ fn run_shape(f: &FidelityReport, c: &CommonArgs) -> String {
 fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
         let mut files = write_report_dir(&f.report, dir)?;
-        std::fs::write(dir.join("fidelity.md"), to_markdown(f))?;
-        std::fs::write(
-            dir.join("fidelity.json"),
-            serde_json::to_string_pretty(f)? + "\n",
-        )?;
+        std::fs::write(dir.join("fidelity.md"), fidelity_markdown(f))?;
+        std::fs::write(dir.join("fidelity.json"), to_json(f)?)?;
         files.extend(["fidelity.md".to_string(), "fidelity.json".to_string()]);
         status(
             c.out.quiet,
@@ -548,37 +354,10 @@ fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
         );
     }
     let text = match c.out.format {
-        Format::Json => serde_json::to_string_pretty(f)? + "\n",
-        Format::Md => to_markdown(f),
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for r in &f.rows {
-                w.serialize(r)?;
-            }
-            String::from_utf8(w.into_inner()?)?
-        }
-        Format::Table => {
-            let labels = vec![
-                "preset".to_string(),
-                "real".to_string(),
-                "preset / real".to_string(),
-            ];
-            side_by_side(
-                &format!(
-                    "fidelity: preset / real per transaction ({}{}); ! = outside 0.8–1.25",
-                    run_shape(f, c),
-                    server_versions(&f.report)
-                        .iter()
-                        .map(|v| format!("; {v}"))
-                        .collect::<String>()
-                ),
-                &labels,
-                &table_rows(&f.rows),
-                12,
-            ) + "\nreproduce with:\n"
-                + &f.commands.join("\n")
-                + "\n"
-        }
+        Format::Json => to_json(f)?,
+        Format::Md => fidelity_markdown(f),
+        Format::Csv => fidelity_csv(f)?,
+        Format::Table => fidelity_table(f, &run_shape(f, c)),
     };
     emit(&text, &c.out.output)
 }
@@ -586,6 +365,7 @@ fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::export::{ratio_text, server_versions};
 
     fn row(metric: &str, a: f64, b: f64) -> FidelityRow {
         let mut p: RunReport = serde_json::from_str(SAMPLE).unwrap();
@@ -602,49 +382,7 @@ mod tests {
             .unwrap()
     }
 
-    const SAMPLE: &str = include_str!("../tests/data/run_report.json");
-
-    #[test]
-    fn compare_notes_a_preset_run_without_its_servers_version_switches() {
-        let mut inno: RunReport = serde_json::from_str(SAMPLE).unwrap();
-        inno.design = mvcclab_engine::design::DesignConfig::innodb();
-        inno.server = None;
-        let mut maria = inno.clone();
-        maria.design.name = "real:mariadb".into();
-        let mut server = mvcclab_servers::ServerInfo {
-            version: "10.11.14-MariaDB-0+deb12u2".into(),
-            ..Default::default()
-        };
-        maria.server = Some(server.clone());
-        let mut pg = inno.clone();
-        pg.design = mvcclab_engine::design::DesignConfig::postgres();
-        let notes = version_notes(&[pg, inno.clone(), maria.clone()]);
-        assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(
-            notes[0].contains("10.11.14") && notes[0].contains("--set purge_resets_trx_id=on"),
-            "{notes:?}"
-        );
-        // With the switch on, or against a current server, nothing to say.
-        let mut on = inno.clone();
-        on.design.purge_resets_trx_id = true;
-        assert!(version_notes(&[on, maria.clone()]).is_empty());
-        server.version = "10.11.19-MariaDB-0+deb12u1".into();
-        maria.server = Some(server);
-        assert!(version_notes(&[inno, maria]).is_empty());
-    }
-
-    #[test]
-    fn mariadb_up_to_10_11_14_resets_trx_ids_in_purge() {
-        assert!(mariadb_purge_resets_trx_id("10.11.14-MariaDB-0+deb12u2"));
-        assert!(mariadb_purge_resets_trx_id("10.11.6-MariaDB"));
-        assert!(!mariadb_purge_resets_trx_id("10.11.15-MariaDB"));
-        assert!(!mariadb_purge_resets_trx_id("10.11.19-MariaDB-0+deb12u1"));
-        assert!(!mariadb_purge_resets_trx_id("11.4.2-MariaDB"));
-        assert!(!mariadb_purge_resets_trx_id(
-            "PostgreSQL 15.18 (Debian 15.18-0+deb12u1)"
-        ));
-        assert!(!mariadb_purge_resets_trx_id("garbage"));
-    }
+    const SAMPLE: &str = include_str!("../../tests/data/run_report.json");
 
     #[test]
     fn ratios_are_flagged_outside_0_8_to_1_25() {
@@ -683,7 +421,7 @@ mod tests {
             commands: vec![],
             report,
         };
-        let md = to_markdown(&f);
+        let md = fidelity_markdown(&f);
         assert!(
             md.starts_with("Servers: real:mariadb 10.11.19-MariaDB-0+deb12u1.\n"),
             "{md}"

@@ -15,27 +15,27 @@
 //! works in the background in InnoDB too) and then a checkpoint, so the page writes a phase
 //! causes are counted in that phase (under `checkpointer`, `doublewrite`, `purge`...), not
 //! in the next. Loads are not measured. Output: a table, or JSON (`--format json`) whose
-//! fields docs/results.md describes under "Experiments".
+//! fields docs/results.md describes under "Experiments" (the schema's types are in
+//! result.rs, the views in export/).
 
+use crate::bench::{open_database, DeviceArgs, Mark, PhaseDelta};
 use crate::design_arg::resolve_design;
-use crate::output::{emit, markdown_table, side_by_side, Format, OutputArgs};
+use crate::error::driver_error;
+use crate::export::{emit, experiment_csv, experiment_table, to_json, Format, OutputArgs};
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{DeviceInfo, PerOpIo, SCHEMA_VERSION};
-use crate::run::{open_database, DeviceArgs, Mark, PhaseDelta};
+use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, SCHEMA_VERSION};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
-use mvcclab_engine::db::{Assign, Database, EngineCounters, TableId};
+use mvcclab_engine::db::{Assign, Database, TableId};
 use mvcclab_engine::design::{DesignConfig, GarbageCollection};
-use mvcclab_engine::heap::TableStats;
-use mvcclab_engine::stats::{enter, Cause, CauseCounts};
+use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -111,62 +111,6 @@ pub struct VersionChainArgs {
     /// Common flags.
     #[command(flatten)]
     pub common: ExperimentCommon,
-}
-
-/// One measured phase.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PhaseReport {
-    /// Phase name (`first_update`, `select_before_gc`, `full_gc`, ...).
-    pub name: String,
-    /// Statements the phase ran (0 for `full_gc`).
-    pub ops: u64,
-    /// Wall time in seconds, the closing wait and checkpoint included.
-    pub elapsed_s: f64,
-    /// Every metric summed over all causes.
-    pub total: CauseCounts,
-    /// Every metric per cause.
-    pub by_cause: BTreeMap<Cause, CauseCounts>,
-    /// `total` per statement (all causes: foreground and the background work it caused).
-    pub per_op: PerOpIo,
-    /// Per statement, by cause.
-    pub per_op_by_cause: BTreeMap<Cause, PerOpIo>,
-    /// Row versions examined by reads, per statement.
-    pub versions_traversed_per_op: f64,
-    /// Table counters of the phase (pg_stat_user_tables names).
-    pub tables: TableStats,
-    /// Undo and purge counters of the phase.
-    pub undo: EngineCounters,
-    /// Pages at the end: (table or clustered index, secondary indexes).
-    pub pages: (u64, u64),
-}
-
-/// One design's phases.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExperimentRun {
-    /// Every switch of the design (for `version_chain`, the GC-on design; the GC-off
-    /// phases ran with `garbage_collection = off`).
-    pub design: DesignConfig,
-    /// Memory and device settings.
-    pub device: DeviceInfo,
-    /// The phases in the order they ran.
-    pub phases: Vec<PhaseReport>,
-}
-
-/// An experiment's report.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExperimentReport {
-    /// Result schema version (shared with `run`/`compare`).
-    pub schema_version: u32,
-    /// Version of mvcclab that wrote it.
-    pub mvcclab_version: String,
-    /// `update_hot_set` or `version_chain`.
-    pub experiment: String,
-    /// The experiment's parameters (rows, updates, ...; flag names with `_`).
-    pub parameters: serde_json::Value,
-    /// True when Ctrl-C cut the experiment short.
-    pub interrupted: bool,
-    /// One entry per design.
-    pub runs: Vec<ExperimentRun>,
 }
 
 /// Waits until purge has emptied the history list (designs with purge on), at most 120 s.
@@ -440,10 +384,11 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
             db.storage().checkpoint()?;
             let t = db.table_id("sbtest1")?;
             let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
+                let run_opts = run(events, seed);
                 let r = with_progress(label, 0.0, events, ctl, c.out.quiet, || {
-                    drive(&target, kind, &opts, &run(events, seed), ctl)
+                    drive(&target, kind, &opts, &run_opts, ctl)
                 })
-                .map_err(UsageError)?;
+                .map_err(|e| driver_error(&run_opts, e))?;
                 if r.errors > 0 {
                     anyhow::bail!("{label}: {} errors: {:?}", r.errors, r.error_samples);
                 }
@@ -499,155 +444,6 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
     Ok(runs)
 }
 
-/// Causes with any block or request in some phase of some run.
-fn causes(runs: &[ExperimentRun]) -> Vec<Cause> {
-    let mut v: Vec<Cause> = runs
-        .iter()
-        .flat_map(|r| r.phases.iter())
-        .flat_map(|p| {
-            p.by_cause
-                .iter()
-                .filter(|(_, c)| c.read_requests + c.write_requests > 0)
-                .map(|(k, _)| *k)
-        })
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// The table view: one column per design × phase, per-statement figures by cause.
-pub fn to_table(r: &ExperimentReport, markdown: bool) -> String {
-    let cols: Vec<(String, &PhaseReport)> = r
-        .runs
-        .iter()
-        .flat_map(|run| {
-            run.phases
-                .iter()
-                .map(move |p| (format!("{} {}", run.design.name, p.name), p))
-        })
-        .collect();
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut add = |name: String, f: &dyn Fn(&PhaseReport) -> String| {
-        rows.push((name, cols.iter().map(|(_, p)| f(p)).collect()))
-    };
-    add("statements".into(), &|p| p.ops.to_string());
-    add("elapsed (s)".into(), &|p| format!("{:.1}", p.elapsed_s));
-    let per = |p: &PhaseReport, f: &dyn Fn(&PerOpIo) -> f64| {
-        if p.ops == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.3}", f(&p.per_op))
-        }
-    };
-    add("read requests / stmt".into(), &|p| {
-        per(p, &|x| x.read_requests)
-    });
-    add("write requests / stmt".into(), &|p| {
-        per(p, &|x| x.write_requests)
-    });
-    add("4 KiB blocks read / stmt".into(), &|p| {
-        per(p, &|x| x.read_blocks_4k)
-    });
-    add("4 KiB blocks written / stmt".into(), &|p| {
-        per(p, &|x| x.write_blocks_4k)
-    });
-    add("WAL/redo bytes / stmt".into(), &|p| {
-        per(p, &|x| x.wal_bytes)
-    });
-    let per_total = |p: &PhaseReport, v: u64| {
-        if p.ops == 0 {
-            format!("{v} (total)")
-        } else {
-            format!("{:.3}", v as f64 / p.ops as f64)
-        }
-    };
-    add("buffer hits / stmt".into(), &|p| {
-        per_total(p, p.total.buffer_hits)
-    });
-    add("buffer misses / stmt".into(), &|p| {
-        per_total(p, p.total.buffer_misses)
-    });
-    add("OS-cache hits / stmt".into(), &|p| {
-        per_total(p, p.total.os_cache_read_hits)
-    });
-    add("full-page images / stmt".into(), &|p| {
-        per_total(p, p.total.wal_fpi)
-    });
-    add("versions traversed / stmt".into(), &|p| {
-        format!("{:.2}", p.versions_traversed_per_op)
-    });
-    add("HOT updates / updates".into(), &|p| {
-        format!("{}/{}", p.tables.n_tup_hot_upd, p.tables.n_tup_upd)
-    });
-    add("index entries inserted".into(), &|p| {
-        p.tables.index_entries_inserted.to_string()
-    });
-    add("pages (table, indexes) at end".into(), &|p| {
-        format!("{}, {}", p.pages.0, p.pages.1)
-    });
-    for cause in causes(&r.runs) {
-        add(format!("requests r/w / stmt: {cause}"), &|p| {
-            let x = p.per_op_by_cause.get(&cause).cloned().unwrap_or_default();
-            if p.ops == 0 {
-                let c = p.by_cause.get(&cause).copied().unwrap_or_default();
-                format!("{}/{} (total)", c.read_requests, c.write_requests)
-            } else {
-                format!("{:.3}/{:.3}", x.read_requests, x.write_requests)
-            }
-        });
-        add(format!("blocks r/w / stmt: {cause}"), &|p| {
-            let x = p.per_op_by_cause.get(&cause).cloned().unwrap_or_default();
-            if p.ops == 0 {
-                let c = p.by_cause.get(&cause).copied().unwrap_or_default();
-                format!("{}/{} (total)", c.read_blocks_4k, c.write_blocks_4k)
-            } else {
-                format!("{:.3}/{:.3}", x.read_blocks_4k, x.write_blocks_4k)
-            }
-        });
-    }
-    let title = format!(
-        "experiment {} {}{}",
-        r.experiment,
-        r.parameters,
-        if r.interrupted {
-            " (INTERRUPTED by Ctrl-C)"
-        } else {
-            ""
-        }
-    );
-    let labels: Vec<String> = cols.into_iter().map(|(l, _)| l).collect();
-    if markdown {
-        format!("# {title}\n\n{}", markdown_table("", &labels, &rows))
-    } else {
-        side_by_side(&title, &labels, &rows, 12)
-    }
-}
-
-/// The CSV view: one row per design and phase, one column per JSON leaf of the phase.
-fn to_csv(r: &ExperimentReport) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let mut header: Option<Vec<String>> = None;
-    for run in &r.runs {
-        for p in &run.phases {
-            let mut leaves = vec![("design".to_string(), run.design.name.clone())];
-            crate::result::flatten("", &serde_json::to_value(p)?, &mut leaves);
-            if header.is_none() {
-                let h: Vec<String> = leaves.iter().map(|(k, _)| k.clone()).collect();
-                w.write_record(&h)?;
-                header = Some(h);
-            }
-            let m: BTreeMap<&str, &str> = leaves
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let h = header.as_ref().expect("header written");
-            w.write_record(h.iter().map(|c| m.get(c.as_str()).copied().unwrap_or("")))?;
-        }
-    }
-    Ok(String::from_utf8(w.into_inner()?)?)
-}
-
 /// `mvcclab experiment NAME`.
 ///
 /// Errors: bad flags ([`UsageError`]); an engine error while loading or running.
@@ -681,14 +477,14 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         interrupted: ctl.stop.load(Ordering::Relaxed),
         runs,
     };
-    let json = serde_json::to_string_pretty(&report)? + "\n";
+    let json = to_json(&report)?;
     if let Some(dir) = &common.out.report {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("experiment.json"), &json)
             .with_context(|| format!("writing {}", dir.display()))?;
-        std::fs::write(dir.join("experiment.csv"), to_csv(&report)?)
+        std::fs::write(dir.join("experiment.csv"), experiment_csv(&report)?)
             .with_context(|| format!("writing {}", dir.display()))?;
-        std::fs::write(dir.join("summary.md"), to_table(&report, true))
+        std::fs::write(dir.join("summary.md"), experiment_table(&report, true))
             .with_context(|| format!("writing {}", dir.display()))?;
         status(
             common.out.quiet,
@@ -700,9 +496,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
     }
     let text = match common.out.format {
         Format::Json => json,
-        Format::Table => to_table(&report, false),
-        Format::Md => to_table(&report, true),
-        Format::Csv => to_csv(&report)?,
+        Format::Table => experiment_table(&report, false),
+        Format::Md => experiment_table(&report, true),
+        Format::Csv => experiment_csv(&report)?,
     };
     emit(&text, &common.out.output)
 }

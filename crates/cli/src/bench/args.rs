@@ -1,0 +1,225 @@
+//! The settings of a run as flags, shared by `run`, `compare`, `fidelity` and the
+//! experiments: the workload (sysbench 1.0.20's option names, `oltp_common.lua`), the
+//! driver (threads, time, events, warm-up, rate), memory and device, the real servers,
+//! and the report's format and destination.
+
+use crate::export::OutputArgs;
+use crate::result::DriverInfo;
+use crate::units::parse_size_bytes;
+use clap::Args;
+use mvcclab_engine::device::Compression;
+use mvcclab_workload::rand::RandType;
+use mvcclab_workload::sysbench::SysbenchOptions;
+use std::path::PathBuf;
+
+/// Flags shared by `run` and `compare` (sysbench's names where sysbench has them).
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Workload: oltp_read_write, oltp_read_only, oltp_write_only, oltp_point_select,
+    /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete,
+    /// select_random_points, select_random_ranges.
+    #[arg(long, default_value = "oltp_read_write")]
+    pub workload: String,
+    /// Change a switch of every design run: SWITCH=VALUE (see `mvcclab designs`).
+    #[arg(long = "set", value_name = "SWITCH=VALUE")]
+    pub set: Vec<String>,
+    /// Number of tables.
+    #[arg(long, default_value_t = 1)]
+    pub tables: u32,
+    /// Rows per table.
+    #[arg(long, default_value_t = 100_000)]
+    pub table_size: u32,
+    /// Range size of range SELECTs.
+    #[arg(long, default_value_t = 100)]
+    pub range_size: u32,
+    /// Point SELECTs per transaction.
+    #[arg(long, default_value_t = 10)]
+    pub point_selects: u32,
+    /// Simple range SELECTs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub simple_ranges: u32,
+    /// SUM() range SELECTs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub sum_ranges: u32,
+    /// ORDER BY range SELECTs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub order_ranges: u32,
+    /// DISTINCT range SELECTs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub distinct_ranges: u32,
+    /// Index UPDATEs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub index_updates: u32,
+    /// Non-index UPDATEs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub non_index_updates: u32,
+    /// DELETE/INSERT pairs per transaction.
+    #[arg(long, default_value_t = 1)]
+    pub delete_inserts: u32,
+    /// oltp_insert: let the table assign ids (AUTO_INCREMENT / SERIAL); off, send unique
+    /// random ids and prepare the tables empty.
+    #[arg(long, default_value = "on", value_parser = parse_on_off)]
+    pub auto_inc: bool,
+    /// select_random_points: values of k per event.
+    #[arg(long, default_value_t = 10)]
+    pub random_points: u32,
+    /// select_random_ranges: ranges of k per event.
+    #[arg(long, default_value_t = 10)]
+    pub number_of_ranges: u32,
+    /// select_random_ranges: width of each range of k.
+    #[arg(long, default_value_t = 5)]
+    pub delta: u32,
+    /// Range SELECTs on or off.
+    #[arg(long, default_value = "on", value_parser = parse_on_off)]
+    pub range_selects: bool,
+    /// Autocommit every statement (no BEGIN/COMMIT).
+    #[arg(long, default_value = "off", value_parser = parse_on_off)]
+    pub skip_trx: bool,
+    /// Random distribution: uniform, gaussian, special, pareto.
+    #[arg(long, default_value = "special", value_parser = |s: &str| s.parse::<RandType>())]
+    pub rand_type: RandType,
+    /// special distribution: iterations (sysbench --rand-spec-iter).
+    #[arg(long, default_value_t = 12)]
+    pub rand_spec_iter: u32,
+    /// special distribution: percent of values that are "special" (--rand-spec-pct).
+    #[arg(long, default_value_t = 1)]
+    pub rand_spec_pct: u32,
+    /// special distribution: percent of hits on the special values (--rand-spec-res).
+    #[arg(long, default_value_t = 75)]
+    pub rand_spec_res: u32,
+    /// pareto distribution: h (--rand-pareto-h).
+    #[arg(long, default_value_t = 0.2)]
+    pub rand_pareto_h: f64,
+    /// Seed of the random numbers (deterministic for a seed and thread count).
+    #[arg(long, default_value_t = 1)]
+    pub rand_seed: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 4)]
+    pub threads: u32,
+    /// Measured time in seconds (0 = until --events).
+    #[arg(long, default_value_t = 60.0)]
+    pub time: f64,
+    /// Events (transactions) to run (0 = until --time).
+    #[arg(long, default_value_t = 0)]
+    pub events: u64,
+    /// Seconds of unmeasured warm-up after the load and checkpoint.
+    #[arg(long, default_value_t = 10.0)]
+    pub warmup: f64,
+    /// Average transaction rate in events per second over all threads, Poisson arrivals
+    /// (sysbench --rate); 0 = as fast as the threads go. Background work paced by time
+    /// (page cleaner, checkpoints, autovacuum naps) then meets the same number of
+    /// transactions per second on every target.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
+    /// Memory and device.
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Real servers (`real:postgresql`, `real:mariadb`).
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// Report format and destination.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn parse_bandwidth(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
+        _ => Err(format!(
+            "'{s}' is not a bandwidth in MiB/s (a number above 0)"
+        )),
+    }
+}
+
+/// Memory and device flags, shared by `run`, `compare` and the experiments.
+#[derive(Args, Debug, Clone)]
+pub struct DeviceArgs {
+    /// Buffer pool size.
+    #[arg(long, default_value = "8MiB", value_parser = parse_size_bytes)]
+    pub buffer_pool: u64,
+    /// Emulated OS page cache for designs that have one (0 = off for every design).
+    #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
+    pub os_cache: u64,
+    /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
+    pub bandwidth: Vec<f64>,
+    /// Device latency per request in µs.
+    #[arg(long)]
+    pub latency_us: Option<u64>,
+    /// Transparent compression of the device: none, lz4, zstd, zstd:LEVEL.
+    #[arg(long, default_value = "none", value_parser = |s: &str| s.parse::<Compression>())]
+    pub compression: Compression,
+    /// Keep each design's database under this directory (default: in memory).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Flags of the real-server targets (`--target postgresql|mariadb`, `real:NAME` designs).
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Use this existing server instead of starting one (postgresql://user@host:port/db or
+    /// mysql://user:password@host:port/db); repeat for both engines.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// Drop the OS page cache after the load and checkpoint, before the warm-up (root).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Put each managed server's files on a loop device of its own and report its exact
+    /// device I/O from /sys/block (root).
+    #[arg(long)]
+    pub exact_device_io: bool,
+    /// Folder for managed servers' folders (default: the system's temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub server_dir: Option<PathBuf>,
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("'{s}' is not on or off")),
+    }
+}
+
+/// The sysbench options of the flags.
+pub fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
+    let mut o = SysbenchOptions {
+        tables: c.tables,
+        table_size: c.table_size,
+        range_size: c.range_size,
+        point_selects: c.point_selects,
+        simple_ranges: c.simple_ranges,
+        sum_ranges: c.sum_ranges,
+        order_ranges: c.order_ranges,
+        distinct_ranges: c.distinct_ranges,
+        index_updates: c.index_updates,
+        non_index_updates: c.non_index_updates,
+        delete_inserts: c.delete_inserts,
+        range_selects: c.range_selects,
+        skip_trx: c.skip_trx,
+        auto_inc: c.auto_inc,
+        random_points: c.random_points,
+        number_of_ranges: c.number_of_ranges,
+        delta: c.delta,
+        ..Default::default()
+    };
+    o.rand.rand_type = c.rand_type;
+    o.rand.rand_spec_iter = c.rand_spec_iter;
+    o.rand.rand_spec_pct = c.rand_spec_pct;
+    o.rand.rand_spec_res = c.rand_spec_res;
+    o.rand.rand_pareto_h = c.rand_pareto_h;
+    o
+}
+
+/// The report's driver section: how long and how wide the flags ran the workload.
+pub fn driver_info(c: &CommonArgs) -> DriverInfo {
+    DriverInfo {
+        threads: c.threads,
+        time_s: c.time,
+        events: c.events,
+        warmup_s: c.warmup,
+        rand_seed: c.rand_seed,
+        rate_tps: c.rate,
+    }
+}

@@ -1,0 +1,118 @@
+//! One path from the flags to the engine's configuration: the buffer pool's frames for
+//! every command ([`buffer_pool_frames`]: `--buffer-pool` for a design, `--buffer-pool`
+//! on the bare storage of `storage-bench`, crashtest's `--frames`), and a design with the
+//! memory and device flags as a database configuration ([`database_config`],
+//! [`open_database`]).
+
+use super::args::DeviceArgs;
+use crate::error::engine_error;
+use crate::result::DeviceInfo;
+use anyhow::{bail, Context, Result};
+use mvcclab_engine::db::{Database, DatabaseConfig};
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::device::ThrottleConfig;
+use mvcclab_engine::page::PageSize;
+use mvcclab_engine::storage::Backing;
+use std::sync::Arc;
+
+/// How a command gives the buffer pool's size.
+#[derive(Clone, Copy, Debug)]
+pub enum PoolSize<'a> {
+    /// `--buffer-pool` bytes for a design (`run`, `compare`, the experiments): the
+    /// design's own rule, [`DesignConfig::buffer_pool_frames`] (InnoDB's 8 MiB extents
+    /// with their block descriptors; at least 16 frames).
+    Design(&'a DesignConfig, u64),
+    /// `--buffer-pool` bytes on the storage foundation alone (`storage-bench`): whole
+    /// pages of the page size, at least 2.
+    Pages(PageSize, u64),
+    /// A count of frames (crashtest's `--frames`), at least 16.
+    Frames(usize),
+}
+
+/// The buffer pool frames of `size`.
+///
+/// Errors: `--buffer-pool` holds fewer than 2 pages on the bare storage (the message
+/// names the flag and the smallest size).
+pub fn buffer_pool_frames(size: PoolSize<'_>) -> Result<usize> {
+    match size {
+        PoolSize::Design(design, bytes) => Ok(design.buffer_pool_frames(bytes)),
+        PoolSize::Pages(page_size, bytes) => {
+            let page_bytes = page_size.bytes() as u64;
+            let frames = (bytes / page_bytes) as usize;
+            if frames < 2 {
+                bail!(
+                    "--buffer-pool {} B holds fewer than 2 pages of {} B; give at least {} B",
+                    bytes,
+                    page_bytes,
+                    2 * page_bytes
+                );
+            }
+            Ok(frames)
+        }
+        PoolSize::Frames(n) => Ok(n.max(16)),
+    }
+}
+
+/// The database configuration of `design` with the memory and device flags `c` and the
+/// device bandwidth `bandwidth`, and the report's device section. The data directory of a
+/// design is `DIR/<design name>` under `--data-dir DIR` (not cleared here).
+///
+/// Errors: none for a design (see [`buffer_pool_frames`]).
+pub fn database_config(
+    design: &DesignConfig,
+    c: &DeviceArgs,
+    bandwidth: Option<f64>,
+) -> Result<(DatabaseConfig, DeviceInfo)> {
+    let mut cfg = DatabaseConfig::new(design.clone());
+    let page = design.page_size.bytes() as u64;
+    cfg.storage.buffer_pool.frames = buffer_pool_frames(PoolSize::Design(design, c.buffer_pool))?;
+    cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
+    cfg.storage.nvme.compression = c.compression;
+    cfg.storage.nvme.throttle = ThrottleConfig {
+        read_mib_s: bandwidth,
+        write_mib_s: bandwidth,
+        latency_us: c.latency_us,
+        queue_depth: None,
+    };
+    let mut data_dir = None;
+    if let Some(dir) = &c.data_dir {
+        let d = dir.join(&design.name);
+        data_dir = Some(d.display().to_string());
+        cfg.storage.backing = Backing::Directory {
+            path: d,
+            direct: false,
+        };
+    }
+    let device = DeviceInfo {
+        page_size_bytes: page,
+        buffer_pool_bytes: cfg.storage.buffer_pool.frames as u64 * page,
+        os_cache_bytes: cfg.storage.os_cache.size_bytes,
+        bandwidth_mib_s: bandwidth,
+        latency_us: c.latency_us,
+        compression: c.compression,
+        data_dir,
+    };
+    Ok((cfg, device))
+}
+
+/// The database for one run: the design with the run's memory and device settings
+/// ([`database_config`]), its data directory cleared first. Returns the open database
+/// and its storage settings as JSON (for the report).
+///
+/// Errors: a data directory that cannot be cleared; the engine refusing the settings
+/// ([`crate::UsageError`]) or failing to open (see [`engine_error`]).
+pub fn open_database(
+    design: &DesignConfig,
+    c: &DeviceArgs,
+    bandwidth: Option<f64>,
+) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
+    let (cfg, device) = database_config(design, c, bandwidth)?;
+    if let Backing::Directory { path: d, .. } = &cfg.storage.backing {
+        if d.exists() {
+            std::fs::remove_dir_all(d).with_context(|| format!("clearing {}", d.display()))?;
+        }
+    }
+    let storage_json = serde_json::to_value(&cfg.storage)?;
+    let db = Database::open(cfg).map_err(engine_error)?;
+    Ok((Arc::new(db), storage_json, device))
+}

@@ -1,0 +1,125 @@
+//! A run on mvcclab's own engine: a design opened with the run's memory and device
+//! settings, loaded, checkpointed, and measured between a [`Mark`] and the end of the
+//! phase, with every 4 KiB block of I/O attributed to its cause.
+
+use super::args::{driver_info, CommonArgs};
+use super::config::open_database;
+use super::figures::{engine_report, io_report};
+use super::phase::Mark;
+use super::subject::Subject;
+use crate::export::label;
+use crate::result::{DeviceInfo, RunReport, Space, WorkloadInfo};
+use anyhow::Result;
+use mvcclab_engine::db::{Database, TableId};
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_workload::driver::{RunResult, Target};
+use mvcclab_workload::embedded::Embedded;
+use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
+use std::sync::Arc;
+
+/// A design opened for one run at one device bandwidth.
+pub struct EmbeddedRun {
+    design: DesignConfig,
+    db: Arc<Database>,
+    target: Embedded,
+    storage_config: serde_json::Value,
+    device: DeviceInfo,
+    label: String,
+}
+
+impl EmbeddedRun {
+    /// Opens `design` with the memory and device flags of `c` at `bandwidth`
+    /// ([`open_database`]).
+    ///
+    /// Errors: as [`open_database`].
+    pub fn open(design: &DesignConfig, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
+        let (db, storage_config, device) = open_database(design, &c.device, bandwidth)?;
+        let target = Embedded::new(db.clone());
+        Ok(EmbeddedRun {
+            design: design.clone(),
+            db,
+            target,
+            storage_config,
+            device,
+            label: label(&design.name, bandwidth),
+        })
+    }
+}
+
+impl Subject for EmbeddedRun {
+    /// The workload's tables and the counters at the start of the phase.
+    type Mark = (Vec<TableId>, Mark);
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn target(&self) -> &dyn Target {
+        &self.target
+    }
+
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<()> {
+        self.target
+            .prepare(kind, opts, seed)
+            .map_err(|e| anyhow::anyhow!("prepare: {e}"))
+    }
+
+    fn settle(&self, _c: &CommonArgs) -> Result<()> {
+        self.db.storage().checkpoint()?;
+        Ok(())
+    }
+
+    fn mark(&self, c: &CommonArgs) -> Result<Self::Mark> {
+        let tables: Vec<_> = (1..=c.tables)
+            .map(|n| self.db.table_id(&format!("sbtest{n}")))
+            .collect::<Result<_, _>>()?;
+        let mark = Mark::take(&self.db, &tables)?;
+        Ok((tables, mark))
+    }
+
+    fn report(
+        self,
+        (tables, mark): Self::Mark,
+        kind: WorkloadKind,
+        opts: SysbenchOptions,
+        c: &CommonArgs,
+        results: RunResult,
+    ) -> Result<RunReport> {
+        let db = &self.db;
+        let d = mark.since(db, &tables)?;
+        let io = io_report(
+            &d.storage.counters,
+            &results.ops_by_kind,
+            results.transactions,
+        );
+        let engine = engine_report(
+            &io.total,
+            d.tables,
+            d.engine,
+            results.reads,
+            d.wal_by_record,
+        );
+        let device = self.device;
+        Ok(RunReport {
+            target: "embedded".into(),
+            design: self.design,
+            workload: WorkloadInfo {
+                name: kind.name().into(),
+                options: opts,
+            },
+            driver: driver_info(c),
+            device: device.clone(),
+            storage_config: self.storage_config,
+            space: Space::new(
+                d.pages,
+                d.engine.undo_pages_in_use,
+                device.page_size_bytes,
+                d.storage.compression,
+            ),
+            results,
+            io,
+            engine,
+            server: None,
+        })
+    }
+}

@@ -1,0 +1,120 @@
+//! The I/O and engine sections of a run's report from the counters of its measured
+//! phase, for an embedded design and a real server alike: blocks per transaction and per
+//! cause, foreground blocks per operation (each driver operation kind under the cause
+//! its I/O is counted under), and the engine figures (buffer hit ratio, HOT share,
+//! versions traversed per read, ...).
+
+use crate::result::{per, BlocksPerTxn, EngineReport, Io, PerOp};
+use mvcclab_engine::db::EngineCounters;
+use mvcclab_engine::heap::TableStats;
+use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
+use mvcclab_engine::wal::RecordTypeCounts;
+use std::collections::BTreeMap;
+
+/// The operations behind each foreground cause, by the driver's operation kinds.
+fn ops_of_cause(cause: Cause, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> u64 {
+    let sum = |kinds: &[&str]| -> u64 {
+        kinds
+            .iter()
+            .map(|k| ops_by_kind.get(*k).copied().unwrap_or(0))
+            .sum()
+    };
+    match cause {
+        // select_random_ranges runs its `k BETWEEN` ranges as index lookups (embedded.rs),
+        // which the engine counts under point_select.
+        Cause::PointSelect => sum(&["point_select", "random_points", "random_ranges"]),
+        Cause::RangeScan => sum(&["simple_range", "sum_range", "order_range", "distinct_range"]),
+        Cause::Update => sum(&["index_update", "non_index_update"]),
+        Cause::Insert => sum(&["insert"]),
+        Cause::Delete => sum(&["delete"]),
+        Cause::Commit => ops_by_kind.get("commit").copied().unwrap_or(txns),
+        _ => 0,
+    }
+}
+
+/// 4 KiB blocks and requests per transaction of each cause in `by_cause`.
+pub fn blocks_per_txn_by_cause(
+    by_cause: &BTreeMap<Cause, CauseCounts>,
+    txns: u64,
+) -> BTreeMap<Cause, BlocksPerTxn> {
+    let n = txns.max(1) as f64;
+    by_cause
+        .iter()
+        .map(|(c, cc)| {
+            (
+                *c,
+                BlocksPerTxn {
+                    read_blocks_4k: cc.read_blocks_4k as f64 / n,
+                    write_blocks_4k: cc.write_blocks_4k as f64 / n,
+                    requests: (cc.read_requests + cc.write_requests) as f64 / n,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The I/O section of a report from a phase's counters.
+pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> Io {
+    let total = d.total();
+    let per_txn_by_cause = blocks_per_txn_by_cause(&d.by_cause, txns);
+    let mut per_op = BTreeMap::new();
+    for (cause, cc) in &d.by_cause {
+        let ops = ops_of_cause(*cause, ops_by_kind, txns);
+        if ops > 0 && !cause.is_background() {
+            let k = ops as f64;
+            per_op.insert(
+                cause.name().to_string(),
+                PerOp {
+                    ops,
+                    read_blocks_4k: cc.read_blocks_4k as f64 / k,
+                    write_blocks_4k: cc.write_blocks_4k as f64 / k,
+                    requests: (cc.read_requests + cc.write_requests) as f64 / k,
+                },
+            );
+        }
+    }
+    Io {
+        per_txn: per(&total, txns),
+        total,
+        by_cause: d.by_cause.clone(),
+        per_txn_by_cause,
+        per_op,
+    }
+}
+
+/// The engine section of a report.
+pub fn engine_report(
+    total: &CauseCounts,
+    tables: TableStats,
+    undo: EngineCounters,
+    reads: u64,
+    wal_by_record: BTreeMap<String, RecordTypeCounts>,
+) -> EngineReport {
+    EngineReport {
+        buffer_hits: total.buffer_hits,
+        buffer_misses: total.buffer_misses,
+        buffer_hit_ratio: if total.buffer_hits + total.buffer_misses == 0 {
+            1.0
+        } else {
+            total.buffer_hits as f64 / (total.buffer_hits + total.buffer_misses) as f64
+        },
+        os_cache_hits: total.os_cache_read_hits,
+        wal_bytes: total.wal_bytes,
+        wal_fpi: total.wal_fpi,
+        doublewrite_pages: total.doublewrite_pages,
+        hot_updates: tables.n_tup_hot_upd,
+        non_hot_updates: tables.n_tup_upd - tables.n_tup_hot_upd,
+        index_entries_inserted: tables.index_entries_inserted,
+        versions_traversed: tables.versions_traversed,
+        versions_traversed_per_read: tables.versions_traversed as f64 / reads.max(1) as f64,
+        dead_tuples: tables.n_dead_tup,
+        vacuum_runs: tables.vacuum_count + tables.autovacuum_count,
+        pages_pruned: tables.pages_pruned,
+        purge_records: undo.purge_records,
+        history_list_length: undo.history_list_length,
+        history_list_length_peak: undo.history_list_length_peak,
+        tables,
+        undo,
+        wal_by_record,
+    }
+}

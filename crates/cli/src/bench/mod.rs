@@ -1,0 +1,43 @@
+//! The run layer below the commands: what a run is ([`RunSpec`], the flags in
+//! [`CommonArgs`]), the engine's configuration from the flags ([`open_database`],
+//! [`buffer_pool_frames`]), and one path every run takes whatever its subject, an
+//! embedded design or a real server behind the [`Subject`] trait: prepare → settle →
+//! warm-up → measure → report ([`run_subject`]), as sysbench runs `prepare` and then `run`
+//! with a warm-up. `run`, `compare`, `fidelity` and the real-server runs go through
+//! [`run_specs`] / [`run_specs_with`]; the experiments use [`open_database`] and a
+//! [`Mark`] per phase.
+//!
+//! # Invariants
+//! 1. Loads are not measured: the counters of a run are those from [`Subject::mark`],
+//!    taken after the load, the settle step and the warm-up, to the end of the measured
+//!    phase.
+//! 2. Counts are `after − before` and state values (dead tuples, history list length,
+//!    undo pages in use) the values at the end; the engine subtracts them
+//!    (`StorageSnapshot::delta`, `EngineCounters::delta`, `TableStats::delta_sum`), the
+//!    servers crate for a real server (`mvcclab_servers::delta`).
+//! 3. A managed server is stopped on every path, error and Ctrl-C included (its value is
+//!    dropped).
+//! 4. The run layer uses only the layers below it (the result schema, the export's
+//!    output flags, progress, design files), never a command.
+
+mod args;
+mod config;
+mod embedded;
+mod figures;
+mod phase;
+mod runs;
+mod server;
+mod spec;
+mod subject;
+mod versions;
+
+pub use args::{driver_info, sysbench_options, CommonArgs, DeviceArgs, ServerArgs};
+pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
+pub use embedded::EmbeddedRun;
+pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
+pub use phase::{Mark, PhaseDelta};
+pub use runs::{run_spec, run_specs, run_specs_with};
+pub use server::ServerRun;
+pub use spec::{check_common, resolve_spec, RunSpec};
+pub use subject::{measure, run_subject, warm_up, Subject};
+pub use versions::{version_notes, version_switches};

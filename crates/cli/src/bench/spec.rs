@@ -1,0 +1,91 @@
+//! The subject of a run as the user names it ([`RunSpec`]: a preset, a design file, or
+//! `real:postgresql` / `real:mariadb`), and the checks of the shared flags made before the
+//! first (long) run.
+
+use super::args::CommonArgs;
+use crate::design_arg::resolve_design;
+use crate::UsageError;
+use anyhow::Result;
+use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::device::Compression;
+use mvcclab_servers::ServerKind;
+use mvcclab_workload::sysbench::WorkloadKind;
+
+/// One entry of `--designs`: an mvcclab design, or a real server.
+#[derive(Clone, Debug)]
+pub enum RunSpec {
+    /// A preset or design file run on the embedded engine.
+    Embedded(DesignConfig),
+    /// `real:postgresql` or `real:mariadb`.
+    Real(ServerKind),
+}
+
+impl RunSpec {
+    /// The name a report shows for it.
+    pub fn name(&self) -> String {
+        match self {
+            RunSpec::Embedded(d) => d.name.clone(),
+            RunSpec::Real(k) => k.design_name(),
+        }
+    }
+}
+
+/// Parses a `--designs` entry: `real:postgresql`, `real:mariadb`, a preset or a design file
+/// (with `--set` applied to the latter two).
+///
+/// Errors: [`UsageError`] naming the entry.
+pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
+    if let Some(name) = arg.strip_prefix("real:") {
+        return ServerKind::parse(name).map(RunSpec::Real).ok_or_else(|| {
+            UsageError(format!(
+                "'{arg}': unknown real server '{name}' (real:postgresql or real:mariadb)"
+            ))
+            .into()
+        });
+    }
+    resolve_design(arg, set).map(RunSpec::Embedded)
+}
+
+/// Checks the flags shared by every run before the first (long) one.
+///
+/// Errors: [`UsageError`] naming the flag.
+pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
+    let _: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    let bad = |m: &str| -> Result<()> { Err(UsageError(m.to_string()).into()) };
+    if c.rand_spec_iter == 0 {
+        bad("--rand-spec-iter must be at least 1")?;
+    }
+    if c.rand_spec_pct > 100 || c.rand_spec_res > 100 {
+        bad("--rand-spec-pct and --rand-spec-res are percentages (0..=100)")?;
+    }
+    if !(c.rand_pareto_h > 0.0 && c.rand_pareto_h < 1.0) {
+        bad("--rand-pareto-h must lie strictly between 0 and 1")?;
+    }
+    let mut names: Vec<String> = specs.iter().map(RunSpec::name).collect();
+    names.sort();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return bad(&format!(
+            "two designs are named '{}'; give design files distinct `name`s",
+            w[0]
+        ));
+    }
+    let real = specs.iter().any(|s| matches!(s, RunSpec::Real(_)));
+    if real
+        && (!c.device.bandwidth.is_empty()
+            || c.device.latency_us.is_some()
+            || c.device.compression != Compression::None)
+    {
+        bad(
+            "--bandwidth, --latency-us and --compression shape mvcclab's emulated device; \
+             real servers run on the machine's storage: leave them off when a real: target runs",
+        )?;
+    }
+    for u in &c.server.urls {
+        if ServerKind::of_url(u).is_none() {
+            bad(&format!(
+                "--url '{u}': expected postgresql://..., postgres://..., mysql://... or mariadb://..."
+            ))?;
+        }
+    }
+    Ok(())
+}

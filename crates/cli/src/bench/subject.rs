@@ -1,0 +1,133 @@
+//! One path for every run: prepare → settle → warm-up → measure → report, the same for an
+//! embedded design (`EmbeddedRun`, embedded.rs) and a real server (`ServerRun`,
+//! server.rs), each behind the [`Subject`] trait, as sysbench runs
+//! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver.
+
+use super::args::{sysbench_options, CommonArgs};
+use crate::error::driver_error;
+use crate::progress::{status, with_progress};
+use crate::result::RunReport;
+use anyhow::Result;
+use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
+use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
+use std::sync::atomic::Ordering;
+
+/// What a run measures, opened and ready to load: an embedded design or a real server.
+pub trait Subject {
+    /// The counters at the start of the measured phase.
+    type Mark;
+    /// The name its status lines, progress bars and errors show.
+    fn label(&self) -> &str;
+    /// The driver's target.
+    fn target(&self) -> &dyn Target;
+    /// Loads the tables as sysbench's `prepare` does.
+    ///
+    /// Errors: the target's, naming the step.
+    fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<()>;
+    /// Brings the loaded tables to a settled state before the warm-up (a checkpoint; for
+    /// a server also its vacuum or purge, and the dropped OS cache with `--drop-caches`).
+    ///
+    /// Errors: the engine's or the server's.
+    fn settle(&self, c: &CommonArgs) -> Result<()>;
+    /// The counters at the start of the measured phase.
+    ///
+    /// Errors: the engine's or the server's.
+    fn mark(&self, c: &CommonArgs) -> Result<Self::Mark>;
+    /// The report of the run: the counters since `mark` with the driver's `results`.
+    ///
+    /// Errors: the engine's or the server's, reading the counters.
+    fn report(
+        self,
+        mark: Self::Mark,
+        kind: WorkloadKind,
+        opts: SysbenchOptions,
+        c: &CommonArgs,
+        results: RunResult,
+    ) -> Result<RunReport>;
+}
+
+/// The path of every run on an opened subject: load, settle, warm up, mark, measure,
+/// report.
+///
+/// Errors: bad options ([`crate::UsageError`]); the engine or the server failing to load,
+/// settle or report.
+pub fn run_subject<S: Subject>(
+    s: S,
+    kind: WorkloadKind,
+    c: &CommonArgs,
+    ctl: &RunControl,
+) -> Result<RunReport> {
+    let opts = sysbench_options(c);
+    status(
+        c.out.quiet,
+        &format!(
+            "{}: loading {} × {} rows ...",
+            s.label(),
+            c.tables,
+            c.table_size
+        ),
+    );
+    s.prepare(kind, &opts, c.rand_seed)?;
+    s.settle(c)?;
+    warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
+    let mark = s.mark(c)?;
+    let results = measure(s.target(), kind, &opts, c, s.label(), ctl)?;
+    s.report(mark, kind, opts, c, results)
+}
+
+/// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
+///
+/// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open (see
+/// [`driver_error`]).
+pub fn warm_up(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    c: &CommonArgs,
+    label: &str,
+    ctl: &RunControl,
+) -> Result<()> {
+    if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
+        let warm = RunOptions {
+            threads: c.threads,
+            time_s: c.warmup,
+            events: 0,
+            rand_seed: c.rand_seed ^ 0xA5A5,
+            rate_tps: c.rate,
+        };
+        with_progress(
+            &format!("{label} warm-up"),
+            c.warmup,
+            0,
+            ctl,
+            c.out.quiet,
+            || drive(target, kind, opts, &warm, ctl),
+        )
+        .map_err(|e| driver_error(&warm, format!("{label}: warm-up: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The measured phase (`--time` / `--events`) on any target, under a progress bar.
+///
+/// Errors: the driver's (as [`warm_up`]).
+pub fn measure(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    c: &CommonArgs,
+    label: &str,
+    ctl: &RunControl,
+) -> Result<RunResult> {
+    let run_opts = RunOptions {
+        threads: c.threads,
+        time_s: c.time,
+        events: c.events,
+        rand_seed: c.rand_seed,
+        rate_tps: c.rate,
+    };
+    with_progress(label, c.time, c.events, ctl, c.out.quiet, || {
+        drive(target, kind, opts, &run_opts, ctl)
+    })
+    .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
+}

@@ -1,0 +1,12 @@
+//! The subcommands, one file (or folder) each, on top of the run layer
+//! ([`crate::bench`]) and the export ([`crate::export`]): each parses its flags, builds
+//! what it runs, calls the layer below, and writes the result.
+
+pub mod crashtest;
+pub mod designs;
+pub mod experiments;
+pub mod fidelity;
+pub mod report;
+pub mod run;
+pub mod storage_bench;
+pub mod workloads;

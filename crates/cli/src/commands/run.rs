@@ -1,0 +1,69 @@
+//! `mvcclab run` and `mvcclab compare`: a sysbench workload on one or more designs (or
+//! real servers), with every 4 KiB block of I/O per transaction and per cause. The flags
+//! become run specs, the run layer ([`crate::bench`]) runs them, the export writes the
+//! report.
+
+use crate::bench::{resolve_spec, run_specs, CommonArgs, RunSpec};
+use crate::export::write_report;
+use crate::UsageError;
+use anyhow::Result;
+use clap::Args;
+use mvcclab_servers::ServerKind;
+
+/// Flags of `mvcclab run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Design: a preset (postgres, innodb) or a design file (FILE.toml).
+    #[arg(long, default_value = "postgres")]
+    pub design: String,
+    /// Where to run: embedded (mvcclab's engine, with --design), postgresql or mariadb (a
+    /// real server; --design is then ignored).
+    #[arg(long, default_value = "embedded")]
+    pub target: String,
+    /// Workload, device and output flags.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Flags of `mvcclab compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Designs to compare, comma-separated: presets, design files (FILE.toml), or real
+    /// servers (real:postgresql, real:mariadb).
+    #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
+    pub designs: Vec<String>,
+    /// Workload, device and output flags.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
+    let specs: Vec<RunSpec> = designs
+        .iter()
+        .map(|d| resolve_spec(d, &c.set))
+        .collect::<Result<_>>()?;
+    let report = run_specs(command, &specs, c)?;
+    write_report(&report, &c.out)
+}
+
+/// `mvcclab run`.
+pub fn run(a: RunArgs) -> Result<()> {
+    let design = match a.target.as_str() {
+        "embedded" => a.design.clone(),
+        t => match ServerKind::parse(t) {
+            Some(k) => k.design_name(),
+            None => {
+                return Err(UsageError(format!(
+                    "--target '{t}': expected embedded, postgresql or mariadb"
+                ))
+                .into())
+            }
+        },
+    };
+    run_all("run", std::slice::from_ref(&design), &a.common)
+}
+
+/// `mvcclab compare`.
+pub fn compare(a: CompareArgs) -> Result<()> {
+    run_all("compare", &a.designs, &a.common)
+}

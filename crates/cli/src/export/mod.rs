@@ -1,0 +1,33 @@
+//! The views of the result schema ([`crate::result`]), one file per format, each behind
+//! the [`Exporter`] trait (hyperfine `src/export/`): JSON, CSV, Markdown, the terminal
+//! table, SVG plots, and the report directory that holds them all; plus where a report
+//! goes (`--format`, `--output`, `--report`).
+//!
+//! # Invariants
+//! 1. Every view is a function of a [`crate::result::Report`] alone: the report
+//!    directory written again from a saved `report.json` (`mvcclab report`) is the same
+//!    byte for byte, plots included.
+//! 2. A figure a real server does not measure shows as `n/m` in the table and Markdown
+//!    views, never as 0; CSV and JSON carry the field as the run recorded it.
+
+mod csv;
+mod exporter;
+mod json;
+mod markdown;
+mod output;
+mod report_dir;
+mod summary;
+mod svg;
+mod table;
+
+pub use self::csv::{experiment_csv, fidelity_csv, flatten, to_csv, CsvExporter};
+pub use exporter::Exporter;
+pub use json::{to_json, JsonExporter};
+pub use markdown::{fidelity_markdown, markdown_table, to_markdown, MarkdownExporter};
+pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
+pub use report_dir::write_report_dir;
+pub use summary::{
+    causes_with_blocks, label, ratio_text, run_label, server_versions, summary_rows,
+    wal_record_types_shown,
+};
+pub use table::{experiment_table, fidelity_table, side_by_side, to_table, TableExporter};

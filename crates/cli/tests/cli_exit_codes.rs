@@ -1,0 +1,65 @@
+//! Exit codes: an engine failure exits 1 with the engine's message; a usage error (a bad
+//! flag, switch or design file) exits 2 (the usage cases are in cli_run.rs,
+//! cli_experiments.rs and real_servers.rs).
+
+use std::process::Command;
+
+fn mvcclab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(args)
+        .output()
+        .expect("run mvcclab")
+}
+
+/// `--data-dir` under a regular file: the engine cannot create the design's directory
+/// (tests run as root, so permissions would not stop it; ENOTDIR does).
+#[test]
+fn an_engine_failure_exits_1_with_the_engines_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a_file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let data_dir = file.join("data");
+    for command in ["run", "compare"] {
+        let out = mvcclab(&[
+            command,
+            "--quiet",
+            "--table-size",
+            "100",
+            "--events",
+            "10",
+            "--time",
+            "0",
+            "--warmup",
+            "0",
+            "--data-dir",
+            data_dir.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{command}: {err}");
+        assert!(
+            err.starts_with("Error: I/O error during create_dir"),
+            "{command}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_flag_still_exits_2() {
+    let out = mvcclab(&[
+        "run",
+        "--threads",
+        "0",
+        "--table-size",
+        "100",
+        "--events",
+        "10",
+        "--time",
+        "0",
+        "--warmup",
+        "0",
+        "--quiet",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--threads must be at least 1"), "{err}");
+}
