@@ -22,7 +22,7 @@ use crate::btree::{BTree, BTreeConfig, ScanDirection};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
-use crate::mvcc::{TransactionManager, Xid};
+use crate::mvcc::{xid_of_trx_id, TransactionManager, TrxId, Xid};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::Storage;
@@ -198,7 +198,7 @@ impl ClusteredAm {
     /// the transactions a crash left active. Goes on past a failing record and returns the
     /// first error; returns the records applied (a record whose row no longer carries the
     /// transaction's id is skipped, see [`ClusteredTable::rollback_record`]).
-    fn rollback(&self, trx_id: u64, undo: &TrxUndo) -> (Result<()>, u64) {
+    fn rollback(&self, trx_id: TrxId, undo: &TrxUndo) -> (Result<()>, u64) {
         let mut result = Ok(());
         let mut applied = 0;
         for rp in undo.all.iter().rev() {
@@ -230,7 +230,7 @@ impl ClusteredAm {
     /// only purge, past every read view, may free its pages.
     ///
     /// Errors: storage errors.
-    fn finish_undo(&self, trx_id: u64, undo: &mut TrxUndo) -> Result<()> {
+    fn finish_undo(&self, trx_id: TrxId, undo: &mut TrxUndo) -> Result<()> {
         if let Some((log, records)) = self.undo.finish(undo)? {
             self.history.push(HistoryEntry {
                 trx_id,
@@ -363,11 +363,13 @@ impl ClusteredAm {
             .filter(|e| !e.1)
             .map(|e| e.0)
             .collect();
-        let max = found.max_trx_id.max(redone.max_xid as u64);
+        let max = found.max_trx_id.max(TrxId::from(redone.max_xid));
         let next = Xid::try_from(max + 1).map_err(|_| crate::Error::Corrupted {
             what: format!("undo log names transaction id {max}, past the xid space"),
         })?;
-        aborted.extend(found.active.iter().map(|(trx, _)| *trx as Xid));
+        for (trx, _) in &found.active {
+            aborted.push(xid_of_trx_id(*trx, "active undo log header")?);
+        }
         let tm = TransactionManager::recovered_committed(next, &aborted);
         let inner = ClusteredAm::new_inner(storage, design, purge, tm, Arc::new(undo));
         for e in found.history {
@@ -553,7 +555,7 @@ impl TableAccessMethod for ClusteredAm {
         let mut result = Ok(());
         if !commit {
             // trx_rollback: undo every change, newest first.
-            result = self.rollback(xid as u64, &undo).0;
+            result = self.rollback(TrxId::from(xid), &undo).0;
         }
         // The undo log's commit (one WAL record changing both segments' states, MariaDB's
         // commit mini-transaction, trx0trx.cc `trx_write_serialisation_history`) is the
@@ -562,7 +564,7 @@ impl TableAccessMethod for ClusteredAm {
         // `trx_commit_complete_for_mysql` → `trx_flush_log_if_needed`), and a log still
         // active at recovery belongs to a transaction that did not commit. An abort writes
         // mvcclab's XACT abort record, unflushed.
-        let finished = self.finish_undo(xid as u64, &mut undo);
+        let finished = self.finish_undo(TrxId::from(xid), &mut undo);
         let committed = commit && result.is_ok() && finished.is_ok();
         let wal = self.storage.wal();
         let logged = if committed {

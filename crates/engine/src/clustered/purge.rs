@@ -12,7 +12,7 @@ use super::undo_page::LOG_HIST_NEXT;
 use super::undo_rec::{RollPtr, UndoRecord};
 use super::undo_wal::{put, WriteLog};
 use crate::error::Result;
-use crate::mvcc::Xid;
+use crate::mvcc::{TrxId, Xid};
 use crate::page::PageId;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ impl Default for PurgeConfig {
 #[derive(Debug)]
 pub struct HistoryEntry {
     /// The transaction's id (DB_TRX_ID it wrote).
-    pub trx_id: u64,
+    pub trx_id: TrxId,
     /// Its update undo records, in order.
     pub records: Vec<RollPtr>,
     /// The log: its rollback segment and header.
@@ -113,7 +113,7 @@ impl History {
     /// it committed). It stays in `length` until [`purge_entry`] has purged it.
     pub fn pop_purgeable(&self, horizon: Xid) -> Option<HistoryEntry> {
         let mut l = self.list.lock();
-        if l.front().is_some_and(|e| (e.trx_id as Xid) < horizon) {
+        if l.front().is_some_and(|e| e.trx_id < TrxId::from(horizon)) {
             return l.pop_front();
         }
         None
@@ -181,7 +181,7 @@ impl UndoSpace {
                     .fetch_write_fixed(PageId::new(self.rel, at.page))?;
                 if !oldest.purged
                     || rs.refs.load(Ordering::Acquire) > 0
-                    || st.max_trx_id >= horizon as u64
+                    || st.max_trx_id >= TrxId::from(horizon)
                 {
                     break;
                 }

@@ -43,6 +43,7 @@
 //!   removes the purged logs from the tail of its list and frees their segments
 //!   (trx0purge.cc `purge_sys_t::iterator::free_history_rseg`).
 
+use crate::mvcc::TrxId;
 use crate::page::{init_page, set_hole, PAGE_HEADER_BYTES};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -181,7 +182,7 @@ pub(super) struct RsegState {
     pub(super) history: VecDeque<HistLog>,
     pub(super) history_size: u32,
     /// Largest transaction id that wrote undo here (trx_rseg_t::needs_purge − 1).
-    pub(super) max_trx_id: u64,
+    pub(super) max_trx_id: TrxId,
     /// History number of the last log added.
     pub(super) last_seq: u64,
 }

@@ -13,7 +13,7 @@ use crate::catalog::{
 };
 use crate::error::{Error, Result};
 use crate::heap::TableCounters;
-use crate::mvcc::{Snapshot, TransactionManager, Xid, XidStatus};
+use crate::mvcc::{xid_of_trx_id, Snapshot, TransactionManager, TrxId, Xid, XidStatus};
 use parking_lot::{Mutex, MutexGuard};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -185,7 +185,7 @@ impl ClusteredTable {
             self.counters
                 .versions_traversed
                 .fetch_add(1, Ordering::Relaxed);
-            let t = v.trx_id as Xid;
+            let t = xid_of_trx_id(v.trx_id, "clustered record DB_TRX_ID")?;
             let own = ctx.xid != 0 && t == ctx.xid;
             if own || !ctx.view.xid_in_progress(t) {
                 return Ok((!v.delete_marked).then_some(v.row));
@@ -345,9 +345,9 @@ impl ClusteredTable {
     }
 
     /// The implicit lock holder of a record: its DB_TRX_ID when that transaction is still
-    /// running and is not us.
-    fn holder(&self, ctx: &RowCtx<'_>, trx: u64) -> Option<Xid> {
-        let t = trx as Xid;
+    /// running and is not us (an id past the xid space names no running transaction).
+    fn holder(&self, ctx: &RowCtx<'_>, trx: TrxId) -> Option<Xid> {
+        let t = Xid::try_from(trx).ok()?;
         (t != ctx.xid && ctx.tm.status(t) == XidStatus::InProgress).then_some(t)
     }
 
@@ -378,10 +378,10 @@ impl ClusteredTable {
                     pk: pk.clone(),
                     delta: Vec::new(),
                 };
-                let rp = self.undo.append(undo, true, ctx.xid as u64, &u)?;
+                let rp = self.undo.append(undo, true, TrxId::from(ctx.xid), &u)?;
                 self.clustered.insert(
                     &pk,
-                    &encode_compact(&self.def, &row, ctx.xid as u64, rp.encode())?,
+                    &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
                 )?;
                 if !self.secondary_deferred.load(Ordering::Acquire) {
                     for ix in 0..self.indexes.len() {
@@ -414,10 +414,10 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &all),
             };
-            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
             self.clustered.update_value(
                 &pk,
-                &encode_compact(&self.def, &row, ctx.xid as u64, rp.encode())?,
+                &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
             )?;
             for ix in 0..self.indexes.len() {
                 // The old entries stay delete-marked (purge removes them); the new key's entry
@@ -553,8 +553,8 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &undo_cols),
             };
-            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
-            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, ctx.xid as u64, rp.encode())?)?;
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
+            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, TrxId::from(ctx.xid), rp.encode())?)?;
             for &ix in &changed_ix {
                 // Secondary entries are never updated in place: delete-mark the old one, insert
                 // (or un-delete-mark) the new one.
@@ -607,8 +607,8 @@ impl ClusteredTable {
                 pk: pk.clone(),
                 delta: encode_delta(&self.def, &r.row, &ord),
             };
-            let rp = self.undo.append(undo, false, ctx.xid as u64, &u)?;
-            let mut new_rec = encode_compact(&self.def, &r.row, ctx.xid as u64, rp.encode())?;
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
+            let mut new_rec = encode_compact(&self.def, &r.row, TrxId::from(ctx.xid), rp.encode())?;
             set_compact_delete_mark(&mut new_rec, true)?;
             self.clustered.update_value(&pk, &new_rec)?;
             for ix in 0..self.indexes.len() {
@@ -628,7 +628,7 @@ impl ClusteredTable {
     /// recovery applies again; the row may have been changed by a later transaction since).
     ///
     /// Errors: storage and decoding errors.
-    pub fn rollback_record(&self, u: &UndoRecord, trx_id: u64) -> Result<bool> {
+    pub fn rollback_record(&self, u: &UndoRecord, trx_id: TrxId) -> Result<bool> {
         let _g = self.stripe(&u.pk);
         let Some(rec) = self.clustered.get(&u.pk)? else {
             return Ok(false);
@@ -680,7 +680,7 @@ impl ClusteredTable {
     pub fn purge_record(
         &self,
         u: &UndoRecord,
-        trx_id: u64,
+        trx_id: TrxId,
         tm: &TransactionManager,
     ) -> Result<u64> {
         let removed = self.purge_record_indexes(u, trx_id, tm)?;
@@ -700,7 +700,7 @@ impl ClusteredTable {
     /// changed since (another DB_TRX_ID) or delete-marked.
     ///
     /// Errors: storage and decoding errors.
-    fn reset_trx_id(&self, pk: &[u8], trx_id: u64) -> Result<()> {
+    fn reset_trx_id(&self, pk: &[u8], trx_id: TrxId) -> Result<()> {
         let _g = self.stripe(pk);
         let Some(rec) = self.clustered.get(pk)? else {
             return Ok(());
@@ -718,7 +718,7 @@ impl ClusteredTable {
     fn purge_record_indexes(
         &self,
         u: &UndoRecord,
-        trx_id: u64,
+        trx_id: TrxId,
         tm: &TransactionManager,
     ) -> Result<u64> {
         // An update's delta is decoded before the lookup, and once: row0purge.cc
@@ -825,7 +825,7 @@ impl ClusteredTable {
             if !v.delete_marked {
                 out.push(v.row.clone());
             }
-            if (v.trx_id as Xid) < horizon
+            if v.trx_id < TrxId::from(horizon)
                 || !self.previous_version(&mut v, |rp| self.undo.read_for_purge(rp).map(Some))?
             {
                 return Ok(out);

@@ -66,6 +66,7 @@ use super::undo_wal::{info, put, put_forced, put_log_header, WriteLog};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
 use crate::error::{Error, Result};
+use crate::mvcc::TrxId;
 use crate::page::{get_u16, hole, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
@@ -268,7 +269,7 @@ impl UndoSpace {
         r: u8,
         seg: &mut UndoSegment,
         insert: bool,
-        trx_id: u64,
+        trx_id: TrxId,
     ) -> Result<()> {
         let rs = &self.rsegs[r as usize];
         let mut st = rs.state.lock();
@@ -428,7 +429,7 @@ impl UndoSpace {
         &self,
         trx: &mut TrxUndo,
         insert: bool,
-        trx_id: u64,
+        trx_id: TrxId,
         rec: &UndoRecord,
     ) -> Result<RollPtr> {
         let bytes = rec.encode();
@@ -861,7 +862,7 @@ pub(super) mod tests {
     /// records) and commits; returns its first update roll pointer and its history log.
     pub(in crate::clustered) fn commit(
         u: &UndoSpace,
-        trx_id: u64,
+        trx_id: TrxId,
         n: usize,
         ins: usize,
         bytes: usize,

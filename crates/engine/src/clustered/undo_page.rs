@@ -39,6 +39,7 @@
 //! All integers little-endian.
 
 use super::rseg::FilAddr;
+use crate::mvcc::TrxId;
 use crate::page::{init_page, set_hole, PAGE_HEADER_BYTES};
 
 /// Page type tag of undo pages.
@@ -115,7 +116,7 @@ pub(super) fn log_start(off: usize) -> u16 {
 }
 
 /// A log header for transaction `trx_id` at offset `off`, after the log at `prev_log`.
-pub(super) fn log_header(trx_id: u64, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] {
+pub(super) fn log_header(trx_id: TrxId, off: usize, prev_log: u16) -> [u8; LOG_HEADER_BYTES] {
     let mut h = [0u8; LOG_HEADER_BYTES];
     h[LOG_TRX_ID..LOG_TRX_ID + 8].copy_from_slice(&trx_id.to_le_bytes());
     h[LOG_PREV_LOG..LOG_PREV_LOG + 2].copy_from_slice(&prev_log.to_le_bytes());

@@ -24,6 +24,7 @@
 //! big-endian, `catalog::encode_compact`).
 
 use crate::error::{Error, Result};
+use crate::mvcc::TrxId;
 use crate::page::{hole, PageId, PAGE_HEADER_BYTES};
 
 /// Undo record fixed part before the primary key.
@@ -110,7 +111,7 @@ pub struct UndoRecord {
     /// Table id.
     pub table: u32,
     /// DB_TRX_ID of the previous version.
-    pub old_trx_id: u64,
+    pub old_trx_id: TrxId,
     /// DB_ROLL_PTR of the previous version.
     pub old_roll_ptr: RollPtr,
     /// Encoded primary key.
@@ -166,7 +167,7 @@ impl UndoRecord {
         Ok(UndoRecord {
             kind,
             table,
-            old_trx_id: u64::from_le_bytes(t),
+            old_trx_id: TrxId::from_le_bytes(t),
             old_roll_ptr: RollPtr::decode(u64::from_le_bytes(r)),
             pk: b[RECORD_FIXED_BYTES..RECORD_FIXED_BYTES + pk_len].to_vec(),
             delta: b[RECORD_FIXED_BYTES + pk_len..len].to_vec(),

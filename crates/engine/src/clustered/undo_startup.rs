@@ -17,6 +17,7 @@ use super::undo_rec::{RollPtr, RECORD_FIXED_BYTES};
 use crate::buffer::BufferPool;
 use crate::device::FileId;
 use crate::error::{Error, Result};
+use crate::mvcc::TrxId;
 use crate::page::{aux, get_u16, get_u32, get_u64, hole, page_type, PageId, PAGE_HEADER_BYTES};
 use crate::wal::Wal;
 use parking_lot::Mutex;
@@ -40,7 +41,7 @@ pub struct RecoveredUndo {
     pub active: Vec<(u64, TrxUndo)>,
     /// The largest transaction id in any undo log header or rollback segment header
     /// (TRX_RSEG_MAX_TRX_ID).
-    pub max_trx_id: u64,
+    pub max_trx_id: TrxId,
     /// Insert segments a crash left to be freed, freed at open.
     pub segments_freed: u64,
 }

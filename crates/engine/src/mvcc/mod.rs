@@ -30,16 +30,11 @@
 mod snapshot;
 mod xact;
 pub mod xact_info;
+mod xid;
 
 pub use snapshot::Snapshot;
 pub use xact::{ProcId, TransactionManager, XidStatus, CLOG_PAGE_BYTES, CLOG_XACTS_PER_BYTE};
-
-/// A transaction id (PostgreSQL TransactionId; InnoDB trx_id). 0 = invalid.
-pub type Xid = u32;
-/// The invalid xid.
-pub const INVALID_XID: Xid = 0;
-/// The first xid handed to a transaction (PostgreSQL FirstNormalTransactionId).
-pub const FIRST_NORMAL_XID: Xid = 3;
+pub use xid::{xid_of_trx_id, TrxId, Xid, FIRST_NORMAL_XID, INVALID_XID};
 
 /// Isolation level of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
