@@ -26,6 +26,8 @@ impl BTree {
     /// to the pessimistic one when `btr_cur_can_delete_without_compress` says no.
     ///
     /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool and WAL errors.
+    ///
+    /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
         let id = g.page_id();
@@ -81,6 +83,8 @@ impl BTree {
     /// `btr_cur_compress_recommendation` compares `page_get_data_size` (records with their
     /// headers, not the page directory) with `BTR_CUR_PAGE_COMPRESS_LIMIT`
     /// (`srv_page_size × merge_threshold / 100`). False without a threshold.
+    ///
+    /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
     fn below_merge_threshold(&self, n: &Node<'_>) -> bool {
         let Some(pct) = self.cfg.merge_threshold_pct else {
             return false;
@@ -261,6 +265,8 @@ impl BTree {
     /// written like any other: InnoDB skips writing a freed page (`buf_page_t::FREED`),
     /// which its recovery allows by ignoring the log of pages freed later in it; mvcclab's
     /// redo has no such pass, so the freed page is written once.
+    ///
+    /// [`BufferPool::new_page`]: crate::buffer::BufferPool::new_page
     fn free_merged(&self, g: WritePageGuard<'_>) -> Result<()> {
         let id = g.page_id();
         drop(g);

@@ -60,6 +60,8 @@ impl BTree {
     /// the root level that is not the root, a page no downlink reaches, or halves whose keys
     /// leave no separator between them; pool and WAL errors (the splits finished before stay
     /// finished; calling it again goes on).
+    ///
+    /// [`BTreeConfig::suffix_truncation`]: super::BTreeConfig::suffix_truncation
     pub fn finish_incomplete_splits(&self) -> Result<usize> {
         let (mg, meta) = self.read_meta()?;
         drop(mg);

@@ -319,6 +319,8 @@ impl BTree {
     /// came from, for [`BTree::kill_items`].
     ///
     /// Errors: as [`BTree::scan`].
+    ///
+    /// [`node::SLOT_FLAG_DEAD`]: super::node::SLOT_FLAG_DEAD
     pub fn scan_live(
         &self,
         lo: Bound<&[u8]>,

@@ -24,6 +24,8 @@ impl BTree {
     ///
     /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool and WAL
     /// errors (the leaves before the failing one keep their removals).
+    ///
+    /// [`Error::Corrupted`]: crate::error::Error::Corrupted
     pub fn bulk_delete(&self, dead: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
         let mut g = self.descend_write(&Target::Lower(Bound::Unbounded))?;
         let mut removed = 0u64;
