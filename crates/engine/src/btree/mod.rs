@@ -21,7 +21,30 @@
 //! below it by a delete merges with a sibling under the same parent, the left page
 //! surviving.
 //!
-//! Page layouts (byte tables) are in [`node`]; WAL records and their block data in [`wal`].
+//! The files follow PostgreSQL's nbtree file map (src/backend/access/nbtree/), each
+//! operation's file an `impl BTree` block:
+//! - `tree.rs`: [`BTree`], [`BTreeConfig`], [`BTreeOps`], [`BTreeStats`], create and open,
+//!   the meta page and cached root, and the helpers the others share (nbtpage.c);
+//! - `search.rs`: the root latch, the descents (shared, leaf exclusive, pessimistic),
+//!   `get` and the scans in both directions (nbtsearch.c `_bt_search`, `_bt_first` /
+//!   `_bt_next`);
+//! - `insert.rs`: insert, update, splits, the parent insertion and a new root
+//!   (nbtinsert.c `_bt_doinsert`, `_bt_split`, `_bt_insert_parent`, `_bt_newroot`;
+//!   nbtsplitloc.c for the split point);
+//! - `delete_dead.rs`: kill bits and the deletion of dead entries before a split
+//!   (nbtutils.c `_bt_killitems`; nbtinsert.c `_bt_delete_or_dedup_one_page`, nbtpage.c
+//!   `_bt_delitems_delete_check`);
+//! - `delete.rs`: delete and the merge below the threshold (InnoDB btr0btr.cc
+//!   `btr_compress`: nbtree never merges);
+//! - `vacuum.rs`: bulk delete (nbtree.c `btbulkdelete` → `btvacuumscan`);
+//! - `build.rs`: the sorted build (nbtsort.c);
+//! - `recovery.rs`: finishing incomplete splits (nbtinsert.c `_bt_finish_split`);
+//! - `verify.rs`: statistics and the structural check (contrib/amcheck verify_nbtree.c).
+//!
+//! Page layouts (byte tables) are in [`node`]; WAL records, their block data and redo in
+//! [`wal`] (nbtxlog.c); posting entries in [`dedup`] (nbtdedup.c); what a full leaf asks of
+//! its table in [`cleanup`].
+//!
 //! Differences from PostgreSQL worth knowing: the fillfactor split applies when the
 //! rightmost leaf splits because of an insert at its end (PostgreSQL applies it to any
 //! split of the rightmost leaf, and BTREE_NONLEAF_FILLFACTOR 70 to rightmost internal
@@ -158,16 +181,25 @@
 //! left link), so a crash leaves the merge whole or absent. Freed pages are listed in
 //! memory only: after a crash they stay unused (they leak, as freed undo pages do).
 
+mod build;
 pub mod cleanup;
 pub mod dedup;
+mod delete;
+mod delete_dead;
+mod insert;
 pub mod node;
+mod recovery;
+mod search;
 mod tree;
+mod vacuum;
+mod verify;
 pub mod wal;
 
 pub use cleanup::{
     CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
 };
-pub use tree::{BTree, BTreeConfig, BTreeOps, BTreeStats, LeafRef, LeafVisitor, ScanDirection};
+pub use search::{LeafRef, LeafVisitor, ScanDirection};
+pub use tree::{BTree, BTreeConfig, BTreeOps, BTreeStats};
 pub use wal::info;
 
 #[cfg(test)]

@@ -1,0 +1,275 @@
+//! Deleting one entry, and merging a leaf it leaves too empty: the delete in its leaf
+//! (InnoDB btr0cur.cc `btr_cur_optimistic_delete`; PostgreSQL's nbtree removes entries only
+//! in VACUUM and before a split), then, below
+//! [`super::BTreeConfig::merge_threshold_pct`], the merge with a sibling under the same
+//! parent (btr0btr.cc `btr_compress`, reached through `btr_cur_compress_if_useful`) and
+//! the emptied page returned to the relation's free list (`btr_page_free`). nbtree never
+//! merges.
+
+use super::dedup;
+use super::node::{self, Node, NodeHeader, NO_BLOCK};
+use super::search::Target;
+use super::tree::BTree;
+use super::wal::{self as bwal, info};
+use crate::buffer::{log_change, WritePageGuard};
+use crate::error::{Error, Result};
+use crate::wal::{rmgr, RecordBuilder};
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+impl BTree {
+    /// Removes the entry with `key`; `Ok(false)` when there is none. Without a merge
+    /// threshold a leaf may become empty and stays in the tree (PostgreSQL deletes empty
+    /// pages in VACUUM, never merges; mvcclab does neither). With one
+    /// ([`BTreeConfig::merge_threshold_pct`], InnoDB), a leaf left below it tries to merge
+    /// with a sibling afterwards (see `compress`), as InnoDB's optimistic delete gives way
+    /// to the pessimistic one when `btr_cur_can_delete_without_compress` says no.
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool and WAL errors.
+    ///
+    /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
+        let id = g.page_id();
+        let (found, posting) = {
+            let n = self.node(g.data(), id, Some(0))?;
+            let found = self.locate_tid(&n, key)?;
+            let posting = match found {
+                Some((i, j)) if self.cfg.deduplicate => {
+                    let (k, v) = n.entry(i)?;
+                    dedup::is_posting(k, v)
+                        .then(|| dedup::without(k, v, |x| x == j))
+                        .flatten()
+                }
+                _ => None,
+            };
+            (found, posting)
+        };
+        let Some((i, _)) = found else {
+            return Ok(false);
+        };
+        if let Some(e) = posting {
+            // One TID out of a posting entry: the entry rewritten (nbtpage.c
+            // `_bt_delitems_vacuum`'s updated items), logged as UPDATE_VALUE.
+            node::replace_at(g.data_mut(), id, i, &e.key, &e.value)?;
+            let rec = RecordBuilder::new(rmgr::BTREE, info::UPDATE_VALUE).block(
+                id,
+                false,
+                &bwal::encode_slot_entry(i, &e.key, &e.value),
+            );
+            log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+            return Ok(true);
+        }
+        node::remove_at(g.data_mut(), id, i)?;
+        let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE).block(
+            id,
+            false,
+            &bwal::encode_delete(i, key),
+        );
+        log_change(self.pool.wal(), &rec, &mut [&mut g])?;
+        let compress = {
+            let n = self.node(g.data(), id, Some(0))?;
+            self.below_merge_threshold(&n) && (n.left() != NO_BLOCK || n.right() != NO_BLOCK)
+        };
+        drop(g);
+        if compress {
+            self.compress(key)?;
+        }
+        Ok(true)
+    }
+
+    /// Whether leaf `n` holds fewer entry bytes than the merge threshold
+    /// ([`BTreeConfig::merge_threshold_pct`] of the page size), as InnoDB's
+    /// `btr_cur_compress_recommendation` compares `page_get_data_size` (records with their
+    /// headers, not the page directory) with `BTR_CUR_PAGE_COMPRESS_LIMIT`
+    /// (`srv_page_size × merge_threshold / 100`). False without a threshold.
+    ///
+    /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
+    fn below_merge_threshold(&self, n: &Node<'_>) -> bool {
+        let Some(pct) = self.cfg.merge_threshold_pct else {
+            return false;
+        };
+        let data = n.used_bytes() - n.len() * self.geo.slot_bytes as usize;
+        let page = self.pool.store().page_size().bytes();
+        data < page * pct as usize / 100
+    }
+
+    /// Tries to merge the leaf holding `key` with a sibling (InnoDB btr0btr.cc
+    /// `btr_compress`, reached from `btr_cur_pessimistic_delete` through
+    /// `btr_cur_compress_if_useful`). The pessimistic descent latches the parent
+    /// exclusively, then the leaf's left sibling under the same parent, the leaf and its
+    /// right sibling, in key order (InnoDB's `btr_cur_latch_leaves` latches left, self,
+    /// right for BTR_MODIFY_TREE, reading both siblings). A left sibling under another
+    /// parent is only read, without waiting for its latch (it precedes the parent in the
+    /// lock order), and never merged with. Still below the threshold under the latches, the
+    /// leaf counts a merge attempt; it moves into its left sibling when all its entries fit
+    /// there, else its right sibling (same parent) moves into it when that fits: the left
+    /// page always survives, so no page's low fence changes (InnoDB moves the leaf into
+    /// its right sibling instead; the same pages are read and written, but InnoDB updates
+    /// the left neighbour's link where mvcclab updates the right one's). The emptied page
+    /// is freed ([`node::FLAG_FREED`]) to the relation's free list. Merges stop at the
+    /// leaves: an internal page that falls below the threshold stays (InnoDB compresses the
+    /// father level too, and lifts a lone child into the root).
+    ///
+    /// Errors: [`Error::Corrupted`] for a damaged page on the path or sibling links that
+    /// disagree with the parent's downlinks; pool and WAL errors.
+    /// Called only for a leaf with a sibling, so the tree has a level above the leaves
+    /// (heights never shrink).
+    fn compress(&self, key: &[u8]) -> Result<()> {
+        let (wp, mut parent) = self.descend_pessimistic(key, 1)?;
+        // The parent only loses a downlink: nothing above it changes.
+        drop(wp);
+        let pid = parent.page_id();
+        let (i, left_block, block, right_in_parent) = {
+            let n = self.node(parent.data(), pid, Some(1))?;
+            let i = n.child_index(key, true)?;
+            let left = if i > 0 { Some(n.child(i - 1)?) } else { None };
+            let right = if i + 1 < n.len() {
+                Some(n.child(i + 1)?)
+            } else {
+                None
+            };
+            (i, left, n.child(i)?, right)
+        };
+        let mut left = match left_block {
+            Some(b) => Some(self.fetch_write(b, pid, "downlink")?),
+            None => None,
+        };
+        let mut leaf = self.fetch_write(block, pid, "downlink")?;
+        let lid = leaf.page_id();
+        let (lh, below, leaf_used, leaf_free) = {
+            let n = self.node(leaf.data(), lid, Some(0))?;
+            let below = self.below_merge_threshold(&n);
+            (n.header(), below, n.used_bytes(), n.free_bytes())
+        };
+        if left.is_none() && lh.left != NO_BLOCK {
+            // Read, not merged with: see the doc above.
+            let other = self.linked(lh.left, lid, "left link")?;
+            drop(self.pool.try_fetch_write(other)?);
+        }
+        if left_block.is_some_and(|b| b != lh.left)
+            || right_in_parent.is_some_and(|b| b != lh.right)
+        {
+            return Err(Error::Corrupted {
+                what: format!(
+                    "B+tree {lid}: sibling links {} / {} disagree with the downlinks of {pid}",
+                    lh.left, lh.right
+                ),
+            });
+        }
+        let mut right = match lh.right {
+            NO_BLOCK => None,
+            b => Some(self.fetch_write(b, lid, "right link")?),
+        };
+        if !below || (left.is_none() && right.is_none()) {
+            return Ok(());
+        }
+        self.ops.merge_attempts.fetch_add(1, Ordering::Relaxed);
+        if let Some(l) = left.as_mut() {
+            let fits = self.node(l.data(), l.page_id(), Some(0))?.free_bytes() >= leaf_used;
+            if fits {
+                self.merge(&mut parent, i, l, &mut leaf, right.as_mut())?;
+                drop((parent, left, right));
+                return self.free_merged(leaf);
+            }
+        }
+        // Only a right sibling under the same parent is merged with.
+        let (Some(_), Some(mut r)) = (right_in_parent, right) else {
+            return Ok(());
+        };
+        let (fits, rr) = {
+            let rn = self.node(r.data(), r.page_id(), Some(0))?;
+            (leaf_free >= rn.used_bytes(), rn.right())
+        };
+        if !fits {
+            return Ok(());
+        }
+        drop(left);
+        let mut next = match rr {
+            NO_BLOCK => None,
+            b => Some(self.fetch_write(b, r.page_id(), "right link")?),
+        };
+        self.merge(&mut parent, i + 1, &mut leaf, &mut r, next.as_mut())?;
+        drop((parent, leaf, next));
+        self.free_merged(r)
+    }
+
+    /// Moves every entry of `victim` to the end of `survivor` (its left sibling), removes
+    /// the victim's downlink (slot `slot` of `parent`), links `survivor` to the victim's
+    /// right sibling `next` and back, and marks the victim freed: one MERGE record
+    /// (InnoDB `btr_compress`: `page_copy_rec_list_end` / `_start` into the merge page,
+    /// `btr_level_list_remove`, `btr_node_ptr_delete`, `btr_page_free`).
+    fn merge<'a>(
+        &'a self,
+        parent: &mut WritePageGuard<'a>,
+        slot: usize,
+        survivor: &mut WritePageGuard<'a>,
+        victim: &mut WritePageGuard<'a>,
+        next: Option<&mut WritePageGuard<'a>>,
+    ) -> Result<()> {
+        let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
+        let (sh, mut all) = {
+            let n = self.node(survivor.data(), sid, Some(0))?;
+            (n.header(), n.entries()?)
+        };
+        let (vh, moved) = {
+            let n = self.node(victim.data(), vid, Some(0))?;
+            (n.header(), n.entries()?)
+        };
+        if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
+            return Err(Error::Corrupted {
+                what: format!("B+tree {pid}: downlink {slot} does not name {vid}"),
+            });
+        }
+        let data = bwal::encode_merge(vh.right, &node::pairs(&moved));
+        all.extend(moved);
+        let new_sh = NodeHeader {
+            right: vh.right,
+            ..sh
+        };
+        node::build(
+            survivor.data_mut(),
+            sid,
+            self.geo,
+            new_sh,
+            &node::pairs(&all),
+        )?;
+        let none: [(&[u8], &[u8]); 0] = [];
+        node::build(
+            victim.data_mut(),
+            vid,
+            self.geo,
+            bwal::freed_header(),
+            &none,
+        )?;
+        node::remove_at(parent.data_mut(), pid, slot)?;
+        let mut rec = RecordBuilder::new(rmgr::BTREE, info::MERGE)
+            .block(sid, false, &data)
+            .block(vid, true, &[])
+            .block(pid, false, &(slot as u16).to_le_bytes());
+        let mut guards: Vec<&mut WritePageGuard<'a>> = vec![survivor, victim, parent];
+        if let Some(nx) = next {
+            let nid = nx.page_id();
+            node::set_left(nx.data_mut(), nid, sid.block)?;
+            rec = rec.block(nid, false, &sid.block.to_le_bytes());
+            guards.push(nx);
+        }
+        let rec = rec.main_data(&bwal::encode_geometry(self.geo));
+        log_change(self.pool.wal(), &rec, &mut guards)?;
+        self.ops.merges.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Returns a page a merge emptied to the relation's free list, for a later split's
+    /// [`BufferPool::new_page`]. The page stays in the pool (dirty, marked freed) and is
+    /// written like any other: InnoDB skips writing a freed page (`buf_page_t::FREED`),
+    /// which its recovery allows by ignoring the log of pages freed later in it; mvcclab's
+    /// redo has no such pass, so the freed page is written once.
+    ///
+    /// [`BufferPool::new_page`]: crate::buffer::BufferPool::new_page
+    fn free_merged(&self, g: WritePageGuard<'_>) -> Result<()> {
+        let id = g.page_id();
+        drop(g);
+        self.pool.store().free_page(id)
+    }
+}

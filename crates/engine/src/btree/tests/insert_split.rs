@@ -1,0 +1,206 @@
+//! Tests of inserts, splits and updates (`insert.rs`): leaf fill after ascending and random
+//! inserts, suffix truncation of separators, the update that splits, and the split's left
+//! page logged as its difference.
+
+use super::*;
+
+#[test]
+fn ascending_inserts_fill_leaves_to_rightmost_fill_pct() {
+    // PostgreSQL-shaped entries: an 8-byte key plus a 6-byte heap TID, no value.
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
+    for i in 0..20_000u32 {
+        let mut key = (i as u64).to_be_bytes().to_vec();
+        key.extend_from_slice(&[0, 0, 0, 1, 0, 1]);
+        t.insert(&key, b"").unwrap();
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    assert!(st.leaf_pages > 50, "{st:?}");
+    assert!(
+        (88.0..=90.5).contains(&fill),
+        "postgres fill {fill:.1} % {st:?}"
+    );
+
+    // InnoDB: 94 % (15/16).
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..5_000u32 {
+        t.insert(&k(i), &[7u8; 100]).unwrap();
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    assert!(
+        (92.0..=94.5).contains(&fill),
+        "innodb fill {fill:.1} % {st:?}"
+    );
+}
+
+#[test]
+fn random_inserts_fill_leaves_about_two_thirds() {
+    let s = storage(256);
+    let t = BTree::create(s.pool().clone(), pg_plain()).unwrap();
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let _ = t.insert(&x.to_be_bytes(), b"");
+    }
+    let st = t.verify().unwrap();
+    let fill = st.avg_leaf_fill_pct();
+    // Half splits of random inserts settle near ln 2 (Yao 1978).
+    assert!((55.0..=78.0).contains(&fill), "fill {fill:.1} % {st:?}");
+}
+
+#[test]
+fn suffix_truncation_keeps_separators_short() {
+    let s = storage(256);
+    let pad = [b'x'; 200];
+    let mut internal_bytes = Vec::new();
+    for truncate in [true, false] {
+        let cfg = BTreeConfig {
+            suffix_truncation: truncate,
+            ..pg_plain()
+        };
+        let t = BTree::create(s.pool().clone(), cfg).unwrap();
+        for i in 0..3000u32 {
+            let mut key = k(i);
+            key.extend_from_slice(&pad);
+            t.insert(&key, b"").unwrap();
+        }
+        let st = t.verify().unwrap();
+        internal_bytes.push(st.internal_used_bytes);
+        // Every separator of the root distinguishes within the 9-byte prefix.
+        let root = Meta::read(
+            s.pool().fetch_read(PageId::new(t.rel(), 0)).unwrap().data(),
+            PageId::new(t.rel(), 0),
+        )
+        .unwrap()
+        .root;
+        let id = PageId::new(t.rel(), root);
+        let g = s.pool().fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        assert!(n.level() >= 1);
+        let longest = (1..n.len()).map(|i| n.key(i).unwrap().len()).max().unwrap();
+        if truncate {
+            assert!(longest <= 9, "{longest}");
+        } else {
+            assert_eq!(longest, 209);
+        }
+    }
+    assert!(
+        internal_bytes[0] * 5 < internal_bytes[1],
+        "{internal_bytes:?}"
+    );
+}
+
+#[test]
+fn separator_is_the_shortest_distinguishing_prefix() {
+    use crate::btree::tree::truncated_separator as t;
+    assert_eq!(t(b"abc", b"abd"), b"abd");
+    assert_eq!(t(b"abc", b"abdzzz"), b"abd");
+    assert_eq!(t(b"ab", b"abc"), b"abc");
+    assert_eq!(t(b"", b"a"), b"a");
+    assert_eq!(t(b"a\xff", b"b"), b"b");
+}
+
+#[test]
+fn update_that_does_not_fit_splits_the_leaf_in_one_step() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
+    for i in 0..60u32 {
+        t.insert(&k(i), &[1u8; 100]).unwrap();
+    }
+    let before = t.verify().unwrap();
+    assert_eq!(before.height, 1, "{before:?}");
+    let from = s.wal().insert_lsn();
+    let big = vec![9u8; 1500];
+    assert!(t.update_value(&k(30), &big).unwrap());
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let infos: Vec<u8> = recs.iter().map(|r| r.info).collect();
+    assert_eq!(
+        infos,
+        vec![info::SPLIT, info::NEWROOT],
+        "no delete + insert pair"
+    );
+    assert_eq!(t.get(&k(30)).unwrap(), Some(big));
+    let after = t.verify().unwrap();
+    assert_eq!(after.entries, 60);
+    assert_redo_rebuilds(&s, &t);
+}
+
+/// A split's left page is logged as its difference from the page before the split: an
+/// insert, a replacement or a removal on the left logs one entry or none, a left page that
+/// only lost its upper part logs none, and anything else is logged whole and still
+/// rebuilds exactly.
+#[test]
+fn split_left_logs_the_left_page_as_its_difference_from_the_page_before() {
+    let e = |i: u32, v: u8| node::Entry {
+        key: k(i),
+        value: vec![v; 3],
+    };
+    let before: Vec<node::Entry> = (0..10).map(|i| e(i * 2, 0)).collect();
+    let h = NodeHeader {
+        level: 0,
+        flags: node::FLAG_INCOMPLETE_SPLIT,
+        left: 7,
+        right: 9,
+    };
+    let with = |f: &dyn Fn(&mut Vec<node::Entry>)| {
+        let mut l = before.clone();
+        f(&mut l);
+        l
+    };
+    let cases: Vec<(&str, Vec<node::Entry>, usize)> = vec![
+        ("upper part moved right", before[..6].to_vec(), 0),
+        (
+            "insert on the left",
+            with(&|l| {
+                l.insert(3, e(5, 1));
+                l.truncate(6);
+            }),
+            1,
+        ),
+        (
+            "replacement on the left",
+            with(&|l| {
+                l[2] = e(4, 9);
+                l.truncate(5);
+            }),
+            1,
+        ),
+        (
+            "removal on the left",
+            with(&|l| {
+                l.remove(1);
+                l.truncate(5);
+            }),
+            0,
+        ),
+        (
+            "replacement and insert",
+            with(&|l| {
+                l[2] = e(4, 9);
+                l.insert(3, e(5, 1));
+                l.truncate(7);
+            }),
+            2,
+        ),
+        (
+            "unrelated entries",
+            (100..105).map(|i| e(i, 4)).collect(),
+            5,
+        ),
+    ];
+    for (what, left, mid) in cases {
+        let data = wal::encode_split_left(h, &before, &node::pairs(&left));
+        let d = wal::decode_split_left(&data, 1).unwrap();
+        assert_eq!(d.header, h, "{what}");
+        assert_eq!(d.mid.len(), mid, "{what}: {d:?}");
+        let mut rebuilt = node::pairs(&before[..d.head]);
+        rebuilt.extend(d.mid.iter().copied());
+        rebuilt.extend(node::pairs(&before[d.from..d.from + d.tail]));
+        assert_eq!(rebuilt, node::pairs(&left), "{what}");
+    }
+}
