@@ -222,6 +222,7 @@ fn table_defs() -> [TableDef; 3] {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     };
     let transfers = TableDef {
         name: "transfers".into(),
@@ -237,6 +238,7 @@ fn table_defs() -> [TableDef; 3] {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     };
     let counters = TableDef {
         name: "counters".into(),
@@ -251,6 +253,7 @@ fn table_defs() -> [TableDef; 3] {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     };
     [accounts, transfers, counters]
 }

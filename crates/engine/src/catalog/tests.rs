@@ -2,7 +2,7 @@
 //! of every codec, key order, hardened decoders, and the error messages.
 
 use super::*;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 
@@ -24,6 +24,7 @@ fn sbtest() -> TableDef {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -46,6 +47,7 @@ fn table(cols: Vec<Column>) -> TableDef {
         columns: cols,
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -409,6 +411,7 @@ fn check_row_errors_name_the_column() {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     };
     def.validate().unwrap();
     let ok = vec![Value::Integer(1), Value::text("ab"), Value::Null, ts(1)];
@@ -665,7 +668,52 @@ fn arb_type() -> impl Strategy<Value = ColumnType> {
         (100u16..=255).prop_map(ColumnType::Char),
         (1u16..=12).prop_map(ColumnType::Varchar),
         (60u16..=380).prop_map(ColumnType::Varchar),
+        Just(ColumnType::TinyInt),
+        Just(ColumnType::SmallInt),
+        Just(ColumnType::Date),
+        Just(ColumnType::Timestamp6),
+        Just(ColumnType::DateTime6),
+        arb_decimal_type(),
+        Just(ColumnType::Text),
     ]
+}
+
+/// DECIMAL(p,s) types: small ones, TPC's, and the largest both engines take.
+fn arb_decimal_type() -> impl Strategy<Value = ColumnType> {
+    prop_oneof![
+        (1u8..=20).prop_flat_map(|p| (Just(p), 0..=p)),
+        Just((12u8, 2u8)),
+        Just((15, 2)),
+        Just((4, 4)),
+        Just((65, 0)),
+        Just((65, 30)),
+        Just((65, 38)),
+    ]
+    .prop_map(|(precision, scale)| ColumnType::Decimal { precision, scale })
+}
+
+/// A decimal that fits DECIMAL(p,s): up to p − s integer digits, up to s fraction digits
+/// (fewer fraction digits than s test the normalization to the column's scale).
+fn arb_decimal(p: u8, s: u8) -> BoxedStrategy<Value> {
+    let int_max = usize::from(p - s);
+    let s_max = usize::from(s);
+    (
+        any::<bool>(),
+        proptest::collection::vec(0u8..=9, 0..=int_max),
+        0..=s_max,
+        proptest::collection::vec(0u8..=9, s_max..=s_max),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(move |(neg, int, scale, frac, nines)| {
+            let digit = |d: &u8| char::from(b'0' + if nines { 9 } else { *d });
+            let int: String = int.iter().map(digit).collect();
+            let frac: String = frac[..scale].iter().map(digit).collect();
+            let all = format!("{int}{frac}");
+            let d = Decimal::new(neg, if all.is_empty() { "0" } else { &all }, scale as u8)
+                .expect("digits");
+            Value::Decimal(d)
+        })
+        .boxed()
 }
 
 /// Characters that stress the codecs: blanks, control characters below the blank, multibyte
@@ -703,7 +751,32 @@ fn arb_value(ty: ColumnType) -> BoxedStrategy<Value> {
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
             arb_text(n, false).prop_map(Value::Text).boxed()
         }
+        ColumnType::Text => arb_text(150, false).prop_map(Value::Text).boxed(),
+        ColumnType::TinyInt => any::<i8>().prop_map(Value::TinyInt).boxed(),
+        ColumnType::SmallInt => any::<i16>().prop_map(Value::SmallInt).boxed(),
+        ColumnType::Date => {
+            let (lo, hi) = date_days();
+            (lo..=hi).prop_map(Value::Date).boxed()
+        }
+        ColumnType::Timestamp6 => ((MARIADB_TIMESTAMP_MIN_UNIX_SECS - PG_EPOCH_UNIX_SECS)
+            * USECS_PER_SEC
+            ..(MARIADB_TIMESTAMP_MAX_UNIX_SECS + 1 - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC)
+            .prop_map(Value::Timestamp)
+            .boxed(),
+        ColumnType::DateTime6 => {
+            let (lo, hi) = date_days();
+            (i64::from(lo) * USECS_PER_DAY..(i64::from(hi) + 1) * USECS_PER_DAY)
+                .prop_map(Value::Timestamp)
+                .boxed()
+        }
+        ColumnType::Decimal { precision, scale } => arb_decimal(precision, scale),
     }
+}
+
+/// First and last day of the DATE domain, in days since 2000-01-01.
+fn date_days() -> (i32, i32) {
+    let (lo, hi) = super::datetime::date_domain_days();
+    (lo as i32, hi as i32)
 }
 
 /// A value of `ty` for a key: any timestamp, NULL one time in four.
@@ -719,6 +792,16 @@ fn arb_key_value(col: KeyColumn) -> BoxedStrategy<Value> {
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
             arb_text(n, true).prop_map(Value::Text).boxed()
         }
+        ColumnType::Text => arb_text(12, true).prop_map(Value::Text).boxed(),
+        ColumnType::Date => prop_oneof![any::<i32>(), -2i32..=2]
+            .prop_map(Value::Date)
+            .boxed(),
+        ColumnType::Timestamp6 | ColumnType::DateTime6 => {
+            any::<i64>().prop_map(Value::Timestamp).boxed()
+        }
+        ColumnType::TinyInt => prop_oneof![any::<i8>(), -2i8..=2]
+            .prop_map(Value::TinyInt)
+            .boxed(),
         _ => arb_value(ty),
     };
     if !col.nullable {
@@ -756,6 +839,30 @@ fn arb_def() -> impl Strategy<Value = TableDef> {
             for &c in &primary_key {
                 columns[c].nullable = false;
             }
+            // TEXT is never a key column (validate refuses it), and a table with TEXT keeps
+            // its rows under PostgreSQL's TOAST threshold: at most two TEXT columns, the
+            // other text columns short.
+            let in_key = |c: usize| {
+                primary_key.contains(&c) || ixs.iter().any(|ix| ix.iter().any(|x| x.index(n) == c))
+            };
+            let mut texts = 0;
+            for (c, col) in columns.iter_mut().enumerate() {
+                if col.ty == ColumnType::Text {
+                    texts += 1;
+                    if in_key(c) || texts > 2 {
+                        col.ty = ColumnType::Varchar(12);
+                    }
+                }
+            }
+            if columns.iter().any(|c| c.ty == ColumnType::Text) {
+                for col in &mut columns {
+                    match col.ty {
+                        ColumnType::Char(m) if m > 12 => col.ty = ColumnType::Char(12),
+                        ColumnType::Varchar(m) if m > 12 => col.ty = ColumnType::Varchar(12),
+                        _ => {}
+                    }
+                }
+            }
             let indexes = ixs
                 .into_iter()
                 .enumerate()
@@ -774,6 +881,7 @@ fn arb_def() -> impl Strategy<Value = TableDef> {
                 columns,
                 primary_key,
                 indexes,
+                foreign_keys: Vec::new(),
             };
             def.validate().expect("generated definition is valid");
             def
@@ -815,13 +923,38 @@ fn expected_heap_data_bytes(def: &TableDef, row: &Row) -> usize {
     for (c, v) in def.columns.iter().zip(row) {
         match super::value::normalize_value(c.ty, v) {
             Value::Null => {}
-            Value::Integer(_) => off = off.next_multiple_of(4) + 4,
+            Value::TinyInt(_) | Value::SmallInt(_) => off = off.next_multiple_of(2) + 2,
+            Value::Integer(_) | Value::Date(_) => off = off.next_multiple_of(4) + 4,
             Value::BigInt(_) | Value::Timestamp(_) => off = off.next_multiple_of(8) + 8,
+            // 1-byte varlena header, 2-byte NumericShort header, 2 bytes per NBASE digit.
+            Value::Decimal(d) => off += 3 + 2 * pg_numeric_digits(&d),
             Value::Text(p) if p.len() < 127 => off += 1 + p.len(),
             Value::Text(p) => off = off.next_multiple_of(4) + 4 + p.len(),
         }
     }
     off
+}
+
+/// Base-10000 digits PostgreSQL keeps of a numeric: the decimal digits cut in groups of 4
+/// from the point, zero groups at either end dropped.
+fn pg_numeric_digits(d: &Decimal) -> usize {
+    let int = d.integer_digits();
+    let frac = d.fraction_digits();
+    let mut groups: Vec<String> = Vec::new();
+    let pad = (4 - int.len() % 4) % 4;
+    let int = format!("{}{int}", "0".repeat(pad));
+    for g in int.as_bytes().chunks(4) {
+        groups.push(String::from_utf8(g.to_vec()).unwrap());
+    }
+    let frac = format!("{frac}{}", "0".repeat((4 - frac.len() % 4) % 4));
+    for g in frac.as_bytes().chunks(4) {
+        groups.push(String::from_utf8(g.to_vec()).unwrap());
+    }
+    let nonzero: Vec<usize> = (0..groups.len()).filter(|&i| groups[i] != "0000").collect();
+    match (nonzero.first(), nonzero.last()) {
+        (Some(a), Some(b)) => b - a + 1,
+        _ => 0,
+    }
 }
 
 /// The COMPACT record size by the documented arithmetic, independently of the encoder.
@@ -835,7 +968,12 @@ fn expected_compact_bytes(def: &TableDef, row: &Row) -> usize {
         let field = match (c.ty, v) {
             (_, Value::Null) => continue,
             (ColumnType::Integer | ColumnType::Timestamp, _) => 4,
-            (ColumnType::BigInt, _) => 8,
+            (ColumnType::BigInt | ColumnType::DateTime6, _) => 8,
+            (ColumnType::TinyInt, _) => 1,
+            (ColumnType::SmallInt, _) => 2,
+            (ColumnType::Date, _) => 3,
+            (ColumnType::Timestamp6, _) => 7,
+            (ColumnType::Decimal { precision, scale }, _) => decimal_bin_size(precision, scale),
             (ColumnType::Char(n), Value::Text(s)) => {
                 s.trim_end_matches(' ').len().max(usize::from(n))
             }
@@ -863,7 +1001,10 @@ fn sql_cmp(types: &[KeyColumn], a: &[Value], b: &[Value]) -> Ordering {
             (Value::Null, Value::Null) => Ordering::Equal,
             (Value::Null, _) => Ordering::Greater,
             (_, Value::Null) => Ordering::Less,
-            (Value::Integer(x), Value::Integer(y)) => x.cmp(y),
+            (Value::Integer(x), Value::Integer(y)) | (Value::Date(x), Value::Date(y)) => x.cmp(y),
+            (Value::TinyInt(x), Value::TinyInt(y)) => x.cmp(y),
+            (Value::SmallInt(x), Value::SmallInt(y)) => x.cmp(y),
+            (Value::Decimal(x), Value::Decimal(y)) => decimal_cmp(x, y),
             (Value::BigInt(x), Value::BigInt(y)) | (Value::Timestamp(x), Value::Timestamp(y)) => {
                 x.cmp(y)
             }
@@ -883,6 +1024,20 @@ fn sql_cmp(types: &[KeyColumn], a: &[Value], b: &[Value]) -> Ordering {
     Ordering::Equal
 }
 
+/// Numeric order of two decimals.
+fn decimal_cmp(x: &Decimal, y: &Decimal) -> Ordering {
+    let scale = x.scale().max(y.scale());
+    let (x, y) = (x.with_scale(scale).unwrap(), y.with_scale(scale).unwrap());
+    let mag = |d: &Decimal| (d.integer_digits().len(), d.to_string().replace('-', ""));
+    let (mx, my) = (mag(&x), mag(&y));
+    match (x.is_negative(), y.is_negative()) {
+        (false, false) => mx.cmp(&my),
+        (true, true) => my.cmp(&mx),
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+    }
+}
+
 fn arb_key_types() -> impl Strategy<Value = Vec<KeyColumn>> {
     proptest::collection::vec(
         (
@@ -892,6 +1047,13 @@ fn arb_key_types() -> impl Strategy<Value = Vec<KeyColumn>> {
                 Just(ColumnType::Timestamp),
                 (1u16..=6).prop_map(ColumnType::Char),
                 (1u16..=6).prop_map(ColumnType::Varchar),
+                Just(ColumnType::TinyInt),
+                Just(ColumnType::SmallInt),
+                Just(ColumnType::Date),
+                Just(ColumnType::Timestamp6),
+                Just(ColumnType::DateTime6),
+                Just(ColumnType::Text),
+                arb_decimal_type(),
             ],
             any::<bool>(),
         )
