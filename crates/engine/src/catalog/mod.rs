@@ -52,9 +52,10 @@
 //! Not modelled: TOAST (PostgreSQL compresses or moves out of line values of tuples over
 //! ~2 KB) and InnoDB off-page columns (values moved to overflow pages when a record would
 //! exceed about half a page); rows must fit their page inline, which the table layers check
-//! with [`Error::TooLarge`](crate::error::Error::TooLarge), and rows holding TEXT must stay under both engines' thresholds
-//! ([`TableDef::check_row`]). B-tree deduplication (PostgreSQL 13+)
-//! and suffix truncation of pivot tuples are not reflected in [`pg_index_tuple_bytes`].
+//! with [`Error::TooLarge`](crate::error::Error::TooLarge), and rows holding TEXT must stay
+//! under both engines' thresholds ([`TableDef::check_row`]). B-tree deduplication
+//! (PostgreSQL 13+) and suffix truncation of pivot tuples are not reflected in
+//! [`pg_index_tuple_bytes`]. Declared foreign keys ([`ForeignKeyDef`]) are not enforced.
 //!
 //! # Invariants
 //! 1. Every definition a table layer uses has passed [`TableDef::validate`]; every row it
@@ -62,14 +63,17 @@
 //!    refuse (the domain is the intersection of PostgreSQL 15 and MariaDB 10.11; see
 //!    [`ColumnType::Timestamp`] and [`TableDef::validate`]).
 //! 2. Round trip: for a row that passes `check_row`, each decoder returns
-//!    [`TableDef::normalize_row`] of what was encoded (CHAR(n) blank-padded to n characters).
+//!    [`TableDef::normalize_row`] of what was encoded (CHAR(n) blank-padded to n characters,
+//!    DECIMAL at the column's scale).
 //! 3. Decoders are hardened: any byte string either decodes to what the encoder accepts (a
-//!    row that passes `check_row`; key values of their types) or gives
+//!    row whose values pass `check_row`; the row-size limit for TEXT is not the decoders'
+//!    business; key values of their types) or gives
 //!    [`Error::Corrupted`](crate::error::Error::Corrupted); none panics.
 //! 4. Key order: for values of the same types, comparing [`encode_key`] outputs as unsigned
 //!    bytes gives the SQL order described above.
 //! 5. A CHAR value is compared, indexed and stored by its padded form: `'ab'` and `'ab  '`
-//!    in a CHAR(4) column are the same value in every codec.
+//!    in a CHAR(4) column are the same value in every codec; likewise `1.5` and `1.50` in a
+//!    DECIMAL(p,2) column.
 //!
 //! # Locking
 //! None: a definition is not changed once a table uses it (it is shared read-only); the

@@ -409,31 +409,29 @@ pub(crate) fn check_value(
                 ));
             }
         }
-        (ColumnType::Timestamp6, Value::Timestamp(us)) if row_domain => {
-            if !timestamp6_in_domain(*us) {
-                return Err(format!(
-                    "timestamp '{}' is outside MariaDB's TIMESTAMP(6) range \
-                     '1970-01-01 00:00:01' .. '2038-01-19 03:14:07.999999' UTC",
-                    format_timestamp(*us)
-                ));
-            }
+        (ColumnType::Timestamp6, Value::Timestamp(us))
+            if row_domain && !timestamp6_in_domain(*us) =>
+        {
+            return Err(format!(
+                "timestamp '{}' is outside MariaDB's TIMESTAMP(6) range \
+                 '1970-01-01 00:00:01' .. '2038-01-19 03:14:07.999999' UTC",
+                format_timestamp(*us)
+            ));
         }
-        (ColumnType::DateTime6, Value::Timestamp(us)) if row_domain => {
-            if !datetime6_in_domain(*us) {
-                return Err(format!(
-                    "datetime '{}' is outside the DATETIME range \
-                     '1000-01-01 00:00:00' .. '9999-12-31 23:59:59.999999'",
-                    format_timestamp(*us)
-                ));
-            }
+        (ColumnType::DateTime6, Value::Timestamp(us))
+            if row_domain && !datetime6_in_domain(*us) =>
+        {
+            return Err(format!(
+                "datetime '{}' is outside the DATETIME range \
+                 '1000-01-01 00:00:00' .. '9999-12-31 23:59:59.999999'",
+                format_timestamp(*us)
+            ));
         }
-        (ColumnType::Date, Value::Date(days)) if row_domain => {
-            if !date_in_domain(*days) {
-                return Err(format!(
-                    "date '{}' is outside the DATE range '1000-01-01' .. '9999-12-31'",
-                    format_date(*days)
-                ));
-            }
+        (ColumnType::Date, Value::Date(days)) if row_domain && !date_in_domain(*days) => {
+            return Err(format!(
+                "date '{}' is outside the DATE range '1000-01-01' .. '9999-12-31'",
+                format_date(*days)
+            ));
         }
         (ColumnType::Decimal { precision, scale }, Value::Decimal(d)) => {
             d.check_fits(precision, scale)?;
