@@ -67,6 +67,7 @@ fn def() -> TableDef {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -53,6 +53,7 @@ fn counters_def() -> TableDef {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -358,6 +358,7 @@ fn a_unique_index_takes_any_number_of_nulls() {
                     columns: vec![1, 2],
                     unique: true,
                 }],
+                foreign_keys: Vec::new(),
             })
             .unwrap();
         let row = |id: i32, email: Option<&str>| {

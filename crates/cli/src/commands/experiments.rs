@@ -185,6 +185,7 @@ pub fn hot_set_def() -> TableDef {
                 unique: false,
             })
             .collect(),
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -33,6 +33,15 @@
 //! |                |   8            |   BIGINT: big-endian, sign bit flipped                  |
 //! |                |   4            |   TIMESTAMP: Unix seconds, big-endian (MariaDB          |
 //! |                |                |   TIMESTAMP(0), `my_timestamp_to_binary`)               |
+//! |                |   1 / 2        |   TINYINT / SMALLINT: big-endian, sign bit flipped      |
+//! |                |   3            |   DATE: day + month·32 + year·16·32, big-endian, sign   |
+//! |                |                |   bit flipped                                           |
+//! |                |   7            |   TIMESTAMP(6): 4 bytes of Unix seconds + 3 of µs,      |
+//! |                |                |   big-endian (`my_timestamp_to_binary`, dec 6)          |
+//! |                |   8            |   DATETIME(6): 5 bytes of packed date and time + 0x80…, |
+//! |                |                |   3 of µs, big-endian (`my_datetime_packed_to_binary`)  |
+//! |                |   bin size     |   DECIMAL(p,s): `decimal2bin` (see `decimal`)           |
+//! |                |   len          |   TEXT: the value's bytes                               |
 //! |                |   len          |   CHAR(n), utf8mb4: value without trailing blanks,      |
 //! |                |                |   blank-padded to at least n bytes                      |
 //! |                |   len          |   VARCHAR(n): the value's bytes                         |
@@ -65,7 +74,24 @@
 //!   in place (row0mysql.cc: `while (col_len > n_chars && ptr[col_len - 1] == 0x20)`).
 //! - Maximum byte lengths are MariaDB's: CHAR(n)/VARCHAR(n) n × 4 (utf8mb4), so a column of
 //!   more than 63 characters takes a 2-byte length when its value has 128 bytes or more.
-//! - INTEGER, BIGINT and TIMESTAMP are fixed-length: no length byte.
+//! - INTEGER, BIGINT, TIMESTAMP, TINYINT, SMALLINT, DATE, TIMESTAMP(6), DATETIME(6) and
+//!   DECIMAL are fixed-length: no length byte. MariaDB's ha_innodb.cc
+//!   `get_innobase_type_from_mysql_type` gives the integers and DATE the type `DATA_INT`
+//!   (signed: row0mysql.cc `row_mysql_store_col_in_innobase_format` stores them big-endian
+//!   with the sign bit flipped, `Field_newdate::store` packs the date as
+//!   day + month × 32 + year × 16 × 32 in 3 bytes), and DECIMAL, TIMESTAMP(6) and
+//!   DATETIME(6) `DATA_FIXBINARY`, stored as the server writes them: strings/decimal.c
+//!   `decimal2bin`; sql/compat56.cc `my_timestamp_to_binary` (`mi_int4store` of the
+//!   seconds, `mi_int3store` of the microseconds for precision 5–6) and
+//!   `my_datetime_packed_to_binary` (`mi_int5store` of the packed integer part,
+//!   `((year × 13 + month) << 5 | day) << 17 | hour << 12 | minute << 6 | second`, plus
+//!   `DATETIMEF_INT_OFS` 0x8000000000, then `mi_int3store` of the microseconds).
+//! - TEXT is `DATA_BLOB`: variable-length, its length takes 2 bytes from 128 bytes on
+//!   (`DATA_BIG_COL`). InnoDB would store a long TEXT off page (ROW_FORMAT=DYNAMIC moves the
+//!   longest BLOB/TEXT fields out when a record reaches half a page,
+//!   `page_zip_rec_needs_ext`: [`INNODB_REC_NEEDS_EXT_BYTES`] for 16 KiB pages); off-page
+//!   storage is not modelled, and [`TableDef::check_row`] refuses rows with TEXT whose
+//!   clustered record would reach that size ([`compact_clustered_record_bytes`]).
 //! - `TIMESTAMP` is 4 bytes because [`TableDef::check_row`] holds timestamps to whole
 //!   seconds in MariaDB's TIMESTAMP range (see [`ColumnType::Timestamp`]); MariaDB would use
 //!   4 + 3 bytes for TIMESTAMP(6).
@@ -82,7 +108,9 @@
 //! primary key columns not among them ([`TableDef::secondary_record_columns`]), without
 //! DB_TRX_ID and DB_ROLL_PTR: [`compact_index_record_bytes`].
 
-use super::value::{check_value, pad_char, timestamp_in_domain, NUL_IN_TEXT};
+use super::datetime::{pg_days_of_ymd, ymd_of_pg_days};
+use super::decimal::{bin2decimal, decimal2bin};
+use super::value::{check_value, pad_char, timestamp_in_domain, MAX_TEXT_BYTES, NUL_IN_TEXT};
 use super::{ColumnType, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
 use crate::error::{Error, Result};
 use std::ops::Range;
@@ -109,6 +137,14 @@ pub const MAX_TRX_ID: u64 = (1 << 48) - 1;
 pub const MAX_ROLL_PTR: u64 = (1 << 56) - 1;
 /// Longest field stored inline, in bytes (14 bits of a 2-byte length).
 const MAX_INLINE_FIELD_BYTES: usize = 0x3FFF;
+/// Size from which InnoDB stores a record's longest BLOB/TEXT fields off page, on 16 KiB
+/// pages: half the free space of an empty page (page0zip.h `page_zip_rec_needs_ext`:
+/// `rec_size >= page_get_free_space_of_empty(comp) / 2`; 16384 − `PAGE_NEW_SUPREMUM_END`
+/// 120 − `PAGE_DIR` 8 − 2 slots × 2 = 16252, halved).
+pub const INNODB_REC_NEEDS_EXT_BYTES: usize = 8126;
+/// `DATETIMEF_INT_OFS` (sql/compat56.cc): added to the packed DATETIME integer part so
+/// that the binary form compares as unsigned.
+const DATETIMEF_INT_OFS: u64 = 0x80_0000_0000;
 
 /// A field of an index record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +195,43 @@ pub(super) fn put_field(
         (ColumnType::Integer, Value::Integer(x)) => {
             out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes());
         }
+        (ColumnType::TinyInt, Value::TinyInt(x)) => out.push((*x as u8) ^ 0x80),
+        (ColumnType::SmallInt, Value::SmallInt(x)) => {
+            out.extend_from_slice(&((*x as u16) ^ 0x8000).to_be_bytes());
+        }
+        (ColumnType::Date, Value::Date(days)) => {
+            check_value(ty, v, true)?;
+            let (y, m, d) = ymd_of_pg_days(i64::from(*days));
+            // Field_newdate::store: day + month*32 + year*16*32, here big-endian with the
+            // sign bit flipped (DATA_INT, signed).
+            let packed = (d + m * 32 + y * 16 * 32) as u32 ^ 0x80_0000;
+            out.extend_from_slice(&packed.to_be_bytes()[1..]);
+        }
+        (ColumnType::Timestamp6, Value::Timestamp(us)) => {
+            check_value(ty, v, true)?;
+            let secs = us.div_euclid(USECS_PER_SEC) + PG_EPOCH_UNIX_SECS;
+            let usec = us.rem_euclid(USECS_PER_SEC);
+            out.extend_from_slice(&(secs as u32).to_be_bytes());
+            out.extend_from_slice(&(usec as u32).to_be_bytes()[1..]);
+        }
+        (ColumnType::DateTime6, Value::Timestamp(us)) => {
+            check_value(ty, v, true)?;
+            let days = us.div_euclid(86_400 * USECS_PER_SEC);
+            let in_day = us.rem_euclid(86_400 * USECS_PER_SEC);
+            let (y, m, d) = ymd_of_pg_days(days);
+            let sod = in_day / USECS_PER_SEC;
+            let frac = in_day % USECS_PER_SEC;
+            let ymd = ((y * 13 + m) << 5) | d;
+            let hms = ((sod / 3600) << 12) | ((sod / 60 % 60) << 6) | (sod % 60);
+            let int_part = ((ymd << 17) | hms) as u64 + DATETIMEF_INT_OFS;
+            out.extend_from_slice(&int_part.to_be_bytes()[3..]);
+            out.extend_from_slice(&(frac as u32).to_be_bytes()[1..]);
+        }
+        (ColumnType::Decimal { precision, scale }, Value::Decimal(d)) => {
+            d.check_fits(precision, scale)?;
+            decimal2bin(d, precision, scale, out);
+        }
+        (ColumnType::Text, Value::Text(s)) => out.extend_from_slice(s.as_bytes()),
         (ColumnType::BigInt, Value::BigInt(x)) => {
             out.extend_from_slice(&((*x as u64) ^ (1 << 63)).to_be_bytes());
         }
@@ -195,6 +268,73 @@ pub(super) fn get_field(ty: ColumnType, bytes: &[u8]) -> std::result::Result<Val
         }
     };
     match ty {
+        ColumnType::TinyInt => {
+            fixed(1)?;
+            Ok(Value::TinyInt((bytes[0] ^ 0x80) as i8))
+        }
+        ColumnType::SmallInt => {
+            fixed(2)?;
+            Ok(Value::SmallInt(
+                (u16::from_be_bytes([bytes[0], bytes[1]]) ^ 0x8000) as i16,
+            ))
+        }
+        ColumnType::Date => {
+            fixed(3)?;
+            let packed = be_uint(bytes) as i64 ^ 0x80_0000;
+            let (y, m, d) = (packed >> 9, (packed >> 5) & 15, packed & 31);
+            let days = valid_date(y, m, d)
+                .ok_or_else(|| format!("date field {packed:#08x} is not a valid date"))?;
+            let v = Value::Date(days);
+            check_value(ty, &v, true)?;
+            Ok(v)
+        }
+        ColumnType::Timestamp6 => {
+            fixed(7)?;
+            let secs = be_uint(&bytes[..4]) as i64;
+            let usec = be_uint(&bytes[4..]) as i64;
+            if usec >= USECS_PER_SEC {
+                return Err(format!("timestamp(6) field has {usec} microseconds"));
+            }
+            let v = Value::Timestamp((secs - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC + usec);
+            check_value(ty, &v, true)?;
+            Ok(v)
+        }
+        ColumnType::DateTime6 => {
+            fixed(8)?;
+            let int_part = be_uint(&bytes[..5])
+                .checked_sub(DATETIMEF_INT_OFS)
+                .ok_or("datetime(6) field is negative")? as i64;
+            let frac = be_uint(&bytes[5..]) as i64;
+            let (ymd, hms) = (int_part >> 17, int_part & 0x1_FFFF);
+            let (ym, d) = (ymd >> 5, ymd & 31);
+            let (y, m) = (ym / 13, ym % 13);
+            let (h, mi, sec) = (hms >> 12, (hms >> 6) & 63, hms & 63);
+            let days = valid_date(y, m, d)
+                .filter(|_| h < 24 && mi < 60 && sec < 60 && frac < USECS_PER_SEC)
+                .ok_or_else(|| format!("datetime(6) field {int_part:#x} is not a valid time"))?;
+            let v = Value::Timestamp(
+                i64::from(days) * 86_400 * USECS_PER_SEC
+                    + (h * 3600 + mi * 60 + sec) * USECS_PER_SEC
+                    + frac,
+            );
+            check_value(ty, &v, true)?;
+            Ok(v)
+        }
+        ColumnType::Decimal { precision, scale } => {
+            let d = bin2decimal(bytes, precision, scale)?;
+            d.check_fits(precision, scale)?;
+            Ok(Value::Decimal(d))
+        }
+        ColumnType::Text => {
+            if bytes.len() > MAX_TEXT_BYTES {
+                return Err(format!("text field of {} bytes", bytes.len()));
+            }
+            let s = std::str::from_utf8(bytes).map_err(|_| "text is not valid UTF-8")?;
+            if bytes.contains(&0) {
+                return Err(NUL_IN_TEXT.into());
+            }
+            Ok(Value::Text(s.to_owned()))
+        }
         ColumnType::Integer => {
             fixed(4)?;
             let mut b = [0u8; 4];
@@ -259,6 +399,15 @@ pub(super) fn get_field(ty: ColumnType, bytes: &[u8]) -> std::result::Result<Val
             }))
         }
     }
+}
+
+/// Days since 2000-01-01 of (year, month, day) if that is a date of the calendar.
+fn valid_date(y: i64, m: i64, d: i64) -> Option<i32> {
+    if !(1..=12).contains(&m) || d < 1 || !(0..=9999).contains(&y) {
+        return None;
+    }
+    let days = pg_days_of_ymd(y, m, d);
+    (ymd_of_pg_days(days) == (y, m, d)).then_some(days as i32)
 }
 
 /// The error for `problem` with the value of column `c`, naming the column and table.
@@ -418,10 +567,8 @@ fn rec_offsets(def: &TableDef, fields: &[Field], rec: &[u8]) -> Result<Vec<Optio
             }
         }
         let len = match ty {
-            ColumnType::Integer => 4,
-            ColumnType::BigInt => 8,
-            ColumnType::Timestamp => 4,
-            ColumnType::Char(_) | ColumnType::Varchar(_) => {
+            ty if !is_var_len(ty) => ty.mariadb_max_bytes(),
+            _ => {
                 let b = *rec.get(pos).ok_or_else(|| {
                     corrupt(
                         def,
@@ -666,6 +813,18 @@ pub fn set_compact_system_columns(
     sys[..DB_TRX_ID_BYTES].copy_from_slice(&trx_id.to_be_bytes()[8 - DB_TRX_ID_BYTES..]);
     sys[DB_TRX_ID_BYTES..].copy_from_slice(&roll_ptr.to_be_bytes()[8 - DB_ROLL_PTR_BYTES..]);
     Ok(())
+}
+
+/// Size in bytes of the whole clustered-index record of `row` in InnoDB (5-byte header,
+/// NULL bitmap, lengths, primary key fields, `DB_TRX_ID`, `DB_ROLL_PTR`, other fields:
+/// `rec_get_converted_size_comp`), which decides whether InnoDB would move fields off page
+/// ([`INNODB_REC_NEEDS_EXT_BYTES`]).
+///
+/// # Errors
+/// As [`encode_compact`].
+pub fn compact_clustered_record_bytes(def: &TableDef, row: &Row) -> Result<usize> {
+    let stored = encode_fields(def, &clustered_fields(def), row, 0, 0)?.len();
+    Ok(stored - REC_STORED_HEADER_BYTES + REC_N_NEW_EXTRA_BYTES)
 }
 
 /// Size in bytes of a COMPACT index record over `columns` of `row` in InnoDB (the whole

@@ -15,11 +15,26 @@
 //! | 23                  | ceil(natts/8)      | t_bits, only if some attribute is NULL       |
 //! | ...                 | 0–7                | zero padding up to t_hoff = MAXALIGN(23+bits)|
 //! | t_hoff              | data.len()         | attributes, in column order:                 |
-//! |   align 4           |   4                |   integer (int4, little-endian)              |
-//! |   align 8           |   8                |   bigint (int8), timestamp (int8 µs), LE     |
-//! |   none              |   1 + len          |   text, short varlena: header (1+len)<<1 | 1 |
+//! |   align 2           |   2                |   tinyint, smallint (int2, little-endian)    |
+//! |   align 4           |   4                |   integer (int4), date (int4 days), LE       |
+//! |   align 8           |   8                |   bigint (int8), timestamp* (int8 µs), LE    |
+//! |   none              |   1 + len          |   text, numeric: short varlena, header       |
+//! |                     |                    |   (1+len)<<1 | 1                             |
 //! |   align 4           |   4 + len          |   text, 4-byte varlena: header (4+len)<<2, LE |
 //! ```
+//! - `tinyint` is stored as `int2` (pg_type.dat: typlen 2, typalign `s`): PostgreSQL has no
+//!   1-byte integer type (`"char"` is not an integer), so a TINYINT column is a `smallint`
+//!   there, 2 bytes.
+//! - `date` is `int4` days since 2000-01-01 (utils/adt/date.c, `DateADT`; typlen 4,
+//!   typalign `i`); `timestamp(0)`, `timestamp(6)` and the DATETIME(6) columns are `int8`
+//!   microseconds since 2000-01-01 (typlen 8, typalign `d`).
+//! - `numeric(p,s)` (typlen −1, typalign `i`, typstorage `m`) is a varlena holding
+//!   utils/adt/numeric.c's `NumericShort` (see `put_numeric`): a 2-byte header (`0x8000`,
+//!   sign `0x2000`, display scale << 7, weight in 7 bits) and one little-endian `int16` per
+//!   base-10000 digit (`NBASE`), leading and trailing zero digits stripped (`make_result`,
+//!   `strip_var`). Every value in the domain (p ≤ 65, s ≤ 38) fits the short form and a
+//!   1-byte varlena header, so a numeric takes 1 + 2 + 2 × (base-10000 digits) bytes,
+//!   unaligned.
 //! - `t_bits`: bit `i % 8` of byte `i / 8` is **1 when attribute `i` is not NULL**
 //!   (`heap_fill_tuple`); bits past the last attribute are 0. Without NULLs there is no
 //!   bitmap (`HEAP_HASNULL` clear) and `t_hoff` = 24.
@@ -34,14 +49,22 @@
 //!   (`att_align_pointer`). CHAR(n) text is blank-padded to n characters before it is stored.
 //! - Values are never compressed or moved out of line (no TOAST): a 1-byte header of exactly
 //!   `0x01` (external pointer) or a 4-byte header with low bits `10` (compressed) is refused
-//!   as corrupt.
+//!   as corrupt. A row with a `text` value whose tuple would exceed `TOAST_TUPLE_THRESHOLD`
+//!   ([`TOAST_TUPLE_THRESHOLD`], 2032 bytes for 8 KiB pages), which PostgreSQL would
+//!   compress or move out of line (heapam.c `heap_prepare_insert` →
+//!   `heap_toast_insert_or_update`), is refused by
+//!   [`TableDef::check_row`](super::TableDef::check_row).
 //!
 //! Example, sysbench `sbtest` (`id int4, k int4, c char(120), pad char(60)`):
 //! id at 0, k at 4, c at 8 (header 121<<1|1, 120 bytes), pad at 129 (header 61<<1|1,
 //! 60 bytes): 190 bytes of data, `t_hoff` 24, tuple 214 bytes (216 on the page after
 //! MAXALIGN, plus a 4-byte line pointer).
 
-use super::value::{check_value, timestamp_in_domain, NUL_IN_TEXT};
+use super::decimal::Decimal;
+use super::value::{
+    check_value, date_in_domain, datetime6_in_domain, timestamp6_in_domain, timestamp_in_domain,
+    MAX_TEXT_BYTES, NUL_IN_TEXT,
+};
 use super::{ColumnType, Row, TableDef, Value};
 use crate::error::{Error, Result};
 
@@ -64,6 +87,22 @@ const VARATT_SHORT_MAX: usize = 0x7F;
 const VARHDRSZ: usize = 4;
 /// Largest 4-byte varlena (30 bits of length).
 const VARLENA_MAX: usize = 0x3FFF_FFFF;
+/// Tuple length above which PostgreSQL 15 TOASTs a tuple's varlena attributes, for 8 KiB
+/// pages (heaptoast.h `TOAST_TUPLE_THRESHOLD` = `MaximumBytesPerTuple(4)` =
+/// MAXALIGN_DOWN((8192 − MAXALIGN(24 + 4 × 4)) / 4)).
+pub const TOAST_TUPLE_THRESHOLD: usize = 2032;
+/// Base of a numeric digit (numeric.c `NBASE`), and decimal digits per numeric digit
+/// (`DEC_DIGITS`).
+const NBASE: u16 = 10_000;
+const DEC_DIGITS: usize = 4;
+/// Numeric header bits (numeric.c): short format flag, its sign bit, display-scale shift and
+/// mask, weight sign bit and weight mask.
+const NUMERIC_SHORT: u16 = 0x8000;
+const NUMERIC_SHORT_SIGN_MASK: u16 = 0x2000;
+const NUMERIC_SHORT_DSCALE_MASK: u16 = 0x1F80;
+const NUMERIC_SHORT_DSCALE_SHIFT: u16 = 7;
+const NUMERIC_SHORT_WEIGHT_SIGN_MASK: u16 = 0x0040;
+const NUMERIC_SHORT_WEIGHT_MASK: u16 = 0x003F;
 
 /// `n` rounded up to a multiple of [`MAXIMUM_ALIGNOF`] (PostgreSQL `MAXALIGN`).
 pub fn maxalign(n: usize) -> usize {
@@ -104,38 +143,198 @@ fn align_with_zeros(data: &mut Vec<u8>, align: usize) {
 /// kind; otherwise the value's kind name is returned.
 fn fill_attr(ty: ColumnType, v: &Value, data: &mut Vec<u8>) -> std::result::Result<(), String> {
     match (ty, v) {
-        (ColumnType::Integer, Value::Integer(x)) => {
+        (ColumnType::TinyInt, Value::TinyInt(x)) => {
+            align_with_zeros(data, 2);
+            data.extend_from_slice(&i16::from(*x).to_le_bytes());
+        }
+        (ColumnType::SmallInt, Value::SmallInt(x)) => {
+            align_with_zeros(data, 2);
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+        (ColumnType::Integer, Value::Integer(x)) | (ColumnType::Date, Value::Date(x)) => {
             align_with_zeros(data, 4);
             data.extend_from_slice(&x.to_le_bytes());
         }
-        (ColumnType::BigInt, Value::BigInt(x)) | (ColumnType::Timestamp, Value::Timestamp(x)) => {
+        (ColumnType::Decimal { scale, .. }, Value::Decimal(d)) => {
+            let mut payload = Vec::with_capacity(2 + 2 * 18);
+            put_numeric(d, scale, &mut payload);
+            put_varlena_header(payload.len(), data)?;
+            data.extend_from_slice(&payload);
+        }
+        (ColumnType::BigInt, Value::BigInt(x))
+        | (
+            ColumnType::Timestamp | ColumnType::Timestamp6 | ColumnType::DateTime6,
+            Value::Timestamp(x),
+        ) => {
             align_with_zeros(data, 8);
             data.extend_from_slice(&x.to_le_bytes());
         }
-        (ColumnType::Char(_) | ColumnType::Varchar(_), Value::Text(s)) => {
+        (ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text, Value::Text(s)) => {
             let pad = match ty {
                 ColumnType::Char(n) => usize::from(n).saturating_sub(char_count(s)),
                 _ => 0,
             };
-            let len = s.len() + pad;
-            // VARATT_CAN_MAKE_SHORT: 1-byte header + payload <= VARATT_SHORT_MAX.
-            if len < VARATT_SHORT_MAX {
-                // SET_VARSIZE_SHORT: little-endian 1-byte header, low bit 1.
-                data.push((((1 + len) << 1) | 1) as u8);
-            } else {
-                if VARHDRSZ + len > VARLENA_MAX {
-                    return Err(format!("text of {len} bytes (over 1 GB)"));
-                }
-                align_with_zeros(data, 4);
-                // SET_VARSIZE_4B: little-endian 4-byte header, low bits 00.
-                data.extend_from_slice(&(((VARHDRSZ + len) as u32) << 2).to_le_bytes());
-            }
+            put_varlena_header(s.len() + pad, data)?;
             data.extend_from_slice(s.as_bytes());
             data.resize(data.len() + pad, b' ');
         }
         _ => return Err(format!("a {} value", v.kind_name())),
     }
     Ok(())
+}
+
+/// Appends the varlena header of a `len`-byte payload: 1 byte without alignment when
+/// header + payload ≤ 127 bytes (`VARATT_CAN_MAKE_SHORT`; `SET_VARSIZE_SHORT`: little-endian,
+/// low bit 1), else 4 bytes aligned to 4 (`SET_VARSIZE_4B`: little-endian, low bits 00).
+fn put_varlena_header(len: usize, data: &mut Vec<u8>) -> std::result::Result<(), String> {
+    if len < VARATT_SHORT_MAX {
+        data.push((((1 + len) << 1) | 1) as u8);
+    } else {
+        if VARHDRSZ + len > VARLENA_MAX {
+            return Err(format!("text of {len} bytes (over 1 GB)"));
+        }
+        align_with_zeros(data, 4);
+        data.extend_from_slice(&(((VARHDRSZ + len) as u32) << 2).to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Appends the numeric payload (after the varlena header) of `d` in a column of scale
+/// `dscale`: numeric.c `make_result` of a `NumericVar` whose digits are base 10000 and
+/// stripped of leading and trailing zero digits (`strip_var`), written as a `NumericShort`
+/// (`NUMERIC_CAN_BE_SHORT`: dscale ≤ 63 and −64 ≤ weight ≤ 63, always true in the
+/// domain). Zero has no digits, weight 0 and a positive sign.
+///
+/// Example: `1234.50` in numeric(10,2): digits 1234, 5000; weight 0; header
+/// `0x8000 | 2 << 7` = `0x8100`; payload `00 81 D2 04 88 13`, 6 bytes, 7 with the
+/// varlena header.
+fn put_numeric(d: &Decimal, dscale: u8, out: &mut Vec<u8>) {
+    let int = d.integer_digits();
+    let frac = d.fraction_digits();
+    // Integer digits padded on the left, fraction digits on the right, to whole NBASE
+    // digits; the integer part's first NBASE digit has weight int_groups − 1.
+    let int_groups = int.len().div_ceil(DEC_DIGITS);
+    let mut all = "0".repeat(int_groups * DEC_DIGITS - int.len());
+    all.push_str(int);
+    all.push_str(&frac);
+    all.push_str(&"0".repeat(frac.len().next_multiple_of(DEC_DIGITS) - frac.len()));
+    let mut digits: Vec<u16> = all
+        .as_bytes()
+        .chunks(DEC_DIGITS)
+        .map(|c| {
+            c.iter()
+                .fold(0u16, |acc, &b| acc * 10 + u16::from(b - b'0'))
+        })
+        .collect();
+    let mut weight = int_groups as i32 - 1;
+    // strip_var: leading zero digits move the weight down; trailing ones just go.
+    let lead = digits.iter().take_while(|&&x| x == 0).count();
+    digits.drain(..lead);
+    weight -= lead as i32;
+    while digits.last() == Some(&0) {
+        digits.pop();
+    }
+    let negative = d.is_negative();
+    if digits.is_empty() {
+        weight = 0;
+    }
+    let mut header = NUMERIC_SHORT | (u16::from(dscale) << NUMERIC_SHORT_DSCALE_SHIFT);
+    if negative && !digits.is_empty() {
+        header |= NUMERIC_SHORT_SIGN_MASK;
+    }
+    if weight < 0 {
+        header |= NUMERIC_SHORT_WEIGHT_SIGN_MASK;
+    }
+    header |= (weight as u16) & NUMERIC_SHORT_WEIGHT_MASK;
+    out.extend_from_slice(&header.to_le_bytes());
+    for x in digits {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// Reads a numeric payload written by [`put_numeric`] for numeric(`precision`, `scale`).
+/// Refuses the long and special (NaN, ±Infinity) formats, which no value of the domain
+/// takes, a display scale other than the column's, and digits that are not canonical
+/// (≥ 10000, leading or trailing zero digits, non-zero digits past the scale). Returns the
+/// problem in words.
+fn get_numeric(payload: &[u8], precision: u8, scale: u8) -> std::result::Result<Decimal, String> {
+    if payload.len() < 2 || payload.len() % 2 != 0 {
+        return Err(format!("numeric of {} bytes", payload.len()));
+    }
+    let header = u16::from_le_bytes([payload[0], payload[1]]);
+    if header & 0xC000 != NUMERIC_SHORT {
+        return Err(format!(
+            "numeric header {header:#06x} is not the short format, which every value of \
+             the column takes"
+        ));
+    }
+    let dscale = (header & NUMERIC_SHORT_DSCALE_MASK) >> NUMERIC_SHORT_DSCALE_SHIFT;
+    if dscale != u16::from(scale) {
+        return Err(format!(
+            "numeric display scale {dscale} in a scale-{scale} column"
+        ));
+    }
+    let mut weight = i32::from(header & NUMERIC_SHORT_WEIGHT_MASK);
+    if header & NUMERIC_SHORT_WEIGHT_SIGN_MASK != 0 {
+        weight -= 64;
+    }
+    let negative = header & NUMERIC_SHORT_SIGN_MASK != 0;
+    let digits: Vec<u16> = payload[2..]
+        .chunks(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    if digits.is_empty() {
+        if weight != 0 || negative {
+            return Err("numeric zero with a weight or a sign".into());
+        }
+        return Ok(Decimal::from_i64(0)
+            .with_scale(scale)
+            .unwrap_or_else(|| Decimal::from_i64(0)));
+    }
+    if digits.iter().any(|&x| x >= NBASE) {
+        return Err("numeric digit ≥ 10000".into());
+    }
+    if digits[0] == 0 || digits[digits.len() - 1] == 0 {
+        return Err("numeric digits not stripped of zeros".into());
+    }
+    // Decimal digits from 10^(4·(weight+1)) down.
+    let mut s = String::with_capacity(digits.len() * DEC_DIGITS);
+    for x in &digits {
+        s.push_str(&format!("{x:04}"));
+    }
+    let int_digits = DEC_DIGITS as i32 * (weight + 1);
+    let max_int = i32::from(precision - scale.min(precision));
+    let (int, frac) = if int_digits >= 0 {
+        let int_digits = int_digits as usize;
+        if int_digits >= s.len() {
+            let mut int = s.clone();
+            int.push_str(&"0".repeat(int_digits - s.len()));
+            (int, String::new())
+        } else {
+            (s[..int_digits].to_owned(), s[int_digits..].to_owned())
+        }
+    } else {
+        (
+            String::new(),
+            format!("{}{s}", "0".repeat((-int_digits) as usize)),
+        )
+    };
+    let int_len = int.trim_start_matches('0').len() as i32;
+    if int_len > max_int {
+        return Err(format!(
+            "numeric of {int_len} integer digits in a numeric({precision},{scale}) column"
+        ));
+    }
+    let s_len = usize::from(scale);
+    if frac.len() > s_len && frac.as_bytes()[s_len..].iter().any(|&b| b != b'0') {
+        return Err(format!("numeric has digits past its scale {scale}"));
+    }
+    let mut frac = frac;
+    frac.truncate(s_len);
+    frac.push_str(&"0".repeat(s_len - frac.len()));
+    let all = format!("{int}{frac}");
+    Decimal::new(negative, if all.is_empty() { "0" } else { &all }, scale)
+        .ok_or_else(|| "numeric has no digits".into())
 }
 
 fn char_count(s: &str) -> usize {
@@ -336,14 +535,47 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
         let v = match col.ty {
             ColumnType::Integer => Value::Integer(i32::from_le_bytes(r.fixed::<4>(name)?)),
             ColumnType::BigInt => Value::BigInt(i64::from_le_bytes(r.fixed::<8>(name)?)),
-            ColumnType::Timestamp => {
+            ColumnType::SmallInt => Value::SmallInt(i16::from_le_bytes(r.fixed::<2>(name)?)),
+            ColumnType::TinyInt => {
+                let x = i16::from_le_bytes(r.fixed::<2>(name)?);
+                let Ok(x) = i8::try_from(x) else {
+                    r.off -= 2;
+                    return Err(r.corrupt(name, format_args!("tinyint {x} is out of range")));
+                };
+                Value::TinyInt(x)
+            }
+            ColumnType::Date => {
+                let days = i32::from_le_bytes(r.fixed::<4>(name)?);
+                if !date_in_domain(days) {
+                    r.off -= 4;
+                    return Err(r.corrupt(name, format_args!("date {days} days is out of range")));
+                }
+                Value::Date(days)
+            }
+            ColumnType::Timestamp | ColumnType::Timestamp6 | ColumnType::DateTime6 => {
                 let us = i64::from_le_bytes(r.fixed::<8>(name)?);
-                if !timestamp_in_domain(us) {
+                let ok = match col.ty {
+                    ColumnType::Timestamp => timestamp_in_domain(us),
+                    ColumnType::Timestamp6 => timestamp6_in_domain(us),
+                    _ => datetime6_in_domain(us),
+                };
+                if !ok {
                     return Err(r.corrupt(name, format_args!("timestamp {us} µs is out of range")));
                 }
                 Value::Timestamp(us)
             }
-            ColumnType::Char(n) | ColumnType::Varchar(n) => {
+            ColumnType::Decimal { precision, scale } => {
+                let start = r.off;
+                let payload = r.varlena(name)?;
+                match get_numeric(payload, precision, scale) {
+                    Ok(d) => Value::Decimal(d),
+                    Err(problem) => {
+                        r.off = start;
+                        return Err(r.corrupt(name, problem));
+                    }
+                }
+            }
+            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
                 let start = r.off;
                 let payload = r.varlena(name)?;
                 let s = std::str::from_utf8(payload).map(str::to_owned);
@@ -360,8 +592,9 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
                 };
                 let chars = char_count(&s);
                 let ok = match col.ty {
-                    ColumnType::Char(_) => chars == usize::from(n),
-                    _ => chars <= usize::from(n),
+                    ColumnType::Char(n) => chars == usize::from(n),
+                    ColumnType::Varchar(n) => chars <= usize::from(n),
+                    _ => s.len() <= MAX_TEXT_BYTES,
                 };
                 if !ok {
                     r.off = start;

@@ -12,11 +12,17 @@
 //! |-----------|------------------------------------------------------------------------|
 //! | 0 or 1    | tag, nullable columns only: 0x01 = value follows, 0x02 = NULL (sorts   |
 //! |           | after every value; nothing follows)                                    |
-//! | 4         | integer: big-endian, sign bit flipped                                  |
-//! | 8         | bigint, timestamp (µs since 2000-01-01): big-endian, sign bit flipped  |
+//! | 1 / 2     | tinyint / smallint: big-endian, sign bit flipped                       |
+//! | 4         | integer, date (days since 2000-01-01): big-endian, sign bit flipped    |
+//! | 8         | bigint, timestamp, timestamp(6), datetime(6) (µs since 2000-01-01):    |
+//! |           | big-endian, sign bit flipped                                           |
+//! | bin size  | decimal(p,s): MariaDB's `decimal2bin` form, memcmp-ordered for a given |
+//! |           | (p,s) (strings/decimal.c; see `decimal`)                               |
 //! | 2+        | char(n): the value without trailing blanks, escaped, then terminated   |
-//! | 2+        | varchar(n): the value's bytes, escaped, then terminated                |
+//! | 2+        | varchar(n), text: the value's bytes, escaped, then terminated          |
 //! ```
+//! A decimal key value must fit its column's (p,s) ([`encode_key`] refuses one that does
+//! not); it is encoded at the column's scale, so `1.5` and `1.50` are the same key.
 //! A NOT NULL column has no tag, as neither engine spends a byte on it: an InnoDB record
 //! holds a NULL bitmap only for its nullable fields (rem0rec.cc
 //! `rec_get_converted_size_comp_prefix_low`), a PostgreSQL index tuple one only when a key
@@ -40,8 +46,9 @@
 //! `_bt_doinsert`, `ClusteredTable::unique_conflict` as row0ins.cc
 //! `row_ins_scan_sec_index_for_duplicate`).
 
+use super::decimal::{bin2decimal, decimal2bin, decimal_bin_size};
 use super::value::{check_value, pad_char};
-use super::{ColumnType, Row, TableDef, Value};
+use super::{ColumnType, Value};
 use crate::error::{Error, Result};
 
 /// One column of a key: its type, and whether it may hold NULL (only such a column carries
@@ -85,7 +92,7 @@ fn put_escaped(bytes: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(&[0x00, 0x01]);
 }
 
-fn encode_pairs<'a>(
+pub(super) fn encode_pairs<'a>(
     pairs: impl Iterator<Item = (KeyColumn, &'a Value)>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
@@ -107,7 +114,16 @@ fn encode_pairs<'a>(
             out.push(KEY_NOT_NULL);
         }
         match v {
-            Value::Integer(x) => out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes()),
+            Value::Integer(x) | Value::Date(x) => {
+                out.extend_from_slice(&((*x as u32) ^ 0x8000_0000).to_be_bytes())
+            }
+            Value::TinyInt(x) => out.push((*x as u8) ^ 0x80),
+            Value::SmallInt(x) => out.extend_from_slice(&((*x as u16) ^ 0x8000).to_be_bytes()),
+            Value::Decimal(d) => {
+                if let ColumnType::Decimal { precision, scale } = ty {
+                    decimal2bin(d, precision, scale, out);
+                }
+            }
             Value::BigInt(x) | Value::Timestamp(x) => {
                 out.extend_from_slice(&((*x as u64) ^ (1 << 63)).to_be_bytes())
             }
@@ -144,29 +160,6 @@ pub fn encode_key(types: &[KeyColumn], values: &[Value], out: &mut Vec<u8>) -> R
         out.truncate(start);
     }
     r
-}
-
-/// The key of `row` over `columns` (positions in the table), e.g. `def.primary_key` or an
-/// index's columns followed by the primary key's.
-///
-/// # Errors
-/// [`Error::Catalog`] for a position that is not a column; [`Error::InvalidValue`] if the
-/// row does not have one value per column or a value does not fit its type.
-pub fn key_of(def: &TableDef, columns: &[usize], row: &Row) -> Result<Vec<u8>> {
-    let types = def.key_columns(columns)?;
-    def.check_width(row)?;
-    let mut out = Vec::with_capacity(columns.len() * 9);
-    encode_pairs(
-        types.into_iter().zip(columns.iter().map(|&c| &row[c])),
-        &mut out,
-    )
-    .map_err(|e| match e {
-        Error::InvalidValue(m) => {
-            Error::InvalidValue(format!("key of table \"{}\": {m}", def.name))
-        }
-        e => e,
-    })?;
-    Ok(out)
 }
 
 fn corrupt(at: usize, problem: impl std::fmt::Display) -> Error {
@@ -219,10 +212,28 @@ pub fn decode_key_prefix(types: &[KeyColumn], bytes: &[u8]) -> Result<(Vec<Value
             ColumnType::BigInt => {
                 Value::BigInt((u64::from_be_bytes(take::<8>(bytes, &mut pos)?) ^ (1 << 63)) as i64)
             }
-            ColumnType::Timestamp => Value::Timestamp(
-                (u64::from_be_bytes(take::<8>(bytes, &mut pos)?) ^ (1 << 63)) as i64,
-            ),
-            ColumnType::Char(n) | ColumnType::Varchar(n) => {
+            ColumnType::Timestamp | ColumnType::Timestamp6 | ColumnType::DateTime6 => {
+                Value::Timestamp(
+                    (u64::from_be_bytes(take::<8>(bytes, &mut pos)?) ^ (1 << 63)) as i64,
+                )
+            }
+            ColumnType::TinyInt => Value::TinyInt((take::<1>(bytes, &mut pos)?[0] ^ 0x80) as i8),
+            ColumnType::SmallInt => {
+                Value::SmallInt((u16::from_be_bytes(take::<2>(bytes, &mut pos)?) ^ 0x8000) as i16)
+            }
+            ColumnType::Date => {
+                Value::Date((u32::from_be_bytes(take::<4>(bytes, &mut pos)?) ^ 0x8000_0000) as i32)
+            }
+            ColumnType::Decimal { precision, scale } => {
+                let n = decimal_bin_size(precision, scale);
+                let b = bytes.get(pos..pos + n).ok_or_else(|| {
+                    corrupt(pos, format_args!("key ends inside a {n}-byte value"))
+                })?;
+                let d = bin2decimal(b, precision, scale).map_err(|p| corrupt(pos, p))?;
+                pos += n;
+                Value::Decimal(d)
+            }
+            ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text => {
                 let start = pos;
                 let mut raw = Vec::new();
                 loop {
@@ -249,15 +260,20 @@ pub fn decode_key_prefix(types: &[KeyColumn], bytes: &[u8]) -> Result<(Vec<Value
                 if matches!(ty, ColumnType::Char(_)) && s.ends_with(' ') {
                     return Err(corrupt(start, "char key keeps trailing blanks"));
                 }
-                let chars = s.chars().count();
-                if chars > usize::from(n) {
-                    return Err(corrupt(
-                        start,
-                        format_args!("text of {chars} characters for {ty}"),
-                    ));
+                if let Some(n) = ty.max_chars() {
+                    let chars = s.chars().count();
+                    if chars > usize::from(n) {
+                        return Err(corrupt(
+                            start,
+                            format_args!("text of {chars} characters for {ty}"),
+                        ));
+                    }
+                }
+                if let Err(p) = check_value(ty, &Value::Text(s.clone()), false) {
+                    return Err(corrupt(start, p));
                 }
                 Value::Text(match ty {
-                    ColumnType::Char(_) => pad_char(&s, n),
+                    ColumnType::Char(n) => pad_char(&s, n),
                     _ => s,
                 })
             }

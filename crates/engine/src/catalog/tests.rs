@@ -2,7 +2,7 @@
 //! of every codec, key order, hardened decoders, and the error messages.
 
 use super::*;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use proptest::prelude::*;
 use std::cmp::Ordering;
 
@@ -24,6 +24,7 @@ fn sbtest() -> TableDef {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -46,6 +47,7 @@ fn table(cols: Vec<Column>) -> TableDef {
         columns: cols,
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -409,6 +411,7 @@ fn check_row_errors_name_the_column() {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     };
     def.validate().unwrap();
     let ok = vec![Value::Integer(1), Value::text("ab"), Value::Null, ts(1)];
@@ -654,6 +657,435 @@ fn decoders_refuse_what_is_not_modelled() {
 }
 
 // ---------------------------------------------------------------------------------------
+// The types for TPC-C, TPC-H and system-versioned tables.
+
+fn dec(s: &str) -> Value {
+    Value::Decimal(s.parse().unwrap())
+}
+
+fn date(y: i64, m: i64, d: i64) -> Value {
+    Value::Date(super::datetime::pg_days_of_ymd(y, m, d) as i32)
+}
+
+/// Microseconds since 2000-01-01 of a date and time.
+fn at(y: i64, m: i64, d: i64, h: i64, mi: i64, s: i64, us: i64) -> Value {
+    let days = super::datetime::pg_days_of_ymd(y, m, d);
+    Value::Timestamp(days * USECS_PER_DAY + ((h * 60 + mi) * 60 + s) * USECS_PER_SEC + us)
+}
+
+/// `(id INT, a SMALLINT, b TINYINT, c DATE, d TIMESTAMP(6), e DECIMAL(12,2), f TEXT,
+/// g DATETIME(6))`, all NOT NULL.
+fn typed_table() -> TableDef {
+    table(vec![
+        Column::not_null("id", ColumnType::Integer),
+        Column::not_null("a", ColumnType::SmallInt),
+        Column::not_null("b", ColumnType::TinyInt),
+        Column::not_null("c", ColumnType::Date),
+        Column::not_null("d", ColumnType::Timestamp6),
+        Column::not_null(
+            "e",
+            ColumnType::Decimal {
+                precision: 12,
+                scale: 2,
+            },
+        ),
+        Column::not_null("f", ColumnType::Text),
+        Column::not_null("g", ColumnType::DateTime6),
+    ])
+}
+
+fn typed_row() -> Row {
+    vec![
+        Value::Integer(1),
+        Value::SmallInt(-2),
+        Value::TinyInt(3),
+        date(2000, 1, 1),
+        at(2000, 1, 1, 0, 0, 0, 500_000),
+        dec("1234.5"),
+        Value::text("abc"),
+        at(2000, 1, 1, 0, 0, 0, 1),
+    ]
+}
+
+#[test]
+fn new_types_in_postgres_heap_take_typlen_and_typalign() {
+    // pg_type.dat: int2 typlen 2 align s; date typlen 4 align i; timestamp typlen 8 align d;
+    // numeric and text typlen -1 (varlena) align i, 1-byte header when short.
+    let def = typed_table();
+    let row = typed_row();
+    def.check_row(&row).unwrap();
+    let t = encode_heap(&def, &row);
+    let d = &t.data;
+    assert_eq!(d[0..4], 1i32.to_le_bytes()); // id
+    assert_eq!(d[4..6], (-2i16).to_le_bytes()); // smallint
+    assert_eq!(d[6..8], 3i16.to_le_bytes()); // tinyint stored as int2
+    assert_eq!(d[8..12], 0i32.to_le_bytes()); // date 2000-01-01 = day 0
+    assert_eq!(d[12..16], [0; 4]); // padding to 8
+    assert_eq!(d[16..24], 500_000i64.to_le_bytes()); // timestamp(6), µs
+                                                     // numeric(12,2) 1234.50: NumericShort header 0x8000 | 2 << 7, digits 1234, 5000.
+    assert_eq!(d[24..31], [0x0F, 0x00, 0x81, 0xD2, 0x04, 0x88, 0x13]);
+    assert_eq!(d[31..35], [0x09, b'a', b'b', b'c']); // text, 1-byte header (1+3)<<1|1
+    assert_eq!(d[35..40], [0; 5]); // padding to 8
+    assert_eq!(d[40..48], 1i64.to_le_bytes()); // datetime(6) is timestamp(6) in PostgreSQL
+    assert_eq!(d.len(), 48);
+    let back = decode_heap(&def, None, d).unwrap();
+    assert_eq!(back, def.normalize_row(&row));
+    assert_eq!(back[5], dec("1234.50"));
+
+    // Numeric sizes: 3 + 2 per base-10000 digit; zero has no digits; a negative fraction
+    // has a negative weight.
+    let one = |ty: ColumnType, v: Value| {
+        let def = table(vec![
+            Column::not_null("id", ColumnType::Integer),
+            Column::not_null("x", ty),
+        ]);
+        let t = encode_heap(&def, &vec![Value::Integer(0), v.clone()]);
+        let back = decode_heap(&def, None, &t.data).unwrap();
+        assert_eq!(back[1], def.normalize_row(&vec![Value::Integer(0), v])[1]);
+        t.data[4..].to_vec()
+    };
+    let n = |p, s| ColumnType::Decimal {
+        precision: p,
+        scale: s,
+    };
+    assert_eq!(one(n(10, 2), dec("0")), [0x07, 0x00, 0x81]);
+    assert_eq!(one(n(4, 2), dec("-0.05")), [0x0B, 0x7F, 0xA1, 0xF4, 0x01]);
+    assert_eq!(one(n(15, 2), dec("1234567890123.45")).len(), 3 + 2 * 5);
+    assert_eq!(one(n(5, 0), dec("10000")), [0x0B, 0x01, 0x80, 0x01, 0x00]);
+    assert_eq!(one(n(65, 30), dec("1.5")).len(), 3 + 2 * 2);
+    assert_eq!(
+        one(ColumnType::TinyInt, Value::TinyInt(-128)),
+        (-128i16).to_le_bytes()
+    );
+    // A long text takes the 4-byte header, aligned to 4.
+    let long = "x".repeat(200);
+    let v = one(ColumnType::Text, Value::text(long.clone()));
+    assert_eq!(v[..4], ((204u32) << 2).to_le_bytes());
+    assert_eq!(v.len(), 204);
+}
+
+#[test]
+fn new_types_in_innodb_compact_take_mariadb_sizes() {
+    // MariaDB "Data Type Storage Requirements": TINYINT 1, SMALLINT 2, DATE 3,
+    // TIMESTAMP(6) 4 + 3, DATETIME(6) 5 + 3, DECIMAL 4 bytes per 9 digits + leftovers.
+    let def = typed_table();
+    let row = typed_row();
+    let rec = encode_compact(&def, &row, 5, 6).unwrap();
+    // Header byte, 1 length byte (f), then a 2, b 1, c 3, d 7, e 6, f 3, g 8 (id is the key)
+    // and DB_TRX_ID, DB_ROLL_PTR right after the key.
+    assert_eq!(rec.len(), 1 + 1 + 6 + 7 + 2 + 1 + 3 + 7 + 6 + 3 + 8);
+    assert_eq!(rec[1], 3); // length of f
+    let f = &rec[2 + 13..];
+    assert_eq!(f[0..2], [0x7F, 0xFE]); // -2, big-endian, sign bit flipped
+    assert_eq!(f[2], 0x83); // 3
+    assert_eq!(f[3..6], [0x8F, 0xA0, 0x21]); // 2000-01-01: 1 + 1*32 + 2000*512, signed
+    assert_eq!(f[6..13], [0x38, 0x6D, 0x43, 0x80, 0x07, 0xA1, 0x20]); // 946684800 s, 500000 µs
+    assert_eq!(f[13..19], [0x80, 0x00, 0x00, 0x04, 0xD2, 0x32]); // decimal2bin 1234.50
+    assert_eq!(&f[19..22], b"abc");
+    assert_eq!(f[22..30], [0x99, 0x64, 0x42, 0x00, 0x00, 0x00, 0x00, 0x01]); // packed datetime
+    let key = key_of(&def, &def.primary_key, &row).unwrap();
+    let r = decode_compact_record(&def, &key, &rec).unwrap();
+    assert_eq!(r.row, def.normalize_row(&row));
+    assert_eq!(
+        compact_clustered_record_bytes(&def, &row).unwrap(),
+        rec.len() - 1 + 5 + 4
+    );
+    for (ty, bytes) in [
+        (ColumnType::TinyInt, 1),
+        (ColumnType::SmallInt, 2),
+        (ColumnType::Date, 3),
+        (ColumnType::Timestamp6, 7),
+        (ColumnType::DateTime6, 8),
+        (
+            ColumnType::Decimal {
+                precision: 15,
+                scale: 2,
+            },
+            7,
+        ),
+        (
+            ColumnType::Decimal {
+                precision: 65,
+                scale: 30,
+            },
+            30,
+        ),
+    ] {
+        assert_eq!(ty.mariadb_max_bytes(), bytes, "{ty}");
+    }
+    // strings/decimal.c's own example, through a record.
+    let def = table(vec![
+        Column::not_null("id", ColumnType::Integer),
+        Column::not_null(
+            "x",
+            ColumnType::Decimal {
+                precision: 14,
+                scale: 4,
+            },
+        ),
+    ]);
+    let rec = encode_compact(
+        &def,
+        &vec![Value::Integer(1), dec("-1234567890.1234")],
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(rec[1 + 13..], [0x7E, 0xF2, 0x04, 0xC7, 0x2D, 0xFB, 0x2D]);
+    // TEXT takes a 2-byte length from 128 bytes on (DATA_BLOB).
+    let def = table(vec![
+        Column::not_null("id", ColumnType::Integer),
+        Column::not_null("t", ColumnType::Text),
+    ]);
+    let rec = encode_compact(
+        &def,
+        &vec![Value::Integer(1), Value::text("y".repeat(130))],
+        0,
+        0,
+    )
+    .unwrap();
+    assert_eq!(rec[1..3], [0x80, 130]);
+    assert_eq!(rec.len(), 1 + 2 + 13 + 130);
+}
+
+#[test]
+fn new_types_round_trip_through_delta_and_key() {
+    let def = typed_table();
+    let old = typed_row();
+    let mut new = old.clone();
+    new[1] = Value::SmallInt(i16::MAX);
+    new[5] = dec("-9999999999.99");
+    new[7] = at(9999, 12, 31, 23, 59, 59, 999_999);
+    let delta = encode_delta(&def, &old, &[1, 5, 7]);
+    let mut row = new.clone();
+    assert_eq!(apply_delta(&def, &mut row, &delta).unwrap(), vec![1, 5, 7]);
+    assert_eq!(row, def.normalize_row(&old));
+
+    let kc = |ty| KeyColumn::not_null(ty);
+    let types = [
+        kc(ColumnType::TinyInt),
+        kc(ColumnType::SmallInt),
+        kc(ColumnType::Date),
+        kc(ColumnType::Decimal {
+            precision: 12,
+            scale: 2,
+        }),
+        kc(ColumnType::DateTime6),
+        kc(ColumnType::Text),
+    ];
+    let k = |b: i8, a: i16, c: Value, e: &str, g: Value, t: &str| {
+        let mut out = Vec::new();
+        let vals = vec![
+            Value::TinyInt(b),
+            Value::SmallInt(a),
+            c,
+            dec(e),
+            g,
+            Value::text(t),
+        ];
+        encode_key(&types, &vals, &mut out).unwrap();
+        assert_eq!(
+            decode_key(&types, &out).unwrap()[3],
+            super::value::normalize_value(types[3].ty, &vals[3])
+        );
+        out
+    };
+    let t0 = at(2020, 1, 1, 0, 0, 0, 0);
+    let base = k(0, 0, date(2020, 1, 1), "1.00", t0.clone(), "a");
+    assert!(k(-1, 9, date(2030, 1, 1), "9", t0.clone(), "z") < base);
+    assert!(k(0, -1, date(2030, 1, 1), "9", t0.clone(), "z") < base);
+    assert!(k(0, 0, date(2019, 12, 31), "9", t0.clone(), "z") < base);
+    assert!(k(0, 0, date(2020, 1, 1), "0.99", t0.clone(), "z") < base);
+    assert!(k(0, 0, date(2020, 1, 1), "-5", t0.clone(), "z") < base);
+    assert_eq!(k(0, 0, date(2020, 1, 1), "1", t0.clone(), "a"), base);
+    assert!(
+        k(
+            0,
+            0,
+            date(2020, 1, 1),
+            "1",
+            at(2019, 12, 31, 23, 59, 59, 999_999),
+            "z"
+        ) < base
+    );
+    assert!(k(0, 0, date(2020, 1, 1), "1", t0.clone(), "") < base);
+    assert!(k(0, 0, date(2020, 1, 1), "1", t0, "b") > base);
+    // A decimal key must fit its column.
+    let mut out = Vec::new();
+    let e = encode_key(&types[3..4], &[dec("1.234")], &mut out).unwrap_err();
+    assert!(e.to_string().contains("fraction digits"), "{e}");
+}
+
+#[test]
+fn new_types_refuse_values_outside_both_engines_domain() {
+    let def = typed_table();
+    let bad = |c: usize, v: Value, words: &str| {
+        let mut row = typed_row();
+        row[c] = v;
+        let m = def.check_row(&row).unwrap_err().to_string();
+        let name = &def.columns[c].name;
+        assert!(m.contains(&format!("column \"{name}\"")), "{m}");
+        assert!(m.contains(words), "{m}");
+        // The InnoDB encoder refuses it too (it checks values itself), except a row
+        // InnoDB could store and only PostgreSQL would TOAST.
+        if !words.contains("TOAST") {
+            assert!(encode_compact(&def, &row, 0, 0).is_err());
+        }
+    };
+    bad(1, Value::Integer(5), "expected smallint");
+    bad(3, date(999, 12, 31), "outside the DATE range");
+    bad(3, date(10000, 1, 1), "outside the DATE range");
+    bad(4, at(1970, 1, 1, 0, 0, 0, 999_999), "TIMESTAMP(6) range");
+    bad(4, at(2038, 1, 19, 3, 14, 8, 0), "TIMESTAMP(6) range");
+    bad(5, dec("12345678901.5"), "integer digits");
+    bad(5, dec("1.555"), "fraction digits");
+    bad(6, Value::text("a\0b"), "NUL");
+    bad(6, Value::text("x".repeat(MAX_TEXT_BYTES + 1)), "TEXT limit");
+    bad(6, Value::text("x".repeat(2100)), "TOAST");
+    bad(7, at(999, 12, 31, 23, 59, 59, 999_999), "DATETIME range");
+    bad(7, Value::Timestamp(i64::MAX), "DATETIME range");
+    // The edges of the domain are accepted.
+    let mut row = typed_row();
+    row[3] = date(1000, 1, 1);
+    row[4] = at(2038, 1, 19, 3, 14, 7, 999_999);
+    row[5] = dec("-9999999999.99");
+    row[6] = Value::text("x".repeat(1900));
+    row[7] = at(1000, 1, 1, 0, 0, 0, 0);
+    def.check_row(&row).unwrap();
+    let t = encode_heap(&def, &row);
+    assert!(t.tuple_bytes() <= TOAST_TUPLE_THRESHOLD);
+    assert_eq!(
+        decode_heap(&def, None, &t.data).unwrap(),
+        def.normalize_row(&row)
+    );
+    let rec = encode_compact(&def, &row, 0, 0).unwrap();
+    let key = key_of(&def, &def.primary_key, &row).unwrap();
+    assert_eq!(
+        decode_compact(&def, &key, &rec).unwrap().0,
+        def.normalize_row(&row)
+    );
+}
+
+#[test]
+fn new_types_validate_and_print() {
+    let with = |ty: ColumnType| {
+        table(vec![
+            Column::not_null("id", ColumnType::Integer),
+            Column::not_null("x", ty),
+        ])
+    };
+    for (p, s) in [(0u8, 0u8), (66, 0), (10, 11), (40, 39)] {
+        let ty = ColumnType::Decimal {
+            precision: p,
+            scale: s,
+        };
+        let m = with(ty).validate().unwrap_err().to_string();
+        assert!(m.contains("column \"x\"") && m.contains("precision"), "{m}");
+    }
+    with(ColumnType::Decimal {
+        precision: 65,
+        scale: 30,
+    })
+    .validate()
+    .unwrap();
+    // TEXT counts its pack length in MariaDB's row size, and is never a key column.
+    let mut def = with(ColumnType::Text);
+    def.validate().unwrap();
+    def.indexes.push(IndexDef {
+        name: "ix".into(),
+        columns: vec![1],
+        unique: false,
+    });
+    let m = def.validate().unwrap_err().to_string();
+    assert!(m.contains("TEXT") && m.contains("\"x\""), "{m}");
+
+    let names: Vec<(String, String, String)> = [
+        ColumnType::TinyInt,
+        ColumnType::SmallInt,
+        ColumnType::Decimal {
+            precision: 15,
+            scale: 2,
+        },
+        ColumnType::Date,
+        ColumnType::Timestamp6,
+        ColumnType::DateTime6,
+        ColumnType::Text,
+        ColumnType::Timestamp,
+        ColumnType::Integer,
+    ]
+    .iter()
+    .map(|t| (t.to_string(), t.postgres_sql(), t.mariadb_sql()))
+    .collect();
+    let expect = [
+        ("tinyint", "smallint", "TINYINT"),
+        ("smallint", "smallint", "SMALLINT"),
+        ("decimal(15,2)", "numeric(15,2)", "DECIMAL(15,2)"),
+        ("date", "date", "DATE"),
+        ("timestamp(6)", "timestamp(6)", "TIMESTAMP(6)"),
+        ("datetime(6)", "timestamp(6)", "DATETIME(6)"),
+        ("text", "text", "TEXT"),
+        ("timestamp", "timestamp(0)", "TIMESTAMP"),
+        ("integer", "integer", "INT"),
+    ];
+    for (got, want) in names.iter().zip(expect) {
+        assert_eq!((got.0.as_str(), got.1.as_str(), got.2.as_str()), want);
+    }
+    assert_eq!(dec("-12.5").to_string(), "-12.5");
+    assert_eq!(date(2024, 2, 29).to_string(), "'2024-02-29'");
+    assert_eq!(
+        at(2024, 2, 29, 13, 5, 9, 120).to_string(),
+        "'2024-02-29 13:05:09.00012'"
+    );
+    assert_eq!(Value::TinyInt(-7).to_string(), "-7");
+    assert_eq!(Value::SmallInt(300).to_string(), "300");
+}
+
+#[test]
+fn foreign_keys_are_declared_and_shape_checked() {
+    let mut def = typed_table();
+    def.name = "orders".into();
+    def.foreign_keys.push(ForeignKeyDef {
+        name: "fk_customer".into(),
+        columns: vec![1, 2],
+        referenced_table: "customer".into(),
+        referenced_columns: vec!["c_w_id".into(), "c_id".into()],
+    });
+    def.validate().unwrap();
+    // Serialized and back; a catalog written without the field decodes with none.
+    let json = serde_json::to_string(&def).unwrap();
+    assert_eq!(serde_json::from_str::<TableDef>(&json).unwrap(), def);
+    let mut old: serde_json::Value = serde_json::to_value(sbtest()).unwrap();
+    old.as_object_mut().unwrap().remove("foreign_keys");
+    let back: TableDef = serde_json::from_value(old).unwrap();
+    assert_eq!(back, sbtest());
+    assert!(back.foreign_keys.is_empty());
+
+    let broken = |f: &dyn Fn(&mut ForeignKeyDef), words: &str| {
+        let mut d = def.clone();
+        f(&mut d.foreign_keys[0]);
+        let m = d.validate().unwrap_err().to_string();
+        assert!(
+            m.contains("fk_customer") || m.contains("foreign key"),
+            "{m}"
+        );
+        assert!(m.contains(words), "{m}");
+    };
+    broken(
+        &|fk| fk.referenced_columns.pop().map(drop).unwrap_or(()),
+        "disagree",
+    );
+    broken(&|fk| fk.columns[1] = 99, "column position 99");
+    broken(&|fk| fk.columns[1] = 1, "twice");
+    broken(&|fk| fk.columns.clear(), "no columns");
+    broken(&|fk| fk.referenced_table.clear(), "empty name");
+    let mut d = def.clone();
+    d.foreign_keys.push(d.foreign_keys[0].clone());
+    assert!(d.validate().unwrap_err().to_string().contains("used twice"));
+    // Not enforced: a row is checked against its own table only.
+    def.check_row(&typed_row()).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
 // Property tests.
 
 fn arb_type() -> impl Strategy<Value = ColumnType> {
@@ -665,7 +1097,52 @@ fn arb_type() -> impl Strategy<Value = ColumnType> {
         (100u16..=255).prop_map(ColumnType::Char),
         (1u16..=12).prop_map(ColumnType::Varchar),
         (60u16..=380).prop_map(ColumnType::Varchar),
+        Just(ColumnType::TinyInt),
+        Just(ColumnType::SmallInt),
+        Just(ColumnType::Date),
+        Just(ColumnType::Timestamp6),
+        Just(ColumnType::DateTime6),
+        arb_decimal_type(),
+        Just(ColumnType::Text),
     ]
+}
+
+/// DECIMAL(p,s) types: small ones, TPC's, and the largest both engines take.
+fn arb_decimal_type() -> impl Strategy<Value = ColumnType> {
+    prop_oneof![
+        (1u8..=20).prop_flat_map(|p| (Just(p), 0..=p)),
+        Just((12u8, 2u8)),
+        Just((15, 2)),
+        Just((4, 4)),
+        Just((65, 0)),
+        Just((65, 30)),
+        Just((65, 38)),
+    ]
+    .prop_map(|(precision, scale)| ColumnType::Decimal { precision, scale })
+}
+
+/// A decimal that fits DECIMAL(p,s): up to p − s integer digits, up to s fraction digits
+/// (fewer fraction digits than s test the normalization to the column's scale).
+fn arb_decimal(p: u8, s: u8) -> BoxedStrategy<Value> {
+    let int_max = usize::from(p - s);
+    let s_max = usize::from(s);
+    (
+        any::<bool>(),
+        proptest::collection::vec(0u8..=9, 0..=int_max),
+        0..=s_max,
+        proptest::collection::vec(0u8..=9, s_max..=s_max),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(move |(neg, int, scale, frac, nines)| {
+            let digit = |d: &u8| char::from(b'0' + if nines { 9 } else { *d });
+            let int: String = int.iter().map(digit).collect();
+            let frac: String = frac[..scale].iter().map(digit).collect();
+            let all = format!("{int}{frac}");
+            let d = Decimal::new(neg, if all.is_empty() { "0" } else { &all }, scale as u8)
+                .expect("digits");
+            Value::Decimal(d)
+        })
+        .boxed()
 }
 
 /// Characters that stress the codecs: blanks, control characters below the blank, multibyte
@@ -703,7 +1180,32 @@ fn arb_value(ty: ColumnType) -> BoxedStrategy<Value> {
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
             arb_text(n, false).prop_map(Value::Text).boxed()
         }
+        ColumnType::Text => arb_text(150, false).prop_map(Value::Text).boxed(),
+        ColumnType::TinyInt => any::<i8>().prop_map(Value::TinyInt).boxed(),
+        ColumnType::SmallInt => any::<i16>().prop_map(Value::SmallInt).boxed(),
+        ColumnType::Date => {
+            let (lo, hi) = date_days();
+            (lo..=hi).prop_map(Value::Date).boxed()
+        }
+        ColumnType::Timestamp6 => ((MARIADB_TIMESTAMP_MIN_UNIX_SECS - PG_EPOCH_UNIX_SECS)
+            * USECS_PER_SEC
+            ..(MARIADB_TIMESTAMP_MAX_UNIX_SECS + 1 - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC)
+            .prop_map(Value::Timestamp)
+            .boxed(),
+        ColumnType::DateTime6 => {
+            let (lo, hi) = date_days();
+            (i64::from(lo) * USECS_PER_DAY..(i64::from(hi) + 1) * USECS_PER_DAY)
+                .prop_map(Value::Timestamp)
+                .boxed()
+        }
+        ColumnType::Decimal { precision, scale } => arb_decimal(precision, scale),
     }
+}
+
+/// First and last day of the DATE domain, in days since 2000-01-01.
+fn date_days() -> (i32, i32) {
+    let (lo, hi) = super::datetime::date_domain_days();
+    (lo as i32, hi as i32)
 }
 
 /// A value of `ty` for a key: any timestamp, NULL one time in four.
@@ -719,6 +1221,16 @@ fn arb_key_value(col: KeyColumn) -> BoxedStrategy<Value> {
         ColumnType::Char(n) | ColumnType::Varchar(n) => {
             arb_text(n, true).prop_map(Value::Text).boxed()
         }
+        ColumnType::Text => arb_text(12, true).prop_map(Value::Text).boxed(),
+        ColumnType::Date => prop_oneof![any::<i32>(), -2i32..=2]
+            .prop_map(Value::Date)
+            .boxed(),
+        ColumnType::Timestamp6 | ColumnType::DateTime6 => {
+            any::<i64>().prop_map(Value::Timestamp).boxed()
+        }
+        ColumnType::TinyInt => prop_oneof![any::<i8>(), -2i8..=2]
+            .prop_map(Value::TinyInt)
+            .boxed(),
         _ => arb_value(ty),
     };
     if !col.nullable {
@@ -756,6 +1268,30 @@ fn arb_def() -> impl Strategy<Value = TableDef> {
             for &c in &primary_key {
                 columns[c].nullable = false;
             }
+            // TEXT is never a key column (validate refuses it), and a table with TEXT keeps
+            // its rows under PostgreSQL's TOAST threshold: at most two TEXT columns, the
+            // other text columns short.
+            let in_key = |c: usize| {
+                primary_key.contains(&c) || ixs.iter().any(|ix| ix.iter().any(|x| x.index(n) == c))
+            };
+            let mut texts = 0;
+            for (c, col) in columns.iter_mut().enumerate() {
+                if col.ty == ColumnType::Text {
+                    texts += 1;
+                    if in_key(c) || texts > 2 {
+                        col.ty = ColumnType::Varchar(12);
+                    }
+                }
+            }
+            if columns.iter().any(|c| c.ty == ColumnType::Text) {
+                for col in &mut columns {
+                    match col.ty {
+                        ColumnType::Char(m) if m > 12 => col.ty = ColumnType::Char(12),
+                        ColumnType::Varchar(m) if m > 12 => col.ty = ColumnType::Varchar(12),
+                        _ => {}
+                    }
+                }
+            }
             let indexes = ixs
                 .into_iter()
                 .enumerate()
@@ -774,6 +1310,7 @@ fn arb_def() -> impl Strategy<Value = TableDef> {
                 columns,
                 primary_key,
                 indexes,
+                foreign_keys: Vec::new(),
             };
             def.validate().expect("generated definition is valid");
             def
@@ -815,13 +1352,38 @@ fn expected_heap_data_bytes(def: &TableDef, row: &Row) -> usize {
     for (c, v) in def.columns.iter().zip(row) {
         match super::value::normalize_value(c.ty, v) {
             Value::Null => {}
-            Value::Integer(_) => off = off.next_multiple_of(4) + 4,
+            Value::TinyInt(_) | Value::SmallInt(_) => off = off.next_multiple_of(2) + 2,
+            Value::Integer(_) | Value::Date(_) => off = off.next_multiple_of(4) + 4,
             Value::BigInt(_) | Value::Timestamp(_) => off = off.next_multiple_of(8) + 8,
+            // 1-byte varlena header, 2-byte NumericShort header, 2 bytes per NBASE digit.
+            Value::Decimal(d) => off += 3 + 2 * pg_numeric_digits(&d),
             Value::Text(p) if p.len() < 127 => off += 1 + p.len(),
             Value::Text(p) => off = off.next_multiple_of(4) + 4 + p.len(),
         }
     }
     off
+}
+
+/// Base-10000 digits PostgreSQL keeps of a numeric: the decimal digits cut in groups of 4
+/// from the point, zero groups at either end dropped.
+fn pg_numeric_digits(d: &Decimal) -> usize {
+    let int = d.integer_digits();
+    let frac = d.fraction_digits();
+    let mut groups: Vec<String> = Vec::new();
+    let pad = (4 - int.len() % 4) % 4;
+    let int = format!("{}{int}", "0".repeat(pad));
+    for g in int.as_bytes().chunks(4) {
+        groups.push(String::from_utf8(g.to_vec()).unwrap());
+    }
+    let frac = format!("{frac}{}", "0".repeat((4 - frac.len() % 4) % 4));
+    for g in frac.as_bytes().chunks(4) {
+        groups.push(String::from_utf8(g.to_vec()).unwrap());
+    }
+    let nonzero: Vec<usize> = (0..groups.len()).filter(|&i| groups[i] != "0000").collect();
+    match (nonzero.first(), nonzero.last()) {
+        (Some(a), Some(b)) => b - a + 1,
+        _ => 0,
+    }
 }
 
 /// The COMPACT record size by the documented arithmetic, independently of the encoder.
@@ -835,7 +1397,12 @@ fn expected_compact_bytes(def: &TableDef, row: &Row) -> usize {
         let field = match (c.ty, v) {
             (_, Value::Null) => continue,
             (ColumnType::Integer | ColumnType::Timestamp, _) => 4,
-            (ColumnType::BigInt, _) => 8,
+            (ColumnType::BigInt | ColumnType::DateTime6, _) => 8,
+            (ColumnType::TinyInt, _) => 1,
+            (ColumnType::SmallInt, _) => 2,
+            (ColumnType::Date, _) => 3,
+            (ColumnType::Timestamp6, _) => 7,
+            (ColumnType::Decimal { precision, scale }, _) => decimal_bin_size(precision, scale),
             (ColumnType::Char(n), Value::Text(s)) => {
                 s.trim_end_matches(' ').len().max(usize::from(n))
             }
@@ -863,7 +1430,10 @@ fn sql_cmp(types: &[KeyColumn], a: &[Value], b: &[Value]) -> Ordering {
             (Value::Null, Value::Null) => Ordering::Equal,
             (Value::Null, _) => Ordering::Greater,
             (_, Value::Null) => Ordering::Less,
-            (Value::Integer(x), Value::Integer(y)) => x.cmp(y),
+            (Value::Integer(x), Value::Integer(y)) | (Value::Date(x), Value::Date(y)) => x.cmp(y),
+            (Value::TinyInt(x), Value::TinyInt(y)) => x.cmp(y),
+            (Value::SmallInt(x), Value::SmallInt(y)) => x.cmp(y),
+            (Value::Decimal(x), Value::Decimal(y)) => decimal_cmp(x, y),
             (Value::BigInt(x), Value::BigInt(y)) | (Value::Timestamp(x), Value::Timestamp(y)) => {
                 x.cmp(y)
             }
@@ -883,6 +1453,20 @@ fn sql_cmp(types: &[KeyColumn], a: &[Value], b: &[Value]) -> Ordering {
     Ordering::Equal
 }
 
+/// Numeric order of two decimals.
+fn decimal_cmp(x: &Decimal, y: &Decimal) -> Ordering {
+    let scale = x.scale().max(y.scale());
+    let (x, y) = (x.with_scale(scale).unwrap(), y.with_scale(scale).unwrap());
+    let mag = |d: &Decimal| (d.integer_digits().len(), d.to_string().replace('-', ""));
+    let (mx, my) = (mag(&x), mag(&y));
+    match (x.is_negative(), y.is_negative()) {
+        (false, false) => mx.cmp(&my),
+        (true, true) => my.cmp(&mx),
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+    }
+}
+
 fn arb_key_types() -> impl Strategy<Value = Vec<KeyColumn>> {
     proptest::collection::vec(
         (
@@ -892,6 +1476,13 @@ fn arb_key_types() -> impl Strategy<Value = Vec<KeyColumn>> {
                 Just(ColumnType::Timestamp),
                 (1u16..=6).prop_map(ColumnType::Char),
                 (1u16..=6).prop_map(ColumnType::Varchar),
+                Just(ColumnType::TinyInt),
+                Just(ColumnType::SmallInt),
+                Just(ColumnType::Date),
+                Just(ColumnType::Timestamp6),
+                Just(ColumnType::DateTime6),
+                Just(ColumnType::Text),
+                arb_decimal_type(),
             ],
             any::<bool>(),
         )

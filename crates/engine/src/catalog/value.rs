@@ -16,6 +16,8 @@
 //!   manual, "TIMESTAMP"). PostgreSQL's `timestamp(0)` rounds to whole seconds too, so a
 //!   `Timestamp` column is `timestamp(0)` in PostgreSQL and `TIMESTAMP` in MariaDB.
 
+use super::datetime::{civil_from_days, date_domain_days, format_date, USECS_PER_DAY};
+use super::decimal::{decimal_bin_size, Decimal};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -34,6 +36,21 @@ pub const MARIADB_TIMESTAMP_MAX_UNIX_SECS: i64 = i32::MAX as i64;
 pub const UTF8MB4_MAX_BYTES_PER_CHAR: usize = 4;
 
 /// SQL column type. `n` in `Char(n)` / `Varchar(n)` is the maximum length in characters.
+///
+/// Sizes and SQL names in each engine:
+///
+/// | type | PostgreSQL | PostgreSQL heap bytes | MariaDB | InnoDB bytes |
+/// |---|---|---|---|---|
+/// | `TinyInt` | `smallint` (no 1-byte integer; the value range is TINYINT's) | 2, align 2 | `TINYINT` | 1 |
+/// | `SmallInt` | `smallint` (int2) | 2, align 2 | `SMALLINT` | 2 |
+/// | `Integer` | `integer` (int4) | 4, align 4 | `INT` | 4 |
+/// | `BigInt` | `bigint` (int8) | 8, align 8 | `BIGINT` | 8 |
+/// | `Decimal { p, s }` | `numeric(p,s)` | varlena: 1 + 2 + 2 per 4 digits | `DECIMAL(p,s)` | `decimal_bin_size(p, s)` |
+/// | `Date` | `date` (int4 days) | 4, align 4 | `DATE` | 3 |
+/// | `Timestamp` | `timestamp(0)` | 8, align 8 | `TIMESTAMP` | 4 |
+/// | `Timestamp6` | `timestamp(6)` | 8, align 8 | `TIMESTAMP(6)` | 7 |
+/// | `DateTime6` | `timestamp(6)` | 8, align 8 | `DATETIME(6)` | 8 |
+/// | `Char(n)` / `Varchar(n)` / `Text` | `char(n)` / `varchar(n)` / `text` | varlena | `CHAR(n)` / `VARCHAR(n)` / `TEXT` | length bytes + bytes |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ColumnType {
     /// 32-bit signed integer (PostgreSQL `int4`; MariaDB `INT`).
@@ -48,10 +65,42 @@ pub enum ColumnType {
     /// Date and time in whole seconds, without time zone (PostgreSQL `timestamp(0)`;
     /// MariaDB `TIMESTAMP`). See the module doc for the range.
     Timestamp,
+    /// 8-bit signed integer, -128..=127 (MariaDB `TINYINT`, 1 byte). PostgreSQL has no
+    /// 1-byte integer: the column is a `smallint` (int2, 2 bytes) there, holding TINYINT's
+    /// range.
+    TinyInt,
+    /// 16-bit signed integer (PostgreSQL `smallint`, int2; MariaDB `SMALLINT`).
+    SmallInt,
+    /// Exact decimal of `precision` digits, `scale` of them after the point (PostgreSQL
+    /// `numeric(p,s)`; MariaDB `DECIMAL(p,s)`); 1 ≤ p ≤ 65 and 0 ≤ s ≤ min(p, 38), the
+    /// intersection of the two engines' limits.
+    Decimal {
+        /// Total digits (p).
+        precision: u8,
+        /// Fraction digits (s).
+        scale: u8,
+    },
+    /// Calendar date, `1000-01-01` to `9999-12-31` (PostgreSQL `date`; MariaDB `DATE`).
+    Date,
+    /// Date and time in microseconds, in MariaDB's TIMESTAMP range (`1970-01-01
+    /// 00:00:01.000000` .. `2038-01-19 03:14:07.999999` UTC) (PostgreSQL `timestamp(6)`;
+    /// MariaDB `TIMESTAMP(6)`).
+    Timestamp6,
+    /// Date and time in microseconds, `1000-01-01 00:00:00` to `9999-12-31
+    /// 23:59:59.999999` (PostgreSQL `timestamp(6)`; MariaDB `DATETIME(6)`).
+    DateTime6,
+    /// Text without a declared length: at most 65,535 bytes (MariaDB `TEXT`; PostgreSQL
+    /// `text`), stored inline (see [`TableDef::check_row`](super::TableDef::check_row) for
+    /// the row-size limits that keep TOAST and off-page storage out).
+    Text,
 }
 
+/// Longest TEXT value in bytes (MariaDB `TEXT`: L < 2^16).
+pub const MAX_TEXT_BYTES: usize = 65_535;
+
 impl ColumnType {
-    /// Maximum length in characters of a text type; `None` for the others.
+    /// Maximum length in characters of a CHAR or VARCHAR type; `None` for the others
+    /// (TEXT is limited in bytes, [`MAX_TEXT_BYTES`]).
     pub fn max_chars(self) -> Option<u16> {
         match self {
             ColumnType::Char(n) | ColumnType::Varchar(n) => Some(n),
@@ -61,19 +110,62 @@ impl ColumnType {
 
     /// Whether values of this type are [`Value::Text`].
     pub fn is_text(self) -> bool {
-        self.max_chars().is_some()
+        self.max_chars().is_some() || self == ColumnType::Text
     }
 
     /// Maximum bytes of a value in MariaDB/InnoDB (the dictionary column length `col->len`:
-    /// INT 4, BIGINT 8, TIMESTAMP 4, CHAR(n)/VARCHAR(n) n × 4 in utf8mb4).
+    /// TINYINT 1, SMALLINT 2, INT 4, BIGINT 8, DATE 3, TIMESTAMP 4, TIMESTAMP(6) 7,
+    /// DATETIME(6) 8, DECIMAL(p,s) `decimal_bin_size`, CHAR(n)/VARCHAR(n) n × 4 in utf8mb4,
+    /// TEXT 65,535).
     pub fn mariadb_max_bytes(self) -> usize {
         match self {
+            ColumnType::TinyInt => 1,
+            ColumnType::SmallInt => 2,
             ColumnType::Integer => 4,
             ColumnType::BigInt => 8,
+            ColumnType::Date => 3,
             ColumnType::Timestamp => 4,
+            ColumnType::Timestamp6 => 7,
+            ColumnType::DateTime6 => 8,
+            ColumnType::Decimal { precision, scale } => decimal_bin_size(precision, scale),
             ColumnType::Char(n) | ColumnType::Varchar(n) => {
                 usize::from(n) * UTF8MB4_MAX_BYTES_PER_CHAR
             }
+            ColumnType::Text => MAX_TEXT_BYTES,
+        }
+    }
+
+    /// The type's name in PostgreSQL DDL (`smallint` for TINYINT, which PostgreSQL lacks).
+    pub fn postgres_sql(self) -> String {
+        match self {
+            ColumnType::TinyInt | ColumnType::SmallInt => "smallint".into(),
+            ColumnType::Integer => "integer".into(),
+            ColumnType::BigInt => "bigint".into(),
+            ColumnType::Decimal { precision, scale } => format!("numeric({precision},{scale})"),
+            ColumnType::Date => "date".into(),
+            ColumnType::Timestamp => "timestamp(0)".into(),
+            ColumnType::Timestamp6 | ColumnType::DateTime6 => "timestamp(6)".into(),
+            ColumnType::Char(n) => format!("char({n})"),
+            ColumnType::Varchar(n) => format!("varchar({n})"),
+            ColumnType::Text => "text".into(),
+        }
+    }
+
+    /// The type's name in MariaDB DDL.
+    pub fn mariadb_sql(self) -> String {
+        match self {
+            ColumnType::TinyInt => "TINYINT".into(),
+            ColumnType::SmallInt => "SMALLINT".into(),
+            ColumnType::Integer => "INT".into(),
+            ColumnType::BigInt => "BIGINT".into(),
+            ColumnType::Decimal { precision, scale } => format!("DECIMAL({precision},{scale})"),
+            ColumnType::Date => "DATE".into(),
+            ColumnType::Timestamp => "TIMESTAMP".into(),
+            ColumnType::Timestamp6 => "TIMESTAMP(6)".into(),
+            ColumnType::DateTime6 => "DATETIME(6)".into(),
+            ColumnType::Char(n) => format!("CHAR({n})"),
+            ColumnType::Varchar(n) => format!("VARCHAR({n})"),
+            ColumnType::Text => "TEXT".into(),
         }
     }
 }
@@ -86,6 +178,13 @@ impl fmt::Display for ColumnType {
             ColumnType::Char(n) => write!(f, "char({n})"),
             ColumnType::Varchar(n) => write!(f, "varchar({n})"),
             ColumnType::Timestamp => f.write_str("timestamp"),
+            ColumnType::TinyInt => f.write_str("tinyint"),
+            ColumnType::SmallInt => f.write_str("smallint"),
+            ColumnType::Decimal { precision, scale } => write!(f, "decimal({precision},{scale})"),
+            ColumnType::Date => f.write_str("date"),
+            ColumnType::Timestamp6 => f.write_str("timestamp(6)"),
+            ColumnType::DateTime6 => f.write_str("datetime(6)"),
+            ColumnType::Text => f.write_str("text"),
         }
     }
 }
@@ -99,11 +198,22 @@ pub enum Value {
     Integer(i32),
     /// Value of a [`ColumnType::BigInt`] column.
     BigInt(i64),
-    /// Value of a [`ColumnType::Char`] or [`ColumnType::Varchar`] column.
+    /// Value of a [`ColumnType::Char`], [`ColumnType::Varchar`] or [`ColumnType::Text`]
+    /// column.
     Text(String),
-    /// Value of a [`ColumnType::Timestamp`] column: microseconds since 2000-01-01 00:00:00
-    /// (PostgreSQL's epoch and unit, `Timestamp` in datatype/timestamp.h).
+    /// Value of a [`ColumnType::Timestamp`], [`ColumnType::Timestamp6`] or
+    /// [`ColumnType::DateTime6`] column: microseconds since 2000-01-01 00:00:00
+    /// (PostgreSQL's epoch and unit, `Timestamp` in datatype/timestamp.h; the column type
+    /// decides the range).
     Timestamp(i64),
+    /// Value of a [`ColumnType::TinyInt`] column.
+    TinyInt(i8),
+    /// Value of a [`ColumnType::SmallInt`] column.
+    SmallInt(i16),
+    /// Value of a [`ColumnType::Decimal`] column.
+    Decimal(Decimal),
+    /// Value of a [`ColumnType::Date`] column: days since 2000-01-01 (PostgreSQL `DateADT`).
+    Date(i32),
 }
 
 impl Value {
@@ -126,7 +236,7 @@ impl Value {
     }
 
     /// Name of the value's kind, for messages: `NULL`, `integer`, `bigint`, `text`,
-    /// `timestamp`.
+    /// `timestamp`, `tinyint`, `smallint`, `decimal`, `date`.
     pub fn kind_name(&self) -> &'static str {
         match self {
             Value::Null => "NULL",
@@ -134,6 +244,10 @@ impl Value {
             Value::BigInt(_) => "bigint",
             Value::Text(_) => "text",
             Value::Timestamp(_) => "timestamp",
+            Value::TinyInt(_) => "tinyint",
+            Value::SmallInt(_) => "smallint",
+            Value::Decimal(_) => "decimal",
+            Value::Date(_) => "date",
         }
     }
 
@@ -144,14 +258,25 @@ impl Value {
             (_, Value::Null)
                 | (ColumnType::Integer, Value::Integer(_))
                 | (ColumnType::BigInt, Value::BigInt(_))
-                | (ColumnType::Char(_) | ColumnType::Varchar(_), Value::Text(_))
-                | (ColumnType::Timestamp, Value::Timestamp(_))
+                | (
+                    ColumnType::Char(_) | ColumnType::Varchar(_) | ColumnType::Text,
+                    Value::Text(_)
+                )
+                | (
+                    ColumnType::Timestamp | ColumnType::Timestamp6 | ColumnType::DateTime6,
+                    Value::Timestamp(_)
+                )
+                | (ColumnType::TinyInt, Value::TinyInt(_))
+                | (ColumnType::SmallInt, Value::SmallInt(_))
+                | (ColumnType::Decimal { .. }, Value::Decimal(_))
+                | (ColumnType::Date, Value::Date(_))
         )
     }
 }
 
-/// Prints like `psql` would: numbers plainly, text quoted with `'` (doubled inside),
-/// timestamps as `'2000-01-01 00:00:00'`, NULL as `NULL`.
+/// Prints like `psql` would: numbers plainly (decimals with their scale, `-12.50`), text
+/// quoted with `'` (doubled inside), timestamps as `'2000-01-01 00:00:00'`, dates as
+/// `'2000-01-01'`, NULL as `NULL`.
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -160,6 +285,10 @@ impl fmt::Display for Value {
             Value::BigInt(v) => write!(f, "{v}"),
             Value::Text(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Value::Timestamp(us) => write!(f, "'{}'", format_timestamp(*us)),
+            Value::TinyInt(v) => write!(f, "{v}"),
+            Value::SmallInt(v) => write!(f, "{v}"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Date(days) => write!(f, "'{}'", format_date(*days)),
         }
     }
 }
@@ -194,21 +323,6 @@ pub fn format_timestamp(us: i64) -> String {
     s
 }
 
-/// Proleptic Gregorian (year, month, day) of `z` days since 1970-01-01
-/// (Howard Hinnant, "chrono-Compatible Low-Level Date Algorithms", `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// Whether `us` (microseconds since 2000-01-01) is a whole second inside MariaDB's
 /// `TIMESTAMP` range (see the module doc).
 pub fn timestamp_in_domain(us: i64) -> bool {
@@ -218,10 +332,32 @@ pub fn timestamp_in_domain(us: i64) -> bool {
     }
 }
 
-/// Checks a non-NULL or NULL value against a column type: kind and length in characters;
-/// if `row_domain`, also the rules only stored rows follow (no NUL in text, timestamps in
-/// the domain; keys may hold any value of their kind). Returns the problem in words (without
-/// the column name, which the caller adds). Nullability is the caller's business.
+/// Whether `us` (microseconds since 2000-01-01) is inside MariaDB's `TIMESTAMP(6)` range,
+/// `1970-01-01 00:00:01.000000` .. `2038-01-19 03:14:07.999999` UTC (MariaDB 10.11).
+pub fn timestamp6_in_domain(us: i64) -> bool {
+    let unix = us.div_euclid(USECS_PER_SEC) + PG_EPOCH_UNIX_SECS;
+    (MARIADB_TIMESTAMP_MIN_UNIX_SECS..=MARIADB_TIMESTAMP_MAX_UNIX_SECS).contains(&unix)
+}
+
+/// Whether `us` (microseconds since 2000-01-01) is inside the `DATETIME(6)` range both
+/// engines accept, `1000-01-01 00:00:00` .. `9999-12-31 23:59:59.999999`.
+pub fn datetime6_in_domain(us: i64) -> bool {
+    let (lo, hi) = date_domain_days();
+    (lo * USECS_PER_DAY..(hi + 1) * USECS_PER_DAY).contains(&us)
+}
+
+/// Whether `days` (since 2000-01-01) is inside the `DATE` range both engines accept,
+/// `1000-01-01` .. `9999-12-31`.
+pub fn date_in_domain(days: i32) -> bool {
+    let (lo, hi) = date_domain_days();
+    (lo..=hi).contains(&i64::from(days))
+}
+
+/// Checks a non-NULL or NULL value against a column type: kind, length in characters and
+/// DECIMAL digits; if `row_domain`, also the rules only stored rows follow (no NUL in text,
+/// TEXT at most [`MAX_TEXT_BYTES`], dates and timestamps in the domain; keys may hold any
+/// value of their kind). Returns the problem in words (without the column name, which the
+/// caller adds). Nullability is the caller's business.
 pub(crate) fn check_value(
     ty: ColumnType,
     v: &Value,
@@ -245,6 +381,18 @@ pub(crate) fn check_value(
                 return Err(NUL_IN_TEXT.into());
             }
         }
+        (ColumnType::Text, Value::Text(s)) => {
+            if s.len() > MAX_TEXT_BYTES {
+                return Err(format!(
+                    "text of {} bytes is longer than MariaDB's TEXT limit of {MAX_TEXT_BYTES} \
+                     bytes (Data too long)",
+                    s.len()
+                ));
+            }
+            if row_domain && s.as_bytes().contains(&0) {
+                return Err(NUL_IN_TEXT.into());
+            }
+        }
         (ColumnType::Timestamp, Value::Timestamp(us)) if row_domain => {
             if us % USECS_PER_SEC != 0 {
                 return Err(format!(
@@ -260,6 +408,33 @@ pub(crate) fn check_value(
                     format_timestamp(*us)
                 ));
             }
+        }
+        (ColumnType::Timestamp6, Value::Timestamp(us))
+            if row_domain && !timestamp6_in_domain(*us) =>
+        {
+            return Err(format!(
+                "timestamp '{}' is outside MariaDB's TIMESTAMP(6) range \
+                 '1970-01-01 00:00:01' .. '2038-01-19 03:14:07.999999' UTC",
+                format_timestamp(*us)
+            ));
+        }
+        (ColumnType::DateTime6, Value::Timestamp(us))
+            if row_domain && !datetime6_in_domain(*us) =>
+        {
+            return Err(format!(
+                "datetime '{}' is outside the DATETIME range \
+                 '1000-01-01 00:00:00' .. '9999-12-31 23:59:59.999999'",
+                format_timestamp(*us)
+            ));
+        }
+        (ColumnType::Date, Value::Date(days)) if row_domain && !date_in_domain(*days) => {
+            return Err(format!(
+                "date '{}' is outside the DATE range '1000-01-01' .. '9999-12-31'",
+                format_date(*days)
+            ));
+        }
+        (ColumnType::Decimal { precision, scale }, Value::Decimal(d)) => {
+            d.check_fits(precision, scale)?;
         }
         _ => {}
     }
@@ -290,11 +465,15 @@ pub(crate) fn pad_char(s: &str, n: u16) -> String {
     out
 }
 
-/// The value as it is stored: CHAR(n) text blank-padded to `n` characters; anything else
-/// unchanged.
+/// The value as it is stored: CHAR(n) text blank-padded to `n` characters; a DECIMAL
+/// with the column's scale (trailing zeros added, as both engines store it; a value with
+/// more fraction digits is left as is, and refused by the checks); anything else unchanged.
 pub(crate) fn normalize_value(ty: ColumnType, v: &Value) -> Value {
     match (ty, v) {
         (ColumnType::Char(n), Value::Text(s)) => Value::Text(pad_char(s, n)),
+        (ColumnType::Decimal { scale, .. }, Value::Decimal(d)) => {
+            Value::Decimal(d.with_scale(scale).unwrap_or_else(|| d.clone()))
+        }
         _ => v.clone(),
     }
 }

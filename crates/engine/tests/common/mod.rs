@@ -69,6 +69,7 @@ pub fn accounts_def() -> TableDef {
             columns: vec![2],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     }
 }
 

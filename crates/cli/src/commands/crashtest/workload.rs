@@ -32,6 +32,7 @@ pub(super) fn table_defs() -> [TableDef; 3] {
         ],
         primary_key: vec![0],
         indexes: vec![],
+        foreign_keys: Vec::new(),
     };
     let transfers = TableDef {
         name: "transfers".into(),
@@ -47,6 +48,7 @@ pub(super) fn table_defs() -> [TableDef; 3] {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     };
     let counters = TableDef {
         name: "counters".into(),
@@ -61,6 +63,7 @@ pub(super) fn table_defs() -> [TableDef; 3] {
             columns: vec![1],
             unique: false,
         }],
+        foreign_keys: Vec::new(),
     };
     [accounts, transfers, counters]
 }
