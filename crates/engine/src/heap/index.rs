@@ -30,6 +30,7 @@ use std::sync::atomic::Ordering;
 const BUILD_LEAF_FILL_PCT: u8 = 90;
 /// Internal page fill of a sorted index build (nbtree.h BTREE_NONLEAF_FILLFACTOR).
 const BUILD_INTERNAL_FILL_PCT: u8 = 70;
+/// Index entries a batched scan collects before it reads their heap pages.
 const SCAN_BATCH: usize = 256;
 
 /// The removal horizon of one statement's index scan, computed when first needed
@@ -58,6 +59,7 @@ impl<'a> Horizon<'a> {
     }
 }
 
+/// The TID at the end of index key `key` of relation `rel`.
 fn tid_of_key(key: &[u8], rel: FileId) -> Result<Tid> {
     key.len()
         .checked_sub(6)
@@ -67,11 +69,13 @@ fn tid_of_key(key: &[u8], rel: FileId) -> Result<Tid> {
         })
 }
 
+/// `key` followed by `tid`: an index entry's key.
 fn with_tid(mut key: Vec<u8>, tid: Tid) -> Vec<u8> {
     key.extend_from_slice(&tid.to_bytes());
     key
 }
 
+/// The greatest key with prefix `prefix`: the prefix followed by the largest TID.
 pub(super) fn upper_of(prefix: &[u8]) -> Vec<u8> {
     let mut k = prefix.to_vec();
     k.extend_from_slice(&[0xFF; 6]);

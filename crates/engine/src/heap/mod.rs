@@ -56,6 +56,25 @@
 //! [`wal`] lists what redo does not reproduce (hint bits, t_cid, pd_prune_xid,
 //! PD_PAGE_FULL) and [`wal::mask_unlogged`] hides it.
 //!
+//! # Files
+//! - `table.rs`: [`HeapTable`] and [`Ctx`]; update and delete (heapam.c `heap_update`,
+//!   `heap_delete`).
+//! - `insert.rs`: insert (`heap_insert`, hio.c `RelationGetBufferForTuple`).
+//! - `fetch.rs`: reads through HOT chains (`heapam_index_fetch_tuple`,
+//!   `heap_hot_search_buffer`) with hint bits.
+//! - `index.rs`: index maintenance: entries and unique checks (execIndexing.c,
+//!   `_bt_check_unique`), kill bits, the heap side of index deletion
+//!   (`heap_index_delete_tuples`), the sorted build, the index check.
+//! - `prune_opt.rs`: pruning a table's page, WAL-logged (`heap_page_prune_opt`);
+//!   `prune.rs`: deciding and applying a prune on the page's bytes (pruneheap.c).
+//! - `vacuum.rs`, `analyze.rs`: VACUUM (vacuumlazy.c) and ANALYZE; `stats.rs`: the
+//!   table's counters (pgstat).
+//! - `visibility.rs`: tuple visibility (heapam_visibility.c); `fsm.rs`, `vm.rs`: the free
+//!   space and visibility maps.
+//! - `page.rs`, `tuple.rs`: the page and tuple layouts (byte tables); `wal.rs`: the WAL
+//!   resource manager (info codes, encoders, redo), which uses only those two and
+//!   `prune.rs`'s prune result (`PruneResult`, `execute`, `set_prunable`).
+//!
 //! # Documented differences from PostgreSQL
 //! - The free space map and visibility map live in memory; their forks' I/O is not counted.
 //! - No TOAST: a tuple larger than a page is an error.

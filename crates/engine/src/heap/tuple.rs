@@ -1,5 +1,8 @@
 //! The heap tuple header (PostgreSQL src/include/access/htup_details.h,
-//! `HeapTupleHeaderData`, 23 bytes + null bitmap, data at MAXALIGN(t_hoff)).
+//! `HeapTupleHeaderData`, 23 bytes + null bitmap, data at MAXALIGN(t_hoff)), with
+//! [`maxalign`] (c.h `MAXALIGN`), which the page layout (`page.rs`) uses too, and the
+//! header change of an updated or deleted tuple that the writers and redo share
+//! (`set_old_xmax`).
 //!
 //! ```text
 //! | offset | bytes | field        |

@@ -6,8 +6,9 @@
 //! `heap_xlog_visible` do, and [`mask_unlogged`], the counterpart of heapam.c `heap_mask`
 //! (bufmask.c `mask_page_hint_bits`, `mask_unused_space`) that hides what redo cannot
 //! reproduce. It uses only the page and tuple layouts (`page.rs`, `tuple.rs`) and the
-//! execution of a prune result (`prune::execute`, pruneheap.c `heap_page_prune_execute`,
-//! which PostgreSQL's redo calls too), never the table.
+//! prune result of `prune.rs` (`PruneResult`, `execute` = pruneheap.c
+//! `heap_page_prune_execute`, which PostgreSQL's redo calls too, and `set_prunable`),
+//! never the table.
 //!
 //! Records are physiological: the block is named physically, the change inside it by line
 //! pointer offset. Block and main data formats (integers little-endian):
