@@ -17,6 +17,7 @@
 //! Offsets (OffsetNumber) count from 1. PostgreSQL's page header is 24 bytes; mvcclab's
 //! common header is 32, so a heap page holds 8 bytes less (documented difference).
 
+use super::tuple::{maxalign, HEADER_BYTES};
 use crate::error::{Error, Result};
 use crate::page::{flags, hole, init_page, set_flags, set_hole, PageId, PAGE_HEADER_BYTES};
 
@@ -70,14 +71,9 @@ impl ItemId {
     };
 }
 
-/// MAXALIGN: rounds up to 8.
-pub fn maxalign(n: usize) -> usize {
-    (n + 7) & !7
-}
-
 /// Tuples that fit on a page at most (htup_details.h `MaxHeapTuplesPerPage`).
 pub fn max_heap_tuples_per_page(page_bytes: usize) -> usize {
-    (page_bytes - PAGE_HEADER_BYTES) / (maxalign(super::tuple::HEADER_BYTES) + ITEM_ID_BYTES)
+    (page_bytes - PAGE_HEADER_BYTES) / (maxalign(HEADER_BYTES) + ITEM_ID_BYTES)
 }
 
 /// Initializes an empty heap page (bufpage.c `PageInit`).
@@ -130,7 +126,7 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
             what: format!("{id}: line pointer {off} points outside the page"),
         });
     }
-    if state == LpState::Normal && (len as usize) < super::tuple::HEADER_BYTES {
+    if state == LpState::Normal && (len as usize) < HEADER_BYTES {
         return Err(Error::Corrupted {
             what: format!("{id}: line pointer {off} holds {len} bytes, less than a tuple header"),
         });

@@ -1,5 +1,8 @@
 //! The heap tuple header (PostgreSQL src/include/access/htup_details.h,
-//! `HeapTupleHeaderData`, 23 bytes + null bitmap, data at MAXALIGN(t_hoff)).
+//! `HeapTupleHeaderData`, 23 bytes + null bitmap, data at MAXALIGN(t_hoff)), with
+//! [`maxalign`] (c.h `MAXALIGN`), which the page layout (`page.rs`) uses too, and the
+//! header change of an updated or deleted tuple that the writers and redo share
+//! (`set_old_xmax`).
 //!
 //! ```text
 //! | offset | bytes | field        |
@@ -18,6 +21,11 @@
 
 use crate::mvcc::Xid;
 use crate::page::PageId;
+
+/// MAXALIGN: rounds up to 8.
+pub fn maxalign(n: usize) -> usize {
+    (n + 7) & !7
+}
 
 /// Bytes of the fixed header (SizeofHeapTupleHeader).
 pub const HEADER_BYTES: usize = 23;
@@ -99,7 +107,7 @@ pub fn build(
     infomask: u16,
 ) -> Vec<u8> {
     let bits = null_bitmap.map_or(0, |b| b.len());
-    let hoff = super::page::maxalign(HEADER_BYTES + bits);
+    let hoff = maxalign(HEADER_BYTES + bits);
     let mut t = vec![0u8; hoff + data.len()];
     t[0..4].copy_from_slice(&xmin.to_le_bytes());
     t[8..12].copy_from_slice(&cid.to_le_bytes());
@@ -201,4 +209,21 @@ pub fn set_infomask2(t: &mut [u8], m: u16) {
 /// Is the tuple bytes long enough to hold a header? (decoders check before reading).
 pub fn header_ok(t: &[u8]) -> bool {
     t.len() >= HEADER_BYTES && (t[22] as usize) >= HEADER_BYTES && (t[22] as usize) <= t.len()
+}
+
+/// Marks the old tuple as replaced or deleted by `xid` (also what redo does,
+/// `heap::wal`).
+pub(super) fn set_old_xmax(t: &mut [u8], xid: Xid, ctid: Tid, hot: bool, keys_updated: bool) {
+    set_xmax(t, xid);
+    let m = t.infomask() & !(HEAP_XMAX_INVALID | HEAP_XMAX_COMMITTED | HEAP_XMAX_LOCK_ONLY);
+    set_infomask(t, m);
+    let mut m2 = t.infomask2() & !HEAP_HOT_UPDATED;
+    if hot {
+        m2 |= HEAP_HOT_UPDATED;
+    }
+    if keys_updated {
+        m2 |= HEAP_KEYS_UPDATED;
+    }
+    set_infomask2(t, m2);
+    set_ctid(t, ctid);
 }

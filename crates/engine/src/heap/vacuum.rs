@@ -12,11 +12,11 @@
 //! When the collected TIDs exceed `max_dead_tids` (maintenance_work_mem / 6 bytes), passes
 //! 2 and 3 run before the scan continues.
 
-use super::info;
 use super::page::{self as hp, LpState};
 use super::table::HeapTable;
 use super::tuple::{HeaderRead, Tid};
 use super::visibility::{satisfies_vacuum, VacuumStatus};
+use super::wal::info;
 use crate::buffer::log_change;
 use crate::buffer::strategy::{with_ring, RingKind};
 use crate::buffer::vacuum_cost;

@@ -1,9 +1,14 @@
-//! Redo of the heap's WAL records ([`rmgr::HEAP`](crate::wal::rmgr::HEAP), info codes in
-//! [`super::info`]): one block of one record applied to a page, as PostgreSQL REL_15
-//! heapam.c `heap_xlog_insert`, `heap_xlog_update`, `heap_xlog_delete`, `heap_xlog_lock`,
-//! `heap_xlog_prune`, `heap_xlog_vacuum` and `heap_xlog_visible` do, and [`mask_unlogged`],
-//! the counterpart of heapam.c `heap_mask` (bufmask.c `mask_page_hint_bits`,
-//! `mask_unused_space`) that hides what redo cannot reproduce.
+//! The heap's WAL resource manager ([`rmgr::HEAP`](crate::wal::rmgr::HEAP)): its
+//! [`info`] codes (PostgreSQL heapam_xlog.h), the block and main data the writers log
+//! (heapam.c `heap_insert`, `log_heap_update`), and redo: one block of one record applied
+//! to a page, as PostgreSQL REL_15 heapam.c `heap_xlog_insert`, `heap_xlog_update`,
+//! `heap_xlog_delete`, `heap_xlog_lock`, `heap_xlog_prune`, `heap_xlog_vacuum` and
+//! `heap_xlog_visible` do, and [`mask_unlogged`], the counterpart of heapam.c `heap_mask`
+//! (bufmask.c `mask_page_hint_bits`, `mask_unused_space`) that hides what redo cannot
+//! reproduce. It uses only the page and tuple layouts (`page.rs`, `tuple.rs`) and the
+//! prune result of `prune.rs` (`PruneResult`, `execute` = pruneheap.c
+//! `heap_page_prune_execute`, which PostgreSQL's redo calls too, and `set_prunable`),
+//! never the table.
 //!
 //! Records are physiological: the block is named physically, the change inside it by line
 //! pointer offset. Block and main data formats (integers little-endian):
@@ -66,15 +71,41 @@
 //! offset out of range or a line pointer in the wrong state give [`Error::Corrupted`]
 //! naming the record's LSN, never a panic.
 
-use super::page::{self as hp, ItemId, LpState, PD_ALL_VISIBLE, PD_HAS_FREE_LINES};
+use super::page::{self as hp, ItemId, LpState, PAGE_TYPE_HEAP, PD_ALL_VISIBLE, PD_HAS_FREE_LINES};
 use super::prune::{self, PruneResult};
-use super::table::HeapTable;
 use super::tuple::{self as ht, HeaderRead, Tid};
-use super::{info, PAGE_TYPE_HEAP};
 use crate::error::{Error, Result};
+use crate::mvcc::Xid;
 use crate::page::{flags, hole, page_type, set_aux, set_flags, set_page_lsn, PAGE_HEADER_BYTES};
 use crate::wal::data::DataReader;
 use crate::wal::{rmgr, Lsn, WalRecord};
+
+/// `info` codes of [`crate::wal::rmgr::HEAP`] records (PostgreSQL heapam_xlog.h; the HEAP2
+/// records share the rmgr here).
+pub mod info {
+    /// XLOG_HEAP_INSERT: block 0 = page; data = offnum u16, flags u8, xl_heap_header
+    /// (infomask2 u16, infomask u16, hoff u8), tuple bytes from offset 23.
+    pub const INSERT: u8 = 0x00;
+    /// XLOG_HEAP_DELETE: block 0 = page; main = xmax u32, offnum u16, infobits u8, flags u8.
+    pub const DELETE: u8 = 0x10;
+    /// XLOG_HEAP_UPDATE: block 0 = new page (data: [prefix u16][suffix u16], xl_heap_header,
+    /// tuple bytes from 23 minus prefix/suffix), block 1 = old page if different; main =
+    /// xl_heap_update (14 bytes; its flags say whether prefix and suffix are present,
+    /// `wal::XLH_UPDATE_PREFIX_FROM_OLD` / `SUFFIX_FROM_OLD`).
+    pub const UPDATE: u8 = 0x20;
+    /// XLOG_HEAP_HOT_UPDATE: as UPDATE, one page.
+    pub const HOT_UPDATE: u8 = 0x40;
+    /// XLOG_HEAP_LOCK: block 0 = page; main = locker xid u32, offnum u16.
+    pub const LOCK: u8 = 0x60;
+    /// XLOG_HEAP_INIT_PAGE flag: the record rebuilds the page (will_init).
+    pub const INIT_PAGE: u8 = 0x80;
+    /// XLOG_HEAP2_PRUNE: block 0 = page, data = `PruneResult::encode`; main = horizon xid.
+    pub const PRUNE: u8 = 0x11;
+    /// XLOG_HEAP2_VACUUM: block 0 = page, data = offsets (u16) now unused.
+    pub const VACUUM: u8 = 0x21;
+    /// XLOG_HEAP2_VISIBLE: block 0 = page; main = cutoff xid u32.
+    pub const VISIBLE: u8 = 0x41;
+}
 
 /// xl_heap_delete / xl_heap_update infobits: the tuple's HEAP_KEYS_UPDATED is set
 /// (heapam_xlog.h XLHL_KEYS_UPDATED).
@@ -89,6 +120,90 @@ pub const XLH_UPDATE_SUFFIX_FROM_OLD: u8 = 1 << 6;
 /// Bytes of xl_heap_header.
 const XL_HEAP_HEADER_BYTES: usize = 5;
 
+/// Block data of an insert-style record: offnum u16, flags u8, then xl_heap_header
+/// (t_infomask2 u16, t_infomask u16, t_hoff u8) and the tuple from byte 23 on (null
+/// bitmap, padding, data), as heapam.c `heap_insert` logs it.
+pub(super) fn insert_block_data(off: u16, t: &[u8]) -> Vec<u8> {
+    let mut d = Vec::with_capacity(8 + t.len() - ht::HEADER_BYTES);
+    d.extend_from_slice(&off.to_le_bytes());
+    d.push(0);
+    d.extend_from_slice(&t[18..23]);
+    d.extend_from_slice(&t[ht::HEADER_BYTES..]);
+    d
+}
+
+/// Same-page update record data with PostgreSQL's prefix/suffix compression
+/// (heapam.c `log_heap_update`: only when old and new share the page and the page needs
+/// no full-page image; each of prefix and suffix only if at least 3 bytes). Returns the
+/// data and the xl_heap_update flags saying which of prefix and suffix it carries.
+pub(super) fn update_block_data(
+    old: &[u8],
+    new: &[u8],
+    same_page: bool,
+    page_needs_image: bool,
+) -> (Vec<u8>, u8) {
+    let (mut prefix, mut suffix) = (0usize, 0usize);
+    let (od, nd) = (
+        &old[(old[22] as usize).min(old.len())..],
+        &new[(new[22] as usize).min(new.len())..],
+    );
+    if same_page && !page_needs_image {
+        prefix = od.iter().zip(nd).take_while(|(a, b)| a == b).count();
+        if prefix < 3 {
+            prefix = 0;
+        }
+        let max_suffix = od.len().min(nd.len()) - prefix;
+        suffix = od
+            .iter()
+            .rev()
+            .zip(nd.iter().rev())
+            .take(max_suffix)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if suffix < 3 {
+            suffix = 0;
+        }
+    }
+    let mut d = Vec::new();
+    if prefix > 0 {
+        d.extend_from_slice(&(prefix as u16).to_le_bytes());
+    }
+    if suffix > 0 {
+        d.extend_from_slice(&(suffix as u16).to_le_bytes());
+    }
+    d.extend_from_slice(&new[18..23]);
+    let hoff = new[22] as usize;
+    d.extend_from_slice(&new[ht::HEADER_BYTES..hoff.min(new.len())]);
+    d.extend_from_slice(&nd[prefix..nd.len() - suffix]);
+    let mut flags = 0;
+    if prefix > 0 {
+        flags |= XLH_UPDATE_PREFIX_FROM_OLD;
+    }
+    if suffix > 0 {
+        flags |= XLH_UPDATE_SUFFIX_FROM_OLD;
+    }
+    (d, flags)
+}
+
+/// xl_heap_update: old_xmax u32, old_offnum u16, old_infobits u8, flags u8, new_xmax u32,
+/// new_offnum u16 (14 bytes). old_infobits carries XLHL_KEYS_UPDATED when the update
+/// changed the key; flags the XLH_UPDATE_PREFIX/SUFFIX_FROM_OLD bits of the block data.
+pub(super) fn update_main_data(
+    xid: Xid,
+    old_off: u16,
+    keys_updated: bool,
+    flags: u8,
+    new_off: u16,
+) -> Vec<u8> {
+    let mut m = Vec::with_capacity(14);
+    m.extend_from_slice(&xid.to_le_bytes());
+    m.extend_from_slice(&old_off.to_le_bytes());
+    let infobits = if keys_updated { XLHL_KEYS_UPDATED } else { 0 };
+    m.extend_from_slice(&[infobits, flags]);
+    m.extend_from_slice(&0u32.to_le_bytes());
+    m.extend_from_slice(&new_off.to_le_bytes());
+    m
+}
 fn corrupted(lsn: u64, why: &str) -> Error {
     Error::Corrupted {
         what: format!("heap WAL record at {}: {why}", Lsn(lsn)),
@@ -177,7 +292,7 @@ fn build_tuple(
     if !ht::header_ok(&t) {
         return Err(corrupted(lsn, &format!("t_hoff {} impossible", t[22])));
     }
-    if hp::maxalign(t.len()) > page_len - PAGE_HEADER_BYTES - hp::ITEM_ID_BYTES {
+    if ht::maxalign(t.len()) > page_len - PAGE_HEADER_BYTES - hp::ITEM_ID_BYTES {
         return Err(corrupted(lsn, &format!("tuple of {} bytes", t.len())));
     }
     t[0..4].copy_from_slice(&xmin.to_le_bytes());
@@ -207,7 +322,7 @@ fn add_tuple_at(page: &mut [u8], off: u16, t: &[u8], lsn: u64) -> Result<()> {
         ));
     }
     let (lower, upper) = hole(page);
-    let need = hp::maxalign(t.len()) + if first_unused.is_some() { 0 } else { 4 };
+    let need = ht::maxalign(t.len()) + if first_unused.is_some() { 0 } else { 4 };
     if (upper as usize).saturating_sub(lower as usize) < need {
         return Err(corrupted(lsn, "no room for the tuple"));
     }
@@ -221,7 +336,7 @@ fn add_tuple_at(page: &mut [u8], off: u16, t: &[u8], lsn: u64) -> Result<()> {
 }
 
 /// The old tuple's side of DELETE and UPDATE (heap_xlog_delete / heap_xlog_update's old
-/// page): xmax, flags and t_ctid as `HeapTable::set_old_xmax` sets them, the page
+/// page): xmax, flags and t_ctid as `tuple::set_old_xmax` sets them, the page
 /// prunable by the record's xid, PD_ALL_VISIBLE cleared.
 #[allow(clippy::too_many_arguments)]
 fn mark_old(
@@ -235,7 +350,7 @@ fn mark_old(
     lsn: u64,
 ) -> Result<()> {
     let lp = normal_item(page, off, lsn)?;
-    HeapTable::set_old_xmax(
+    ht::set_old_xmax(
         hp::tuple_mut(page, lp),
         xmax,
         ctid,
@@ -550,7 +665,7 @@ pub fn mask_unlogged(page: &mut [u8]) {
         ht::set_infomask(t, m);
         ht::set_cid(t, 0);
         let end = lp.off as usize + lp.len as usize;
-        let pad_end = (lp.off as usize + hp::maxalign(lp.len as usize)).min(page.len());
+        let pad_end = (lp.off as usize + ht::maxalign(lp.len as usize)).min(page.len());
         page[end..pad_end].fill(0);
     }
 }

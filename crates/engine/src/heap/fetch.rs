@@ -1,0 +1,268 @@
+//! Reads of a heap table through its indexes: the heap side of an index scan, which
+//! follows each entry's HOT chain to the version the snapshot sees (PostgreSQL REL_15
+//! heapam_handler.c `heapam_index_fetch_tuple`, heapam.c `heap_hot_search_buffer`), hint
+//! bits set on the way (heapam_visibility.c `SetHintBits`), and the point reads and range
+//! scans built on them (`get`, `get_by_index`, `scan`).
+
+use super::index::{upper_of, Horizon};
+use super::page::{self as hp, LpState};
+use super::table::{Ctx, HeapTable};
+use super::tuple::{self as ht, HeaderRead, Tid};
+use super::visibility::satisfies_mvcc;
+use crate::btree::{BTree, ScanDirection};
+use crate::buffer::{mark_dirty_hint, WritePageGuard};
+use crate::catalog::{Row, Value};
+use crate::error::{Error, Result};
+use crate::mvcc::{TransactionManager, Xid, INVALID_XID};
+use crate::page::PageId;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+
+/// A tuple version: its TID and a copy of its bytes.
+type Version = (Tid, Vec<u8>);
+
+impl HeapTable {
+    /// Sets hint bits learned while reading under a shared lock, if the exclusive lock can
+    /// be had at once (PostgreSQL `SetHintBits` → `MarkBufferDirtyHint`: no WAL but, with
+    /// full-page writes, a full-page image at the page's first change since the
+    /// checkpoint, as PostgreSQL logs with data checksums on).
+    pub(super) fn set_hints(
+        &self,
+        block: u32,
+        off: u16,
+        xmin: Xid,
+        xmax: Xid,
+        hints: u16,
+    ) -> Result<()> {
+        if hints == 0 {
+            return Ok(());
+        }
+        let Some(mut g) = self.pool.try_fetch_write(self.page_id(block))? else {
+            return Ok(());
+        };
+        self.apply_hints(&mut g, &[(off, xmin, xmax, hints)])
+    }
+
+    /// Sets hint bits on the page `g` holds exclusively, `(offset, xmin, xmax, hints)` per
+    /// tuple: a tuple whose xmin or xmax changed since it was read is left alone. Marks the
+    /// page dirty as a hint ([`mark_dirty_hint`]) only when a bit changed; counts
+    /// `hint_bit_writes` per tuple changed.
+    pub(super) fn apply_hints(
+        &self,
+        g: &mut WritePageGuard<'_>,
+        sets: &[(u16, Xid, Xid, u16)],
+    ) -> Result<()> {
+        let id = g.page_id();
+        let mut changed = 0;
+        for &(off, xmin, xmax, hints) in sets {
+            let Ok(lp) = hp::item_id(g.data(), off, id) else {
+                continue;
+            };
+            if lp.state != LpState::Normal {
+                continue;
+            }
+            let t = hp::tuple(g.data(), lp);
+            if !ht::header_ok(t)
+                || t.xmin() != xmin
+                || t.xmax() != xmax
+                || t.infomask() & hints == hints
+            {
+                continue;
+            }
+            let m = t.infomask() | hints;
+            ht::set_infomask(hp::tuple_mut(g.data_mut(), lp), m);
+            changed += 1;
+        }
+        if changed > 0 {
+            mark_dirty_hint(&self.wal, g)?;
+            self.counters
+                .hint_bit_writes
+                .fetch_add(changed, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The members of the HOT chain rooted at `root` (following a redirect), with copies of
+    /// their tuples (heapam.c `heap_hot_search_buffer`'s walk). Prunes the page first when
+    /// the trigger rule holds.
+    pub(super) fn chain(&self, tm: &TransactionManager, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
+        // One read of the page, as heapam_index_fetch_tuple does; the page is read again only
+        // when it is to be pruned (heap_page_prune_opt on the same buffer).
+        // The scan holds the page's buffer until its next fetch or the end of the
+        // statement, so the update's or delete's pin of it is a nested pin (see
+        // `BufferPool::fetch_read_held`).
+        let mut g = self.pool.fetch_read_held(self.page_id(root.block))?;
+        if self.wants_pruning(tm, g.data()) {
+            drop(g);
+            self.prune_if_cleanup_lock(tm, root.block)?;
+            g = self.pool.fetch_read_held(self.page_id(root.block))?;
+        }
+        Self::chain_on_page(g.data(), g.page_id(), root)
+    }
+
+    /// The HOT chain rooted at `root` on its (latched) page `page`, copied; see
+    /// [`HeapTable::chain`]. Empty when the root line pointer is dead, unused or past the
+    /// end (heap_hot_search_buffer then reports `all_dead`).
+    pub(super) fn chain_on_page(page: &[u8], id: PageId, root: Tid) -> Result<Vec<(Tid, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut off = root.offset;
+        let mut prev_xmax = INVALID_XID;
+        let mut at_start = true;
+        while off != 0 && off <= hp::max_offset(page) {
+            let lp = hp::item_id(page, off, id)?;
+            match lp.state {
+                LpState::Redirect if at_start => {
+                    off = lp.off;
+                    at_start = false;
+                    continue;
+                }
+                LpState::Normal => {}
+                _ => break,
+            }
+            let t = hp::tuple(page, lp);
+            if !ht::header_ok(t) {
+                return Err(Error::Corrupted {
+                    what: format!("{id}: tuple {off} has a bad header"),
+                });
+            }
+            if !at_start && !t.is_heap_only() {
+                break;
+            }
+            if prev_xmax != INVALID_XID && t.xmin() != prev_xmax {
+                break;
+            }
+            out.push((
+                Tid {
+                    block: root.block,
+                    offset: off,
+                },
+                t.to_vec(),
+            ));
+            if !t.is_hot_updated() {
+                break;
+            }
+            let next = t.ctid();
+            if next.block != root.block || out.len() > hp::max_offset(page) as usize {
+                break;
+            }
+            prev_xmax = t.xmax();
+            off = next.offset;
+            at_start = false;
+        }
+        Ok(out)
+    }
+
+    /// The version of the row whose chain starts at `root` that `ctx`'s snapshot sees, and
+    /// whether the whole chain is dead to everyone (`all_dead`: the index entry may be
+    /// killed).
+    fn hot_search(
+        &self,
+        ctx: &Ctx<'_>,
+        root: Tid,
+        horizon: &Horizon<'_>,
+    ) -> Result<(Option<Version>, bool)> {
+        let mut members = self.chain(ctx.tm, root)?;
+        for i in 0..members.len() {
+            let (tid, t) = &members[i];
+            self.counters
+                .versions_traversed
+                .fetch_add(1, Ordering::Relaxed);
+            let (visible, hints) = satisfies_mvcc(t, ctx.snapshot, ctx.xid, ctx.tm);
+            self.set_hints(tid.block, tid.offset, t.xmin(), t.xmax(), hints)?;
+            if visible {
+                return Ok((Some(members.swap_remove(i)), false));
+            }
+        }
+        Ok((None, Self::all_dead(&members, horizon)))
+    }
+
+    pub(super) fn fetch_by_key(
+        &self,
+        ctx: &Ctx<'_>,
+        index: &BTree,
+        prefix: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Tid, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let horizon = Horizon::new(ctx.tm);
+        self.index_entries(
+            index,
+            Bound::Included(prefix.to_vec()),
+            Bound::Included(upper_of(prefix)),
+            ScanDirection::Forward,
+            &mut |tid| {
+                let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
+                if let Some(v) = found {
+                    out.push(v);
+                }
+                Ok((out.len() < limit, all_dead))
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The row with primary key `pk` visible to `ctx`.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
+    pub fn get(&self, ctx: &Ctx<'_>, pk: &[Value]) -> Result<Option<Row>> {
+        let key = self.pk_key(pk)?;
+        match self
+            .fetch_by_key(ctx, &self.pk, &key, 1)?
+            .into_iter()
+            .next()
+        {
+            Some((_, t)) => Ok(Some(self.decode(&t)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Rows whose secondary index `ix` key equals `key`, visible to `ctx`.
+    ///
+    /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for an unknown index.
+    pub fn get_by_index(&self, ctx: &Ctx<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+        self.check_not_deferred("a secondary index read")?;
+        let k = self.index_key(ix, key)?;
+        let index = &self.indexes[ix];
+        self.fetch_by_key(ctx, index, &k, usize::MAX)?
+            .iter()
+            .map(|(_, t)| self.decode(t))
+            .collect()
+    }
+
+    /// Rows with primary key between `lo` and `hi` (values of all pk columns), in key order
+    /// or reverse, at most `limit`.
+    ///
+    /// Errors: as [`HeapTable::get`].
+    pub fn scan(
+        &self,
+        ctx: &Ctx<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        let lo = match lo {
+            Bound::Included(v) => Bound::Included(self.pk_key(v)?),
+            Bound::Excluded(v) => Bound::Excluded(upper_of(&self.pk_key(v)?)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let hi = match hi {
+            Bound::Included(v) => Bound::Included(upper_of(&self.pk_key(v)?)),
+            Bound::Excluded(v) => Bound::Excluded(self.pk_key(v)?),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        let horizon = Horizon::new(ctx.tm);
+        self.index_entries(&self.pk, lo, hi, dir, &mut |tid| {
+            let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
+            if let Some((_, t)) = found {
+                rows.push(self.decode(&t)?);
+            }
+            Ok((rows.len() < limit, all_dead))
+        })?;
+        Ok(rows)
+    }
+}
