@@ -1,5 +1,6 @@
-//! What a table access method reports about itself: its design-wide counters and what a
-//! garbage collection run did.
+//! What a table access method reports about itself: its design-wide counters, and what a
+//! garbage collection run (vacuum.c / vacuumlazy.c `heap_vacuum_rel`'s counts) or an
+//! ANALYZE (analyze.c `acquire_sample_rows`) did.
 
 use serde::{Deserialize, Serialize};
 
@@ -68,5 +69,41 @@ pub struct EngineCounters {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcReport {
     /// Vacuum's report (postgres design).
-    pub vacuum: Option<crate::heap::VacuumReport>,
+    pub vacuum: Option<VacuumReport>,
+}
+
+/// What one vacuum did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VacuumReport {
+    /// Heap pages scanned.
+    pub pages_scanned: u64,
+    /// Heap pages skipped as all-visible.
+    pub pages_skipped: u64,
+    /// Tuples removed by pruning during the scan.
+    pub tuples_pruned: u64,
+    /// Line pointers reclaimed (LP_DEAD → LP_UNUSED).
+    pub dead_items_removed: u64,
+    /// Index entries deleted, all indexes.
+    pub index_entries_removed: u64,
+    /// Index passes run.
+    pub index_passes: u64,
+    /// Pages newly marked all-visible.
+    pub pages_set_all_visible: u64,
+    /// Live tuples counted (becomes n_live_tup).
+    pub live_tuples: u64,
+}
+
+/// What one ANALYZE did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnalyzeReport {
+    /// Heap blocks read for the sample.
+    pub pages_sampled: u64,
+    /// Live rows seen in them.
+    pub live_rows: u64,
+    /// Dead rows seen in them (dead and recently-dead tuples, LP_DEAD line pointers).
+    pub dead_rows: u64,
+    /// Live rows estimated for the whole heap (the new `n_live_tup`).
+    pub live_rows_estimate: u64,
+    /// Dead rows estimated for the whole heap (the new `n_dead_tup`).
+    pub dead_rows_estimate: u64,
 }

@@ -15,7 +15,7 @@
 //! counts, the causes of I/O — is the engine's ([`crate::db`]'s `DesignEngine`).
 
 use super::assign::Assign;
-use super::counters::{EngineCounters, GcReport};
+use super::counters::{AnalyzeReport, EngineCounters, GcReport};
 use super::relations::TableId;
 use super::tables::{Catalogued, TableList};
 use super::txn::{Changes, TxnCore};
@@ -151,7 +151,7 @@ pub trait TableAccessMethod: Send + Sync + 'static {
     /// ANALYZE of `table` now.
     ///
     /// Errors: [`Error::InvalidConfig`] for a design without one (the default).
-    fn analyze(&self, _table: &Self::Table) -> Result<crate::heap::AnalyzeReport> {
+    fn analyze(&self, _table: &Self::Table) -> Result<AnalyzeReport> {
         Err(Error::InvalidConfig(
             "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
         ))

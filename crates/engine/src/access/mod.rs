@@ -5,8 +5,9 @@
 //! ([`TxnCore`]), the catalog a database logs, and what recovery hands a design.
 //!
 //! Layers (docs/sourcetree.md): `db/` is written once over this trait; `heap/` and
-//! `clustered/` implement it; nothing here imports from them but the report types still
-//! named by path (`crate::heap::TableCounters`, `VacuumReport`, `AnalyzeReport`).
+//! `clustered/` implement it; nothing here imports from them. The per-table statistics
+//! counters ([`TableCounters`], pgstat) and the garbage collection reports are here because
+//! both designs keep them.
 //!
 //! # Invariants
 //! 1. A table's id is its position in its design's [`TableList`]; tables are never dropped.
@@ -26,17 +27,20 @@
 mod assign;
 mod catalog_snapshot;
 mod counters;
+mod delta;
 mod method;
 mod recovered;
 mod relations;
+mod stats;
 mod tables;
 mod txn;
 
 pub use assign::Assign;
 pub use catalog_snapshot::{CatalogSnapshot, CatalogTable};
-pub use counters::{EngineCounters, GcReport};
+pub use counters::{AnalyzeReport, EngineCounters, GcReport, VacuumReport};
 pub use method::{Statement, TableAccessMethod, XactEnd};
 pub use recovered::{RecoveryReport, Redone};
 pub use relations::{TableId, TableRelations};
+pub use stats::{TableCounters, TableStats};
 pub use tables::{check_not_deferred, Catalogued, TableList};
 pub use txn::{Changes, TxnCore};

@@ -22,7 +22,7 @@ pub trait Catalogued {
     /// The relation files holding it.
     fn relations(&self) -> TableRelations;
     /// Its pgstat counters (`pg_stat_user_tables`).
-    fn counters(&self) -> &crate::heap::TableCounters;
+    fn counters(&self) -> &super::stats::TableCounters;
     /// Set while its secondary indexes are deferred (`crate::db::Database::create_table_for_load`).
     fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool;
 }

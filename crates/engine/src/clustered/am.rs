@@ -675,7 +675,7 @@ impl Catalogued for ClusteredTable {
             indexes: self.indexes.iter().map(|i| i.rel()).collect(),
         }
     }
-    fn counters(&self) -> &crate::heap::TableCounters {
+    fn counters(&self) -> &crate::access::TableCounters {
         &self.counters
     }
     fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {

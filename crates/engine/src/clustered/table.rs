@@ -6,13 +6,13 @@
 use super::undo_log::{TrxUndo, UndoSpace};
 use super::undo_rec::{RollPtr, UndoRecord, UndoType};
 use crate::access::Assign;
+use crate::access::TableCounters;
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
     encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
 use crate::error::{Error, Result};
-use crate::heap::TableCounters;
 use crate::mvcc::{xid_of_trx_id, Snapshot, TransactionManager, TrxId, Xid, XidStatus};
 use parking_lot::{Mutex, MutexGuard};
 use std::ops::Bound;

@@ -287,7 +287,7 @@ impl Database {
     ///
     /// Errors: [`Error::InvalidConfig`] for a clustered table (the innodb layout); catalog
     /// and storage errors.
-    pub fn analyze(&self, t: TableId) -> Result<crate::heap::AnalyzeReport> {
+    pub fn analyze(&self, t: TableId) -> Result<crate::access::AnalyzeReport> {
         self.engine.analyze(t)
     }
 

@@ -7,6 +7,7 @@
 //! # Locking
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
+use crate::access::TableStats;
 use crate::access::{
     Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
     TableId, TableRelations, TxnCore, XactEnd,
@@ -14,7 +15,6 @@ use crate::access::{
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
 use crate::error::{Error, Result};
-use crate::heap::TableStats;
 use crate::mvcc::Isolation;
 use crate::stats::{enter, Cause};
 use std::ops::Bound;
@@ -65,7 +65,7 @@ pub trait Engine: Send + Sync {
     /// Runs garbage collection on a table now.
     fn gc(&self, t: TableId) -> Result<GcReport>;
     /// ANALYZE of a table now; only heap tables have one here.
-    fn analyze(&self, _t: TableId) -> Result<crate::heap::AnalyzeReport> {
+    fn analyze(&self, _t: TableId) -> Result<crate::access::AnalyzeReport> {
         Err(Error::InvalidConfig(
             "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
         ))
@@ -159,7 +159,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
         self.am.gc(&*self.table(t)?)
     }
 
-    fn analyze(&self, t: TableId) -> Result<crate::heap::AnalyzeReport> {
+    fn analyze(&self, t: TableId) -> Result<crate::access::AnalyzeReport> {
         self.am.analyze(&*self.table(t)?)
     }
 

@@ -21,7 +21,6 @@
 //! tables from the newest catalog.
 
 mod database;
-mod delta;
 mod engine;
 mod transaction;
 

@@ -10,7 +10,8 @@
 //! holds the transaction manager's checkpoint delay (`delay_checkpoint`, PostgreSQL's
 //! DELAY_CHKPT_START) from before its commit record until its clog update.
 
-use super::{AnalyzeReport, Ctx, HeapTable, VacuumConfig};
+use super::{Ctx, HeapTable, VacuumConfig};
+use crate::access::AnalyzeReport;
 use crate::access::{
     Assign, Catalogued, EngineCounters, GcReport, Redone, Statement, TableAccessMethod, TableId,
     TableList, TxnCore, XactEnd,
@@ -421,7 +422,7 @@ impl Catalogued for HeapTable {
         }
     }
 
-    fn counters(&self) -> &super::TableCounters {
+    fn counters(&self) -> &crate::access::TableCounters {
         &self.counters
     }
 

@@ -45,31 +45,16 @@ use super::page::{self as hp, LpState};
 use super::table::HeapTable;
 use super::tuple::HeaderRead;
 use super::visibility::{satisfies_vacuum, VacuumStatus};
+use crate::access::AnalyzeReport;
 use crate::buffer::strategy::{with_ring, RingKind};
 use crate::error::Result;
 use crate::mvcc::TransactionManager;
 use crate::page::PageId;
 use rand::{rngs::SmallRng, Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 
 /// Rows (and so blocks) ANALYZE samples: 300 × `default_statistics_target` (100).
 pub const ANALYZE_TARGET_ROWS: usize = 30_000;
-
-/// What one ANALYZE did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AnalyzeReport {
-    /// Heap blocks read for the sample.
-    pub pages_sampled: u64,
-    /// Live rows seen in them.
-    pub live_rows: u64,
-    /// Dead rows seen in them (dead and recently-dead tuples, LP_DEAD line pointers).
-    pub dead_rows: u64,
-    /// Live rows estimated for the whole heap (the new `n_live_tup`).
-    pub live_rows_estimate: u64,
-    /// Dead rows estimated for the whole heap (the new `n_dead_tup`).
-    pub dead_rows_estimate: u64,
-}
 
 /// `k` of the `n` blocks `0..n`, in order, chosen uniformly (Knuth's Algorithm S, as
 /// sampling.c `BlockSampler_Next`): every block when `n <= k`. `seed` makes it repeatable.

@@ -67,8 +67,8 @@
 //!   (`heap_index_delete_tuples`), the sorted build, the index check.
 //! - `prune_opt.rs`: pruning a table's page, WAL-logged (`heap_page_prune_opt`);
 //!   `prune.rs`: deciding and applying a prune on the page's bytes (pruneheap.c).
-//! - `vacuum.rs`, `analyze.rs`: VACUUM (vacuumlazy.c) and ANALYZE; `stats.rs`: the
-//!   table's counters (pgstat).
+//! - `vacuum.rs`, `analyze.rs`: VACUUM (vacuumlazy.c) and ANALYZE (their reports, and the
+//!   table's pgstat counters both designs keep, are in `crate::access`).
 //! - `visibility.rs`: tuple visibility (heapam_visibility.c); `fsm.rs`, `vm.rs`: the free
 //!   space and visibility maps.
 //! - `page.rs`, `tuple.rs`: the page and tuple layouts (byte tables); `wal.rs`: the WAL
@@ -92,7 +92,6 @@ mod insert;
 mod page;
 mod prune;
 mod prune_opt;
-mod stats;
 mod table;
 mod tuple;
 mod vacuum;
@@ -100,15 +99,15 @@ mod visibility;
 mod vm;
 pub mod wal;
 
+pub use crate::access::{AnalyzeReport, TableCounters, TableStats, VacuumReport};
 pub use am::HeapAm;
-pub use analyze::{sample_blocks, AnalyzeReport, ANALYZE_TARGET_ROWS};
+pub use analyze::{sample_blocks, ANALYZE_TARGET_ROWS};
 pub use fsm::FreeSpaceMap;
 pub use page::{ItemId, LpState, PAGE_TYPE_HEAP};
 pub use prune::PruneResult;
-pub use stats::{TableCounters, TableStats};
 pub use table::{Ctx, HeapTable};
 pub use tuple::{maxalign, Tid};
-pub use vacuum::{VacuumConfig, VacuumReport};
+pub use vacuum::VacuumConfig;
 pub use vm::VisibilityMap;
 pub use wal::info;
 

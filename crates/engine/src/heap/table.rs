@@ -11,12 +11,12 @@
 use super::fsm::FreeSpaceMap;
 use super::page::{self as hp, LpState};
 use super::prune::set_prunable;
-use super::stats::TableCounters;
 use super::tuple::{self as ht, maxalign, HeaderRead, Tid};
 use super::visibility::{satisfies_update, UpdateStatus};
 use super::vm::VisibilityMap;
 use super::wal::{info, update_block_data, update_main_data, XLHL_KEYS_UPDATED};
 use crate::access::Assign;
+use crate::access::TableCounters;
 use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};

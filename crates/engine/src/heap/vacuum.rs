@@ -17,6 +17,7 @@ use super::table::HeapTable;
 use super::tuple::{HeaderRead, Tid};
 use super::visibility::{satisfies_vacuum, VacuumStatus};
 use super::wal::info;
+use crate::access::VacuumReport;
 use crate::buffer::log_change;
 use crate::buffer::strategy::{with_ring, RingKind};
 use crate::buffer::vacuum_cost;
@@ -101,27 +102,6 @@ impl VacuumConfig {
     pub fn needs_analyze(&self, live: u64, mod_since: u64) -> bool {
         mod_since as f64 > self.analyze_threshold as f64 + self.analyze_scale_factor * live as f64
     }
-}
-
-/// What one vacuum did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VacuumReport {
-    /// Heap pages scanned.
-    pub pages_scanned: u64,
-    /// Heap pages skipped as all-visible.
-    pub pages_skipped: u64,
-    /// Tuples removed by pruning during the scan.
-    pub tuples_pruned: u64,
-    /// Line pointers reclaimed (LP_DEAD → LP_UNUSED).
-    pub dead_items_removed: u64,
-    /// Index entries deleted, all indexes.
-    pub index_entries_removed: u64,
-    /// Index passes run.
-    pub index_passes: u64,
-    /// Pages newly marked all-visible.
-    pub pages_set_all_visible: u64,
-    /// Live tuples counted (becomes n_live_tup).
-    pub live_tuples: u64,
 }
 
 impl HeapTable {

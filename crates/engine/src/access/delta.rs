@@ -7,8 +7,8 @@
 //! `n_mod_since_analyze` as current estimates (pgstat_relation.c) and InnoDB's
 //! `trx_sys.rseg_history_len` is a length, not a count (trx0purge.cc).
 
-use crate::access::EngineCounters;
-use crate::heap::TableStats;
+use super::counters::EngineCounters;
+use super::stats::TableStats;
 
 impl EngineCounters {
     /// The counters of a phase from its start `before` to `self`: counts as
