@@ -222,9 +222,9 @@ pub fn btree_pages() -> Vec<Vec<u8>> {
 
 fn undo_rec(info: u8, will_init: bool, data: Vec<u8>) -> WalRecord {
     WalRecord {
-        lsn: 0x1000,
-        end_lsn: 0x1040,
-        prev_lsn: 0,
+        lsn: mvcclab_engine::wal::Lsn(0x1000),
+        end_lsn: mvcclab_engine::wal::Lsn(0x1040),
+        prev_lsn: mvcclab_engine::wal::Lsn(0),
         xid: 0,
         rmgr: rmgr::UNDO,
         info,
@@ -300,9 +300,9 @@ pub fn record(rmgr_id: u8, inp: &mut Input<'_>) -> WalRecord {
         .collect();
     let main_len = inp.u8() as usize;
     WalRecord {
-        lsn: 0x2000,
-        end_lsn: 0x2100,
-        prev_lsn: 0x1F00,
+        lsn: mvcclab_engine::wal::Lsn(0x2000),
+        end_lsn: mvcclab_engine::wal::Lsn(0x2100),
+        prev_lsn: mvcclab_engine::wal::Lsn(0x1F00),
         xid: 300,
         rmgr: rmgr_id,
         info,

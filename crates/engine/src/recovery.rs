@@ -208,7 +208,7 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
                     parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| Error::Corrupted {
                         what: format!(
                             "checkpoint WAL record at {}: {} bytes of main data",
-                            crate::wal::Lsn(rec.lsn),
+                            rec.lsn,
                             rec.main_data.len()
                         ),
                     })?;
@@ -219,7 +219,7 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
                 let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| Error::Corrupted {
                     what: format!(
                         "catalog WAL record at {}: {} bytes of main data",
-                        crate::wal::Lsn(rec.lsn),
+                        rec.lsn,
                         rec.main_data.len()
                     ),
                 })?;
@@ -279,7 +279,7 @@ fn redo_blocks(storage: &Storage, rec: &WalRecord, report: &mut RecoveryReport) 
                 return Err(Error::Corrupted {
                     what: format!(
                         "WAL record at {} (rmgr {other}, info {:#x}) changes {} without an image, and no resource manager replays it",
-                        crate::wal::Lsn(rec.lsn),
+                        rec.lsn,
                         rec.info,
                         blk.page
                     ),

@@ -367,7 +367,7 @@ fn redo_ok_or_corrupted(
         match redo(rec, b, &mut p) {
             Ok(()) => {}
             Err(Error::Corrupted { what }) => prop_assert!(
-                rec.rmgr == rmgr::BTREE || what.contains(&Lsn(rec.lsn).to_string()),
+                rec.rmgr == rmgr::BTREE || what.contains(&rec.lsn.to_string()),
                 "{}",
                 what
             ),
@@ -502,8 +502,8 @@ proptest! {
         let r = &c.recs[i];
         let format = if mtr { WalFormat::Mtr } else { WalFormat::Xlog };
         let (b, images) = builder_of(r);
-        let mut bytes = encode_with(format, &b, r.prev_lsn, &images);
-        if let Decoded::Record(back) = decode_with(format, &bytes, r.lsn, r.prev_lsn) {
+        let mut bytes = encode_with(format, &b, r.prev_lsn.0, &images);
+        if let Decoded::Record(back) = decode_with(format, &bytes, r.lsn.0, r.prev_lsn.0) {
             prop_assert_eq!(
                 (back.rmgr, back.info, &back.blocks, &back.main_data),
                 (r.rmgr, r.info, &r.blocks, &r.main_data)
@@ -516,7 +516,7 @@ proptest! {
             fix_crc(format, &mut bytes);
         }
         let _ = record_len(format, &bytes);
-        if let Decoded::Record(d) = decode_with(format, &bytes, r.lsn, r.prev_lsn) {
+        if let Decoded::Record(d) = decode_with(format, &bytes, r.lsn.0, r.prev_lsn.0) {
             if let Some(redo) = redo_of(d.rmgr) {
                 let page = c
                     .pre

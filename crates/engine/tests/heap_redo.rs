@@ -282,9 +282,9 @@ fn sample_page() -> Vec<u8> {
 
 fn record(info: u8, blocks: Vec<Vec<u8>>, main: Vec<u8>) -> WalRecord {
     WalRecord {
-        lsn: 0x1234,
-        end_lsn: 0x1300,
-        prev_lsn: 0,
+        lsn: page::Lsn(0x1234),
+        end_lsn: page::Lsn(0x1300),
+        prev_lsn: page::Lsn(0),
         xid: 200,
         rmgr: rmgr::HEAP,
         info,
@@ -325,7 +325,7 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
     let rec = record(info::DELETE, vec![vec![]], main.clone());
     let mut q = p.clone();
     heap_wal::redo_block(&rec, 0, &mut q).unwrap();
-    assert_eq!(page::page_lsn(&q), 0x1300);
+    assert_eq!(page::page_lsn(&q), page::Lsn(0x1300));
     // Every truncation of it is Corrupted.
     for n in 0..main.len() {
         let rec = record(info::DELETE, vec![vec![]], main[..n].to_vec());

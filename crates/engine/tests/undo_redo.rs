@@ -263,9 +263,9 @@ fn redo_rebuilds_undo_pages_with_full_page_images_and_checkpoint() {
 
 fn record(code: u8, will_init: bool, blocks: Vec<Vec<u8>>, main: Vec<u8>) -> WalRecord {
     WalRecord {
-        lsn: 0x4321,
-        end_lsn: 0x4400,
-        prev_lsn: 0,
+        lsn: mvcclab_engine::page::Lsn(0x4321),
+        end_lsn: mvcclab_engine::page::Lsn(0x4400),
+        prev_lsn: mvcclab_engine::page::Lsn(0),
         xid: 0,
         rmgr: rmgr::UNDO,
         info: code,
@@ -312,7 +312,10 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
     )
     .unwrap();
     assert_eq!(&q[100..108], &[9; 8]);
-    assert_eq!(mvcclab_engine::page::page_lsn(&q), 0x4400);
+    assert_eq!(
+        mvcclab_engine::page::page_lsn(&q),
+        mvcclab_engine::page::Lsn(0x4400)
+    );
     for n in 1..w.len() {
         let rec = record(info::WRITE, false, vec![w[..n].to_vec()], vec![]);
         let e = undo_wal::redo_block(&rec, 0, &mut p.clone()).unwrap_err();

@@ -12,7 +12,7 @@ use super::node::{Meta, Node, FLAG_FREED, NO_BLOCK};
 use super::tree::{BTree, Hops};
 use crate::buffer::{ReadPageGuard, WritePageGuard};
 use crate::error::{Error, Result};
-use crate::page::PageId;
+use crate::page::{Lsn, PageId};
 use serde::{Deserialize, Serialize};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
@@ -29,7 +29,7 @@ pub struct LeafRef {
     /// The leaf's block.
     pub block: u32,
     /// Its page LSN when the entries were read.
-    pub lsn: u64,
+    pub lsn: Lsn,
 }
 
 /// Direction of [`BTree::scan`].

@@ -57,10 +57,11 @@
 //! mini-transaction; PostgreSQL has no such record.
 
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::page::{set_page_lsn, PageId};
 use crate::wal::data::DataReader;
-use crate::wal::WalRecord;
+use crate::wal::redo::redo_block_ref;
+use crate::wal::{Lsn, WalRecord};
 
 /// `info` codes of [`rmgr::BTREE`](crate::wal::rmgr::BTREE) records; block data formats in
 /// the `btree::wal` module doc.
@@ -396,7 +397,7 @@ impl<'a> BtreeFields<'a> for DataReader<'a> {
 }
 
 /// A reader over part of the B+tree record at `lsn`.
-fn reader(b: &[u8], lsn: u64) -> Reader<'_> {
+fn reader(b: &[u8], lsn: Lsn) -> Reader<'_> {
     DataReader::new(b, lsn, "B+tree WAL record")
 }
 
@@ -406,7 +407,7 @@ pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 /// Decodes a `node_image` (block data of SPLIT, NEWROOT and CREATE).
 ///
 /// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
-pub fn decode_node(b: &[u8], lsn: u64) -> Result<NodeImage<'_>> {
+pub fn decode_node(b: &[u8], lsn: Lsn) -> Result<NodeImage<'_>> {
     let mut r = reader(b, lsn);
     let h = r.node_header()?;
     let entries = r.entries()?;
@@ -433,7 +434,7 @@ pub struct SplitLeft<'a> {
 /// Decodes a `split_left`.
 ///
 /// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
-pub fn decode_split_left(b: &[u8], lsn: u64) -> Result<SplitLeft<'_>> {
+pub fn decode_split_left(b: &[u8], lsn: Lsn) -> Result<SplitLeft<'_>> {
     let mut r = reader(b, lsn);
     let header = r.node_header()?;
     let head = r.u16()? as usize;
@@ -453,7 +454,7 @@ pub fn decode_split_left(b: &[u8], lsn: u64) -> Result<SplitLeft<'_>> {
 /// Decodes the main data of a SPLIT record: geometry, `which` bits, separator.
 ///
 /// Errors: [`Error::Corrupted`] naming the record's LSN.
-pub fn decode_split_main(b: &[u8], lsn: u64) -> Result<(Geometry, u8, &[u8])> {
+pub fn decode_split_main(b: &[u8], lsn: Lsn) -> Result<(Geometry, u8, &[u8])> {
     let mut r = reader(b, lsn);
     let g = r.geometry()?;
     let which = r.u8()?;
@@ -480,17 +481,16 @@ fn clear_incomplete(page: &mut [u8], id: PageId) -> Result<()> {
 /// the record is not a B+tree record this module writes.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
-    let block = rec.blocks.get(b).ok_or_else(|| Error::Corrupted {
-        what: format!(
-            "B+tree WAL record at {}: no block {b}",
-            crate::wal::Lsn(lsn)
-        ),
-    })?;
+    let block = redo_block_ref(
+        rec,
+        b,
+        page.len(),
+        None,
+        "B+tree WAL record",
+        crate::page::PAGE_HEADER_BYTES + node::SPECIAL_BYTES + 64,
+    )?;
     let id = block.page;
     let mut r = reader(&block.data, lsn);
-    if page.len() < crate::page::PAGE_HEADER_BYTES + node::SPECIAL_BYTES + 64 {
-        return Err(r.bad(&format!("page buffer of {} bytes", page.len())));
-    }
     match (rec.info, b) {
         (info::INSERT_LEAF, 0) | (info::INSERT_UPPER, 0) => {
             let slot = r.u16()? as usize;

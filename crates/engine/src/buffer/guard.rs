@@ -6,7 +6,7 @@
 
 use super::pool::{BufferPool, Frame};
 use super::FrameId;
-use crate::page::{page_lsn, PageId};
+use crate::page::{page_lsn, Lsn, PageId};
 use parking_lot::{RwLockReadGuard, RwLockWriteGuard};
 use std::sync::atomic::Ordering;
 
@@ -33,7 +33,7 @@ impl ReadPageGuard<'_> {
         self.data.as_ref().expect("held until drop")
     }
     /// The page LSN.
-    pub fn page_lsn(&self) -> u64 {
+    pub fn page_lsn(&self) -> Lsn {
         page_lsn(self.data())
     }
 }
@@ -83,7 +83,7 @@ impl WritePageGuard<'_> {
         self.data.as_mut().expect("held until drop")
     }
     /// The page LSN.
-    pub fn page_lsn(&self) -> u64 {
+    pub fn page_lsn(&self) -> Lsn {
         page_lsn(self.data())
     }
 
@@ -93,11 +93,13 @@ impl WritePageGuard<'_> {
 
     /// Records that a WAL record ending at `lsn` changed this page: the frame's oldest
     /// unflushed change (`rec_lsn`, InnoDB's `oldest_modification`) is set if unset.
-    pub(crate) fn note_logged(&self, lsn: u64) {
-        let _ =
-            self.frame_ref()
-                .rec_lsn
-                .compare_exchange(0, lsn, Ordering::AcqRel, Ordering::Relaxed);
+    pub(crate) fn note_logged(&self, lsn: Lsn) {
+        let _ = self.frame_ref().rec_lsn.compare_exchange(
+            0,
+            lsn.0,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 }
 

@@ -109,7 +109,7 @@ pub fn log_change(
         wal.insert(rec, &mut pages)?
     };
     for g in guards.iter() {
-        g.note_logged(lsn.0);
+        g.note_logged(lsn);
     }
     Ok(lsn)
 }
@@ -123,7 +123,7 @@ pub fn log_change(
 pub fn mark_dirty_hint(wal: &Wal, guard: &mut WritePageGuard<'_>) -> Result<()> {
     let id = guard.page_id();
     if let Some(lsn) = wal.insert_hint_image(id, guard.data_mut())? {
-        guard.note_logged(lsn.0);
+        guard.note_logged(lsn);
     }
     Ok(())
 }

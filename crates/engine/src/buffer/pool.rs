@@ -847,7 +847,7 @@ impl BufferPool {
                 continue;
             }
             fr.rec_lsn.store(0, Ordering::Release);
-            max_lsn = max_lsn.max(page_lsn(&g));
+            max_lsn = max_lsn.max(page_lsn(&g).0);
             copies.push((id, g.to_vec()));
             written_frames.push(f);
         }

@@ -50,6 +50,7 @@ use crate::buffer::WritePageGuard;
 use crate::error::{Error, Result};
 use crate::page::{hole, page_type, set_hole, set_page_lsn, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::data::DataReader;
+use crate::wal::redo::redo_block_ref;
 use crate::wal::{rmgr, Lsn, WalRecord};
 
 /// `info` codes of [`rmgr::UNDO`] records.
@@ -155,10 +156,8 @@ pub(super) fn put_log_header(
     }
 }
 
-fn corrupted(lsn: u64, why: &str) -> Error {
-    Error::Corrupted {
-        what: format!("undo WAL record at {}: {why}", Lsn(lsn)),
-    }
+fn corrupted(lsn: Lsn, why: &str) -> Error {
+    crate::wal::redo::corrupted("undo WAL record", lsn, why)
 }
 
 /// Applies block `b` of `rec` (an [`rmgr::UNDO`] record) to `page` and sets its page LSN to
@@ -169,22 +168,7 @@ fn corrupted(lsn: u64, why: &str) -> Error {
 /// cannot apply to; never a panic.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
-    if rec.rmgr != rmgr::UNDO {
-        return Err(corrupted(
-            lsn,
-            &format!("rmgr {} is not the undo log", rec.rmgr),
-        ));
-    }
-    let block = rec
-        .blocks
-        .get(b)
-        .ok_or_else(|| corrupted(lsn, &format!("no block {b}")))?;
-    if page.len() < 256 || page.len() > 1 << 15 {
-        return Err(corrupted(
-            lsn,
-            &format!("page buffer of {} bytes", page.len()),
-        ));
-    }
+    let block = redo_block_ref(rec, b, page.len(), Some(rmgr::UNDO), "undo WAL record", 256)?;
     if !rec.main_data.is_empty() {
         return Err(corrupted(lsn, "main data on an undo record"));
     }
@@ -287,9 +271,9 @@ mod tests {
 
     fn rec(info: u8, will_init: bool, data: Vec<u8>) -> WalRecord {
         WalRecord {
-            lsn: 0x2000,
-            end_lsn: 0x2040,
-            prev_lsn: 0,
+            lsn: Lsn(0x2000),
+            end_lsn: Lsn(0x2040),
+            prev_lsn: Lsn(0),
             xid: 0,
             rmgr: rmgr::UNDO,
             info,
@@ -340,7 +324,7 @@ mod tests {
         redo_block(&rec(info::APPEND, false, a.clone()), 0, &mut p).unwrap();
         assert_eq!(hole(&p), (130, 8192));
         assert_eq!(&p[100..130], &[7; 30]);
-        assert_eq!(crate::page::page_lsn(&p), 0x2040);
+        assert_eq!(crate::page::page_lsn(&p), Lsn(0x2040));
         // The same append again is not at the free pointer.
         let e = redo_block(&rec(info::APPEND, false, a), 0, &mut p).unwrap_err();
         assert!(e.to_string().contains(&Lsn(0x2000).to_string()), "{e}");
@@ -380,9 +364,9 @@ mod tests {
         let after = g.data().to_vec();
         drop(g);
         let wr = crate::wal::WalRecord {
-            lsn: 0x100,
-            end_lsn: 0x140,
-            prev_lsn: 0,
+            lsn: Lsn(0x100),
+            end_lsn: Lsn(0x140),
+            prev_lsn: Lsn(0),
             xid: 0,
             rmgr: rmgr::UNDO,
             info: info::WRITE,

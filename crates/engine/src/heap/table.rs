@@ -387,7 +387,7 @@ impl HeapTable {
         let old_t = hp::tuple(g.data(), lp).to_vec();
         let id = g.page_id();
         let needs_image =
-            self.wal.config().full_page_writes && page_lsn(g.data()) <= self.wal.redo_lsn().0;
+            self.wal.config().full_page_writes && page_lsn(g.data()) <= self.wal.redo_lsn();
         if maxalign(new_t.len()) <= hp::heap_free_space(g.data()) {
             // Same page: HOT if no indexed column changed (heapam.c: newbuf == buffer &&
             // !bms_overlap(modified_attrs, hot_attrs)).

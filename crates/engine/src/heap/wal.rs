@@ -78,6 +78,7 @@ use crate::error::{Error, Result};
 use crate::mvcc::Xid;
 use crate::page::{flags, hole, page_type, set_aux, set_flags, set_page_lsn, PAGE_HEADER_BYTES};
 use crate::wal::data::DataReader;
+use crate::wal::redo::redo_block_ref;
 use crate::wal::{rmgr, Lsn, WalRecord};
 
 /// `info` codes of [`crate::wal::rmgr::HEAP`] records (PostgreSQL heapam_xlog.h; the HEAP2
@@ -204,17 +205,15 @@ pub(super) fn update_main_data(
     m.extend_from_slice(&new_off.to_le_bytes());
     m
 }
-fn corrupted(lsn: u64, why: &str) -> Error {
-    Error::Corrupted {
-        what: format!("heap WAL record at {}: {why}", Lsn(lsn)),
-    }
+fn corrupted(lsn: Lsn, why: &str) -> Error {
+    crate::wal::redo::corrupted("heap WAL record", lsn, why)
 }
 
 /// Checks that `page` is a heap page whose header and line pointers can be trusted by the
 /// page functions (which index without checks): the hole inside the page, every normal
 /// line pointer's tuple between pd_upper and the end and long enough for a header, every
 /// redirect inside the line pointer array.
-fn check_page(page: &[u8], lsn: u64) -> Result<()> {
+fn check_page(page: &[u8], lsn: Lsn) -> Result<()> {
     let bad = |why: String| Err(corrupted(lsn, &why));
     if page_type(page) != PAGE_TYPE_HEAP {
         return bad(format!("page type {} is not a heap page", page_type(page)));
@@ -256,7 +255,7 @@ fn check_page(page: &[u8], lsn: u64) -> Result<()> {
 }
 
 /// The normal line pointer `off` holding a tuple, or Corrupted.
-fn normal_item(page: &[u8], off: u16, lsn: u64) -> Result<ItemId> {
+fn normal_item(page: &[u8], off: u16, lsn: Lsn) -> Result<ItemId> {
     let n = hp::max_offset(page);
     if off == 0 || off > n {
         return Err(corrupted(
@@ -284,7 +283,7 @@ fn build_tuple(
     xmax: u32,
     ctid: Tid,
     page_len: usize,
-    lsn: u64,
+    lsn: Lsn,
 ) -> Result<Vec<u8>> {
     let mut t = vec![0u8; ht::HEADER_BYTES + body.len()];
     t[18..23].copy_from_slice(hdr);
@@ -304,7 +303,7 @@ fn build_tuple(
 
 /// PageAddItem at the logged offset: checks that it is the line pointer `hp::add_tuple`
 /// picks (see the module doc), that the tuple fits, and adds it.
-fn add_tuple_at(page: &mut [u8], off: u16, t: &[u8], lsn: u64) -> Result<()> {
+fn add_tuple_at(page: &mut [u8], off: u16, t: &[u8], lsn: Lsn) -> Result<()> {
     let n = hp::max_offset(page);
     let first_unused = if flags(page) & PD_HAS_FREE_LINES != 0 {
         (1..=n).find(|&o| {
@@ -347,7 +346,7 @@ fn mark_old(
     hot: bool,
     infobits: u8,
     xid: u32,
-    lsn: u64,
+    lsn: Lsn,
 ) -> Result<()> {
     let lp = normal_item(page, off, lsn)?;
     ht::set_old_xmax(
@@ -400,22 +399,14 @@ pub fn info_name(code: u8) -> Option<String> {
 /// not fit the format, or the record is not a heap record this module knows.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
-    if rec.rmgr != rmgr::HEAP {
-        return Err(corrupted(
-            lsn,
-            &format!("rmgr {} is not the heap", rec.rmgr),
-        ));
-    }
-    let block = rec
-        .blocks
-        .get(b)
-        .ok_or_else(|| corrupted(lsn, &format!("no block {b}")))?;
-    if page.len() < PAGE_HEADER_BYTES + 64 || page.len() > 1 << 15 {
-        return Err(corrupted(
-            lsn,
-            &format!("page buffer of {} bytes", page.len()),
-        ));
-    }
+    let block = redo_block_ref(
+        rec,
+        b,
+        page.len(),
+        Some(rmgr::HEAP),
+        "heap WAL record",
+        PAGE_HEADER_BYTES + 64,
+    )?;
     let init = rec.info & info::INIT_PAGE != 0;
     let base = rec.info & !info::INIT_PAGE;
     let mut r = DataReader::new(&block.data, lsn, "heap WAL record (block data)");
@@ -641,7 +632,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
 /// t_cid, the hole and the padding after each tuple. A page that is not a heap page, or
 /// whose header cannot be trusted, is left as it is.
 pub fn mask_unlogged(page: &mut [u8]) {
-    if page_type(page) != PAGE_TYPE_HEAP || check_page(page, 0).is_err() {
+    if page_type(page) != PAGE_TYPE_HEAP || check_page(page, Lsn(0)).is_err() {
         return;
     }
     set_aux(page, 0);

@@ -33,9 +33,11 @@
 //!    just before the write (PostgreSQL `PageSetChecksumCopy`), never in the buffer pool frame.
 
 mod id;
+mod lsn;
 mod store;
 
 pub use id::PageId;
+pub use lsn::Lsn;
 pub use store::PageStore;
 
 use crate::error::{Error, Result};
@@ -105,13 +107,15 @@ pub(crate) fn get_u64(p: &[u8], off: usize) -> u64 {
 }
 
 /// Page LSN (end LSN of the last record that changed the page); 0 for a new page.
-pub fn page_lsn(page: &[u8]) -> u64 {
-    u64::from_le_bytes(page[OFF_LSN..OFF_LSN + 8].try_into().expect("8 bytes"))
+pub fn page_lsn(page: &[u8]) -> Lsn {
+    Lsn(u64::from_le_bytes(
+        page[OFF_LSN..OFF_LSN + 8].try_into().expect("8 bytes"),
+    ))
 }
 
 /// Sets the page LSN.
-pub fn set_page_lsn(page: &mut [u8], lsn: u64) {
-    page[OFF_LSN..OFF_LSN + 8].copy_from_slice(&lsn.to_le_bytes());
+pub fn set_page_lsn(page: &mut [u8], lsn: Lsn) {
+    page[OFF_LSN..OFF_LSN + 8].copy_from_slice(&lsn.0.to_le_bytes());
 }
 
 /// The free-space hole `(lower, upper)` as the layout set it.
@@ -261,7 +265,7 @@ mod tests {
         let mut p = vec![0u8; 8192];
         init_page(&mut p, 1, 16);
         p[100..200].fill(0xAB);
-        set_page_lsn(&mut p, 42);
+        set_page_lsn(&mut p, Lsn(42));
         finish_for_write(&mut p, id);
         verify(&p, id).unwrap();
         assert_eq!(identify(&p), Some(id));

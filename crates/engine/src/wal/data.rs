@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 pub(crate) struct DataReader<'a> {
     b: &'a [u8],
     at: usize,
-    lsn: u64,
+    lsn: Lsn,
     /// The record kind and part, for errors ("B+tree WAL record", "heap WAL record
     /// (block data)").
     what: &'static str,
@@ -17,7 +17,7 @@ pub(crate) struct DataReader<'a> {
 
 impl<'a> DataReader<'a> {
     /// A reader over `b`, part `what` of the record at `lsn`.
-    pub(crate) fn new(b: &'a [u8], lsn: u64, what: &'static str) -> Self {
+    pub(crate) fn new(b: &'a [u8], lsn: Lsn, what: &'static str) -> Self {
         DataReader {
             b,
             at: 0,
@@ -32,7 +32,7 @@ impl<'a> DataReader<'a> {
             what: format!(
                 "{} at {}: {why} (at byte {} of {})",
                 self.what,
-                Lsn(self.lsn),
+                self.lsn,
                 self.at,
                 self.b.len()
             ),

@@ -47,6 +47,7 @@
 mod control;
 pub(crate) mod data;
 mod record;
+pub(crate) mod redo;
 
 pub use control::ControlFile;
 pub use record::{
@@ -65,18 +66,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// A log sequence number: a byte position in the WAL. Shown as PostgreSQL shows it,
-/// `{hi:X}/{lo:X}` (e.g. `0/16B3740`, xlogdefs.h `LSN_FORMAT_ARGS`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-pub struct Lsn(pub u64);
-
-impl std::fmt::Display for Lsn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:X}/{:X}", self.0 >> 32, self.0 as u32)
-    }
-}
+pub use crate::page::Lsn;
 
 /// LSN of the first record of a new WAL.
 pub const FIRST_LSN: u64 = 8;
@@ -216,7 +206,7 @@ impl Wal {
     pub fn open(vfs: Arc<Vfs>, cfg: WalConfig, stats: Arc<Stats>, redo_lsn: u64) -> Result<Self> {
         cfg.validate()?;
         let (records, end) = read_records(&vfs, &cfg, redo_lsn)?;
-        let prev = records.last().map_or(0, |r| r.lsn);
+        let prev = records.last().map_or(0, |r| r.lsn.0);
         let read_at_open = Mutex::new(Some(RecordsRead {
             from: Lsn(redo_lsn),
             records,
@@ -353,7 +343,8 @@ impl Wal {
                 .iter()
                 .zip(pages.iter())
                 .map(|((_, will_init, _), page)| {
-                    let needs = self.cfg.full_page_writes && !*will_init && page_lsn(page) <= redo;
+                    let needs =
+                        self.cfg.full_page_writes && !*will_init && page_lsn(page).0 <= redo;
                     needs.then(|| {
                         let im = PageImage::of(page, fpi_hole(page));
                         fpi_bytes += im.bytes.len() as u64;
@@ -371,7 +362,7 @@ impl Wal {
             ins.insert_lsn += bytes.len() as u64;
             let end = ins.insert_lsn;
             for p in pages.iter_mut() {
-                set_page_lsn(p, end);
+                set_page_lsn(p, Lsn(end));
             }
             // The record's own length, without the alignment padding before the next
             // one: what PostgreSQL adds to pg_stat_wal.wal_bytes (xlog.c
@@ -599,9 +590,9 @@ fn read_records(vfs: &Vfs, cfg: &WalConfig, from: u64) -> Result<(Vec<WalRecord>
     let mut exhausted = false;
     loop {
         let rest = &window[(pos - window_start) as usize..];
-        let prev = out.last().map_or(0, |r| r.lsn);
+        let prev = out.last().map_or(0, |r| r.lsn.0);
         if let Decoded::Record(r) = decode_with(cfg.record_format, rest, pos, prev) {
-            pos = r.end_lsn;
+            pos = r.end_lsn.0;
             out.push(r);
             continue;
         }

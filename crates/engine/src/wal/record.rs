@@ -81,7 +81,7 @@
 //! checkpoint, and storage refuses to open a database whose control file names the other.
 
 use crate::error::{Error, Result};
-use crate::page::PageId;
+use crate::page::{Lsn, PageId};
 use serde::{Deserialize, Serialize};
 
 /// How records are laid out in the WAL stream (design switch `wal_record_format`).
@@ -261,13 +261,13 @@ pub struct BlockRef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalRecord {
     /// Start LSN.
-    pub lsn: u64,
+    pub lsn: Lsn,
     /// LSN just past the record and its padding (the next record's start; what page LSNs
     /// are set to, as PostgreSQL's `EndRecPtr`).
-    pub end_lsn: u64,
+    pub end_lsn: Lsn,
     /// Start of the previous record (compact format: the record read before this one, 0
     /// for the first one read).
-    pub prev_lsn: u64,
+    pub prev_lsn: Lsn,
     /// Transaction id (0 = none).
     pub xid: u32,
     /// Resource manager.
@@ -531,9 +531,9 @@ fn parse_mtr(body: &[u8], lsn: u64, end_lsn: u64, prev_lsn: u64) -> Option<WalRe
         return None;
     }
     Some(WalRecord {
-        lsn,
-        end_lsn,
-        prev_lsn,
+        lsn: Lsn(lsn),
+        end_lsn: Lsn(end_lsn),
+        prev_lsn: Lsn(prev_lsn),
         xid,
         rmgr,
         info,
@@ -801,9 +801,9 @@ fn parse(rec: &[u8], lsn: u64) -> Option<WalRecord> {
         return None;
     }
     Some(WalRecord {
-        lsn,
-        end_lsn: lsn + align8(rec.len() as u64),
-        prev_lsn,
+        lsn: Lsn(lsn),
+        end_lsn: Lsn(lsn + align8(rec.len() as u64)),
+        prev_lsn: Lsn(prev_lsn),
         xid,
         rmgr,
         info,
@@ -838,10 +838,10 @@ mod tests {
             panic!("not decoded")
         };
         assert_eq!(
-            (r.xid, r.rmgr, r.info, r.prev_lsn),
+            (r.xid, r.rmgr, r.info, r.prev_lsn.0),
             (42, rmgr::HEAP, 3, 1234)
         );
-        assert_eq!(r.end_lsn, 4096 + bytes.len() as u64);
+        assert_eq!(r.end_lsn.0, 4096 + bytes.len() as u64);
         assert_eq!(r.blocks.len(), 2);
         assert_eq!(r.blocks[0].data, b"tuple");
         assert!(r.blocks[1].will_init && r.blocks[1].image.is_none());
@@ -876,8 +876,11 @@ mod tests {
         let Decoded::Record(r) = decode_with(WalFormat::Mtr, &bytes, 4099, 77) else {
             panic!("not decoded")
         };
-        assert_eq!((r.xid, r.rmgr, r.info, r.prev_lsn), (42, rmgr::HEAP, 3, 77));
-        assert_eq!(r.end_lsn, 4099 + bytes.len() as u64, "no padding");
+        assert_eq!(
+            (r.xid, r.rmgr, r.info, r.prev_lsn.0),
+            (42, rmgr::HEAP, 3, 77)
+        );
+        assert_eq!(r.end_lsn.0, 4099 + bytes.len() as u64, "no padding");
         assert_eq!(r.blocks.len(), 3);
         assert_eq!(r.blocks[2].page, PageId::new(16385, 10));
         assert_eq!(r.blocks[2].data, b"again");
@@ -1039,10 +1042,10 @@ mod tests {
             let Decoded::Record(r) = decode_with(format, &bytes, lsn, prev) else {
                 panic!("not decoded")
             };
-            prop_assert_eq!(r.end_lsn, lsn + bytes.len() as u64);
+            prop_assert_eq!(r.end_lsn.0, lsn + bytes.len() as u64);
             let tot = record_len(format, &bytes).unwrap();
             prop_assert_eq!(if mtr { tot } else { align8(tot as u64) as usize }, bytes.len());
-            prop_assert_eq!((r.lsn, r.prev_lsn, r.xid, r.rmgr, r.info), (lsn, prev, b.xid, b.rmgr, b.info));
+            prop_assert_eq!((r.lsn.0, r.prev_lsn.0, r.xid, r.rmgr, r.info), (lsn, prev, b.xid, b.rmgr, b.info));
             prop_assert_eq!(&r.main_data, &b.main_data);
             prop_assert_eq!(r.blocks.len(), b.blocks.len());
             for (i, blk) in r.blocks.iter().enumerate() {
@@ -1056,7 +1059,7 @@ mod tests {
             // Followed by zeros (a WAL's tail), the record still decodes and the next is the end.
             let mut tail = bytes.clone();
             tail.resize(bytes.len() + 64, 0);
-            prop_assert!(matches!(decode_with(format, &tail[bytes.len()..], r.end_lsn, lsn), Decoded::End(_)));
+            prop_assert!(matches!(decode_with(format, &tail[bytes.len()..], r.end_lsn.0, lsn), Decoded::End(_)));
         }
 
         /// The compact decoder never panics, whatever the bytes.
@@ -1076,7 +1079,7 @@ mod tests {
             let crc = crc32c::crc32c(&bytes);
             bytes.extend_from_slice(&crc.to_le_bytes());
             if let Decoded::Record(r) = decode_with(WalFormat::Mtr, &bytes, 8, 0) {
-                prop_assert_eq!(r.end_lsn, 8 + bytes.len() as u64);
+                prop_assert_eq!(r.end_lsn.0, 8 + bytes.len() as u64);
             }
         }
 
@@ -1094,7 +1097,7 @@ mod tests {
             let crc = crc32c::crc32c_append(crc32c::crc32c(&bytes[8..]), &bytes[..4]);
             bytes[4..8].copy_from_slice(&crc.to_le_bytes());
             if let Decoded::Record(r) = decode(&bytes, 8) {
-                prop_assert_eq!(r.end_lsn, 8 + align8(tot as u64));
+                prop_assert_eq!(r.end_lsn.0, 8 + align8(tot as u64));
             }
         }
     }

@@ -40,7 +40,7 @@ fn fpi_only_on_first_change_after_the_redo_pointer() {
     let rec = RecordBuilder::new(rmgr::TEST, 0).block(id, false, b"x");
     // Before any checkpoint the redo pointer is FIRST_LSN and the new page's LSN 0 is below it.
     let e1 = wal.insert(&rec, &mut [&mut p]).unwrap();
-    assert_eq!(page_lsn(&p), e1.0);
+    assert_eq!(page_lsn(&p), e1);
     let e2 = wal.insert(&rec, &mut [&mut p]).unwrap();
     let s = wal.stats.snapshot().total();
     assert_eq!(
@@ -149,9 +149,9 @@ fn read_back_across_segments(record_format: WalFormat) {
     for (i, r) in recs.iter().enumerate() {
         assert_eq!(r.xid, i as u32);
         assert_eq!(r.main_data, vec![i as u8; 160]);
-        assert_eq!(r.end_lsn, ends[i].0);
+        assert_eq!(r.end_lsn, ends[i]);
         if i > 0 {
-            assert_eq!(r.lsn, ends[i - 1].0, "contiguous");
+            assert_eq!(r.lsn, ends[i - 1], "contiguous");
             assert_eq!(r.prev_lsn, recs[i - 1].lsn);
         }
     }
@@ -205,13 +205,13 @@ fn torn_tail(record_format: WalFormat) {
     wal.flush_all().unwrap();
     let (recs, _) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
     // Damage the third record's main data on the device.
-    let off = recs[2].lsn + 40;
+    let off = recs[2].lsn.0 + 40;
     vfs.nvme()
         .write_at(file_ids::WAL_BASE, off, &[0xEE])
         .unwrap();
     let (recs2, end) = wal.read_from(Lsn(FIRST_LSN)).unwrap();
     assert_eq!(recs2.len(), 2);
-    assert_eq!(end.0, recs[2].lsn);
+    assert_eq!(end, recs[2].lsn);
 }
 
 /// A device that runs `before_sync` before each sync it passes on to `inner` (a failpoint:

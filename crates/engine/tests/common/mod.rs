@@ -113,7 +113,7 @@ pub fn assert_redo_ok_or_corrupted(
         match redo(rec, b, &mut p) {
             Ok(()) => {}
             Err(mvcclab_engine::Error::Corrupted { what }) => {
-                assert!(what.contains(&Lsn(rec.lsn).to_string()), "{what}")
+                assert!(what.contains(&rec.lsn.to_string()), "{what}")
             }
             Err(e) => panic!("{e}"),
         }

@@ -236,7 +236,7 @@ proptest! {
         let h = NodeHeader { level: 0, flags: 0, left: NO_BLOCK, right: NO_BLOCK };
         node::build(&mut p, id, BTreeConfig::innodb().geometry(), h, &[(b"a".as_slice(), b"1".as_slice())]).unwrap();
         let rec = crate::wal::WalRecord {
-            lsn: 8, end_lsn: 64, prev_lsn: 0, xid: 0, rmgr: rmgr::BTREE, info: info_code,
+            lsn: Lsn(8), end_lsn: Lsn(64), prev_lsn: Lsn(0), xid: 0, rmgr: rmgr::BTREE, info: info_code,
             blocks: blocks.into_iter().map(|data| crate::wal::BlockRef { page: id, will_init: false, image: None, data }).collect(),
             main_data: main,
         };

@@ -19,7 +19,7 @@ fn killed_entries_are_skipped_by_live_scans_and_deleted_before_a_split() {
     let leaf = t.leaf_ref(first_leaf.0).unwrap();
     // A scan that read the leaf before it changed does not mark anything.
     let stale = LeafRef {
-        lsn: leaf.lsn - 1,
+        lsn: Lsn(leaf.lsn.0 - 1),
         ..leaf
     };
     assert_eq!(

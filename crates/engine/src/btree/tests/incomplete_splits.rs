@@ -35,7 +35,7 @@ fn logged_inserts(
         .collect();
     let begun = recs
         .iter()
-        .map(|r| starts.partition_point(|&l| l <= r.lsn))
+        .map(|r| starts.partition_point(|&l| l <= r.lsn.0))
         .collect();
     (t, recs, begun)
 }

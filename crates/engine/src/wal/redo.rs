@@ -1,0 +1,66 @@
+//! The opening checks every resource manager's redo of one block makes before it reads the
+//! block's data (xlogrecovery.c `ApplyWalRecord` hands a record to its rmgr's `rm_redo`;
+//! xlogutils.c `XLogReadBufferForRedo` gives it a block the record registered): the record
+//! is that resource manager's, block `b` is registered, and the page buffer is a page.
+//! Each check failing is [`Error::Corrupted`] naming the record kind and its LSN, never a
+//! panic.
+
+use super::record::{BlockRef, WalRecord};
+use super::Lsn;
+use crate::error::{Error, Result};
+
+/// The error for a record of kind `what` (e.g. "heap WAL record") at `lsn`:
+/// `"{what} at {lsn}: {why}"`.
+pub(crate) fn corrupted(what: &str, lsn: Lsn, why: &str) -> Error {
+    Error::Corrupted {
+        what: format!("{what} at {lsn}: {why}"),
+    }
+}
+
+/// Block `b` of `rec`, after the opening checks for resource manager `rmgr_id` (named
+/// `what` in errors): `rec` is a record of that resource manager (skipped when `rmgr_id`
+/// is `None`: the caller dispatched on it already), the block is registered, and
+/// `page_len` lies in `min_page_bytes..=32 KiB` (the largest page size, InnoDB's
+/// innodb_page_size maximum, is 64 KiB, but mvcclab's are 8 and 16 KiB).
+///
+/// Errors: [`Error::Corrupted`] naming the record and the failed check.
+pub(crate) fn redo_block_ref<'r>(
+    rec: &'r WalRecord,
+    b: usize,
+    page_len: usize,
+    rmgr_id: Option<u8>,
+    what: &str,
+    min_page_bytes: usize,
+) -> Result<&'r BlockRef> {
+    if let Some(id) = rmgr_id {
+        if rec.rmgr != id {
+            return Err(corrupted(
+                what,
+                rec.lsn,
+                &format!("rmgr {} is not {}", rec.rmgr, rmgr_noun(id)),
+            ));
+        }
+    }
+    let block = rec
+        .blocks
+        .get(b)
+        .ok_or_else(|| corrupted(what, rec.lsn, &format!("no block {b}")))?;
+    if page_len < min_page_bytes || page_len > 1 << 15 {
+        return Err(corrupted(
+            what,
+            rec.lsn,
+            &format!("page buffer of {page_len} bytes"),
+        ));
+    }
+    Ok(block)
+}
+
+/// How the errors name a resource manager ("the heap", "the undo log").
+fn rmgr_noun(id: u8) -> &'static str {
+    match id {
+        super::rmgr::HEAP => "the heap",
+        super::rmgr::UNDO => "the undo log",
+        super::rmgr::BTREE => "the B+tree",
+        _ => "this resource manager",
+    }
+}
