@@ -89,7 +89,7 @@ impl RunReport {
     /// engine; for a real server unless the path (or a parent of it) is in
     /// `server.not_measured`.
     pub fn measured(&self, path: &str) -> bool {
-        self.server.as_ref().map_or(true, |s| {
+        self.server.as_ref().is_none_or(|s| {
             !s.not_measured
                 .iter()
                 .any(|n| path == n || path.starts_with(&format!("{n}.")))

@@ -31,7 +31,7 @@ pub fn parse_size_bytes(s: &str) -> Result<u64, String> {
 /// the inverse of [`parse_size_bytes`].
 pub fn format_size_bytes(n: u64) -> String {
     for (unit, m) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-        if n >= m && n % m == 0 {
+        if n >= m && n.is_multiple_of(m) {
             return format!("{}{unit}", n / m);
         }
     }

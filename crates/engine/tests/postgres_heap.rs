@@ -566,7 +566,7 @@ fn deduplication_shrinks_a_low_cardinality_index_and_queries_stay_right_through_
                 if !model.contains_key(&id) {
                     continue;
                 }
-                if x % 5 == 0 {
+                if x.is_multiple_of(5) {
                     assert!(tx.delete(t, &[Value::Integer(id)]).unwrap());
                     model.remove(&id);
                 } else {

@@ -152,7 +152,7 @@ pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec
                 (false, _) => 0.0,
             };
             let equal_zero = (a == 0.0 && b == 0.0) || (a.abs() < floor && b.abs() < floor);
-            let outside = !equal_zero && ratio.map_or(true, |x| !(0.8..=1.25).contains(&x));
+            let outside = !equal_zero && ratio.is_none_or(|x| !(0.8..=1.25).contains(&x));
             Some(FidelityRow {
                 workload: workload.to_string(),
                 preset: p.to_string(),

@@ -30,6 +30,12 @@ pub trait Catalogued {
 /// The tables of one engine (see the module doc).
 pub struct TableList<T>(RwLock<Vec<Arc<T>>>);
 
+impl<T: Catalogued> Default for TableList<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<T: Catalogued> TableList<T> {
     /// No tables.
     pub fn new() -> Self {

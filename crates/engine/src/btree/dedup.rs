@@ -108,7 +108,7 @@ pub fn make_entry(k: &[u8], tids: &[&[u8]]) -> Entry {
 /// Checks a posting entry read from a page or a record: the value a whole number of TIDs,
 /// the TIDs strictly ascending.
 fn check_posting(id: PageId, key: &[u8], value: &[u8]) -> Result<()> {
-    if key.len() < TID_BYTES || value.len() % TID_BYTES != 0 {
+    if key.len() < TID_BYTES || !value.len().is_multiple_of(TID_BYTES) {
         return Err(bad(
             id,
             format!(

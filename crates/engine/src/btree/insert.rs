@@ -519,7 +519,7 @@ impl BTree {
             } else {
                 (0, left.abs_diff(right))
             };
-            if best.map_or(true, |(s, _)| score < s) {
+            if best.is_none_or(|(s, _)| score < s) {
                 best = Some((score, m));
             }
         }

@@ -280,7 +280,7 @@ impl<'a> Node<'a> {
         if lower < PAGE_HEADER_BYTES
             || lower > upper
             || upper > special
-            || (lower - PAGE_HEADER_BYTES) % s != 0
+            || !(lower - PAGE_HEADER_BYTES).is_multiple_of(s)
         {
             return Err(corrupted(
                 id,

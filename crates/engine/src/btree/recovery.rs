@@ -123,9 +123,9 @@ impl BTree {
             (None, None) => vec![0],
         };
         let fits = !sep.is_empty()
-            && lb.as_ref().map_or(true, |l| *l < sep)
-            && first_right.as_ref().map_or(true, |f| sep <= *f)
-            && ub_sep.as_ref().map_or(true, |u| sep < *u);
+            && lb.as_ref().is_none_or(|l| *l < sep)
+            && first_right.as_ref().is_none_or(|f| sep <= *f)
+            && ub_sep.as_ref().is_none_or(|u| sep < *u);
         if !fits {
             return Err(corrupt(format!(
                 "no separator fits between the halves of its incomplete split (right half {right})"
@@ -227,7 +227,7 @@ impl BTree {
                 } else {
                     k.to_vec()
                 };
-                if below.as_deref().map_or(true, |b| last.as_slice() > b) {
+                if below.as_deref().is_none_or(|b| last.as_slice() > b) {
                     below = Some(last);
                 }
             }
@@ -262,7 +262,7 @@ impl BTree {
             }
             if n.len() > 1 {
                 let k = n.key(1)?;
-                if right_sep.as_deref().map_or(true, |s| k < s) {
+                if right_sep.as_deref().is_none_or(|s| k < s) {
                     right_sep = Some(k.to_vec());
                 }
             }

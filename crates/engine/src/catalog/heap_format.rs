@@ -258,7 +258,7 @@ fn put_numeric(d: &Decimal, dscale: u8, out: &mut Vec<u8>) {
 /// (≥ 10000, leading or trailing zero digits, non-zero digits past the scale). Returns the
 /// problem in words.
 fn get_numeric(payload: &[u8], precision: u8, scale: u8) -> std::result::Result<Decimal, String> {
-    if payload.len() < 2 || payload.len() % 2 != 0 {
+    if payload.len() < 2 || !payload.len().is_multiple_of(2) {
         return Err(format!("numeric of {} bytes", payload.len()));
     }
     let header = u16::from_le_bytes([payload[0], payload[1]]);
@@ -451,7 +451,7 @@ impl Reader<'_> {
 
     /// Reads a varlena payload (`att_align_pointer`, `VARSIZE_ANY`).
     fn varlena(&mut self, column: &str) -> Result<&[u8]> {
-        if self.off % 4 != 0 && self.byte(column)? == 0 {
+        if !self.off.is_multiple_of(4) && self.byte(column)? == 0 {
             self.align(4, column)?;
         }
         let first = self.byte(column)?;
@@ -466,7 +466,7 @@ impl Reader<'_> {
             self.off += 1;
             return self.take(total - 1, column);
         }
-        if self.off % 4 != 0 {
+        if !self.off.is_multiple_of(4) {
             return Err(self.corrupt(column, "4-byte varlena header is not 4-byte aligned"));
         }
         let h = u32::from_le_bytes(self.fixed::<4>(column)?);
@@ -507,7 +507,7 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
                 natts.div_ceil(8)
             )));
         }
-        if natts % 8 != 0 {
+        if !natts.is_multiple_of(8) {
             let stray = bm[bm.len() - 1] >> (natts % 8);
             if stray != 0 {
                 return Err(corrupt_bitmap(
@@ -523,7 +523,7 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
     };
     let mut row = Vec::with_capacity(natts);
     for (i, col) in def.columns.iter().enumerate() {
-        let present = null_bitmap.map_or(true, |bm| bm[i / 8] & (1 << (i % 8)) != 0);
+        let present = null_bitmap.is_none_or(|bm| bm[i / 8] & (1 << (i % 8)) != 0);
         let name = col.name.as_str();
         if !present {
             if !col.nullable {

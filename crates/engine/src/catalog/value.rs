@@ -461,7 +461,7 @@ pub(crate) fn pad_char(s: &str, n: u16) -> String {
     }
     let mut out = String::with_capacity(s.len() + (n - chars));
     out.push_str(s);
-    out.extend(std::iter::repeat(' ').take(n - chars));
+    out.extend(std::iter::repeat_n(' ', n - chars));
     out
 }
 

@@ -979,7 +979,7 @@ mod tests {
                     c.len() == m.durable.len()
                         || m.pending.iter().any(|(o, w)| {
                             let end = o + w.len() as u64;
-                            *o < len && len <= end && (len == end || len % SECTOR_BYTES == 0)
+                            *o < len && len <= end && (len == end || len.is_multiple_of(SECTOR_BYTES))
                         }),
                     "length {}", len
                 );

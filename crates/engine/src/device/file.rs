@@ -72,7 +72,9 @@ impl FileDevice {
     }
 
     fn check_aligned(&self, file: FileId, offset: u64, len: usize) -> Result<()> {
-        if self.direct && (offset % DIRECT_ALIGN as u64 != 0 || len % DIRECT_ALIGN != 0) {
+        if self.direct
+            && (!offset.is_multiple_of(DIRECT_ALIGN as u64) || !len.is_multiple_of(DIRECT_ALIGN))
+        {
             return Err(Error::Unaligned {
                 file,
                 offset_bytes: offset,

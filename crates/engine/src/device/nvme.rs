@@ -80,7 +80,7 @@ impl Nvme {
     /// Errors: [`Error::InvalidConfig`] when `iop_max_bytes` is not a positive multiple of
     /// 512 or the throttle settings are out of range.
     pub fn new(backing: Box<dyn Device>, cfg: &NvmeConfig, stats: Arc<Stats>) -> Result<Self> {
-        if cfg.iop_max_bytes == 0 || cfg.iop_max_bytes % 512 != 0 {
+        if cfg.iop_max_bytes == 0 || !cfg.iop_max_bytes.is_multiple_of(512) {
             return Err(Error::InvalidConfig(format!(
                 "iop_max_bytes must be a positive multiple of 512, got {}",
                 cfg.iop_max_bytes

@@ -221,7 +221,7 @@ fn check_page(page: &[u8], lsn: Lsn) -> Result<()> {
     let (lower, upper) = hole(page);
     let (lower, upper) = (lower as usize, upper as usize);
     if lower < PAGE_HEADER_BYTES
-        || (lower - PAGE_HEADER_BYTES) % hp::ITEM_ID_BYTES != 0
+        || !(lower - PAGE_HEADER_BYTES).is_multiple_of(hp::ITEM_ID_BYTES)
         || lower > upper
         || upper > page.len()
     {

@@ -112,7 +112,7 @@ impl WalConfig {
                 self.block_bytes
             )));
         }
-        if self.segment_bytes == 0 || self.segment_bytes % self.block_bytes as u64 != 0 {
+        if self.segment_bytes == 0 || !self.segment_bytes.is_multiple_of(self.block_bytes as u64) {
             return Err(Error::InvalidConfig(format!(
                 "wal segment_bytes ({}) must be a positive multiple of block_bytes ({})",
                 self.segment_bytes, self.block_bytes

@@ -16,7 +16,7 @@ fn bulk_delete_removes_exactly_the_dead_entries_with_one_record_per_leaf() {
     // Dead: every 5th key in the first quarter, so some leaves have none.
     let is_dead = |key: &[u8]| {
         let i: u32 = std::str::from_utf8(&key[1..9]).unwrap().parse().unwrap();
-        i < 1000 && i % 5 == 0
+        i < 1000 && i.is_multiple_of(5)
     };
     let changed_leaves = leaves(&s, &t)
         .iter()

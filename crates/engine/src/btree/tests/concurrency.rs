@@ -129,7 +129,7 @@ fn concurrent_scans_see_every_old_key_in_order_while_inserts_split_pages() {
                         .iter()
                         .filter(|key| {
                             let i: u32 = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
-                            i % 2 == 0
+                            i.is_multiple_of(2)
                         })
                         .collect();
                     assert_eq!(

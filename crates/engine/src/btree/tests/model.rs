@@ -47,7 +47,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn key() -> impl Strategy<Value = Vec<u8>> {
     let padded = |pad: std::ops::Range<usize>| {
         (proptest::collection::vec(b'a'..b'd', 0..8), pad).prop_map(|(mut k, pad)| {
-            k.extend(std::iter::repeat(b'z').take(pad));
+            k.extend(std::iter::repeat_n(b'z', pad));
             k
         })
     };
@@ -153,7 +153,7 @@ proptest! {
                     prop_assert_eq!(got, want);
                 }
                 Op::BulkDelete(m) => {
-                    let dead = |k: &[u8], v: &[u8]| (k.len() + v.len()) % m == 0;
+                    let dead = |k: &[u8], v: &[u8]| (k.len() + v.len()).is_multiple_of(m);
                     let before = model.len();
                     model.retain(|k, v| !dead(k, v));
                     let removed = t.bulk_delete(&mut |k, v| dead(k, v)).unwrap();
