@@ -118,7 +118,7 @@
 //!    calls the table, which reads heap pages (shared latches, one at a time) as
 //!    PostgreSQL's `_bt_delete_or_dedup_one_page` holds the leaf while
 //!    `heap_index_delete_tuples` reads the heap. Safe because no heap code takes an index
-//!    latch while it holds a heap page latch (heap/table.rs inserts index entries after
+//!    latch while it holds a heap page latch (heap/index.rs inserts index entries after
 //!    releasing the heap page). Kill bits ([`BTree::kill_items`]) take the leaf's
 //!    exclusive latch only if it is free at once, with no other latch held.
 //! 7. [`BTree::bulk_load`] holds the meta page exclusively for the whole build, so no
