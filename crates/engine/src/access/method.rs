@@ -57,12 +57,73 @@ pub struct XactEnd {
     pub changes: BTreeMap<TableId, Changes>,
 }
 
+/// A design table's reads, each with the statement's snapshot (tableam.h
+/// `index_fetch_tuple` and `scan_getnextslot`; MariaDB `handler::index_read_map`,
+/// `general_fetch`). Implemented by each design's table where its reads live.
+pub trait TableRead {
+    /// The row with primary key `pk` visible to the statement.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
+    fn get(&self, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>>;
+    /// Rows whose secondary index `index` key is `key`, visible to the statement.
+    ///
+    /// Errors: as [`TableRead::get`]; [`Error::Catalog`] while the secondary indexes are
+    /// deferred.
+    fn get_by_index(&self, st: &Statement<'_>, index: usize, key: &[Value]) -> Result<Vec<Row>>;
+    /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`.
+    ///
+    /// Errors: as [`TableRead::get`].
+    fn scan(
+        &self,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>>;
+}
+
+/// A design table's writes, with their index maintenance (tableam.h `tuple_insert`,
+/// `tuple_update`, `tuple_delete`; MariaDB `handler::write_row`, `update_row`,
+/// `delete_row`). Implemented by each design's table where its writes live.
+pub trait TableWrite {
+    /// The design's own state of one transaction (the innodb undo logs; nothing for the
+    /// heap).
+    type TxnState: Default + Send + 'static;
+    /// Inserts `row`, with its index entries.
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`];
+    /// storage errors.
+    fn insert(&self, st: &Statement<'_>, state: &mut Self::TxnState, row: Row) -> Result<()>;
+    /// Applies `set` to the newest version of the row with primary key `pk`; false when
+    /// there is none.
+    ///
+    /// Errors: [`Error::SerializationFailure`], [`Error::Deadlock`],
+    /// [`Error::DuplicateKey`], as [`TableWrite::insert`].
+    fn update(
+        &self,
+        st: &Statement<'_>,
+        state: &mut Self::TxnState,
+        pk: &[Value],
+        set: &[Assign],
+    ) -> Result<bool>;
+    /// Deletes the row with primary key `pk`; false when there is none.
+    ///
+    /// Errors: as [`TableWrite::update`].
+    fn delete(&self, st: &Statement<'_>, state: &mut Self::TxnState, pk: &[Value]) -> Result<bool>;
+}
+
 /// A design's tables, transactions and garbage collection (see the module doc). Every
 /// method runs under the caller's cause ([`crate::stats::enter`]); the engine enters the
 /// statement's cause before calling a row method.
 pub trait TableAccessMethod: Send + Sync + 'static {
-    /// A table of this design.
-    type Table: Catalogued + Send + Sync + 'static;
+    /// A table of this design, with its row operations.
+    type Table: Catalogued
+        + TableRead
+        + TableWrite<TxnState = Self::TxnState>
+        + Send
+        + Sync
+        + 'static;
     /// The design's own state of one transaction (the innodb undo logs; nothing for the
     /// heap).
     type TxnState: Default + Send + 'static;
@@ -79,68 +140,6 @@ pub trait TableAccessMethod: Send + Sync + 'static {
     ///
     /// Errors: storage errors.
     fn build_secondary_indexes(&self, table: &Self::Table) -> Result<u64>;
-    /// The row with primary key `pk` visible to the statement.
-    ///
-    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
-    fn get(&self, table: &Self::Table, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>>;
-    /// Rows whose secondary index `index` key is `key`, visible to the statement.
-    ///
-    /// Errors: as [`TableAccessMethod::get`]; [`Error::Catalog`] while the secondary indexes
-    /// are deferred.
-    fn get_by_index(
-        &self,
-        table: &Self::Table,
-        st: &Statement<'_>,
-        index: usize,
-        key: &[Value],
-    ) -> Result<Vec<Row>>;
-    /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`.
-    ///
-    /// Errors: as [`TableAccessMethod::get`].
-    #[allow(clippy::too_many_arguments)]
-    fn scan(
-        &self,
-        table: &Self::Table,
-        st: &Statement<'_>,
-        lo: Bound<&[Value]>,
-        hi: Bound<&[Value]>,
-        dir: ScanDirection,
-        limit: usize,
-    ) -> Result<Vec<Row>>;
-    /// Inserts `row`, with its index entries.
-    ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`];
-    /// storage errors.
-    fn insert(
-        &self,
-        table: &Self::Table,
-        st: &Statement<'_>,
-        state: &mut Self::TxnState,
-        row: Row,
-    ) -> Result<()>;
-    /// Applies `set` to the newest version of the row with primary key `pk`; false when
-    /// there is none.
-    ///
-    /// Errors: [`Error::SerializationFailure`], [`Error::Deadlock`],
-    /// [`Error::DuplicateKey`], as [`TableAccessMethod::insert`].
-    fn update(
-        &self,
-        table: &Self::Table,
-        st: &Statement<'_>,
-        state: &mut Self::TxnState,
-        pk: &[Value],
-        set: &[Assign],
-    ) -> Result<bool>;
-    /// Deletes the row with primary key `pk`; false when there is none.
-    ///
-    /// Errors: as [`TableAccessMethod::update`].
-    fn delete(
-        &self,
-        table: &Self::Table,
-        st: &Statement<'_>,
-        state: &mut Self::TxnState,
-        pk: &[Value],
-    ) -> Result<bool>;
     /// Ends the transaction (`commit`: commits, else rolls back): the design's commit or
     /// rollback, then [`TxnCore::finish`] exactly once.
     fn end_xact(&self, core: &mut TxnCore, state: &mut Self::TxnState, commit: bool) -> XactEnd;

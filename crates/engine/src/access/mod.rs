@@ -38,7 +38,7 @@ mod txn;
 pub use assign::Assign;
 pub use catalog_snapshot::{CatalogSnapshot, CatalogTable};
 pub use counters::{AnalyzeReport, EngineCounters, GcReport, VacuumReport};
-pub use method::{Statement, TableAccessMethod, XactEnd};
+pub use method::{Statement, TableAccessMethod, TableRead, TableWrite, XactEnd};
 pub use recovered::{RecoveryReport, Redone};
 pub use relations::{TableId, TableRelations};
 pub use stats::{TableCounters, TableStats};

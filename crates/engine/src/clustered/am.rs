@@ -11,14 +11,12 @@
 //! (one truncating thread at a time, MariaDB's `purge_truncation_task`) is outermost; see
 //! the `clustered` module doc for the row stripe → rollback segment → page order.
 
-use super::{
-    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowCtx, TrxUndo, UndoSpace,
-};
+use super::{purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, TrxUndo, UndoSpace};
 use crate::access::{
-    Assign, Catalogued, EngineCounters, GcReport, Redone, Statement, TableAccessMethod, TableId,
-    TableList, TxnCore, XactEnd,
+    Catalogued, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore,
+    XactEnd,
 };
-use crate::btree::{BTree, BTreeConfig, ScanDirection};
+use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::Result;
@@ -28,7 +26,6 @@ use crate::stop::StopSignal;
 use crate::storage::Storage;
 use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -438,15 +435,6 @@ fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
     }
 }
 
-/// The clustered table's view of a statement.
-fn row_ctx<'a>(st: &'a Statement<'a>) -> RowCtx<'a> {
-    RowCtx {
-        tm: st.tm,
-        xid: st.xid,
-        view: st.snapshot,
-    }
-}
-
 impl TableAccessMethod for ClusteredAm {
     type Table = ClusteredTable;
     type TxnState = TrxUndo;
@@ -486,63 +474,6 @@ impl TableAccessMethod for ClusteredAm {
 
     fn build_secondary_indexes(&self, table: &ClusteredTable) -> Result<u64> {
         table.build_secondary_indexes()
-    }
-
-    fn get(&self, table: &ClusteredTable, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>> {
-        table.get(&row_ctx(st), pk)
-    }
-
-    fn get_by_index(
-        &self,
-        table: &ClusteredTable,
-        st: &Statement<'_>,
-        index: usize,
-        key: &[Value],
-    ) -> Result<Vec<Row>> {
-        table.get_by_index(&row_ctx(st), index, key)
-    }
-
-    fn scan(
-        &self,
-        table: &ClusteredTable,
-        st: &Statement<'_>,
-        lo: Bound<&[Value]>,
-        hi: Bound<&[Value]>,
-        dir: ScanDirection,
-        limit: usize,
-    ) -> Result<Vec<Row>> {
-        table.scan(&row_ctx(st), lo, hi, dir, limit)
-    }
-
-    fn insert(
-        &self,
-        table: &ClusteredTable,
-        st: &Statement<'_>,
-        undo: &mut TrxUndo,
-        row: Row,
-    ) -> Result<()> {
-        table.insert(&row_ctx(st), undo, row)
-    }
-
-    fn update(
-        &self,
-        table: &ClusteredTable,
-        st: &Statement<'_>,
-        undo: &mut TrxUndo,
-        pk: &[Value],
-        set: &[Assign],
-    ) -> Result<bool> {
-        table.update(&row_ctx(st), undo, pk, set)
-    }
-
-    fn delete(
-        &self,
-        table: &ClusteredTable,
-        st: &Statement<'_>,
-        undo: &mut TrxUndo,
-        pk: &[Value],
-    ) -> Result<bool> {
-        table.delete(&row_ctx(st), undo, pk)
     }
 
     /// Rolls back through the undo records when not committing, then commits or finishes the

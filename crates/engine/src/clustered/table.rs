@@ -5,8 +5,8 @@
 
 use super::undo_log::{TrxUndo, UndoSpace};
 use super::undo_rec::{RollPtr, UndoRecord, UndoType};
-use crate::access::Assign;
 use crate::access::TableCounters;
+use crate::access::{Assign, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
@@ -37,6 +37,18 @@ pub struct RowCtx<'a> {
     pub xid: Xid,
     /// Read view of the statement or transaction.
     pub view: &'a Snapshot,
+}
+
+impl<'a> From<&'a Statement<'a>> for RowCtx<'a> {
+    /// The clustered table's view of the engine's statement: its read view and
+    /// transaction id.
+    fn from(st: &'a Statement<'a>) -> Self {
+        RowCtx {
+            tm: st.tm,
+            xid: st.xid,
+            view: st.snapshot,
+        }
+    }
 }
 
 /// One attempt's outcome under the row lock stripe.
@@ -222,107 +234,6 @@ impl ClusteredTable {
         Ok(true)
     }
 
-    /// Consistent read by primary key.
-    ///
-    /// Errors: storage and decoding errors.
-    pub fn get(&self, ctx: &RowCtx<'_>, pk: &[Value]) -> Result<Option<Row>> {
-        let key = self.pk_key(pk)?;
-        match self.clustered.get(&key)? {
-            Some(rec) => self.visible_version(ctx, &key, &rec),
-            None => Ok(None),
-        }
-    }
-
-    /// Consistent read through secondary index `ix`: every entry with the key, delete-marked
-    /// or not, leads to the clustered record, whose visible version must still carry the key
-    /// (row0sel.cc `row_sel_sec_rec_is_for_clust_rec`).
-    ///
-    /// Errors: [`Error::Catalog`] for an unknown index; storage errors.
-    pub fn get_by_index(&self, ctx: &RowCtx<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
-        self.check_not_deferred("a secondary index read")?;
-        let idx =
-            self.def.indexes.get(ix).ok_or_else(|| {
-                Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
-            })?;
-        let types = self.def.key_columns(&idx.columns)?;
-        let mut prefix = Vec::new();
-        encode_key(&types, key, &mut prefix)?;
-        let mut pks = Vec::new();
-        let mut hi = prefix.clone();
-        hi.push(0xFF);
-        self.indexes[ix].scan(
-            Bound::Included(&prefix),
-            Bound::Excluded(&hi),
-            ScanDirection::Forward,
-            &mut |k, _| {
-                pks.push(k[prefix.len()..].to_vec());
-                Ok(true)
-            },
-        )?;
-        let mut rows = Vec::new();
-        for pk in pks {
-            if let Some(rec) = self.clustered.get(&pk)? {
-                if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
-                    if key_of(&self.def, &idx.columns, &row)? == prefix {
-                        rows.push(row);
-                    }
-                }
-            }
-        }
-        Ok(rows)
-    }
-
-    /// Consistent read of a primary-key range.
-    ///
-    /// Errors: storage errors.
-    pub fn scan(
-        &self,
-        ctx: &RowCtx<'_>,
-        lo: Bound<&[Value]>,
-        hi: Bound<&[Value]>,
-        dir: ScanDirection,
-        limit: usize,
-    ) -> Result<Vec<Row>> {
-        let conv = |b: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
-            Ok(match b {
-                Bound::Included(v) => Bound::Included(self.pk_key(v)?),
-                Bound::Excluded(v) => Bound::Excluded(self.pk_key(v)?),
-                Bound::Unbounded => Bound::Unbounded,
-            })
-        };
-        let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
-        let mut rows = Vec::new();
-        while rows.len() < limit {
-            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-            self.clustered.scan(
-                lo.as_ref().map(|v| v.as_slice()),
-                hi.as_ref().map(|v| v.as_slice()),
-                dir,
-                &mut |k, v| {
-                    batch.push((k.to_vec(), v.to_vec()));
-                    Ok(batch.len() < SCAN_BATCH)
-                },
-            )?;
-            let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, pk, rec)? {
-                    rows.push(row);
-                    if rows.len() >= limit {
-                        return Ok(rows);
-                    }
-                }
-            }
-            match (full, batch.last()) {
-                (true, Some((k, _))) => match dir {
-                    ScanDirection::Forward => lo = Bound::Excluded(k.clone()),
-                    ScanDirection::Backward => hi = Bound::Excluded(k.clone()),
-                },
-                _ => break,
-            }
-        }
-        Ok(rows)
-    }
-
     /// Runs `f` under the row's stripe lock, waiting (outside the lock) for a transaction
     /// that holds the row with an implicit lock (its id in DB_TRX_ID,
     /// lock0lock.cc `lock_rec_convert_impl_to_expl` + lock wait), with deadlock detection.
@@ -349,90 +260,6 @@ impl ClusteredTable {
     fn holder(&self, ctx: &RowCtx<'_>, trx: TrxId) -> Option<Xid> {
         let t = Xid::try_from(trx).ok()?;
         (t != ctx.xid && ctx.tm.status(t) == XidStatus::InProgress).then_some(t)
-    }
-
-    /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
-    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
-    ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`],
-    /// storage errors.
-    pub fn insert(&self, ctx: &RowCtx<'_>, undo: &mut TrxUndo, row: Row) -> Result<()> {
-        let row = self.def.normalize_row(&row);
-        self.def.check_row(&row)?;
-        let pk = key_of(&self.def, &self.def.primary_key, &row)?;
-        self.with_row_lock(ctx, &pk.clone(), || {
-            let existing = self.clustered.get(&pk)?;
-            let Some(rec) = existing else {
-                for (ix, idx) in self.def.indexes.iter().enumerate() {
-                    if idx.unique {
-                        if let Some(x) = self.unique_conflict(ctx, ix, &row, &pk)? {
-                            return Ok(Attempt::Wait(x));
-                        }
-                    }
-                }
-                let u = UndoRecord {
-                    kind: UndoType::Insert,
-                    table: self.id,
-                    old_trx_id: 0,
-                    old_roll_ptr: RollPtr::NULL,
-                    pk: pk.clone(),
-                    delta: Vec::new(),
-                };
-                let rp = self.undo.append(undo, true, TrxId::from(ctx.xid), &u)?;
-                self.clustered.insert(
-                    &pk,
-                    &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
-                )?;
-                if !self.secondary_deferred.load(Ordering::Acquire) {
-                    for ix in 0..self.indexes.len() {
-                        self.indexes[ix].insert(&self.sec_key(ix, &row, &pk)?, LIVE)?;
-                        self.counters
-                            .index_entries_inserted
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
-                return Ok(Attempt::Done(()));
-            };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if !r.delete_marked {
-                return Err(Error::DuplicateKey {
-                    index: "PRIMARY".into(),
-                    key: format!("({})", self.render_pk(&pk)),
-                });
-            }
-            // Re-insert over the committed delete-marked record: an update with undo.
-            let all: Vec<usize> = (0..self.def.columns.len()).collect();
-            let u = UndoRecord {
-                kind: UndoType::UpdateDeleted,
-                table: self.id,
-                old_trx_id: r.trx_id,
-                old_roll_ptr: RollPtr::decode(r.roll_ptr),
-                pk: pk.clone(),
-                delta: encode_delta(&self.def, &r.row, &all),
-            };
-            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
-            self.clustered.update_value(
-                &pk,
-                &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
-            )?;
-            for ix in 0..self.indexes.len() {
-                // The old entries stay delete-marked (purge removes them); the new key's entry
-                // is un-delete-marked when it exists, else inserted.
-                let new = self.sec_key(ix, &row, &pk)?;
-                if !self.indexes[ix].update_value(&new, LIVE)? {
-                    self.indexes[ix].insert(&new, LIVE)?;
-                    self.counters
-                        .index_entries_inserted
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
-            Ok(Attempt::Done(()))
-        })
     }
 
     fn render_pk(&self, pk: &[u8]) -> String {
@@ -492,131 +319,6 @@ impl ClusteredTable {
             }
         }
         Ok(None)
-    }
-
-    /// row_upd_clust_rec (in place) and row_upd_sec_index_entry: applies `set` to the latest
-    /// version of the row (a locking read: InnoDB's UPDATE reads the newest committed
-    /// version whatever the read view), writing the old values of the changed columns to
-    /// the update undo. Returns false when there is no such row.
-    ///
-    /// Errors: [`Error::InvalidValue`] (including a change of the primary key, not built
-    /// yet); [`Error::DuplicateKey`]; [`Error::Deadlock`]; storage errors.
-    pub fn update(
-        &self,
-        ctx: &RowCtx<'_>,
-        undo: &mut TrxUndo,
-        pk_vals: &[Value],
-        set: &[Assign],
-    ) -> Result<bool> {
-        self.check_not_deferred("an update")?;
-        let pk = self.pk_key(pk_vals)?;
-        self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
-            let mut new_row = r.row.clone();
-            Assign::apply(set, &mut new_row)?;
-            let new_row = self.def.normalize_row(&new_row);
-            self.def.check_row(&new_row)?;
-            if key_of(&self.def, &self.def.primary_key, &new_row)? != pk {
-                return Err(Error::InvalidValue(format!("table {}: updating the primary key is not supported by the clustered design yet", self.def.name)));
-            }
-            let changed: Vec<usize> = (0..new_row.len()).filter(|&c| r.row[c] != new_row[c]).collect();
-            let changed_ix: Vec<usize> = (0..self.def.indexes.len())
-                .filter(|&ix| self.def.indexes[ix].columns.iter().any(|c| changed.contains(c)))
-                .collect();
-            for &ix in &changed_ix {
-                if self.def.indexes[ix].unique {
-                    if let Some(x) = self.unique_conflict(ctx, ix, &new_row, &pk)? {
-                        return Ok(Attempt::Wait(x));
-                    }
-                }
-            }
-            // Undo holds the changed columns, plus the ordering fields of every index whose
-            // key changes (trx0rec.cc: needed by purge to find the old secondary entries).
-            let mut undo_cols = changed.clone();
-            for &ix in &changed_ix {
-                undo_cols.extend(self.def.indexes[ix].columns.iter().copied());
-            }
-            undo_cols.sort_unstable();
-            undo_cols.dedup();
-            let u = UndoRecord {
-                kind: UndoType::UpdateExisting,
-                table: self.id,
-                old_trx_id: r.trx_id,
-                old_roll_ptr: RollPtr::decode(r.roll_ptr),
-                pk: pk.clone(),
-                delta: encode_delta(&self.def, &r.row, &undo_cols),
-            };
-            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
-            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, TrxId::from(ctx.xid), rp.encode())?)?;
-            for &ix in &changed_ix {
-                // Secondary entries are never updated in place: delete-mark the old one, insert
-                // (or un-delete-mark) the new one.
-                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
-                let new = self.sec_key(ix, &new_row, &pk)?;
-                if !self.indexes[ix].update_value(&new, LIVE)? {
-                    self.indexes[ix].insert(&new, LIVE)?;
-                    self.counters.index_entries_inserted.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
-            Ok(Attempt::Done(true))
-        })
-    }
-
-    /// row_upd_del_mark_clust_rec: delete-marks the latest version of the row and its
-    /// secondary entries. Returns false when there is no such row.
-    ///
-    /// Errors: [`Error::Deadlock`]; storage errors.
-    pub fn delete(&self, ctx: &RowCtx<'_>, undo: &mut TrxUndo, pk_vals: &[Value]) -> Result<bool> {
-        self.check_not_deferred("a delete")?;
-        let pk = self.pk_key(pk_vals)?;
-        self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else {
-                return Ok(Attempt::Done(false));
-            };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
-            let ord: Vec<usize> = {
-                let mut v: Vec<usize> = self
-                    .def
-                    .indexes
-                    .iter()
-                    .flat_map(|i| i.columns.iter().copied())
-                    .collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            };
-            let u = UndoRecord {
-                kind: UndoType::DeleteMark,
-                table: self.id,
-                old_trx_id: r.trx_id,
-                old_roll_ptr: RollPtr::decode(r.roll_ptr),
-                pk: pk.clone(),
-                delta: encode_delta(&self.def, &r.row, &ord),
-            };
-            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
-            let mut new_rec = encode_compact(&self.def, &r.row, TrxId::from(ctx.xid), rp.encode())?;
-            set_compact_delete_mark(&mut new_rec, true)?;
-            self.clustered.update_value(&pk, &new_rec)?;
-            for ix in 0..self.indexes.len() {
-                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
-            }
-            self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
-            Ok(Attempt::Done(true))
-        })
     }
 
     /// Rolls back one undo record of this table written by transaction `trx_id`
@@ -886,5 +588,330 @@ impl ClusteredTable {
             Some(rec) => Ok(Some(compact_delete_mark(&rec)?)),
             None => Ok(None),
         }
+    }
+}
+
+/// The clustered table's reads (row0sel.cc `row_search_mvcc`).
+impl TableRead for ClusteredTable {
+    /// Consistent read by primary key.
+    ///
+    /// Errors: storage and decoding errors.
+    fn get(&self, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>> {
+        let ctx = &RowCtx::from(st);
+        let key = self.pk_key(pk)?;
+        match self.clustered.get(&key)? {
+            Some(rec) => self.visible_version(ctx, &key, &rec),
+            None => Ok(None),
+        }
+    }
+
+    /// Consistent read through secondary index `ix`: every entry with the key, delete-marked
+    /// or not, leads to the clustered record, whose visible version must still carry the key
+    /// (row0sel.cc `row_sel_sec_rec_is_for_clust_rec`).
+    ///
+    /// Errors: [`Error::Catalog`] for an unknown index; storage errors.
+    fn get_by_index(&self, st: &Statement<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+        let ctx = &RowCtx::from(st);
+        self.check_not_deferred("a secondary index read")?;
+        let idx =
+            self.def.indexes.get(ix).ok_or_else(|| {
+                Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
+            })?;
+        let types = self.def.key_columns(&idx.columns)?;
+        let mut prefix = Vec::new();
+        encode_key(&types, key, &mut prefix)?;
+        let mut pks = Vec::new();
+        let mut hi = prefix.clone();
+        hi.push(0xFF);
+        self.indexes[ix].scan(
+            Bound::Included(&prefix),
+            Bound::Excluded(&hi),
+            ScanDirection::Forward,
+            &mut |k, _| {
+                pks.push(k[prefix.len()..].to_vec());
+                Ok(true)
+            },
+        )?;
+        let mut rows = Vec::new();
+        for pk in pks {
+            if let Some(rec) = self.clustered.get(&pk)? {
+                if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
+                    if key_of(&self.def, &idx.columns, &row)? == prefix {
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Consistent read of a primary-key range.
+    ///
+    /// Errors: storage errors.
+    fn scan(
+        &self,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Result<Vec<Row>> {
+        let ctx = &RowCtx::from(st);
+        let conv = |b: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
+            Ok(match b {
+                Bound::Included(v) => Bound::Included(self.pk_key(v)?),
+                Bound::Excluded(v) => Bound::Excluded(self.pk_key(v)?),
+                Bound::Unbounded => Bound::Unbounded,
+            })
+        };
+        let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
+        let mut rows = Vec::new();
+        while rows.len() < limit {
+            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            self.clustered.scan(
+                lo.as_ref().map(|v| v.as_slice()),
+                hi.as_ref().map(|v| v.as_slice()),
+                dir,
+                &mut |k, v| {
+                    batch.push((k.to_vec(), v.to_vec()));
+                    Ok(batch.len() < SCAN_BATCH)
+                },
+            )?;
+            let full = batch.len() == SCAN_BATCH;
+            for (pk, rec) in &batch {
+                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        return Ok(rows);
+                    }
+                }
+            }
+            match (full, batch.last()) {
+                (true, Some((k, _))) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k.clone()),
+                    ScanDirection::Backward => hi = Bound::Excluded(k.clone()),
+                },
+                _ => break,
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// The clustered table's writes (row0ins.cc, row0upd.cc; ha_innodb.cc `write_row`,
+/// `update_row`, `delete_row`).
+impl TableWrite for ClusteredTable {
+    type TxnState = TrxUndo;
+
+    /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
+    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
+    ///
+    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`],
+    /// storage errors.
+    fn insert(&self, st: &Statement<'_>, undo: &mut TrxUndo, row: Row) -> Result<()> {
+        let ctx = &RowCtx::from(st);
+        let row = self.def.normalize_row(&row);
+        self.def.check_row(&row)?;
+        let pk = key_of(&self.def, &self.def.primary_key, &row)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let existing = self.clustered.get(&pk)?;
+            let Some(rec) = existing else {
+                for (ix, idx) in self.def.indexes.iter().enumerate() {
+                    if idx.unique {
+                        if let Some(x) = self.unique_conflict(ctx, ix, &row, &pk)? {
+                            return Ok(Attempt::Wait(x));
+                        }
+                    }
+                }
+                let u = UndoRecord {
+                    kind: UndoType::Insert,
+                    table: self.id,
+                    old_trx_id: 0,
+                    old_roll_ptr: RollPtr::NULL,
+                    pk: pk.clone(),
+                    delta: Vec::new(),
+                };
+                let rp = self.undo.append(undo, true, TrxId::from(ctx.xid), &u)?;
+                self.clustered.insert(
+                    &pk,
+                    &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
+                )?;
+                if !self.secondary_deferred.load(Ordering::Acquire) {
+                    for ix in 0..self.indexes.len() {
+                        self.indexes[ix].insert(&self.sec_key(ix, &row, &pk)?, LIVE)?;
+                        self.counters
+                            .index_entries_inserted
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
+                return Ok(Attempt::Done(()));
+            };
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if !r.delete_marked {
+                return Err(Error::DuplicateKey {
+                    index: "PRIMARY".into(),
+                    key: format!("({})", self.render_pk(&pk)),
+                });
+            }
+            // Re-insert over the committed delete-marked record: an update with undo.
+            let all: Vec<usize> = (0..self.def.columns.len()).collect();
+            let u = UndoRecord {
+                kind: UndoType::UpdateDeleted,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &all),
+            };
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
+            self.clustered.update_value(
+                &pk,
+                &encode_compact(&self.def, &row, TrxId::from(ctx.xid), rp.encode())?,
+            )?;
+            for ix in 0..self.indexes.len() {
+                // The old entries stay delete-marked (purge removes them); the new key's entry
+                // is un-delete-marked when it exists, else inserted.
+                let new = self.sec_key(ix, &row, &pk)?;
+                if !self.indexes[ix].update_value(&new, LIVE)? {
+                    self.indexes[ix].insert(&new, LIVE)?;
+                    self.counters
+                        .index_entries_inserted
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(()))
+        })
+    }
+
+    /// row_upd_clust_rec (in place) and row_upd_sec_index_entry: applies `set` to the latest
+    /// version of the row (a locking read: InnoDB's UPDATE reads the newest committed
+    /// version whatever the read view), writing the old values of the changed columns to
+    /// the update undo. Returns false when there is no such row.
+    ///
+    /// Errors: [`Error::InvalidValue`] (including a change of the primary key, not built
+    /// yet); [`Error::DuplicateKey`]; [`Error::Deadlock`]; storage errors.
+    fn update(
+        &self,
+        st: &Statement<'_>,
+        undo: &mut TrxUndo,
+        pk_vals: &[Value],
+        set: &[Assign],
+    ) -> Result<bool> {
+        let ctx = &RowCtx::from(st);
+        self.check_not_deferred("an update")?;
+        let pk = self.pk_key(pk_vals)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if r.delete_marked {
+                return Ok(Attempt::Done(false));
+            }
+            let mut new_row = r.row.clone();
+            Assign::apply(set, &mut new_row)?;
+            let new_row = self.def.normalize_row(&new_row);
+            self.def.check_row(&new_row)?;
+            if key_of(&self.def, &self.def.primary_key, &new_row)? != pk {
+                return Err(Error::InvalidValue(format!("table {}: updating the primary key is not supported by the clustered design yet", self.def.name)));
+            }
+            let changed: Vec<usize> = (0..new_row.len()).filter(|&c| r.row[c] != new_row[c]).collect();
+            let changed_ix: Vec<usize> = (0..self.def.indexes.len())
+                .filter(|&ix| self.def.indexes[ix].columns.iter().any(|c| changed.contains(c)))
+                .collect();
+            for &ix in &changed_ix {
+                if self.def.indexes[ix].unique {
+                    if let Some(x) = self.unique_conflict(ctx, ix, &new_row, &pk)? {
+                        return Ok(Attempt::Wait(x));
+                    }
+                }
+            }
+            // Undo holds the changed columns, plus the ordering fields of every index whose
+            // key changes (trx0rec.cc: needed by purge to find the old secondary entries).
+            let mut undo_cols = changed.clone();
+            for &ix in &changed_ix {
+                undo_cols.extend(self.def.indexes[ix].columns.iter().copied());
+            }
+            undo_cols.sort_unstable();
+            undo_cols.dedup();
+            let u = UndoRecord {
+                kind: UndoType::UpdateExisting,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &undo_cols),
+            };
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
+            self.clustered.update_value(&pk, &encode_compact(&self.def, &new_row, TrxId::from(ctx.xid), rp.encode())?)?;
+            for &ix in &changed_ix {
+                // Secondary entries are never updated in place: delete-mark the old one, insert
+                // (or un-delete-mark) the new one.
+                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
+                let new = self.sec_key(ix, &new_row, &pk)?;
+                if !self.indexes[ix].update_value(&new, LIVE)? {
+                    self.indexes[ix].insert(&new, LIVE)?;
+                    self.counters.index_entries_inserted.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(true))
+        })
+    }
+
+    /// row_upd_del_mark_clust_rec: delete-marks the latest version of the row and its
+    /// secondary entries. Returns false when there is no such row.
+    ///
+    /// Errors: [`Error::Deadlock`]; storage errors.
+    fn delete(&self, st: &Statement<'_>, undo: &mut TrxUndo, pk_vals: &[Value]) -> Result<bool> {
+        let ctx = &RowCtx::from(st);
+        self.check_not_deferred("a delete")?;
+        let pk = self.pk_key(pk_vals)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            let Some(rec) = self.clustered.get(&pk)? else {
+                return Ok(Attempt::Done(false));
+            };
+            let r = decode_compact_record(&self.def, &pk, &rec)?;
+            if let Some(x) = self.holder(ctx, r.trx_id) {
+                return Ok(Attempt::Wait(x));
+            }
+            if r.delete_marked {
+                return Ok(Attempt::Done(false));
+            }
+            let ord: Vec<usize> = {
+                let mut v: Vec<usize> = self
+                    .def
+                    .indexes
+                    .iter()
+                    .flat_map(|i| i.columns.iter().copied())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            };
+            let u = UndoRecord {
+                kind: UndoType::DeleteMark,
+                table: self.id,
+                old_trx_id: r.trx_id,
+                old_roll_ptr: RollPtr::decode(r.roll_ptr),
+                pk: pk.clone(),
+                delta: encode_delta(&self.def, &r.row, &ord),
+            };
+            let rp = self.undo.append(undo, false, TrxId::from(ctx.xid), &u)?;
+            let mut new_rec = encode_compact(&self.def, &r.row, TrxId::from(ctx.xid), rp.encode())?;
+            set_compact_delete_mark(&mut new_rec, true)?;
+            self.clustered.update_value(&pk, &new_rec)?;
+            for ix in 0..self.indexes.len() {
+                self.indexes[ix].update_value(&self.sec_key(ix, &r.row, &pk)?, DELETE_MARKED)?;
+            }
+            self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
+            Ok(Attempt::Done(true))
+        })
     }
 }

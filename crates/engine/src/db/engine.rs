@@ -10,7 +10,7 @@
 use crate::access::TableStats;
 use crate::access::{
     Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
-    TableId, TableRelations, TxnCore, XactEnd,
+    TableId, TableRead, TableRelations, TableWrite, TxnCore, XactEnd,
 };
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
@@ -224,7 +224,7 @@ impl<A: TableAccessMethod> DesignTxn<A> {
         cause: Cause,
         t: TableId,
         writes: bool,
-        f: impl FnOnce(&A, &A::Table, &Statement<'_>, &mut A::TxnState) -> Result<T>,
+        f: impl FnOnce(&A::Table, &Statement<'_>, &mut A::TxnState) -> Result<T>,
     ) -> Result<T> {
         self.core.check_open()?;
         let _c = enter(cause);
@@ -240,7 +240,7 @@ impl<A: TableAccessMethod> DesignTxn<A> {
             cid: self.cid,
             isolation: self.core.isolation(),
         };
-        let r = f(am, &table, &st, &mut self.state);
+        let r = f(&table, &st, &mut self.state);
         self.core.end_statement(tm);
         r
     }
@@ -268,14 +268,12 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
 impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |am, tb, st, _| {
-            am.get(tb, st, pk)
-        })
+        self.stmt(Cause::PointSelect, t, false, |tb, st, _| tb.get(st, pk))
     }
 
     fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |am, tb, st, _| {
-            am.get_by_index(tb, st, index, key)
+        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
+            tb.get_by_index(st, index, key)
         })
     }
 
@@ -287,22 +285,22 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>> {
-        self.stmt(Cause::RangeScan, t, false, |am, tb, st, _| {
-            am.scan(tb, st, lo, hi, dir, limit)
+        self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
+            tb.scan(st, lo, hi, dir, limit)
         })
     }
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
-        self.stmt(Cause::Insert, t, true, |am, tb, st, state| {
-            am.insert(tb, st, state, row)
+        self.stmt(Cause::Insert, t, true, |tb, st, state| {
+            tb.insert(st, state, row)
         })?;
         self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
-        let done = self.stmt(Cause::Update, t, true, |am, tb, st, state| {
-            am.update(tb, st, state, pk, set)
+        let done = self.stmt(Cause::Update, t, true, |tb, st, state| {
+            tb.update(st, state, pk, set)
         })?;
         if done {
             self.core.count(t, 0, 1, 0);
@@ -311,8 +309,8 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     }
 
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
-        let done = self.stmt(Cause::Delete, t, true, |am, tb, st, state| {
-            am.delete(tb, st, state, pk)
+        let done = self.stmt(Cause::Delete, t, true, |tb, st, state| {
+            tb.delete(st, state, pk)
         })?;
         if done {
             self.core.count(t, 0, 0, 1);

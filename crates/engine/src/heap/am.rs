@@ -10,24 +10,23 @@
 //! holds the transaction manager's checkpoint delay (`delay_checkpoint`, PostgreSQL's
 //! DELAY_CHKPT_START) from before its commit record until its clog update.
 
-use super::{Ctx, HeapTable, VacuumConfig};
+use super::{HeapTable, VacuumConfig};
 use crate::access::AnalyzeReport;
 use crate::access::{
-    Assign, Catalogued, EngineCounters, GcReport, Redone, Statement, TableAccessMethod, TableId,
-    TableList, TxnCore, XactEnd,
+    Catalogued, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore,
+    XactEnd,
 };
-use crate::btree::{BTree, BTreeConfig, ScanDirection};
+use crate::btree::{BTree, BTreeConfig};
 use crate::buffer::vacuum_cost::with_cost_delay;
-use crate::catalog::{Row, TableDef, Value};
+use crate::catalog::TableDef;
 use crate::design::DesignConfig;
 use crate::device::file_ids;
 use crate::error::Result;
-use crate::mvcc::{Isolation, TransactionManager};
+use crate::mvcc::TransactionManager;
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
-use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -254,17 +253,6 @@ impl HeapAm {
     }
 }
 
-/// The heap's view of a statement.
-fn ctx<'a>(st: &'a Statement<'a>) -> Ctx<'a> {
-    Ctx {
-        tm: st.tm,
-        xid: st.xid,
-        snapshot: st.snapshot,
-        cid: st.cid,
-        repeatable_read: st.isolation == Isolation::RepeatableRead,
-    }
-}
-
 impl TableAccessMethod for HeapAm {
     type Table = HeapTable;
     type TxnState = ();
@@ -295,57 +283,6 @@ impl TableAccessMethod for HeapAm {
 
     fn build_secondary_indexes(&self, table: &HeapTable) -> Result<u64> {
         table.build_secondary_indexes(&self.tm)
-    }
-
-    fn get(&self, table: &HeapTable, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>> {
-        table.get(&ctx(st), pk)
-    }
-
-    fn get_by_index(
-        &self,
-        table: &HeapTable,
-        st: &Statement<'_>,
-        index: usize,
-        key: &[Value],
-    ) -> Result<Vec<Row>> {
-        table.get_by_index(&ctx(st), index, key)
-    }
-
-    fn scan(
-        &self,
-        table: &HeapTable,
-        st: &Statement<'_>,
-        lo: Bound<&[Value]>,
-        hi: Bound<&[Value]>,
-        dir: ScanDirection,
-        limit: usize,
-    ) -> Result<Vec<Row>> {
-        table.scan(&ctx(st), lo, hi, dir, limit)
-    }
-
-    fn insert(&self, table: &HeapTable, st: &Statement<'_>, _: &mut (), row: Row) -> Result<()> {
-        table.insert(&ctx(st), row).map(|_| ())
-    }
-
-    fn update(
-        &self,
-        table: &HeapTable,
-        st: &Statement<'_>,
-        _: &mut (),
-        pk: &[Value],
-        set: &[Assign],
-    ) -> Result<bool> {
-        table.update(&ctx(st), pk, set)
-    }
-
-    fn delete(
-        &self,
-        table: &HeapTable,
-        st: &Statement<'_>,
-        _: &mut (),
-        pk: &[Value],
-    ) -> Result<bool> {
-        table.delete(&ctx(st), pk)
     }
 
     /// The commit record, flushed (synchronous commit), or the abort record, not flushed;

@@ -9,6 +9,7 @@ use super::page::{self as hp, LpState};
 use super::table::{Ctx, HeapTable};
 use super::tuple::{self as ht, HeaderRead, Tid};
 use super::visibility::satisfies_mvcc;
+use crate::access::{Statement, TableRead};
 use crate::btree::{BTree, ScanDirection};
 use crate::buffer::{mark_dirty_hint, WritePageGuard};
 use crate::catalog::{Row, Value};
@@ -200,11 +201,15 @@ impl HeapTable {
         )?;
         Ok(out)
     }
+}
 
+/// The heap's reads (heapam_handler.c `heapam_index_fetch_tuple`, `heap_getnextslot`).
+impl TableRead for HeapTable {
     /// The row with primary key `pk` visible to `ctx`.
     ///
     /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
-    pub fn get(&self, ctx: &Ctx<'_>, pk: &[Value]) -> Result<Option<Row>> {
+    fn get(&self, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>> {
+        let ctx = &Ctx::from(st);
         let key = self.pk_key(pk)?;
         match self
             .fetch_by_key(ctx, &self.pk, &key, 1)?
@@ -219,7 +224,8 @@ impl HeapTable {
     /// Rows whose secondary index `ix` key equals `key`, visible to `ctx`.
     ///
     /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for an unknown index.
-    pub fn get_by_index(&self, ctx: &Ctx<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+    fn get_by_index(&self, st: &Statement<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
+        let ctx = &Ctx::from(st);
         self.check_not_deferred("a secondary index read")?;
         let k = self.index_key(ix, key)?;
         let index = &self.indexes[ix];
@@ -233,14 +239,15 @@ impl HeapTable {
     /// or reverse, at most `limit`.
     ///
     /// Errors: as [`HeapTable::get`].
-    pub fn scan(
+    fn scan(
         &self,
-        ctx: &Ctx<'_>,
+        st: &Statement<'_>,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>> {
+        let ctx = &Ctx::from(st);
         let lo = match lo {
             Bound::Included(v) => Bound::Included(self.pk_key(v)?),
             Bound::Excluded(v) => Bound::Excluded(upper_of(&self.pk_key(v)?)),

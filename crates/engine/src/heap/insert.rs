@@ -53,22 +53,7 @@ impl HeapTable {
         Ok((g, true))
     }
 
-    /// heap_insert + ExecInsertIndexTuples: stores `row` as a new tuple by transaction
-    /// `ctx.xid` and adds an entry to every index, checking unique indexes.
-    ///
-    /// Errors: [`Error::InvalidValue`] for a bad row; [`Error::DuplicateKey`];
-    /// [`Error::Deadlock`] while waiting on a conflicting inserter; [`Error::TooLarge`] for a
-    /// tuple larger than a page (no TOAST); storage errors.
-    pub fn insert(&self, ctx: &Ctx<'_>, row: Row) -> Result<Tid> {
-        let row = self.def.normalize_row(&row);
-        self.def.check_row(&row)?;
-        let tid = self.heap_insert(ctx, &row)?;
-        self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
-        self.insert_index_entries(ctx, &row, tid, None)?;
-        Ok(tid)
-    }
-
-    fn heap_insert(&self, ctx: &Ctx<'_>, row: &Row) -> Result<Tid> {
+    pub(super) fn heap_insert(&self, ctx: &Ctx<'_>, row: &Row) -> Result<Tid> {
         let enc = encode_heap(&self.def, row);
         let t = ht::build(
             ctx.xid,

@@ -15,14 +15,14 @@ use super::tuple::{self as ht, maxalign, HeaderRead, Tid};
 use super::visibility::{satisfies_update, UpdateStatus};
 use super::vm::VisibilityMap;
 use super::wal::{info, update_block_data, update_main_data, XLHL_KEYS_UPDATED};
-use crate::access::Assign;
 use crate::access::TableCounters;
+use crate::access::{Assign, Statement, TableWrite};
 use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::device::FileId;
 use crate::error::{Error, Result};
-use crate::mvcc::{Snapshot, TransactionManager, Xid};
+use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
 use crate::page::{flags, page_lsn, set_flags, PageId};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
@@ -42,6 +42,20 @@ pub struct Ctx<'a> {
     /// Repeatable read: a concurrent update is a serialization failure instead of being
     /// followed.
     pub repeatable_read: bool,
+}
+
+impl<'a> From<&'a Statement<'a>> for Ctx<'a> {
+    /// The heap's view of the engine's statement: its snapshot, xid and command id, and
+    /// whether a concurrent update is a serialization failure (repeatable read).
+    fn from(st: &'a Statement<'a>) -> Self {
+        Ctx {
+            tm: st.tm,
+            xid: st.xid,
+            snapshot: st.snapshot,
+            cid: st.cid,
+            repeatable_read: st.isolation == Isolation::RepeatableRead,
+        }
+    }
 }
 
 /// Outcome of one attempt to update or delete the tuple at a tid.
@@ -225,24 +239,6 @@ impl HeapTable {
         Err(Error::Corrupted {
             what: format!("table {}: update chain does not end", self.def.name),
         })
-    }
-
-    /// Updates the row with primary key `pk`, setting `set` columns (heapam.c `heap_update`
-    /// with ExecUpdate's retry loop). Returns false when no visible row has that key.
-    ///
-    /// Errors: [`Error::SerializationFailure`] at repeatable read when the row was changed by
-    /// a transaction the snapshot does not see; [`Error::Deadlock`]; [`Error::DuplicateKey`];
-    /// [`Error::InvalidValue`]; storage errors.
-    pub fn update(&self, ctx: &Ctx<'_>, pk: &[Value], set: &[Assign]) -> Result<bool> {
-        self.modify(ctx, pk, Some(set))
-    }
-
-    /// Deletes the row with primary key `pk` (heapam.c `heap_delete`). Returns false when
-    /// no visible row has that key.
-    ///
-    /// Errors: as [`HeapTable::update`].
-    pub fn delete(&self, ctx: &Ctx<'_>, pk: &[Value]) -> Result<bool> {
-        self.modify(ctx, pk, None)
     }
 
     fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], set: Option<&[Assign]>) -> Result<bool> {
@@ -527,5 +523,47 @@ impl HeapTable {
         self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
         self.insert_index_entries(ctx, &new_row, new_tid, Some(&old_row))?;
         Ok(Attempt::Done)
+    }
+}
+
+/// The heap's writes (heapam_handler.c `heapam_tuple_insert`, `heapam_tuple_update`,
+/// `heapam_tuple_delete`, with the executor's index maintenance).
+impl TableWrite for HeapTable {
+    type TxnState = ();
+
+    /// heap_insert + ExecInsertIndexTuples: stores `row` as a new tuple by transaction
+    /// `ctx.xid` and adds an entry to every index, checking unique indexes.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a bad row; [`Error::DuplicateKey`];
+    /// [`Error::Deadlock`] while waiting on a conflicting inserter; [`Error::TooLarge`] for a
+    /// tuple larger than a page (no TOAST); storage errors.
+    fn insert(&self, st: &Statement<'_>, _: &mut (), row: Row) -> Result<()> {
+        let ctx = &Ctx::from(st);
+        let row = self.def.normalize_row(&row);
+        self.def.check_row(&row)?;
+        let tid = self.heap_insert(ctx, &row)?;
+        self.counters.n_tup_ins.fetch_add(1, Ordering::Relaxed);
+        self.insert_index_entries(ctx, &row, tid, None)?;
+        Ok(())
+    }
+
+    /// Updates the row with primary key `pk`, setting `set` columns (heapam.c `heap_update`
+    /// with ExecUpdate's retry loop). Returns false when no visible row has that key.
+    ///
+    /// Errors: [`Error::SerializationFailure`] at repeatable read when the row was changed by
+    /// a transaction the snapshot does not see; [`Error::Deadlock`]; [`Error::DuplicateKey`];
+    /// [`Error::InvalidValue`]; storage errors.
+    fn update(&self, st: &Statement<'_>, _: &mut (), pk: &[Value], set: &[Assign]) -> Result<bool> {
+        let ctx = &Ctx::from(st);
+        self.modify(ctx, pk, Some(set))
+    }
+
+    /// Deletes the row with primary key `pk` (heapam.c `heap_delete`). Returns false when
+    /// no visible row has that key.
+    ///
+    /// Errors: as [`HeapTable::update`].
+    fn delete(&self, st: &Statement<'_>, _: &mut (), pk: &[Value]) -> Result<bool> {
+        let ctx = &Ctx::from(st);
+        self.modify(ctx, pk, None)
     }
 }
