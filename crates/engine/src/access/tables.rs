@@ -19,8 +19,18 @@ pub trait Catalogued {
     fn def(&self) -> &TableDef;
     /// Its B+trees: the primary key or clustered index first, then the secondary indexes.
     fn trees(&self) -> Vec<&crate::btree::BTree>;
-    /// The relation files holding it.
-    fn relations(&self) -> TableRelations;
+    /// The relation holding its rows: the heap, or the clustered index (the first tree).
+    fn table_relation(&self) -> crate::device::FileId;
+    /// The relation files holding it: its rows' relation, then its trees' (the primary-key
+    /// tree is the rows' own relation for a clustered table).
+    fn relations(&self) -> TableRelations {
+        let trees = self.trees();
+        TableRelations {
+            table: self.table_relation(),
+            primary_key: trees[0].rel(),
+            indexes: trees[1..].iter().map(|t| t.rel()).collect(),
+        }
+    }
     /// Its pgstat counters (`pg_stat_user_tables`).
     fn counters(&self) -> &super::stats::TableCounters;
     /// Set while its secondary indexes are deferred (`crate::db::Database::create_table_for_load`).

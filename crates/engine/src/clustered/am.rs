@@ -599,12 +599,8 @@ impl Catalogued for ClusteredTable {
             .chain(self.indexes.iter())
             .collect()
     }
-    fn relations(&self) -> crate::access::TableRelations {
-        crate::access::TableRelations {
-            table: self.clustered.rel(),
-            primary_key: self.clustered.rel(),
-            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
-        }
+    fn table_relation(&self) -> crate::device::FileId {
+        self.clustered.rel()
     }
     fn counters(&self) -> &crate::access::TableCounters {
         &self.counters

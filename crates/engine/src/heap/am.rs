@@ -351,12 +351,8 @@ impl Catalogued for HeapTable {
             .collect()
     }
 
-    fn relations(&self) -> crate::access::TableRelations {
-        crate::access::TableRelations {
-            table: self.heap_rel,
-            primary_key: self.pk.rel(),
-            indexes: self.indexes.iter().map(|i| i.rel()).collect(),
-        }
+    fn table_relation(&self) -> crate::device::FileId {
+        self.heap_rel
     }
 
     fn counters(&self) -> &crate::access::TableCounters {
