@@ -129,8 +129,9 @@ pub struct TableDef {
     /// Secondary indexes only (the primary key is not listed here).
     pub indexes: Vec<IndexDef>,
     /// Declared foreign keys ([`ForeignKeyDef`]: not enforced). Absent in catalogs written
-    /// before they existed, which decode with none.
-    #[serde(default)]
+    /// before they existed, which decode with none, and left out of the catalog's JSON when
+    /// there are none, so a table without them logs the same catalog bytes as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub foreign_keys: Vec<ForeignKeyDef>,
 }
 

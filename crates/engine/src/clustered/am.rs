@@ -13,8 +13,7 @@
 
 use super::{purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, TrxUndo, UndoSpace};
 use crate::access::{
-    Catalogued, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore,
-    XactEnd,
+    EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore, XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
@@ -586,26 +585,5 @@ impl TableAccessMethod for ClusteredAm {
         for h in self.purge_threads.lock().drain(..) {
             let _ = h.join();
         }
-    }
-}
-
-/// The clustered table in the design's table list.
-impl Catalogued for ClusteredTable {
-    fn def(&self) -> &TableDef {
-        &self.def
-    }
-    fn trees(&self) -> Vec<&BTree> {
-        std::iter::once(&self.clustered)
-            .chain(self.indexes.iter())
-            .collect()
-    }
-    fn table_relation(&self) -> crate::device::FileId {
-        self.clustered.rel()
-    }
-    fn counters(&self) -> &crate::access::TableCounters {
-        &self.counters
-    }
-    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
-        &self.secondary_deferred
     }
 }

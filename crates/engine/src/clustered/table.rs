@@ -6,7 +6,7 @@
 use super::undo_log::{TrxUndo, UndoSpace};
 use super::undo_rec::{RollPtr, UndoRecord, UndoType};
 use crate::access::TableCounters;
-use crate::access::{Assign, Statement, TableRead, TableWrite};
+use crate::access::{Assign, Catalogued, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
@@ -913,5 +913,26 @@ impl TableWrite for ClusteredTable {
             self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
             Ok(Attempt::Done(true))
         })
+    }
+}
+
+/// The clustered table in the design's table list.
+impl Catalogued for ClusteredTable {
+    fn def(&self) -> &TableDef {
+        &self.def
+    }
+    fn trees(&self) -> Vec<&BTree> {
+        std::iter::once(&self.clustered)
+            .chain(self.indexes.iter())
+            .collect()
+    }
+    fn table_relation(&self) -> crate::device::FileId {
+        self.clustered.rel()
+    }
+    fn counters(&self) -> &crate::access::TableCounters {
+        &self.counters
+    }
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
+        &self.secondary_deferred
     }
 }

@@ -13,8 +13,7 @@
 use super::{HeapTable, VacuumConfig};
 use crate::access::AnalyzeReport;
 use crate::access::{
-    Catalogued, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore,
-    XactEnd,
+    EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore, XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::buffer::vacuum_cost::with_cost_delay;
@@ -336,30 +335,5 @@ impl TableAccessMethod for HeapAm {
         if let Some(h) = self.autovacuum.lock().take() {
             let _ = h.join();
         }
-    }
-}
-
-/// The heap table in the design's table list.
-impl Catalogued for HeapTable {
-    fn def(&self) -> &TableDef {
-        &self.def
-    }
-
-    fn trees(&self) -> Vec<&BTree> {
-        std::iter::once(&self.pk)
-            .chain(self.indexes.iter())
-            .collect()
-    }
-
-    fn table_relation(&self) -> crate::device::FileId {
-        self.heap_rel
-    }
-
-    fn counters(&self) -> &crate::access::TableCounters {
-        &self.counters
-    }
-
-    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
-        &self.secondary_deferred
     }
 }

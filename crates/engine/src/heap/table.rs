@@ -16,7 +16,7 @@ use super::visibility::{satisfies_update, UpdateStatus};
 use super::vm::VisibilityMap;
 use super::wal::{info, update_block_data, update_main_data, XLHL_KEYS_UPDATED};
 use crate::access::TableCounters;
-use crate::access::{Assign, Statement, TableWrite};
+use crate::access::{Assign, Catalogued, Statement, TableWrite};
 use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
@@ -565,5 +565,30 @@ impl TableWrite for HeapTable {
     fn delete(&self, st: &Statement<'_>, _: &mut (), pk: &[Value]) -> Result<bool> {
         let ctx = &Ctx::from(st);
         self.modify(ctx, pk, None)
+    }
+}
+
+/// The heap table in the design's table list.
+impl Catalogued for HeapTable {
+    fn def(&self) -> &TableDef {
+        &self.def
+    }
+
+    fn trees(&self) -> Vec<&BTree> {
+        std::iter::once(&self.pk)
+            .chain(self.indexes.iter())
+            .collect()
+    }
+
+    fn table_relation(&self) -> crate::device::FileId {
+        self.heap_rel
+    }
+
+    fn counters(&self) -> &crate::access::TableCounters {
+        &self.counters
+    }
+
+    fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
+        &self.secondary_deferred
     }
 }
