@@ -17,7 +17,7 @@
 use super::assign::Assign;
 use super::counters::{AnalyzeReport, EngineCounters, GcReport};
 use super::relations::TableId;
-use super::tables::{Catalogued, TableList};
+use super::tables::{AmShared, Catalogued, TableList};
 use super::txn::{Changes, TxnCore};
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
@@ -128,10 +128,16 @@ pub trait TableAccessMethod: Send + Sync + 'static {
     /// heap).
     type TxnState: Default + Send + 'static;
 
+    /// The transaction manager and the design's tables.
+    fn shared(&self) -> &AmShared<Self::Table>;
     /// The transaction manager.
-    fn transactions(&self) -> &TransactionManager;
+    fn transactions(&self) -> &TransactionManager {
+        &self.shared().tm
+    }
     /// The design's tables.
-    fn tables(&self) -> &TableList<Self::Table>;
+    fn tables(&self) -> &TableList<Self::Table> {
+        &self.shared().tables
+    }
     /// Creates the relations of a new table `def` with id `id` and opens it.
     ///
     /// Errors: storage errors creating its relations.

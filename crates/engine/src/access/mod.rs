@@ -42,5 +42,5 @@ pub use method::{Statement, TableAccessMethod, TableRead, TableWrite, XactEnd};
 pub use recovered::{RecoveryReport, Redone};
 pub use relations::{TableId, TableRelations};
 pub use stats::{TableCounters, TableStats};
-pub use tables::{check_not_deferred, Catalogued, TableList};
+pub use tables::{check_not_deferred, AmShared, Catalogued, TableList};
 pub use txn::{Changes, TxnCore};

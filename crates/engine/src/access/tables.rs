@@ -166,3 +166,22 @@ pub fn check_not_deferred(
     }
     Ok(())
 }
+
+/// What every table access method keeps: its transaction manager and its tables
+/// ([`super::TableAccessMethod::shared`]).
+pub struct AmShared<T> {
+    /// The transaction manager.
+    pub tm: crate::mvcc::TransactionManager,
+    /// The design's tables.
+    pub tables: TableList<T>,
+}
+
+impl<T: Catalogued> AmShared<T> {
+    /// No tables yet, transactions from `tm`.
+    pub fn new(tm: crate::mvcc::TransactionManager) -> Self {
+        AmShared {
+            tm,
+            tables: TableList::new(),
+        }
+    }
+}

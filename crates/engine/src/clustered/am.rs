@@ -13,7 +13,7 @@
 
 use super::{purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, TrxUndo, UndoSpace};
 use crate::access::{
-    EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore, XactEnd,
+    AmShared, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TxnCore, XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
@@ -34,8 +34,7 @@ use std::time::{Duration, Instant};
 pub struct ClusteredAm {
     storage: Arc<Storage>,
     design: DesignConfig,
-    tm: TransactionManager,
-    tables: TableList<ClusteredTable>,
+    shared: AmShared<ClusteredTable>,
     undo: Arc<UndoSpace>,
     history: History,
     /// Held by the thread truncating the history (MariaDB's purge_truncation_task, a task
@@ -71,7 +70,7 @@ impl ClusteredAm {
                 break;
             };
             self.truncate_again.store(false, Ordering::Release);
-            self.undo.truncate_history(self.tm.oldest_xmin())?;
+            self.undo.truncate_history(self.shared.tm.oldest_xmin())?;
         }
         Ok(())
     }
@@ -112,7 +111,7 @@ impl ClusteredAm {
         let mut pages = 0;
         while n < max_logs as u64 {
             self.in_flight.fetch_add(1, Ordering::AcqRel);
-            let Some(e) = self.history.pop_purgeable(self.tm.oldest_xmin()) else {
+            let Some(e) = self.history.pop_purgeable(self.shared.tm.oldest_xmin()) else {
                 self.in_flight.fetch_sub(1, Ordering::AcqRel);
                 break;
             };
@@ -124,21 +123,20 @@ impl ClusteredAm {
                 .collect::<HashSet<u32>>()
                 .len()
                 .max(1) as u64;
-            purge_entry(
-                e,
-                &self.undo,
-                &self.history,
-                &|u, trx| match self.tables.get(u.table) {
-                    Ok(t) => {
-                        let r = t.purge_record(u, trx, &self.tm)?;
-                        // The old version this undo record kept is gone: one dead tuple
-                        // fewer (n_dead_tup counted it at the update's or delete's commit).
-                        t.counters.sub_dead(1);
-                        Ok(r)
-                    }
-                    Err(_) => Ok(0),
-                },
-            )?;
+            purge_entry(e, &self.undo, &self.history, &|u, trx| match self
+                .shared
+                .tables
+                .get(u.table)
+            {
+                Ok(t) => {
+                    let r = t.purge_record(u, trx, &self.shared.tm)?;
+                    // The old version this undo record kept is gone: one dead tuple
+                    // fewer (n_dead_tup counted it at the update's or delete's commit).
+                    t.counters.sub_dead(1);
+                    Ok(r)
+                }
+                Err(_) => Ok(0),
+            })?;
             n += 1;
         }
         if n < max_logs as u64 {
@@ -172,8 +170,7 @@ impl ClusteredAm {
         Arc::new(ClusteredAm {
             storage,
             design,
-            tm,
-            tables: TableList::new(),
+            shared: AmShared::new(tm),
             undo,
             history: History::default(),
             truncating: Mutex::new(()),
@@ -201,7 +198,7 @@ impl ClusteredAm {
             let r = self
                 .undo
                 .read(*rp)
-                .and_then(|u| match self.tables.get(u.table) {
+                .and_then(|u| match self.shared.tables.get(u.table) {
                     Ok(t) => t.rollback_record(&u, trx_id),
                     Err(_) => Ok(false),
                 });
@@ -372,7 +369,7 @@ impl ClusteredAm {
             inner.history.push(e);
         }
         for t in &catalog.tables {
-            inner.tables.create(t.def.clone(), |id, def| {
+            inner.shared.tables.create(t.def.clone(), |id, def| {
                 let pool = inner.storage.pool().clone();
                 let sec = innodb_btree(&inner.design);
                 let cfg = BTreeConfig {
@@ -403,7 +400,7 @@ impl ClusteredAm {
         // Splits a crash interrupted are finished before rollback searches the trees
         // (mvcclab readers do not move right; MariaDB's B-tree changes are atomic
         // mini-transactions and need no such step).
-        redone.report.splits_finished += inner.tables.finish_incomplete_splits()?;
+        redone.report.splits_finished += inner.shared.tables.finish_incomplete_splits()?;
         for (trx, mut undo) in found.active {
             let (r, applied) = inner.rollback(trx, &undo);
             r?;
@@ -438,12 +435,8 @@ impl TableAccessMethod for ClusteredAm {
     type Table = ClusteredTable;
     type TxnState = TrxUndo;
 
-    fn transactions(&self) -> &TransactionManager {
-        &self.tm
-    }
-
-    fn tables(&self) -> &TableList<ClusteredTable> {
-        &self.tables
+    fn shared(&self) -> &AmShared<ClusteredTable> {
+        &self.shared
     }
 
     fn create_table(&self, id: TableId, def: TableDef) -> Result<ClusteredTable> {
@@ -479,7 +472,7 @@ impl TableAccessMethod for ClusteredAm {
     /// undo logs, flushes the WAL at commit (or logs an abort record), releases the rollback
     /// segment, and leaves the proc array (`TxnCore::finish`).
     fn end_xact(&self, core: &mut TxnCore, state: &mut TrxUndo, commit: bool) -> XactEnd {
-        let tm = &self.tm;
+        let tm = &self.shared.tm;
         let xid = core.xid(tm);
         let mut undo = std::mem::take(state);
         let mut result = Ok(());
@@ -529,7 +522,7 @@ impl TableAccessMethod for ClusteredAm {
         }
         let _c = enter(Cause::Purge);
         let _g = self.truncating.lock();
-        self.undo.truncate_history(self.tm.oldest_xmin())?;
+        self.undo.truncate_history(self.shared.tm.oldest_xmin())?;
         Ok(GcReport { vacuum: None })
     }
 
@@ -541,7 +534,7 @@ impl TableAccessMethod for ClusteredAm {
         let u = &self.undo.counters;
         let pool = self.storage.pool();
         let h = &self.history;
-        let ops = self.tables.btree_ops();
+        let ops = self.shared.tables.btree_ops();
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
             undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),

@@ -13,7 +13,7 @@
 use super::{HeapTable, VacuumConfig};
 use crate::access::AnalyzeReport;
 use crate::access::{
-    EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TableList, TxnCore, XactEnd,
+    AmShared, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TxnCore, XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::buffer::vacuum_cost::with_cost_delay;
@@ -34,10 +34,9 @@ use std::time::Duration;
 /// The heap access method of one database (see the module doc).
 pub struct HeapAm {
     storage: Arc<Storage>,
-    tm: TransactionManager,
+    shared: AmShared<HeapTable>,
     design: DesignConfig,
     vacuum: VacuumConfig,
-    tables: TableList<HeapTable>,
     stop: Arc<StopSignal>,
     autovacuum: Mutex<Option<JoinHandle<()>>>,
 }
@@ -62,8 +61,8 @@ impl CheckpointHook for HeapAm {
     /// record (PostgreSQL `CheckPoint.nextXid`), read before the clog so that every xid
     /// the clog names is below it.
     fn checkpoint(&self) -> Result<Vec<u8>> {
-        let next_xid = self.tm.next_xid().to_le_bytes().to_vec();
-        let Some((offset, bytes)) = self.tm.clog_to_write() else {
+        let next_xid = self.shared.tm.next_xid().to_le_bytes().to_vec();
+        let Some((offset, bytes)) = self.shared.tm.clog_to_write() else {
             return Ok(next_xid);
         };
         let vfs = self.storage.vfs();
@@ -72,7 +71,7 @@ impl CheckpointHook for HeapAm {
             .and_then(|_| vfs.write_at(file_ids::CLOG, offset, &bytes))
             .and_then(|_| vfs.sync(file_ids::CLOG));
         if r.is_err() {
-            self.tm.clog_write_failed(offset);
+            self.shared.tm.clog_write_failed(offset);
         }
         r.map(|_| next_xid)
     }
@@ -125,7 +124,7 @@ impl HeapAm {
         let btree_cfg = pg_btree(&design);
         let am = Self::with_tm(storage, design, vacuum, tm);
         for t in &catalog.tables {
-            am.tables.create(t.def.clone(), |id, def| {
+            am.shared.tables.create(t.def.clone(), |id, def| {
                 let pool = am.storage.pool().clone();
                 let pk = BTree::open(pool.clone(), t.relations.primary_key, btree_cfg.clone())?
                     .with_deduplication(design_dedup);
@@ -156,10 +155,9 @@ impl HeapAm {
     ) -> Arc<Self> {
         let am = Arc::new(HeapAm {
             storage,
-            tm,
+            shared: AmShared::new(tm),
             design,
             vacuum,
-            tables: TableList::new(),
             stop: Arc::new(StopSignal::default()),
             autovacuum: Mutex::new(None),
         });
@@ -228,7 +226,7 @@ impl HeapAm {
     /// counters at the start of its turn. Both run with the cost-based delay
     /// ([`crate::buffer::vacuum_cost`]), its balance reset per table (vacuum.c `vacuum`).
     fn autovacuum_round(&self, stop: &Arc<StopSignal>) -> Result<()> {
-        for t in self.tables.all() {
+        for t in self.shared.tables.all() {
             let s = t.counters.snapshot();
             let ins = t.counters.n_ins_since_vacuum.load(Ordering::Relaxed).max(0) as u64;
             let vacuum = self.vacuum.needs_vacuum(s.n_live_tup, s.n_dead_tup, ins);
@@ -238,11 +236,11 @@ impl HeapAm {
             let _c = enter(Cause::Vacuum);
             with_cost_delay(self.vacuum.cost, stop, || -> Result<()> {
                 if vacuum {
-                    t.vacuum(&self.tm, &self.vacuum)?;
+                    t.vacuum(&self.shared.tm, &self.vacuum)?;
                     t.counters.autovacuum_count.fetch_add(1, Ordering::Relaxed);
                 }
                 if analyze {
-                    t.analyze(&self.tm)?;
+                    t.analyze(&self.shared.tm)?;
                     t.counters.autoanalyze_count.fetch_add(1, Ordering::Relaxed);
                 }
                 Ok(())
@@ -256,12 +254,8 @@ impl TableAccessMethod for HeapAm {
     type Table = HeapTable;
     type TxnState = ();
 
-    fn transactions(&self) -> &TransactionManager {
-        &self.tm
-    }
-
-    fn tables(&self) -> &TableList<HeapTable> {
-        &self.tables
+    fn shared(&self) -> &AmShared<HeapTable> {
+        &self.shared
     }
 
     fn create_table(&self, id: TableId, def: TableDef) -> Result<HeapTable> {
@@ -281,14 +275,14 @@ impl TableAccessMethod for HeapAm {
     }
 
     fn build_secondary_indexes(&self, table: &HeapTable) -> Result<u64> {
-        table.build_secondary_indexes(&self.tm)
+        table.build_secondary_indexes(&self.shared.tm)
     }
 
     /// The commit record, flushed (synchronous commit), or the abort record, not flushed;
     /// then the clog and the proc array (`TxnCore::finish`), all under the checkpoint delay
     /// at commit.
     fn end_xact(&self, core: &mut TxnCore, _: &mut (), commit: bool) -> XactEnd {
-        let tm = &self.tm;
+        let tm = &self.shared.tm;
         let delay = commit.then(|| tm.delay_checkpoint());
         let result = core.log_end(tm, self.storage.wal(), commit);
         let committed = commit && result.is_ok();
@@ -304,7 +298,7 @@ impl TableAccessMethod for HeapAm {
     /// A manual VACUUM (cause `vacuum`; no cost-based delay), counted in `vacuum_count`.
     fn gc(&self, table: &HeapTable) -> Result<GcReport> {
         let _c = enter(Cause::Vacuum);
-        let rep = table.vacuum(&self.tm, &self.vacuum)?;
+        let rep = table.vacuum(&self.shared.tm, &self.vacuum)?;
         table.counters.vacuum_count.fetch_add(1, Ordering::Relaxed);
         Ok(GcReport { vacuum: Some(rep) })
     }
@@ -312,14 +306,14 @@ impl TableAccessMethod for HeapAm {
     /// A manual ANALYZE (cause `vacuum`), counted in `analyze_count`.
     fn analyze(&self, table: &HeapTable) -> Result<AnalyzeReport> {
         let _c = enter(Cause::Vacuum);
-        let rep = table.analyze(&self.tm)?;
+        let rep = table.analyze(&self.shared.tm)?;
         table.counters.analyze_count.fetch_add(1, Ordering::Relaxed);
         Ok(rep)
     }
 
     /// No undo log; the B-tree's splits (nbtree never merges).
     fn engine_counters(&self) -> EngineCounters {
-        let ops = self.tables.btree_ops();
+        let ops = self.shared.tables.btree_ops();
         EngineCounters {
             index_page_splits: ops.index_page_splits,
             ..Default::default()
