@@ -1,4 +1,4 @@
-//! InnoDB crash recovery (`ClusteredAm::recover`): databases on a crash-simulation device
+//! InnoDB crash recovery (`ClusteredAm::open`): databases on a crash-simulation device
 //! are "crashed" (the database dropped with whatever is open, then a power cut keeps a
 //! random subset of the writes not yet synced) and reopened; committed work must survive,
 //! uncommitted work must be rolled back through the undo log, the history list must be

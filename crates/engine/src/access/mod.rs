@@ -39,7 +39,7 @@ pub use assign::Assign;
 pub use catalog_snapshot::{CatalogSnapshot, CatalogTable};
 pub use counters::{AnalyzeReport, EngineCounters, GcReport, VacuumReport};
 pub use method::{Statement, TableAccessMethod, TableRead, TableWrite, XactEnd};
-pub use recovered::{RecoveryReport, Redone};
+pub use recovered::{AmOpen, Recovering, RecoveryReport, Redone};
 pub use relations::{TableId, TableRelations};
 pub use stats::{TableCounters, TableStats};
 pub use tables::{check_not_deferred, AmShared, Catalogued, TableList};

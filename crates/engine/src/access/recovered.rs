@@ -52,3 +52,37 @@ pub struct Redone {
     /// When recovery started.
     pub started: Option<Instant>,
 }
+
+/// What a table access method is opened on: the storage, the design's switches, and, for
+/// a database that existed, what crash recovery's storage half found
+/// ([`crate::heap::HeapAm::open`], [`crate::clustered::ClusteredAm::open`]).
+pub struct AmOpen<'a> {
+    /// The storage, its pages redone.
+    pub storage: std::sync::Arc<crate::storage::Storage>,
+    /// The design's switches.
+    pub design: crate::design::DesignConfig,
+    /// `None` for a new database.
+    pub recovering: Option<Recovering<'a>>,
+}
+
+impl<'a> AmOpen<'a> {
+    /// The storage, the design and what recovery found, apart.
+    pub fn into_parts(
+        self,
+    ) -> (
+        std::sync::Arc<crate::storage::Storage>,
+        crate::design::DesignConfig,
+        Option<Recovering<'a>>,
+    ) {
+        (self.storage, self.design, self.recovering)
+    }
+}
+
+/// What recovery hands an access method: the catalog redo found, and what redo found
+/// besides the pages, whose report the access method adds its counts to.
+pub struct Recovering<'a> {
+    /// The newest catalog.
+    pub catalog: &'a super::CatalogSnapshot,
+    /// The transaction outcomes, xids, checkpoint state and report of redo.
+    pub redone: &'a mut Redone,
+}

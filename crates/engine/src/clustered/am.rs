@@ -13,7 +13,8 @@
 
 use super::{purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, TrxUndo, UndoSpace};
 use crate::access::{
-    AmShared, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TxnCore, XactEnd,
+    AmOpen, AmShared, EngineCounters, GcReport, Recovering, TableAccessMethod, TableId, TxnCore,
+    XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
@@ -234,24 +235,6 @@ impl ClusteredAm {
         Ok(())
     }
 
-    /// The access method on `storage`, with `purge.threads` purge threads unless garbage
-    /// collection is off.
-    ///
-    /// Errors: storage errors creating the undo space.
-    pub fn new(
-        storage: Arc<Storage>,
-        design: DesignConfig,
-        purge: PurgeConfig,
-    ) -> Result<Arc<Self>> {
-        let undo = Arc::new(UndoSpace::create(
-            storage.pool().clone(),
-            storage.wal().clone(),
-            design.rollback_segments,
-        )?);
-        let inner = Self::new_inner(storage, design, purge, TransactionManager::new(), undo);
-        Ok(Self::start(inner))
-    }
-
     /// Starts `inner`'s purge threads (none when garbage collection is off).
     fn start(inner: Arc<ClusteredAm>) -> Arc<ClusteredAm> {
         let stop = inner.stop.clone();
@@ -293,7 +276,11 @@ impl ClusteredAm {
         inner
     }
 
-    /// The access method on storage that [`crate::recovery::redo`] has replayed (every page as of
+    /// The access method on `open.storage`, with `purge.threads` purge threads unless
+    /// garbage collection is off. A new database gets a new undo space (errors: storage
+    /// errors creating it). A database that existed is opened as follows.
+    ///
+    /// On storage that [`crate::recovery::redo`] has replayed (every page as of
     /// the crash), with the tables of `catalog`: InnoDB's undo recovery (MariaDB 10.11
     /// srv0start.cc `srv_start` → `trx_lists_init_at_db_start`, then
     /// `trx_rollback_recovered`):
@@ -331,13 +318,17 @@ impl ClusteredAm {
     /// pages that do not hold what their headers say, or a B+tree whose meta page does not
     /// fit the design; [`crate::Error::InvalidConfig`] for a rollback segment count the
     /// database was not made with; storage errors.
-    pub fn recover(
-        storage: Arc<Storage>,
-        design: DesignConfig,
-        purge: PurgeConfig,
-        catalog: &crate::access::CatalogSnapshot,
-        redone: &mut Redone,
-    ) -> Result<Arc<Self>> {
+    pub fn open(open: AmOpen<'_>, purge: PurgeConfig) -> Result<Arc<Self>> {
+        let (storage, design, recovering) = open.into_parts();
+        let Some(Recovering { catalog, redone }) = recovering else {
+            let undo = Arc::new(UndoSpace::create(
+                storage.pool().clone(),
+                storage.wal().clone(),
+                design.rollback_segments,
+            )?);
+            let inner = Self::new_inner(storage, design, purge, TransactionManager::new(), undo);
+            return Ok(Self::start(inner));
+        };
         let _c = enter(Cause::Recovery);
         let rel = catalog
             .undo_relation

@@ -45,7 +45,7 @@
 //! (B+tree and UNDO records). At recovery the rollback segments' slots, caches and history
 //! lists are rebuilt from their pages (`UndoSpace::open`) and the transactions whose undo
 //! segments are still active are rolled back through their undo records
-//! (`ClusteredAm::recover`).
+//! (`ClusteredAm::open`).
 //!
 //! # Documented differences from InnoDB
 //! - Redo of an in-place update logs the changed bytes (PATCH_VALUE) under mvcclab's larger

@@ -52,7 +52,7 @@
 //! history lists from the rollback segment header pages and the segments' first pages, a
 //! segment's pages through each later page's predecessor (`aux`), the history's records
 //! from the undo pages; the engine rolls back the active segments' transactions
-//! (`ClusteredAm::recover`). Undo pages freed before a crash leak (the free page list is in
+//! (`ClusteredAm::open`). Undo pages freed before a crash leak (the free page list is in
 //! memory), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
 
 use super::rseg::{self, Cached, FilAddr, HistLog, Rseg, RsegInfo, RsegState, FIL_NULL};
@@ -536,7 +536,7 @@ impl UndoSpace {
     /// trx_undo_insert_cleanup → trx_undo_seg_free, as MariaDB did before 10.3 kept one undo
     /// log per transaction; recovery finishes a to-free segment a crash left in its slot).
     /// Since the state change is one record, a segment a crash leaves active on the page
-    /// belongs to a transaction whose commit was never logged (see `ClusteredAm::recover`).
+    /// belongs to a transaction whose commit was never logged (see `ClusteredAm::open`).
     /// Returns the update log and the roll pointers of its records, or None when the
     /// transaction wrote no update undo.
     ///

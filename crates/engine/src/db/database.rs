@@ -4,7 +4,7 @@
 use super::engine::Engine;
 use super::transaction::Transaction;
 use super::{InnodbEngine, PostgresEngine};
-use crate::access::{EngineCounters, GcReport, TableId, TableRelations};
+use crate::access::{AmOpen, EngineCounters, GcReport, Recovering, TableId, TableRelations};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{ClusteredAm, PurgeConfig};
 use crate::design::{DesignConfig, TableLayout, VersionStorage};
@@ -119,27 +119,21 @@ impl Database {
             )));
         }
         storage.set_recovered_catalog(redone.catalog.clone());
+        let open = AmOpen {
+            storage: storage.clone(),
+            design: cfg.design.clone(),
+            recovering: (!fresh).then_some(Recovering {
+                catalog: &catalog,
+                redone: &mut redone,
+            }),
+        };
         let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
-            (TableLayout::Heap, VersionStorage::AppendO2n) if fresh => Box::new(
-                PostgresEngine::new(HeapAm::new(storage.clone(), cfg.design.clone(), cfg.vacuum.clone())),
-            ),
-            (TableLayout::Heap, VersionStorage::AppendO2n) => Box::new(PostgresEngine::new(HeapAm::recover(
-                storage.clone(),
-                cfg.design.clone(),
-                cfg.vacuum.clone(),
-                &catalog,
-                &mut redone,
-            )?)),
-            (TableLayout::Clustered, VersionStorage::UndoDelta) if fresh => Box::new(
-                InnodbEngine::new(ClusteredAm::new(storage.clone(), cfg.design.clone(), cfg.purge.clone())?),
-            ),
-            (TableLayout::Clustered, VersionStorage::UndoDelta) => Box::new(InnodbEngine::new(ClusteredAm::recover(
-                storage.clone(),
-                cfg.design.clone(),
-                cfg.purge.clone(),
-                &catalog,
-                &mut redone,
-            )?)),
+            (TableLayout::Heap, VersionStorage::AppendO2n) => {
+                Box::new(PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?))
+            }
+            (TableLayout::Clustered, VersionStorage::UndoDelta) => {
+                Box::new(InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?))
+            }
             (layout, vs) => {
                 return Err(Error::InvalidConfig(format!(
                     "switches table_layout={layout:?} with version_storage={vs:?} are not built yet; use the postgres or innodb preset"

@@ -13,7 +13,8 @@
 use super::{HeapTable, VacuumConfig};
 use crate::access::AnalyzeReport;
 use crate::access::{
-    AmShared, EngineCounters, GcReport, Redone, TableAccessMethod, TableId, TxnCore, XactEnd,
+    AmOpen, AmShared, EngineCounters, GcReport, Recovering, TableAccessMethod, TableId, TxnCore,
+    XactEnd,
 };
 use crate::btree::{BTree, BTreeConfig};
 use crate::buffer::vacuum_cost::with_cost_delay;
@@ -87,13 +88,9 @@ fn pg_btree(design: &DesignConfig) -> BTreeConfig {
 }
 
 impl HeapAm {
-    /// The access method on `storage`, with autovacuum started when `vacuum.autovacuum` (and
-    /// garbage collection is on).
-    pub fn new(storage: Arc<Storage>, design: DesignConfig, vacuum: VacuumConfig) -> Arc<Self> {
-        Self::with_tm(storage, design, vacuum, TransactionManager::new())
-    }
-
-    /// The access method on storage that [`crate::recovery::redo`] has replayed: the clog
+    /// The access method on `open.storage`, with autovacuum started when `vacuum.autovacuum`
+    /// (and garbage collection is on). A new database starts with no tables. A database that
+    /// existed is opened on storage that [`crate::recovery::redo`] has replayed: the clog
     /// from its file and the commit and abort records redo found (xids that did neither are
     /// marked aborted, counted in `redone.report.transactions_aborted`), and the tables of
     /// `catalog` opened on their relations. Free space and visibility maps start empty
@@ -102,13 +99,16 @@ impl HeapAm {
     ///
     /// Errors: [`crate::Error::Corrupted`] for a B+tree whose meta page does not fit the
     /// design; device errors reading the clog.
-    pub fn recover(
-        storage: Arc<Storage>,
-        design: DesignConfig,
-        vacuum: VacuumConfig,
-        catalog: &crate::access::CatalogSnapshot,
-        redone: &mut Redone,
-    ) -> Result<Arc<Self>> {
+    pub fn open(open: AmOpen<'_>, vacuum: VacuumConfig) -> Result<Arc<Self>> {
+        let (storage, design, recovering) = open.into_parts();
+        let Some(Recovering { catalog, redone }) = recovering else {
+            return Ok(Self::with_tm(
+                storage,
+                design,
+                vacuum,
+                TransactionManager::new(),
+            ));
+        };
         let clog = read_clog(&storage)?;
         // The next xid the last checkpoint saw: xids below it that neither committed nor
         // aborted are the crash's (`TransactionManager::recovered`).
