@@ -9,6 +9,20 @@
 //! counters ([`TableCounters`], pgstat) and the garbage collection reports are here because
 //! both designs keep them.
 //!
+//! # Adding a design
+//! A new table design (an undo-based heap, newest-to-oldest chains, a history store, an
+//! LSM tree) plugs in here:
+//! 1. its table type implements [`Catalogued`], [`TableRead`] and [`TableWrite`] (with its
+//!    per-transaction state as `TxnState`), in the design's own folder;
+//! 2. its access method implements [`TableAccessMethod`] (end of transaction, garbage
+//!    collection, counters, index check) and an `open(AmOpen, config)` constructor that
+//!    starts its background threads and, given [`Recovering`], does its part of recovery;
+//! 3. `crate::db::Database::open` maps its `(table_layout, version_storage)` switches to
+//!    `DesignEngine<ItsAm>`;
+//! 4. if it logs records of its own, its WAL resource manager (info codes, encoders and
+//!    `redo_block`, opening with `crate::wal::redo::redo_block_ref`) is dispatched from
+//!    `crate::recovery` and named in `record_type_name`.
+//!
 //! # Invariants
 //! 1. A table's id is its position in its design's [`TableList`]; tables are never dropped.
 //! 2. [`TableAccessMethod::end_xact`] calls [`TxnCore::finish`] exactly once per

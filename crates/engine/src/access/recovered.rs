@@ -34,7 +34,7 @@ pub struct RecoveryReport {
     pub duration_us: u64,
 }
 
-/// What [`redo`] found besides the pages.
+/// What [`crate::recovery::redo`] found besides the pages.
 #[derive(Debug, Default)]
 pub struct Redone {
     /// The newest catalog (version 0 and no bytes when no DDL was ever logged).

@@ -406,7 +406,7 @@ pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 
 /// Decodes a `node_image` (block data of SPLIT, NEWROOT and CREATE).
 ///
-/// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+/// Errors: [`crate::Error::Corrupted`] naming the record's LSN for short or trailing bytes.
 pub fn decode_node(b: &[u8], lsn: Lsn) -> Result<NodeImage<'_>> {
     let mut r = reader(b, lsn);
     let h = r.node_header()?;
@@ -433,7 +433,7 @@ pub struct SplitLeft<'a> {
 
 /// Decodes a `split_left`.
 ///
-/// Errors: [`Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+/// Errors: [`crate::Error::Corrupted`] naming the record's LSN for short or trailing bytes.
 pub fn decode_split_left(b: &[u8], lsn: Lsn) -> Result<SplitLeft<'_>> {
     let mut r = reader(b, lsn);
     let header = r.node_header()?;
@@ -453,7 +453,7 @@ pub fn decode_split_left(b: &[u8], lsn: Lsn) -> Result<SplitLeft<'_>> {
 
 /// Decodes the main data of a SPLIT record: geometry, `which` bits, separator.
 ///
-/// Errors: [`Error::Corrupted`] naming the record's LSN.
+/// Errors: [`crate::Error::Corrupted`] naming the record's LSN.
 pub fn decode_split_main(b: &[u8], lsn: Lsn) -> Result<(Geometry, u8, &[u8])> {
     let mut r = reader(b, lsn);
     let g = r.geometry()?;
@@ -477,7 +477,7 @@ fn clear_incomplete(page: &mut [u8], id: PageId) -> Result<()> {
 /// [`BTree::finish_incomplete_splits`](super::BTree::finish_incomplete_splits), as
 /// PostgreSQL's `_bt_finish_split` does.
 ///
-/// Errors: [`Error::Corrupted`] when the record or the page does not fit the format, or
+/// Errors: [`crate::Error::Corrupted`] when the record or the page does not fit the format, or
 /// the record is not a B+tree record this module writes.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;

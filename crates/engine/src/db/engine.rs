@@ -20,7 +20,7 @@ use crate::stats::{enter, Cause};
 use std::ops::Bound;
 use std::sync::Arc;
 
-/// A design's transaction. Implemented by each engine; used through [`Transaction`].
+/// A design's transaction. Implemented by each engine; used through [`super::Transaction`].
 pub trait EngineTxn: Send {
     /// Row by primary key.
     fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>>;
@@ -71,7 +71,7 @@ pub trait Engine: Send + Sync {
         ))
     }
     /// The table's own counters; the block figures (`heap_blks_*`, `idx_blks_*`) are left
-    /// 0 for [`Database::table_stats`] to fill from the buffer pool.
+    /// 0 for [`super::Database::table_stats`] to fill from the buffer pool.
     fn table_counters(&self, t: TableId) -> Result<TableStats>;
     /// The relation files of a table.
     fn relations(&self, t: TableId) -> Result<TableRelations>;
