@@ -1,10 +1,12 @@
-//! Typed errors of the engine (one enum for the storage layers).
+//! Typed errors of the engine: [`Error`] for the layers above the device, which wraps the
+//! device layer's own [`DeviceError`] (`crate::device`: I/O, files, reads past the end).
 //!
 //! Follows the habit of redb `src/error.rs`: a `#[non_exhaustive]` enum with `Io`,
 //! `Corrupted` and `ChecksumMismatch`; after an I/O failure in a WAL flush the WAL stays
 //! failed until the storage is reopened (SQLite's pager ERROR state, redb's `PreviousIo`),
 //! reported as [`Error::PreviousIo`].
 
+pub use crate::device::DeviceError;
 use crate::page::PageId;
 
 /// Result alias used throughout the engine.
@@ -15,46 +17,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The backing store failed: `op` is the operation (`read`, `write`, `sync`, ...) and
-    /// `file` the device file id (hex, as in the file device's file names).
-    #[error("I/O error during {op} of device file {file:#010x}: {source}")]
-    Io {
-        /// Operation that failed.
-        op: &'static str,
-        /// Device file id.
-        file: u32,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A read asked for bytes past the end of a device file.
-    #[error("read of {len_bytes} bytes at offset {offset_bytes} is past the end of device file {file:#010x} ({file_len_bytes} bytes)")]
-    ReadPastEof {
-        /// Device file id.
-        file: u32,
-        /// Offset of the request in bytes.
-        offset_bytes: u64,
-        /// Length of the request in bytes.
-        len_bytes: usize,
-        /// Current length of the file in bytes.
-        file_len_bytes: u64,
-    },
-    /// A device file that does not exist was addressed.
-    #[error("device file {file:#010x} does not exist")]
-    NoSuchFile {
-        /// Device file id.
-        file: u32,
-    },
-    /// A request for a file opened with O_DIRECT was not aligned to 512 bytes.
-    #[error("O_DIRECT request on device file {file:#010x} is not 512-byte aligned (offset {offset_bytes}, length {len_bytes}); direct I/O needs sector-aligned offsets and lengths")]
-    Unaligned {
-        /// Device file id.
-        file: u32,
-        /// Offset of the request in bytes.
-        offset_bytes: u64,
-        /// Length of the request in bytes.
-        len_bytes: usize,
-    },
+    /// The device failed or was addressed wrongly (a file that does not exist, a read past
+    /// its end, an I/O error, an unaligned O_DIRECT request): the device layer's own error,
+    /// [`DeviceError`], shown as it is.
+    #[error(transparent)]
+    Device(DeviceError),
     /// A page read from the device does not carry the checksum its bytes give: a torn or
     /// otherwise damaged page (PostgreSQL: "page verification failed").
     #[error("checksum mismatch in {page}: stored {expected:#010x}, computed {got:#010x} (torn or corrupted page)")]
@@ -138,9 +105,14 @@ pub enum Error {
     TransactionClosed(&'static str),
 }
 
-impl Error {
-    /// Wraps an `std::io::Error` from operation `op` on device file `file`.
-    pub fn io(op: &'static str, file: u32, source: std::io::Error) -> Self {
-        Error::Io { op, file, source }
+/// A device error in the engine's terms: a device configuration the device refused is the
+/// engine's [`Error::InvalidConfig`] (a usage error for the command line), every other one
+/// [`Error::Device`].
+impl From<DeviceError> for Error {
+    fn from(e: DeviceError) -> Self {
+        match e {
+            DeviceError::InvalidConfig(s) => Error::InvalidConfig(s),
+            e => Error::Device(e),
+        }
     }
 }

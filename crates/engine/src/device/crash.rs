@@ -71,8 +71,8 @@
 //! directory, then file. So every call is wholly before or wholly after a power cut; a
 //! write after the cut belongs to the next life of the device.
 
+use super::error::{DeviceError as Error, DeviceResult as Result};
 use super::{Device, FileId};
-use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -512,6 +512,7 @@ impl Device for CrashDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error as EngineError;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
@@ -1061,7 +1062,7 @@ mod tests {
                     assert_eq!(v, if r.writes_kept == 1 { 3 } else { 2 }, "seed {seed}");
                     outcomes.insert(v);
                 }
-                Err(Error::ChecksumMismatch { page, .. }) => {
+                Err(EngineError::ChecksumMismatch { page, .. }) => {
                     assert_eq!(page, ids[1]);
                     assert_eq!(r.writes_torn, 1, "seed {seed}");
                     outcomes.insert(0);

@@ -1,8 +1,8 @@
 //! A device backed by real files: one file per device file id in a directory, accessed with
 //! pread/pwrite (`std::os::unix::fs::FileExt`), optionally with O_DIRECT.
 
+use super::error::{DeviceError as Error, DeviceResult as Result};
 use super::{Device, FileId};
-use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};

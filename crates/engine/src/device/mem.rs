@@ -1,7 +1,7 @@
 //! A device backed by memory: each file a `Vec<u8>` behind its own lock.
 
+use super::error::{DeviceError as Error, DeviceResult as Result};
 use super::{Device, FileId};
-use crate::error::{Error, Result};
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -45,6 +45,7 @@
 
 mod compression;
 mod crash;
+mod error;
 mod file;
 mod file_id;
 mod mem;
@@ -55,6 +56,7 @@ mod vfs;
 
 pub use compression::{Compression, CompressionModel, CompressionTotals};
 pub use crash::{CrashConfig, CrashDevice, PowerCutReport, TornWrite, SECTOR_BYTES};
+pub use error::{DeviceError, DeviceResult};
 pub use file::FileDevice;
 pub use file_id::FileId;
 pub use mem::MemDevice;
@@ -63,7 +65,7 @@ pub use os_cache::{OsCacheConfig, OsPageCache};
 pub use throttle::{Throttle, ThrottleConfig};
 pub use vfs::Vfs;
 
-use crate::error::Result;
+use self::error::DeviceResult as Result;
 
 /// Size of the accounting block: every request is rounded out to these.
 pub const BLOCK_4K: u64 = 4096;
@@ -94,8 +96,8 @@ pub mod file_ids {
 /// A raw backing store: numbered files of bytes. Implementations do no accounting; the
 /// [`Nvme`] above them counts. All methods may be called from many threads at once.
 ///
-/// Errors: [`crate::Error::NoSuchFile`] for a file that was not created,
-/// [`crate::Error::ReadPastEof`] for a read past the end, [`crate::Error::Io`] for a
+/// Errors: [`DeviceError::NoSuchFile`] for a file that was not created,
+/// [`DeviceError::ReadPastEof`] for a read past the end, [`DeviceError::Io`] for a
 /// failure of the operating system.
 pub trait Device: Send + Sync + 'static {
     /// Creates an empty file; a no-op if it exists.

@@ -1,11 +1,11 @@
 //! The accounting layer of the virtual NVMe device.
 
+use super::error::{DeviceError as Error, DeviceResult as Result};
 use super::{
     blocks_4k, requests, CompressionModel, CompressionTotals, Device, FileId, Throttle,
     ThrottleConfig, BLOCK_4K,
 };
 use crate::device::Compression;
-use crate::error::{Error, Result};
 use crate::stats::{current_cause, Cause, Metric, Stats};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};

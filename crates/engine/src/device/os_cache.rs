@@ -27,8 +27,8 @@
 //! One mutex over the cache state; it is never held across a device call. Write-backs in
 //! flight are counted per file under that mutex, and `sync` waits on a condvar for them.
 
+use super::error::{DeviceError, DeviceResult as Result};
 use super::{FileId, Nvme, BLOCK_4K};
-use crate::error::Result;
 use crate::stats::{current_cause, Cause, Metric};
 use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
@@ -210,7 +210,7 @@ impl OsPageCache {
 
     /// Reads `buf.len()` bytes at `offset` through the cache (see the module doc).
     ///
-    /// Errors: [`crate::Error::ReadPastEof`] past the end of the file; device errors.
+    /// Errors: [`DeviceError::ReadPastEof`] past the end of the file; device errors.
     pub fn read(&self, nvme: &Nvme, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
@@ -223,7 +223,7 @@ impl OsPageCache {
             let mut inner = self.inner.lock();
             flen = self.file_len(&mut inner, nvme, file)?;
             if end > flen {
-                return Err(crate::Error::ReadPastEof {
+                return Err(DeviceError::ReadPastEof {
                     file,
                     offset_bytes: offset,
                     len_bytes: buf.len(),
@@ -565,7 +565,7 @@ mod tests {
         let mut b = [0u8; 200];
         assert!(matches!(
             c.read(&nvme, 1, 0, &mut b),
-            Err(crate::Error::ReadPastEof { .. })
+            Err(DeviceError::ReadPastEof { .. })
         ));
         let mut b = [0u8; 100];
         c.read(&nvme, 1, 0, &mut b).unwrap();

@@ -44,22 +44,22 @@ impl ThrottleConfig {
             && self.queue_depth.is_none()
     }
 
-    /// Checks ranges. Errors: [`crate::Error::InvalidConfig`] naming the field.
-    pub fn validate(&self) -> crate::Result<()> {
+    /// Checks ranges. Errors: [`super::error::DeviceError::InvalidConfig`] naming the field.
+    pub fn validate(&self) -> super::error::DeviceResult<()> {
         for (name, v) in [
             ("read_mib_s", self.read_mib_s),
             ("write_mib_s", self.write_mib_s),
         ] {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0) {
-                    return Err(crate::Error::InvalidConfig(format!(
+                    return Err(super::error::DeviceError::InvalidConfig(format!(
                         "throttle {name} must be a positive number of MiB/s, got {v}"
                     )));
                 }
             }
         }
         if self.queue_depth == Some(0) {
-            return Err(crate::Error::InvalidConfig(
+            return Err(super::error::DeviceError::InvalidConfig(
                 "throttle queue_depth must be at least 1".into(),
             ));
         }

@@ -1,8 +1,8 @@
 //! What the engine calls for file I/O: the device, with the emulated OS page cache in front
 //! of it when one is configured.
 
+use super::error::DeviceResult as Result;
 use super::{CompressionTotals, FileId, Nvme, OsCacheConfig, OsPageCache};
-use crate::error::Result;
 
 /// Files of the engine, buffered through an [`OsPageCache`] when `os_cache.size_bytes > 0`
 /// (PostgreSQL: every file goes through the kernel's cache) or direct (InnoDB's O_DIRECT).
@@ -32,7 +32,7 @@ impl Vfs {
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`. Errors: device errors,
-    /// [`crate::Error::ReadPastEof`].
+    /// [`super::DeviceError::ReadPastEof`].
     pub fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> Result<()> {
         match &self.os_cache {
             Some(c) => c.read(&self.nvme, file, offset, buf),

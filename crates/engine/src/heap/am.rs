@@ -74,7 +74,7 @@ impl CheckpointHook for HeapAm {
         if r.is_err() {
             self.shared.tm.clog_write_failed(offset);
         }
-        r.map(|_| next_xid)
+        r.map(|_| next_xid).map_err(crate::Error::from)
     }
 }
 

@@ -115,7 +115,7 @@ impl PageStore {
     /// Errors: device errors removing the file.
     pub fn drop_relation(&self, rel: FileId) -> Result<()> {
         self.rels.write().remove(&rel);
-        self.vfs.remove(rel)
+        Ok(self.vfs.remove(rel)?)
     }
 
     /// Relations that exist, ascending.
@@ -253,7 +253,7 @@ impl PageStore {
     /// Errors: device errors.
     pub fn write_page(&self, id: PageId, copy: &mut [u8]) -> Result<()> {
         finish_for_write(copy, id);
-        self.vfs.write_at(id.rel, self.offset(id.block), copy)
+        Ok(self.vfs.write_at(id.rel, self.offset(id.block), copy)?)
     }
 
     /// Syncs the files of `rels` (fsync after a batch of writes or at checkpoint).

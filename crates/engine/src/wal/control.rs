@@ -100,6 +100,6 @@ impl ControlFile {
         b[44..48].copy_from_slice(&crc.to_le_bytes());
         vfs.create(file_ids::CONTROL)?;
         vfs.write_at(file_ids::CONTROL, 0, &b)?;
-        vfs.sync(file_ids::CONTROL)
+        Ok(vfs.sync(file_ids::CONTROL)?)
     }
 }

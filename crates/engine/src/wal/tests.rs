@@ -1,5 +1,7 @@
 use super::*;
-use crate::device::{IoKind, MemDevice, Nvme, NvmeConfig, OsCacheConfig};
+use crate::device::{
+    DeviceError, DeviceResult, IoKind, MemDevice, Nvme, NvmeConfig, OsCacheConfig,
+};
 use crate::page::{init_page, PageId};
 use crate::stats::{enter, Cause};
 
@@ -218,29 +220,29 @@ fn torn_tail(record_format: WalFormat) {
 /// the hook fails the sync, or holds it in flight).
 struct SyncHook<D> {
     inner: D,
-    before_sync: Box<dyn Fn(FileId) -> Result<()> + Send + Sync>,
+    before_sync: Box<dyn Fn(FileId) -> DeviceResult<()> + Send + Sync>,
 }
 
 impl<D: crate::device::Device> crate::device::Device for SyncHook<D> {
-    fn create(&self, f: FileId) -> Result<()> {
+    fn create(&self, f: FileId) -> DeviceResult<()> {
         self.inner.create(f)
     }
-    fn remove(&self, f: FileId) -> Result<()> {
+    fn remove(&self, f: FileId) -> DeviceResult<()> {
         self.inner.remove(f)
     }
-    fn files(&self) -> Result<Vec<FileId>> {
+    fn files(&self) -> DeviceResult<Vec<FileId>> {
         self.inner.files()
     }
-    fn len_bytes(&self, f: FileId) -> Result<u64> {
+    fn len_bytes(&self, f: FileId) -> DeviceResult<u64> {
         self.inner.len_bytes(f)
     }
-    fn read_at(&self, f: FileId, o: u64, b: &mut [u8]) -> Result<()> {
+    fn read_at(&self, f: FileId, o: u64, b: &mut [u8]) -> DeviceResult<()> {
         self.inner.read_at(f, o, b)
     }
-    fn write_at(&self, f: FileId, o: u64, d: &[u8]) -> Result<()> {
+    fn write_at(&self, f: FileId, o: u64, d: &[u8]) -> DeviceResult<()> {
         self.inner.write_at(f, o, d)
     }
-    fn sync(&self, f: FileId) -> Result<()> {
+    fn sync(&self, f: FileId) -> DeviceResult<()> {
         (self.before_sync)(f)?;
         self.inner.sync(f)
     }
@@ -255,7 +257,11 @@ fn a_failed_sync_fails_the_wal_until_reopened() {
         inner: MemDevice::new(),
         before_sync: Box::new(move |f| {
             if failing.load(Ordering::SeqCst) {
-                return Err(Error::io("sync", f, std::io::Error::other("injected EIO")));
+                return Err(DeviceError::io(
+                    "sync",
+                    f,
+                    std::io::Error::other("injected EIO"),
+                ));
             }
             Ok(())
         }),
