@@ -65,19 +65,6 @@ pub struct AmOpen<'a> {
     pub recovering: Option<Recovering<'a>>,
 }
 
-impl<'a> AmOpen<'a> {
-    /// The storage, the design and what recovery found, apart.
-    pub fn into_parts(
-        self,
-    ) -> (
-        std::sync::Arc<crate::storage::Storage>,
-        crate::design::DesignConfig,
-        Option<Recovering<'a>>,
-    ) {
-        (self.storage, self.design, self.recovering)
-    }
-}
-
 /// What recovery hands an access method: the catalog redo found, and what redo found
 /// besides the pages, whose report the access method adds its counts to.
 pub struct Recovering<'a> {

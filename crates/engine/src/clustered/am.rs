@@ -319,8 +319,8 @@ impl ClusteredAm {
     /// fit the design; [`crate::Error::InvalidConfig`] for a rollback segment count the
     /// database was not made with; storage errors.
     pub fn open(open: AmOpen<'_>, purge: PurgeConfig) -> Result<Arc<Self>> {
-        let (storage, design, recovering) = open.into_parts();
-        let Some(Recovering { catalog, redone }) = recovering else {
+        let Some(Recovering { catalog, redone }) = open.recovering else {
+            let (storage, design) = (open.storage, open.design);
             let undo = Arc::new(UndoSpace::create(
                 storage.pool().clone(),
                 storage.wal().clone(),
@@ -329,6 +329,7 @@ impl ClusteredAm {
             let inner = Self::new_inner(storage, design, purge, TransactionManager::new(), undo);
             return Ok(Self::start(inner));
         };
+        let (storage, design) = (open.storage, open.design);
         let _c = enter(Cause::Recovery);
         let rel = catalog
             .undo_relation

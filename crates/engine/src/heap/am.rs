@@ -100,15 +100,11 @@ impl HeapAm {
     /// Errors: [`crate::Error::Corrupted`] for a B+tree whose meta page does not fit the
     /// design; device errors reading the clog.
     pub fn open(open: AmOpen<'_>, vacuum: VacuumConfig) -> Result<Arc<Self>> {
-        let (storage, design, recovering) = open.into_parts();
-        let Some(Recovering { catalog, redone }) = recovering else {
-            return Ok(Self::with_tm(
-                storage,
-                design,
-                vacuum,
-                TransactionManager::new(),
-            ));
+        let Some(Recovering { catalog, redone }) = open.recovering else {
+            let tm = TransactionManager::new();
+            return Ok(Self::with_tm(open.storage, open.design, vacuum, tm));
         };
+        let (storage, design) = (open.storage, open.design);
         let clog = read_clog(&storage)?;
         // The next xid the last checkpoint saw: xids below it that neither committed nor
         // aborted are the crash's (`TransactionManager::recovered`).
