@@ -168,7 +168,14 @@ fn corrupted(lsn: Lsn, why: &str) -> Error {
 /// cannot apply to; never a panic.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
-    let block = redo_block_ref(rec, b, page.len(), Some(rmgr::UNDO), "undo WAL record", 256)?;
+    let block = redo_block_ref(
+        rec,
+        b,
+        page.len(),
+        Some((rmgr::UNDO, "the undo log")),
+        "undo WAL record",
+        256,
+    )?;
     if !rec.main_data.is_empty() {
         return Err(corrupted(lsn, "main data on an undo record"));
     }

@@ -403,7 +403,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         rec,
         b,
         page.len(),
-        Some(rmgr::HEAP),
+        Some((rmgr::HEAP, "the heap")),
         "heap WAL record",
         PAGE_HEADER_BYTES + 64,
     )?;

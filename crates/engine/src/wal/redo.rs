@@ -17,9 +17,10 @@ pub(crate) fn corrupted(what: &str, lsn: Lsn, why: &str) -> Error {
     }
 }
 
-/// Block `b` of `rec`, after the opening checks for resource manager `rmgr_id` (named
-/// `what` in errors): `rec` is a record of that resource manager (skipped when `rmgr_id`
-/// is `None`: the caller dispatched on it already), the block is registered, and
+/// Block `b` of `rec`, after the opening checks of a resource manager whose records are
+/// named `what` in errors: `rec` is a record of resource manager `rmgr.0` (named `rmgr.1`;
+/// skipped when `rmgr` is `None`: the caller dispatched on it already), the block is
+/// registered, and
 /// `page_len` lies in `min_page_bytes..=32 KiB` (the largest page size, InnoDB's
 /// innodb_page_size maximum, is 64 KiB, but mvcclab's are 8 and 16 KiB).
 ///
@@ -28,16 +29,16 @@ pub(crate) fn redo_block_ref<'r>(
     rec: &'r WalRecord,
     b: usize,
     page_len: usize,
-    rmgr_id: Option<u8>,
+    rmgr: Option<(u8, &str)>,
     what: &str,
     min_page_bytes: usize,
 ) -> Result<&'r BlockRef> {
-    if let Some(id) = rmgr_id {
+    if let Some((id, noun)) = rmgr {
         if rec.rmgr != id {
             return Err(corrupted(
                 what,
                 rec.lsn,
-                &format!("rmgr {} is not {}", rec.rmgr, rmgr_noun(id)),
+                &format!("rmgr {} is not {noun}", rec.rmgr),
             ));
         }
     }
@@ -53,14 +54,4 @@ pub(crate) fn redo_block_ref<'r>(
         ));
     }
     Ok(block)
-}
-
-/// How the errors name a resource manager ("the heap", "the undo log").
-fn rmgr_noun(id: u8) -> &'static str {
-    match id {
-        super::rmgr::HEAP => "the heap",
-        super::rmgr::UNDO => "the undo log",
-        super::rmgr::BTREE => "the B+tree",
-        _ => "this resource manager",
-    }
 }
