@@ -14,7 +14,7 @@ use crate::access::{
 };
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::mvcc::Isolation;
 use crate::stats::{enter, Cause};
 use std::ops::Bound;
@@ -64,12 +64,8 @@ pub trait Engine: Send + Sync {
     fn begin(&self, iso: Isolation) -> Box<dyn EngineTxn>;
     /// Runs garbage collection on a table now.
     fn gc(&self, t: TableId) -> Result<GcReport>;
-    /// ANALYZE of a table now; only heap tables have one here.
-    fn analyze(&self, _t: TableId) -> Result<crate::access::AnalyzeReport> {
-        Err(Error::InvalidConfig(
-            "ANALYZE is modelled for heap tables only (the postgres table layout)".into(),
-        ))
-    }
+    /// ANALYZE of a table now ([`TableAccessMethod::analyze`]; only heap tables have one).
+    fn analyze(&self, t: TableId) -> Result<crate::access::AnalyzeReport>;
     /// The table's own counters; the block figures (`heap_blks_*`, `idx_blks_*`) are left
     /// 0 for [`super::Database::table_stats`] to fill from the buffer pool.
     fn table_counters(&self, t: TableId) -> Result<TableStats>;
@@ -77,13 +73,9 @@ pub trait Engine: Send + Sync {
     fn relations(&self, t: TableId) -> Result<TableRelations>;
     /// Every version of a row, newest first: (transaction id, deleted, row). Empty for
     /// designs that do not chain versions from the newest (postgres: use the heap tools).
-    fn row_versions(&self, _t: TableId, _pk: &[Value]) -> Result<Vec<(u64, bool, Row)>> {
-        Ok(Vec::new())
-    }
+    fn row_versions(&self, t: TableId, pk: &[Value]) -> Result<Vec<(u64, bool, Row)>>;
     /// Design-wide counters (undo, purge, history list).
-    fn engine_counters(&self) -> EngineCounters {
-        EngineCounters::default()
-    }
+    fn engine_counters(&self) -> EngineCounters;
     /// Stops background work (autovacuum, purge threads).
     fn shutdown(&self);
     /// The catalog to log (`layout` is filled in by the database).
