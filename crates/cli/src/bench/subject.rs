@@ -95,13 +95,14 @@ pub fn warm_up(
             rand_seed: c.rand_seed ^ 0xA5A5,
             rate_tps: c.rate,
         };
-        with_progress(
+        drive_shown(
+            target,
+            kind,
+            opts,
+            &warm,
+            c,
             &format!("{label} warm-up"),
-            c.warmup,
-            0,
             ctl,
-            c.out.quiet,
-            || drive(target, kind, opts, &warm, ctl),
         )
         .map_err(|e| driver_error(&warm, format!("{label}: warm-up: {e}")))?;
     }
@@ -126,8 +127,24 @@ pub fn measure(
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
     };
-    with_progress(label, c.time, c.events, ctl, c.out.quiet, || {
-        drive(target, kind, opts, &run_opts, ctl)
+    drive_shown(target, kind, opts, &run_opts, c, label, ctl)
+        .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
+}
+
+/// One driver run of `run` on `target` under a progress bar named `label` (hidden with
+/// `--quiet` or off a terminal).
+///
+/// Errors: the driver's, as text.
+fn drive_shown(
+    target: &dyn Target,
+    kind: WorkloadKind,
+    opts: &SysbenchOptions,
+    run: &RunOptions,
+    c: &CommonArgs,
+    label: &str,
+    ctl: &RunControl,
+) -> std::result::Result<RunResult, String> {
+    with_progress(label, run.time_s, run.events, ctl, c.out.quiet, || {
+        drive(target, kind, opts, run, ctl)
     })
-    .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
 }
