@@ -3,7 +3,7 @@
 //! | layer | holds |
 //! |---|---|
 //! | [`commands`] | one file (or folder) per subcommand: flags → what to run → the run layer → export |
-//! | [`bench`] | the run layer: run specs, the engine's configuration from the flags, one path prepare → settle → warm-up → measure → report for a design or a real server |
+//! | [`mod@bench`] | the run layer: run specs, the engine's configuration from the flags, one path prepare → settle → warm-up → measure → report for a design or a real server |
 //! | [`export`] | the views of the result schema, one file per format, and where a report goes |
 //! | [`result`], [`design_arg`], [`progress`], [`units`], [`error`] | the result schema, design files, progress bar and Ctrl-C, sizes, errors and exit codes |
 //!

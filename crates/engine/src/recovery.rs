@@ -181,8 +181,8 @@ pub fn repair_from_doublewrite(storage: &Storage) -> Result<u64> {
 /// catalog and transaction outcomes it found. Pages are changed in the buffer pool (cause
 /// `recovery`) and left dirty for the end-of-recovery checkpoint.
 ///
-/// Errors: [`Error::ChecksumMismatch`] naming the page when a page redo must read is torn
-/// (torn-page protection off, or a page changed without WAL); [`Error::Corrupted`] for a
+/// Errors: [`StorageError::ChecksumMismatch`](crate::error::StorageError::ChecksumMismatch) naming the page when a page redo must read is torn
+/// (torn-page protection off, or a page changed without WAL); [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a
 /// record a resource manager cannot apply, naming its LSN; device errors.
 pub fn redo(storage: &Storage) -> Result<Redone> {
     let started = Instant::now();
@@ -205,23 +205,23 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
         match rec.rmgr {
             rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
                 let (_, state, c) =
-                    parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| Error::Corrupted {
-                        what: format!(
+                    parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| {
+                        Error::corrupted(format!(
                             "checkpoint WAL record at {}: {} bytes of main data",
                             rec.lsn,
                             rec.main_data.len()
-                        ),
+                        ))
                     })?;
                 newer_catalog(&mut out.catalog, c);
                 out.checkpoint_engine_state = Some(state);
             }
             rmgr::CATALOG => {
-                let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| Error::Corrupted {
-                    what: format!(
+                let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| {
+                    Error::corrupted(format!(
                         "catalog WAL record at {}: {} bytes of main data",
                         rec.lsn,
                         rec.main_data.len()
-                    ),
+                    ))
                 })?;
                 newer_catalog(&mut out.catalog, c);
             }
@@ -276,14 +276,12 @@ fn redo_blocks(storage: &Storage, rec: &WalRecord, report: &mut RecoveryReport) 
             rmgr::BTREE => crate::btree::wal::redo_block(rec, b, page)?,
             rmgr::UNDO => crate::clustered::undo_wal::redo_block(rec, b, page)?,
             other => {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "WAL record at {} (rmgr {other}, info {:#x}) changes {} without an image, and no resource manager replays it",
                         rec.lsn,
                         rec.info,
                         blk.page
-                    ),
-                })
+                    )))
             }
         }
         g.note_logged(rec.end_lsn);

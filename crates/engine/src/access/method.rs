@@ -92,14 +92,14 @@ pub trait TableWrite {
     type TxnState: Default + Send + 'static;
     /// Inserts `row`, with its index entries.
     ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`];
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock);
     /// storage errors.
     fn insert(&self, st: &Statement<'_>, state: &mut Self::TxnState, row: Row) -> Result<()>;
     /// Applies `set` to the newest version of the row with primary key `pk`; false when
     /// there is none.
     ///
-    /// Errors: [`Error::SerializationFailure`], [`Error::Deadlock`],
-    /// [`Error::DuplicateKey`], as [`TableWrite::insert`].
+    /// Errors: [`TxnError::SerializationFailure`](crate::error::TxnError::SerializationFailure), [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
+    /// [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), as [`TableWrite::insert`].
     fn update(
         &self,
         st: &Statement<'_>,

@@ -503,9 +503,10 @@ fn encode_fields(
 }
 
 fn corrupt(def: &TableDef, problem: impl std::fmt::Display) -> Error {
-    Error::Corrupted {
-        what: format!("InnoDB COMPACT record of table \"{}\": {problem}", def.name),
-    }
+    Error::corrupted(format!(
+        "InnoDB COMPACT record of table \"{}\": {problem}",
+        def.name
+    ))
 }
 
 /// Where each field lies in `rec` (`None` = NULL): InnoDB's `rec_init_offsets_comp_ordinary`.
@@ -681,7 +682,7 @@ pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> 
 /// `DB_ROLL_PTR`.
 ///
 /// # Errors
-/// [`Error::Corrupted`] naming the table (and column) for any byte string that is not such a
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the table (and column) for any byte string that is not such a
 /// record of a row passing [`TableDef::check_row`]: truncation, stray info or NULL bits, a
 /// NULL in a NOT NULL column, an off-page flag, field lengths that disagree with the record
 /// length or the type, invalid UTF-8 or a NUL character, non-canonical CHAR padding, an
@@ -741,13 +742,13 @@ pub fn decode_compact(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<(Row, u6
 /// `REC_INFO_DELETED_FLAG`).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if `rec` is empty (has no info byte).
 pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
     match rec.first() {
         Some(&b) => Ok(b & COMPACT_DELETED_FLAG != 0),
-        None => Err(Error::Corrupted {
-            what: "InnoDB COMPACT record of 0 bytes has no header".into(),
-        }),
+        None => Err(Error::corrupted(
+            "InnoDB COMPACT record of 0 bytes has no header",
+        )),
     }
 }
 
@@ -755,7 +756,7 @@ pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
 /// `btr_rec_set_deleted` does (the record's size does not change).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if `rec` is empty (has no info byte).
 pub fn set_compact_delete_mark(rec: &mut [u8], marked: bool) -> Result<()> {
     compact_delete_mark(rec)?;
     if marked {
@@ -781,7 +782,7 @@ fn system_columns_range(def: &TableDef, rec: &[u8]) -> Result<Range<usize>> {
 /// consistent read checks first, `row_sel_clust_sees` / `lock_clust_rec_cons_read_sees`).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if the record's structure is damaged.
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if the record's structure is damaged.
 pub fn compact_system_columns(def: &TableDef, rec: &[u8]) -> Result<(u64, u64)> {
     let r = system_columns_range(def, rec)?;
     let sys = &rec[r];
@@ -795,7 +796,7 @@ pub fn compact_system_columns(def: &TableDef, rec: &[u8]) -> Result<(u64, u64)> 
 /// (`row_upd_rec_sys_fields`).
 ///
 /// # Errors
-/// [`Error::InvalidValue`] if the values do not fit 6 and 7 bytes; [`Error::Corrupted`] if
+/// [`Error::InvalidValue`] if the values do not fit 6 and 7 bytes; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if
 /// the record's structure is damaged.
 pub fn set_compact_system_columns(
     def: &TableDef,

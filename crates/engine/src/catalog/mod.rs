@@ -68,7 +68,7 @@
 //! 3. Decoders are hardened: any byte string either decodes to what the encoder accepts (a
 //!    row whose values pass `check_row`; the row-size limit for TEXT is not the decoders'
 //!    business; key values of their types) or gives
-//!    [`Error::Corrupted`](crate::error::Error::Corrupted); none panics.
+//!    [`StorageError::Corrupted`](crate::error::StorageError::Corrupted)(Error::Storage(StorageError::Corrupted)); none panics.
 //! 4. Key order: for values of the same types, comparing [`encode_key`] outputs as unsigned
 //!    bytes gives the SQL order described above.
 //! 5. A CHAR value is compared, indexed and stored by its padded form: `'ab'` and `'ab  '`

@@ -2,6 +2,7 @@
 //! of every codec, key order, hardened decoders, and the error messages.
 
 use super::*;
+use crate::error::StorageError;
 use crate::error::{Error, Result};
 use proptest::prelude::*;
 use std::cmp::Ordering;
@@ -313,7 +314,7 @@ fn compact_fixed_fields_are_memcmp_ordered() {
     // A key that is not one of the table's primary keys is refused.
     assert!(matches!(
         decode_compact(&def, &key[..7], &rec),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
     assert!(matches!(
         encode_compact(&def, &row, MAX_TRX_ID + 1, 0),
@@ -341,7 +342,7 @@ fn compact_delete_mark_and_system_columns_in_place() {
     assert!(!compact_delete_mark(&rec).unwrap());
     assert!(matches!(
         set_compact_delete_mark(&mut [], true),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
 }
 
@@ -391,7 +392,7 @@ fn delta_holds_only_the_given_columns() {
     let mut row = vec![Value::Integer(1), Value::text("a")];
     assert!(matches!(
         apply_delta(&def, &mut row, &[1, 1, 0]),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
     assert_eq!(row, vec![Value::Integer(1), Value::text("a")]);
 }
@@ -627,7 +628,7 @@ fn key_errors_leave_the_buffer_alone() {
     assert!(decode_key(&[int], &k).is_err());
     assert!(matches!(
         decode_key(&[int, int], &k[..4]),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
 }
 
@@ -1519,7 +1520,7 @@ fn assert_valid_or_corrupted(
             );
             prop_assert_eq!(def.normalize_row(&row), row);
         }
-        Err(Error::Corrupted { .. }) => {}
+        Err(Error::Storage(StorageError::Corrupted { .. })) => {}
         Err(e) => prop_assert!(false, "unexpected error {e}"),
     }
     Ok(())
@@ -1664,7 +1665,7 @@ proptest! {
     ) {
         let mut target = other.clone();
         let r = apply_delta(&def, &mut target, &random);
-        prop_assert!(matches!(r, Ok(_) | Err(Error::Corrupted { .. })), "{:?}", r);
+        prop_assert!(matches!(r, Ok(_) | Err(Error::Storage(StorageError::Corrupted { .. }))), "{:?}", r);
         if r.is_err() {
             prop_assert_eq!(&target, &other);
         }
@@ -1673,7 +1674,7 @@ proptest! {
         let mut target = def.normalize_row(&other);
         match apply_delta(&def, &mut target, &delta) {
             Ok(_) => prop_assert!(def.check_row(&target).is_ok()),
-            Err(Error::Corrupted { .. }) => {}
+            Err(Error::Storage(StorageError::Corrupted { .. })) => {}
             Err(e) => prop_assert!(false, "unexpected error {}", e),
         }
     }
@@ -1690,7 +1691,7 @@ proptest! {
                     // Whatever decodes re-encodes to the same bytes: one encoding per key.
                     prop_assert_eq!(encoded(&types, &values), bytes);
                 }
-                Err(Error::Corrupted { .. }) => {}
+                Err(Error::Storage(StorageError::Corrupted { .. })) => {}
                 Err(e) => prop_assert!(false, "unexpected error {}", e),
             }
         }

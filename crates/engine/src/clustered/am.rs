@@ -19,7 +19,7 @@ use crate::access::{
 use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mvcc::{xid_of_trx_id, TransactionManager, TrxId, Xid};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
@@ -314,7 +314,7 @@ impl ClusteredAm {
     /// are read at open (MariaDB reads one log at a time as purge goes); table counters
     /// start at zero.
     ///
-    /// Errors: [`crate::Error::Corrupted`] for a catalog without the undo relation, undo
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a catalog without the undo relation, undo
     /// pages that do not hold what their headers say, or a B+tree whose meta page does not
     /// fit the design; [`crate::Error::InvalidConfig`] for a rollback segment count the
     /// database was not made with; storage errors.
@@ -333,9 +333,7 @@ impl ClusteredAm {
         let _c = enter(Cause::Recovery);
         let rel = catalog
             .undo_relation
-            .ok_or_else(|| crate::Error::Corrupted {
-                what: "innodb catalog without the undo relation".into(),
-            })?;
+            .ok_or_else(|| Error::corrupted("innodb catalog without the undo relation"))?;
         let (undo, found) = UndoSpace::open(
             storage.pool().clone(),
             storage.wal().clone(),
@@ -349,8 +347,10 @@ impl ClusteredAm {
             .map(|e| e.0)
             .collect();
         let max = found.max_trx_id.max(TrxId::from(redone.max_xid));
-        let next = Xid::try_from(max + 1).map_err(|_| crate::Error::Corrupted {
-            what: format!("undo log names transaction id {max}, past the xid space"),
+        let next = Xid::try_from(max + 1).map_err(|_| {
+            Error::corrupted(format!(
+                "undo log names transaction id {max}, past the xid space"
+            ))
         })?;
         for (trx, _) in &found.active {
             aborted.push(xid_of_trx_id(*trx, "active undo log header")?);
@@ -483,7 +483,7 @@ impl TableAccessMethod for ClusteredAm {
         let committed = commit && result.is_ok() && finished.is_ok();
         let wal = self.storage.wal();
         let logged = if committed {
-            wal.flush(wal.insert_lsn())
+            wal.flush(wal.insert_lsn()).map_err(Error::from)
         } else {
             core.log_end(tm, wal, false)
         };

@@ -12,6 +12,7 @@ use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
     encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{xid_of_trx_id, Snapshot, TransactionManager, TrxId, Xid, XidStatus};
 use parking_lot::{Mutex, MutexGuard};
@@ -82,9 +83,7 @@ pub struct ClusteredTable {
 }
 
 fn record_bad(def: &TableDef, what: &str) -> Error {
-    Error::Corrupted {
-        what: format!("table {}: {what}", def.name),
-    }
+    Error::corrupted(format!("table {}: {what}", def.name))
 }
 
 impl ClusteredTable {
@@ -126,7 +125,7 @@ impl ClusteredTable {
     ///
     /// Meant for the end of a load with no concurrent writers on the table.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged record; [`Error::DuplicateKey`] for a
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged record; [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey) for a
     /// unique index with equal keys; storage errors.
     pub fn build_secondary_indexes(&self) -> Result<u64> {
         if !self.secondary_deferred.load(Ordering::Acquire) {
@@ -214,7 +213,7 @@ impl ClusteredTable {
     /// the history is missing). Returns false, leaving `v` as it is, when there is no
     /// earlier version: `v` is the row's insert, or `read` found nothing.
     ///
-    /// Errors: `read`'s errors; a delta that does not apply ([`Error::Corrupted`]).
+    /// Errors: `read`'s errors; a delta that does not apply ([`StorageError::Corrupted`](crate::error::StorageError::Corrupted)).
     fn previous_version(
         &self,
         v: &mut CompactRecord,
@@ -311,10 +310,10 @@ impl ClusteredTable {
                     return Ok(Some(x));
                 }
                 if !r.delete_marked {
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: self.def.indexes[ix].name.clone(),
                         key: format!("({})", self.render_pk(&other)),
-                    });
+                    }));
                 }
             }
         }
@@ -374,7 +373,7 @@ impl ClusteredTable {
     /// (row0purge.cc): a delete-marked record still carrying that delete is removed with its
     /// secondary entries; after an update, the old secondary entries that are still
     /// delete-marked and no longer the current key are removed, and with the design switch
-    /// `purge_resets_trx_id` the record's history is then cut ([`Self::reset_trx_id`]).
+    /// `purge_resets_trx_id` the record's history is then cut (`reset_trx_id`).
     /// Returns records removed. `tm` gives the purge horizon (the oldest xmin), read once
     /// the row's stripe is held.
     ///
@@ -538,7 +537,7 @@ impl ClusteredTable {
     /// An undo record's delta decoded: a row holding the delta's values in the columns it
     /// lists (NULL elsewhere), and those columns ([`apply_delta`] on a row of NULLs).
     ///
-    /// Errors: a delta that does not decode ([`Error::Corrupted`]).
+    /// Errors: a delta that does not decode ([`StorageError::Corrupted`](crate::error::StorageError::Corrupted)).
     fn decode_delta(&self, delta: &[u8]) -> Result<(Row, Vec<usize>)> {
         let mut values: Row = vec![Value::Null; self.def.columns.len()];
         let changed = apply_delta(&self.def, &mut values, delta)?;
@@ -706,7 +705,7 @@ impl TableWrite for ClusteredTable {
     /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
     /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
     ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`],
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
     /// storage errors.
     fn insert(&self, st: &Statement<'_>, undo: &mut TrxUndo, row: Row) -> Result<()> {
         let ctx = &RowCtx::from(st);
@@ -752,10 +751,10 @@ impl TableWrite for ClusteredTable {
                 return Ok(Attempt::Wait(x));
             }
             if !r.delete_marked {
-                return Err(Error::DuplicateKey {
+                return Err(Error::Txn(TxnError::DuplicateKey {
                     index: "PRIMARY".into(),
                     key: format!("({})", self.render_pk(&pk)),
-                });
+                }));
             }
             // Re-insert over the committed delete-marked record: an update with undo.
             let all: Vec<usize> = (0..self.def.columns.len()).collect();
@@ -794,7 +793,7 @@ impl TableWrite for ClusteredTable {
     /// the update undo. Returns false when there is no such row.
     ///
     /// Errors: [`Error::InvalidValue`] (including a change of the primary key, not built
-    /// yet); [`Error::DuplicateKey`]; [`Error::Deadlock`]; storage errors.
+    /// yet); [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey); [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); storage errors.
     fn update(
         &self,
         st: &Statement<'_>,
@@ -868,7 +867,7 @@ impl TableWrite for ClusteredTable {
     /// row_upd_del_mark_clust_rec: delete-marks the latest version of the row and its
     /// secondary entries. Returns false when there is no such row.
     ///
-    /// Errors: [`Error::Deadlock`]; storage errors.
+    /// Errors: [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); storage errors.
     fn delete(&self, st: &Statement<'_>, undo: &mut TrxUndo, pk_vals: &[Value]) -> Result<bool> {
         let ctx = &RowCtx::from(st);
         self.check_not_deferred("a delete")?;

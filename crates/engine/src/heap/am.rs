@@ -97,7 +97,7 @@ impl HeapAm {
     /// (they are not WAL-logged here; vacuum rebuilds them, as PostgreSQL's FSM is
     /// self-correcting), and so do the table counters.
     ///
-    /// Errors: [`crate::Error::Corrupted`] for a B+tree whose meta page does not fit the
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a B+tree whose meta page does not fit the
     /// design; device errors reading the clog.
     pub fn open(open: AmOpen<'_>, vacuum: VacuumConfig) -> Result<Arc<Self>> {
         let Some(Recovering { catalog, redone }) = open.recovering else {

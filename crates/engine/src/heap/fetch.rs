@@ -122,9 +122,9 @@ impl HeapTable {
             }
             let t = hp::tuple(page, lp);
             if !ht::header_ok(t) {
-                return Err(Error::Corrupted {
-                    what: format!("{id}: tuple {off} has a bad header"),
-                });
+                return Err(Error::corrupted(format!(
+                    "{id}: tuple {off} has a bad header"
+                )));
             }
             if !at_start && !t.is_heap_only() {
                 break;

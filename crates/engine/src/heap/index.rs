@@ -20,6 +20,7 @@ use crate::btree::{
 };
 use crate::catalog::{key_of, Row};
 use crate::device::FileId;
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{TransactionManager, Xid};
 use std::ops::Bound;
@@ -64,8 +65,10 @@ fn tid_of_key(key: &[u8], rel: FileId) -> Result<Tid> {
     key.len()
         .checked_sub(6)
         .and_then(|s| Tid::from_bytes(&key[s..]))
-        .ok_or_else(|| Error::Corrupted {
-            what: format!("index entry of relation {rel} is shorter than a tid"),
+        .ok_or_else(|| {
+            Error::corrupted(format!(
+                "index entry of relation {rel} is shorter than a tid"
+            ))
         })
 }
 
@@ -93,7 +96,7 @@ impl HeapTable {
     /// Meant for the end of a load with no concurrent writers on the table (CREATE INDEX
     /// takes a ShareLock that blocks them).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged heap page; storage errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged heap page; storage errors.
     pub fn build_secondary_indexes(&self, tm: &TransactionManager) -> Result<u64> {
         if !self.secondary_deferred.load(Ordering::Acquire) {
             return Ok(0);
@@ -142,10 +145,10 @@ impl HeapTable {
                     .windows(2)
                     .find(|w| prefix(&w[0].0) == prefix(&w[1].0))
                 {
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: self.def.indexes[ix].name.clone(),
                         key: format!("{:?}", prefix(&w[0].0)),
-                    });
+                    }));
                 }
             }
             // nbtsort.c `_bt_load` deduplicates unless the index is unique.
@@ -424,10 +427,10 @@ impl HeapTable {
                     } else {
                         name.to_string()
                     };
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: index_name,
                         key: format!("({key_text})"),
-                    });
+                    }));
                 }
             }
         }

@@ -21,6 +21,7 @@ use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::device::FileId;
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
 use crate::page::{flags, page_lsn, set_flags, PageId};
@@ -187,9 +188,9 @@ impl HeapTable {
     }
 
     pub(super) fn decode(&self, t: &[u8]) -> Result<Row> {
-        let (bitmap, data) = t.bitmap_and_data().ok_or_else(|| Error::Corrupted {
-            what: format!("table {}: tuple header", self.def.name),
-        })?;
+        let (bitmap, data) = t
+            .bitmap_and_data()
+            .ok_or_else(|| Error::corrupted(format!("table {}: tuple header", self.def.name)))?;
         decode_heap(&self.def, bitmap, data)
     }
 
@@ -236,9 +237,10 @@ impl HeapTable {
                 _ => return Ok(Some(tid)),
             }
         }
-        Err(Error::Corrupted {
-            what: format!("table {}: update chain does not end", self.def.name),
-        })
+        Err(Error::corrupted(format!(
+            "table {}: update chain does not end",
+            self.def.name
+        )))
     }
 
     fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], set: Option<&[Assign]>) -> Result<bool> {
@@ -266,10 +268,10 @@ impl HeapTable {
                 Attempt::Wait(x) => ctx.tm.wait_for(ctx.xid, x)?,
                 Attempt::Updated => {
                     if ctx.repeatable_read {
-                        return Err(Error::SerializationFailure(format!(
+                        return Err(Error::Txn(TxnError::SerializationFailure(format!(
                             "table {}, row {}: updated by a transaction this snapshot does not see",
                             self.def.name, tid
-                        )));
+                        ))));
                     }
                     match self.latest_version(ctx, tid)? {
                         Some(next) => tid = next,
@@ -392,16 +394,14 @@ impl HeapTable {
                 let m2 = new_t.as_slice().infomask2() | ht::HEAP_ONLY_TUPLE;
                 ht::set_infomask2(&mut new_t, m2);
             }
-            let off = hp::add_tuple(g.data_mut(), &new_t).ok_or_else(|| Error::Corrupted {
-                what: format!(
+            let off = hp::add_tuple(g.data_mut(), &new_t).ok_or_else(|| Error::corrupted(format!(
                     "{id}: no room for an update that fit ({} bytes; free {}, lower/upper {:?}, {} line pointers, flags {:#x})",
                     new_t.len(),
                     hp::heap_free_space(g.data()),
                     crate::page::hole(g.data()),
                     hp::max_offset(g.data()),
                     flags(g.data())
-                ),
-            })?;
+                )))?;
             let new_tid = Tid {
                 block: tid.block,
                 offset: off,
@@ -479,8 +479,8 @@ impl HeapTable {
             drop(og);
             return self.try_update(ctx, tid, pk_key, set);
         }
-        let off = hp::add_tuple(ng.data_mut(), &new_t).ok_or_else(|| Error::Corrupted {
-            what: format!("{}: no room for an update that fit", ng.page_id()),
+        let off = hp::add_tuple(ng.data_mut(), &new_t).ok_or_else(|| {
+            Error::corrupted(format!("{}: no room for an update that fit", ng.page_id()))
         })?;
         let new_tid = Tid {
             block: nb,
@@ -534,8 +534,8 @@ impl TableWrite for HeapTable {
     /// heap_insert + ExecInsertIndexTuples: stores `row` as a new tuple by transaction
     /// `ctx.xid` and adds an entry to every index, checking unique indexes.
     ///
-    /// Errors: [`Error::InvalidValue`] for a bad row; [`Error::DuplicateKey`];
-    /// [`Error::Deadlock`] while waiting on a conflicting inserter; [`Error::TooLarge`] for a
+    /// Errors: [`Error::InvalidValue`] for a bad row; [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey);
+    /// [`TxnError::Deadlock`](crate::error::TxnError::Deadlock) while waiting on a conflicting inserter; [`Error::TooLarge`] for a
     /// tuple larger than a page (no TOAST); storage errors.
     fn insert(&self, st: &Statement<'_>, _: &mut (), row: Row) -> Result<()> {
         let ctx = &Ctx::from(st);
@@ -550,8 +550,8 @@ impl TableWrite for HeapTable {
     /// Updates the row with primary key `pk`, setting `set` columns (heapam.c `heap_update`
     /// with ExecUpdate's retry loop). Returns false when no visible row has that key.
     ///
-    /// Errors: [`Error::SerializationFailure`] at repeatable read when the row was changed by
-    /// a transaction the snapshot does not see; [`Error::Deadlock`]; [`Error::DuplicateKey`];
+    /// Errors: [`TxnError::SerializationFailure`](crate::error::TxnError::SerializationFailure) at repeatable read when the row was changed by
+    /// a transaction the snapshot does not see; [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey);
     /// [`Error::InvalidValue`]; storage errors.
     fn update(&self, st: &Statement<'_>, _: &mut (), pk: &[Value], set: &[Assign]) -> Result<bool> {
         let ctx = &Ctx::from(st);
