@@ -7,7 +7,9 @@
 //! The counter is not made durable at each id: when an id that is a multiple of
 //! `ROW_ID_WRITE_MARGIN` (256) is handed out, that id is written to the data dictionary
 //! header page, `DICT_HDR_ROW_ID` (dict0boot.cc `dict_hdr_flush_row_id`, a redo-logged
-//! mini-transaction); at startup `dict_boot` sets the counter to that value rounded up to a
+//! mini-transaction that writes the id only when it is larger than the header's, so that
+//! two inserters racing past the counter's atomic increment cannot move it back; here the
+//! counter's mutex orders them); at startup `dict_boot` sets the counter to that value rounded up to a
 //! multiple of 256, plus 256 (`dict_sys_t::recover_row_id`), so no id handed out before a
 //! restart or crash is handed out again. 10.11 does not read each table's largest
 //! DB_ROW_ID (measured on MariaDB 10.11.19: ids interleave across two tables, 512, 513,
