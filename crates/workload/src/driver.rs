@@ -158,14 +158,53 @@ pub struct RunResult {
 }
 
 /// Shared between the driver and its caller while a run is under way: the caller sets
-/// `stop` (Ctrl-C) and reads `completed` (events finished so far) to show live TPS.
+/// `stop` (Ctrl-C) and reads `completed` (events finished so far) and `statements` to show
+/// live TPS and sample a time series; [`RunControl::take_interval_latency`] gives the
+/// latencies of the events completed since its last call.
+///
+/// Reading these does not change the run: the counters are only read, and the interval
+/// histogram is a second histogram beside each thread's own (the run's result is built
+/// from those alone).
 #[derive(Debug, Default)]
 pub struct RunControl {
     /// Set to end the run early; each thread finishes its current event and returns.
     /// Shared by `Arc` so a signal handler can hold it.
     pub stop: Arc<AtomicBool>,
-    /// Events completed so far in the current run (reset by [`run`] at its start).
+    /// Events completed so far in the current run (reset by [`run`] at its start); at the
+    /// end of a run it equals [`RunResult::transactions`].
     pub completed: AtomicU64,
+    /// Statements executed so far in the current run, BEGIN/COMMIT excluded (reset by
+    /// [`run`] at its start; added at the end of each event, failed ones included); at the
+    /// end of a run it equals [`RunResult::queries`].
+    pub statements: AtomicU64,
+    /// Latencies (µs) of the events completed since the last
+    /// [`RunControl::take_interval_latency`] (emptied by [`run`] at its start).
+    interval_latency: std::sync::Mutex<Option<Histogram<u64>>>,
+}
+
+impl RunControl {
+    /// Latency percentiles of the events completed since the last call (or since the run
+    /// started), and empties that interval histogram; all zero when none completed.
+    pub fn take_interval_latency(&self) -> Latency {
+        let mut g = self
+            .interval_latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match g.take() {
+            Some(h) if h.len() > 0 => latency(&h),
+            _ => Latency::default(),
+        }
+    }
+
+    /// Adds one completed event's latency to the interval histogram.
+    fn record_interval(&self, us: u64) {
+        let mut g = self
+            .interval_latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let h = g.get_or_insert_with(|| Histogram::new(3).expect("histogram"));
+        let _ = h.record(us.max(1));
+    }
 }
 
 fn latency(h: &Histogram<u64>) -> Latency {
@@ -214,6 +253,8 @@ pub fn run(
 ) -> Result<RunResult, String> {
     let stop = &*ctl.stop;
     ctl.completed.store(0, Ordering::Relaxed);
+    ctl.statements.store(0, Ordering::Relaxed);
+    ctl.take_interval_latency();
     if run.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -283,6 +324,7 @@ pub fn run(
                         };
                         let ev = gen.next_event();
                         let mut failed = false;
+                        let queries_before = out.r.queries;
                         for op in &ev {
                             let op_start = Instant::now();
                             match session.execute(op) {
@@ -324,14 +366,18 @@ pub fn run(
                                 }
                             }
                         }
+                        ctl.statements
+                            .fetch_add(out.r.queries - queries_before, Ordering::Relaxed);
                         if !failed {
                             out.r.transactions += 1;
-                            ctl.completed.fetch_add(1, Ordering::Relaxed);
+                            let us = (ev_start.elapsed().as_micros() as u64).max(1);
                             let h = out
                                 .hist
                                 .entry("event".into())
                                 .or_insert_with(|| Histogram::new(3).expect("histogram"));
-                            let _ = h.record((ev_start.elapsed().as_micros() as u64).max(1));
+                            let _ = h.record(us);
+                            ctl.record_interval(us);
+                            ctl.completed.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     session.rollback();

@@ -26,17 +26,21 @@ mod embedded;
 mod figures;
 mod phase;
 mod runs;
+mod series;
 mod server;
 mod spec;
 mod subject;
 mod versions;
 
-pub use args::{driver_info, sysbench_options, CommonArgs, DeviceArgs, ServerArgs};
+pub use args::{
+    driver_info, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs, ServerArgs,
+};
 pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
 pub use embedded::EmbeddedRun;
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
 pub use phase::{Mark, PhaseDelta};
 pub use runs::{run_spec, run_specs, run_specs_with};
+pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
 pub use spec::{check_common, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};

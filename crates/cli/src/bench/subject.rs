@@ -1,21 +1,27 @@
 //! One path for every run: prepare → settle → warm-up → measure → report, the same for an
 //! embedded design (`EmbeddedRun`, embedded.rs) and a real server (`ServerRun`,
 //! server.rs), each behind the [`Subject`] trait, as sysbench runs
-//! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver.
+//! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver. The
+//! measured phase is sampled once per `--report-interval` into `results.timeseries`
+//! (series.rs).
 
 use super::args::{sysbench_options, CommonArgs};
+use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
-use crate::progress::{status, with_progress};
+use crate::progress::{status, with_progress, LiveRates};
 use crate::result::RunReport;
 use anyhow::Result;
+use mvcclab_engine::stats::Counters;
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
 
 /// What a run measures, opened and ready to load: an embedded design or a real server.
-pub trait Subject {
+/// `Sync`: the time series' sampler reads its counters from a thread of its own while the
+/// driver runs.
+pub trait Subject: Sync {
     /// The counters at the start of the measured phase.
-    type Mark;
+    type Mark: Sync;
     /// The name its status lines, progress bars and errors show.
     fn label(&self) -> &str;
     /// The driver's target.
@@ -33,6 +39,15 @@ pub trait Subject {
     ///
     /// Errors: the engine's or the server's.
     fn mark(&self, c: &CommonArgs) -> Result<Self::Mark>;
+    /// The counters now, cumulative since `mark`, for the time series; reads only.
+    ///
+    /// Errors: the engine's or the server's, reading the counters.
+    fn reading(&self, mark: &Self::Mark) -> Result<CounterReading>;
+    /// Whether the server counter `name` is a state value, not a count (never for the
+    /// embedded engine).
+    fn is_state(&self, _name: &str) -> bool {
+        false
+    }
     /// The report of the run: the counters since `mark` with the driver's `results`.
     ///
     /// Errors: the engine's or the server's, reading the counters.
@@ -71,8 +86,49 @@ pub fn run_subject<S: Subject>(
     s.settle(c)?;
     warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
     let mark = s.mark(c)?;
-    let results = measure(s.target(), kind, &opts, c, s.label(), ctl)?;
-    s.report(mark, kind, opts, c, results)
+    let live = LiveRates::default();
+    let read = || s.reading(&mark).ok();
+    let (results, readings, end_s) = sampled(
+        c.report_interval,
+        (c.time > 0.0).then_some(c.time),
+        ctl,
+        Some(&live),
+        &read,
+        || measure(s.target(), kind, &opts, c, s.label(), ctl, Some(&live)),
+    );
+    let results = results?;
+    // The last reading: the driver's final counts and the counters the report's totals
+    // come from (series.rs, invariant 2).
+    let latency = ctl.take_interval_latency();
+    let mut tail = if c.report_interval > 0.0 {
+        s.reading(&mark)?
+    } else {
+        CounterReading::default()
+    };
+    let is_state: Vec<String> = tail
+        .server
+        .keys()
+        .filter(|k| s.is_state(k))
+        .cloned()
+        .collect();
+    let mut report = s.report(mark, kind, opts, c, results)?;
+    if c.report_interval > 0.0 {
+        tail.total = report.io.total;
+        tail.counters = Counters {
+            by_cause: report.io.by_cause.clone(),
+        };
+        let last = Reading {
+            at_s: end_s,
+            transactions: report.results.transactions,
+            statements: report.results.queries,
+            latency,
+            counters: tail,
+        };
+        report.results.timeseries = close("measure", readings, last, &|k: &str| {
+            is_state.iter().any(|n| n == k)
+        });
+    }
+    Ok(report)
 }
 
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
@@ -103,13 +159,15 @@ pub fn warm_up(
             c,
             &format!("{label} warm-up"),
             ctl,
+            None,
         )
         .map_err(|e| driver_error(&warm, format!("{label}: warm-up: {e}")))?;
     }
     Ok(())
 }
 
-/// The measured phase (`--time` / `--events`) on any target, under a progress bar.
+/// The measured phase (`--time` / `--events`) on any target, under a progress bar that
+/// shows `live`'s rates when given.
 ///
 /// Errors: the driver's (as [`warm_up`]).
 pub fn measure(
@@ -119,6 +177,7 @@ pub fn measure(
     c: &CommonArgs,
     label: &str,
     ctl: &RunControl,
+    live: Option<&LiveRates>,
 ) -> Result<RunResult> {
     let run_opts = RunOptions {
         threads: c.threads,
@@ -127,14 +186,15 @@ pub fn measure(
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
     };
-    drive_shown(target, kind, opts, &run_opts, c, label, ctl)
+    drive_shown(target, kind, opts, &run_opts, c, label, ctl, live)
         .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
 }
 
 /// One driver run of `run` on `target` under a progress bar named `label` (hidden with
-/// `--quiet` or off a terminal).
+/// `--quiet` or off a terminal), showing `live`'s rates when given.
 ///
 /// Errors: the driver's, as text.
+#[allow(clippy::too_many_arguments)]
 fn drive_shown(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -143,8 +203,9 @@ fn drive_shown(
     c: &CommonArgs,
     label: &str,
     ctl: &RunControl,
+    live: Option<&LiveRates>,
 ) -> std::result::Result<RunResult, String> {
-    with_progress(label, run.time_s, run.events, ctl, c.out.quiet, || {
+    with_progress(label, run.time_s, run.events, ctl, c.out.quiet, live, || {
         drive(target, kind, opts, run, ctl)
     })
 }
