@@ -1,7 +1,7 @@
 //! Embeds the git commit mvcclab is built from as `MVCCLAB_GIT_COMMIT` (`git rev-parse
-//! HEAD`, with `-dirty` when tracked files differ from it), or `unknown` outside a git
-//! checkout or without git: plain std, no C library. Cargo reruns it when HEAD or the
-//! branch it names moves.
+//! HEAD`), or `unknown` outside a git checkout or without git: plain std, no C library.
+//! Cargo reruns it when HEAD or the branch it names moves. Uncommitted changes are not
+//! marked: the script is not rerun on every edit, so such a mark would go stale.
 
 use std::process::Command;
 
@@ -29,16 +29,7 @@ fn main() {
                     println!("cargo:rerun-if-changed={p}");
                 }
             }
-            let dirty = Command::new("git")
-                .args(["diff", "--quiet", "HEAD", "--"])
-                .status()
-                .map(|s| s.code() == Some(1))
-                .unwrap_or(false);
-            if dirty {
-                format!("{c}-dirty")
-            } else {
-                c
-            }
+            c
         }
         None => "unknown".to_string(),
     };

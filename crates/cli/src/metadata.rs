@@ -72,8 +72,8 @@ pub struct RunMetadata {
     pub host: HostInfo,
     /// mvcclab's version (Cargo.toml).
     pub mvcclab_version: String,
-    /// The git commit mvcclab was built from (`-dirty` with uncommitted changes;
-    /// `unknown` when built outside a git checkout).
+    /// The git commit HEAD pointed at when mvcclab was built (uncommitted changes are not
+    /// marked; `unknown` when built outside a git checkout).
     pub git_commit: String,
     /// The full command line, program first.
     pub command_line: Vec<String>,

@@ -458,7 +458,6 @@ impl RealServer for PostgreSql {
         self.read_counters()
     }
 
-
     fn is_state(&self, name: &str) -> bool {
         matches!(
             name,

@@ -191,7 +191,7 @@ impl RunControl {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         match g.take() {
-            Some(h) if h.len() > 0 => latency(&h),
+            Some(h) if !h.is_empty() => latency(&h),
             _ => Latency::default(),
         }
     }

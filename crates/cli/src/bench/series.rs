@@ -161,15 +161,16 @@ pub fn close(
 }
 
 /// The sample between readings `prev` and `cur`.
-fn sample(
-    phase: &str,
-    prev: &Reading,
-    cur: &Reading,
-    is_state: &dyn Fn(&str) -> bool,
-) -> Sample {
+fn sample(phase: &str, prev: &Reading, cur: &Reading, is_state: &dyn Fn(&str) -> bool) -> Sample {
     const MIB: f64 = 1024.0 * 1024.0;
     let interval_s = (cur.at_s - prev.at_s).max(0.0);
-    let per_s = |n: f64| if interval_s > 0.0 { n / interval_s } else { 0.0 };
+    let per_s = |n: f64| {
+        if interval_s > 0.0 {
+            n / interval_s
+        } else {
+            0.0
+        }
+    };
     let d = cur.counters.counters.delta(&prev.counters.counters);
     let total = cur.counters.total.minus(&prev.counters.total);
     let blocks_by_cause = d
@@ -286,7 +287,10 @@ mod tests {
         assert_eq!(s.iter().map(|x| x.statements).sum::<u64>(), 90);
         assert_eq!(s.iter().map(|x| x.read_blocks_4k).sum::<u64>(), 9);
         assert_eq!(s.iter().map(|x| x.write_blocks_4k).sum::<u64>(), 300);
-        assert_eq!(s[1].blocks_by_cause[&Cause::Checkpointer].write_blocks_4k, 256);
+        assert_eq!(
+            s[1].blocks_by_cause[&Cause::Checkpointer].write_blocks_4k,
+            256
+        );
         assert!(!s[1].blocks_by_cause.contains_key(&Cause::PointSelect));
         assert_eq!(s[1].write_mib_s, 1.0);
         assert_eq!((s[2].start_s, s[2].interval_s, s[2].tps), (2.0, 0.5, 10.0));
@@ -300,7 +304,9 @@ mod tests {
         last.counters
             .server
             .insert("only_in_the_report".into(), 7.0);
-        let s = close("p", vec![reading(1.0, 10, 0, 0)], last, &|k| k == "n_tup_upd");
+        let s = close("p", vec![reading(1.0, 10, 0, 0)], last, &|k| {
+            k == "n_tup_upd"
+        });
         assert_eq!(s[1].server_counters["n_tup_upd"], 20.0);
         assert!(!s[1].server_counters.contains_key("only_in_the_report"));
     }

@@ -205,7 +205,13 @@ fn drive_shown(
     ctl: &RunControl,
     live: Option<&LiveRates>,
 ) -> std::result::Result<RunResult, String> {
-    with_progress(label, run.time_s, run.events, ctl, c.out.quiet, live, || {
-        drive(target, kind, opts, run, ctl)
-    })
+    with_progress(
+        label,
+        run.time_s,
+        run.events,
+        ctl,
+        c.out.quiet,
+        live,
+        || drive(target, kind, opts, run, ctl),
+    )
 }

@@ -25,11 +25,10 @@ use crate::bench::{
 use crate::design_arg::resolve_design;
 use crate::error::driver_error;
 use crate::export::{
-    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format,
-    OutputArgs,
+    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format, OutputArgs,
 };
-use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::metadata::RunMetadata;
+use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, SCHEMA_VERSION};
 use crate::UsageError;
 use anyhow::{Context, Result};

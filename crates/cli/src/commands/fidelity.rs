@@ -410,6 +410,7 @@ mod tests {
             schema_version: crate::result::SCHEMA_VERSION,
             mvcclab_version: "test".into(),
             command: "fidelity".into(),
+            metadata: None,
             runs: vec![real.clone(), preset, real],
         };
         assert_eq!(

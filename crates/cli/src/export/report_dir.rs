@@ -17,8 +17,7 @@
 use super::csv::to_csv;
 use super::markdown::to_markdown;
 use super::svg::{
-    bandwidths, plot_blocks, plot_blocks_per_second, plot_latency, plot_tps,
-    plot_tps_vs_bandwidth,
+    bandwidths, plot_blocks, plot_blocks_per_second, plot_latency, plot_tps, plot_tps_vs_bandwidth,
 };
 use super::timeseries::timeseries_csv;
 use crate::result::Report;

@@ -342,7 +342,11 @@ pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: boo
             .draw(&Rectangle::new([(8, y), (20, y + 12)], col.filled()))
             .map_err(plot_err(path))?;
         legend
-            .draw(&Text::new(c.name().to_string(), (26, y), ("sans-serif", 14)))
+            .draw(&Text::new(
+                c.name().to_string(),
+                (26, y),
+                ("sans-serif", 14),
+            ))
             .map_err(plot_err(path))?;
     }
     let panels = plots.split_evenly((runs.len(), 1));

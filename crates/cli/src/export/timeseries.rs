@@ -68,7 +68,11 @@ fn series_csv(run_column: &str, series: &[(String, &[Sample])]) -> Result<String
                 row.push(b.write_blocks_4k.to_string());
             }
             for k in &server {
-                row.push(s.server_counters.get(*k).map_or(String::new(), f64::to_string));
+                row.push(
+                    s.server_counters
+                        .get(*k)
+                        .map_or(String::new(), f64::to_string),
+                );
             }
             for k in &device {
                 let b = s.device_blocks.get(*k).copied().unwrap_or_default();
