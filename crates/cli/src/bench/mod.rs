@@ -17,7 +17,10 @@
 //!    servers crate for a real server (`mvcclab_servers::delta`).
 //! 3. A managed server is stopped on every path, error and Ctrl-C included (its value is
 //!    dropped).
-//! 4. The run layer uses only the layers below it (the result schema, the export's
+//! 4. A measured phase's time series is sampled by reading cumulative counters, never
+//!    resetting them, and its samples add up exactly to the phase's totals
+//!    ([`sampled`], [`close`]; series.rs).
+//! 5. The run layer uses only the layers below it (the result schema, the export's
 //!    output flags, progress, design files), never a command.
 
 mod args;
