@@ -140,7 +140,8 @@ pub fn sampled<T>(
 /// The samples of a phase named `phase` from its sampler `readings` and the `last`
 /// reading, the one its totals are taken from (so the samples add up to them). A real
 /// server's counters named by `is_state` are state values (the value at each interval's
-/// end); in the last sample only the server counters the sampler read are kept.
+/// end); the last sample keeps only the server counters the sampler read (all of them
+/// when it read none).
 pub fn close(
     phase: &str,
     readings: Vec<Reading>,

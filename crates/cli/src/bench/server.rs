@@ -131,10 +131,6 @@ impl Subject for ServerRun {
         })
     }
 
-    fn is_state(&self, name: &str) -> bool {
-        self.server.is_state(name)
-    }
-
     fn report(
         self,
         before: Snapshot,

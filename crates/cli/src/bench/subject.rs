@@ -43,11 +43,6 @@ pub trait Subject: Sync {
     ///
     /// Errors: the engine's or the server's, reading the counters.
     fn reading(&self, mark: &Self::Mark) -> Result<CounterReading>;
-    /// Whether the server counter `name` is a state value, not a count (never for the
-    /// embedded engine).
-    fn is_state(&self, _name: &str) -> bool {
-        false
-    }
     /// The report of the run: the counters since `mark` with the driver's `results`.
     ///
     /// Errors: the engine's or the server's, reading the counters.
@@ -98,25 +93,26 @@ pub fn run_subject<S: Subject>(
     );
     let results = results?;
     // The last reading: the driver's final counts and the counters the report's totals
-    // come from (series.rs, invariant 2).
+    // come from (series.rs, invariant 2); `reading` only for what the report does not
+    // keep (a server's blocks on mvcclab's device).
     let latency = ctl.take_interval_latency();
-    let mut tail = if c.report_interval > 0.0 {
-        s.reading(&mark)?
+    let tail = if c.report_interval > 0.0 {
+        Some(s.reading(&mark)?)
     } else {
-        CounterReading::default()
+        None
     };
-    let is_state: Vec<String> = tail
-        .server
-        .keys()
-        .filter(|k| s.is_state(k))
-        .cloned()
-        .collect();
     let mut report = s.report(mark, kind, opts, c, results)?;
-    if c.report_interval > 0.0 {
+    if let Some(mut tail) = tail {
         tail.total = report.io.total;
         tail.counters = Counters {
             by_cause: report.io.by_cause.clone(),
         };
+        let (server, state) = report
+            .server
+            .as_ref()
+            .map(|i| (i.counters.clone(), i.state_counters.clone()))
+            .unwrap_or_default();
+        tail.server = server;
         let last = Reading {
             at_s: end_s,
             transactions: report.results.transactions,
@@ -125,7 +121,7 @@ pub fn run_subject<S: Subject>(
             counters: tail,
         };
         report.results.timeseries = close("measure", readings, last, &|k: &str| {
-            is_state.iter().any(|n| n == k)
+            state.iter().any(|n| n == k)
         });
     }
     Ok(report)
