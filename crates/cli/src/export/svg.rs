@@ -4,9 +4,11 @@
 //! series.
 
 use super::summary::{causes_with_blocks, run_label};
-use super::timeseries::{blocks_per_second, cause_blocks, causes_in};
+use super::timeseries::{blocks_per_second, cause_blocks};
 use crate::result::{Report, Sample};
 use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -291,20 +293,7 @@ pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: boo
             .map(|r| (run_label(r), blocks_per_second(&r.results.timeseries, &all)))
             .collect();
         let ymax = lines.iter().map(|l| ymax_of(&l.1)).fold(0.0, f64::max);
-        let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(plot_err(path))?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds into the measured phase")
-            .y_desc("4 KiB blocks / s")
-            .draw()
-            .map_err(plot_err(path))?;
+        let mut chart = blocks_time_chart(&root, &title, 20, xmax, ymax, path)?;
         for (i, (name, pts)) in lines.into_iter().enumerate() {
             let c = colour(i);
             chart
@@ -328,12 +317,8 @@ pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: boo
         return Ok(());
     }
     // Stacked by cause: one panel per run, the same causes (and colours) in each.
-    let causes = causes_in(
-        &runs
-            .iter()
-            .map(|r| r.results.timeseries.as_slice())
-            .collect::<Vec<_>>(),
-    );
+    // The causes with blocks over the phases are those with blocks in some sample.
+    let causes = causes_with_blocks(&report.runs);
     let (plots, legend) = root.split_horizontally(W - 150);
     for (i, c) in causes.iter().enumerate() {
         let y = 60 + 22 * i as i32;
@@ -353,20 +338,8 @@ pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: boo
     for (r, panel) in runs.iter().zip(panels.iter()) {
         let ts = &r.results.timeseries;
         let ymax = ymax_of(&blocks_per_second(ts, &all));
-        let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
-        let mut chart = ChartBuilder::on(panel)
-            .caption(format!("{title}: {}", run_label(r)), ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(35)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(plot_err(path))?;
-        chart
-            .configure_mesh()
-            .x_desc("seconds into the measured phase")
-            .y_desc("4 KiB blocks / s")
-            .draw()
-            .map_err(plot_err(path))?;
+        let caption = format!("{title}: {}", run_label(r));
+        let mut chart = blocks_time_chart(panel, &caption, 16, xmax, ymax, path)?;
         // Each cause is the band between the sum of the causes before it and that sum
         // plus its own blocks per second.
         let mut base: Vec<(f64, f64)> = blocks_per_second(ts, &|_| 0);
@@ -390,4 +363,33 @@ pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: boo
     }
     root.present().map_err(plot_err(path))?;
     Ok(())
+}
+
+/// Axes of blocks per second (up to `ymax`, with a tenth above) against seconds into the
+/// phase (up to `xmax`) on `area`, captioned `caption` in `size`-point type.
+///
+/// Errors: the chart cannot be drawn (the message names `path`).
+fn blocks_time_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    size: u32,
+    xmax: f64,
+    ymax: f64,
+    path: &Path,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", size))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(plot_err(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds into the measured phase")
+        .y_desc("4 KiB blocks / s")
+        .draw()
+        .map_err(plot_err(path))?;
+    Ok(chart)
 }

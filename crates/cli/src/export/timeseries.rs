@@ -114,21 +114,6 @@ pub fn experiment_timeseries_csv(r: &ExperimentReport) -> Result<String> {
     series_csv("design", &series)
 }
 
-/// Per design and cause, whether any sample has blocks: the causes to draw.
-pub(super) fn causes_in(series: &[&[Sample]]) -> Vec<Cause> {
-    let set: BTreeSet<Cause> = series
-        .iter()
-        .flat_map(|s| s.iter())
-        .flat_map(|s| {
-            s.blocks_by_cause
-                .iter()
-                .filter(|(_, b)| b.read_blocks_4k + b.write_blocks_4k > 0)
-                .map(|(c, _)| *c)
-        })
-        .collect();
-    set.into_iter().collect()
-}
-
 /// The points of a series: (end of the interval in s, 4 KiB blocks read + written per
 /// second), `pick` choosing the blocks of a sample.
 pub(super) fn blocks_per_second(
