@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// An error of one operation, as a target reports it.
@@ -178,32 +178,46 @@ pub struct RunControl {
     /// end of a run it equals [`RunResult::queries`].
     pub statements: AtomicU64,
     /// Latencies (µs) of the events completed since the last
-    /// [`RunControl::take_interval_latency`] (emptied by [`run`] at its start).
-    interval_latency: std::sync::Mutex<Option<Histogram<u64>>>,
+    /// [`RunControl::take_interval_latency`], one histogram per driver thread (each
+    /// locked by its own thread per event and by the reader once per interval, so the
+    /// threads never wait for each other); replaced by [`run`] at its start.
+    interval_latency: Mutex<Vec<Arc<Mutex<Histogram<u64>>>>>,
 }
 
 impl RunControl {
     /// Latency percentiles of the events completed since the last call (or since the run
-    /// started), and empties that interval histogram; all zero when none completed.
+    /// started), emptying the interval histograms; all zero when none completed.
     pub fn take_interval_latency(&self) -> Latency {
-        let mut g = self
+        let slots = self
             .interval_latency
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        match g.take() {
-            Some(h) if !h.is_empty() => latency(&h),
-            _ => Latency::default(),
+        let mut acc: Option<Histogram<u64>> = None;
+        for slot in slots.iter() {
+            let mut h = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if h.is_empty() {
+                continue;
+            }
+            match acc.as_mut() {
+                Some(a) => {
+                    let _ = a.add(&*h);
+                }
+                None => acc = Some(h.clone()),
+            }
+            h.reset();
         }
+        acc.map_or_else(Latency::default, |h| latency(&h))
     }
 
-    /// Adds one completed event's latency to the interval histogram.
-    fn record_interval(&self, us: u64) {
-        let mut g = self
-            .interval_latency
+    /// A new interval histogram for one driver thread, read by
+    /// [`RunControl::take_interval_latency`] until the next run.
+    fn interval_slot(&self) -> Arc<Mutex<Histogram<u64>>> {
+        let slot = Arc::new(Mutex::new(Histogram::new(3).expect("histogram")));
+        self.interval_latency
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let h = g.get_or_insert_with(|| Histogram::new(3).expect("histogram"));
-        let _ = h.record(us.max(1));
+            .unwrap_or_else(|e| e.into_inner())
+            .push(slot.clone());
+        slot
     }
 }
 
@@ -254,7 +268,10 @@ pub fn run(
     let stop = &*ctl.stop;
     ctl.completed.store(0, Ordering::Relaxed);
     ctl.statements.store(0, Ordering::Relaxed);
-    ctl.take_interval_latency();
+    ctl.interval_latency
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
     if run.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -287,6 +304,7 @@ pub fn run(
             .zip(0..run.threads)
             .map(|(mut session, t)| {
                 let events_left = &events_left;
+                let interval = ctl.interval_slot();
                 scope.spawn(move || {
                     let mut gen = Generator::new(kind, opts.clone(), run.rand_seed, t, run.threads);
                     let mut out = ThreadResult {
@@ -376,7 +394,10 @@ pub fn run(
                                 .entry("event".into())
                                 .or_insert_with(|| Histogram::new(3).expect("histogram"));
                             let _ = h.record(us);
-                            ctl.record_interval(us);
+                            let _ = interval
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .record(us);
                             ctl.completed.fetch_add(1, Ordering::Relaxed);
                         }
                     }
