@@ -23,11 +23,16 @@ fn is_file(arg: &str) -> bool {
     arg.ends_with(".toml") || arg.contains('/') || Path::new(arg).is_file()
 }
 
-/// "on"/"off" to booleans (as `--set` takes them).
-fn on_off(v: Value) -> Value {
+/// "on"/"off" to booleans (as `--set` takes them) for a boolean switch `key`; other
+/// switches keep the text (`garbage_collection = "off"` is a value of its own).
+fn on_off(key: &str, v: Value) -> Value {
+    let boolean = DesignConfig::presets()
+        .first()
+        .and_then(|p| serde_json::to_value(p).ok())
+        .is_some_and(|p| p[key].is_boolean());
     match v.as_str() {
-        Some("on") => Value::Bool(true),
-        Some("off") => Value::Bool(false),
+        Some("on") if boolean => Value::Bool(true),
+        Some("off") if boolean => Value::Bool(false),
         _ => v,
     }
 }
@@ -44,7 +49,7 @@ fn merge(base: Value, changes: Vec<(String, Value)>, what: &str) -> Result<Desig
         if k != "name" && !SWITCHES.iter().any(|s| s.name == k) {
             return Err(UsageError(format!("{what}: {}", unknown_switch(&k))).into());
         }
-        v[k.as_str()] = on_off(x);
+        v[k.as_str()] = on_off(&k, x);
     }
     let d: DesignConfig =
         serde_json::from_value(v).map_err(|e| UsageError(format!("{what}: {e}")))?;
