@@ -89,6 +89,11 @@ pub struct RunReport {
     /// the report fields it cannot fill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerInfo>,
+    /// Where, when and how this run was made, when that was another process than the
+    /// report's: each point's own metadata in a report joined by `mvcclab report --merge`
+    /// (absent in a local run, whose runs share the report's `metadata`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RunMetadata>,
 }
 
 impl RunReport {
@@ -467,6 +472,11 @@ pub struct ExperimentRun {
     pub device: DeviceInfo,
     /// The phases in the order they ran.
     pub phases: Vec<PhaseReport>,
+    /// The metadata of each process that ran phases of this run, in phase order, when
+    /// that was another process than the report's (`mvcclab report --merge`; absent in a
+    /// local run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metadata: Vec<RunMetadata>,
 }
 
 /// An experiment's report.
@@ -522,4 +532,57 @@ pub struct FidelityReport {
     pub commands: Vec<String>,
     /// Every run in the result schema (docs/results.md).
     pub report: Report,
+}
+
+/// The grid a point belongs to: what every point of one sweep shares (`--shard`,
+/// docs/experiments.md "Sweeps across machines").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GridInfo {
+    /// The command that defines the grid: `run`, `compare`, `experiment update_hot_set`,
+    /// `experiment version_chain`.
+    pub command: String,
+    /// Every parameter the points share (workload, driver, device, designs, bandwidths,
+    /// ...; not the output flags, `--shard` or `--data-dir`), as a JSON object.
+    pub parameters: serde_json::Value,
+    /// The points in their stable order, each as `NAME design[/variant][ @ B MiB/s]`.
+    pub points: Vec<String>,
+}
+
+/// One point of a grid.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointInfo {
+    /// Its place in the grid's order, from 0.
+    pub index: usize,
+    /// Its stable name: the first 12 hex digits of the SHA-256 of the grid's parameters
+    /// and its own (design, variant, bandwidth).
+    pub name: String,
+    /// The design (or `real:NAME`).
+    pub design: String,
+    /// The experiment's variant (`gc_off`, `gc_on` for `version_chain`; empty where the
+    /// command has none).
+    pub variant: String,
+    /// Device bandwidth in MiB/s (null = unthrottled).
+    pub bandwidth_mib_s: Option<f64>,
+}
+
+/// One grid point's report, as `--shard I/N` writes it into `--report DIR`
+/// (`point-INDEX-NAME.json`) and `mvcclab report --merge` reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointReport {
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Version of mvcclab that wrote it.
+    pub mvcclab_version: String,
+    /// The git commit mvcclab was built from (as `metadata.git_commit`).
+    pub git_commit: String,
+    /// The grid.
+    pub grid: GridInfo,
+    /// The point.
+    pub point: PointInfo,
+    /// `run`/`compare`: a report holding this point's one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
+    /// An experiment: its report holding this point's one run (the variant's phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<ExperimentReport>,
 }

@@ -168,6 +168,12 @@ pub struct DeviceArgs {
     /// Keep each design's database under this directory (default: in memory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Run the storage without its timed background work: no page cleaner, no WAL writer,
+    /// no timed or WAL-volume checkpoints (the engine's `StorageConfig::without_background`;
+    /// the design's vacuum or purge still run). Counts then depend far less on timing: for
+    /// tests and comparisons of counts, not for figures about the real engines.
+    #[arg(long)]
+    pub no_background: bool,
 }
 
 /// Flags of the real-server targets (`--target postgresql|mariadb`, `real:NAME` designs).

@@ -12,7 +12,7 @@ use mvcclab_engine::db::{Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::ThrottleConfig;
 use mvcclab_engine::page::PageSize;
-use mvcclab_engine::storage::Backing;
+use mvcclab_engine::storage::{Backing, StorageConfig};
 use std::sync::Arc;
 
 /// How a command gives the buffer pool's size.
@@ -74,6 +74,12 @@ pub fn database_config(
         latency_us: c.latency_us,
         queue_depth: None,
     };
+    if c.no_background {
+        let quiet = StorageConfig::without_background(cfg.storage.buffer_pool.frames);
+        cfg.storage.buffer_pool.page_cleaner.enabled = false;
+        cfg.storage.checkpoint = quiet.checkpoint;
+        cfg.storage.wal_writer_interval_ms = None;
+    }
     let mut data_dir = None;
     if let Some(dir) = &c.data_dir {
         let d = dir.join(&design.name);

@@ -130,6 +130,7 @@ impl Subject for EmbeddedRun {
             io,
             engine,
             server: None,
+            metadata: None,
         })
     }
 }

@@ -27,6 +27,7 @@ mod args;
 mod config;
 mod embedded;
 mod figures;
+mod grid;
 mod phase;
 mod runs;
 mod series;
@@ -41,8 +42,12 @@ pub use args::{
 pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
 pub use embedded::EmbeddedRun;
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
+pub use grid::{
+    parse_shard, point_label, point_path, run_shard, shard_dir, write_atomically, Grid,
+    PointResult, PointSpec, Shard,
+};
 pub use phase::{Mark, PhaseDelta};
-pub use runs::{run_spec, run_specs, run_specs_with};
+pub use runs::{bandwidth_list, run_spec, run_specs, run_specs_sharded, run_specs_with, spec_grid};
 pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
 pub use spec::{check_common, resolve_spec, RunSpec};

@@ -1,9 +1,11 @@
 //! One run of a spec on its subject ([`run_spec`]), and every spec × bandwidth of a
 //! command, one after the other, stopping early on Ctrl-C
-//! (runs not yet started are skipped, the report says what ran).
+//! (runs not yet started are skipped, the report says what ran); the same points as a
+//! grid ([`spec_grid`]) for `--shard` ([`run_specs_sharded`]).
 
-use super::args::CommonArgs;
+use super::args::{driver_info, sysbench_options, CommonArgs};
 use super::embedded::EmbeddedRun;
+use super::grid::{run_shard, shard_dir, Grid, PointResult, PointSpec, Shard};
 use super::server::ServerRun;
 use super::spec::{check_common, RunSpec};
 use super::subject::run_subject;
@@ -39,22 +41,97 @@ pub fn run_specs_with(
     c: &CommonArgs,
     ctl: &RunControl,
 ) -> Result<Vec<RunReport>> {
-    let bandwidths: Vec<Option<f64>> = if c.device.bandwidth.is_empty() {
-        vec![None]
-    } else {
-        c.device.bandwidth.iter().map(|&b| Some(b)).collect()
-    };
     let mut runs = Vec::new();
-    'all: for b in &bandwidths {
-        for spec in specs {
-            if ctl.stop.load(Ordering::Relaxed) {
-                status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
-                break 'all;
-            }
-            runs.push(run_spec(spec, c, *b, ctl)?);
+    for (i, b) in grid_order(specs.len(), &c.device.bandwidth) {
+        if ctl.stop.load(Ordering::Relaxed) {
+            status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
+            break;
         }
+        runs.push(run_spec(&specs[i], c, b, ctl)?);
     }
     Ok(runs)
+}
+
+/// The bandwidths of `--bandwidth` (one `None`, unthrottled, when it is not given).
+pub fn bandwidth_list(bandwidths: &[f64]) -> Vec<Option<f64>> {
+    if bandwidths.is_empty() {
+        vec![None]
+    } else {
+        bandwidths.iter().map(|&b| Some(b)).collect()
+    }
+}
+
+/// The order of a command's runs: (spec index, bandwidth), bandwidth outermost.
+fn grid_order(specs: usize, bandwidths: &[f64]) -> Vec<(usize, Option<f64>)> {
+    bandwidth_list(bandwidths)
+        .into_iter()
+        .flat_map(|b| (0..specs).map(move |i| (i, b)))
+        .collect()
+}
+
+/// The grid of `command` (`run`, `compare`) over `specs` (as the user named them in
+/// `designs`) × the bandwidths of `c`, in the order [`run_specs`] runs them. Its
+/// parameters are every flag of `c` except the output flags and `--data-dir`.
+pub fn spec_grid(command: &str, designs: &[String], specs: &[RunSpec], c: &CommonArgs) -> Grid {
+    let d = &c.device;
+    let parameters = serde_json::json!({
+        "designs": designs,
+        "set": c.set,
+        "workload": c.workload,
+        "options": sysbench_options(c),
+        "driver": driver_info(c),
+        "buffer_pool_bytes": d.buffer_pool,
+        "os_cache_bytes": d.os_cache,
+        "bandwidth_mib_s": d.bandwidth,
+        "latency_us": d.latency_us,
+        "compression": d.compression,
+        "no_background": d.no_background,
+        "urls": c.server.urls,
+        "drop_caches": c.server.drop_caches,
+        "exact_device_io": c.server.exact_device_io,
+    });
+    let points = grid_order(specs.len(), &d.bandwidth)
+        .into_iter()
+        .map(|(i, b)| PointSpec {
+            design: specs[i].name(),
+            design_config: match &specs[i] {
+                RunSpec::Embedded(design) => serde_json::to_value(design).unwrap_or_default(),
+                RunSpec::Real(k) => serde_json::Value::String(k.design_name()),
+            },
+            variant: String::new(),
+            bandwidth_mib_s: b,
+        })
+        .collect();
+    Grid::new(command, parameters, points)
+}
+
+/// `--shard`: runs the points of `shard` of [`spec_grid`] that have no file in
+/// `--report DIR` yet, each written into its own point file (bench/grid.rs).
+///
+/// Errors: bad flags or no `--report` ([`UsageError`]); a design or server failing.
+pub fn run_specs_sharded(
+    command: &str,
+    designs: &[String],
+    specs: &[RunSpec],
+    c: &CommonArgs,
+    shard: Shard,
+) -> Result<()> {
+    check_common(c, specs)?;
+    let dir = shard_dir(&c.out.report)?;
+    let ctl = RunControl::default();
+    install_ctrl_c(&ctl.stop)?;
+    let grid = spec_grid(command, designs, specs, c);
+    run_shard(&grid, shard, dir, c.out.quiet, |p| {
+        let i = p.index % specs.len();
+        let run = run_spec(&specs[i], c, p.bandwidth_mib_s, &ctl)?;
+        if ctl.stop.load(Ordering::Relaxed) || run.results.interrupted {
+            return Ok(None);
+        }
+        for note in version_notes(std::slice::from_ref(&run)) {
+            status(c.out.quiet, &note);
+        }
+        Ok(Some(PointResult::Run(Report::new(command, vec![run]))))
+    })
 }
 
 /// Runs the workload of `c` on `spec` with device bandwidth `bandwidth` and returns its

@@ -197,6 +197,7 @@ impl Subject for ServerRun {
             io,
             engine,
             server: Some(info),
+            metadata: None,
         })
     }
 }

@@ -19,19 +19,23 @@
 //! result.rs, the views in export/).
 
 use crate::bench::{
-    close, open_database, parse_report_interval, sampled, CounterReading, DeviceArgs, Mark,
-    PhaseDelta, Reading,
+    bandwidth_list, close, open_database, parse_report_interval, parse_shard, run_shard, sampled,
+    shard_dir, CounterReading, DeviceArgs, Grid, Mark, PhaseDelta, PointResult, PointSpec, Reading,
+    Shard,
 };
 use crate::design_arg::resolve_design;
 use crate::error::driver_error;
 use crate::export::{
-    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format, OutputArgs,
+    emit, experiment_csv, experiment_table, join_experiment_runs, to_json, write_experiment_dir,
+    Format, OutputArgs,
 };
 use crate::metadata::RunMetadata;
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, SCHEMA_VERSION};
+use crate::result::{
+    ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, PointInfo, SCHEMA_VERSION,
+};
 use crate::UsageError;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, TableId};
@@ -81,7 +85,13 @@ pub struct ExperimentCommon {
     /// sysbench's --report-interval; 0 = no time series.
     #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
     pub report_interval: f64,
-    /// Memory and device.
+    /// Run only grid points I, I+N, … (I from 0) of the designs × variants × bandwidths,
+    /// each into its own file in --report DIR; points already there are skipped. Join the
+    /// shards' directories with `mvcclab report --merge` (docs/experiments.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Memory and device (`--bandwidth` may list several values: one run per design and
+    /// bandwidth).
     #[command(flatten)]
     pub device: DeviceArgs,
     /// Report format (csv: one row per design and phase) and destination.
@@ -316,16 +326,7 @@ fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
         .collect()
 }
 
-fn bandwidth_of(c: &ExperimentCommon) -> Result<Option<f64>> {
-    match c.device.bandwidth.as_slice() {
-        [] => Ok(None),
-        [b] => Ok(Some(*b)),
-        _ => Err(UsageError("experiments take one --bandwidth value".into()).into()),
-    }
-}
-
-fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<ExperimentRun>> {
-    let c = &a.common;
+fn check_hot_set(a: &UpdateHotSetArgs) -> Result<()> {
     if a.rows == 0 || a.updates == 0 || a.updates > a.rows {
         return Err(UsageError(format!(
             "--updates ({}) must be between 1 and --rows ({})",
@@ -333,64 +334,80 @@ fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<Experime
         ))
         .into());
     }
-    let bandwidth = bandwidth_of(c)?;
-    let mut runs = Vec::new();
-    for design in designs_of(c)? {
+    Ok(())
+}
+
+/// One point of `update_hot_set`: `design` at `bandwidth`, both passes.
+fn hot_set_point(
+    a: &UpdateHotSetArgs,
+    design: DesignConfig,
+    bandwidth: Option<f64>,
+    ctl: &RunControl,
+) -> Result<ExperimentRun> {
+    let c = &a.common;
+    let (db, _, device) = open_database(&design, &c.device, bandwidth)?;
+    status(
+        c.out.quiet,
+        &format!(
+            "{}: loading {} rows with six UUID indexes ...",
+            design.name, a.rows
+        ),
+    );
+    let t = load_hot_set(&db, a.rows, c.rand_seed)?;
+    db.storage().checkpoint()?;
+    let ids = pick_ids(
+        &mut SmallRng::seed_from_u64(c.rand_seed ^ 0x5EED),
+        a.rows,
+        a.updates,
+    );
+    let mut phases = Vec::new();
+    for (pass, name) in [(1, "first_update"), (2, "second_update")] {
         if ctl.stop.load(Ordering::Relaxed) {
             break;
         }
-        let (db, _, device) = open_database(&design, &c.device, bandwidth)?;
-        status(
+        let label = format!("{} {name}", design.name);
+        phases.push(with_progress(
+            &label,
+            0.0,
+            a.updates as u64,
+            ctl,
             c.out.quiet,
-            &format!(
-                "{}: loading {} rows with six UUID indexes ...",
-                design.name, a.rows
-            ),
-        );
-        let t = load_hot_set(&db, a.rows, c.rand_seed)?;
-        db.storage().checkpoint()?;
-        let ids = pick_ids(
-            &mut SmallRng::seed_from_u64(c.rand_seed ^ 0x5EED),
-            a.rows,
-            a.updates,
-        );
-        let mut phases = Vec::new();
-        for (pass, name) in [(1, "first_update"), (2, "second_update")] {
-            if ctl.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let label = format!("{} {name}", design.name);
-            phases.push(with_progress(
-                &label,
-                0.0,
-                a.updates as u64,
-                ctl,
-                c.out.quiet,
-                None,
-                || {
-                    phase(&db, t, name, c.report_interval, ctl, || {
-                        update_pass(&db, t, &ids, pass, ctl)
-                    })
-                },
-            )?);
-        }
-        runs.push(ExperimentRun {
-            design,
-            device,
-            phases,
-        });
+            None,
+            || {
+                phase(&db, t, name, c.report_interval, ctl, || {
+                    update_pass(&db, t, &ids, pass, ctl)
+                })
+            },
+        )?);
     }
-    Ok(runs)
+    Ok(ExperimentRun {
+        design,
+        device,
+        phases,
+        metadata: Vec::new(),
+    })
 }
 
-fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<ExperimentRun>> {
-    let c = &a.common;
+fn check_version_chain(a: &VersionChainArgs) -> Result<()> {
     if a.table_size == 0 || a.updates == 0 || a.selects == 0 {
         return Err(
             UsageError("--table-size, --updates and --selects must be at least 1".into()).into(),
         );
     }
-    let bandwidth = bandwidth_of(c)?;
+    Ok(())
+}
+
+/// One point of `version_chain`: `design` at `bandwidth` with garbage collection off (the
+/// update, select, full GC and select phases) or on (`gc_on`: the update phase), each on a
+/// fresh database. The run's `design` is the GC-on design either way.
+fn version_chain_point(
+    a: &VersionChainArgs,
+    design: DesignConfig,
+    gc_on: bool,
+    bandwidth: Option<f64>,
+    ctl: &RunControl,
+) -> Result<ExperimentRun> {
+    let c = &a.common;
     let mut opts = SysbenchOptions {
         table_size: a.table_size,
         ..Default::default()
@@ -403,157 +420,204 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
         rand_seed: seed,
         rate_tps: 0.0,
     };
-    let mut runs = Vec::new();
-    for design in designs_of(c)? {
-        let mut off = design.clone();
-        off.garbage_collection = GarbageCollection::Off;
-        let mut phases = Vec::new();
-        let mut device = None;
-        for (gc_on, d) in [(false, &off), (true, &design)] {
+    let mut d = design.clone();
+    if !gc_on {
+        d.garbage_collection = GarbageCollection::Off;
+    }
+    let mut phases = Vec::new();
+    let (db, _, device) = open_database(&d, &c.device, bandwidth)?;
+    let target = Embedded::new(db.clone());
+    status(
+        c.out.quiet,
+        &format!(
+            "{} (garbage collection {}): loading {} rows ...",
+            design.name,
+            if gc_on { "on" } else { "off" },
+            a.table_size
+        ),
+    );
+    target
+        .prepare(WorkloadKind::OltpUpdateNonIndex, &opts, c.rand_seed)
+        .map_err(|e| anyhow::anyhow!("prepare: {e}"))?;
+    db.storage().checkpoint()?;
+    let t = db.table_id("sbtest1")?;
+    let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
+        let run_opts = run(events, seed);
+        let r = with_progress(label, 0.0, events, ctl, c.out.quiet, None, || {
+            drive(&target, kind, &opts, &run_opts, ctl)
+        })
+        .map_err(|e| driver_error(&run_opts, e))?;
+        if r.errors > 0 {
+            anyhow::bail!("{label}: {} errors: {:?}", r.errors, r.error_samples);
+        }
+        Ok(r.transactions)
+    };
+    let name = if gc_on {
+        "update_gc_on"
+    } else {
+        "update_gc_off"
+    };
+    let label = format!("{} {name}", design.name);
+    phases.push(phase(&db, t, name, c.report_interval, ctl, || {
+        driven(
+            WorkloadKind::OltpUpdateNonIndex,
+            a.updates,
+            c.rand_seed,
+            &label,
+        )
+    })?);
+    if !gc_on {
+        for name in ["select_before_gc", "full_gc", "select_after_gc"] {
             if ctl.stop.load(Ordering::Relaxed) {
                 break;
             }
-            let (db, _, dev) = open_database(d, &c.device, bandwidth)?;
-            device = Some(dev);
-            let target = Embedded::new(db.clone());
-            status(
-                c.out.quiet,
-                &format!(
-                    "{} (garbage collection {}): loading {} rows ...",
-                    design.name,
-                    if gc_on { "on" } else { "off" },
-                    a.table_size
-                ),
-            );
-            target
-                .prepare(WorkloadKind::OltpUpdateNonIndex, &opts, c.rand_seed)
-                .map_err(|e| anyhow::anyhow!("prepare: {e}"))?;
-            db.storage().checkpoint()?;
-            let t = db.table_id("sbtest1")?;
-            let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
-                let run_opts = run(events, seed);
-                let r = with_progress(label, 0.0, events, ctl, c.out.quiet, None, || {
-                    drive(&target, kind, &opts, &run_opts, ctl)
-                })
-                .map_err(|e| driver_error(&run_opts, e))?;
-                if r.errors > 0 {
-                    anyhow::bail!("{label}: {} errors: {:?}", r.errors, r.error_samples);
-                }
-                Ok(r.transactions)
-            };
-            let name = if gc_on {
-                "update_gc_on"
-            } else {
-                "update_gc_off"
-            };
             let label = format!("{} {name}", design.name);
             phases.push(phase(&db, t, name, c.report_interval, ctl, || {
-                driven(
-                    WorkloadKind::OltpUpdateNonIndex,
-                    a.updates,
-                    c.rand_seed,
-                    &label,
-                )
-            })?);
-            if gc_on {
-                continue;
-            }
-            for name in ["select_before_gc", "full_gc", "select_after_gc"] {
-                if ctl.stop.load(Ordering::Relaxed) {
-                    break;
+                if name == "full_gc" {
+                    status(c.out.quiet, &format!("{label} ..."));
+                    db.gc(t)?;
+                    Ok(0)
+                } else {
+                    // The same statements in both select phases.
+                    driven(
+                        WorkloadKind::OltpPointSelect,
+                        a.selects,
+                        c.rand_seed ^ 0x5E1,
+                        &label,
+                    )
                 }
-                let label = format!("{} {name}", design.name);
-                phases.push(phase(&db, t, name, c.report_interval, ctl, || {
-                    if name == "full_gc" {
-                        status(c.out.quiet, &format!("{label} ..."));
-                        db.gc(t)?;
-                        Ok(0)
-                    } else {
-                        // The same statements in both select phases.
-                        driven(
-                            WorkloadKind::OltpPointSelect,
-                            a.selects,
-                            c.rand_seed ^ 0x5E1,
-                            &label,
-                        )
-                    }
-                })?);
-            }
-        }
-        if let Some(device) = device {
-            runs.push(ExperimentRun {
-                design,
-                device,
-                phases,
-            });
+            })?);
         }
     }
-    Ok(runs)
+    Ok(ExperimentRun {
+        design,
+        device,
+        phases,
+        metadata: Vec::new(),
+    })
 }
 
-/// `mvcclab experiment NAME`.
+/// The grid of an experiment: bandwidth outermost, then design, then variant (bench/grid.rs),
+/// with the designs resolved beside it. Its parameters are the experiment's, the designs,
+/// `--set`, `--report-interval` and the device flags except `--data-dir`.
+fn experiment_grid(
+    name: &str,
+    params: &serde_json::Value,
+    variants: &[&str],
+    c: &ExperimentCommon,
+) -> Result<(Grid, Vec<DesignConfig>)> {
+    let designs = designs_of(c)?;
+    let d = &c.device;
+    let parameters = serde_json::json!({
+        "experiment": params,
+        "designs": c.designs,
+        "set": c.set,
+        "report_interval_s": c.report_interval,
+        "buffer_pool_bytes": d.buffer_pool,
+        "os_cache_bytes": d.os_cache,
+        "bandwidth_mib_s": d.bandwidth,
+        "latency_us": d.latency_us,
+        "compression": d.compression,
+        "no_background": d.no_background,
+    });
+    let mut points = Vec::new();
+    for b in bandwidth_list(&d.bandwidth) {
+        for design in &designs {
+            for v in variants {
+                points.push(PointSpec {
+                    design: design.name.clone(),
+                    design_config: serde_json::to_value(design)?,
+                    variant: v.to_string(),
+                    bandwidth_mib_s: b,
+                });
+            }
+        }
+    }
+    Ok((
+        Grid::new(&format!("experiment {name}"), parameters, points),
+        designs,
+    ))
+}
+
+/// `mvcclab experiment NAME`: every point of its grid, or with `--shard` the shard's
+/// points into their own files.
 ///
 /// Errors: bad flags ([`UsageError`]); an engine error while loading or running.
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let ctl = RunControl::default();
-    let (name, params, common) = match &a.which {
-        Experiment::UpdateHotSet(x) => (
-            "update_hot_set",
-            serde_json::json!({"rows": x.rows, "updates": x.updates, "rand_seed": x.common.rand_seed}),
-            &x.common,
-        ),
-        Experiment::VersionChain(x) => (
-            "version_chain",
-            serde_json::json!({"table_size": x.table_size, "updates": x.updates,
-                "selects": x.selects, "rand_type": x.rand_type.to_string(),
-                "rand_seed": x.common.rand_seed}),
-            &x.common,
-        ),
+    let (name, params, common, variants): (_, _, _, &[&str]) = match &a.which {
+        Experiment::UpdateHotSet(x) => {
+            check_hot_set(x)?;
+            (
+                "update_hot_set",
+                serde_json::json!({"rows": x.rows, "updates": x.updates, "rand_seed": x.common.rand_seed}),
+                &x.common,
+                &[""],
+            )
+        }
+        Experiment::VersionChain(x) => {
+            check_version_chain(x)?;
+            (
+                "version_chain",
+                serde_json::json!({"table_size": x.table_size, "updates": x.updates,
+                    "selects": x.selects, "rand_type": x.rand_type.to_string(),
+                    "rand_seed": x.common.rand_seed}),
+                &x.common,
+                &["gc_off", "gc_on"],
+            )
+        }
     };
-    designs_of(common)?;
+    let (grid, designs) = experiment_grid(name, &params, variants, common)?;
+    let dir = common
+        .shard
+        .map(|_| shard_dir(&common.out.report))
+        .transpose()?;
     install_ctrl_c(&ctl.stop)?;
-    let runs = match &a.which {
-        Experiment::UpdateHotSet(x) => update_hot_set(x, &ctl)?,
-        Experiment::VersionChain(x) => version_chain(x, &ctl)?,
+    let run_point = |p: &PointInfo| -> Result<ExperimentRun> {
+        let per_design = variants.len();
+        let design = designs[(p.index / per_design) % designs.len()].clone();
+        match &a.which {
+            Experiment::UpdateHotSet(x) => hot_set_point(x, design, p.bandwidth_mib_s, &ctl),
+            Experiment::VersionChain(x) => {
+                version_chain_point(x, design, p.variant == "gc_on", p.bandwidth_mib_s, &ctl)
+            }
+        }
     };
-    let report = ExperimentReport {
+    let report = |runs: Vec<ExperimentRun>| ExperimentReport {
         schema_version: SCHEMA_VERSION,
         mvcclab_version: env!("CARGO_PKG_VERSION").into(),
         experiment: name.into(),
         metadata: Some(RunMetadata::of_this_process()),
-        parameters: params,
+        parameters: params.clone(),
         interrupted: ctl.stop.load(Ordering::Relaxed),
         runs,
     };
-    let json = to_json(&report)?;
-    if let Some(dir) = &common.out.report {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("experiment.json"), &json)
-            .with_context(|| format!("writing {}", dir.display()))?;
-        std::fs::write(dir.join("experiment.csv"), experiment_csv(&report)?)
-            .with_context(|| format!("writing {}", dir.display()))?;
-        std::fs::write(dir.join("summary.md"), experiment_table(&report, true))
-            .with_context(|| format!("writing {}", dir.display()))?;
-        let mut files = "experiment.json, experiment.csv, summary.md".to_string();
-        if report
-            .runs
-            .iter()
-            .any(|r| r.phases.iter().any(|p| !p.timeseries.is_empty()))
-        {
-            std::fs::write(
-                dir.join("timeseries.csv"),
-                experiment_timeseries_csv(&report)?,
-            )
-            .with_context(|| format!("writing {}", dir.display()))?;
-            files.push_str(", timeseries.csv");
+    if let (Some(shard), Some(dir)) = (common.shard, dir) {
+        return run_shard(&grid, shard, dir, common.out.quiet, |p| {
+            let run = run_point(p)?;
+            if ctl.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            Ok(Some(PointResult::Experiment(report(vec![run]))))
+        });
+    }
+    let mut runs = Vec::new();
+    for p in &grid.points {
+        if ctl.stop.load(Ordering::Relaxed) {
+            break;
         }
+        runs.push(run_point(p)?);
+    }
+    let report = report(join_experiment_runs(runs));
+    if let Some(dir) = &common.out.report {
+        let files = write_experiment_dir(&report, dir)?;
         status(
             common.out.quiet,
-            &format!("report written to {}: {files}", dir.display()),
+            &format!("report written to {}: {}", dir.display(), files.join(", ")),
         );
     }
     let text = match common.out.format {
-        Format::Json => json,
+        Format::Json => to_json(&report)?,
         Format::Table => experiment_table(&report, false),
         Format::Md => experiment_table(&report, true),
         Format::Csv => experiment_csv(&report)?,

@@ -3,7 +3,9 @@
 //! become run specs, the run layer ([`crate::bench`]) runs them, the export writes the
 //! report.
 
-use crate::bench::{resolve_spec, run_specs, CommonArgs, RunSpec};
+use crate::bench::{
+    parse_shard, resolve_spec, run_specs, run_specs_sharded, CommonArgs, RunSpec, Shard,
+};
 use crate::export::write_report;
 use crate::UsageError;
 use anyhow::Result;
@@ -20,6 +22,11 @@ pub struct RunArgs {
     /// real server; --design is then ignored).
     #[arg(long, default_value = "embedded")]
     pub target: String,
+    /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
+    /// its own file in --report DIR; points already there are skipped. Join the shards'
+    /// directories with `mvcclab report --merge` (docs/experiments.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -32,16 +39,24 @@ pub struct CompareArgs {
     /// servers (real:postgresql, real:mariadb).
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
+    /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
+    /// its own file in --report DIR; points already there are skipped. Join the shards'
+    /// directories with `mvcclab report --merge` (docs/experiments.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
     /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
 }
 
-fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
+fn run_all(command: &str, designs: &[String], c: &CommonArgs, shard: Option<Shard>) -> Result<()> {
     let specs: Vec<RunSpec> = designs
         .iter()
         .map(|d| resolve_spec(d, &c.set))
         .collect::<Result<_>>()?;
+    if let Some(shard) = shard {
+        return run_specs_sharded(command, designs, &specs, c, shard);
+    }
     let report = run_specs(command, &specs, c)?;
     write_report(&report, &c.out)
 }
@@ -60,10 +75,10 @@ pub fn run(a: RunArgs) -> Result<()> {
             }
         },
     };
-    run_all("run", std::slice::from_ref(&design), &a.common)
+    run_all("run", std::slice::from_ref(&design), &a.common, a.shard)
 }
 
 /// `mvcclab compare`.
 pub fn compare(a: CompareArgs) -> Result<()> {
-    run_all("compare", &a.designs, &a.common)
+    run_all("compare", &a.designs, &a.common, a.shard)
 }

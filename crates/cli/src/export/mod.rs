@@ -1,7 +1,8 @@
 //! The views of the result schema ([`crate::result`]), one file per format, each behind
 //! the [`Exporter`] trait (hyperfine `src/export/`): JSON, CSV, Markdown, the terminal
 //! table, SVG plots, the time series' CSV, and the report directory that holds them all; plus where a report
-//! goes (`--format`, `--output`, `--report`).
+//! goes (`--format`, `--output`, `--report`), and the grid points of `--shard` joined
+//! into one report (`merge.rs`).
 //!
 //! # Invariants
 //! 1. Every view is a function of a [`crate::result::Report`] alone: the report
@@ -14,6 +15,7 @@ mod csv;
 mod exporter;
 mod json;
 mod markdown;
+mod merge;
 mod output;
 mod report_dir;
 mod summary;
@@ -25,8 +27,9 @@ pub use self::csv::{experiment_csv, fidelity_csv, flatten, to_csv, CsvExporter};
 pub use exporter::Exporter;
 pub use json::{to_json, JsonExporter};
 pub use markdown::{fidelity_markdown, markdown_table, to_markdown, MarkdownExporter};
+pub use merge::{join_experiment_runs, merge_points, read_points, Merged};
 pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
-pub use report_dir::write_report_dir;
+pub use report_dir::{write_experiment_dir, write_report_dir};
 pub use summary::{
     causes_with_blocks, label, ratio_text, run_label, server_versions, summary_rows,
     wal_record_types_shown,

@@ -14,13 +14,14 @@
 //!
 //! The plots are drawn by the SVG view (`svg.rs`).
 
-use super::csv::to_csv;
+use super::csv::{experiment_csv, to_csv};
 use super::markdown::to_markdown;
 use super::svg::{
     bandwidths, plot_blocks, plot_blocks_per_second, plot_latency, plot_tps, plot_tps_vs_bandwidth,
 };
-use super::timeseries::timeseries_csv;
-use crate::result::Report;
+use super::table::experiment_table;
+use super::timeseries::{experiment_timeseries_csv, timeseries_csv};
+use crate::result::{ExperimentReport, Report};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -66,5 +67,35 @@ pub fn write_report_dir(report: &Report, dir: &Path, stack_by_cause: bool) -> Re
         files.push("timeseries.csv".into());
     }
     files.extend(plots.iter().map(|p| p.to_string()));
+    Ok(files)
+}
+
+/// Writes an experiment's report directory into `dir` (created if missing) and returns the
+/// file names: `experiment.json`, `experiment.csv`, `summary.md`, and `timeseries.csv`
+/// when a phase has a time series.
+///
+/// Errors: the directory or a file cannot be written (the message names the path).
+pub fn write_experiment_dir(report: &ExperimentReport, dir: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating --report {}", dir.display()))?;
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    write("experiment.json", super::to_json(report)?)?;
+    write("experiment.csv", experiment_csv(report)?)?;
+    write("summary.md", experiment_table(report, true))?;
+    let mut files: Vec<String> = vec![
+        "experiment.json".into(),
+        "experiment.csv".into(),
+        "summary.md".into(),
+    ];
+    if report
+        .runs
+        .iter()
+        .any(|r| r.phases.iter().any(|p| !p.timeseries.is_empty()))
+    {
+        write("timeseries.csv", experiment_timeseries_csv(report)?)?;
+        files.push("timeseries.csv".into());
+    }
     Ok(files)
 }
