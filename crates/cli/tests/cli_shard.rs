@@ -375,3 +375,73 @@ fn merge_refuses_empty_missing_and_broken_directories() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--report"));
 }
+
+/// A run of an experiment as design, bandwidth and (phase, statements) in order.
+type RunShape = (String, String, Vec<(String, u64)>);
+
+#[test]
+fn an_experiments_variants_and_bandwidths_shard_and_merge_into_its_local_report() {
+    // version_chain: 2 bandwidths × 2 designs × 2 variants (GC off, GC on) = 8 points.
+    let exp = |extra: &[&str]| {
+        let mut a = vec![
+            "experiment",
+            "version_chain",
+            "--quiet",
+            "--bandwidth",
+            "2000,4000",
+            "--table-size",
+            "100",
+            "--updates",
+            "60",
+            "--selects",
+            "20",
+            "--report-interval",
+            "0",
+        ];
+        a.extend_from_slice(extra);
+        ok(mvcclab(&a))
+    };
+    let local = json(&exp(&["--format", "json"]));
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..3).map(|i| tmp.path().join(format!("s{i}"))).collect();
+    for (i, d) in dirs.iter().enumerate() {
+        exp(&["--shard", &format!("{i}/3"), "--report", s(d)]);
+    }
+    let n: usize = dirs.iter().map(|d| point_files(d).len()).sum();
+    assert_eq!(n, 8);
+    let mut a = vec!["report", "--merge"];
+    a.extend(dirs.iter().map(|d| s(d)));
+    a.extend(["--format", "json"]);
+    let merged = json(&ok(mvcclab(&a)));
+    assert_eq!(merged["experiment"], "version_chain");
+    assert_eq!(merged["parameters"], local["parameters"]);
+    let shape = |r: &serde_json::Value| -> Vec<RunShape> {
+        r["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|run| {
+                (
+                    run["design"]["name"].as_str().unwrap().to_string(),
+                    run["device"]["bandwidth_mib_s"].to_string(),
+                    run["phases"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|p| {
+                            (
+                                p["name"].as_str().unwrap().into(),
+                                p["ops"].as_u64().unwrap(),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(&merged), shape(&local));
+    assert_eq!(shape(&local).len(), 4);
+    assert_eq!(shape(&local)[0].2.len(), 5);
+    // Each run keeps the metadata of both points (variants) that made it.
+    assert_eq!(merged["runs"][0]["metadata"].as_array().unwrap().len(), 2);
+}
