@@ -176,6 +176,21 @@ pub struct DeviceArgs {
     pub no_background: bool,
 }
 
+impl DeviceArgs {
+    /// The flags as a grid's shared parameters (bench/grid.rs): every one but
+    /// `--data-dir`, which may differ from machine to machine.
+    pub fn grid_parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "buffer_pool_bytes": self.buffer_pool,
+            "os_cache_bytes": self.os_cache,
+            "bandwidth_mib_s": self.bandwidth,
+            "latency_us": self.latency_us,
+            "compression": self.compression,
+            "no_background": self.no_background,
+        })
+    }
+}
+
 /// Flags of the real-server targets (`--target postgresql|mariadb`, `real:NAME` designs).
 #[derive(Args, Debug, Clone)]
 pub struct ServerArgs {

@@ -513,12 +513,7 @@ fn experiment_grid(
         "designs": c.designs,
         "set": c.set,
         "report_interval_s": c.report_interval,
-        "buffer_pool_bytes": d.buffer_pool,
-        "os_cache_bytes": d.os_cache,
-        "bandwidth_mib_s": d.bandwidth,
-        "latency_us": d.latency_us,
-        "compression": d.compression,
-        "no_background": d.no_background,
+        "device": d.grid_parameters(),
     });
     let mut points = Vec::new();
     for b in bandwidth_list(&d.bandwidth) {
