@@ -22,7 +22,9 @@
 //!    - relations are extended to cover the blocks named (extension is not logged).
 //!
 //!    Along the way it keeps the newest catalog (CATALOG records and the checkpoint
-//!    record's copy, by version) and every transaction's commit or abort record.
+//!    record's copy, by version), every transaction's commit or abort record, and the
+//!    largest `DB_ROW_ID` counter value written (`Catalog/ROW_ID`, the innodb design's
+//!    dictionary header write).
 //! 3. The engine opens its tables from the catalog and finishes: xids that neither
 //!    committed nor aborted are marked aborted in the clog (PostgreSQL: they are simply
 //!    never marked committed, and `TransactionIdDidCommit` says no), or the undo logs of
@@ -55,7 +57,7 @@ use crate::error::{Error, Result};
 use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
 use crate::stats::{enter, Cause};
 use crate::storage::{parse_checkpoint_main_data, CatalogBlob, Storage};
-use crate::wal::{rmgr, xlog_info, WalRecord};
+use crate::wal::{catalog_info, rmgr, xlog_info, WalRecord};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -81,7 +83,11 @@ pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
             _ => None,
         },
         rmgr::UNDO => crate::clustered::undo_info_name(info).map(|n| format!("Undo/{n}")),
-        rmgr::CATALOG => Some("Catalog/SNAPSHOT".to_string()),
+        rmgr::CATALOG => match info {
+            catalog_info::SNAPSHOT => Some("Catalog/SNAPSHOT".to_string()),
+            catalog_info::ROW_ID => Some("Catalog/ROW_ID".to_string()),
+            _ => None,
+        },
         rmgr::TEST => Some("Test/FILL".to_string()),
         _ => None,
     };
@@ -214,6 +220,20 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
                     })?;
                 newer_catalog(&mut out.catalog, c);
                 out.checkpoint_engine_state = Some(state);
+            }
+            rmgr::CATALOG if rec.info == catalog_info::ROW_ID => {
+                let id = rec
+                    .main_data
+                    .get(..8)
+                    .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                    .ok_or_else(|| {
+                        Error::corrupted(format!(
+                            "row id WAL record at {}: {} bytes of main data",
+                            rec.lsn,
+                            rec.main_data.len()
+                        ))
+                    })?;
+                out.dict_hdr_row_id = out.dict_hdr_row_id.max(id);
             }
             rmgr::CATALOG => {
                 let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| {

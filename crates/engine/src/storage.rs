@@ -44,7 +44,9 @@ use crate::error::{Error, Result};
 use crate::page::{PageSize, PageStore};
 use crate::stats::{enter, Cause, Counters, Metric, Stats};
 use crate::stop::StopSignal;
-use crate::wal::{rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN};
+use crate::wal::{
+    catalog_info, rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN,
+};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -540,7 +542,8 @@ impl Storage {
             version: cat.version + 1,
             bytes: make(),
         };
-        let rec = RecordBuilder::new(rmgr::CATALOG, 0).main_data(&next.encode());
+        let rec =
+            RecordBuilder::new(rmgr::CATALOG, catalog_info::SNAPSHOT).main_data(&next.encode());
         let lsn = self.wal.insert(&rec, &mut [])?;
         self.wal.flush(lsn)?;
         *cat = next;

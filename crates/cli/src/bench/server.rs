@@ -10,12 +10,14 @@
 
 use super::args::{driver_info, CommonArgs};
 use super::figures::{blocks_per_txn_by_cause, engine_report};
+use super::series::CounterReading;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{per, DeviceInfo, Io, RunReport, Space, WorkloadInfo};
+use crate::result::{per, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo};
 use anyhow::{Context, Result};
 use mvcclab_engine::device::{Compression, CompressionTotals};
+use mvcclab_engine::stats::Counters;
 use mvcclab_servers::managed::ManagedOptions;
 use mvcclab_servers::schema::figures;
 use mvcclab_servers::{delta, RealServer, ServerKind, ServerOptions, Snapshot};
@@ -108,6 +110,27 @@ impl Subject for ServerRun {
             .with_context(|| format!("{label}: counters"))
     }
 
+    /// The server's counters now ([`RealServer::sample`], no waiting), since `before`,
+    /// mapped to causes as the report maps them. `device_blocks` stays empty until the
+    /// servers run on mvcclab's device (issue 23; series.rs).
+    fn reading(&self, before: &Snapshot) -> Result<CounterReading> {
+        let label = &self.label;
+        let now = self
+            .server
+            .sample()
+            .with_context(|| format!("{label}: counters"))?;
+        let counters = delta(&*self.server, before, &now);
+        let f = figures(self.kind, &counters);
+        Ok(CounterReading {
+            total: f.total,
+            counters: Counters {
+                by_cause: f.by_cause,
+            },
+            server: counters,
+            device_blocks: BTreeMap::new(),
+        })
+    }
+
     fn report(
         self,
         before: Snapshot,
@@ -170,7 +193,7 @@ impl Subject for ServerRun {
             },
             storage_config,
             space: Space::new(f.pages, 0, page, CompressionTotals::default()),
-            results,
+            results: Results::new(results),
             io,
             engine,
             server: Some(info),

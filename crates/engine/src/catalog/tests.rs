@@ -109,6 +109,38 @@ fn sbtest_row_in_innodb_compact_is_208_bytes() {
 }
 
 #[test]
+fn a_row_without_a_primary_key_carries_the_6_byte_db_row_id_in_innodb() {
+    let keyed = sbtest();
+    let mut def = sbtest();
+    def.primary_key.clear();
+    let row = sbtest_row();
+    // InnoDB: 5 header + 6 DB_ROW_ID + 6 DB_TRX_ID + 7 DB_ROLL_PTR + the four columns.
+    assert_eq!(compact_clustered_record_bytes(&def, &row).unwrap(), 208 + 6);
+    assert_eq!(compact_clustered_record_bytes(&keyed, &row).unwrap(), 208);
+    // The stored record holds every column (the row id is the entry's key).
+    let rec = encode_compact(&def, &row, 0x1234, 0x0001_0000_0000_0110).unwrap();
+    assert_eq!(rec.len(), 2 + 1 + 6 + 7 + 4 + 4 + 120 + 60);
+    let key = vec![0, 0, 0, 0, 2, 0];
+    let back = decode_compact_record(&def, &key, &rec).unwrap();
+    assert_eq!(back.row, def.normalize_row(&row));
+    assert_eq!(
+        (back.trx_id, back.roll_ptr),
+        (0x1234, 0x0001_0000_0000_0110)
+    );
+    // A key that is not 6 bytes is no DB_ROW_ID.
+    for bad in [&key[..5], &[0u8; 7][..], &[][..]] {
+        assert!(matches!(
+            decode_compact_record(&def, bad, &rec),
+            Err(Error::Storage(StorageError::Corrupted { .. }))
+        ));
+    }
+    assert_eq!(
+        compact_system_columns(&def, &rec).unwrap(),
+        (0x1234, 0x0001_0000_0000_0110)
+    );
+}
+
+#[test]
 fn sbtest_index_entries() {
     let def = sbtest();
     let row = sbtest_row();
@@ -504,7 +536,13 @@ fn validate_names_the_problem() {
         }
     };
     assert!(err(&|d| d.columns[1].name = "ID".into()).contains("\"ID\""));
-    assert!(err(&|d| d.primary_key.clear()).contains("primary key"));
+    // No primary key is a valid table (TPC-C's history); a key column named twice is not.
+    let mut no_pk = sbtest();
+    no_pk.primary_key.clear();
+    no_pk
+        .validate()
+        .expect("a table without a primary key is valid");
+    assert!(err(&|d| d.primary_key = vec![9]).contains("position 9"));
     assert!(err(&|d| d.columns[0].nullable = true).contains("\"id\" is nullable"));
     assert!(err(&|d| d.primary_key = vec![0, 0]).contains("twice"));
     assert!(err(&|d| d.indexes[0].columns = vec![9]).contains("position 9"));

@@ -2,7 +2,15 @@
 //! the old values in the undo log, secondary indexes keyed by (index key, primary key) with
 //! delete marks (MariaDB 10.11 storage/innobase: row0ins.cc, row0upd.cc, row0vers.cc,
 //! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
+//!
+//! A table without a primary key is clustered on the hidden 6-byte `DB_ROW_ID`
+//! (GEN_CLUST_INDEX): each insert takes the next id of the design-wide
+//! [`RowIdSequence`] (row0ins.cc `row_ins_alloc_row_id_step`), which is the clustered key
+//! and the suffix of every secondary key; the undo records name the row by it. Everything
+//! else works on key bytes and is the same; reads and writes by primary key are refused
+//! ([`TableDef::require_primary_key`]).
 
+use super::row_id::{row_id_of_key, RowIdSequence};
 use super::undo_log::{TrxUndo, UndoSpace};
 use super::undo_rec::{RollPtr, UndoRecord, UndoType};
 use crate::access::TableCounters;
@@ -79,6 +87,8 @@ pub struct ClusteredTable {
     /// `purge_resets_trx_id`; [`ClusteredTable::purge_record`]).
     purge_resets_trx_id: bool,
     undo: Arc<UndoSpace>,
+    /// The design-wide `DB_ROW_ID` counter (used by a table without a primary key).
+    row_ids: Arc<RowIdSequence>,
     stripes: Box<[Mutex<()>]>,
 }
 
@@ -88,7 +98,8 @@ fn record_bad(def: &TableDef, what: &str) -> Error {
 
 impl ClusteredTable {
     /// A table on existing relations; with `purge_resets_trx_id`, purge resets an updated
-    /// record's DB_TRX_ID (design switch `purge_resets_trx_id`).
+    /// record's DB_TRX_ID (design switch `purge_resets_trx_id`); `row_ids` gives the
+    /// `DB_ROW_ID` of each row inserted when the table has no primary key.
     pub fn new(
         id: u32,
         def: TableDef,
@@ -96,6 +107,7 @@ impl ClusteredTable {
         indexes: Vec<BTree>,
         undo: Arc<UndoSpace>,
         purge_resets_trx_id: bool,
+        row_ids: Arc<RowIdSequence>,
     ) -> Self {
         ClusteredTable {
             id,
@@ -106,6 +118,7 @@ impl ClusteredTable {
             secondary_deferred: std::sync::atomic::AtomicBool::new(false),
             purge_resets_trx_id,
             undo,
+            row_ids,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
@@ -176,8 +189,11 @@ impl ClusteredTable {
 
     /// Encoded primary key of the pk values.
     ///
-    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values;
+    /// [`Error::Catalog`] for a table without a primary key
+    /// ([`TableDef::require_primary_key`]).
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        self.def.require_primary_key("a lookup by primary key")?;
         self.def.key_from_values(&self.def.primary_key, values)
     }
 
@@ -262,6 +278,9 @@ impl ClusteredTable {
     }
 
     fn render_pk(&self, pk: &[u8]) -> String {
+        if !self.def.has_primary_key() {
+            return row_id_of_key(pk).map_or("?".into(), |id| format!("DB_ROW_ID {id}"));
+        }
         self.def
             .key_columns(&self.def.primary_key)
             .and_then(|types| crate::catalog::decode_key(&types, pk))
@@ -644,9 +663,12 @@ impl TableRead for ClusteredTable {
         Ok(rows)
     }
 
-    /// Consistent read of a primary-key range.
+    /// Consistent read of a primary-key range. On a table without a primary key only the
+    /// unbounded range is allowed: every visible row in `DB_ROW_ID` order (the clustered
+    /// index's order; reversed for `Backward`).
     ///
-    /// Errors: storage errors.
+    /// Errors: storage errors; [`Error::Catalog`] for a bound on a table without a primary
+    /// key.
     fn scan(
         &self,
         st: &Statement<'_>,
@@ -703,7 +725,10 @@ impl TableWrite for ClusteredTable {
     type TxnState = TrxUndo;
 
     /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
-    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
+    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify). A
+    /// table without a primary key first takes the next `DB_ROW_ID`
+    /// (row0ins.cc `row_ins_alloc_row_id_step`), its clustered key; the id is used up even
+    /// when the insert then fails or is rolled back, as in InnoDB.
     ///
     /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
     /// storage errors.
@@ -711,7 +736,10 @@ impl TableWrite for ClusteredTable {
         let ctx = &RowCtx::from(st);
         let row = self.def.normalize_row(&row);
         self.def.check_row(&row)?;
-        let pk = key_of(&self.def, &self.def.primary_key, &row)?;
+        let pk = match self.def.has_primary_key() {
+            true => key_of(&self.def, &self.def.primary_key, &row)?,
+            false => self.row_ids.next_row_id()?,
+        };
         self.with_row_lock(ctx, &pk.clone(), || {
             let existing = self.clustered.get(&pk)?;
             let Some(rec) = existing else {

@@ -50,8 +50,9 @@ impl Transaction {
 
     /// The row with primary key `pk`, if visible.
     ///
-    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`];
-    /// storage errors. Any error aborts the transaction.
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`]
+    /// (also for a table without a primary key, which `get`, `update`, `delete` and a
+    /// bounded `scan` refuse); storage errors. Any error aborts the transaction.
     pub fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
         self.run(|x| x.get(t, pk))
     }
@@ -63,7 +64,10 @@ impl Transaction {
         self.run(|x| x.get_by_index(t, index, key))
     }
 
-    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`.
+    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`. On a table
+    /// without a primary key only `(Unbounded, Unbounded)`: every visible row in storage
+    /// order (postgres: heap block and line pointer; innodb: hidden `DB_ROW_ID`), see
+    /// [`crate::access::TableRead::scan`].
     ///
     /// Errors: as [`Transaction::get`].
     pub fn scan(

@@ -177,9 +177,12 @@ impl HeapTable {
     /// Errors: pool and device errors reading pages.
     pub fn check_indexes(&self) -> Result<(u64, Vec<String>)> {
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
-        let names =
-            std::iter::once("primary key").chain(self.def.indexes.iter().map(|i| i.name.as_str()));
-        let trees = std::iter::once(&self.pk).chain(self.indexes.iter());
+        let names = self
+            .pk
+            .iter()
+            .map(|_| "primary key")
+            .chain(self.def.indexes.iter().map(|i| i.name.as_str()));
+        let trees = self.pk.iter().chain(self.indexes.iter());
         let (mut entries, mut problems) = (0, Vec::new());
         for (name, tree) in names.zip(trees) {
             if let Err(e) = tree.verify() {
@@ -311,9 +314,12 @@ impl HeapTable {
     ) -> Result<()> {
         let unchanged =
             |cols: &[usize]| old_row.is_some_and(|o| cols.iter().all(|&c| o[c] == row[c]));
-        let k = key_of(&self.def, &self.def.primary_key, row)?;
-        let pk_unchanged = unchanged(&self.def.primary_key);
-        self.insert_unique(ctx, &self.pk, &self.def.name, k, tid, pk_unchanged)?;
+        // A table without a primary key has no primary-key index, and no uniqueness to check.
+        if let Some(pk) = &self.pk {
+            let k = key_of(&self.def, &self.def.primary_key, row)?;
+            let pk_unchanged = unchanged(&self.def.primary_key);
+            self.insert_unique(ctx, pk, &self.def.name, k, tid, pk_unchanged)?;
+        }
         if self.secondary_deferred.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -400,7 +406,7 @@ impl HeapTable {
                     // ... and deduplication only then (`checkingunique && !uniquedup`).
                     self.index_insert(ctx, index, &with_tid(key, tid), bottom_up, uniquedup)?;
                     drop(guard);
-                    if std::ptr::eq(index, &self.pk) {
+                    if self.is_pk(index) {
                         self.counters
                             .index_entries_inserted
                             .fetch_add(1, Ordering::Relaxed);
@@ -422,7 +428,7 @@ impl HeapTable {
                                 .join(", ")
                         })
                         .unwrap_or_else(|_| "?".into());
-                    let index_name = if std::ptr::eq(index, &self.pk) {
+                    let index_name = if self.is_pk(index) {
                         format!("{name}_pkey")
                     } else {
                         name.to_string()
@@ -437,7 +443,7 @@ impl HeapTable {
     }
 
     fn key_types(&self, index: &BTree) -> Result<Vec<crate::catalog::KeyColumn>> {
-        let cols: &[usize] = if std::ptr::eq(index, &self.pk) {
+        let cols: &[usize] = if self.is_pk(index) {
             &self.def.primary_key
         } else {
             let ix = self

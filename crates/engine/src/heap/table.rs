@@ -79,8 +79,10 @@ pub struct HeapTable {
     pub def: TableDef,
     /// The heap relation file.
     pub heap_rel: FileId,
-    /// Primary key index (unique): key = encoded pk ‖ tid.
-    pub pk: BTree,
+    /// Primary key index (unique): key = encoded pk ‖ tid. `None` for a table without a
+    /// primary key: a plain heap, whose rows only a sequential scan or a secondary index
+    /// finds.
+    pub pk: Option<BTree>,
     /// Secondary indexes, in `def.indexes` order: key = encoded index key ‖ tid.
     pub indexes: Vec<BTree>,
     /// Free space map.
@@ -116,7 +118,7 @@ impl HeapTable {
         id: u32,
         def: TableDef,
         heap_rel: FileId,
-        pk: BTree,
+        pk: Option<BTree>,
         indexes: Vec<BTree>,
         fillfactor: u8,
         hot: bool,
@@ -171,9 +173,30 @@ impl HeapTable {
 
     /// Encoded primary key of `values` (the pk columns' values, in pk order).
     ///
-    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values;
+    /// [`Error::Catalog`] for a table without a primary key
+    /// ([`TableDef::require_primary_key`]).
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        self.def.require_primary_key("a lookup by primary key")?;
         self.def.key_from_values(&self.def.primary_key, values)
+    }
+
+    /// The primary-key index.
+    ///
+    /// Errors: [`Error::Catalog`] for a table without a primary key.
+    pub(super) fn pk_index(&self) -> Result<&BTree> {
+        self.def.require_primary_key("a lookup by primary key")?;
+        self.pk.as_ref().ok_or_else(|| {
+            Error::corrupted(format!(
+                "table {}: primary-key index missing",
+                self.def.name
+            ))
+        })
+    }
+
+    /// Whether `index` is the primary-key index.
+    pub(super) fn is_pk(&self, index: &BTree) -> bool {
+        self.pk.as_ref().is_some_and(|pk| std::ptr::eq(index, pk))
     }
 
     /// Encoded key of secondary index `ix` for `values`.
@@ -251,7 +274,7 @@ impl HeapTable {
         })?;
         let key = self.pk_key(pk)?;
         let Some((mut tid, _)) = self
-            .fetch_by_key(ctx, &self.pk, &key, 1)?
+            .fetch_by_key(ctx, self.pk_index()?, &key, 1)?
             .into_iter()
             .next()
         else {
@@ -575,9 +598,7 @@ impl Catalogued for HeapTable {
     }
 
     fn trees(&self) -> Vec<&BTree> {
-        std::iter::once(&self.pk)
-            .chain(self.indexes.iter())
-            .collect()
+        self.pk.iter().chain(self.indexes.iter()).collect()
     }
 
     fn table_relation(&self) -> crate::device::FileId {

@@ -51,9 +51,9 @@ pub(crate) mod redo;
 
 pub use control::ControlFile;
 pub use record::{
-    align8, decode, decode_with, encode_with, put_varint, record_len, rmgr, xlog_info, BlockRef,
-    Decoded, PageImage, RecordBuilder, WalFormat, WalRecord, BLOCK_HEADER_BYTES, MTR_CRC_BYTES,
-    RECORD_HEADER_BYTES,
+    align8, catalog_info, decode, decode_with, encode_with, put_varint, record_len, rmgr,
+    xlog_info, BlockRef, Decoded, PageImage, RecordBuilder, WalFormat, WalRecord,
+    BLOCK_HEADER_BYTES, MTR_CRC_BYTES, RECORD_HEADER_BYTES,
 };
 
 use crate::device::{file_ids, FileId, Vfs};

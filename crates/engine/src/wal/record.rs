@@ -143,6 +143,16 @@ pub mod rmgr {
     pub const TEST: u8 = 255;
 }
 
+/// `info` values of [`rmgr::CATALOG`].
+pub mod catalog_info {
+    /// The whole catalog (`crate::storage::Storage::log_catalog`).
+    pub const SNAPSHOT: u8 = 0;
+    /// The innodb design's `DB_ROW_ID` counter written to the data dictionary header
+    /// (MariaDB dict0boot.cc `dict_hdr_flush_row_id`, `DICT_HDR_ROW_ID`); main data the
+    /// value, u64 LE (`crate::clustered::RowIdSequence`).
+    pub const ROW_ID: u8 = 1;
+}
+
 /// `info` values of [`rmgr::XLOG`].
 pub mod xlog_info {
     /// Checkpoint; main data is the redo LSN (u64 LE), the engine's state (u32 LE length,
