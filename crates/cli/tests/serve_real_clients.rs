@@ -309,3 +309,67 @@ fn malformed_protocol_leaves_other_connections_served() {
     assert!(ok, "a new client after the garbage: {err}");
     assert_eq!(out, "2");
 }
+
+fn pgbench(port: u16, args: &[&str]) -> String {
+    let out = Command::new("pgbench")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "mvcclab"])
+        .args(args)
+        .arg("mvcclab")
+        .env("PGSSLMODE", "disable")
+        .env("PGGSSENCMODE", "disable")
+        .output()
+        .expect("running pgbench");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "pgbench {args:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn pgbench_init_and_tpcb_run() {
+    need("psql", "postgresql-client-15");
+    need("pgbench", "postgresql-client-15");
+    let mut server = ServeProcess::start(&["--design", "innodb"]);
+    let port = server.port;
+    // DROP TABLE IF EXISTS of four tables, CREATE TABLE … WITH (fillfactor=100), TRUNCATE,
+    // COPY … FROM STDIN (with (freeze on)), VACUUM ANALYZE, ALTER TABLE … ADD PRIMARY KEY.
+    pgbench(port, &["-i", "-s", "1"]);
+    let (ok, out, err) = psql(port, "SELECT count(*) FROM pgbench_accounts");
+    assert!(ok, "{err}");
+    assert_eq!(out, "100000");
+    // select count(*) from pgbench_branches, the pg_catalog partition probe (an error
+    // pgbench tolerates), VACUUM, TRUNCATE pgbench_history, then the TPC-B script.
+    let run = pgbench(port, &["-T", "5"]);
+    let done = figure(&run, "number of transactions actually processed:");
+    assert!(done > 0.0, "no transactions:\n{run}");
+    assert!(run.contains("number of failed transactions: 0 "), "{run}");
+    // TPC-B's invariant: every delta went to one account, teller and branch, and history.
+    let sums: Vec<String> = [
+        "SELECT sum(abalance) FROM pgbench_accounts",
+        "SELECT sum(tbalance) FROM pgbench_tellers",
+        "SELECT sum(bbalance) FROM pgbench_branches",
+        "SELECT sum(delta) FROM pgbench_history",
+    ]
+    .iter()
+    .map(|q| {
+        let (ok, out, err) = psql(port, q);
+        assert!(ok, "{q}: {err}");
+        out
+    })
+    .collect();
+    assert!(
+        sums.iter().all(|s| s == &sums[0]),
+        "balances differ: {sums:?}"
+    );
+    let (ok, out, _) = psql(port, "SELECT count(*) FROM pgbench_history");
+    assert!(ok);
+    assert_eq!(
+        out.parse::<f64>().ok(),
+        Some(done),
+        "history rows = transactions"
+    );
+    assert!(server.alive(), "the server died");
+}

@@ -230,6 +230,14 @@ pub enum Parsed {
     Ready(Plan),
     /// sqlparser's tree.
     Ast(Box<Ast>),
+    /// COPY table [(columns)] FROM STDIN, parsed by hand (sqlparser does not take the
+    /// `WITH (freeze on)` pgbench 15 sends).
+    CopyFromStdin {
+        /// Table name.
+        table: String,
+        /// Column names (empty: all).
+        columns: Vec<String>,
+    },
 }
 
 impl Parsed {
@@ -241,6 +249,21 @@ impl Parsed {
         match self {
             Parsed::Ready(p) => Ok(p.clone()),
             Parsed::Ast(a) => plan_statement(a, catalog),
+            Parsed::CopyFromStdin { table, columns } => {
+                let t = catalog.lookup(table)?;
+                let columns = if columns.is_empty() {
+                    (0..t.def.columns.len()).collect()
+                } else {
+                    columns
+                        .iter()
+                        .map(|c| t.column(c))
+                        .collect::<Result<_, _>>()?
+                };
+                Ok(Plan::CopyIn {
+                    table: table.clone(),
+                    columns,
+                })
+            }
         }
     }
 }
@@ -264,6 +287,9 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Parsed>, SqlError> {
     if lower == "abort" {
         return Ok(vec![Parsed::Ready(Plan::Rollback)]);
     }
+    if lower.starts_with("copy ") {
+        return Ok(vec![parse_copy(&lower)?]);
+    }
     let stmts = Parser::parse_sql(&PostgreSqlDialect {}, trimmed)
         // sqlparser does not know every statement PostgreSQL takes: what it cannot parse is
         // reported as unsupported, not as a syntax error.
@@ -280,6 +306,48 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Parsed>, SqlError> {
 /// Errors: those of [`parse_sql`] and [`Parsed::plan`].
 pub fn plan_sql(sql: &str, catalog: &Catalog) -> Result<Vec<Plan>, SqlError> {
     parse_sql(sql)?.iter().map(|p| p.plan(catalog)).collect()
+}
+
+/// `copy TABLE [(a, b)] from stdin [[with] (freeze [on|true], format text)]`.
+fn parse_copy(lower: &str) -> Result<Parsed, SqlError> {
+    let rest = lower["copy".len()..].trim();
+    let (target, tail) = rest
+        .split_once(" from ")
+        .ok_or_else(|| unsupported("COPY … TO (only COPY … FROM STDIN)"))?;
+    let tail = tail.trim();
+    let options = tail
+        .strip_prefix("stdin")
+        .ok_or_else(|| unsupported(format!("COPY FROM {tail} (only FROM STDIN)")))?
+        .trim();
+    let options = options.strip_prefix("with").unwrap_or(options).trim();
+    if !options.is_empty() {
+        let inner = options
+            .strip_prefix('(')
+            .and_then(|o| o.strip_suffix(')'))
+            .ok_or_else(|| unsupported(format!("COPY options {options}")))?;
+        for o in inner.split(',') {
+            let words: Vec<&str> = o.split_whitespace().collect();
+            match words.as_slice() {
+                ["freeze"] | ["freeze", "on" | "true" | "1"] => {}
+                ["format", "text"] => {}
+                _ => return Err(unsupported(format!("COPY option {}", o.trim()))),
+            }
+        }
+    }
+    let (table, columns) = match target.split_once('(') {
+        Some((t, cols)) => (
+            t.trim(),
+            cols.trim_end_matches(')')
+                .split(',')
+                .map(|c| unquote(c.trim()))
+                .collect(),
+        ),
+        None => (target.trim(), Vec::new()),
+    };
+    Ok(Parsed::CopyFromStdin {
+        table: unquote(table.strip_prefix("public.").unwrap_or(table)),
+        columns,
+    })
 }
 
 fn plan_vacuum(lower: &str) -> Plan {
@@ -796,6 +864,8 @@ fn column_type(sql: &str) -> Result<(ColumnType, bool), SqlError> {
     })
 }
 
+/// CREATE TABLE. Storage parameters (`WITH (fillfactor=100)`, pgbench's) are accepted and
+/// not applied: fillfactor is a switch of the design (`--set fillfactor=N`), not of a table.
 fn plan_create_table(ct: &ast::CreateTable) -> Result<Plan, SqlError> {
     if ct.query.is_some() || ct.temporary {
         return Err(unsupported("CREATE TABLE AS / TEMPORARY tables"));
