@@ -1,7 +1,8 @@
 //! `mvcclab serve` driven by the real clients: psql, Debian's sysbench with its pgsql
 //! driver (prepare, a short run, cleanup), pgbench (`-i -s 1`, `-T 5`), and a malformed
 //! protocol (random bytes, truncated messages, unknown statements) that leaves the server
-//! serving its other connections.
+//! serving its other connections (under the pool-of-threads model; the others run thread
+//! per connection).
 //!
 //! Each test starts its own server on 127.0.0.1 and a free port, and stops it by the pid it
 //! started (SIGKILL, also when the test fails).
@@ -167,6 +168,13 @@ fn psql_and_sysbench_oltp_read_write_prepare_run_cleanup() {
     assert!(ok, "mvcclab_stat_io: {err}");
     assert!(out.contains("point_select"), "stat_io rows: {out}");
 
+    // The server's own CPU use (getrusage: every thread, exited backends included).
+    let (ok, out, err) = psql(port, "SELECT * FROM mvcclab_stat_cpu");
+    assert!(ok, "mvcclab_stat_cpu: {err}");
+    let cpu: Vec<u64> = out.split('|').map(|v| v.parse().unwrap()).collect();
+    assert_eq!(cpu.len(), 6, "{out}");
+    assert!(cpu[0] + cpu[1] > 0 && cpu[2] > 0 && cpu[4] > 0, "{out}");
+
     let (ok, _, err) = psql(port, "SELECT c FROM sbtest1 WHERE pad LIKE 'x%'");
     assert!(
         !ok && err.contains("not supported"),
@@ -238,7 +246,7 @@ fn connect(port: u16) -> TcpStream {
 #[test]
 fn malformed_protocol_leaves_other_connections_served() {
     need("psql", "postgresql-client-15");
-    let mut server = ServeProcess::start(&["--design", "innodb"]);
+    let mut server = ServeProcess::start(&["--design", "innodb", "--connection-model", "pool:2"]);
     let port = server.port;
     let mut good = connect(port);
     good.write_all(&query_msg(

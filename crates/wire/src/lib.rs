@@ -13,9 +13,11 @@
 //! `get_by_index`, `insert`, `update`, `delete`, never a general executor. Anything else
 //! gets SQLSTATE 0A000 naming what is unsupported, and the connection stays usable.
 #![deny(unsafe_code)]
+// Unsafe only in cpu.rs (getrusage), each block with its Safety comment.
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod cpu;
 pub mod error;
 pub mod handler;
 pub mod operand;

@@ -88,6 +88,9 @@ pub enum Plan {
     Select(SelectPlan),
     /// `SELECT * FROM mvcclab_stat_io`: the device counters per cause.
     StatIo,
+    /// `SELECT * FROM mvcclab_stat_cpu`: the server process's CPU use
+    /// ([`crate::cpu::self_cpu`]).
+    StatCpu,
     /// INSERT … VALUES: table, column positions, rows of operands.
     Insert {
         /// Table name.
@@ -642,6 +645,9 @@ fn plan_query(q: &ast::Query, catalog: &Catalog) -> Result<Plan, SqlError> {
     let table = single_table(&sel.from)?;
     if table == "mvcclab_stat_io" {
         return Ok(Plan::StatIo);
+    }
+    if table == "mvcclab_stat_cpu" {
+        return Ok(Plan::StatCpu);
     }
     let t = catalog.lookup(&table)?;
     if sel.having.is_some()

@@ -358,6 +358,31 @@ impl Session {
                 rows: vec![vec![Value::Text(value.clone())]],
             }),
             Plan::StatIo => Ok(stat_io(&cat)),
+            Plan::StatCpu => {
+                let c = crate::cpu::self_cpu()
+                    .map_err(|e| SqlError::new("58000", format!("getrusage: {e}")))?;
+                let names = [
+                    "user_us",
+                    "system_us",
+                    "voluntary_ctxt_switches",
+                    "involuntary_ctxt_switches",
+                    "minor_faults",
+                    "major_faults",
+                ];
+                let vals = [
+                    c.user_us,
+                    c.system_us,
+                    c.voluntary_ctxt_switches,
+                    c.involuntary_ctxt_switches,
+                    c.minor_faults,
+                    c.major_faults,
+                ];
+                Ok(Outcome::Rows {
+                    names: names.iter().map(|s| s.to_string()).collect(),
+                    types: vec![ColumnType::BigInt; names.len()],
+                    rows: vec![vals.iter().map(|v| Value::BigInt(*v as i64)).collect()],
+                })
+            }
             Plan::Select(s) => {
                 let t = cat.lookup(&s.table)?;
                 let rows = self.with_tx(None, |tx| select(tx, &t, s, params))?;
