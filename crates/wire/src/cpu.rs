@@ -53,8 +53,8 @@ mod tests {
             // Touch fresh pages (minor faults) and burn a little CPU.
             let v = vec![1u8; 8 << 20];
             let mut x = 0u64;
-            for i in 0..v.len() {
-                x = x.wrapping_add(v[i] as u64 * i as u64);
+            for (i, b) in v.iter().enumerate() {
+                x = x.wrapping_add(*b as u64 * i as u64);
             }
             std::hint::black_box(x);
         })
