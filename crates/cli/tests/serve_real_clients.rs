@@ -115,17 +115,24 @@ fn sysbench(port: u16, cmd: &str, extra: &[&str]) -> String {
     ];
     args.extend_from_slice(extra);
     args.push(cmd);
-    let out = Command::new("sysbench")
-        .args(&args)
+    client("sysbench", &args)
+}
+
+/// Runs a client tool without TLS or GSS; returns its output, failing the test (with the
+/// output) when it fails.
+fn client(tool: &str, args: &[&str]) -> String {
+    let out = Command::new(tool)
+        .args(args)
         .env("PGSSLMODE", "disable")
+        .env("PGGSSENCMODE", "disable")
         .output()
-        .expect("running sysbench");
+        .unwrap_or_else(|e| panic!("running {tool}: {e}"));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "sysbench {cmd} failed:\n{text}");
+    assert!(out.status.success(), "{tool} {args:?} failed:\n{text}");
     text
 }
 
@@ -319,21 +326,11 @@ fn malformed_protocol_leaves_other_connections_served() {
 }
 
 fn pgbench(port: u16, args: &[&str]) -> String {
-    let out = Command::new("pgbench")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "mvcclab"])
-        .args(args)
-        .arg("mvcclab")
-        .env("PGSSLMODE", "disable")
-        .env("PGGSSENCMODE", "disable")
-        .output()
-        .expect("running pgbench");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "pgbench {args:?} failed:\n{text}");
-    text
+    let port = port.to_string();
+    let mut all = vec!["-h", "127.0.0.1", "-p", &port, "-U", "mvcclab"];
+    all.extend_from_slice(args);
+    all.push("mvcclab");
+    client("pgbench", &all)
 }
 
 #[test]

@@ -4,27 +4,12 @@
 //! what `/proc/PID/status` cannot give from outside, as its context-switch counts are the
 //! main thread's alone. Read by clients as `SELECT * FROM mvcclab_stat_cpu`.
 
-/// CPU use of the whole process since it started.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProcessCpu {
-    /// User CPU time, µs (`ru_utime`).
-    pub user_us: u64,
-    /// System CPU time, µs (`ru_stime`).
-    pub system_us: u64,
-    /// Voluntary context switches (`ru_nvcsw`: waits for I/O, locks, the socket).
-    pub voluntary_ctxt_switches: u64,
-    /// Involuntary context switches (`ru_nivcsw`: preempted).
-    pub involuntary_ctxt_switches: u64,
-    /// Minor page faults (`ru_minflt`: no I/O).
-    pub minor_faults: u64,
-    /// Major page faults (`ru_majflt`: with I/O).
-    pub major_faults: u64,
-}
+pub use mvcclab_workload::cpu::CpuUse;
 
 /// This process's CPU use (all threads, exited ones included). Errors: getrusage's (none
 /// on Linux for RUSAGE_SELF).
 #[allow(unsafe_code)]
-pub fn self_cpu() -> std::io::Result<ProcessCpu> {
+pub fn self_cpu() -> std::io::Result<CpuUse> {
     // Safety: getrusage writes one `rusage` into the zeroed value we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
@@ -32,7 +17,7 @@ pub fn self_cpu() -> std::io::Result<ProcessCpu> {
         return Err(std::io::Error::last_os_error());
     }
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    Ok(ProcessCpu {
+    Ok(CpuUse {
         user_us: us(ru.ru_utime),
         system_us: us(ru.ru_stime),
         voluntary_ctxt_switches: ru.ru_nvcsw as u64,

@@ -147,43 +147,26 @@ fn encode_rows(
                 continue;
             }
             let ty = types[i];
-            if fields[i].format() == FieldFormat::Text {
+            if fields[i].format() == FieldFormat::Text || matches!(v, Value::Text(_)) {
+                // Text types' binary form is their text too (textsend / bpcharsend).
                 let s = text_of(v, ty);
                 buf.put_i32(s.len() as i32);
                 buf.put_slice(s.as_bytes());
                 continue;
             }
-            match (v, ty) {
-                (Value::Integer(x), _) => {
-                    buf.put_i32(4);
-                    buf.put_i32(*x)
+            let fixed: Option<Vec<u8>> = match v {
+                Value::Integer(x) | Value::Date(x) => Some(x.to_be_bytes().to_vec()),
+                Value::BigInt(x) | Value::Timestamp(x) => Some(x.to_be_bytes().to_vec()),
+                Value::SmallInt(x) => Some(x.to_be_bytes().to_vec()),
+                Value::TinyInt(x) => Some((*x as i16).to_be_bytes().to_vec()),
+                _ => None,
+            };
+            match (fixed, v) {
+                (Some(b), _) => {
+                    buf.put_i32(b.len() as i32);
+                    buf.put_slice(&b);
                 }
-                (Value::BigInt(x), _) => {
-                    buf.put_i32(8);
-                    buf.put_i64(*x)
-                }
-                (Value::SmallInt(x), _) => {
-                    buf.put_i32(2);
-                    buf.put_i16(*x)
-                }
-                (Value::TinyInt(x), _) => {
-                    buf.put_i32(2);
-                    buf.put_i16(*x as i16)
-                }
-                (Value::Timestamp(x), _) => {
-                    buf.put_i32(8);
-                    buf.put_i64(*x)
-                }
-                (Value::Date(x), _) => {
-                    buf.put_i32(4);
-                    buf.put_i32(*x)
-                }
-                (Value::Text(_), _) => {
-                    let s = text_of(v, ty);
-                    buf.put_i32(s.len() as i32);
-                    buf.put_slice(s.as_bytes());
-                }
-                (other, _) => {
+                (None, other) => {
                     return Err(SqlError::new(
                         "0A000",
                         format!(
