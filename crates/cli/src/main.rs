@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use mvcclab::commands::{
-    crashtest, designs, experiments, fidelity, report, run, storage_bench, workloads,
+    crashtest, designs, experiments, fidelity, report, run, serve, storage_bench, workloads,
 };
 use mvcclab::UsageError;
 
@@ -35,6 +35,9 @@ enum Command {
     /// Power cuts at random moments under a bank-transfer and counter workload, recovery
     /// after each, and checks that no acknowledged commit is lost and no invariant broken.
     Crashtest(crashtest::CrashtestArgs),
+    /// A design behind PostgreSQL's wire protocol on 127.0.0.1, for psql, sysbench and
+    /// pgbench.
+    Serve(serve::ServeArgs),
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
@@ -51,6 +54,7 @@ fn run() -> anyhow::Result<()> {
         Command::Compare(a) => run::compare(a),
         Command::Fidelity(a) => fidelity::run(a),
         Command::Crashtest(a) => crashtest::run(a),
+        Command::Serve(a) => serve::run(a),
     }
 }
 

@@ -11,6 +11,8 @@
 //! * [`loopdev`]: a loop device per server for exact device I/O (`--exact-device-io`);
 //! * [`postgresql`], [`mariadb`]: the targets, their load, their settle step (checkpoint /
 //!   flush to zero dirty pages) and their counters;
+//! * [`cpu`]: CPU time, page faults and context switches of a server's process tree
+//!   from /proc, exited children included;
 //! * [`schema`]: the counters put into the result schema's fields where the meaning is the
 //!   same.
 //!
@@ -34,6 +36,7 @@
 //! dies, the kernel stops its servers (parent-death signal, see [`managed`]).
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod loopdev;
 pub mod managed;
 pub mod mariadb;

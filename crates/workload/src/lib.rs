@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cpu;
 pub mod driver;
 pub mod embedded;
 pub mod rand;

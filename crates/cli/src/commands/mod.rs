@@ -8,5 +8,6 @@ pub mod experiments;
 pub mod fidelity;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod storage_bench;
 pub mod workloads;
