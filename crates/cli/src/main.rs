@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use mvcclab::commands::{
-    crashtest, designs, experiments, fidelity, report, run, storage_bench, workloads,
+    crashtest, designs, device, experiments, fidelity, report, run, storage_bench, workloads,
 };
 use mvcclab::UsageError;
 
@@ -38,6 +38,8 @@ enum Command {
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
+    /// The virtual NVMe device as a FUSE mount for hand use (`device mount DIR`).
+    Device(device::DeviceArgs),
 }
 
 fn run() -> anyhow::Result<()> {
@@ -51,6 +53,7 @@ fn run() -> anyhow::Result<()> {
         Command::Compare(a) => run::compare(a),
         Command::Fidelity(a) => fidelity::run(a),
         Command::Crashtest(a) => crashtest::run(a),
+        Command::Device(a) => device::run(a),
     }
 }
 

@@ -122,7 +122,8 @@ pub struct CommonArgs {
     pub out: OutputArgs,
 }
 
-fn parse_bandwidth(s: &str) -> Result<f64, String> {
+/// A bandwidth in MiB/s: a finite number above 0 (clap value parser).
+pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
         _ => Err(format!(

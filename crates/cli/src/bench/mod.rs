@@ -31,7 +31,9 @@ mod spec;
 mod subject;
 mod versions;
 
-pub use args::{driver_info, sysbench_options, CommonArgs, DeviceArgs, ServerArgs};
+pub use args::{
+    driver_info, parse_bandwidth, sysbench_options, CommonArgs, DeviceArgs, ServerArgs,
+};
 pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
 pub use embedded::EmbeddedRun;
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};

@@ -1,0 +1,323 @@
+//! What the FUSE device counts beside the [`Nvme`](mvcclab_engine::device::Nvme)'s own
+//! totals: the same metrics per file (by its path on the mount), per process (by what
+//! `/proc/PID/cmdline` says it is) and per second of wall time.
+//!
+//! Every request is counted with the device's accounting rules (`device` module doc, rule
+//! 1: 4 KiB blocks touched, requests split at `iop_max_bytes`), so the per-file and
+//! per-process figures add up to the device's totals.
+
+use mvcclab_engine::device::{blocks_4k, requests, CompressionTotals};
+use mvcclab_engine::stats::CauseCounts;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+/// One request as the counters see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// A read of `len` bytes at `offset`.
+    Read {
+        /// Offset in bytes.
+        offset: u64,
+        /// Length in bytes.
+        len: usize,
+    },
+    /// A write of `len` bytes at `offset`.
+    Write {
+        /// Offset in bytes.
+        offset: u64,
+        /// Length in bytes.
+        len: usize,
+    },
+    /// An fsync or fdatasync of a file or directory.
+    Sync,
+}
+
+impl Request {
+    /// Adds this request to `c` (device accounting rule 1), with `waited_us` of throttle.
+    pub fn add_to(self, c: &mut CauseCounts, iop_max_bytes: usize, waited_us: u64) {
+        match self {
+            Request::Read { offset, len } => {
+                c.read_requests += requests(len, iop_max_bytes);
+                c.read_blocks_4k += blocks_4k(offset, len);
+                c.read_bytes += len as u64;
+            }
+            Request::Write { offset, len } => {
+                c.write_requests += requests(len, iop_max_bytes);
+                c.write_blocks_4k += blocks_4k(offset, len);
+                c.write_bytes += len as u64;
+            }
+            Request::Sync => c.syncs += 1,
+        }
+        c.device_wait_us += waited_us;
+    }
+}
+
+/// Read and written bytes of one second of wall time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecondIo {
+    /// Bytes read in that second.
+    pub read_bytes: u64,
+    /// Bytes written in that second.
+    pub write_bytes: u64,
+}
+
+/// The device's counts at one moment; two of them give a phase ([`DeviceCounts::since`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCounts {
+    /// Seconds since the mount when taken.
+    pub at_s: f64,
+    /// Every request, summed.
+    pub total: CauseCounts,
+    /// Per file, by its path relative to the mount's root (`data/base/16384/16397`); a
+    /// removed file keeps the path it last had, and files that had the same path add up.
+    pub by_file: BTreeMap<String, CauseCounts>,
+    /// Per process kind ([`process_kind`]).
+    pub by_process: BTreeMap<String, CauseCounts>,
+    /// Bytes held, logical and physical, with compression on (zeros without).
+    pub compression: CompressionTotals,
+    /// Read and written bytes per second since the mount (second `i` is `[i, i+1)` s).
+    pub per_second: Vec<SecondIo>,
+}
+
+impl DeviceCounts {
+    /// The counts of the phase from `earlier` to `self`: field-wise differences, the
+    /// compression state of `self`, and the seconds that began at or after `earlier`.
+    pub fn since(&self, earlier: &DeviceCounts) -> DeviceCounts {
+        let sub = |now: &BTreeMap<String, CauseCounts>, then: &BTreeMap<String, CauseCounts>| {
+            now.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.minus(&then.get(k).copied().unwrap_or_default()),
+                    )
+                })
+                .filter(|(_, v)| !v.is_zero())
+                .collect()
+        };
+        let first = earlier.at_s.ceil() as usize;
+        let last = self.at_s.floor() as usize;
+        DeviceCounts {
+            at_s: self.at_s - earlier.at_s,
+            total: self.total.minus(&earlier.total),
+            by_file: sub(&self.by_file, &earlier.by_file),
+            by_process: sub(&self.by_process, &earlier.by_process),
+            compression: self.compression,
+            per_second: self
+                .per_second
+                .get(first.min(last)..last.min(self.per_second.len()))
+                .unwrap_or_default()
+                .to_vec(),
+        }
+    }
+}
+
+/// The accumulators, shared by the file system's request threads.
+pub(crate) struct Counting {
+    pub(crate) started: Instant,
+    pub(crate) iop_max_bytes: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    total: CauseCounts,
+    by_ino: HashMap<u64, CauseCounts>,
+    /// Counts of files that are gone, by their last path.
+    removed: BTreeMap<String, CauseCounts>,
+    by_process: BTreeMap<String, CauseCounts>,
+    process_kinds: HashMap<u32, String>,
+    per_second: Vec<SecondIo>,
+}
+
+impl Counting {
+    pub(crate) fn new(iop_max_bytes: usize) -> Self {
+        Counting {
+            started: Instant::now(),
+            iop_max_bytes,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// Counts `req` on inode `ino`, made by process `pid`, which waited `waited_us`.
+    pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64) {
+        let kind = {
+            let known = self.inner.lock().process_kinds.get(&pid).cloned();
+            match known {
+                Some(k) => k,
+                None => {
+                    // Read outside the lock: /proc is cheap but not free.
+                    let k = process_kind(pid);
+                    self.inner.lock().process_kinds.insert(pid, k.clone());
+                    k
+                }
+            }
+        };
+        let sec = self.started.elapsed().as_secs() as usize;
+        let iop = self.iop_max_bytes;
+        let mut g = self.inner.lock();
+        req.add_to(&mut g.total, iop, waited_us);
+        req.add_to(g.by_ino.entry(ino).or_default(), iop, waited_us);
+        req.add_to(g.by_process.entry(kind).or_default(), iop, waited_us);
+        if g.per_second.len() <= sec {
+            g.per_second.resize(sec + 1, SecondIo::default());
+        }
+        match req {
+            Request::Read { len, .. } => g.per_second[sec].read_bytes += len as u64,
+            Request::Write { len, .. } => g.per_second[sec].write_bytes += len as u64,
+            Request::Sync => {}
+        }
+    }
+
+    /// Inode `ino` is gone; its counts stay under `path`.
+    pub(crate) fn removed(&self, ino: u64, path: String) {
+        let mut g = self.inner.lock();
+        if let Some(c) = g.by_ino.remove(&ino) {
+            let e = g.removed.entry(path).or_default();
+            *e = e.plus(&c);
+        }
+    }
+
+    /// The counts now; `path_of` names a live inode.
+    pub(crate) fn snapshot(
+        &self,
+        path_of: impl Fn(u64) -> Option<String>,
+        compression: CompressionTotals,
+    ) -> DeviceCounts {
+        let at_s = self.started.elapsed().as_secs_f64();
+        let g = self.inner.lock();
+        let mut by_file = g.removed.clone();
+        for (ino, c) in &g.by_ino {
+            let path = path_of(*ino).unwrap_or_else(|| format!("(inode {ino})"));
+            let e = by_file.entry(path).or_default();
+            *e = e.plus(c);
+        }
+        DeviceCounts {
+            at_s,
+            total: g.total,
+            by_file,
+            by_process: g.by_process.clone(),
+            compression,
+            per_second: g.per_second.clone(),
+        }
+    }
+}
+
+/// What kind of process `pid` is, from `/proc/PID/cmdline` and `/proc/PID/comm` (FUSE
+/// gives the id of the thread that made the request): PostgreSQL names its processes in
+/// their command line (`postgres: checkpointer`, `postgres: background writer`,
+/// `postgres: walwriter`, `postgres: autovacuum worker`, `postgres: USER DB HOST ...` for
+/// a backend; ps_status.c `init_ps_display`), which become `checkpointer`,
+/// `background writer`, `walwriter`, `autovacuum worker` and `backend`. Any other process
+/// is named by its thread's `comm` (`mariadbd`, `initdb`, ...); pid 0 (the kernel's own
+/// requests) is `kernel`, and a process gone before it could be read is `exited`.
+pub fn process_kind(pid: u32) -> String {
+    if pid == 0 {
+        return "kernel".into();
+    }
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let first = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+    let first = String::from_utf8_lossy(first);
+    if let Some(rest) = first.strip_prefix("postgres: ") {
+        return postgres_kind(rest).to_string();
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
+        _ => "exited".into(),
+    }
+}
+
+/// The kind of a PostgreSQL process from its ps display after `postgres: ` (the cluster
+/// name, when set, comes first and is skipped when it is not a known kind).
+fn postgres_kind(display: &str) -> &'static str {
+    const KINDS: &[(&str, &str)] = &[
+        ("checkpointer", "checkpointer"),
+        ("background writer", "background writer"),
+        ("walwriter", "walwriter"),
+        ("autovacuum launcher", "autovacuum launcher"),
+        ("autovacuum worker", "autovacuum worker"),
+        (
+            "logical replication launcher",
+            "logical replication launcher",
+        ),
+        ("stats collector", "stats collector"),
+        ("startup", "startup"),
+        ("archiver", "archiver"),
+        ("walsender", "walsender"),
+        ("walreceiver", "walreceiver"),
+    ];
+    KINDS
+        .iter()
+        .find(|(p, _)| display.starts_with(p))
+        .map(|(_, k)| *k)
+        .unwrap_or("backend")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_processes_are_named_by_their_display() {
+        assert_eq!(postgres_kind("checkpointer "), "checkpointer");
+        assert_eq!(postgres_kind("background writer"), "background writer");
+        assert_eq!(
+            postgres_kind("autovacuum worker sbtest"),
+            "autovacuum worker"
+        );
+        assert_eq!(
+            postgres_kind("postgres sbtest 127.0.0.1(4242) UPDATE"),
+            "backend"
+        );
+        assert_eq!(process_kind(0), "kernel");
+        assert!(!process_kind(std::process::id()).is_empty());
+    }
+
+    #[test]
+    fn counts_add_up_and_phases_subtract() {
+        let c = Counting::new(16384);
+        c.count(
+            2,
+            0,
+            Request::Write {
+                offset: 0,
+                len: 65536,
+            },
+            5,
+        );
+        c.count(
+            3,
+            0,
+            Request::Read {
+                offset: 100,
+                len: 10,
+            },
+            0,
+        );
+        c.count(3, 0, Request::Sync, 0);
+        let a = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
+        assert_eq!((a.total.write_blocks_4k, a.total.write_requests), (16, 4));
+        assert_eq!(a.by_file["f3"].syncs, 1);
+        assert_eq!(a.by_process["kernel"].read_bytes, 10);
+        c.removed(2, "f2".into());
+        c.count(
+            3,
+            0,
+            Request::Write {
+                offset: 4096,
+                len: 4096,
+            },
+            0,
+        );
+        let b = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
+        assert_eq!(
+            b.by_file["f2"].write_bytes, 65536,
+            "a removed file keeps its counts"
+        );
+        let d = b.since(&a);
+        assert_eq!(d.total.write_bytes, 4096);
+        assert_eq!(d.by_file.len(), 1, "{:?}", d.by_file);
+        assert_eq!(d.by_file["f3"].write_blocks_4k, 1);
+    }
+}
