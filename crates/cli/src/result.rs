@@ -11,6 +11,7 @@
 //! `results.transactions` (events completed in the measured phase, at least 1); the JSON
 //! written by [`Report`] deserializes back into an equal [`Report`].
 
+use mvcclab_devfs::{FileIo, SecondIo};
 use mvcclab_engine::db::EngineCounters;
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
@@ -218,6 +219,22 @@ pub struct Io {
     /// `range_scan`, `update` (index and non-index together), `insert`, `delete`,
     /// `commit`).
     pub per_op: BTreeMap<String, PerOp>,
+    /// A real server on the FUSE device (`--bandwidth`, `--latency-us`, `--compression` or
+    /// `--fuse-device` with a real target): the device's metrics per class of the server's
+    /// files (PostgreSQL `heap NAME`, `index NAME`, `pg_wal`, `pg_xact`, `temp`, `catalog`,
+    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`),
+    /// each with its FUSE `read_calls` and `write_calls`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_file_class: BTreeMap<String, FileIo>,
+    /// The same per kind of process that made the requests (PostgreSQL `backend`,
+    /// `checkpointer`, `background writer`, `walwriter`, `autovacuum worker`, ...; other
+    /// servers by thread name). Absent without the FUSE device.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_process: BTreeMap<String, FileIo>,
+    /// Bytes read and written in each whole second of the measured phase, on the FUSE
+    /// device. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second: Vec<SecondIo>,
 }
 
 /// Engine counters of the measured phase.

@@ -54,6 +54,55 @@ impl Request {
     }
 }
 
+/// The device's metrics of one file (or class of files, or process), and the FUSE
+/// requests they came in: a `write(2)` of up to the mount's largest write (128 KiB by
+/// default, 1 MiB where the kernel allows) is one write call, however many device
+/// requests (`write_requests`, split at `iop_max_bytes`) it makes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileIo {
+    /// The device's metrics (only the device fields are filled).
+    #[serde(flatten)]
+    pub io: CauseCounts,
+    /// FUSE read requests.
+    pub read_calls: u64,
+    /// FUSE write requests.
+    pub write_calls: u64,
+}
+
+impl FileIo {
+    /// Field-wise `self - earlier` (saturating).
+    pub fn minus(&self, earlier: &FileIo) -> FileIo {
+        FileIo {
+            io: self.io.minus(&earlier.io),
+            read_calls: self.read_calls.saturating_sub(earlier.read_calls),
+            write_calls: self.write_calls.saturating_sub(earlier.write_calls),
+        }
+    }
+
+    /// Field-wise sum.
+    pub fn plus(&self, other: &FileIo) -> FileIo {
+        FileIo {
+            io: self.io.plus(&other.io),
+            read_calls: self.read_calls + other.read_calls,
+            write_calls: self.write_calls + other.write_calls,
+        }
+    }
+
+    /// True when nothing was counted.
+    pub fn is_zero(&self) -> bool {
+        self.io.is_zero() && self.read_calls == 0 && self.write_calls == 0
+    }
+
+    fn add(&mut self, req: Request, iop_max_bytes: usize, waited_us: u64) {
+        req.add_to(&mut self.io, iop_max_bytes, waited_us);
+        match req {
+            Request::Read { .. } => self.read_calls += 1,
+            Request::Write { .. } => self.write_calls += 1,
+            Request::Sync => {}
+        }
+    }
+}
+
 /// Read and written bytes of one second of wall time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SecondIo {
@@ -69,12 +118,12 @@ pub struct DeviceCounts {
     /// Seconds since the mount when taken.
     pub at_s: f64,
     /// Every request, summed.
-    pub total: CauseCounts,
+    pub total: FileIo,
     /// Per file, by its path relative to the mount's root (`data/base/16384/16397`); a
     /// removed file keeps the path it last had, and files that had the same path add up.
-    pub by_file: BTreeMap<String, CauseCounts>,
+    pub by_file: BTreeMap<String, FileIo>,
     /// Per process kind ([`process_kind`]).
-    pub by_process: BTreeMap<String, CauseCounts>,
+    pub by_process: BTreeMap<String, FileIo>,
     /// Bytes held, logical and physical, with compression on (zeros without).
     pub compression: CompressionTotals,
     /// Read and written bytes per second since the mount (second `i` is `[i, i+1)` s).
@@ -85,7 +134,7 @@ impl DeviceCounts {
     /// The counts of the phase from `earlier` to `self`: field-wise differences, the
     /// compression state of `self`, and the seconds that began at or after `earlier`.
     pub fn since(&self, earlier: &DeviceCounts) -> DeviceCounts {
-        let sub = |now: &BTreeMap<String, CauseCounts>, then: &BTreeMap<String, CauseCounts>| {
+        let sub = |now: &BTreeMap<String, FileIo>, then: &BTreeMap<String, FileIo>| {
             now.iter()
                 .map(|(k, v)| {
                     (
@@ -122,11 +171,11 @@ pub(crate) struct Counting {
 
 #[derive(Default)]
 struct Inner {
-    total: CauseCounts,
-    by_ino: HashMap<u64, CauseCounts>,
+    total: FileIo,
+    by_ino: HashMap<u64, FileIo>,
     /// Counts of files that are gone, by their last path.
-    removed: BTreeMap<String, CauseCounts>,
-    by_process: BTreeMap<String, CauseCounts>,
+    removed: BTreeMap<String, FileIo>,
+    by_process: BTreeMap<String, FileIo>,
     process_kinds: HashMap<u32, String>,
     per_second: Vec<SecondIo>,
 }
@@ -157,9 +206,12 @@ impl Counting {
         let sec = self.started.elapsed().as_secs() as usize;
         let iop = self.iop_max_bytes;
         let mut g = self.inner.lock();
-        req.add_to(&mut g.total, iop, waited_us);
-        req.add_to(g.by_ino.entry(ino).or_default(), iop, waited_us);
-        req.add_to(g.by_process.entry(kind).or_default(), iop, waited_us);
+        g.total.add(req, iop, waited_us);
+        g.by_ino.entry(ino).or_default().add(req, iop, waited_us);
+        g.by_process
+            .entry(kind)
+            .or_default()
+            .add(req, iop, waited_us);
         if g.per_second.len() <= sec {
             g.per_second.resize(sec + 1, SecondIo::default());
         }
@@ -297,9 +349,13 @@ mod tests {
         );
         c.count(3, 0, Request::Sync, 0);
         let a = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
-        assert_eq!((a.total.write_blocks_4k, a.total.write_requests), (16, 4));
-        assert_eq!(a.by_file["f3"].syncs, 1);
-        assert_eq!(a.by_process["kernel"].read_bytes, 10);
+        assert_eq!(
+            (a.total.io.write_blocks_4k, a.total.io.write_requests),
+            (16, 4)
+        );
+        assert_eq!(a.by_file["f3"].io.syncs, 1);
+        assert_eq!(a.by_file["f3"].read_calls, 1);
+        assert_eq!(a.by_process["kernel"].io.read_bytes, 10);
         c.removed(2, "f2".into());
         c.count(
             3,
@@ -312,12 +368,12 @@ mod tests {
         );
         let b = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
         assert_eq!(
-            b.by_file["f2"].write_bytes, 65536,
+            b.by_file["f2"].io.write_bytes, 65536,
             "a removed file keeps its counts"
         );
         let d = b.since(&a);
-        assert_eq!(d.total.write_bytes, 4096);
+        assert_eq!(d.total.io.write_bytes, 4096);
         assert_eq!(d.by_file.len(), 1, "{:?}", d.by_file);
-        assert_eq!(d.by_file["f3"].write_blocks_4k, 1);
+        assert_eq!(d.by_file["f3"].io.write_blocks_4k, 1);
     }
 }

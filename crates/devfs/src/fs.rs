@@ -186,8 +186,12 @@ impl DevFs {
     /// The counts now.
     pub fn counts(&self) -> DeviceCounts {
         let tree = self.tree.read();
-        self.counting
-            .snapshot(|ino| tree.path(ino), self.nvme.compression_totals())
+        let mut c = self
+            .counting
+            .snapshot(|ino| tree.path(ino), self.nvme.compression_totals());
+        // Physical bytes are computed by the Nvme's compression model per write.
+        c.total.io.write_physical_bytes = self.nvme.stats().snapshot().total().write_physical_bytes;
+        c
     }
 
     /// The device below.

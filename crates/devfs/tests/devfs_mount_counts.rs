@@ -71,18 +71,18 @@ fn files_keep_owner_mode_and_size_and_io_is_counted_by_file() {
 
     let c = m.0.as_ref().unwrap().counts();
     let t1 = c.by_file["data/t1"];
-    assert_eq!(t1.write_bytes, 65536);
-    assert_eq!(t1.write_blocks_4k, 16);
-    assert_eq!(t1.syncs, 2);
-    assert!(t1.read_bytes >= 4096, "{t1:?}");
-    assert_eq!(c.total.write_bytes, 65536, "fallocate writes nothing");
+    assert_eq!(t1.io.write_bytes, 65536);
+    assert_eq!(t1.io.write_blocks_4k, 16);
+    assert_eq!(t1.io.syncs, 2);
+    assert!(t1.io.read_bytes >= 4096, "{t1:?}");
+    assert_eq!(c.total.io.write_bytes, 65536, "fallocate writes nothing");
     assert!(c.compression.logical_bytes >= 65536);
     assert!(
         c.compression.physical_bytes < c.compression.logical_bytes / 10,
         "{:?}",
         c.compression
     );
-    assert!(c.by_process.values().map(|p| p.write_bytes).sum::<u64>() == 65536);
+    assert!(c.by_process.values().map(|p| p.io.write_bytes).sum::<u64>() == 65536);
 
     fs::rename(&path, root.join("data/t2")).unwrap();
     assert!(!path.exists());
@@ -95,14 +95,14 @@ fn files_keep_owner_mode_and_size_and_io_is_counted_by_file() {
     assert_eq!(names, vec!["t2"]);
     let c2 = m.0.as_ref().unwrap().counts();
     assert_eq!(
-        c2.by_file["data/t2"].write_bytes, 65536,
+        c2.by_file["data/t2"].io.write_bytes, 65536,
         "counts follow a rename"
     );
     assert_eq!(
-        c2.by_file["data/t3"].write_bytes, 1,
+        c2.by_file["data/t3"].io.write_bytes, 1,
         "a removed file keeps its counts"
     );
-    assert!(c2.since(&c).total.write_bytes == 1);
+    assert!(c2.since(&c).total.io.write_bytes == 1);
     let f = OpenOptions::new()
         .write(true)
         .open(root.join("data/t2"))
@@ -130,7 +130,7 @@ fn throttle_holds_writes_to_the_bandwidth_once_on() {
     let path = dev.dir().join("f");
     // Unthrottled set-up: no waiting counted.
     fs::write(&path, vec![7u8; 1 << 20]).unwrap();
-    assert_eq!(dev.counts().total.device_wait_us, 0);
+    assert_eq!(dev.counts().total.io.device_wait_us, 0);
     dev.set_throttling(true);
     let start = Instant::now();
     let mut f = OpenOptions::new().write(true).open(&path).unwrap();
@@ -142,5 +142,5 @@ fn throttle_holds_writes_to_the_bandwidth_once_on() {
         "{:?}",
         start.elapsed()
     );
-    assert!(dev.counts().total.device_wait_us > 0);
+    assert!(dev.counts().total.io.device_wait_us > 0);
 }

@@ -13,11 +13,20 @@
 //! 4. When mvcclab runs as root the server runs as its package's system user (`postgres`,
 //!    `mysql`), which owns the folder; PostgreSQL refuses to run as root.
 //!
+//! 5. With a FUSE device ([`ManagedOptions::device`]) the data directory (and with it
+//!    PostgreSQL's `pg_wal`, InnoDB's redo log, undo and system tablespace) lives on the
+//!    mount, `device/data` in the server's folder; the socket, the pid file and the log stay
+//!    off it, in the folder itself. The device is mounted unthrottled: whoever runs the
+//!    workload turns the throttle on after the load ([`ManagedServer::device`]). It is
+//!    unmounted after the server has stopped.
+//!
 //! # Crash safety
 //! None is needed: the folder is scratch, removed when the [`ManagedServer`] is dropped.
+//! A FUSE mount left by a killed run is unmounted by `fusermount3` (`auto_unmount`).
 
 use crate::loopdev::LoopDevice;
 use crate::{ServerError, ServerKind};
+use mvcclab_devfs::{DevMount, DeviceConfig};
 use std::fs;
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -40,6 +49,9 @@ pub struct ManagedOptions {
     pub exact_device_io: bool,
     /// Size of that loop device's backing file in bytes (sparse).
     pub device_size_bytes: u64,
+    /// Put the server's data directory on mvcclab's virtual NVMe device, mounted through
+    /// FUSE (root; `/dev/fuse` and `fusermount3`). Not with `exact_device_io`.
+    pub device: Option<DeviceConfig>,
 }
 
 impl Default for ManagedOptions {
@@ -49,6 +61,7 @@ impl Default for ManagedOptions {
             base_dir: None,
             exact_device_io: false,
             device_size_bytes: 16 << 30,
+            device: None,
         }
     }
 }
@@ -66,6 +79,8 @@ pub struct ManagedServer {
     /// `dir` is ours to remove (a temp folder), and the loop device under it.
     _scratch: Option<tempfile::TempDir>,
     loopdev: Option<LoopDevice>,
+    /// The FUSE device holding its data directory.
+    device: Option<DevMount>,
     /// Server-side settings given on its command line, for the report.
     pub settings: Vec<(String, String)>,
 }
@@ -219,9 +234,23 @@ impl ManagedServer {
         } else {
             None
         };
-        let home = match &loopdev {
-            Some(l) => l.mount_point().to_path_buf(),
-            None => dir.clone(),
+        let device = match &o.device {
+            Some(_) if o.exact_device_io => {
+                return Err(ServerError::Usage(
+                    "the FUSE device and --exact-device-io both measure the device: choose one"
+                        .into(),
+                ))
+            }
+            Some(cfg) => Some(
+                DevMount::mount(&dir.join("device"), cfg)
+                    .map_err(|e| ServerError::Fuse(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let home = match (&loopdev, &device) {
+            (Some(l), _) => l.mount_point().to_path_buf(),
+            (None, Some(d)) => d.dir().to_path_buf(),
+            (None, None) => dir.clone(),
         };
         chown(&dir, owner)?;
         chown(&home, owner)?;
@@ -332,6 +361,7 @@ impl ManagedServer {
             data,
             _scratch: Some(scratch),
             loopdev,
+            device,
             settings,
         };
         m.wait_ready(&log)?;
@@ -398,8 +428,14 @@ impl ManagedServer {
         self.loopdev.as_ref()
     }
 
+    /// The FUSE device holding its data directory, with [`ManagedOptions::device`].
+    pub fn device(&self) -> Option<&DevMount> {
+        self.device.as_ref()
+    }
+
     /// Stops the server by its process id: fast shutdown (PostgreSQL SIGINT, MariaDB
-    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device.
+    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device or
+    /// unmounts the FUSE device.
     ///
     /// Errors: [`ServerError::Io`] when the process cannot be waited for.
     pub fn stop(&mut self) -> Result<(), ServerError> {
@@ -429,6 +465,10 @@ impl ManagedServer {
         }
         if let Some(l) = self.loopdev.take() {
             l.release()?;
+        }
+        if let Some(d) = self.device.take() {
+            d.unmount()
+                .map_err(|e| ServerError::Fuse(format!("unmounting: {e}")))?;
         }
         Ok(())
     }

@@ -11,11 +11,13 @@
 //! documented way to make the page cleaner flush everything; KB "InnoDB Page Flushing") and
 //! purge is let catch up (history list length 0).
 
+use crate::file_class::mariadb_class;
 use crate::managed::ManagedServer;
 use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
     ServerOptions, Snapshot,
 };
+use mvcclab_devfs::DevMount;
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
@@ -422,5 +424,20 @@ impl RealServer for MariaDb {
             device_io: device_io_text(self.managed.as_ref()),
             ..Default::default()
         }
+    }
+
+    fn device(&self) -> Option<&DevMount> {
+        self.managed.as_ref().and_then(|m| m.device())
+    }
+
+    fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
+        Ok(paths
+            .iter()
+            .map(|p| (p.to_string(), mariadb_class(p)))
+            .collect())
+    }
+
+    fn wal_file_class(&self) -> &'static str {
+        "ib_logfile0"
     }
 }

@@ -4,6 +4,7 @@
 use crate::error::ServerError;
 use crate::kind::ServerKind;
 use crate::managed;
+use mvcclab_devfs::DevMount;
 use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::Target;
 use serde::{Deserialize, Serialize};
@@ -91,6 +92,26 @@ pub trait RealServer: Target {
 
     /// The report's server section, without counters.
     fn info(&self) -> ServerInfo;
+
+    /// The FUSE device its data directory lives on (a managed server started with
+    /// `ManagedOptions::device`), whose counts the report's `io` section takes.
+    fn device(&self) -> Option<&DevMount> {
+        None
+    }
+
+    /// The class of each of `paths` (relative to the device's root; `file_class` module
+    /// doc), for the report's `by_file_class`. By default every file is `other`.
+    ///
+    /// Errors: [`ServerError::Sql`] when the catalog that names the files cannot be read.
+    fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
+        Ok(paths
+            .iter()
+            .map(|p| (p.to_string(), "other".into()))
+            .collect())
+    }
+
+    /// The file class that holds its write-ahead log (`pg_wal`, `ib_logfile0`).
+    fn wal_file_class(&self) -> &'static str;
 }
 
 /// The measured phase's counters: `after − before` for counts, `after` for the state

@@ -167,9 +167,18 @@ pub struct ServerArgs {
     #[arg(long)]
     pub drop_caches: bool,
     /// Put each managed server's files on a loop device of its own and report its exact
-    /// device I/O from /sys/block (root).
+    /// device I/O from /sys/block (root). The older way of counting a real server's I/O,
+    /// for machines without FUSE; not with the FUSE device.
     #[arg(long)]
     pub exact_device_io: bool,
+    /// Put each managed server's data directory (WAL and redo log included) on mvcclab's
+    /// virtual NVMe device, mounted through FUSE (root, /dev/fuse, fusermount3 from
+    /// Debian's fuse3), unthrottled; --bandwidth, --latency-us and --compression imply it
+    /// and shape that device. The load runs unthrottled; the throttle applies from the
+    /// warm-up on. The report's io section then holds the device's counts, by file class
+    /// and by process; --data-dir keeps the device's bytes in a directory instead of memory.
+    #[arg(long)]
+    pub fuse_device: bool,
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,

@@ -40,6 +40,6 @@ pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
 pub use phase::{Mark, PhaseDelta};
 pub use runs::{run_spec, run_specs, run_specs_with};
 pub use server::ServerRun;
-pub use spec::{check_common, resolve_spec, RunSpec};
+pub use spec::{check_common, fuse_device, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};
 pub use versions::{version_notes, version_switches};

@@ -7,15 +7,25 @@
 //! zero dirty pages and purge caught up); drop the OS page cache with `--drop-caches`;
 //! warm up; snapshot the counters; run; snapshot again; stop the server (managed ones) by
 //! its process id, also on error and Ctrl-C (its value is dropped on every path).
+//!
+//! On the FUSE device (`--bandwidth`, `--latency-us`, `--compression`, `--fuse-device`;
+//! [`fuse_device`]) the managed server's data directory is a directory of mvcclab's device
+//! (crates/devfs): the load and the settle step run unthrottled, the throttle is turned on
+//! before the warm-up, and the report's `io` section takes the device's counts of the
+//! measured phase — the same device fields as a preset's, by file class and by process,
+//! and per second — in place of the server's own estimates.
 
 use super::args::{driver_info, CommonArgs};
 use super::figures::{blocks_per_txn_by_cause, engine_report};
+use super::spec::fuse_device;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
 use crate::result::{per, DeviceInfo, Io, RunReport, Space, WorkloadInfo};
 use anyhow::{Context, Result};
-use mvcclab_engine::device::{Compression, CompressionTotals};
+use mvcclab_devfs::{check_fuse, DeviceConfig, DeviceCounts};
+use mvcclab_engine::device::Compression;
+use mvcclab_engine::stats::CauseCounts;
 use mvcclab_servers::managed::ManagedOptions;
 use mvcclab_servers::schema::figures;
 use mvcclab_servers::{delta, RealServer, ServerKind, ServerOptions, Snapshot};
@@ -28,14 +38,40 @@ pub struct ServerRun {
     kind: ServerKind,
     server: Box<dyn RealServer>,
     label: String,
+    /// The device's bandwidth in MiB/s when on the FUSE device.
+    bandwidth: Option<f64>,
+}
+
+/// A mark before the measured phase: the server's counters and, on the FUSE device, the
+/// device's.
+pub struct ServerMark {
+    counters: Snapshot,
+    device: Option<DeviceCounts>,
+}
+
+/// The device fields of `io.total` filled from the FUSE device's counts (the server's
+/// own figures keep the rest).
+fn with_device_fields(mut t: CauseCounts, d: &CauseCounts) -> CauseCounts {
+    t.read_requests = d.read_requests;
+    t.read_blocks_4k = d.read_blocks_4k;
+    t.read_bytes = d.read_bytes;
+    t.write_requests = d.write_requests;
+    t.write_blocks_4k = d.write_blocks_4k;
+    t.write_bytes = d.write_bytes;
+    t.write_physical_bytes = d.write_physical_bytes;
+    t.syncs = d.syncs;
+    t.device_wait_us = d.device_wait_us;
+    t
 }
 
 impl ServerRun {
-    /// Starts a managed `kind` server, or connects to the `--url` given for its engine.
+    /// Starts a managed `kind` server, or connects to the `--url` given for its engine; on
+    /// the FUSE device ([`fuse_device`]) with `bandwidth` MiB/s per direction.
     ///
-    /// Errors: the server failing to start or accept the connection (the message names
-    /// the server).
-    pub fn open(kind: ServerKind, c: &CommonArgs) -> Result<Self> {
+    /// Errors: a machine that cannot mount the FUSE device ([`crate::UsageError`], exit 2,
+    /// naming what to install); the server failing to start or accept the connection (the
+    /// message names the server).
+    pub fn open(kind: ServerKind, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
         let label = kind.design_name();
         let url = c
             .server
@@ -53,6 +89,14 @@ impl ServerRun {
                 }
             ),
         );
+        let device = if fuse_device(c) && url.is_none() {
+            check_fuse().map_err(crate::commands::device::mount_error)?;
+            let mut d = DeviceConfig::new(bandwidth, c.device.latency_us, c.device.compression);
+            d.data_dir = c.device.data_dir.as_ref().map(|p| p.join(kind.name()));
+            Some(d)
+        } else {
+            None
+        };
         let server = mvcclab_servers::open(
             kind,
             &ServerOptions {
@@ -61,6 +105,7 @@ impl ServerRun {
                     buffer_pool_bytes: c.device.buffer_pool,
                     base_dir: c.server.server_dir.clone(),
                     exact_device_io: c.server.exact_device_io,
+                    device,
                     ..Default::default()
                 },
             },
@@ -70,13 +115,14 @@ impl ServerRun {
             kind,
             server,
             label,
+            bandwidth,
         })
     }
 }
 
 impl Subject for ServerRun {
-    /// The server's counters before the measured phase.
-    type Mark = Snapshot;
+    /// The server's counters (and the FUSE device's) before the measured phase.
+    type Mark = ServerMark;
 
     fn label(&self) -> &str {
         &self.label
@@ -98,19 +144,29 @@ impl Subject for ServerRun {
         let label = &self.label;
         self.server
             .settle(c.server.drop_caches)
-            .with_context(|| format!("{label}: checkpoint before the run"))
+            .with_context(|| format!("{label}: checkpoint before the run"))?;
+        // Setup ran unthrottled; the device is throttled from the warm-up on.
+        if let Some(d) = self.server.device() {
+            d.set_throttling(true);
+        }
+        Ok(())
     }
 
-    fn mark(&self, _c: &CommonArgs) -> Result<Snapshot> {
+    fn mark(&self, _c: &CommonArgs) -> Result<ServerMark> {
         let label = &self.label;
-        self.server
+        let counters = self
+            .server
             .snapshot()
-            .with_context(|| format!("{label}: counters"))
+            .with_context(|| format!("{label}: counters"))?;
+        Ok(ServerMark {
+            counters,
+            device: self.server.device().map(|d| d.counts()),
+        })
     }
 
     fn report(
         self,
-        before: Snapshot,
+        before: ServerMark,
         wkind: WorkloadKind,
         opts: SysbenchOptions,
         c: &CommonArgs,
@@ -120,19 +176,55 @@ impl Subject for ServerRun {
             kind,
             server,
             label,
+            bandwidth,
         } = self;
         let after = server
             .snapshot()
             .with_context(|| format!("{label}: counters"))?;
+        let device = match (&before.device, server.device()) {
+            (Some(b), Some(d)) => Some(d.counts().since(b)),
+            _ => None,
+        };
+        let before = before.counters;
         let counters = delta(&*server, &before, &after);
-        let f = figures(kind, &counters);
+        let mut f = figures(kind, &counters);
         let txns = results.transactions;
+        let mut by_file_class = BTreeMap::new();
+        let mut by_process = BTreeMap::new();
+        let mut per_second = Vec::new();
+        if let Some(d) = &device {
+            f.total = with_device_fields(f.total, &d.total.io);
+            let device_fields = [
+                "read_requests",
+                "read_blocks_4k",
+                "read_bytes",
+                "write_requests",
+                "write_blocks_4k",
+                "write_bytes",
+                "syncs",
+                "device_wait_us",
+            ];
+            f.not_measured
+                .retain(|n| !device_fields.iter().any(|x| n == &format!("io.total.{x}")));
+            let paths: Vec<&str> = d.by_file.keys().map(String::as_str).collect();
+            let classes = server
+                .file_classes(&paths)
+                .with_context(|| format!("{label}: naming the files on the device"))?;
+            by_file_class = mvcclab_servers::file_class::by_class(&d.by_file, |p| {
+                classes.get(p).cloned().unwrap_or_else(|| "other".into())
+            });
+            by_process = d.by_process.clone();
+            per_second = d.per_second.clone();
+        }
         let io = Io {
             per_txn: per(&f.total, txns),
             total: f.total,
             per_txn_by_cause: blocks_per_txn_by_cause(&f.by_cause, txns),
             by_cause: f.by_cause.clone(),
             per_op: BTreeMap::new(),
+            by_file_class,
+            by_process,
+            per_second,
         };
         let wal_by_record = server
             .wal_by_record(&before, &after)
@@ -146,6 +238,21 @@ impl Subject for ServerRun {
             .collect();
         info.counters = counters;
         info.not_measured = f.not_measured.clone();
+        if let (Some(d), Some(m)) = (&device, server.device()) {
+            info.device_io = format!(
+                "exact: mvcclab's FUSE device at {} (file-system mode: the server's files are \
+                 files of the device; no file-system journal or metadata I/O), write-through \
+                 (no writeback_cache), bytes {}; {:.1} s measured",
+                m.dir().display(),
+                m.config()
+                    .data_dir
+                    .as_ref()
+                    .map_or("in memory".into(), |p| format!("in {}", p.display())),
+                d.at_s
+            );
+        }
+        let on_device = device.is_some();
+        let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let page = kind.page_size_bytes();
         let mut design = resolve_design(kind.preset(), &[])?;
         design.name = label;
@@ -163,13 +270,24 @@ impl Subject for ServerRun {
                 page_size_bytes: page,
                 buffer_pool_bytes: c.device.buffer_pool,
                 os_cache_bytes: 0,
-                bandwidth_mib_s: None,
-                latency_us: None,
-                compression: Compression::None,
-                data_dir: None,
+                bandwidth_mib_s: if on_device { bandwidth } else { None },
+                latency_us: if on_device { c.device.latency_us } else { None },
+                compression: if on_device {
+                    c.device.compression
+                } else {
+                    Compression::None
+                },
+                data_dir: if on_device {
+                    c.device
+                        .data_dir
+                        .as_ref()
+                        .map(|p| p.join(kind.name()).display().to_string())
+                } else {
+                    None
+                },
             },
             storage_config,
-            space: Space::new(f.pages, 0, page, CompressionTotals::default()),
+            space: Space::new(f.pages, 0, page, compression_totals),
             results,
             io,
             engine,
