@@ -142,6 +142,18 @@ pub struct DeviceInfo {
     pub compression: Compression,
     /// Directory of the database files (null = in memory).
     pub data_dir: Option<String>,
+    /// A real server on the FUSE device: CPU seconds the device's request threads used in
+    /// the measured phase (they share the cores with the server and the clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse_daemon_cpu_s: Option<f64>,
+    /// A real server on the FUSE device with `--bandwidth`: the busier direction's share of
+    /// the bandwidth, `bytes / (bandwidth × seconds)` over the measured phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilisation: Option<f64>,
+    /// True when `utilisation` stayed under 0.9: the server (or the CPU it shares with the
+    /// daemon) was the bottleneck, not the configured bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilisation_under_90pct: Option<bool>,
 }
 
 /// Foreground 4 KiB blocks and requests per operation of one kind.

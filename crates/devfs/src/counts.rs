@@ -128,6 +128,9 @@ pub struct DeviceCounts {
     pub compression: CompressionTotals,
     /// Read and written bytes per second since the mount (second `i` is `[i, i+1)` s).
     pub per_second: Vec<SecondIo>,
+    /// CPU seconds (user + system) the daemon's request threads (`fuser-N`) have used;
+    /// they share the machine's cores with the server and the clients.
+    pub daemon_cpu_s: f64,
 }
 
 impl DeviceCounts {
@@ -153,6 +156,7 @@ impl DeviceCounts {
             by_file: sub(&self.by_file, &earlier.by_file),
             by_process: sub(&self.by_process, &earlier.by_process),
             compression: self.compression,
+            daemon_cpu_s: (self.daemon_cpu_s - earlier.daemon_cpu_s).max(0.0),
             per_second: self
                 .per_second
                 .get(first.min(last)..last.min(self.per_second.len()))
@@ -252,8 +256,38 @@ impl Counting {
             by_process: g.by_process.clone(),
             compression,
             per_second: g.per_second.clone(),
+            daemon_cpu_s: daemon_cpu_s(),
         }
     }
+}
+
+/// CPU seconds of this process's threads named `fuser-N` (`/proc/self/task/*/stat`,
+/// fields 14 and 15, utime and stime, in clock ticks of `sysconf(_SC_CLK_TCK)`; proc(5)).
+fn daemon_cpu_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    let mut ticks = 0u64;
+    for t in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
+            continue;
+        };
+        // "tid (comm) state ..." — comm may hold spaces; the fields follow the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let comm = &stat[open + 1..close];
+        if !comm.starts_with("fuser-") || comm == "fuser-bg" {
+            continue;
+        }
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        // After the comm, field 3 (state) is f[0]; utime (14) is f[11], stime (15) f[12].
+        ticks += f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    }
+    ticks as f64 / hz
 }
 
 /// What kind of process `pid` is, from `/proc/PID/cmdline` and `/proc/PID/comm` (FUSE

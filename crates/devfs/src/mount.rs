@@ -317,6 +317,24 @@ impl DevMount {
         self.fs.counts()
     }
 
+    /// The kernel's page-cache settings of the mount, from its backing device info
+    /// (`/sys/class/bdi/MAJOR:MINOR/`): `(read_ahead_kb, max_ratio)` — the readahead and
+    /// the share of the dirty-page limit this mount may hold (with write-through, no dirty
+    /// page waits for the daemon). `None` where sysfs does not show it.
+    pub fn bdi(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(&self.dir).ok()?.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        let read = |f: &str| -> Option<u64> {
+            std::fs::read_to_string(format!("/sys/class/bdi/{major}:{minor}/{f}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        Some((read("read_ahead_kb")?, read("max_ratio")?))
+    }
+
     /// Unmounts and waits for the mount to be gone.
     ///
     /// Errors: [`MountError::Io`] when the kernel refuses to detach it.

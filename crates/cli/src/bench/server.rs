@@ -242,16 +242,27 @@ impl Subject for ServerRun {
             info.device_io = format!(
                 "exact: mvcclab's FUSE device at {} (file-system mode: the server's files are \
                  files of the device; no file-system journal or metadata I/O), write-through \
-                 (no writeback_cache), bytes {}; {:.1} s measured",
+                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}; {:.1} s \
+                 measured, daemon CPU {:.2} s",
                 m.dir().display(),
+                m.bdi().map_or("?".into(), |b| b.0.to_string()),
+                m.bdi().map_or("?".into(), |b| b.1.to_string()),
                 m.config()
                     .data_dir
                     .as_ref()
                     .map_or("in memory".into(), |p| format!("in {}", p.display())),
-                d.at_s
+                d.at_s,
+                d.daemon_cpu_s
             );
         }
         let on_device = device.is_some();
+        let utilisation = match (&device, bandwidth) {
+            (Some(d), Some(bw)) if d.at_s > 0.0 => {
+                let busiest = d.total.io.write_bytes.max(d.total.io.read_bytes) as f64;
+                Some(busiest / (bw * 1048576.0 * d.at_s))
+            }
+            _ => None,
+        };
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let page = kind.page_size_bytes();
         let mut design = resolve_design(kind.preset(), &[])?;
@@ -285,6 +296,9 @@ impl Subject for ServerRun {
                 } else {
                     None
                 },
+                fuse_daemon_cpu_s: device.as_ref().map(|d| d.daemon_cpu_s),
+                utilisation,
+                utilisation_under_90pct: utilisation.map(|u| u < 0.9),
             },
             storage_config,
             space: Space::new(f.pages, 0, page, compression_totals),
