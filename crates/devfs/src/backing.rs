@@ -15,10 +15,64 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Bytes per chunk of a file in memory: only chunks written hold memory, so a 16 GiB
+/// image file with a few hundred MiB written costs a few hundred MiB.
+const CHUNK: u64 = 64 << 10;
+
+/// A file in memory: its written chunks and the end of what was written.
+#[derive(Default)]
+struct MemFile {
+    chunks: BTreeMap<u64, Box<[u8]>>,
+    len: u64,
+}
+
+impl MemFile {
+    fn read(&self, offset: u64, buf: &mut [u8]) {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let pos = offset + done as u64;
+            let (c, within) = (pos / CHUNK, (pos % CHUNK) as usize);
+            let n = (CHUNK as usize - within).min(buf.len() - done);
+            match self.chunks.get(&c) {
+                Some(chunk) => buf[done..done + n].copy_from_slice(&chunk[within..within + n]),
+                None => buf[done..done + n].fill(0),
+            }
+            done += n;
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8]) {
+        let mut done = 0usize;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let (c, within) = (pos / CHUNK, (pos % CHUNK) as usize);
+            let n = (CHUNK as usize - within).min(data.len() - done);
+            let chunk = self
+                .chunks
+                .entry(c)
+                .or_insert_with(|| vec![0u8; CHUNK as usize].into_boxed_slice());
+            chunk[within..within + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        self.len = self.len.max(offset + data.len() as u64);
+    }
+
+    fn truncate(&mut self, len: u64) {
+        if len >= self.len {
+            return;
+        }
+        self.chunks.retain(|c, _| c * CHUNK < len);
+        if let Some(last) = self.chunks.get_mut(&(len / CHUNK)) {
+            last[(len % CHUNK) as usize..].fill(0);
+        }
+        self.len = len;
+    }
+}
+
 /// Where the bytes live.
 enum Store {
-    /// A `Vec` per file.
-    Mem(RwLock<BTreeMap<FileId, Arc<RwLock<Vec<u8>>>>>),
+    /// Chunks per file.
+    Mem(RwLock<BTreeMap<FileId, Arc<RwLock<MemFile>>>>),
     /// A file `f{id:08x}` per file in a directory, read and written with pread/pwrite.
     Dir {
         dir: PathBuf,
@@ -62,9 +116,9 @@ impl SparseBacking {
     }
 
     fn mem_file(
-        files: &RwLock<BTreeMap<FileId, Arc<RwLock<Vec<u8>>>>>,
+        files: &RwLock<BTreeMap<FileId, Arc<RwLock<MemFile>>>>,
         file: FileId,
-    ) -> DeviceResult<Arc<RwLock<Vec<u8>>>> {
+    ) -> DeviceResult<Arc<RwLock<MemFile>>> {
         files
             .read()
             .get(&file)
@@ -88,12 +142,7 @@ impl SparseBacking {
     pub fn truncate(&self, file: FileId, len_bytes: u64) -> DeviceResult<()> {
         match &self.store {
             Store::Mem(files) => {
-                let f = Self::mem_file(files, file)?;
-                let mut v = f.write();
-                if (v.len() as u64) > len_bytes {
-                    v.truncate(len_bytes as usize);
-                    v.shrink_to_fit();
-                }
+                Self::mem_file(files, file)?.write().truncate(len_bytes);
                 Ok(())
             }
             Store::Dir { open, .. } => {
@@ -168,7 +217,7 @@ impl Device for SparseBacking {
 
     fn len_bytes(&self, file: FileId) -> DeviceResult<u64> {
         match &self.store {
-            Store::Mem(files) => Ok(Self::mem_file(files, file)?.read().len() as u64),
+            Store::Mem(files) => Ok(Self::mem_file(files, file)?.read().len),
             Store::Dir { open, .. } => Ok(Self::dir_file(open, file)?
                 .metadata()
                 .map_err(|e| DeviceError::io("fstat", file, e))?
@@ -180,15 +229,7 @@ impl Device for SparseBacking {
     fn read_at(&self, file: FileId, offset: u64, buf: &mut [u8]) -> DeviceResult<()> {
         match &self.store {
             Store::Mem(files) => {
-                let f = Self::mem_file(files, file)?;
-                let data = f.read();
-                let have = (data.len() as u64)
-                    .saturating_sub(offset)
-                    .min(buf.len() as u64) as usize;
-                if have > 0 {
-                    buf[..have].copy_from_slice(&data[offset as usize..offset as usize + have]);
-                }
-                buf[have..].fill(0);
+                Self::mem_file(files, file)?.read().read(offset, buf);
                 Ok(())
             }
             Store::Dir { open, .. } => {
@@ -212,13 +253,7 @@ impl Device for SparseBacking {
     fn write_at(&self, file: FileId, offset: u64, data: &[u8]) -> DeviceResult<()> {
         match &self.store {
             Store::Mem(files) => {
-                let f = Self::mem_file(files, file)?;
-                let mut v = f.write();
-                let end = offset as usize + data.len();
-                if v.len() < end {
-                    v.resize(end, 0);
-                }
-                v[offset as usize..end].copy_from_slice(data);
+                Self::mem_file(files, file)?.write().write(offset, data);
                 Ok(())
             }
             Store::Dir { open, .. } => Self::dir_file(open, file)?
@@ -267,7 +302,22 @@ mod tests {
 
     #[test]
     fn memory_backing_is_sparse_and_truncates() {
-        check(&SparseBacking::memory());
+        let b = SparseBacking::memory();
+        check(&b);
+        // A write 16 GiB out holds one chunk, and crossing chunks reads back whole.
+        b.create(4).unwrap();
+        b.write_at(4, (16 << 30) - 10, &[5u8; 20]).unwrap();
+        b.write_at(4, CHUNK - 3, &[6u8; 6]).unwrap();
+        let mut buf = [0u8; 8];
+        b.read_at(4, CHUNK - 4, &mut buf).unwrap();
+        assert_eq!(buf, [0, 6, 6, 6, 6, 6, 6, 0]);
+        assert_eq!(b.len_bytes(4).unwrap(), (16 << 30) + 10);
+        if let Store::Mem(files) = &b.store {
+            assert_eq!(files.read()[&4].read().chunks.len(), 4);
+        }
+        b.truncate(4, CHUNK - 1).unwrap();
+        b.read_at(4, CHUNK - 4, &mut buf).unwrap();
+        assert_eq!(buf, [0, 6, 6, 0, 0, 0, 0, 0]);
     }
 
     #[test]

@@ -166,11 +166,31 @@ impl DeviceCounts {
     }
 }
 
+/// Counts of one 4 KiB block of a file whose blocks are mapped ([`BlockMap`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockIo {
+    /// Times the block was read (4 KiB blocks read).
+    pub read_blocks_4k: u64,
+    /// Times the block was written (4 KiB blocks written).
+    pub write_blocks_4k: u64,
+    /// Read requests (FUSE calls) that began in this block.
+    pub read_calls: u64,
+    /// Write requests (FUSE calls) that began in this block.
+    pub write_calls: u64,
+}
+
+/// Per-4 KiB-block counts of one file (block-device mode: the image file under a loop
+/// device, whose blocks are mapped to the files of the file system on it by their extents).
+pub type BlockMap = HashMap<u64, BlockIo>;
+
 /// The accumulators, shared by the file system's request threads.
 pub(crate) struct Counting {
     pub(crate) started: Instant,
     pub(crate) iop_max_bytes: usize,
     inner: Mutex<Inner>,
+    /// The path whose blocks are mapped, if any (set before the file is created).
+    pub(crate) mapped_path: Mutex<Option<String>>,
+    mapped: Mutex<(Option<u64>, BlockMap)>,
 }
 
 #[derive(Default)]
@@ -190,11 +210,51 @@ impl Counting {
             started: Instant::now(),
             iop_max_bytes,
             inner: Mutex::new(Inner::default()),
+            mapped_path: Mutex::new(None),
+            mapped: Mutex::new((None, BlockMap::new())),
+        }
+    }
+
+    /// Maps the blocks of inode `ino` from now on.
+    pub(crate) fn map_inode(&self, ino: u64) {
+        self.mapped.lock().0 = Some(ino);
+    }
+
+    /// The block counts of the mapped file so far.
+    pub(crate) fn block_map(&self) -> BlockMap {
+        self.mapped.lock().1.clone()
+    }
+
+    fn count_blocks(&self, ino: u64, req: Request) {
+        let mut m = self.mapped.lock();
+        if m.0 != Some(ino) {
+            return;
+        }
+        let (offset, len, write) = match req {
+            Request::Read { offset, len } => (offset, len, false),
+            Request::Write { offset, len } => (offset, len, true),
+            Request::Sync => return,
+        };
+        if len == 0 {
+            return;
+        }
+        let first = offset / 4096;
+        let last = (offset + len as u64 - 1) / 4096;
+        for b in first..=last {
+            let e = m.1.entry(b).or_default();
+            if write {
+                e.write_blocks_4k += 1;
+                e.write_calls += u64::from(b == first);
+            } else {
+                e.read_blocks_4k += 1;
+                e.read_calls += u64::from(b == first);
+            }
         }
     }
 
     /// Counts `req` on inode `ino`, made by process `pid`, which waited `waited_us`.
     pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64) {
+        self.count_blocks(ino, req);
         let kind = {
             let known = self.inner.lock().process_kinds.get(&pid).cloned();
             match known {

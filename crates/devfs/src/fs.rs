@@ -194,6 +194,17 @@ impl DevFs {
         c
     }
 
+    /// Counts the 4 KiB blocks of the file at `path` (relative to the root, created
+    /// later) one by one ([`crate::BlockMap`]): block-device mode.
+    pub fn map_blocks_of(&self, path: &str) {
+        *self.counting.mapped_path.lock() = Some(path.to_string());
+    }
+
+    /// The per-block counts of the mapped file so far (empty when none is mapped).
+    pub fn block_map(&self) -> crate::BlockMap {
+        self.counting.block_map()
+    }
+
     /// The device below.
     pub fn nvme(&self) -> &Nvme {
         &self.nvme
@@ -279,6 +290,12 @@ impl DevFs {
         if let Some(id) = created {
             if let Err(e) = self.nvme.create(id) {
                 return Err(errno(e));
+            }
+        }
+        if let Ok(a) = &r {
+            let mapped = self.counting.mapped_path.lock().clone();
+            if mapped.is_some() && mapped == self.tree.read().path(a.ino.0) {
+                self.counting.map_inode(a.ino.0);
             }
         }
         r

@@ -312,6 +312,18 @@ impl DevMount {
         self.fs.set_throttling(on);
     }
 
+    /// Counts the 4 KiB blocks of the file at `path` (relative to the mount, created
+    /// after this call) one by one: block-device mode, where that file is the image under
+    /// a loop device.
+    pub fn map_blocks_of(&self, path: &str) {
+        self.fs.map_blocks_of(path);
+    }
+
+    /// The per-block counts of the mapped file so far.
+    pub fn block_map(&self) -> crate::BlockMap {
+        self.fs.block_map()
+    }
+
     /// The counts now ([`DeviceCounts::since`] gives a phase).
     pub fn counts(&self) -> DeviceCounts {
         self.fs.counts()

@@ -15,8 +15,9 @@
 //!
 //! 5. With a FUSE device ([`ManagedOptions::device`]) the data directory (and with it
 //!    PostgreSQL's `pg_wal`, InnoDB's redo log, undo and system tablespace) lives on the
-//!    mount, `device/data` in the server's folder; the socket, the pid file and the log stay
-//!    off it, in the folder itself. The device is mounted unthrottled: whoever runs the
+//!    mount, `device/data` in the server's folder (in block-device mode on ext4 over a loop
+//!    device over `device/device.img`, mounted at `mnt`); the socket, the pid file and the
+//!    log stay off it, in the folder itself. The device is mounted unthrottled: whoever runs the
 //!    workload turns the throttle on after the load ([`ManagedServer::device`]). It is
 //!    unmounted after the server has stopped.
 //!
@@ -52,6 +53,12 @@ pub struct ManagedOptions {
     /// Put the server's data directory on mvcclab's virtual NVMe device, mounted through
     /// FUSE (root; `/dev/fuse` and `fusermount3`). Not with `exact_device_io`.
     pub device: Option<DeviceConfig>,
+    /// With `device`: block-device mode, as NVMeVirt is — the mount holds one image file,
+    /// a loop device over it (`losetup --direct-io=on`, non-rotational), ext4 on the loop
+    /// device, and the server's data directory on ext4, so that the file system's journal
+    /// and metadata I/O reach the device too. Without it, file-system mode: the server's
+    /// files are files of the mount.
+    pub block_device: bool,
 }
 
 impl Default for ManagedOptions {
@@ -62,6 +69,7 @@ impl Default for ManagedOptions {
             exact_device_io: false,
             device_size_bytes: 16 << 30,
             device: None,
+            block_device: false,
         }
     }
 }
@@ -229,11 +237,6 @@ impl ManagedServer {
         let dir = scratch.path().to_path_buf();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))
             .map_err(|e| ServerError::io("chmod of the server folder", e))?;
-        let loopdev = if o.exact_device_io {
-            Some(LoopDevice::create(&dir, o.device_size_bytes)?)
-        } else {
-            None
-        };
         let device = match &o.device {
             Some(_) if o.exact_device_io => {
                 return Err(ServerError::Usage(
@@ -241,11 +244,25 @@ impl ManagedServer {
                         .into(),
                 ))
             }
-            Some(cfg) => Some(
-                DevMount::mount(&dir.join("device"), cfg)
-                    .map_err(|e| ServerError::Fuse(e.to_string()))?,
-            ),
+            Some(cfg) => {
+                let d = DevMount::mount(&dir.join("device"), cfg)
+                    .map_err(|e| ServerError::Fuse(e.to_string()))?;
+                if o.block_device {
+                    d.map_blocks_of("device.img");
+                }
+                Some(d)
+            }
             None => None,
+        };
+        let loopdev = match &device {
+            _ if o.exact_device_io => Some(LoopDevice::create(&dir, o.device_size_bytes)?),
+            Some(d) if o.block_device => Some(LoopDevice::create_on(
+                &dir,
+                d.dir(),
+                o.device_size_bytes,
+                true,
+            )?),
+            _ => None,
         };
         let home = match (&loopdev, &device) {
             (Some(l), _) => l.mount_point().to_path_buf(),

@@ -17,7 +17,6 @@ use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
     ServerOptions, Snapshot,
 };
-use mvcclab_devfs::DevMount;
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
@@ -426,8 +425,8 @@ impl RealServer for MariaDb {
         }
     }
 
-    fn device(&self) -> Option<&DevMount> {
-        self.managed.as_ref().and_then(|m| m.device())
+    fn managed(&self) -> Option<&ManagedServer> {
+        self.managed.as_ref()
     }
 
     fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {

@@ -27,7 +27,6 @@ use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
     ServerOptions, Snapshot,
 };
-use mvcclab_devfs::DevMount;
 use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
@@ -527,8 +526,8 @@ impl RealServer for PostgreSql {
         }
     }
 
-    fn device(&self) -> Option<&DevMount> {
-        self.managed.as_ref().and_then(|m| m.device())
+    fn managed(&self) -> Option<&ManagedServer> {
+        self.managed.as_ref()
     }
 
     /// Relation files are named from the catalog of the run's database:

@@ -93,10 +93,15 @@ pub trait RealServer: Target {
     /// The report's server section, without counters.
     fn info(&self) -> ServerInfo;
 
+    /// The server mvcclab started (`None` with `--url`).
+    fn managed(&self) -> Option<&managed::ManagedServer> {
+        None
+    }
+
     /// The FUSE device its data directory lives on (a managed server started with
     /// `ManagedOptions::device`), whose counts the report's `io` section takes.
     fn device(&self) -> Option<&DevMount> {
-        None
+        self.managed().and_then(|m| m.device())
     }
 
     /// The class of each of `paths` (relative to the device's root; `file_class` module

@@ -179,6 +179,13 @@ pub struct ServerArgs {
     /// and by process; --data-dir keeps the device's bytes in a directory instead of memory.
     #[arg(long)]
     pub fuse_device: bool,
+    /// How a server sits on the FUSE device: file-system (its files are files of the
+    /// mount: exact per-file counts, no file-system journal or metadata I/O) or
+    /// block-device (as NVMeVirt: one image file on the mount, a loop device over it with
+    /// direct I/O and rotational 0, ext4 on it, the server on ext4: journal and metadata
+    /// included, blocks mapped to files by their extents, the rest as fs_metadata).
+    #[arg(long, value_name = "MODE", default_value = "file-system", value_parser = ["file-system", "block-device"])]
+    pub fuse_mode: String,
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,

@@ -96,9 +96,11 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
 }
 
 /// True when a real server runs on mvcclab's FUSE device: any of `--bandwidth`,
-/// `--latency-us`, `--compression` (other than none), or `--fuse-device`.
+/// `--latency-us`, `--compression` (other than none), `--fuse-device` or
+/// `--fuse-mode block-device`.
 pub fn fuse_device(c: &CommonArgs) -> bool {
     c.server.fuse_device
+        || c.server.fuse_mode == "block-device"
         || !c.device.bandwidth.is_empty()
         || c.device.latency_us.is_some()
         || c.device.compression != Compression::None
