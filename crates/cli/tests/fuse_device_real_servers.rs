@@ -172,3 +172,36 @@ fn mariadb_on_the_device_is_throttled_and_its_redo_log_counted_by_file() {
             || r.io.by_file_class.contains_key("ibdata1")
     );
 }
+
+/// Block-device mode: the same run with ext4 over a loop device over the mount's image;
+/// the WAL's blocks are found by their extents, the file system's own writes (journal,
+/// inodes) are `fs_metadata`, and the loop device is gone afterwards with the mount.
+#[test]
+fn postgresql_in_block_device_mode_gives_blocks_to_files_by_extent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _guard = NoMountLeft(tmp.path().to_path_buf());
+    let r = run_on_device("postgresql", &["--fuse-mode", "block-device"], tmp.path());
+    assert!(r.results.transactions > 0);
+    assert_throttled(&r);
+    let wal = r.io.by_file_class.get("pg_wal").expect("pg_wal class");
+    let wal_bytes = counter(&r, "pg_stat_wal.wal_bytes");
+    assert!(
+        wal.io.write_bytes as f64 >= wal_bytes,
+        "{} < {wal_bytes}",
+        wal.io.write_bytes
+    );
+    assert!(
+        r.io.by_file_class.contains_key("fs_metadata"),
+        "{:?}",
+        r.io.by_file_class.keys()
+    );
+    let device_io = &r.server.as_ref().unwrap().device_io;
+    assert!(
+        device_io.contains("block-device mode") && device_io.contains("rotational 0"),
+        "{device_io}"
+    );
+    let image = tmp.path().to_string_lossy().to_string();
+    let loops = Command::new("losetup").arg("-a").output().unwrap();
+    let loops = String::from_utf8_lossy(&loops.stdout);
+    assert!(!loops.contains(&image), "loop device left: {loops}");
+}
