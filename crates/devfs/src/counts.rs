@@ -177,6 +177,10 @@ pub struct BlockIo {
     pub read_calls: u64,
     /// Write requests (FUSE calls) that began in this block.
     pub write_calls: u64,
+    /// Bytes of this block read (a request covering part of it counts that part).
+    pub read_bytes: u64,
+    /// Bytes of this block written.
+    pub write_bytes: u64,
 }
 
 /// Per-4 KiB-block counts of one file (block-device mode: the image file under a loop
@@ -240,14 +244,18 @@ impl Counting {
         }
         let first = offset / 4096;
         let last = (offset + len as u64 - 1) / 4096;
+        let end = offset + len as u64;
         for b in first..=last {
+            let part = end.min((b + 1) * 4096) - offset.max(b * 4096);
             let e = m.1.entry(b).or_default();
             if write {
                 e.write_blocks_4k += 1;
                 e.write_calls += u64::from(b == first);
+                e.write_bytes += part;
             } else {
                 e.read_blocks_4k += 1;
                 e.read_calls += u64::from(b == first);
+                e.read_bytes += part;
             }
         }
     }

@@ -440,6 +440,22 @@ impl ManagedServer {
         &self.data
     }
 
+    /// Whether the block device under its data directory is rotational (`queue/rotational`
+    /// in sysfs, the whole disk's for a partition); `None` without a block device (FUSE).
+    pub fn rotational(&self) -> Option<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = fs::metadata(&self.data).ok()?.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        if major == 0 {
+            return None;
+        }
+        let base = format!("/sys/dev/block/{major}:{minor}");
+        let text = fs::read_to_string(format!("{base}/queue/rotational"))
+            .or_else(|_| fs::read_to_string(format!("{base}/../queue/rotational")))
+            .ok()?;
+        Some(text.trim() == "1")
+    }
+
     /// The loop device holding its files, with `exact_device_io`.
     pub fn loop_device(&self) -> Option<&LoopDevice> {
         self.loopdev.as_ref()

@@ -421,6 +421,7 @@ impl RealServer for MariaDb {
             ),
             settings,
             device_io: device_io_text(self.managed.as_ref()),
+            rotational: self.managed.as_ref().and_then(|m| m.rotational()),
             ..Default::default()
         }
     }

@@ -522,6 +522,7 @@ impl RealServer for PostgreSql {
                 if dropped { "dropped (--drop-caches)" } else { "not dropped" }
             ),
             device_io: device_io_text(self.managed.as_ref()),
+            rotational: self.managed.as_ref().and_then(|m| m.rotational()),
             ..Default::default()
         }
     }

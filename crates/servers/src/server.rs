@@ -47,6 +47,13 @@ pub struct ServerInfo {
     /// Report fields (dotted paths) this server's counters cannot fill: they are 0 in the
     /// report and must not be read as measurements.
     pub not_measured: Vec<String>,
+    /// Whether the block device under a managed server's data directory says it is
+    /// rotational (`/sys/dev/block/MAJOR:MINOR/queue/rotational`, of the whole disk for a
+    /// partition): MariaDB flushes a page's dirty neighbours only on rotational storage
+    /// (buf0flu.cc `buf_flush_try_neighbors`). `None` when there is no block device (the
+    /// FUSE device in file-system mode) or the server is not managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
 }
 
 /// A snapshot of a server's counters, by the engine's own names.

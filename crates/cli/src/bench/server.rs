@@ -86,11 +86,11 @@ fn attribute_blocks(
         }
         let f = out.entry(owner(*b).to_string()).or_default();
         f.io.read_blocks_4k += r;
-        f.io.read_bytes += r * 4096;
+        f.io.read_bytes += a.read_bytes - e.read_bytes;
         f.io.read_requests += rc;
         f.read_calls += rc;
         f.io.write_blocks_4k += w;
-        f.io.write_bytes += w * 4096;
+        f.io.write_bytes += a.write_bytes - e.write_bytes;
         f.io.write_requests += wc;
         f.write_calls += wc;
     }
@@ -384,5 +384,46 @@ impl Subject for ServerRun {
             engine,
             server: Some(info),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mvcclab_devfs::BlockIo;
+
+    #[test]
+    fn blocks_go_to_the_file_whose_extent_holds_them_and_the_rest_to_fs_metadata() {
+        let w = |bytes: u64, calls: u64| BlockIo {
+            write_blocks_4k: 1,
+            write_bytes: bytes,
+            write_calls: calls,
+            ..Default::default()
+        };
+        let before: BlockMap = [(10, w(4096, 1))].into_iter().collect();
+        let after: BlockMap = [(10, w(8192, 2)), (11, w(512, 0)), (500, w(4096, 1))]
+            .into_iter()
+            .map(|(b, mut x)| {
+                if b == 10 {
+                    x.write_blocks_4k = 2;
+                }
+                (b, x)
+            })
+            .collect();
+        let extents: BTreeMap<String, Vec<(u64, u64)>> =
+            [("data/pg_wal/1".to_string(), vec![(8, 4)])]
+                .into_iter()
+                .collect();
+        let by = attribute_blocks(&before, &after, &extents, 3);
+        let wal = by["data/pg_wal/1"];
+        assert_eq!(
+            (wal.io.write_blocks_4k, wal.io.write_bytes, wal.write_calls),
+            (2, 4608, 1)
+        );
+        let meta = by["fs_metadata"];
+        assert_eq!(
+            (meta.io.write_bytes, meta.write_calls, meta.io.syncs),
+            (4096, 1, 3)
+        );
     }
 }
