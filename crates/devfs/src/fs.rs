@@ -301,8 +301,9 @@ impl DevFs {
         r
     }
 
-    /// Drops `ino` if it has no name and no open handle (invariant 1).
-    fn drop_if_orphan(&self, t: &mut Tree, ino: u64) {
+    /// Drops `ino` if it has no name and no open handle (invariant 1); its counts stay
+    /// under `path` (the path it had when its last name went; invariant 3).
+    fn drop_if_orphan(&self, t: &mut Tree, ino: u64, path: Option<String>) {
         let orphan = t
             .nodes
             .get(&ino)
@@ -310,17 +311,11 @@ impl DevFs {
         if !orphan {
             return;
         }
-        let path = t.path(ino);
+        let path = path.or_else(|| t.path(ino));
         if let Some(n) = t.nodes.remove(&ino) {
-            let path = path.unwrap_or_else(|| {
-                let parent = t.path(n.parent).unwrap_or_default();
-                if parent.is_empty() {
-                    n.name.to_string_lossy().into_owned()
-                } else {
-                    format!("{parent}/{}", n.name.to_string_lossy())
-                }
-            });
-            self.counting.removed(ino, path);
+            if let Some(path) = path {
+                self.counting.removed(ino, path);
+            }
             if let Content::File(id) = n.content {
                 let _ = self.nvme.remove(id);
             }
@@ -367,19 +362,16 @@ impl DevFs {
             p.mtime = now;
             p.ctime = now;
         }
-        if t.nodes
-            .get(&ino)
-            .is_some_and(|n| n.nlink == 0 && n.open == 0)
-        {
-            if let Some(path) = path {
-                self.counting.removed(ino, path);
-            }
-            if let Some(n) = t.nodes.remove(&ino) {
-                if let Content::File(id) = n.content {
-                    let _ = self.nvme.remove(id);
-                }
-            }
-        }
+        self.drop_if_orphan(t, ino, path);
+    }
+
+    /// An fsync of inode `ino` (device file `id`) by process `pid`: throttled, synced and
+    /// counted.
+    fn sync(&self, ino: u64, id: FileId, pid: u32) -> Result<(), Errno> {
+        let waited = self.throttle(true, 0);
+        self.nvme.sync(id).map_err(errno)?;
+        self.counting.count(ino, pid, Counted::Sync, waited);
+        Ok(())
     }
 
     fn file_of(&self, ino: u64) -> Result<(FileId, u64), Errno> {
@@ -768,7 +760,7 @@ impl Filesystem for FsHandle {
         if let Some(n) = t.nodes.get_mut(&ino.0) {
             n.open = n.open.saturating_sub(1);
         }
-        self.0.drop_if_orphan(&mut t, ino.0);
+        self.0.drop_if_orphan(&mut t, ino.0, None);
         reply.ok()
     }
 
@@ -780,18 +772,14 @@ impl Filesystem for FsHandle {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let (id, _) = match self.0.file_of(ino.0) {
-            Ok(x) => x,
-            Err(e) => return reply.error(e),
-        };
-        let waited = self.0.throttle(true, 0);
-        if let Err(e) = self.0.nvme.sync(id) {
-            return reply.error(errno(e));
+        match self
+            .0
+            .file_of(ino.0)
+            .and_then(|(id, _)| self.0.sync(ino.0, id, req.pid()))
+        {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
         }
-        self.0
-            .counting
-            .count(ino.0, req.pid(), Counted::Sync, waited);
-        reply.ok()
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -842,14 +830,10 @@ impl Filesystem for FsHandle {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let waited = self.0.throttle(true, 0);
-        if let Err(e) = self.0.nvme.sync(DIR_SYNC_FILE) {
-            return reply.error(errno(e));
+        match self.0.sync(ino.0, DIR_SYNC_FILE, req.pid()) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
         }
-        self.0
-            .counting
-            .count(ino.0, req.pid(), Counted::Sync, waited);
-        reply.ok()
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
