@@ -58,6 +58,7 @@ fn run() -> anyhow::Result<()> {
 }
 
 fn main() {
+    mvcclab::metadata::mark_start();
     if let Err(e) = run() {
         eprintln!("Error: {e:#}");
         let usage = e.downcast_ref::<UsageError>().is_some();

@@ -6,13 +6,15 @@
 //! with status 130 (signal-hook's conditional shutdown), writing nothing.
 //!
 //! The bar (indicatif, on standard error) shows elapsed time against `--time` (or events
-//! against `--events`) and the TPS of the last second. It is hidden when standard error
-//! is not a terminal, and with `--quiet`.
+//! against `--events`) and the TPS of the last second; in a measured phase with a time
+//! series, the TPS and device MiB/s (read, written) of the last `--report-interval`
+//! instead ([`LiveRates`], published by the sampler, bench/series.rs). It is hidden when
+//! standard error is not a terminal, and with `--quiet`.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mvcclab_workload::driver::RunControl;
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,14 +41,47 @@ pub fn status(quiet: bool, msg: &str) {
     }
 }
 
+/// The figures of the last completed interval of a time series, for the progress line:
+/// transactions per second and device MiB/s read and written (f64 bits in atomics).
+#[derive(Debug, Default)]
+pub struct LiveRates {
+    tps: AtomicU64,
+    read_mib_s: AtomicU64,
+    write_mib_s: AtomicU64,
+    published: AtomicBool,
+}
+
+impl LiveRates {
+    /// Publishes the last interval's TPS and MiB/s read and written.
+    pub fn publish(&self, tps: f64, read_mib_s: f64, write_mib_s: f64) {
+        self.tps.store(tps.to_bits(), Ordering::Relaxed);
+        self.read_mib_s
+            .store(read_mib_s.to_bits(), Ordering::Relaxed);
+        self.write_mib_s
+            .store(write_mib_s.to_bits(), Ordering::Relaxed);
+        self.published.store(true, Ordering::Release);
+    }
+
+    /// The last published (TPS, MiB/s read, MiB/s written), if any.
+    pub fn last(&self) -> Option<(f64, f64, f64)> {
+        self.published.load(Ordering::Acquire).then(|| {
+            let f = |a: &AtomicU64| f64::from_bits(a.load(Ordering::Relaxed));
+            (f(&self.tps), f(&self.read_mib_s), f(&self.write_mib_s))
+        })
+    }
+}
+
 /// Runs `f` (a driver run using `ctl`) under a progress bar labelled `label`. `time_s` or
-/// `events` (whichever is set) gives the bar's length.
+/// `events` (whichever is set) gives the bar's length. With `live`, the line shows its
+/// last interval's TPS and MiB/s once published; otherwise the TPS of the last second of
+/// `ctl.completed`.
 pub fn with_progress<T: Send>(
     label: &str,
     time_s: f64,
     events: u64,
     ctl: &RunControl,
     quiet: bool,
+    live: Option<&LiveRates>,
     f: impl FnOnce() -> T + Send,
 ) -> T {
     if !visible(quiet) {
@@ -94,7 +129,13 @@ pub fn with_progress<T: Send>(
                 } else {
                     ""
                 };
-                bar.set_message(format!("{n} txns, {tps:.0} tps{stopping}"));
+                let rates = match live.and_then(LiveRates::last) {
+                    Some((tps, r, w)) => {
+                        format!("{tps:.0} tps, {r:.1} MiB/s read, {w:.1} MiB/s written")
+                    }
+                    None => format!("{tps:.0} tps"),
+                };
+                bar.set_message(format!("{n} txns, {rates}{stopping}"));
             }
         });
         let out = f();

@@ -11,6 +11,7 @@
 //! `results.transactions` (events completed in the measured phase, at least 1); the JSON
 //! written by [`Report`] deserializes back into an equal [`Report`].
 
+use crate::metadata::RunMetadata;
 use mvcclab_devfs::{FileIo, SecondIo};
 use mvcclab_engine::db::EngineCounters;
 use mvcclab_engine::design::DesignConfig;
@@ -36,17 +37,22 @@ pub struct Report {
     pub mvcclab_version: String,
     /// `run` or `compare`.
     pub command: String,
+    /// Where, when and how the report was made (absent in reports written before it
+    /// existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RunMetadata>,
     /// The runs, in the order they ran.
     pub runs: Vec<RunReport>,
 }
 
 impl Report {
-    /// A report of `runs` made by `command`.
+    /// A report of `runs` made by `command`, with this process's [`RunMetadata`].
     pub fn new(command: &str, runs: Vec<RunReport>) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,
             mvcclab_version: env!("CARGO_PKG_VERSION").to_string(),
             command: command.to_string(),
+            metadata: Some(RunMetadata::of_this_process()),
             runs,
         }
     }
@@ -69,8 +75,9 @@ pub struct RunReport {
     /// Every storage setting of the run (buffer pool, WAL, checkpoints, device), as the
     /// engine's `StorageConfig` serializes it: enough to rebuild the run exactly.
     pub storage_config: serde_json::Value,
-    /// Transactions, queries, errors and latency percentiles per operation kind.
-    pub results: RunResult,
+    /// Transactions, queries, errors and latency percentiles per operation kind, and the
+    /// measured phase's time series.
+    pub results: Results,
     /// I/O of the measured phase.
     pub io: Io,
     /// Engine counters of the measured phase (state counters such as dead tuples and
@@ -98,6 +105,103 @@ impl RunReport {
     }
 }
 
+/// What the driver measured ([`RunResult`], its fields flattened into this object) and the
+/// measured phase's time series. Reads as a [`RunResult`] (`Deref`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// The driver's figures for the whole measured phase.
+    #[serde(flatten)]
+    pub run: RunResult,
+    /// One sample per `--report-interval` of the measured phase, in order (empty with
+    /// `--report-interval 0`). Counts are differences of cumulative counters read at the
+    /// interval's ends, so they add up to the phase's totals (see [`Sample`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<Sample>,
+}
+
+impl Results {
+    /// `run` without a time series.
+    pub fn new(run: RunResult) -> Results {
+        Results {
+            run,
+            timeseries: Vec::new(),
+        }
+    }
+}
+
+impl std::ops::Deref for Results {
+    type Target = RunResult;
+    fn deref(&self) -> &RunResult {
+        &self.run
+    }
+}
+
+impl std::ops::DerefMut for Results {
+    fn deref_mut(&mut self) -> &mut RunResult {
+        &mut self.run
+    }
+}
+
+/// 4 KiB blocks read and written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BlocksRw {
+    /// 4 KiB blocks read.
+    pub read_blocks_4k: u64,
+    /// 4 KiB blocks written.
+    pub write_blocks_4k: u64,
+}
+
+/// One interval of a phase's time series (`--report-interval`, default 1 s): what
+/// happened between two readings of the cumulative counters. The counts of a phase's
+/// samples add up exactly to the phase's totals (`results.transactions`,
+/// `results.queries`, `io.by_cause`, `engine.buffer_misses`, `engine.wal_bytes`), since the
+/// last sample ends at the reading the totals are taken from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The phase (`measure` for run/compare; the phase name in an experiment).
+    pub phase: String,
+    /// Start of the interval, in seconds from the start of the phase.
+    pub start_s: f64,
+    /// Length of the interval in seconds (the last one is usually shorter).
+    pub interval_s: f64,
+    /// Events (transactions) completed in the interval.
+    pub transactions: u64,
+    /// Statements executed in the interval, BEGIN/COMMIT excluded.
+    pub statements: u64,
+    /// `transactions / interval_s`.
+    pub tps: f64,
+    /// Median latency of the events completed in the interval (ms; 0 when none).
+    pub latency_p50_ms: f64,
+    /// 95th percentile of the same (ms).
+    pub latency_p95_ms: f64,
+    /// 99th percentile of the same (ms).
+    pub latency_p99_ms: f64,
+    /// 4 KiB blocks read from the device, all causes.
+    pub read_blocks_4k: u64,
+    /// 4 KiB blocks written to the device, all causes.
+    pub write_blocks_4k: u64,
+    /// The blocks by cause (causes with none are absent).
+    pub blocks_by_cause: BTreeMap<Cause, BlocksRw>,
+    /// Bytes read from the device per second, in MiB/s.
+    pub read_mib_s: f64,
+    /// Bytes written to the device per second, in MiB/s.
+    pub write_mib_s: f64,
+    /// Page requests that had to read the page.
+    pub buffer_misses: u64,
+    /// WAL / redo bytes inserted.
+    pub wal_bytes: u64,
+    /// A real server's counters over the interval, by their own names (as
+    /// `server.counters`): counts are differences, state values the value at the
+    /// interval's end. Empty for the embedded engine.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_counters: BTreeMap<String, f64>,
+    /// 4 KiB blocks on mvcclab's device under a real server, keyed `FILE_CLASS/PROCESS`.
+    /// Empty until the real servers run on mvcclab's device (issue 23); see
+    /// `bench::series::Reading::device_blocks`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub device_blocks: BTreeMap<String, BlocksRw>,
+}
+
 /// The workload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadInfo {
@@ -123,6 +227,9 @@ pub struct DriverInfo {
     /// --rate: scheduled events per second (0 = unlimited).
     #[serde(default)]
     pub rate_tps: f64,
+    /// --report-interval: seconds per sample of `results.timeseries` (0 = none).
+    #[serde(default)]
+    pub report_interval_s: f64,
 }
 
 /// Memory and device settings.
@@ -373,6 +480,10 @@ pub struct PhaseReport {
     pub undo: EngineCounters,
     /// Pages at the end: (table or clustered index, secondary indexes).
     pub pages: (u64, u64),
+    /// One sample per `--report-interval` of the phase, each named with the phase (empty
+    /// with `--report-interval 0`); the counts add up to the phase's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeseries: Vec<Sample>,
 }
 
 /// One design's phases.
@@ -396,6 +507,9 @@ pub struct ExperimentReport {
     pub mvcclab_version: String,
     /// `update_hot_set` or `version_chain`.
     pub experiment: String,
+    /// Where, when and how the report was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RunMetadata>,
     /// The experiment's parameters (rows, updates, ...; flag names with `_`).
     pub parameters: serde_json::Value,
     /// True when Ctrl-C cut the experiment short.

@@ -28,11 +28,14 @@ fn update_hot_set_reports_two_passes_per_design_by_cause() {
         "3000",
         "--updates",
         "300",
+        "--report-interval",
+        "0.05",
         "--quiet",
         "--format",
         "json",
     ]);
     assert_eq!(r.experiment, "update_hot_set");
+    assert!(r.metadata.is_some());
     assert_eq!(r.runs.len(), 2);
     for run in &r.runs {
         let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
@@ -47,6 +50,20 @@ fn update_hot_set_reports_two_passes_per_design_by_cause() {
                 .contains_key(&mvcclab_engine::stats::Cause::Checkpointer));
             let sum: f64 = p.per_op_by_cause.values().map(|x| x.write_blocks_4k).sum();
             assert!((sum - p.per_op.write_blocks_4k).abs() < 1e-9);
+            // The phase's time series, named with the phase, adds up to its counts.
+            assert!(!p.timeseries.is_empty());
+            assert!(p.timeseries.iter().all(|s| s.phase == p.name));
+            assert_eq!(
+                p.timeseries.iter().map(|s| s.transactions).sum::<u64>(),
+                300
+            );
+            for (cause, c) in &p.by_cause {
+                let (r, w) = p.timeseries.iter().fold((0, 0), |(r, w), s| {
+                    let b = s.blocks_by_cause.get(cause).copied().unwrap_or_default();
+                    (r + b.read_blocks_4k, w + b.write_blocks_4k)
+                });
+                assert_eq!((r, w), (c.read_blocks_4k, c.write_blocks_4k), "{cause}");
+            }
         }
         match run.design.name.as_str() {
             // status is unindexed: InnoDB updates in place, no index entry changes.

@@ -217,7 +217,13 @@ fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
         serde_json::from_str(&std::fs::read_to_string(d.join("report.json")).unwrap()).unwrap()
     };
     assert!(json_of(&rep) == json_of(&again_dir), "report.json differs");
-    for f in ["report.csv", "summary.md", "tps_vs_bandwidth.svg"] {
+    for f in [
+        "report.csv",
+        "summary.md",
+        "tps_vs_bandwidth.svg",
+        "timeseries.csv",
+        "blocks_per_second.svg",
+    ] {
         let same = std::fs::read(rep.join(f)).unwrap() == std::fs::read(again_dir.join(f)).unwrap();
         assert!(same, "{f} differs");
     }

@@ -25,6 +25,7 @@ fn json_report_has_per_cause_counts_and_is_deterministic() {
         "json",
         "--rand-seed",
         "7",
+        "--no-background",
     ];
     let out = mvcclab(&args);
     assert!(
@@ -41,7 +42,7 @@ fn json_report_has_per_cause_counts_and_is_deterministic() {
     );
     assert!(by_cause["update"]["wal_records"].as_u64().unwrap() > 0);
     assert!(v["per_op"]["read_blocks_4k"].as_f64().unwrap() > 0.0);
-    // Same seed, same single thread: the same counts.
+    // Same seed, same single thread, no background writes: the same counts.
     let again: serde_json::Value = serde_json::from_slice(&mvcclab(&args).stdout).unwrap();
     for cause in ["point_select", "update"] {
         for m in ["buffer_misses", "buffer_hits", "wal_records", "wal_fpi"] {

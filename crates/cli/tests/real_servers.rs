@@ -121,6 +121,21 @@ fn counter(r: &RunReport, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("counter {name} missing"))
 }
 
+/// The run's time series adds up to its totals, the server's counters (read each
+/// interval under their own names, count `name` one of them) included.
+fn check_series(r: &RunReport, name: &str) {
+    let ts = &r.results.timeseries;
+    assert!(!ts.is_empty());
+    let sum = |f: &dyn Fn(&mvcclab::result::Sample) -> u64| ts.iter().map(f).sum::<u64>();
+    assert_eq!(sum(&|s| s.transactions), r.results.transactions);
+    assert_eq!(sum(&|s| s.statements), r.results.queries);
+    assert_eq!(sum(&|s| s.wal_bytes), r.engine.wal_bytes);
+    assert_eq!(sum(&|s| s.buffer_misses), r.engine.buffer_misses);
+    let counted: f64 = ts.iter().filter_map(|s| s.server_counters.get(name)).sum();
+    assert!(counted > 0.0, "{name}: {ts:?}");
+    assert_eq!(counted, counter(r, name));
+}
+
 #[test]
 fn postgresql_counters_match_the_statements_sent() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,6 +187,7 @@ fn postgresql_counters_match_the_statements_sent() {
     assert!(!r.measured("io.total.read_blocks_4k"));
     assert!(r.measured("io.total.wal_fpi"));
     assert!(r.space.table_pages > 0 && r.space.index_pages > 0);
+    check_series(&r, "pg_stat_database.xact_commit");
 }
 
 /// The load's last inserts reach the statistics before its VACUUM ANALYZE, so no autovacuum
@@ -214,6 +230,7 @@ fn mariadb_counters_match_the_statements_sent() {
     assert_eq!(r.io.total.wal_fpi, 0);
     assert!(r.io.total.buffer_hits > 150 * 14);
     assert!(!r.measured("engine.dead_tuples"));
+    check_series(&r, "global_status.Com_commit");
 }
 
 #[test]

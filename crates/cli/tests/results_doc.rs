@@ -10,9 +10,14 @@ fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<Stri
         serde_json::Value::Object(m) => {
             for (k, x) in m {
                 let (seg, name) = match prefix {
-                    p if p.ends_with(".io.by_cause") || p.ends_with(".io.per_txn_by_cause") => {
+                    p if p.ends_with(".io.by_cause")
+                        || p.ends_with(".io.per_txn_by_cause")
+                        || p.ends_with(".timeseries[].blocks_by_cause") =>
+                    {
                         ("<cause>".to_string(), Some(k.clone()))
                     }
+                    p if p.ends_with(".timeseries[].server_counters") => ("<name>".into(), None),
+                    p if p.ends_with(".timeseries[].device_blocks") => ("<key>".into(), None),
                     p if p.ends_with(".io.per_op") => ("<op>".into(), Some(k.clone())),
                     p if p.ends_with(".engine.wal_by_record") => {
                         ("<record_type>".into(), Some(k.clone()))

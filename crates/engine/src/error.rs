@@ -1,78 +1,41 @@
-//! Typed errors of the engine: [`Error`] for the layers above the device, which wraps the
-//! device layer's own [`DeviceError`] (`crate::device`: I/O, files, reads past the end).
+//! Typed errors of the engine, one enum per layer:
 //!
-//! Follows the habit of redb `src/error.rs`: a `#[non_exhaustive]` enum with `Io`,
-//! `Corrupted` and `ChecksumMismatch`; after an I/O failure in a WAL flush the WAL stays
-//! failed until the storage is reopened (SQLite's pager ERROR state, redb's `PreviousIo`),
-//! reported as [`Error::PreviousIo`].
+//! | layer                               | enum                         | examples                                  |
+//! |-------------------------------------|------------------------------|-------------------------------------------|
+//! | device (`crate::device`)            | [`DeviceError`]              | I/O, no such file, read past the end      |
+//! | pages, buffer pool, WAL             | [`StorageError`]             | checksum, corruption, pool exhausted      |
+//! | concurrency control (`crate::mvcc`) | [`TxnError`]                 | deadlock, serialization failure, dup key  |
+//! | engine (catalog, values, settings)  | [`Error`]                    | invalid value, catalog, invalid config    |
+//!
+//! Each layer returns its own enum; [`Error`], what the engine API returns, wraps the lower
+//! ones transparently ([`Error::Storage`], [`Error::Txn`]), so a message reads the same at
+//! every level. A setting a lower layer refuses becomes [`Error::InvalidConfig`] (a usage
+//! error for the command line, exit 2).
 
 pub use crate::device::DeviceError;
-use crate::page::PageId;
+pub use crate::mvcc::TxnError;
+pub use crate::page::{StorageError, StorageResult};
 
 /// Result alias used throughout the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Every error the storage layers return. Nothing that comes from the device is
-/// `unwrap()`ed: a bad page or record is one of these variants, never a panic.
+/// Every error the engine API returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The device failed or was addressed wrongly (a file that does not exist, a read past
-    /// its end, an I/O error, an unaligned O_DIRECT request): the device layer's own error,
-    /// [`DeviceError`], shown as it is.
+    /// The storage below the tables failed: the device, a page's checksum or format, the
+    /// buffer pool, the WAL ([`StorageError`], shown as it is).
     #[error(transparent)]
-    Device(DeviceError),
-    /// A page read from the device does not carry the checksum its bytes give: a torn or
-    /// otherwise damaged page (PostgreSQL: "page verification failed").
-    #[error("checksum mismatch in {page}: stored {expected:#010x}, computed {got:#010x} (torn or corrupted page)")]
-    ChecksumMismatch {
-        /// The page that failed verification.
-        page: PageId,
-        /// Checksum computed over the bytes read.
-        got: u32,
-        /// Checksum stored in the page header.
-        expected: u32,
-    },
-    /// Bytes from the device are not what the format allows (page header, WAL record,
-    /// control file). `what` names the structure and the problem.
-    #[error("corrupted {what}")]
-    Corrupted {
-        /// Structure and problem, e.g. "page 16384/7: header names page 16384/9".
-        what: String,
-    },
-    /// Every frame of the buffer pool is pinned: no victim can be found.
-    #[error("buffer pool exhausted: all {frames} frames are pinned; raise the buffer pool size or release page guards sooner")]
-    BufferPoolExhausted {
-        /// Number of frames in the pool.
-        frames: usize,
-    },
-    /// A page of a relation that does not exist, or past its end, was asked for.
-    #[error("{page} does not exist ({reason})")]
-    NoSuchPage {
-        /// The page asked for.
-        page: PageId,
-        /// Why it does not exist.
-        reason: &'static str,
-    },
+    Storage(StorageError),
+    /// The transaction ran into another one or its own state: deadlock, serialization
+    /// failure, duplicate key, no undo slot, a closed transaction ([`TxnError`], shown as it
+    /// is, with [`TxnError::sqlstate`] for clients).
+    #[error(transparent)]
+    Txn(TxnError),
     /// A configuration value is out of range or two switches cannot be combined; the
     /// message names the switch(es).
     #[error("invalid configuration: {0}")]
     InvalidConfig(String),
-    /// An earlier I/O failure in a WAL write or sync left the storage failed; reopen it.
-    #[error("storage failed by an earlier I/O error ({0}); reopen the database to recover")]
-    PreviousIo(String),
-    /// The storage is shutting down.
-    #[error("storage is shut down")]
-    ShutDown,
-    /// A unique index (or primary key) already holds the key
-    /// (PostgreSQL SQLSTATE 23505 unique_violation).
-    #[error("duplicate key value violates unique constraint \"{index}\": key {key}")]
-    DuplicateKey {
-        /// Index (or primary key) name.
-        index: String,
-        /// The key, rendered for people.
-        key: String,
-    },
     /// A value does not fit its column (type, length, nullability) or a row is malformed.
     #[error("invalid value: {0}")]
     InvalidValue(String),
@@ -89,30 +52,132 @@ pub enum Error {
     /// A table, column or index that does not exist, or a definition that is not valid.
     #[error("catalog: {0}")]
     Catalog(String),
-    /// A concurrent update made the transaction's snapshot unusable
-    /// (PostgreSQL SQLSTATE 40001 "could not serialize access due to concurrent update").
-    #[error("could not serialize access due to concurrent update ({0})")]
-    SerializationFailure(String),
-    /// The transaction was chosen as the victim of a deadlock (PostgreSQL SQLSTATE 40P01).
-    #[error("deadlock detected: {0}")]
-    Deadlock(String),
-    /// A rollback segment has no free undo slot for another transaction's undo segment
-    /// (InnoDB DB_TOO_MANY_CONCURRENT_TRXS, trx0undo.cc `trx_undo_seg_create`).
-    #[error("too many concurrent transactions: {0}")]
-    TooManyConcurrentTransactions(String),
-    /// The transaction can no longer be used (aborted, or already committed).
-    #[error("transaction is {0}; start a new one")]
-    TransactionClosed(&'static str),
 }
 
-/// A device error in the engine's terms: a device configuration the device refused is the
+impl Error {
+    /// A [`StorageError::Corrupted`]: bytes read back (a page of any layout, a WAL record,
+    /// the catalog) are not what the format allows; `what` names the structure and the
+    /// problem.
+    pub fn corrupted(what: impl Into<String>) -> Self {
+        Error::Storage(StorageError::corrupted(what))
+    }
+
+    /// The transaction error, if this is one.
+    pub fn as_txn(&self) -> Option<&TxnError> {
+        match self {
+            Error::Txn(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The storage error, if this is one.
+    pub fn as_storage(&self) -> Option<&StorageError> {
+        match self {
+            Error::Storage(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether the transaction should be retried from its start
+    /// ([`TxnError::is_retryable`]: deadlock, serialization failure).
+    pub fn is_retryable(&self) -> bool {
+        self.as_txn().is_some_and(TxnError::is_retryable)
+    }
+}
+
+/// A storage error in the engine's terms: a setting the storage layers refused is the
 /// engine's [`Error::InvalidConfig`] (a usage error for the command line), every other one
-/// [`Error::Device`].
+/// [`Error::Storage`].
+impl From<StorageError> for Error {
+    fn from(e: StorageError) -> Self {
+        match e {
+            StorageError::InvalidConfig(s) => Error::InvalidConfig(s),
+            e => Error::Storage(e),
+        }
+    }
+}
+
+/// A device error in the engine's terms, through [`StorageError`]'s conversion.
 impl From<DeviceError> for Error {
     fn from(e: DeviceError) -> Self {
-        match e {
-            DeviceError::InvalidConfig(s) => Error::InvalidConfig(s),
-            e => Error::Device(e),
+        Error::from(StorageError::from(e))
+    }
+}
+
+impl From<TxnError> for Error {
+    fn from(e: TxnError) -> Self {
+        Error::Txn(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::PageId;
+
+    #[test]
+    fn wrapping_keeps_each_layers_message() {
+        let page = PageId::new(16384, 7);
+        let e = Error::from(StorageError::ChecksumMismatch {
+            page,
+            got: 1,
+            expected: 2,
+        });
+        assert!(matches!(
+            e.as_storage(),
+            Some(StorageError::ChecksumMismatch { .. })
+        ));
+        assert_eq!(
+            e.to_string(),
+            format!("checksum mismatch in {page}: stored 0x00000002, computed 0x00000001 (torn or corrupted page)")
+        );
+        let d = Error::from(DeviceError::NoSuchFile { file: 0x4000 });
+        assert!(matches!(
+            d,
+            Error::Storage(StorageError::Device(DeviceError::NoSuchFile { .. }))
+        ));
+        assert_eq!(d.to_string(), "device file 0x00004000 does not exist");
+        let t = Error::from(TxnError::Deadlock("cycle 3 → 4 → 3".into()));
+        assert_eq!(t.to_string(), "deadlock detected: cycle 3 → 4 → 3");
+        assert_eq!(Error::corrupted("x").to_string(), "corrupted x");
+    }
+
+    #[test]
+    fn refused_settings_of_any_layer_are_invalid_config() {
+        for e in [
+            Error::from(DeviceError::InvalidConfig("bandwidth 0".into())),
+            Error::from(StorageError::InvalidConfig("frames 0".into())),
+        ] {
+            assert!(matches!(e, Error::InvalidConfig(_)), "{e:?}");
+            assert!(e.to_string().starts_with("invalid configuration: "));
         }
+    }
+
+    #[test]
+    fn transaction_errors_carry_sqlstate_and_retry_class() {
+        let cases = [
+            (TxnError::Deadlock(String::new()), "40P01", true),
+            (TxnError::SerializationFailure(String::new()), "40001", true),
+            (
+                TxnError::DuplicateKey {
+                    index: "pk".into(),
+                    key: "(1)".into(),
+                },
+                "23505",
+                false,
+            ),
+            (
+                TxnError::TooManyConcurrentTransactions(String::new()),
+                "53000",
+                false,
+            ),
+            (TxnError::TransactionClosed("aborted"), "25P02", false),
+        ];
+        for (e, state, retry) in cases {
+            assert_eq!(e.sqlstate(), state, "{e}");
+            let e = Error::from(e);
+            assert_eq!(e.is_retryable(), retry, "{e}");
+        }
+        assert!(!Error::corrupted("x").is_retryable());
     }
 }

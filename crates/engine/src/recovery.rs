@@ -22,7 +22,9 @@
 //!    - relations are extended to cover the blocks named (extension is not logged).
 //!
 //!    Along the way it keeps the newest catalog (CATALOG records and the checkpoint
-//!    record's copy, by version) and every transaction's commit or abort record.
+//!    record's copy, by version), every transaction's commit or abort record, and the
+//!    largest `DB_ROW_ID` counter value written (`Catalog/ROW_ID`, the innodb design's
+//!    dictionary header write).
 //! 3. The engine opens its tables from the catalog and finishes: xids that neither
 //!    committed nor aborted are marked aborted in the clog (PostgreSQL: they are simply
 //!    never marked committed, and `TransactionIdDidCommit` says no), or the undo logs of
@@ -55,7 +57,7 @@ use crate::error::{Error, Result};
 use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
 use crate::stats::{enter, Cause};
 use crate::storage::{parse_checkpoint_main_data, CatalogBlob, Storage};
-use crate::wal::{rmgr, xlog_info, WalRecord};
+use crate::wal::{catalog_info, rmgr, xlog_info, WalRecord};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -81,7 +83,11 @@ pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
             _ => None,
         },
         rmgr::UNDO => crate::clustered::undo_info_name(info).map(|n| format!("Undo/{n}")),
-        rmgr::CATALOG => Some("Catalog/SNAPSHOT".to_string()),
+        rmgr::CATALOG => match info {
+            catalog_info::SNAPSHOT => Some("Catalog/SNAPSHOT".to_string()),
+            catalog_info::ROW_ID => Some("Catalog/ROW_ID".to_string()),
+            _ => None,
+        },
         rmgr::TEST => Some("Test/FILL".to_string()),
         _ => None,
     };
@@ -181,8 +187,8 @@ pub fn repair_from_doublewrite(storage: &Storage) -> Result<u64> {
 /// catalog and transaction outcomes it found. Pages are changed in the buffer pool (cause
 /// `recovery`) and left dirty for the end-of-recovery checkpoint.
 ///
-/// Errors: [`Error::ChecksumMismatch`] naming the page when a page redo must read is torn
-/// (torn-page protection off, or a page changed without WAL); [`Error::Corrupted`] for a
+/// Errors: [`StorageError::ChecksumMismatch`](crate::error::StorageError::ChecksumMismatch) naming the page when a page redo must read is torn
+/// (torn-page protection off, or a page changed without WAL); [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a
 /// record a resource manager cannot apply, naming its LSN; device errors.
 pub fn redo(storage: &Storage) -> Result<Redone> {
     let started = Instant::now();
@@ -205,23 +211,37 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
         match rec.rmgr {
             rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
                 let (_, state, c) =
-                    parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| Error::Corrupted {
-                        what: format!(
+                    parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| {
+                        Error::corrupted(format!(
                             "checkpoint WAL record at {}: {} bytes of main data",
                             rec.lsn,
                             rec.main_data.len()
-                        ),
+                        ))
                     })?;
                 newer_catalog(&mut out.catalog, c);
                 out.checkpoint_engine_state = Some(state);
             }
+            rmgr::CATALOG if rec.info == catalog_info::ROW_ID => {
+                let id = rec
+                    .main_data
+                    .get(..8)
+                    .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+                    .ok_or_else(|| {
+                        Error::corrupted(format!(
+                            "row id WAL record at {}: {} bytes of main data",
+                            rec.lsn,
+                            rec.main_data.len()
+                        ))
+                    })?;
+                out.dict_hdr_row_id = out.dict_hdr_row_id.max(id);
+            }
             rmgr::CATALOG => {
-                let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| Error::Corrupted {
-                    what: format!(
+                let c = CatalogBlob::decode(&rec.main_data).ok_or_else(|| {
+                    Error::corrupted(format!(
                         "catalog WAL record at {}: {} bytes of main data",
                         rec.lsn,
                         rec.main_data.len()
-                    ),
+                    ))
                 })?;
                 newer_catalog(&mut out.catalog, c);
             }
@@ -276,14 +296,12 @@ fn redo_blocks(storage: &Storage, rec: &WalRecord, report: &mut RecoveryReport) 
             rmgr::BTREE => crate::btree::wal::redo_block(rec, b, page)?,
             rmgr::UNDO => crate::clustered::undo_wal::redo_block(rec, b, page)?,
             other => {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "WAL record at {} (rmgr {other}, info {:#x}) changes {} without an image, and no resource manager replays it",
                         rec.lsn,
                         rec.info,
                         blk.page
-                    ),
-                })
+                    )))
             }
         }
         g.note_logged(rec.end_lsn);

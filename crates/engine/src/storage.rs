@@ -44,7 +44,9 @@ use crate::error::{Error, Result};
 use crate::page::{PageSize, PageStore};
 use crate::stats::{enter, Cause, Counters, Metric, Stats};
 use crate::stop::StopSignal;
-use crate::wal::{rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN};
+use crate::wal::{
+    catalog_info, rmgr, xlog_info, ControlFile, Lsn, RecordBuilder, Wal, WalConfig, FIRST_LSN,
+};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -354,7 +356,7 @@ impl Checkpointer {
         if let Err(e) = self.pool.store().sync_relations(rels.iter().copied()) {
             // Still owed: a later checkpoint must not take them for synced.
             self.pool.return_unsynced_relations(rels);
-            return Err(e);
+            return Err(e.into());
         }
         let hook = self.hook.lock().as_ref().and_then(|w| w.upgrade());
         let engine_state = match hook {
@@ -405,7 +407,7 @@ pub struct Storage {
 impl Storage {
     /// Opens (or creates) storage with `cfg` and starts its background threads.
     ///
-    /// Errors: [`Error::InvalidConfig`] naming the setting; [`Error::Corrupted`] when the
+    /// Errors: [`Error::InvalidConfig`] naming the setting; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the
     /// control file does not match `cfg` (page size, WAL block or segment size, WAL record
     /// format); device errors.
     pub fn open(cfg: StorageConfig) -> Result<Storage> {
@@ -442,20 +444,16 @@ impl Storage {
             );
             let have = (c.page_size_bytes, c.wal_block_bytes, c.segment_bytes);
             if c.wal_format != cfg.wal.record_format {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "control file: the WAL is in the {} record format; configuration asks for {} (a WAL is read with the format it was written with)",
                         c.wal_format, cfg.wal.record_format
-                    ),
-                });
+                    )));
             }
             if want != have {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "control file: database has page size {} B, WAL block {} B, segment {} B; configuration asks for {} B, {} B, {} B",
                         have.0, have.1, have.2, want.0, want.1, want.2
-                    ),
-                });
+                    )));
             }
         }
         let redo = control.map_or(FIRST_LSN, |c| c.redo_lsn);
@@ -544,7 +542,8 @@ impl Storage {
             version: cat.version + 1,
             bytes: make(),
         };
-        let rec = RecordBuilder::new(rmgr::CATALOG, 0).main_data(&next.encode());
+        let rec =
+            RecordBuilder::new(rmgr::CATALOG, catalog_info::SNAPSHOT).main_data(&next.encode());
         let lsn = self.wal.insert(&rec, &mut [])?;
         self.wal.flush(lsn)?;
         *cat = next;
@@ -612,7 +611,7 @@ impl Storage {
                     bell.page_cleaner_sleep(d);
                     shutdown.is_raised()
                 },
-                move || pool.clean_round(&pc).map(|_| ()),
+                move || Ok(pool.clean_round(&pc).map(|_| ())?),
             );
         }
         if let Some(ms) = self.cfg.wal_writer_interval_ms {
@@ -621,7 +620,7 @@ impl Storage {
                 "wal_writer",
                 Cause::WalWriter,
                 Duration::from_millis(ms.max(1)),
-                move || wal.flush_all(),
+                move || Ok(wal.flush_all()?),
             );
         }
         let cp = self.cfg.checkpoint.clone();

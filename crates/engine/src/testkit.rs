@@ -26,7 +26,7 @@ pub fn fill_and_log(wal: &Wal, g: &mut WritePageGuard<'_>, v: u8, new: bool) -> 
     p[n - FILLED_EDGE_BYTES..].fill(v);
     set_hole(p, FILLED_EDGE_BYTES as u16, (n - FILLED_EDGE_BYTES) as u16);
     let rec = RecordBuilder::new(rmgr::TEST, 0).block(g.page_id(), new, &[v]);
-    log_change(wal, &rec, &mut [g])
+    Ok(log_change(wal, &rec, &mut [g])?)
 }
 
 /// The byte [`fill_and_log`] wrote into `page`.

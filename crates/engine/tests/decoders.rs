@@ -21,6 +21,7 @@ use mvcclab_engine::catalog::{
 use mvcclab_engine::clustered::{record_on_page, undo_wal, UndoRecord, PAGE_TYPE_UNDO};
 use mvcclab_engine::db::{Assign, Database};
 use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::error::StorageError;
 use mvcclab_engine::error::{Error, Result};
 use mvcclab_engine::heap::raw::{self, HeaderRead};
 use mvcclab_engine::heap::{wal as heap_wal, LpState, PAGE_TYPE_HEAP};
@@ -278,7 +279,7 @@ fn apply(bytes: &mut Vec<u8>, ds: &[Damage], may_cut: bool) {
 
 fn ok_or_bad<T>(r: &Result<T>) -> std::result::Result<(), TestCaseError> {
     match r {
-        Ok(_) | Err(Error::Corrupted { .. }) => Ok(()),
+        Ok(_) | Err(Error::Storage(StorageError::Corrupted { .. })) => Ok(()),
         Err(e) => Err(TestCaseError::fail(format!("unexpected error {e}"))),
     }
 }
@@ -355,7 +356,7 @@ fn decode_page(c: &Corpus, id: PageId, p: &[u8]) -> std::result::Result<(), Test
 }
 
 /// Runs `redo` for every block of `rec` and one past the end on a copy of `page`: each must
-/// succeed or give `Error::Corrupted`; the heap and undo redo also name the record's LSN
+/// succeed or give `StorageError::Corrupted`; the heap and undo redo also name the record's LSN
 /// (`common::assert_redo_ok_or_corrupted`), the B+tree's names the page.
 fn redo_ok_or_corrupted(
     redo: Redo,
@@ -366,7 +367,7 @@ fn redo_ok_or_corrupted(
         let mut p = page.to_vec();
         match redo(rec, b, &mut p) {
             Ok(()) => {}
-            Err(Error::Corrupted { what }) => prop_assert!(
+            Err(Error::Storage(StorageError::Corrupted { what })) => prop_assert!(
                 rec.rmgr == rmgr::BTREE || what.contains(&rec.lsn.to_string()),
                 "{}",
                 what
@@ -469,7 +470,7 @@ proptest! {
         apply(&mut p, &ds, false);
         let v = page::verify(&p, *id);
         prop_assert!(
-            matches!(v, Ok(()) | Err(Error::ChecksumMismatch { .. } | Error::Corrupted { .. })),
+            matches!(v, Ok(()) | Err(StorageError::ChecksumMismatch { .. } | StorageError::Corrupted { .. })),
             "{:?}", v
         );
         let _ = (page::identify(&p), page::fpi_hole(&p));

@@ -1,12 +1,13 @@
 //! Redo of the heap (`heap::wal::redo_block`): every heap record of a workload replayed onto
 //! zero pages rebuilds the live pages, up to what redo cannot reproduce
-//! (`heap::wal::mask_unlogged`); and bad record bytes give `Error::Corrupted`, never a panic.
+//! (`heap::wal::mask_unlogged`); and bad record bytes give `StorageError::Corrupted`, never a panic.
 
 mod common;
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::error::Error;
+use mvcclab_engine::error::StorageError;
 use mvcclab_engine::heap::{info, raw, wal as heap_wal};
 use mvcclab_engine::page::{self, set_page_lsn, PageId};
 use mvcclab_engine::storage::StorageConfig;
@@ -331,7 +332,10 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
         let rec = record(info::DELETE, vec![vec![]], main[..n].to_vec());
         let mut q = p.clone();
         let e = heap_wal::redo_block(&rec, 0, &mut q).unwrap_err();
-        assert!(matches!(e, Error::Corrupted { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Storage(StorageError::Corrupted { .. })),
+            "{e}"
+        );
     }
     // A valid INSERT at offset 7, then its truncations.
     let t = raw::build(200, 0, 3, None, &[9u8; 30], 0);

@@ -10,6 +10,7 @@ use mvcclab_engine::catalog::{Column, ColumnType, Row, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::CrashDevice;
+use mvcclab_engine::error::TxnError;
 use mvcclab_engine::recovery::pages_failing_checksum;
 use mvcclab_engine::storage::Backing;
 use mvcclab_engine::Error;
@@ -369,7 +370,7 @@ fn worker(db: &Database, a: TableId, c: TableId, seed: u64, n: usize, acked: &Mu
                     acked.lock().unwrap()[k as usize] += 1;
                 }
             }
-            Err(Error::Deadlock(..)) => drop(tx),
+            Err(Error::Txn(TxnError::Deadlock(..))) => drop(tx),
             Err(e) => panic!("{e}"),
         }
     }

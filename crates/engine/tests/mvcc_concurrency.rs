@@ -7,6 +7,7 @@ use common::*;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::error::TxnError;
 use mvcclab_engine::mvcc::Isolation;
 use mvcclab_engine::Error;
 use std::ops::Bound;
@@ -60,7 +61,10 @@ fn total(db: &Database, t: TableId, iso: Isolation) -> i64 {
 }
 
 fn retryable(e: &Error) -> bool {
-    matches!(e, Error::SerializationFailure(_) | Error::Deadlock(_))
+    matches!(
+        e,
+        Error::Txn(TxnError::SerializationFailure(_)) | Error::Txn(TxnError::Deadlock(_))
+    )
 }
 
 #[test]
@@ -210,10 +214,13 @@ fn repeatable_read_update_of_a_concurrently_changed_row() {
             t1.commit().unwrap();
         } else {
             let e = r.unwrap_err();
-            assert!(matches!(e, Error::SerializationFailure(_)), "{e}");
+            assert!(
+                matches!(e, Error::Txn(TxnError::SerializationFailure(_))),
+                "{e}"
+            );
             assert!(matches!(
                 t1.get(t, &[Value::Integer(1)]),
-                Err(Error::TransactionClosed("aborted"))
+                Err(Error::Txn(TxnError::TransactionClosed("aborted")))
             ));
         }
     }
@@ -322,7 +329,7 @@ fn deadlock_is_detected_and_one_victim_aborted() {
         let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
         let deadlocks = [&ra, &rb]
             .iter()
-            .filter(|r| matches!(r, Err(Error::Deadlock(_))))
+            .filter(|r| matches!(r, Err(Error::Txn(TxnError::Deadlock(_)))))
             .count();
         assert_eq!(deadlocks, 1, "exactly one victim: {ra:?} {rb:?}");
         assert!(ra.is_ok() || rb.is_ok());
@@ -375,7 +382,10 @@ fn a_unique_index_takes_any_number_of_nulls() {
         tx.commit().unwrap();
         let mut tx = db.begin();
         let e = tx.insert(t, row(4, Some("a@x"))).unwrap_err();
-        assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Txn(TxnError::DuplicateKey { .. })),
+            "{e}"
+        );
         let mut tx = db.begin();
         tx.insert(t, row(5, None)).unwrap();
         tx.commit().unwrap();
@@ -398,7 +408,10 @@ fn unique_violation_names_the_key_and_aborts() {
                 vec![Value::Integer(5), Value::BigInt(0), Value::Text("x".into())],
             )
             .unwrap_err();
-        assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Txn(TxnError::DuplicateKey { .. })),
+            "{e}"
+        );
         assert!(e.to_string().contains("(5)"), "{e}");
         // A key freed by a committed delete can be used again.
         let mut d = db.begin();

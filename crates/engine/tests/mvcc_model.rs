@@ -7,6 +7,7 @@ use common::*;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId, Transaction};
+use mvcclab_engine::error::TxnError;
 use mvcclab_engine::Error;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -114,7 +115,7 @@ fn run(db: &Database, ops: Vec<Op>) {
                     );
                     view.insert(k, v);
                 }
-                Err(Error::DuplicateKey { .. }) => {
+                Err(Error::Txn(TxnError::DuplicateKey { .. })) => {
                     assert!(view.contains_key(&k));
                     tx = None; // aborted
                     view = committed.clone();

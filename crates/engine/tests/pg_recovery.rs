@@ -9,6 +9,7 @@ use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{CrashConfig, CrashDevice, Device};
+use mvcclab_engine::error::StorageError;
 use mvcclab_engine::storage::{Backing, CheckpointConfig, TornPageProtection};
 use mvcclab_engine::Error;
 use std::sync::Arc;
@@ -255,13 +256,13 @@ fn without_protection_a_torn_page_is_reported_naming_its_relation_and_block() {
     let (dev, cfg) = torn_heap_pages(TornPageProtection::None);
     let heap_rel = 16384; // the first relation: the table's heap
     match Database::open(cfg) {
-        Err(Error::ChecksumMismatch { page, .. }) => {
+        Err(Error::Storage(StorageError::ChecksumMismatch { page, .. })) => {
             assert!(page.rel >= heap_rel, "{page}");
-            let msg = Error::ChecksumMismatch {
+            let msg = Error::Storage(StorageError::ChecksumMismatch {
                 page,
                 got: 0,
                 expected: 1,
-            }
+            })
             .to_string();
             assert!(msg.contains(&page.to_string()), "{msg}");
         }
@@ -275,7 +276,7 @@ fn without_protection_a_torn_page_is_reported_naming_its_relation_and_block() {
                 match tx.get(t, &[Value::Integer(id)]) {
                     Ok(Some(r)) => assert_eq!(r[1], Value::BigInt(101), "account {id}"),
                     Ok(None) => panic!("account {id} silently missing"),
-                    Err(Error::ChecksumMismatch { .. }) => {}
+                    Err(Error::Storage(StorageError::ChecksumMismatch { .. })) => {}
                     Err(e) => panic!("account {id}: unexpected error {e}"),
                 }
             }

@@ -19,7 +19,8 @@ fn entries(db: &Database, rel: u32) -> u64 {
 
 fn index_entries(db: &Database, t: TableId) -> (u64, u64) {
     let r = db.relations(t).unwrap();
-    (entries(db, r.primary_key), entries(db, r.indexes[0]))
+    let pk = r.primary_key.expect("a primary-key index");
+    (entries(db, pk), entries(db, r.indexes[0]))
 }
 
 fn sb_row(id: i32, k: i32, tag: u64) -> Vec<Value> {
@@ -489,7 +490,7 @@ fn updates_that_keep_the_primary_key_delete_old_entries_bottom_up_instead_of_spl
         let r = db.relations(t).unwrap();
         let pk = BTree::open(
             db.storage().pool().clone(),
-            r.primary_key,
+            r.primary_key.expect("a primary-key index"),
             BTreeConfig::postgres(),
         )
         .unwrap()

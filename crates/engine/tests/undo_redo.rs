@@ -1,7 +1,7 @@
 //! Redo of the undo space (`clustered::undo_wal::redo_block`): every UNDO record of an
 //! innodb workload replayed onto zero pages rebuilds the live undo and rollback segment
 //! header pages, up to what redo cannot reproduce (`undo_wal::mask_unlogged`: an undo
-//! page's free space); and bad record bytes give `Error::Corrupted`, never a panic.
+//! page's free space); and bad record bytes give `StorageError::Corrupted`, never a panic.
 
 mod common;
 
@@ -12,6 +12,7 @@ use mvcclab_engine::clustered::{PAGE_TYPE_RSEG, PAGE_TYPE_UNDO};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::error::Error;
+use mvcclab_engine::error::StorageError;
 use mvcclab_engine::page::{hole, page_type, set_page_lsn, PageId};
 use mvcclab_engine::storage::{StorageConfig, TornPageProtection};
 use mvcclab_engine::wal::{rmgr, BlockRef, Lsn, WalRecord, FIRST_LSN};
@@ -319,7 +320,10 @@ fn well_formed_records_apply_and_truncations_are_corrupted() {
     for n in 1..w.len() {
         let rec = record(info::WRITE, false, vec![w[..n].to_vec()], vec![]);
         let e = undo_wal::redo_block(&rec, 0, &mut p.clone()).unwrap_err();
-        assert!(matches!(e, Error::Corrupted { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Storage(StorageError::Corrupted { .. })),
+            "{e}"
+        );
     }
     // An append at the free pointer applies; truncated, it is Corrupted.
     let mut a = 122u16.to_le_bytes().to_vec();

@@ -138,6 +138,75 @@ impl PostgreSql {
         self.admin.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Every counter a snapshot keeps, as the statistics views show them now (a fresh
+    /// statistics snapshot, `pg_stat_clear_snapshot`), without waiting for sessions.
+    fn read_counters(&self) -> Result<Snapshot, ServerError> {
+        self.exec("SELECT pg_stat_clear_snapshot()")?;
+        let mut s = Snapshot::new();
+        self.read_row(
+            "pg_stat_user_tables",
+            &format!(
+                "SELECT sum(n_tup_ins)::float8 n_tup_ins, sum(n_tup_upd)::float8 n_tup_upd, \
+                 sum(n_tup_hot_upd)::float8 n_tup_hot_upd, sum(n_tup_del)::float8 n_tup_del, \
+                 sum(n_live_tup)::float8 n_live_tup, sum(n_dead_tup)::float8 n_dead_tup, \
+                 sum(seq_scan)::float8 seq_scan, sum(idx_scan)::float8 idx_scan, \
+                 sum(vacuum_count)::float8 vacuum_count, sum(autovacuum_count)::float8 autovacuum_count, \
+                 sum(analyze_count)::float8 analyze_count, sum(autoanalyze_count)::float8 autoanalyze_count, \
+                 sum(n_ins_since_vacuum)::float8 n_ins_since_vacuum, \
+                 sum(n_mod_since_analyze)::float8 n_mod_since_analyze \
+                 FROM pg_stat_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_statio_user_tables",
+            &format!(
+                "SELECT sum(heap_blks_read)::float8 heap_blks_read, sum(heap_blks_hit)::float8 heap_blks_hit, \
+                 sum(idx_blks_read)::float8 idx_blks_read, sum(idx_blks_hit)::float8 idx_blks_hit \
+                 FROM pg_statio_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_bgwriter",
+            "SELECT checkpoints_timed::float8, checkpoints_req::float8, buffers_checkpoint::float8, \
+             buffers_clean::float8, maxwritten_clean::float8, buffers_backend::float8, \
+             buffers_backend_fsync::float8, buffers_alloc::float8 FROM pg_stat_bgwriter",
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_wal",
+            "SELECT wal_records::float8, wal_fpi::float8, wal_bytes::float8, wal_buffers_full::float8, \
+             wal_write::float8, wal_sync::float8 FROM pg_stat_wal",
+            &mut s,
+        )?;
+        self.read_row(
+            "pg_stat_database",
+            "SELECT xact_commit::float8, xact_rollback::float8, blks_read::float8, blks_hit::float8, \
+             tup_returned::float8, tup_fetched::float8, tup_inserted::float8, tup_updated::float8, \
+             tup_deleted::float8, deadlocks::float8, temp_files::float8 \
+             FROM pg_stat_database WHERE datname = current_database()",
+            &mut s,
+        )?;
+        self.read_row(
+            "space",
+            &format!(
+                "SELECT (coalesce(sum(pg_relation_size(relid)), 0) / 8192)::float8 table_pages, \
+                 (coalesce(sum(pg_indexes_size(relid)), 0) / 8192)::float8 index_pages \
+                 FROM pg_stat_user_tables WHERE {TABLES}"
+            ),
+            &mut s,
+        )?;
+        // The WAL write position, for pg_waldump over the phase (`wal_by_record`).
+        self.read_row(
+            "wal",
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 lsn",
+            &mut s,
+        )?;
+        device_snapshot(self.managed.as_ref(), &mut s)?;
+        Ok(s)
+    }
+
     fn exec(&self, sql: &str) -> Result<(), ServerError> {
         self.admin()
             .batch_execute(sql)
@@ -383,70 +452,11 @@ impl RealServer for PostgreSql {
         if self.exec("SELECT pg_reload_conf()").is_ok() {
             std::thread::sleep(Duration::from_millis(300));
         }
-        self.exec("SELECT pg_stat_clear_snapshot()")?;
-        let mut s = Snapshot::new();
-        self.read_row(
-            "pg_stat_user_tables",
-            &format!(
-                "SELECT sum(n_tup_ins)::float8 n_tup_ins, sum(n_tup_upd)::float8 n_tup_upd, \
-                 sum(n_tup_hot_upd)::float8 n_tup_hot_upd, sum(n_tup_del)::float8 n_tup_del, \
-                 sum(n_live_tup)::float8 n_live_tup, sum(n_dead_tup)::float8 n_dead_tup, \
-                 sum(seq_scan)::float8 seq_scan, sum(idx_scan)::float8 idx_scan, \
-                 sum(vacuum_count)::float8 vacuum_count, sum(autovacuum_count)::float8 autovacuum_count, \
-                 sum(analyze_count)::float8 analyze_count, sum(autoanalyze_count)::float8 autoanalyze_count, \
-                 sum(n_ins_since_vacuum)::float8 n_ins_since_vacuum, \
-                 sum(n_mod_since_analyze)::float8 n_mod_since_analyze \
-                 FROM pg_stat_user_tables WHERE {TABLES}"
-            ),
-            &mut s,
-        )?;
-        self.read_row(
-            "pg_statio_user_tables",
-            &format!(
-                "SELECT sum(heap_blks_read)::float8 heap_blks_read, sum(heap_blks_hit)::float8 heap_blks_hit, \
-                 sum(idx_blks_read)::float8 idx_blks_read, sum(idx_blks_hit)::float8 idx_blks_hit \
-                 FROM pg_statio_user_tables WHERE {TABLES}"
-            ),
-            &mut s,
-        )?;
-        self.read_row(
-            "pg_stat_bgwriter",
-            "SELECT checkpoints_timed::float8, checkpoints_req::float8, buffers_checkpoint::float8, \
-             buffers_clean::float8, maxwritten_clean::float8, buffers_backend::float8, \
-             buffers_backend_fsync::float8, buffers_alloc::float8 FROM pg_stat_bgwriter",
-            &mut s,
-        )?;
-        self.read_row(
-            "pg_stat_wal",
-            "SELECT wal_records::float8, wal_fpi::float8, wal_bytes::float8, wal_buffers_full::float8, \
-             wal_write::float8, wal_sync::float8 FROM pg_stat_wal",
-            &mut s,
-        )?;
-        self.read_row(
-            "pg_stat_database",
-            "SELECT xact_commit::float8, xact_rollback::float8, blks_read::float8, blks_hit::float8, \
-             tup_returned::float8, tup_fetched::float8, tup_inserted::float8, tup_updated::float8, \
-             tup_deleted::float8, deadlocks::float8, temp_files::float8 \
-             FROM pg_stat_database WHERE datname = current_database()",
-            &mut s,
-        )?;
-        self.read_row(
-            "space",
-            &format!(
-                "SELECT (coalesce(sum(pg_relation_size(relid)), 0) / 8192)::float8 table_pages, \
-                 (coalesce(sum(pg_indexes_size(relid)), 0) / 8192)::float8 index_pages \
-                 FROM pg_stat_user_tables WHERE {TABLES}"
-            ),
-            &mut s,
-        )?;
-        // The WAL write position, for pg_waldump over the phase (`wal_by_record`).
-        self.read_row(
-            "wal",
-            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8 lsn",
-            &mut s,
-        )?;
-        device_snapshot(self.managed.as_ref(), &mut s)?;
-        Ok(s)
+        self.read_counters()
+    }
+
+    fn sample(&self) -> Result<Snapshot, ServerError> {
+        self.read_counters()
     }
 
     fn is_state(&self, name: &str) -> bool {

@@ -81,6 +81,18 @@ pub trait RealServer: Target {
     /// Errors: [`ServerError::Sql`], [`ServerError::Counters`].
     fn snapshot(&self) -> Result<Snapshot, ServerError>;
 
+    /// The counters now, without waiting for anything: the same names as
+    /// [`RealServer::snapshot`], read while the workload runs, once per interval of a time
+    /// series. The server's own reporting delay applies (PostgreSQL backends flush their
+    /// statistics at most once a second, pgstat.c `PGSTAT_MIN_INTERVAL`); InnoDB's status
+    /// variables are live. By default the full snapshot, which waits for nothing on
+    /// MariaDB.
+    ///
+    /// Errors: as [`RealServer::snapshot`].
+    fn sample(&self) -> Result<Snapshot, ServerError> {
+        self.snapshot()
+    }
+
     /// Whether counter `name` is a state value (reported as its `after` value).
     fn is_state(&self, name: &str) -> bool;
 

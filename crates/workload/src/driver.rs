@@ -14,7 +14,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// An error of one operation, as a target reports it.
@@ -158,14 +158,67 @@ pub struct RunResult {
 }
 
 /// Shared between the driver and its caller while a run is under way: the caller sets
-/// `stop` (Ctrl-C) and reads `completed` (events finished so far) to show live TPS.
+/// `stop` (Ctrl-C) and reads `completed` (events finished so far) and `statements` to show
+/// live TPS and sample a time series; [`RunControl::take_interval_latency`] gives the
+/// latencies of the events completed since its last call.
+///
+/// Reading these does not change the run: the counters are only read, and the interval
+/// histogram is a second histogram beside each thread's own (the run's result is built
+/// from those alone).
 #[derive(Debug, Default)]
 pub struct RunControl {
     /// Set to end the run early; each thread finishes its current event and returns.
     /// Shared by `Arc` so a signal handler can hold it.
     pub stop: Arc<AtomicBool>,
-    /// Events completed so far in the current run (reset by [`run`] at its start).
+    /// Events completed so far in the current run (reset by [`run`] at its start); at the
+    /// end of a run it equals [`RunResult::transactions`].
     pub completed: AtomicU64,
+    /// Statements executed so far in the current run, BEGIN/COMMIT excluded (reset by
+    /// [`run`] at its start; added at the end of each event, failed ones included); at the
+    /// end of a run it equals [`RunResult::queries`].
+    pub statements: AtomicU64,
+    /// Latencies (µs) of the events completed since the last
+    /// [`RunControl::take_interval_latency`], one histogram per driver thread (each
+    /// locked by its own thread per event and by the reader once per interval, so the
+    /// threads never wait for each other); replaced by [`run`] at its start.
+    interval_latency: Mutex<Vec<Arc<Mutex<Histogram<u64>>>>>,
+}
+
+impl RunControl {
+    /// Latency percentiles of the events completed since the last call (or since the run
+    /// started), emptying the interval histograms; all zero when none completed.
+    pub fn take_interval_latency(&self) -> Latency {
+        let slots = self
+            .interval_latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut acc: Option<Histogram<u64>> = None;
+        for slot in slots.iter() {
+            let mut h = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if h.is_empty() {
+                continue;
+            }
+            match acc.as_mut() {
+                Some(a) => {
+                    let _ = a.add(&*h);
+                }
+                None => acc = Some(h.clone()),
+            }
+            h.reset();
+        }
+        acc.map_or_else(Latency::default, |h| latency(&h))
+    }
+
+    /// A new interval histogram for one driver thread, read by
+    /// [`RunControl::take_interval_latency`] until the next run.
+    fn interval_slot(&self) -> Arc<Mutex<Histogram<u64>>> {
+        let slot = Arc::new(Mutex::new(Histogram::new(3).expect("histogram")));
+        self.interval_latency
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(slot.clone());
+        slot
+    }
 }
 
 fn latency(h: &Histogram<u64>) -> Latency {
@@ -214,6 +267,11 @@ pub fn run(
 ) -> Result<RunResult, String> {
     let stop = &*ctl.stop;
     ctl.completed.store(0, Ordering::Relaxed);
+    ctl.statements.store(0, Ordering::Relaxed);
+    ctl.interval_latency
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
     if run.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -246,6 +304,7 @@ pub fn run(
             .zip(0..run.threads)
             .map(|(mut session, t)| {
                 let events_left = &events_left;
+                let interval = ctl.interval_slot();
                 scope.spawn(move || {
                     let mut gen = Generator::new(kind, opts.clone(), run.rand_seed, t, run.threads);
                     let mut out = ThreadResult {
@@ -283,6 +342,7 @@ pub fn run(
                         };
                         let ev = gen.next_event();
                         let mut failed = false;
+                        let queries_before = out.r.queries;
                         for op in &ev {
                             let op_start = Instant::now();
                             match session.execute(op) {
@@ -324,14 +384,21 @@ pub fn run(
                                 }
                             }
                         }
+                        ctl.statements
+                            .fetch_add(out.r.queries - queries_before, Ordering::Relaxed);
                         if !failed {
                             out.r.transactions += 1;
-                            ctl.completed.fetch_add(1, Ordering::Relaxed);
+                            let us = (ev_start.elapsed().as_micros() as u64).max(1);
                             let h = out
                                 .hist
                                 .entry("event".into())
                                 .or_insert_with(|| Histogram::new(3).expect("histogram"));
-                            let _ = h.record((ev_start.elapsed().as_micros() as u64).max(1));
+                            let _ = h.record(us);
+                            let _ = interval
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .record(us);
+                            ctl.completed.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                     session.rollback();

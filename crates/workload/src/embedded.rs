@@ -46,7 +46,7 @@ impl Embedded {
 }
 
 fn op_error(e: Error) -> OpError {
-    let retryable = matches!(e, Error::Deadlock(_) | Error::SerializationFailure(_));
+    let retryable = e.is_retryable();
     OpError {
         message: e.to_string(),
         retryable,

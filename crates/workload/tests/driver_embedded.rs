@@ -207,6 +207,37 @@ fn a_stop_request_ends_a_timed_run_early_and_marks_it_interrupted() {
     assert!(r.transactions >= 50);
 }
 
+/// What a time series reads while a run goes on: the counts end equal to the run's, and
+/// the interval latencies hold each completed event once.
+#[test]
+fn the_run_control_counts_what_the_result_reports_and_hands_out_latencies_once() {
+    let t = target(DesignConfig::postgres());
+    let opts = SysbenchOptions {
+        table_size: 500,
+        ..Default::default()
+    };
+    t.prepare(WorkloadKind::OltpReadWrite, &opts, 1).unwrap();
+    let ctl = RunControl::default();
+    let run_opts = RunOptions {
+        threads: 2,
+        time_s: 0.0,
+        events: 120,
+        rand_seed: 9,
+        rate_tps: 0.0,
+    };
+    let r = run(&t, WorkloadKind::OltpReadWrite, &opts, &run_opts, &ctl).unwrap();
+    assert_eq!(ctl.completed.load(Ordering::Relaxed), r.transactions);
+    assert_eq!(ctl.statements.load(Ordering::Relaxed), r.queries);
+    let first = ctl.take_interval_latency();
+    assert_eq!(first.count, r.transactions);
+    assert!(first.p50_ms > 0.0 && first.p50_ms <= first.p99_ms);
+    assert_eq!(ctl.take_interval_latency().count, 0);
+    // The next run starts from zero.
+    let again = run(&t, WorkloadKind::OltpPointSelect, &opts, &run_opts, &ctl).unwrap();
+    assert_eq!(ctl.statements.load(Ordering::Relaxed), again.queries);
+    assert_eq!(ctl.take_interval_latency().count, again.transactions);
+}
+
 #[test]
 fn rate_schedules_events_instead_of_running_flat_out() {
     let t = target(DesignConfig::postgres());

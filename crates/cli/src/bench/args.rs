@@ -111,6 +111,11 @@ pub struct CommonArgs {
     /// transactions per second on every target.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
+    /// Seconds per sample of the measured phase's time series (`results.timeseries`:
+    /// transactions, latency, 4 KiB blocks by cause, MiB/s, ...) and of the progress
+    /// line's rates, as sysbench's --report-interval; 0 = no time series.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
+    pub report_interval: f64,
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -128,6 +133,16 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
         Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
         _ => Err(format!(
             "'{s}' is not a bandwidth in MiB/s (a number above 0)"
+        )),
+    }
+}
+
+/// `--report-interval`: seconds, 0 or more.
+pub fn parse_report_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a report interval in seconds (0 = no time series, or a number above 0)"
         )),
     }
 }
@@ -238,5 +253,6 @@ pub fn driver_info(c: &CommonArgs) -> DriverInfo {
         warmup_s: c.warmup,
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
+        report_interval_s: c.report_interval,
     }
 }

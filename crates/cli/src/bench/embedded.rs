@@ -6,9 +6,10 @@ use super::args::{driver_info, CommonArgs};
 use super::config::open_database;
 use super::figures::{engine_report, io_report};
 use super::phase::Mark;
+use super::series::CounterReading;
 use super::subject::Subject;
 use crate::export::label;
-use crate::result::{DeviceInfo, RunReport, Space, WorkloadInfo};
+use crate::result::{DeviceInfo, Results, RunReport, Space, WorkloadInfo};
 use anyhow::Result;
 use mvcclab_engine::db::{Database, TableId};
 use mvcclab_engine::design::DesignConfig;
@@ -77,6 +78,15 @@ impl Subject for EmbeddedRun {
         Ok((tables, mark))
     }
 
+    fn reading(&self, (_, mark): &Self::Mark) -> Result<CounterReading> {
+        let counters = mark.io_since(&self.db);
+        Ok(CounterReading {
+            total: counters.total(),
+            counters,
+            ..Default::default()
+        })
+    }
+
     fn report(
         self,
         (tables, mark): Self::Mark,
@@ -116,7 +126,7 @@ impl Subject for EmbeddedRun {
                 device.page_size_bytes,
                 d.storage.compression,
             ),
-            results,
+            results: Results::new(results),
             io,
             engine,
             server: None,

@@ -17,7 +17,10 @@
 //!    servers crate for a real server (`mvcclab_servers::delta`).
 //! 3. A managed server is stopped on every path, error and Ctrl-C included (its value is
 //!    dropped).
-//! 4. The run layer uses only the layers below it (the result schema, the export's
+//! 4. A measured phase's time series is sampled by reading cumulative counters, never
+//!    resetting them, and its samples add up exactly to the phase's totals
+//!    ([`sampled`], [`close`]; series.rs).
+//! 5. The run layer uses only the layers below it (the result schema, the export's
 //!    output flags, progress, design files), never a command.
 
 mod args;
@@ -26,19 +29,22 @@ mod embedded;
 mod figures;
 mod phase;
 mod runs;
+mod series;
 mod server;
 mod spec;
 mod subject;
 mod versions;
 
 pub use args::{
-    driver_info, parse_bandwidth, sysbench_options, CommonArgs, DeviceArgs, ServerArgs,
+    driver_info, parse_bandwidth, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs,
+    ServerArgs,
 };
 pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
 pub use embedded::EmbeddedRun;
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
 pub use phase::{Mark, PhaseDelta};
 pub use runs::{run_spec, run_specs, run_specs_with};
+pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
 pub use spec::{check_common, fuse_device, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};

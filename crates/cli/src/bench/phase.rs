@@ -6,6 +6,7 @@
 use anyhow::Result;
 use mvcclab_engine::db::{Database, EngineCounters, TableId};
 use mvcclab_engine::heap::TableStats;
+use mvcclab_engine::stats::Counters;
 use mvcclab_engine::storage::StorageSnapshot;
 use mvcclab_engine::wal::RecordTypeCounts;
 use std::collections::BTreeMap;
@@ -43,6 +44,15 @@ impl Mark {
             storage: db.storage().snapshot(),
             wal_types: db.wal_record_types(),
         })
+    }
+
+    /// The storage's counts by cause since the mark: a read of the counters only, cheap
+    /// enough for every sample of a time series (bench/series.rs).
+    pub fn io_since(&self, db: &Database) -> Counters {
+        db.storage()
+            .stats()
+            .snapshot()
+            .delta(&self.storage.counters)
     }
 
     /// What happened on `tables` (those of [`Mark::take`]) since the mark.

@@ -17,15 +17,16 @@
 
 use super::args::{driver_info, CommonArgs};
 use super::figures::{blocks_per_txn_by_cause, engine_report};
+use super::series::CounterReading;
 use super::spec::fuse_device;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{per, DeviceInfo, Io, RunReport, Space, WorkloadInfo};
+use crate::result::{per, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo};
 use anyhow::{Context, Result};
 use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo};
 use mvcclab_engine::device::Compression;
-use mvcclab_engine::stats::CauseCounts;
+use mvcclab_engine::stats::{CauseCounts, Counters};
 use mvcclab_servers::managed::ManagedOptions;
 use mvcclab_servers::schema::figures;
 use mvcclab_servers::{delta, RealServer, ServerKind, ServerOptions, Snapshot};
@@ -215,6 +216,32 @@ impl Subject for ServerRun {
         })
     }
 
+    /// The server's counters now ([`RealServer::sample`], no waiting), since `before`,
+    /// mapped to causes as the report maps them; on the FUSE device its device fields are
+    /// the device's. `device_blocks` (by file class and process) stays empty: the device
+    /// counts files and processes separately, and naming PostgreSQL's relation files takes
+    /// a catalog query the sampler does not make (series.rs).
+    fn reading(&self, before: &ServerMark) -> Result<CounterReading> {
+        let label = &self.label;
+        let now = self
+            .server
+            .sample()
+            .with_context(|| format!("{label}: counters"))?;
+        let counters = delta(&*self.server, &before.counters, &now);
+        let mut f = figures(self.kind, &counters);
+        if let (Some(b), Some(d)) = (&before.device, self.server.device()) {
+            f.total = with_device_fields(f.total, &d.counts().since(b).total.io);
+        }
+        Ok(CounterReading {
+            total: f.total,
+            counters: Counters {
+                by_cause: f.by_cause,
+            },
+            server: counters,
+            device_blocks: BTreeMap::new(),
+        })
+    }
+
     fn report(
         self,
         before: ServerMark,
@@ -379,7 +406,7 @@ impl Subject for ServerRun {
             },
             storage_config,
             space: Space::new(f.pages, 0, page, compression_totals),
-            results,
+            results: Results::new(results),
             io,
             engine,
             server: Some(info),

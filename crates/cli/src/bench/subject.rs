@@ -1,21 +1,27 @@
 //! One path for every run: prepare → settle → warm-up → measure → report, the same for an
 //! embedded design (`EmbeddedRun`, embedded.rs) and a real server (`ServerRun`,
 //! server.rs), each behind the [`Subject`] trait, as sysbench runs
-//! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver.
+//! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver. The
+//! measured phase is sampled once per `--report-interval` into `results.timeseries`
+//! (series.rs).
 
 use super::args::{sysbench_options, CommonArgs};
+use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
-use crate::progress::{status, with_progress};
+use crate::progress::{status, with_progress, LiveRates};
 use crate::result::RunReport;
 use anyhow::Result;
+use mvcclab_engine::stats::Counters;
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
 
 /// What a run measures, opened and ready to load: an embedded design or a real server.
-pub trait Subject {
+/// `Sync`: the time series' sampler reads its counters from a thread of its own while the
+/// driver runs.
+pub trait Subject: Sync {
     /// The counters at the start of the measured phase.
-    type Mark;
+    type Mark: Sync;
     /// The name its status lines, progress bars and errors show.
     fn label(&self) -> &str;
     /// The driver's target.
@@ -33,6 +39,10 @@ pub trait Subject {
     ///
     /// Errors: the engine's or the server's.
     fn mark(&self, c: &CommonArgs) -> Result<Self::Mark>;
+    /// The counters now, cumulative since `mark`, for the time series; reads only.
+    ///
+    /// Errors: the engine's or the server's, reading the counters.
+    fn reading(&self, mark: &Self::Mark) -> Result<CounterReading>;
     /// The report of the run: the counters since `mark` with the driver's `results`.
     ///
     /// Errors: the engine's or the server's, reading the counters.
@@ -71,8 +81,46 @@ pub fn run_subject<S: Subject>(
     s.settle(c)?;
     warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
     let mark = s.mark(c)?;
-    let results = measure(s.target(), kind, &opts, c, s.label(), ctl)?;
-    s.report(mark, kind, opts, c, results)
+    let live = LiveRates::default();
+    let read = || s.reading(&mark).ok();
+    let (results, readings, end_s) = sampled(
+        c.report_interval,
+        (c.time > 0.0).then_some(c.time),
+        ctl,
+        Some(&live),
+        &read,
+        || measure(s.target(), kind, &opts, c, s.label(), ctl, Some(&live)),
+    );
+    let results = results?;
+    // The last reading: the driver's final counts and the counters the report's totals
+    // come from (series.rs, invariant 2); `reading` only for what the report does not
+    // keep (a server's blocks on mvcclab's device), so a failed read costs only that.
+    let latency = ctl.take_interval_latency();
+    let tail = (c.report_interval > 0.0).then(|| s.reading(&mark).unwrap_or_default());
+    let mut report = s.report(mark, kind, opts, c, results)?;
+    if let Some(mut tail) = tail {
+        tail.total = report.io.total;
+        tail.counters = Counters {
+            by_cause: report.io.by_cause.clone(),
+        };
+        let (server, state) = report
+            .server
+            .as_ref()
+            .map(|i| (i.counters.clone(), i.state_counters.clone()))
+            .unwrap_or_default();
+        tail.server = server;
+        let last = Reading {
+            at_s: end_s,
+            transactions: report.results.transactions,
+            statements: report.results.queries,
+            latency,
+            counters: tail,
+        };
+        report.results.timeseries = close("measure", readings, last, &|k: &str| {
+            state.iter().any(|n| n == k)
+        });
+    }
+    Ok(report)
 }
 
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
@@ -103,13 +151,15 @@ pub fn warm_up(
             c,
             &format!("{label} warm-up"),
             ctl,
+            None,
         )
         .map_err(|e| driver_error(&warm, format!("{label}: warm-up: {e}")))?;
     }
     Ok(())
 }
 
-/// The measured phase (`--time` / `--events`) on any target, under a progress bar.
+/// The measured phase (`--time` / `--events`) on any target, under a progress bar that
+/// shows `live`'s rates when given.
 ///
 /// Errors: the driver's (as [`warm_up`]).
 pub fn measure(
@@ -119,6 +169,7 @@ pub fn measure(
     c: &CommonArgs,
     label: &str,
     ctl: &RunControl,
+    live: Option<&LiveRates>,
 ) -> Result<RunResult> {
     let run_opts = RunOptions {
         threads: c.threads,
@@ -127,14 +178,15 @@ pub fn measure(
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
     };
-    drive_shown(target, kind, opts, &run_opts, c, label, ctl)
+    drive_shown(target, kind, opts, &run_opts, c, label, ctl, live)
         .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
 }
 
 /// One driver run of `run` on `target` under a progress bar named `label` (hidden with
-/// `--quiet` or off a terminal).
+/// `--quiet` or off a terminal), showing `live`'s rates when given.
 ///
 /// Errors: the driver's, as text.
+#[allow(clippy::too_many_arguments)]
 fn drive_shown(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -143,8 +195,15 @@ fn drive_shown(
     c: &CommonArgs,
     label: &str,
     ctl: &RunControl,
+    live: Option<&LiveRates>,
 ) -> std::result::Result<RunResult, String> {
-    with_progress(label, run.time_s, run.events, ctl, c.out.quiet, || {
-        drive(target, kind, opts, run, ctl)
-    })
+    with_progress(
+        label,
+        run.time_s,
+        run.events,
+        ctl,
+        c.out.quiet,
+        live,
+        || drive(target, kind, opts, run, ctl),
+    )
 }

@@ -18,10 +18,16 @@
 //! fields docs/results.md describes under "Experiments" (the schema's types are in
 //! result.rs, the views in export/).
 
-use crate::bench::{open_database, DeviceArgs, Mark, PhaseDelta};
+use crate::bench::{
+    close, open_database, parse_report_interval, sampled, CounterReading, DeviceArgs, Mark,
+    PhaseDelta, Reading,
+};
 use crate::design_arg::resolve_design;
 use crate::error::driver_error;
-use crate::export::{emit, experiment_csv, experiment_table, to_json, Format, OutputArgs};
+use crate::export::{
+    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format, OutputArgs,
+};
+use crate::metadata::RunMetadata;
 use crate::progress::{install_ctrl_c, status, with_progress};
 use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, SCHEMA_VERSION};
 use crate::UsageError;
@@ -71,6 +77,10 @@ pub struct ExperimentCommon {
     /// Seed of the random numbers.
     #[arg(long, default_value_t = 1)]
     pub rand_seed: u64,
+    /// Seconds per sample of each phase's time series (`phases[].timeseries`), as
+    /// sysbench's --report-interval; 0 = no time series.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
+    pub report_interval: f64,
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
@@ -125,19 +135,40 @@ fn wait_for_purge(db: &Database) {
 }
 
 /// Runs `f` as a measured phase on table `t`: counts from before `f` to after the purge
-/// wait and checkpoint that close it. `f` returns the statements it ran.
+/// wait and checkpoint that close it, sampled every `interval_s` seconds into the phase's
+/// time series (bench/series.rs; the samples add up to the phase's counts). `f` returns
+/// the statements it ran and counts its events in `ctl` (`completed`, `statements`).
 fn phase(
     db: &Database,
     t: TableId,
     name: &str,
+    interval_s: f64,
+    ctl: &RunControl,
     f: impl FnOnce() -> Result<u64>,
 ) -> Result<PhaseReport> {
     let mark = Mark::take(db, &[t])?;
-    let start = Instant::now();
-    let ops = f()?;
-    wait_for_purge(db);
-    db.storage().checkpoint()?;
-    let elapsed_s = start.elapsed().as_secs_f64();
+    let read = || {
+        let counters = mark.io_since(db);
+        Some(CounterReading {
+            total: counters.total(),
+            counters,
+            ..Default::default()
+        })
+    };
+    let (ops, readings, elapsed_s) = sampled(interval_s, None, ctl, None, &read, || {
+        let ops = f()?;
+        wait_for_purge(db);
+        db.storage().checkpoint()?;
+        anyhow::Ok(ops)
+    });
+    let ops = ops?;
+    let last = Reading {
+        at_s: elapsed_s,
+        transactions: ctl.completed.load(Ordering::Relaxed),
+        statements: ctl.statements.load(Ordering::Relaxed),
+        latency: ctl.take_interval_latency(),
+        counters: CounterReading::default(),
+    };
     let PhaseDelta {
         storage: d,
         tables,
@@ -146,6 +177,14 @@ fn phase(
         ..
     } = mark.since(db, &[t])?;
     let total = d.counters.total();
+    let timeseries = if interval_s > 0.0 {
+        let mut last = last;
+        last.counters.total = total;
+        last.counters.counters = d.counters.clone();
+        close(name, readings, last, &|_| false)
+    } else {
+        Vec::new()
+    };
     Ok(PhaseReport {
         name: name.to_string(),
         ops,
@@ -163,6 +202,7 @@ fn phase(
         tables,
         undo,
         pages,
+        timeseries,
     })
 }
 
@@ -263,6 +303,7 @@ fn update_pass(
             anyhow::bail!("update_hot_set: row {id} is missing");
         }
         n += 1;
+        ctl.statements.fetch_add(1, Ordering::Relaxed);
         ctl.completed.fetch_add(1, Ordering::Relaxed);
     }
     Ok(n)
@@ -325,7 +366,12 @@ fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<Experime
                 a.updates as u64,
                 ctl,
                 c.out.quiet,
-                || phase(&db, t, name, || update_pass(&db, t, &ids, pass, ctl)),
+                None,
+                || {
+                    phase(&db, t, name, c.report_interval, ctl, || {
+                        update_pass(&db, t, &ids, pass, ctl)
+                    })
+                },
             )?);
         }
         runs.push(ExperimentRun {
@@ -386,7 +432,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
             let t = db.table_id("sbtest1")?;
             let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
                 let run_opts = run(events, seed);
-                let r = with_progress(label, 0.0, events, ctl, c.out.quiet, || {
+                let r = with_progress(label, 0.0, events, ctl, c.out.quiet, None, || {
                     drive(&target, kind, &opts, &run_opts, ctl)
                 })
                 .map_err(|e| driver_error(&run_opts, e))?;
@@ -401,7 +447,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
                 "update_gc_off"
             };
             let label = format!("{} {name}", design.name);
-            phases.push(phase(&db, t, name, || {
+            phases.push(phase(&db, t, name, c.report_interval, ctl, || {
                 driven(
                     WorkloadKind::OltpUpdateNonIndex,
                     a.updates,
@@ -417,7 +463,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
                     break;
                 }
                 let label = format!("{} {name}", design.name);
-                phases.push(phase(&db, t, name, || {
+                phases.push(phase(&db, t, name, c.report_interval, ctl, || {
                     if name == "full_gc" {
                         status(c.out.quiet, &format!("{label} ..."));
                         db.gc(t)?;
@@ -474,6 +520,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         schema_version: SCHEMA_VERSION,
         mvcclab_version: env!("CARGO_PKG_VERSION").into(),
         experiment: name.into(),
+        metadata: Some(RunMetadata::of_this_process()),
         parameters: params,
         interrupted: ctl.stop.load(Ordering::Relaxed),
         runs,
@@ -487,12 +534,22 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             .with_context(|| format!("writing {}", dir.display()))?;
         std::fs::write(dir.join("summary.md"), experiment_table(&report, true))
             .with_context(|| format!("writing {}", dir.display()))?;
+        let mut files = "experiment.json, experiment.csv, summary.md".to_string();
+        if report
+            .runs
+            .iter()
+            .any(|r| r.phases.iter().any(|p| !p.timeseries.is_empty()))
+        {
+            std::fs::write(
+                dir.join("timeseries.csv"),
+                experiment_timeseries_csv(&report)?,
+            )
+            .with_context(|| format!("writing {}", dir.display()))?;
+            files.push_str(", timeseries.csv");
+        }
         status(
             common.out.quiet,
-            &format!(
-                "report written to {}: experiment.json, experiment.csv, summary.md",
-                dir.display()
-            ),
+            &format!("report written to {}: {files}", dir.display()),
         );
     }
     let text = match common.out.format {

@@ -344,7 +344,7 @@ fn run_shape(f: &FidelityReport, c: &CommonArgs) -> String {
 /// Writes `f` in the chosen format (and the report directory).
 fn output(f: &FidelityReport, c: &CommonArgs) -> Result<()> {
     if let Some(dir) = &c.out.report {
-        let mut files = write_report_dir(&f.report, dir)?;
+        let mut files = write_report_dir(&f.report, dir, c.out.stack_by_cause)?;
         std::fs::write(dir.join("fidelity.md"), fidelity_markdown(f))?;
         std::fs::write(dir.join("fidelity.json"), to_json(f)?)?;
         files.extend(["fidelity.md".to_string(), "fidelity.json".to_string()]);
@@ -410,6 +410,7 @@ mod tests {
             schema_version: crate::result::SCHEMA_VERSION,
             mvcclab_version: "test".into(),
             command: "fidelity".into(),
+            metadata: None,
             runs: vec![real.clone(), preset, real],
         };
         assert_eq!(

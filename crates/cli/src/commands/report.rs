@@ -13,6 +13,9 @@ pub struct ReportArgs {
     /// Directory to write report.json, report.csv, summary.md and the plots into.
     #[arg(long, value_name = "DIR")]
     pub report: std::path::PathBuf,
+    /// Draw `blocks_per_second.svg` stacked by cause, one panel per run.
+    #[arg(long)]
+    pub stack_by_cause: bool,
 }
 
 /// `mvcclab report FILE --report DIR`: the report directory again from a saved report
@@ -33,7 +36,7 @@ pub fn run(a: ReportArgs) -> Result<()> {
         ))
         .into());
     }
-    let files = write_report_dir(&report, &a.report)?;
+    let files = write_report_dir(&report, &a.report, a.stack_by_cause)?;
     eprintln!(
         "report written to {}: {}",
         a.report.display(),

@@ -80,7 +80,13 @@ pub struct StorageBenchArgs {
     /// Keep the database in this directory (default: in memory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Seed of the random page choices (the run is deterministic for a seed and one thread).
+    /// Run without the background page cleaner and WAL writer, so that no background
+    /// write holds a buffer while the clock sweep looks for a victim: with one thread and a
+    /// seed, the counts are then the same from run to run, whatever the machine's load.
+    #[arg(long)]
+    pub no_background: bool,
+    /// Seed of the random page choices (the counts are deterministic for a seed, one thread
+    /// and `--no-background`; with background work they vary with timing).
     #[arg(long, default_value_t = 1)]
     pub rand_seed: u64,
     /// Output format.
@@ -137,6 +143,10 @@ fn config(a: &StorageBenchArgs) -> Result<StorageConfig> {
         interval_ms: a.checkpoint_interval_ms,
         wal_bytes: None,
     };
+    if a.no_background {
+        cfg.buffer_pool.page_cleaner.enabled = false;
+        cfg.wal_writer_interval_ms = None;
+    }
     if let Some(dir) = &a.data_dir {
         cfg.backing = Backing::Directory {
             path: dir.clone(),

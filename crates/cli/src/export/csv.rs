@@ -34,7 +34,8 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Strin
 
 /// The CSV view: a header of dotted JSON paths (`results.tps`,
 /// `io.per_txn_by_cause.vacuum.write_blocks_4k`, ...) and one row per run; a field a run
-/// does not have is empty. `storage_config` is left out (it is in the JSON).
+/// does not have is empty. `storage_config` and `results.timeseries` are left out (they
+/// are in the JSON; the series has its own view, `timeseries.csv`).
 ///
 /// Errors: none in practice (writing to memory).
 pub fn to_csv(report: &Report) -> anyhow::Result<String> {
@@ -45,6 +46,9 @@ pub fn to_csv(report: &Report) -> anyhow::Result<String> {
             let mut v = serde_json::to_value(r).expect("run serializes");
             if let Some(m) = v.as_object_mut() {
                 m.remove("storage_config");
+                if let Some(res) = m.get_mut("results").and_then(|x| x.as_object_mut()) {
+                    res.remove("timeseries");
+                }
             }
             let mut out = Vec::new();
             flatten("", &v, &mut out);
@@ -73,14 +77,19 @@ pub fn to_csv(report: &Report) -> anyhow::Result<String> {
     Ok(String::from_utf8(w.into_inner()?)?)
 }
 
-/// The CSV view of a named experiment: one row per design and phase, one column per JSON leaf of the phase.
+/// The CSV view of a named experiment: one row per design and phase, one column per JSON
+/// leaf of the phase but its time series (`timeseries.csv`).
 pub fn experiment_csv(r: &ExperimentReport) -> Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let mut header: Option<Vec<String>> = None;
     for run in &r.runs {
         for p in &run.phases {
             let mut leaves = vec![("design".to_string(), run.design.name.clone())];
-            flatten("", &serde_json::to_value(p)?, &mut leaves);
+            let mut v = serde_json::to_value(p)?;
+            if let Some(m) = v.as_object_mut() {
+                m.remove("timeseries");
+            }
+            flatten("", &v, &mut leaves);
             if header.is_none() {
                 let h: Vec<String> = leaves.iter().map(|(k, _)| k.clone()).collect();
                 w.write_record(&h)?;

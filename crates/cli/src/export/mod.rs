@@ -1,6 +1,6 @@
 //! The views of the result schema ([`crate::result`]), one file per format, each behind
 //! the [`Exporter`] trait (hyperfine `src/export/`): JSON, CSV, Markdown, the terminal
-//! table, SVG plots, and the report directory that holds them all; plus where a report
+//! table, SVG plots, the time series' CSV, and the report directory that holds them all; plus where a report
 //! goes (`--format`, `--output`, `--report`).
 //!
 //! # Invariants
@@ -19,6 +19,7 @@ mod report_dir;
 mod summary;
 mod svg;
 mod table;
+mod timeseries;
 
 pub use self::csv::{experiment_csv, fidelity_csv, flatten, to_csv, CsvExporter};
 pub use exporter::Exporter;
@@ -31,3 +32,4 @@ pub use summary::{
     wal_record_types_shown,
 };
 pub use table::{experiment_table, fidelity_table, side_by_side, to_table, TableExporter};
+pub use timeseries::{experiment_timeseries_csv, timeseries_csv};

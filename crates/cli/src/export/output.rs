@@ -24,6 +24,10 @@ pub struct OutputArgs {
     /// run/compare, SVG plots.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Draw `blocks_per_second.svg` of the report directory stacked by cause, one panel
+    /// per run (default: one line per run).
+    #[arg(long)]
+    pub stack_by_cause: bool,
     /// No progress bar and no status lines on standard error.
     #[arg(long, short)]
     pub quiet: bool,
@@ -79,7 +83,7 @@ pub fn exporter(format: Format) -> Box<dyn Exporter> {
 /// Errors: the output or the report directory cannot be written.
 pub fn write_report(report: &Report, out: &OutputArgs) -> Result<()> {
     if let Some(dir) = &out.report {
-        let files = super::write_report_dir(report, dir)?;
+        let files = super::write_report_dir(report, dir, out.stack_by_cause)?;
         status(
             out.quiet,
             &format!("report written to {}: {}", dir.display(), files.join(", ")),

@@ -9,21 +9,27 @@
 //! | `blocks_per_txn.svg` | stacked bars: 4 KiB blocks (read + written) per transaction by cause |
 //! | `latency.svg` | transaction latency p50 / p95 / p99 per run |
 //! | `tps_vs_bandwidth.svg` | TPS versus device bandwidth, one line per design (only with several `--bandwidth` values) |
+//! | `timeseries.csv` | one row per run and sample of the measured phase's time series (only when a run has one) |
+//! | `blocks_per_second.svg` | 4 KiB blocks read + written per second over the measured phase, one line per run; stacked by cause with `--stack-by-cause` (only when a run has a time series) |
 //!
 //! The plots are drawn by the SVG view (`svg.rs`).
 
 use super::csv::to_csv;
 use super::markdown::to_markdown;
-use super::svg::{bandwidths, plot_blocks, plot_latency, plot_tps, plot_tps_vs_bandwidth};
+use super::svg::{
+    bandwidths, plot_blocks, plot_blocks_per_second, plot_latency, plot_tps, plot_tps_vs_bandwidth,
+};
+use super::timeseries::timeseries_csv;
 use crate::result::Report;
 use anyhow::{Context, Result};
 use std::path::Path;
 
-/// Writes every file of the report into `dir` (created if missing) and returns their names.
+/// Writes every file of the report into `dir` (created if missing) and returns their names;
+/// `stack_by_cause` draws `blocks_per_second.svg` stacked by cause, one panel per run.
 ///
 /// Errors: the directory or a file cannot be written (the message names the path), or a
 /// plot cannot be drawn.
-pub fn write_report_dir(report: &Report, dir: &Path) -> Result<Vec<String>> {
+pub fn write_report_dir(report: &Report, dir: &Path, stack_by_cause: bool) -> Result<Vec<String>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating --report {}", dir.display()))?;
     let mut plots: Vec<&str> = Vec::new();
     if !report.runs.is_empty() {
@@ -38,6 +44,11 @@ pub fn write_report_dir(report: &Report, dir: &Path) -> Result<Vec<String>> {
             plots.push("tps_vs_bandwidth.svg");
         }
     }
+    let has_series = report.runs.iter().any(|r| !r.results.timeseries.is_empty());
+    if has_series {
+        plot_blocks_per_second(report, &dir.join("blocks_per_second.svg"), stack_by_cause)?;
+        plots.push("blocks_per_second.svg");
+    }
     let write = |name: &str, text: String| {
         let p = dir.join(name);
         std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
@@ -50,6 +61,10 @@ pub fn write_report_dir(report: &Report, dir: &Path) -> Result<Vec<String>> {
         "report.csv".into(),
         "summary.md".into(),
     ];
+    if has_series {
+        write("timeseries.csv", timeseries_csv(report)?)?;
+        files.push("timeseries.csv".into());
+    }
     files.extend(plots.iter().map(|p| p.to_string()));
     Ok(files)
 }

@@ -1,10 +1,14 @@
 //! The plots of the report directory, drawn with plotters' SVG backend (no fonts needed;
 //! text is SVG `<text>`): `tps.svg`, `blocks_per_txn.svg`, `latency.svg` and, with several
-//! `--bandwidth` values, `tps_vs_bandwidth.svg`.
+//! `--bandwidth` values, `tps_vs_bandwidth.svg`; `blocks_per_second.svg` from the time
+//! series.
 
 use super::summary::{causes_with_blocks, run_label};
-use crate::result::Report;
+use super::timeseries::{blocks_per_second, cause_blocks};
+use crate::result::{Report, Sample};
 use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -256,4 +260,136 @@ pub(super) fn plot_tps_vs_bandwidth(report: &Report, path: &Path) -> Result<()> 
         .map_err(plot_err(path))?;
     root.present().map_err(plot_err(path))?;
     Ok(())
+}
+
+/// `blocks_per_second.svg`: 4 KiB blocks read + written per second over the measured
+/// phase (`results.timeseries`), one line per run (seed 000's Figures 1b and 3); with
+/// `by_cause`, one panel per run with the blocks stacked by cause instead. Runs whose
+/// device I/O was not measured (a real server without `--exact-device-io`) are left out
+/// rather than drawn as 0.
+pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: bool) -> Result<()> {
+    let runs: Vec<_> = report
+        .runs
+        .iter()
+        .filter(|r| r.measured("io.total.read_blocks_4k") && !r.results.timeseries.is_empty())
+        .collect();
+    let root = SVGBackend::new(path, (W, H)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err(path))?;
+    let title = format!(
+        "{}: 4 KiB blocks read + written per second",
+        report.runs.first().map_or("", |r| r.workload.name.as_str())
+    );
+    let all = |s: &Sample| s.read_blocks_4k + s.write_blocks_4k;
+    let xmax = runs
+        .iter()
+        .flat_map(|r| r.results.timeseries.iter())
+        .map(|s| s.start_s + s.interval_s)
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let ymax_of = |pts: &[(f64, f64)]| pts.iter().map(|p| p.1).fold(0.0, f64::max);
+    if !by_cause || runs.is_empty() {
+        let lines: Vec<(String, Vec<(f64, f64)>)> = runs
+            .iter()
+            .map(|r| (run_label(r), blocks_per_second(&r.results.timeseries, &all)))
+            .collect();
+        let ymax = lines.iter().map(|l| ymax_of(&l.1)).fold(0.0, f64::max);
+        let mut chart = blocks_time_chart(&root, &title, 20, xmax, ymax, path)?;
+        for (i, (name, pts)) in lines.into_iter().enumerate() {
+            let c = colour(i);
+            chart
+                .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+                .map_err(plot_err(path))?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
+                });
+        }
+        if !runs.is_empty() {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(plot_err(path))?;
+        }
+        root.present().map_err(plot_err(path))?;
+        return Ok(());
+    }
+    // Stacked by cause: one panel per run, the same causes (and colours) in each.
+    // The causes with blocks over the phases are those with blocks in some sample.
+    let causes = causes_with_blocks(&report.runs);
+    let (plots, legend) = root.split_horizontally(W - 150);
+    for (i, c) in causes.iter().enumerate() {
+        let y = 60 + 22 * i as i32;
+        let col = colour(*c as usize);
+        legend
+            .draw(&Rectangle::new([(8, y), (20, y + 12)], col.filled()))
+            .map_err(plot_err(path))?;
+        legend
+            .draw(&Text::new(
+                c.name().to_string(),
+                (26, y),
+                ("sans-serif", 14),
+            ))
+            .map_err(plot_err(path))?;
+    }
+    let panels = plots.split_evenly((runs.len(), 1));
+    for (r, panel) in runs.iter().zip(panels.iter()) {
+        let ts = &r.results.timeseries;
+        let ymax = ymax_of(&blocks_per_second(ts, &all));
+        let caption = format!("{title}: {}", run_label(r));
+        let mut chart = blocks_time_chart(panel, &caption, 16, xmax, ymax, path)?;
+        // Each cause is the band between the sum of the causes before it and that sum
+        // plus its own blocks per second.
+        let mut base: Vec<(f64, f64)> = blocks_per_second(ts, &|_| 0);
+        for c in &causes {
+            let own = blocks_per_second(ts, &|s| cause_blocks(s, *c));
+            let top: Vec<(f64, f64)> = base
+                .iter()
+                .zip(&own)
+                .map(|(b, o)| (b.0, b.1 + o.1))
+                .collect();
+            let mut band = top.clone();
+            band.extend(base.iter().rev().copied());
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    band,
+                    colour(*c as usize).filled(),
+                )))
+                .map_err(plot_err(path))?;
+            base = top;
+        }
+    }
+    root.present().map_err(plot_err(path))?;
+    Ok(())
+}
+
+/// Axes of blocks per second (up to `ymax`, with a tenth above) against seconds into the
+/// phase (up to `xmax`) on `area`, captioned `caption` in `size`-point type.
+///
+/// Errors: the chart cannot be drawn (the message names `path`).
+fn blocks_time_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    caption: &str,
+    size: u32,
+    xmax: f64,
+    ymax: f64,
+    path: &Path,
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>> {
+    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", size))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(plot_err(path))?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds into the measured phase")
+        .y_desc("4 KiB blocks / s")
+        .draw()
+        .map_err(plot_err(path))?;
+    Ok(chart)
 }

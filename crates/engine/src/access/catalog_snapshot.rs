@@ -41,13 +41,12 @@ impl CatalogSnapshot {
 
     /// Parses `bytes` ([`CatalogSnapshot::encode`]); empty bytes are the empty catalog.
     ///
-    /// Errors: [`Error::Corrupted`] for bytes that are not a catalog.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for bytes that are not a catalog.
     pub fn decode(bytes: &[u8]) -> Result<CatalogSnapshot> {
         if bytes.is_empty() {
             return Ok(CatalogSnapshot::default());
         }
-        serde_json::from_slice(bytes).map_err(|e| Error::Corrupted {
-            what: format!("catalog in the WAL: {e}"),
-        })
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::corrupted(format!("catalog in the WAL: {e}")))
     }
 }

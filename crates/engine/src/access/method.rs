@@ -60,19 +60,30 @@ pub struct XactEnd {
 /// A design table's reads, each with the statement's snapshot (tableam.h
 /// `index_fetch_tuple` and `scan_getnextslot`; MariaDB `handler::index_read_map`,
 /// `general_fetch`). Implemented by each design's table where its reads live.
+///
+/// A table without a primary key (`TableDef::primary_key` empty) is read only by an
+/// unbounded [`TableRead::scan`] or [`TableRead::get_by_index`]; reads by primary key fail
+/// with [`Error::Catalog`] naming the table (`TableDef::require_primary_key`). Rows never
+/// include a design's hidden columns (InnoDB's `DB_ROW_ID`).
 pub trait TableRead {
     /// The row with primary key `pk` visible to the statement.
     ///
-    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; storage errors.
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`] for
+    /// a table without a primary key; storage errors.
     fn get(&self, st: &Statement<'_>, pk: &[Value]) -> Result<Option<Row>>;
     /// Rows whose secondary index `index` key is `key`, visible to the statement.
     ///
     /// Errors: as [`TableRead::get`]; [`Error::Catalog`] while the secondary indexes are
     /// deferred.
     fn get_by_index(&self, st: &Statement<'_>, index: usize, key: &[Value]) -> Result<Vec<Row>>;
-    /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`.
+    /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`. On a table
+    /// without a primary key both bounds must be unbounded, and the rows come in storage
+    /// order, reversed for `Backward`: the heap's block then line-pointer order (a
+    /// sequential scan, heapam.c `heapgettup_pagemode`; an updated row may move), the
+    /// clustered index's `DB_ROW_ID` order (insertion order).
     ///
-    /// Errors: as [`TableRead::get`].
+    /// Errors: as [`TableRead::get`] ([`Error::Catalog`] for a bound on a table without a
+    /// primary key).
     fn scan(
         &self,
         st: &Statement<'_>,
@@ -90,16 +101,18 @@ pub trait TableWrite {
     /// The design's own state of one transaction (the innodb undo logs; nothing for the
     /// heap).
     type TxnState: Default + Send + 'static;
-    /// Inserts `row`, with its index entries.
+    /// Inserts `row`, with its index entries. A table without a primary key takes the row
+    /// with no uniqueness check of its own (a heap tuple; InnoDB's next `DB_ROW_ID`).
     ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`];
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock);
     /// storage errors.
     fn insert(&self, st: &Statement<'_>, state: &mut Self::TxnState, row: Row) -> Result<()>;
     /// Applies `set` to the newest version of the row with primary key `pk`; false when
     /// there is none.
     ///
-    /// Errors: [`Error::SerializationFailure`], [`Error::Deadlock`],
-    /// [`Error::DuplicateKey`], as [`TableWrite::insert`].
+    /// Errors: [`TxnError::SerializationFailure`](crate::error::TxnError::SerializationFailure), [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
+    /// [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), as [`TableWrite::insert`]; [`Error::Catalog`] for a table
+    /// without a primary key.
     fn update(
         &self,
         st: &Statement<'_>,

@@ -47,6 +47,9 @@ pub struct Redone {
     /// The engine state the last checkpoint record replayed carries
     /// ([`crate::storage::CheckpointHook::checkpoint`]).
     pub checkpoint_engine_state: Option<Vec<u8>>,
+    /// The largest `DB_ROW_ID` counter value a `Catalog/ROW_ID` record replayed wrote to
+    /// the dictionary header (0 if none; `crate::clustered::RowIdSequence`).
+    pub dict_hdr_row_id: u64,
     /// Counts so far (the engine adds its own).
     pub report: RecoveryReport,
     /// When recovery started.

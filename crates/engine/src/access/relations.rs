@@ -13,8 +13,11 @@ pub type TableId = u32;
 pub struct TableRelations {
     /// The heap (postgres) or clustered index (innodb).
     pub table: FileId,
-    /// The primary-key index (postgres); the same as `table` for a clustered table.
-    pub primary_key: FileId,
+    /// The primary-key index (postgres); the same as `table` for a clustered table (also
+    /// one clustered on the hidden DB_ROW_ID). `None` for a heap table without a primary
+    /// key, which has no such index (serialized as `null`; a key's relation as the bare
+    /// number it always was, so catalogs of tables with a key keep their bytes).
+    pub primary_key: Option<FileId>,
     /// Secondary indexes in definition order.
     pub indexes: Vec<FileId>,
 }
@@ -24,7 +27,7 @@ impl TableRelations {
     /// separate (postgres), then the secondary indexes. What pg_statio_user_tables counts
     /// as `idx_blks_*`.
     pub fn index_relations(&self) -> impl Iterator<Item = FileId> + '_ {
-        let pk = (self.primary_key != self.table).then_some(self.primary_key);
+        let pk = self.primary_key.filter(|&pk| pk != self.table);
         pk.into_iter().chain(self.indexes.iter().copied())
     }
 }

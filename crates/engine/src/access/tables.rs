@@ -17,7 +17,8 @@ use std::sync::Arc;
 pub trait Catalogued {
     /// The table's definition.
     fn def(&self) -> &TableDef;
-    /// Its B+trees: the primary key or clustered index first, then the secondary indexes.
+    /// Its B+trees: the primary key or clustered index first (a heap table without a
+    /// primary key has neither), then the secondary indexes.
     fn trees(&self) -> Vec<&crate::btree::BTree>;
     /// The relation holding its rows: the heap, or the clustered index (the first tree).
     fn table_relation(&self) -> crate::device::FileId;
@@ -25,10 +26,18 @@ pub trait Catalogued {
     /// tree is the rows' own relation for a clustered table).
     fn relations(&self) -> TableRelations {
         let trees = self.trees();
+        let table = self.table_relation();
+        let first_is_key =
+            self.def().has_primary_key() || trees.first().is_some_and(|t| t.rel() == table);
+        let secondary = if first_is_key {
+            &trees[1..]
+        } else {
+            &trees[..]
+        };
         TableRelations {
-            table: self.table_relation(),
-            primary_key: trees[0].rel(),
-            indexes: trees[1..].iter().map(|t| t.rel()).collect(),
+            table,
+            primary_key: first_is_key.then(|| trees[0].rel()),
+            indexes: secondary.iter().map(|t| t.rel()).collect(),
         }
     }
     /// Its pgstat counters (`pg_stat_user_tables`).

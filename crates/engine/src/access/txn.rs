@@ -5,6 +5,7 @@
 //! the same place of trx_commit).
 
 use super::relations::TableId;
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{xact_info, Isolation, ProcId, Snapshot, TransactionManager, Xid, INVALID_XID};
 use crate::wal::{rmgr, RecordBuilder, Wal};
@@ -34,10 +35,10 @@ impl TxnCore {
         }
     }
 
-    /// Errors: [`Error::TransactionClosed`] once the transaction ended.
+    /// Errors: [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed) once the transaction ended.
     pub fn check_open(&self) -> Result<()> {
         if self.ended {
-            return Err(Error::TransactionClosed("ended"));
+            return Err(Error::Txn(TxnError::TransactionClosed("ended")));
         }
         Ok(())
     }

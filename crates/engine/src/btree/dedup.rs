@@ -126,9 +126,7 @@ fn check_posting(id: PageId, key: &[u8], value: &[u8]) -> Result<()> {
 }
 
 fn bad(id: PageId, what: impl std::fmt::Display) -> Error {
-    Error::Corrupted {
-        what: format!("B+tree {id}: {what}"),
-    }
+    Error::corrupted(format!("B+tree {id}: {what}"))
 }
 
 /// A deduplication pass's plan: intervals `(first slot, count)` of the page's entries,
@@ -183,7 +181,7 @@ pub fn plan_pass(n: &Node<'_>, max_posting: usize) -> Result<(Intervals, usize)>
 /// into one posting entry (the header kept; slot flags, hints, are lost as in a split).
 /// The same function runs the pass and its redo, so both leave the same bytes.
 ///
-/// Errors: [`Error::Corrupted`] for a bad page, intervals out of order or range, entries
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page, intervals out of order or range, entries
 /// of an interval that do not share `K` or whose TIDs are not ascending, or a result that
 /// does not fit.
 pub fn apply_pass(p: &mut [u8], id: PageId, intervals: &[(usize, usize)]) -> Result<()> {
@@ -237,7 +235,7 @@ pub fn apply_pass(p: &mut [u8], id: PageId, intervals: &[(usize, usize)]) -> Res
 /// that TID's plain entry (PostgreSQL nbtdedup.c `_bt_swap_posting`). `tid` must lie
 /// strictly between the entry's first and last TIDs and not be in the list.
 ///
-/// Errors: [`Error::Corrupted`] when it does not.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when it does not.
 pub fn swapped(id: PageId, key: &[u8], value: &[u8], tid: &[u8]) -> Result<(Entry, Entry)> {
     check_posting(id, key, value)?;
     let mut all: Vec<&[u8]> = tids(key, value).collect();
@@ -261,7 +259,7 @@ pub fn swapped(id: PageId, key: &[u8], value: &[u8], tid: &[u8]) -> Result<(Entr
 /// (same size) and the plain entry inserted at `slot + 1`. The same function runs the
 /// insert and its redo (INSERT_POST).
 ///
-/// Errors: as [`swapped`], and [`Error::Corrupted`] for a bad page or no room.
+/// Errors: as [`swapped`], and [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page or no room.
 pub fn swap_insert(p: &mut [u8], id: PageId, slot: usize, tid: &[u8]) -> Result<()> {
     let (post, plain) = {
         let n = Node::parse(p, id)?;
@@ -329,7 +327,7 @@ pub fn merge_sorted(entries: &[(Vec<u8>, Vec<u8>)], max_posting: usize) -> Vec<(
 /// a posting entry well formed and its largest TID below `next` (the next key, or the
 /// page's high bound). Returns its number of TIDs.
 ///
-/// Errors: [`Error::Corrupted`] naming the page.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the page.
 pub fn check_entry(id: PageId, key: &[u8], value: &[u8], next: Option<&[u8]>) -> Result<usize> {
     if value.is_empty() {
         return Ok(1);

@@ -25,7 +25,7 @@ impl BTree {
     /// with a sibling afterwards (see `compress`), as InnoDB's optimistic delete gives way
     /// to the pessimistic one when `btr_cur_can_delete_without_compress` says no.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool and WAL errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path; pool and WAL errors.
     ///
     /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
@@ -111,7 +111,7 @@ impl BTree {
     /// leaves: an internal page that falls below the threshold stays (InnoDB compresses the
     /// father level too, and lifts a lone child into the root).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page on the path or sibling links that
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path or sibling links that
     /// disagree with the parent's downlinks; pool and WAL errors.
     /// Called only for a leaf with a sibling, so the tree has a level above the leaves
     /// (heights never shrink).
@@ -150,12 +150,10 @@ impl BTree {
         if left_block.is_some_and(|b| b != lh.left)
             || right_in_parent.is_some_and(|b| b != lh.right)
         {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "B+tree {lid}: sibling links {} / {} disagree with the downlinks of {pid}",
-                    lh.left, lh.right
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {lid}: sibling links {} / {} disagree with the downlinks of {pid}",
+                lh.left, lh.right
+            )));
         }
         let mut right = match lh.right {
             NO_BLOCK => None,
@@ -217,9 +215,9 @@ impl BTree {
             (n.header(), n.entries()?)
         };
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
-            return Err(Error::Corrupted {
-                what: format!("B+tree {pid}: downlink {slot} does not name {vid}"),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {pid}: downlink {slot} does not name {vid}"
+            )));
         }
         let data = bwal::encode_merge(vh.right, &node::pairs(&moved));
         all.extend(moved);
@@ -270,6 +268,6 @@ impl BTree {
     fn free_merged(&self, g: WritePageGuard<'_>) -> Result<()> {
         let id = g.page_id();
         drop(g);
-        self.pool.store().free_page(id)
+        Ok(self.pool.store().free_page(id)?)
     }
 }

@@ -26,7 +26,7 @@ impl BTree {
     /// key may now point at a live tuple) or its latch cannot be had at once. Returns the
     /// entries newly marked.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page; pool errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page; pool errors.
     pub fn kill_items(&self, leaf: LeafRef, keys: &[Vec<u8>]) -> Result<usize> {
         if keys.is_empty() || self.geo.slot_bytes < 3 {
             return Ok(0);
@@ -223,13 +223,11 @@ impl BTree {
         let id = g.page_id();
         let verdict = table.index_delete_tuples(op)?;
         if verdict.deletable.len() != op.candidates.len() {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "{id}: the table answered {} verdicts for {} deletion candidates",
-                    verdict.deletable.len(),
-                    op.candidates.len()
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "{id}: the table answered {} verdicts for {} deletion candidates",
+                verdict.deletable.len(),
+                op.candidates.len()
+            )));
         }
         // Per slot, the deletable keys.
         let mut per_slot: std::collections::BTreeMap<usize, Vec<&[u8]>> = Default::default();

@@ -15,6 +15,7 @@ use super::search::{Target, WritePath};
 use super::tree::{truncated_separator, BTree};
 use super::wal::{self as bwal, info};
 use crate::buffer::{log_change, WritePageGuard};
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::wal::{rmgr, RecordBuilder};
 use std::ops::Bound;
@@ -48,10 +49,10 @@ impl BTree {
     /// swapped into it ([`dedup::swap_insert`]), and a full leaf runs the deduplication
     /// pass before it splits.
     ///
-    /// Errors: [`Error::DuplicateKey`] when the exact key is present (in a posting entry
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey) when the exact key is present (in a posting entry
     /// too); [`Error::InvalidValue`] for a value or a short key in a deduplicating tree;
     /// [`Error::TooLarge`] when key + value exceed [`BTree::max_entry_bytes`] (a quarter of
-    /// the usable page); [`Error::Corrupted`] for a damaged page on the path; pool and WAL
+    /// the usable page); [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path; pool and WAL
     /// errors.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_size(key, value)?;
@@ -104,10 +105,10 @@ impl BTree {
     }
 
     fn duplicate(&self, key: &[u8]) -> Error {
-        Error::DuplicateKey {
+        Error::Txn(TxnError::DuplicateKey {
             index: format!("btree {}", self.rel),
             key: render_key(key),
-        }
+        })
     }
 
     /// Where an insert of `key` goes in leaf `n`.
@@ -410,7 +411,7 @@ impl BTree {
     /// when the path runs out (the meta page is then still latched). PostgreSQL
     /// nbtinsert.c `_bt_insert_parent` (with `_bt_newroot` for the root).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page or a split that reaches the root
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page or a split that reaches the root
     /// without the meta page latched; pool and WAL errors (the cascade stops there, pages
     /// below keep INCOMPLETE_SPLIT).
     pub(super) fn insert_into_parent<'a>(
@@ -463,12 +464,10 @@ impl BTree {
                 }
                 None => {
                     let Some(mut mg) = meta_g.take() else {
-                        return Err(Error::Corrupted {
-                            what: format!(
-                                "B+tree {}: a split reached the root without the meta page latched",
-                                g.page_id()
-                            ),
-                        });
+                        return Err(Error::corrupted(format!(
+                            "B+tree {}: a split reached the root without the meta page latched",
+                            g.page_id()
+                        )));
                     };
                     self.new_root(&mut mg, &mut g, child_level + 1, meta, &sep, right)?;
                     return Ok(());
@@ -523,11 +522,11 @@ impl BTree {
                 best = Some((score, m));
             }
         }
-        best.map(|(_, m)| m).ok_or_else(|| Error::Corrupted {
-            what: format!(
+        best.map(|(_, m)| m).ok_or_else(|| {
+            Error::corrupted(format!(
                 "B+tree: no split point fits {} entries of {total} bytes in two pages",
                 combined.len()
-            ),
+            ))
         })
     }
 
@@ -563,9 +562,9 @@ impl BTree {
         let mut old_right = match hdr.right {
             NO_BLOCK => None,
             b if held.contains(&b) => {
-                return Err(Error::Corrupted {
-                    what: format!("B+tree {lid}: right link to block {b}, a page on the path"),
-                })
+                return Err(Error::corrupted(format!(
+                    "B+tree {lid}: right link to block {b}, a page on the path"
+                )))
             }
             b => {
                 let o = self.fetch_write(b, lid, "right link")?;

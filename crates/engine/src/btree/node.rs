@@ -64,7 +64,7 @@
 //! | 54     | 2     | reserved (0)                                   |
 //! | 56     |       | hole up to the special area                    |
 //! ```
-//! Every reader here checks bounds: bad bytes give [`Error::Corrupted`] naming the page,
+//! Every reader here checks bounds: bad bytes give [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the page,
 //! never a panic.
 
 use crate::error::{Error, Result};
@@ -140,9 +140,7 @@ pub fn align_up(n: usize, a: usize) -> usize {
 }
 
 fn corrupted(id: PageId, what: impl std::fmt::Display) -> Error {
-    Error::Corrupted {
-        what: format!("B+tree {id}: {what}"),
-    }
+    Error::corrupted(format!("B+tree {id}: {what}"))
 }
 
 /// How entries are sized on a page: the per-entry space accounting of
@@ -259,7 +257,7 @@ pub struct Node<'a> {
 impl<'a> Node<'a> {
     /// Checks the header and special area of node page `p` (page `id`).
     ///
-    /// Errors: [`Error::Corrupted`] naming the page when its type, special offset,
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the page when its type, special offset,
     /// geometry, hole, level or entry count are impossible, or when it is the meta page.
     pub fn parse(p: &'a [u8], id: PageId) -> Result<Self> {
         let special = check_common(p, id)?;
@@ -380,7 +378,7 @@ impl<'a> Node<'a> {
 
     /// Entry `i` as (key, value).
     ///
-    /// Errors: [`Error::Corrupted`] when `i` is out of range or the entry's slot or lengths
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when `i` is out of range or the entry's slot or lengths
     /// are impossible.
     pub fn entry(&self, i: usize) -> Result<(&'a [u8], &'a [u8])> {
         let (off, k, v) = self.locate(i)?;
@@ -415,7 +413,7 @@ impl<'a> Node<'a> {
 
     /// Child block of internal entry `i`.
     ///
-    /// Errors: [`Error::Corrupted`] when the value is not 4 bytes or names no block.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the value is not 4 bytes or names no block.
     pub fn child(&self, i: usize) -> Result<u32> {
         let (_, v) = self.entry(i)?;
         let b: [u8; 4] = v
@@ -567,7 +565,7 @@ fn write_slot(p: &mut [u8], geo: Geometry, i: usize, off: usize) {
 /// `PageRestoreTempPage` keeps the LSN the same way). Used for splits, new roots, bulk
 /// deletes and redo of will-init blocks.
 ///
-/// Errors: [`Error::Corrupted`] when the entries do not fit (a caller bug or a bad record).
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the entries do not fit (a caller bug or a bad record).
 pub fn build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     p: &mut [u8],
     id: PageId,
@@ -612,7 +610,7 @@ pub fn build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 /// Inserts (key, value) as entry `i` of node page `p`, shifting later slots up
 /// (PostgreSQL `PageAddItem` in the middle of the line pointer array).
 ///
-/// Errors: [`Error::Corrupted`] when the page is bad, `i` is past the end, or the entry
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the page is bad, `i` is past the end, or the entry
 /// does not fit (callers check [`Node::free_bytes`] first).
 pub fn insert_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) -> Result<()> {
     let (geo, n, lower, upper) = {
@@ -646,7 +644,7 @@ pub fn insert_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) -
 /// Removes entry `i` of node page `p`, closing the gap in the entry area so that the
 /// entries stay packed (PostgreSQL `PageIndexTupleDelete`).
 ///
-/// Errors: [`Error::Corrupted`] when the page or the entry is bad.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the page or the entry is bad.
 pub fn remove_at(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
     let (geo, n, lower, upper, off, eb) = {
         let node = Node::parse(p, id)?;
@@ -712,7 +710,7 @@ pub fn replace_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) 
 /// Overwrites `bytes.len()` bytes of entry `i`'s value from byte `at` of the value, in
 /// place (the entry keeps its size).
 ///
-/// Errors: [`Error::Corrupted`] for a bad page, or a span outside the value.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page, or a span outside the value.
 pub fn patch_value(p: &mut [u8], id: PageId, i: usize, at: usize, bytes: &[u8]) -> Result<()> {
     let (start, v) = {
         let node = Node::parse(p, id)?;
@@ -736,7 +734,7 @@ pub fn patch_value(p: &mut [u8], id: PageId, i: usize, at: usize, bytes: &[u8]) 
 /// nothing, when the page's slots have no flag byte (InnoDB geometry) or the flag was
 /// already set.
 ///
-/// Errors: [`Error::Corrupted`] for a bad page or an `i` out of range.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page or an `i` out of range.
 pub fn set_dead(p: &mut [u8], id: PageId, i: usize) -> Result<bool> {
     let (s, n) = {
         let node = Node::parse(p, id)?;
@@ -756,7 +754,7 @@ pub fn set_dead(p: &mut [u8], id: PageId, i: usize) -> Result<bool> {
 /// Clears [`SLOT_FLAG_DEAD`] on entry `i` of leaf page `p` (a live TID joined the entry:
 /// a posting list swap). Nothing to do when slots have no flag byte.
 ///
-/// Errors: [`Error::Corrupted`] for a bad page or an `i` out of range.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page or an `i` out of range.
 pub fn clear_dead(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
     let (s, n) = {
         let node = Node::parse(p, id)?;
@@ -774,7 +772,7 @@ pub fn clear_dead(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
 /// Removes the entries at `slots` (strictly ascending) from node page `p`, keeping the
 /// survivors' order and slot flags (PostgreSQL `PageIndexMultiDelete`).
 ///
-/// Errors: [`Error::Corrupted`] for a bad page, slots out of range or not ascending.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page, slots out of range or not ascending.
 pub fn remove_slots(p: &mut [u8], id: PageId, slots: &[usize]) -> Result<()> {
     let n = Node::parse(p, id)?.n;
     if slots.windows(2).any(|w| w[0] >= w[1]) || slots.last().is_some_and(|&l| l >= n) {
@@ -789,7 +787,7 @@ pub fn remove_slots(p: &mut [u8], id: PageId, slots: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Sets the flags of node page `p`. Errors: [`Error::Corrupted`] for a bad page.
+/// Sets the flags of node page `p`. Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page.
 pub fn set_flags(p: &mut [u8], id: PageId, flags: u16) -> Result<()> {
     Node::parse(p, id)?;
     let sp = p.len() - SPECIAL_BYTES;
@@ -797,7 +795,7 @@ pub fn set_flags(p: &mut [u8], id: PageId, flags: u16) -> Result<()> {
     Ok(())
 }
 
-/// Sets the left sibling of node page `p`. Errors: [`Error::Corrupted`] for a bad page.
+/// Sets the left sibling of node page `p`. Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page.
 pub fn set_left(p: &mut [u8], id: PageId, left: u32) -> Result<()> {
     Node::parse(p, id)?;
     let sp = p.len() - SPECIAL_BYTES;
@@ -833,7 +831,7 @@ impl Meta {
 
     /// Decodes [`Meta::encode`]'s bytes.
     ///
-    /// Errors: [`Error::Corrupted`] (naming `id`) for a short buffer, a wrong magic or
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) (naming `id`) for a short buffer, a wrong magic or
     /// version, or impossible values.
     pub fn decode(b: &[u8], id: PageId) -> Result<Meta> {
         if b.len() < META_BYTES {
@@ -869,7 +867,7 @@ impl Meta {
 
     /// Reads the meta page `p` (page `id`).
     ///
-    /// Errors: [`Error::Corrupted`] when it is not a B+tree meta page.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when it is not a B+tree meta page.
     pub fn read(p: &[u8], id: PageId) -> Result<Meta> {
         let sp = check_common(p, id)?;
         if rd16(p, sp + SP_FLAGS) != FLAG_META {

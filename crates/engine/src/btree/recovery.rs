@@ -55,7 +55,7 @@ impl BTree {
     /// and changes the tree through the pessimistic descent's exclusive latches, but does
     /// not guard against concurrent changes between the two.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page or sibling chain, an incomplete split
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page or sibling chain, an incomplete split
     /// without a right sibling or whose right sibling does not link back, a flagged page at
     /// the root level that is not the root, a page no downlink reaches, or halves whose keys
     /// leave no separator between them; pool and WAL errors (the splits finished before stay
@@ -92,9 +92,7 @@ impl BTree {
         let (mg, meta) = self.read_meta()?;
         drop(mg);
         let lid = PageId::new(self.rel, left);
-        let corrupt = |what: String| Error::Corrupted {
-            what: format!("B+tree {lid}: {what}"),
-        };
+        let corrupt = |what: String| Error::corrupted(format!("B+tree {lid}: {what}"));
         if right == NO_BLOCK {
             return Err(corrupt("INCOMPLETE_SPLIT without a right sibling".into()));
         }
@@ -152,12 +150,10 @@ impl BTree {
         let root_level = Self::root_level(meta);
         let tid = PageId::new(self.rel, target);
         if level > root_level || (level == root_level && target != meta.root) {
-            return Err(Error::Corrupted {
-                what: format!(
+            return Err(Error::corrupted(format!(
                     "B+tree {tid}: level {level} page with INCOMPLETE_SPLIT is not the root (block {}, level {root_level})",
                     meta.root
-                ),
-            });
+                )));
         }
         if level == root_level {
             return Ok((None, None));
@@ -167,9 +163,9 @@ impl BTree {
             vec![(meta.root, root_level, self.meta_id(), (None, None))];
         while let Some((block, lv, from, (low, high))) = stack.pop() {
             if budget == 0 {
-                return Err(Error::Corrupted {
-                    what: format!("B+tree {from}: more pages reachable than the relation has"),
-                });
+                return Err(Error::corrupted(format!(
+                    "B+tree {from}: more pages reachable than the relation has"
+                )));
             }
             budget -= 1;
             let g = self.fetch_read(block, from, "downlink")?;
@@ -195,9 +191,9 @@ impl BTree {
                 }
             }
         }
-        Err(Error::Corrupted {
-            what: format!("B+tree {tid}: no downlink reaches this level {level} page"),
-        })
+        Err(Error::corrupted(format!(
+            "B+tree {tid}: no downlink reaches this level {level} page"
+        )))
     }
 
     /// What the two halves of the split of `left` into `right` (at `level`) hold near
@@ -249,12 +245,10 @@ impl BTree {
             let id = g.page_id();
             let n = self.node(g.data(), id, Some(lv))?;
             if lv == level && n.left() != left {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "B+tree {id}: right half of the incomplete split of block {left} links left to {}",
                         n.left()
-                    ),
-                });
+                    )));
             }
             if lv == 0 {
                 let first = (!n.is_empty()).then(|| n.key(0)).transpose()?;

@@ -187,7 +187,7 @@ impl BTree {
     /// included. The returned [`WritePath`] holds the ancestors still latched, each with
     /// the index of the downlink followed (PostgreSQL's `BTStack`, but latched).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page on the path, a downlink to an
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path, a downlink to an
     /// ancestor, or a tree lower than `stop_level`; pool errors.
     pub(super) fn descend_pessimistic(
         &self,
@@ -199,12 +199,10 @@ impl BTree {
         self.check_meta(&meta, mg.page_id())?;
         let mut level = Self::root_level(&meta);
         if level < stop_level {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "B+tree {}: root level {level} is below level {stop_level}",
-                    mg.page_id()
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {}: root level {level} is below level {stop_level}",
+                mg.page_id()
+            )));
         }
         let mut meta_g = Some(mg);
         let mut path: Vec<(WritePageGuard<'_>, usize)> = Vec::new();
@@ -220,12 +218,10 @@ impl BTree {
                 meta_g = None;
             }
             if path.iter().any(|(p, _)| p.page_id().block == child) {
-                return Err(Error::Corrupted {
-                    what: format!(
-                        "B+tree {}: downlink to an ancestor, block {child}",
-                        g.page_id()
-                    ),
-                });
+                return Err(Error::corrupted(format!(
+                    "B+tree {}: downlink to an ancestor, block {child}",
+                    g.page_id()
+                )));
             }
             let c = self.fetch_write(child, g.page_id(), "downlink")?;
             path.push((g, i));
@@ -269,7 +265,7 @@ impl BTree {
 
     /// The value stored under `key`, if any.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page on the path; pool errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path; pool errors.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let (g, _) = self.descend_read(&Target::Lower(Bound::Included(key)), false)?;
         let n = self.node(g.data(), g.page_id(), Some(0))?;
@@ -296,7 +292,7 @@ impl BTree {
     /// during the scan may or may not be seen, but every entry present throughout is seen
     /// exactly once, in order.
     ///
-    /// Errors: `f`'s error; [`Error::Corrupted`] for a damaged page (or a sibling cycle);
+    /// Errors: `f`'s error; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page (or a sibling cycle);
     /// pool errors.
     #[allow(clippy::type_complexity)] // the signature the callers were promised
     pub fn scan(
@@ -413,9 +409,9 @@ impl BTree {
                 // Keys delivered ascend strictly, so a scan that resumes after its last key
                 // always moves on; on a damaged page whose keys do not ascend it could not.
                 if new <= old {
-                    return Err(Error::Corrupted {
-                        what: format!("B+tree page {cur}: keys out of order in a forward scan"),
-                    });
+                    return Err(Error::corrupted(format!(
+                        "B+tree page {cur}: keys out of order in a forward scan"
+                    )));
                 }
             }
             last = newest;

@@ -18,6 +18,7 @@ use super::node::{
 use super::wal::{self as bwal, info};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
+use crate::error::StorageError;
 use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::wal::{rmgr, RecordBuilder};
@@ -282,12 +283,10 @@ impl<'t> Hops<'t> {
         if self.n > self.limit {
             self.limit = self.tree.n_blocks()? as u64;
             if self.n > self.limit {
-                return Err(Error::Corrupted {
-                    what: format!(
+                return Err(Error::corrupted(format!(
                         "B+tree {at}: more steps along a level than the relation has pages ({}): a sibling cycle",
                         self.limit
-                    ),
-                });
+                    )));
             }
         }
         Ok(())
@@ -308,9 +307,9 @@ impl BTree {
         let mut rg = tree.pool.new_page(rel)?;
         let (mid, rid) = (mg.page_id(), rg.page_id());
         if mid.block != META_BLOCK {
-            return Err(Error::Corrupted {
-                what: format!("B+tree {mid}: a new relation's first page is not block 0"),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {mid}: a new relation's first page is not block 0"
+            )));
         }
         let meta = Meta {
             root: rid.block,
@@ -337,7 +336,7 @@ impl BTree {
     /// Opens the tree stored in relation `rel` (reads its meta page).
     ///
     /// Errors: [`Error::InvalidConfig`] for a bad `cfg` or one whose entry geometry differs
-    /// from the tree's; [`Error::Corrupted`] when block 0 is not a B+tree meta page; pool
+    /// from the tree's; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when block 0 is not a B+tree meta page; pool
     /// errors reading it.
     pub fn open(pool: Arc<BufferPool>, rel: FileId, cfg: BTreeConfig) -> Result<BTree> {
         let tree = BTree::with(pool, rel, cfg)?;
@@ -421,17 +420,15 @@ impl BTree {
     }
 
     pub(super) fn n_blocks(&self) -> Result<u32> {
-        self.pool.store().n_blocks(self.rel)
+        Ok(self.pool.store().n_blocks(self.rel)?)
     }
 
     pub(super) fn check_meta(&self, m: &Meta, id: PageId) -> Result<()> {
         if m.geometry != self.geo {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "B+tree {id}: meta geometry {:?} differs from the open tree's {:?}",
-                    m.geometry, self.geo
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {id}: meta geometry {:?} differs from the open tree's {:?}",
+                m.geometry, self.geo
+            )));
         }
         Ok(())
     }
@@ -447,21 +444,19 @@ impl BTree {
     /// page itself would make the caller latch a page it holds).
     pub(super) fn linked(&self, block: u32, from: PageId, what: &str) -> Result<PageId> {
         if block == META_BLOCK || block == NO_BLOCK || block == from.block {
-            return Err(Error::Corrupted {
-                what: format!("B+tree {from}: {what} names block {block}"),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {from}: {what} names block {block}"
+            )));
         }
         Ok(PageId::new(self.rel, block))
     }
 
-    fn missing(e: Error, from: PageId, what: &str, block: u32) -> Error {
+    fn missing(e: StorageError, from: PageId, what: &str, block: u32) -> Error {
         match e {
-            Error::NoSuchPage { .. } => Error::Corrupted {
-                what: format!(
-                    "B+tree {from}: {what} names block {block}, past the end of the relation"
-                ),
-            },
-            e => e,
+            StorageError::NoSuchPage { .. } => Error::corrupted(format!(
+                "B+tree {from}: {what} names block {block}, past the end of the relation"
+            )),
+            e => e.into(),
         }
     }
 
@@ -499,24 +494,23 @@ impl BTree {
     ) -> Result<Node<'g>> {
         let n = Node::parse(data, id)?;
         if n.geometry() != self.geo {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "B+tree {id}: page geometry {:?} differs from the tree's {:?}",
-                    n.geometry(),
-                    self.geo
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {id}: page geometry {:?} differs from the tree's {:?}",
+                n.geometry(),
+                self.geo
+            )));
         }
         if n.flags() & FLAG_FREED != 0 {
-            return Err(Error::Corrupted {
-                what: format!("B+tree {id}: a link names a page freed by a merge"),
-            });
+            return Err(Error::corrupted(format!(
+                "B+tree {id}: a link names a page freed by a merge"
+            )));
         }
         if let Some(l) = level {
             if n.level() != l {
-                return Err(Error::Corrupted {
-                    what: format!("B+tree {id}: level {} where {l} was expected", n.level()),
-                });
+                return Err(Error::corrupted(format!(
+                    "B+tree {id}: level {} where {l} was expected",
+                    n.level()
+                )));
             }
         }
         Ok(n)
@@ -558,7 +552,7 @@ impl BTree {
     /// `level_done(level, picked)` runs after each level with no latch held, with what
     /// `visit` picked there, in page order.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool errors;
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page or a sibling cycle; pool errors;
     /// those of the callbacks, which stop the walk.
     pub(super) fn walk_levels<T>(
         &self,

@@ -22,10 +22,10 @@ impl BTree {
     /// Returns the number of entries removed. Counts go to the calling thread's cause
     /// (`vacuum` when the caller entered it).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool and WAL
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page or a sibling cycle; pool and WAL
     /// errors (the leaves before the failing one keep their removals).
     ///
-    /// [`Error::Corrupted`]: crate::error::Error::Corrupted
+    /// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted): Error::Storage(StorageError::Corrupted)
     pub fn bulk_delete(&self, dead: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
         let mut g = self.descend_write(&Target::Lower(Bound::Unbounded))?;
         let mut removed = 0u64;

@@ -14,7 +14,7 @@ impl BTree {
     /// each level left to right from its leftmost page (one shared latch at a time).
     /// Exact when the tree is quiet.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged page or a sibling cycle; pool errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page or a sibling cycle; pool errors.
     pub fn stats(&self) -> Result<BTreeStats> {
         let (mg, meta) = self.read_meta()?;
         drop(mg);
@@ -65,7 +65,7 @@ impl BTree {
     /// and the sibling links of every level matching the order the downlinks give. Returns
     /// the statistics. Call it on a quiet tree (it takes one latch at a time).
     ///
-    /// Errors: [`Error::Corrupted`] naming the first violation; pool errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the first violation; pool errors.
     pub fn verify(&self) -> Result<BTreeStats> {
         let (mg, meta) = self.read_meta()?;
         drop(mg);
@@ -93,12 +93,10 @@ impl BTree {
                 let want_left = if j == 0 { NO_BLOCK } else { pages[j - 1].0 };
                 let want_right = pages.get(j + 1).map_or(NO_BLOCK, |p| p.0);
                 if left != want_left || right != want_right {
-                    return Err(Error::Corrupted {
-                        what: format!(
+                    return Err(Error::corrupted(format!(
                             "B+tree {}: level {level} links left {left} right {right}, the downlinks say {want_left} and {want_right}",
                             PageId::new(self.rel, block)
-                        ),
-                    });
+                        )));
                 }
             }
         }
@@ -122,9 +120,7 @@ impl BTree {
         s: &mut BTreeStats,
         budget: &mut u64,
     ) -> Result<()> {
-        let bad = |id: PageId, what: String| Error::Corrupted {
-            what: format!("B+tree {id}: {what}"),
-        };
+        let bad = |id: PageId, what: String| Error::corrupted(format!("B+tree {id}: {what}"));
         if *budget == 0 {
             return Err(bad(
                 from,

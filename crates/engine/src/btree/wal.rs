@@ -406,7 +406,7 @@ pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 
 /// Decodes a `node_image` (block data of SPLIT, NEWROOT and CREATE).
 ///
-/// Errors: [`crate::Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the record's LSN for short or trailing bytes.
 pub fn decode_node(b: &[u8], lsn: Lsn) -> Result<NodeImage<'_>> {
     let mut r = reader(b, lsn);
     let h = r.node_header()?;
@@ -433,7 +433,7 @@ pub struct SplitLeft<'a> {
 
 /// Decodes a `split_left`.
 ///
-/// Errors: [`crate::Error::Corrupted`] naming the record's LSN for short or trailing bytes.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the record's LSN for short or trailing bytes.
 pub fn decode_split_left(b: &[u8], lsn: Lsn) -> Result<SplitLeft<'_>> {
     let mut r = reader(b, lsn);
     let header = r.node_header()?;
@@ -453,7 +453,7 @@ pub fn decode_split_left(b: &[u8], lsn: Lsn) -> Result<SplitLeft<'_>> {
 
 /// Decodes the main data of a SPLIT record: geometry, `which` bits, separator.
 ///
-/// Errors: [`crate::Error::Corrupted`] naming the record's LSN.
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the record's LSN.
 pub fn decode_split_main(b: &[u8], lsn: Lsn) -> Result<(Geometry, u8, &[u8])> {
     let mut r = reader(b, lsn);
     let g = r.geometry()?;
@@ -477,7 +477,7 @@ fn clear_incomplete(page: &mut [u8], id: PageId) -> Result<()> {
 /// [`BTree::finish_incomplete_splits`](super::BTree::finish_incomplete_splits), as
 /// PostgreSQL's `_bt_finish_split` does.
 ///
-/// Errors: [`crate::Error::Corrupted`] when the record or the page does not fit the format, or
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the record or the page does not fit the format, or
 /// the record is not a B+tree record this module writes.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
@@ -518,7 +518,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let key = r.bytes(n)?;
             r.end()?;
             if node::Node::parse(page, id)?.key(slot)? != key {
-                return Err(r.bad("DELETE names a key that is not at its slot"));
+                return Err(r.bad("DELETE names a key that is not at its slot").into());
             }
             node::remove_at(page, id, slot)?;
         }
@@ -557,7 +557,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                         .chain(&updated_slots)
                         .any(|&s| s >= entries.len())
                 {
-                    return Err(r.bad("VACUUM names slots out of order or past the page"));
+                    return Err(r
+                        .bad("VACUUM names slots out of order or past the page")
+                        .into());
                 }
                 let updated: Vec<(usize, node::Entry)> = updates
                     .into_iter()
@@ -598,13 +600,15 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let before = node::Node::parse(page, id)?.entries()?;
             let (head, tail) = (&before.get(..l.head), before.get(l.from..l.from + l.tail));
             let (Some(head), Some(tail)) = (head, tail) else {
-                return Err(r.bad(&format!(
-                    "SPLIT keeps entries 0..{} and {}..{} of a page of {}",
-                    l.head,
-                    l.from,
-                    l.from + l.tail,
-                    before.len()
-                )));
+                return Err(r
+                    .bad(&format!(
+                        "SPLIT keeps entries 0..{} and {}..{} of a page of {}",
+                        l.head,
+                        l.from,
+                        l.from + l.tail,
+                        before.len()
+                    ))
+                    .into());
             };
             let mut entries = node::pairs(head);
             entries.extend(l.mid);
@@ -629,7 +633,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 r.end()?;
                 clear_incomplete(page, id)?;
             } else {
-                return Err(r.bad("SPLIT block not named by its `which` bits"));
+                return Err(r.bad("SPLIT block not named by its `which` bits").into());
             }
         }
         (info::BUILD, 0) => {
@@ -670,7 +674,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             };
             if let (Some(last), Some(first)) = (all.last(), moved.first()) {
                 if last.key.as_slice() >= first.0 {
-                    return Err(r.bad("MERGE appends keys not above the surviving leaf's"));
+                    return Err(r
+                        .bad("MERGE appends keys not above the surviving leaf's")
+                        .into());
                 }
             }
             all.extend(moved.iter().map(|(k, v)| node::Entry {
@@ -695,7 +701,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             r.end()?;
             node::set_left(page, id, left)?;
         }
-        (i, b) => return Err(r.bad(&format!("unknown info {i:#04x} or block {b}"))),
+        (i, b) => return Err(r.bad(&format!("unknown info {i:#04x} or block {b}")).into()),
     }
     set_page_lsn(page, rec.end_lsn);
     Ok(())

@@ -23,7 +23,7 @@
 //! area page over a torn home page before redo.
 
 use crate::device::{file_ids, Vfs};
-use crate::error::Result;
+use crate::page::StorageResult;
 use crate::page::{finish_for_write, PageId};
 use crate::stats::{enter, Cause, Metric, Stats};
 use parking_lot::Mutex;
@@ -42,7 +42,7 @@ impl Doublewrite {
     /// The area on `vfs`, in batches of at most `batch_pages` pages.
     ///
     /// Errors: device errors creating the file.
-    pub fn new(vfs: Arc<Vfs>, stats: Arc<Stats>, batch_pages: usize) -> Result<Self> {
+    pub fn new(vfs: Arc<Vfs>, stats: Arc<Stats>, batch_pages: usize) -> StorageResult<Self> {
         vfs.create(file_ids::DOUBLEWRITE)?;
         Ok(Doublewrite {
             vfs,
@@ -66,8 +66,8 @@ impl Doublewrite {
     pub fn write_through(
         &self,
         pages: &mut [(PageId, Vec<u8>)],
-        mut home: impl FnMut(PageId, &mut [u8]) -> Result<()>,
-    ) -> Result<()> {
+        mut home: impl FnMut(PageId, &mut [u8]) -> StorageResult<()>,
+    ) -> StorageResult<()> {
         let _area = self.lock.lock();
         for batch in pages.chunks_mut(self.batch_pages) {
             let page_bytes = batch[0].1.len();

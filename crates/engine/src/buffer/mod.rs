@@ -86,7 +86,7 @@ pub use pool::{
 };
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 
-use crate::error::Result;
+use crate::page::StorageResult;
 use crate::wal::{Lsn, RecordBuilder, Wal};
 
 /// Inserts WAL record `rec` for the pages held by `guards` (block `i` of the record is
@@ -99,7 +99,7 @@ pub fn log_change(
     wal: &Wal,
     rec: &RecordBuilder,
     guards: &mut [&mut WritePageGuard<'_>],
-) -> Result<Lsn> {
+) -> StorageResult<Lsn> {
     assert!(
         rec.pages().eq(guards.iter().map(|g| g.page_id())),
         "log_change: guards must match the record's registered blocks"
@@ -120,7 +120,7 @@ pub fn log_change(
 /// with checksums on). The page is already dirty (`data_mut`).
 ///
 /// Errors: as [`Wal::insert`].
-pub fn mark_dirty_hint(wal: &Wal, guard: &mut WritePageGuard<'_>) -> Result<()> {
+pub fn mark_dirty_hint(wal: &Wal, guard: &mut WritePageGuard<'_>) -> StorageResult<()> {
     let id = guard.page_id();
     if let Some(lsn) = wal.insert_hint_image(id, guard.data_mut())? {
         guard.note_logged(lsn);

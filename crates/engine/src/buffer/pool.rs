@@ -9,8 +9,8 @@ use super::replacer::{FrameId, Replacer, ReplacerConfig};
 use super::strategy;
 use super::{ClockSweep, LruMidpoint};
 use crate::device::FileId;
-use crate::error::{Error, Result};
 use crate::page::{page_lsn, PageId, PageStore};
+use crate::page::{StorageError, StorageResult};
 use crate::stats::{Metric, Stats};
 use crate::wal::{Lsn, Wal};
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
@@ -237,17 +237,17 @@ impl BufferPool {
     /// A pool of `cfg.frames` frames over `store`, flushing `wal` before every page write,
     /// and writing through `dblwr` when given.
     ///
-    /// Errors: [`Error::InvalidConfig`] for zero frames or out-of-range replacer settings.
+    /// Errors: [`StorageError::InvalidConfig`] for zero frames or out-of-range replacer settings.
     pub fn new(
         cfg: BufferPoolConfig,
         store: Arc<PageStore>,
         wal: Arc<Wal>,
         dblwr: Option<Doublewrite>,
         stats: Arc<Stats>,
-    ) -> Result<Self> {
+    ) -> StorageResult<Self> {
         let n = cfg.frames;
         if n == 0 {
-            return Err(Error::InvalidConfig(
+            return Err(StorageError::InvalidConfig(
                 "buffer pool frames must be at least 1".into(),
             ));
         }
@@ -259,7 +259,7 @@ impl BufferPool {
                 old_min_len,
             } => {
                 if !(5..=95).contains(old_pct) {
-                    return Err(Error::InvalidConfig(format!(
+                    return Err(StorageError::InvalidConfig(format!(
                         "lru_midpoint old_pct must be 5..=95 (innodb_old_blocks_pct), got {old_pct}"
                     )));
                 }
@@ -396,10 +396,10 @@ impl BufferPool {
 
     /// Pins and share-locks page `id`, reading it on a miss.
     ///
-    /// Errors: [`Error::BufferPoolExhausted`] when every frame is pinned; the page store's
+    /// Errors: [`StorageError::BufferPoolExhausted`] when every frame is pinned; the page store's
     /// errors (no such page, checksum mismatch, device errors); write errors of evicting a
     /// dirty victim.
-    pub fn fetch_read(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+    pub fn fetch_read(&self, id: PageId) -> StorageResult<ReadPageGuard<'_>> {
         let (f, hit) = self.pin(id, false)?;
         Ok(self.read_guard(f, id, hit))
     }
@@ -427,7 +427,7 @@ impl BufferPool {
     /// the pin itself: the page may be evicted between two fetches (then it is read again).
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn fetch_read_held(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+    pub fn fetch_read_held(&self, id: PageId) -> StorageResult<ReadPageGuard<'_>> {
         let (f, hit) = self.pin_counted(id, false, self.held_access(id))?;
         HELD.with(|h| h.set(Some((self.id(), f, id))));
         Ok(self.read_guard(f, id, hit))
@@ -441,7 +441,7 @@ impl BufferPool {
     /// in as [`BufferPool::fetch_read`] does (`buf_read_page`: at the midpoint).
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn fetch_read_fixed(&self, id: PageId) -> Result<ReadPageGuard<'_>> {
+    pub fn fetch_read_fixed(&self, id: PageId) -> StorageResult<ReadPageGuard<'_>> {
         let (f, hit) = self.pin_counted(id, false, Access::Fix)?;
         Ok(self.read_guard(f, id, hit))
     }
@@ -465,7 +465,7 @@ impl BufferPool {
     /// Pins and exclusively locks page `id`, reading it on a miss.
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn fetch_write(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+    pub fn fetch_write(&self, id: PageId) -> StorageResult<WritePageGuard<'_>> {
         self.pin_write(id, false)
     }
 
@@ -480,13 +480,13 @@ impl BufferPool {
     /// [`BufferPool::fetch_write`] does.
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn fetch_write_fixed(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+    pub fn fetch_write_fixed(&self, id: PageId) -> StorageResult<WritePageGuard<'_>> {
         self.pin_write_counted(id, false, Access::Fix)
     }
 
     /// Pins `id` (zero-filled on a miss when `create`, else read) and takes its exclusive
     /// lock.
-    fn pin_write(&self, id: PageId, create: bool) -> Result<WritePageGuard<'_>> {
+    fn pin_write(&self, id: PageId, create: bool) -> StorageResult<WritePageGuard<'_>> {
         self.pin_write_counted(id, create, Access::Counted)
     }
 
@@ -496,7 +496,7 @@ impl BufferPool {
         id: PageId,
         create: bool,
         access: Access,
-    ) -> Result<WritePageGuard<'_>> {
+    ) -> StorageResult<WritePageGuard<'_>> {
         let (f, hit) = self.pin_counted(id, create, access)?;
         let data = Some(self.frames[f].data.write());
         Ok(WritePageGuard {
@@ -512,7 +512,7 @@ impl BufferPool {
     /// now; `None` otherwise (bufmgr.c `ConditionalLockBuffer`).
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn try_fetch_write(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
+    pub fn try_fetch_write(&self, id: PageId) -> StorageResult<Option<WritePageGuard<'_>>> {
         self.try_fetch_write_counted(id, Access::Counted)
     }
 
@@ -522,7 +522,7 @@ impl BufferPool {
     /// takes the cleanup lock on the buffer the scan has pinned without reading it again.
     ///
     /// Errors: as [`BufferPool::fetch_read`].
-    pub fn try_fetch_write_held(&self, id: PageId) -> Result<Option<WritePageGuard<'_>>> {
+    pub fn try_fetch_write_held(&self, id: PageId) -> StorageResult<Option<WritePageGuard<'_>>> {
         self.try_fetch_write_counted(id, self.held_access(id))
     }
 
@@ -530,7 +530,7 @@ impl BufferPool {
         &self,
         id: PageId,
         access: Access,
-    ) -> Result<Option<WritePageGuard<'_>>> {
+    ) -> StorageResult<Option<WritePageGuard<'_>>> {
         let (f, hit) = self.pin_counted(id, false, access)?;
         match self.frames[f].data.try_write() {
             Some(data) => Ok(Some(WritePageGuard {
@@ -553,7 +553,7 @@ impl BufferPool {
     /// relation is extended to cover `id` first. The caller overwrites the whole page.
     ///
     /// Errors: as [`PageStore::ensure_block`] and [`BufferPool::fetch_read`].
-    pub fn fetch_for_overwrite(&self, id: PageId) -> Result<WritePageGuard<'_>> {
+    pub fn fetch_for_overwrite(&self, id: PageId) -> StorageResult<WritePageGuard<'_>> {
         self.store.ensure_block(id)?;
         self.pin_write(id, true)
     }
@@ -562,7 +562,7 @@ impl BufferPool {
     /// locked and dirty, without reading it (PostgreSQL `ReadBuffer(P_NEW)`).
     ///
     /// Errors: as [`PageStore::allocate_page`] and [`BufferPool::fetch_read`].
-    pub fn new_page(&self, rel: FileId) -> Result<WritePageGuard<'_>> {
+    pub fn new_page(&self, rel: FileId) -> StorageResult<WritePageGuard<'_>> {
         let id = self.store.allocate_page(rel)?;
         let mut g = self.pin_write(id, true)?;
         g.hit = false;
@@ -587,14 +587,19 @@ impl BufferPool {
 
     /// Pins `id`'s frame, loading the page (or zero-filling it when `create`) on a miss;
     /// returns the frame and whether it was a hit.
-    fn pin(&self, id: PageId, create: bool) -> Result<(FrameId, bool)> {
+    fn pin(&self, id: PageId, create: bool) -> StorageResult<(FrameId, bool)> {
         self.pin_counted(id, create, Access::Counted)
     }
 
     /// [`BufferPool::pin`], a hit counted as `access` says. A hit on this thread's held
     /// buffer ([`BufferPool::fetch_read_held`]) is a nested pin: counted as a hit, without
     /// raising the usage count.
-    fn pin_counted(&self, id: PageId, create: bool, access: Access) -> Result<(FrameId, bool)> {
+    fn pin_counted(
+        &self,
+        id: PageId,
+        create: bool,
+        access: Access,
+    ) -> StorageResult<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
             let found = {
@@ -681,7 +686,7 @@ impl BufferPool {
     /// A frame pinned once by the caller, holding no page: from the free list, else evicted.
     /// With a free-page target, taking a frame that leaves fewer than half the target free
     /// wakes the page cleaner (buf0lru.cc `buf_LRU_get_free_block`).
-    fn grab_frame(&self) -> Result<FrameId> {
+    fn grab_frame(&self) -> StorageResult<FrameId> {
         self.replacer.note_alloc();
         loop {
             let (f, left) = {
@@ -723,7 +728,7 @@ impl BufferPool {
     /// ring's next frame when it can be reused, else a frame from [`Self::grab_frame`] that
     /// then takes the ring's slot (freelist.c `StrategyGetBuffer` → `GetBufferFromRing`,
     /// `AddBufferToRing`); without a ring, [`Self::grab_frame`].
-    fn grab_frame_for_read(&self) -> Result<FrameId> {
+    fn grab_frame_for_read(&self) -> StorageResult<FrameId> {
         let slot = strategy::with_active(self.id(), |r| {
             r.current = (r.current + 1) % r.slots.len();
             r.slots[r.current]
@@ -742,7 +747,7 @@ impl BufferPool {
     }
 
     /// Evicts a victim chosen by the replacer (PostgreSQL `BufferAlloc`).
-    fn evict(&self) -> Result<FrameId> {
+    fn evict(&self) -> StorageResult<FrameId> {
         let n = self.frames.len();
         for _ in 0..(2 * n).max(16) {
             let evictable = |f: FrameId| self.frames[f].pins.load(Ordering::Relaxed) == 0;
@@ -753,7 +758,7 @@ impl BufferPool {
                 return Ok(f);
             }
         }
-        Err(Error::BufferPoolExhausted { frames: n })
+        Err(StorageError::BufferPoolExhausted { frames: n })
     }
 
     /// Empties frame `f` for the caller: pins it, writes its page first when dirty, and
@@ -763,7 +768,7 @@ impl BufferPool {
     /// its page could not be taken.
     ///
     /// Errors: write errors of the dirty page (the frame is unpinned).
-    fn take_frame(&self, f: FrameId) -> Result<bool> {
+    fn take_frame(&self, f: FrameId) -> StorageResult<bool> {
         let fr = &self.frames[f];
         let Some(id) = unpack(fr.page.load(Ordering::Acquire)) else {
             return Ok(false);
@@ -809,13 +814,17 @@ impl BufferPool {
     /// current cause. Returns the pages written.
     ///
     /// Errors: WAL flush or device errors; the pages stay dirty then.
-    pub(super) fn write_frames(&self, fs: &[FrameId]) -> Result<usize> {
+    pub(super) fn write_frames(&self, fs: &[FrameId]) -> StorageResult<usize> {
         self.write_frames_with(fs, false)
     }
 
     /// [`BufferPool::write_frames`]; with `conditional`, a frame whose content lock is held
     /// is skipped (it stays dirty).
-    pub(super) fn write_frames_with(&self, fs: &[FrameId], conditional: bool) -> Result<usize> {
+    pub(super) fn write_frames_with(
+        &self,
+        fs: &[FrameId],
+        conditional: bool,
+    ) -> StorageResult<usize> {
         let _in_flight = self.writes_in_flight.read();
         let mut copies: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(fs.len());
         let mut written_frames = Vec::with_capacity(fs.len());
@@ -865,7 +874,7 @@ impl BufferPool {
         r.map(|_| n)
     }
 
-    fn write_copies(&self, copies: &mut [(PageId, Vec<u8>)], max_lsn: u64) -> Result<()> {
+    fn write_copies(&self, copies: &mut [(PageId, Vec<u8>)], max_lsn: u64) -> StorageResult<()> {
         self.wal.flush(Lsn(max_lsn))?;
         debug_assert!(self.wal.durable_lsn().0 >= max_lsn, "WAL-before-data");
         match &self.dblwr {
@@ -890,7 +899,7 @@ impl BufferPool {
     /// Writes every dirty page, in page order (PostgreSQL `BufferSync` sorts checkpoint
     /// writes), in batches of 64. Counted to the current cause. Returns pages written.
     ///
-    /// Errors: as [`BufferPool::write_frames`].
+    /// Errors: as `BufferPool::write_frames` (device and WAL errors).
     ///
     /// Copies other threads (an evictor, the page cleaner) took before and are still
     /// writing are waited for, and their pages written again when changed since: a
@@ -899,7 +908,7 @@ impl BufferPool {
     /// for a write in progress). A page whose dirty flag an evictor had cleared but whose
     /// copy had not reached the device was otherwise left out of the checkpoint, and a
     /// crash right after it lost that page's changes from before the redo pointer.
-    pub fn flush_all(&self) -> Result<usize> {
+    pub fn flush_all(&self) -> StorageResult<usize> {
         let start = self.wal.insert_lsn().0;
         let fr = |f: FrameId| &self.frames[f];
         let mut dirty: Vec<(PageId, FrameId)> = (0..self.frames.len())
@@ -941,7 +950,7 @@ impl BufferPool {
     /// Writes the dirty pages among `frames` (not pinned by the caller), pinning a batch
     /// ([`BufferPool::pin_batch`]) at a time: a frame whose page changed or was evicted
     /// since it was listed is skipped.
-    fn write_unpinned(&self, frames: &[FrameId]) -> Result<usize> {
+    fn write_unpinned(&self, frames: &[FrameId]) -> StorageResult<usize> {
         let mut total = 0;
         for chunk in frames.chunks(self.pin_batch()) {
             let pinned: Vec<FrameId> = chunk
@@ -956,7 +965,7 @@ impl BufferPool {
     }
 
     /// Writes pinned frames in batches of 64, unpinning all of them whatever happens.
-    fn write_pinned_batches(&self, frames: &[FrameId]) -> Result<usize> {
+    fn write_pinned_batches(&self, frames: &[FrameId]) -> StorageResult<usize> {
         let mut total = 0;
         let mut result = Ok(());
         for chunk in frames.chunks(64) {
@@ -981,8 +990,8 @@ impl BufferPool {
     /// dirty frames above that share. Counted to the current cause (the page cleaner thread
     /// enters `page_cleaner`). Returns pages written.
     ///
-    /// Errors: as [`BufferPool::write_frames`].
-    pub fn clean_round(&self, cfg: &PageCleanerConfig) -> Result<usize> {
+    /// Errors: as `BufferPool::write_frames` (device and WAL errors).
+    pub fn clean_round(&self, cfg: &PageCleanerConfig) -> StorageResult<usize> {
         let mut written = match cfg.free_target.map(|t| t.pages(self.frames.len())) {
             Some(target) => {
                 if self.need_lru_eviction(target, self.free_frames()) {
@@ -1027,8 +1036,8 @@ impl BufferPool {
     /// pinned and written (`SyncOneBuffer` with `skip_recently_used`). Returns pages
     /// written.
     ///
-    /// Errors: as [`BufferPool::write_frames`].
-    fn bg_buffer_sync(&self, cfg: &PageCleanerConfig) -> Result<usize> {
+    /// Errors: as `BufferPool::write_frames` (device and WAL errors).
+    fn bg_buffer_sync(&self, cfg: &PageCleanerConfig) -> StorageResult<usize> {
         let Some(pos) = self.replacer.strategy_sync_start() else {
             return Ok(0);
         };
@@ -1066,8 +1075,8 @@ impl BufferPool {
     /// temporary-tablespace pages are evicted when their write completes). Counted to the
     /// current cause. Returns (pages evicted, pages written).
     ///
-    /// Errors: as [`BufferPool::write_frames`].
-    pub fn lru_batch(&self, target: usize) -> Result<(usize, usize)> {
+    /// Errors: as `BufferPool::write_frames` (device and WAL errors).
+    pub fn lru_batch(&self, target: usize) -> StorageResult<(usize, usize)> {
         let n = self.frames.len();
         let min_len = (n / 20).saturating_sub(1).min(BUF_LRU_MIN_LEN);
         let (mut evicted, mut written) = (0, 0);

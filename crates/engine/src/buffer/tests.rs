@@ -1,9 +1,9 @@
 use super::*;
 use crate::device::{file_ids, IoKind, NvmeConfig};
+use crate::error::StorageError;
 use crate::page::{identify, PageId};
 use crate::stats::{enter, Cause};
 use crate::storage::{Storage, StorageConfig, TornPageProtection};
-use crate::Error;
 use proptest::prelude::*;
 
 /// A storage with `frames` frames, tracing, and no background threads (tests drive them).
@@ -42,7 +42,7 @@ fn all_frames_pinned_exhausts_the_pool_and_pinned_pages_stay() {
     }
     let err = pool.new_page(rel).err().expect("no frame can be had");
     assert!(
-        matches!(err, Error::BufferPoolExhausted { frames: 4 }),
+        matches!(err, StorageError::BufferPoolExhausted { frames: 4 }),
         "{err}"
     );
     let kept = guards.pop().unwrap().page_id();
@@ -258,7 +258,7 @@ fn a_damaged_page_is_reported_not_returned() {
     s.vfs().nvme().write_at(rel, 4096, &[0x5Au8; 4096]).unwrap();
     let e = s.pool().fetch_read(id).err().expect("checksum must fail");
     assert!(
-        matches!(e, Error::ChecksumMismatch { page, .. } if page == id),
+        matches!(e, StorageError::ChecksumMismatch { page, .. } if page == id),
         "{e}"
     );
     assert!(
@@ -717,7 +717,7 @@ fn unpin_racing_with_eviction_never_frees_a_frame_twice() {
                     let i = (x >> 33) % ids.len();
                     let g = match s.pool().fetch_read(ids[i]) {
                         Ok(g) => g,
-                        Err(Error::BufferPoolExhausted { .. }) => continue,
+                        Err(StorageError::BufferPoolExhausted { .. }) => continue,
                         Err(e) => panic!("{e}"),
                     };
                     assert_eq!(

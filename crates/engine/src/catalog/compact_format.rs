@@ -13,7 +13,11 @@
 //! `DB_TRX_ID`, `DB_ROLL_PTR`, then the other columns in table order. InnoDB searches its
 //! pages by those first fields; here the B-tree entry's key holds them (the order-preserving
 //! [`super::encode_key`] of the primary key), and the stored record, the entry's value,
-//! leaves them out, with their length bytes. Our record, from its first byte:
+//! leaves them out, with their length bytes. A table without a primary key is clustered on
+//! InnoDB's hidden `DB_ROW_ID` (`dict_index_build_internal_clust` adds it as the first
+//! field of the GEN_CLUST_INDEX, before `DB_TRX_ID` and `DB_ROLL_PTR`; 6 bytes, big-endian,
+//! `dict_sys_write_row_id`): the entry's key is then those 6 bytes ([`DB_ROW_ID_BYTES`]),
+//! and every user column is in the stored record. Our record, from its first byte:
 //!
 //! ```text
 //! | offset         | bytes          | field                                                   |
@@ -126,6 +130,12 @@ pub const COMPACT_DELETED_FLAG: u8 = 0x20;
 /// Info bits other than the delete mark; none of them is valid in a leaf record
 /// (`REC_INFO_MIN_REC_FLAG` 0x10 marks node pointers, 0x40/0x80 are unused).
 const INFO_BITS_OTHER: u8 = 0xD0;
+/// Bytes of `DB_ROW_ID`, the hidden clustered key of a table without a primary key
+/// (`DATA_ROW_ID_LEN`): the B-tree key of its clustered index, and the suffix of its
+/// secondary index records in place of a primary key.
+pub const DB_ROW_ID_BYTES: usize = 6;
+/// Largest `DB_ROW_ID` a record can hold (48 bits).
+pub const MAX_ROW_ID: u64 = (1 << 48) - 1;
 /// Bytes of `DB_TRX_ID` (`DATA_TRX_ID_LEN`).
 pub const DB_TRX_ID_BYTES: usize = 6;
 /// Bytes of `DB_ROLL_PTR` (`DATA_ROLL_PTR_LEN`).
@@ -151,6 +161,8 @@ const DATETIMEF_INT_OFS: u64 = 0x80_0000_0000;
 pub(super) enum Field {
     /// A user column (position in `TableDef::columns`).
     Col(usize),
+    /// `DB_ROW_ID` (tables without a primary key).
+    RowId,
     /// `DB_TRX_ID`.
     TrxId,
     /// `DB_ROLL_PTR`.
@@ -158,18 +170,26 @@ pub(super) enum Field {
 }
 
 /// The fields a stored clustered record holds: [`clustered_fields`] without the primary key
-/// columns, which the B-tree entry's key holds (module doc).
+/// columns or DB_ROW_ID, which the B-tree entry's key holds (module doc).
 fn stored_fields(def: &TableDef) -> Vec<Field> {
     clustered_fields(def)
         .into_iter()
-        .filter(|f| !matches!(f, Field::Col(c) if def.primary_key.contains(c)))
+        .filter(|f| match f {
+            Field::Col(c) => !def.primary_key.contains(c),
+            Field::RowId => false,
+            _ => true,
+        })
         .collect()
 }
 
 /// Fields of the clustered index in order (`dict_index_build_internal_clust`): primary key
-/// columns, DB_TRX_ID, DB_ROLL_PTR, the other columns in table order.
+/// columns (DB_ROW_ID for a table without one), DB_TRX_ID, DB_ROLL_PTR, the other columns
+/// in table order.
 pub(super) fn clustered_fields(def: &TableDef) -> Vec<Field> {
     let mut fields: Vec<Field> = def.primary_key.iter().map(|&c| Field::Col(c)).collect();
+    if fields.is_empty() {
+        fields.push(Field::RowId);
+    }
     fields.push(Field::TrxId);
     fields.push(Field::RollPtr);
     fields.extend(
@@ -462,6 +482,11 @@ fn encode_fields(
                 data.extend_from_slice(&roll_ptr.to_be_bytes()[8 - DB_ROLL_PTR_BYTES..]);
                 continue;
             }
+            Field::RowId => {
+                // Only sizes are computed with it (the stored record leaves it out).
+                data.extend_from_slice(&[0; DB_ROW_ID_BYTES]);
+                continue;
+            }
             Field::Col(c) => c,
         };
         let col = &def.columns[c];
@@ -503,9 +528,10 @@ fn encode_fields(
 }
 
 fn corrupt(def: &TableDef, problem: impl std::fmt::Display) -> Error {
-    Error::Corrupted {
-        what: format!("InnoDB COMPACT record of table \"{}\": {problem}", def.name),
-    }
+    Error::corrupted(format!(
+        "InnoDB COMPACT record of table \"{}\": {problem}",
+        def.name
+    ))
 }
 
 /// Where each field lies in `rec` (`None` = NULL): InnoDB's `rec_init_offsets_comp_ordinary`.
@@ -546,13 +572,14 @@ fn rec_offsets(def: &TableDef, fields: &[Field], rec: &[u8]) -> Result<Vec<Optio
         let (ty, name) = match f {
             Field::TrxId => (None, "DB_TRX_ID"),
             Field::RollPtr => (None, "DB_ROLL_PTR"),
+            Field::RowId => (None, "DB_ROW_ID"),
             Field::Col(c) => (Some(def.columns[c].ty), def.columns[c].name.as_str()),
         };
         let Some(ty) = ty else {
-            lens.push(Some(if f == Field::TrxId {
-                DB_TRX_ID_BYTES
-            } else {
-                DB_ROLL_PTR_BYTES
+            lens.push(Some(match f {
+                Field::TrxId => DB_TRX_ID_BYTES,
+                Field::RowId => DB_ROW_ID_BYTES,
+                _ => DB_ROLL_PTR_BYTES,
             }));
             continue;
         };
@@ -677,11 +704,12 @@ pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> 
 }
 
 /// Decodes a clustered-index record made by [`encode_compact`], with `key`, the entry's
-/// key that holds its primary key fields: the row and its delete mark, `DB_TRX_ID` and
-/// `DB_ROLL_PTR`.
+/// key that holds its primary key fields (or, for a table without a primary key, its
+/// 6-byte `DB_ROW_ID`, which is no column of the row): the row and its delete mark,
+/// `DB_TRX_ID` and `DB_ROLL_PTR`.
 ///
 /// # Errors
-/// [`Error::Corrupted`] naming the table (and column) for any byte string that is not such a
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the table (and column) for any byte string that is not such a
 /// record of a row passing [`TableDef::check_row`]: truncation, stray info or NULL bits, a
 /// NULL in a NOT NULL column, an off-page flag, field lengths that disagree with the record
 /// length or the type, invalid UTF-8 or a NUL character, non-canonical CHAR padding, an
@@ -690,10 +718,22 @@ pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<C
     let fields = stored_fields(def);
     let offsets = rec_offsets(def, &fields, rec)?;
     let mut row = vec![Value::Null; def.columns.len()];
-    let pk_values = def
-        .key_columns(&def.primary_key)
-        .and_then(|types| super::decode_key(&types, key))
-        .map_err(|e| corrupt(def, format_args!("primary key of the record: {e}")))?;
+    if !def.has_primary_key() && key.len() != DB_ROW_ID_BYTES {
+        return Err(corrupt(
+            def,
+            format_args!(
+                "key of {} bytes; DB_ROW_ID has {DB_ROW_ID_BYTES}",
+                key.len()
+            ),
+        ));
+    }
+    let pk_values = match def.has_primary_key() {
+        false => Vec::new(),
+        true => def
+            .key_columns(&def.primary_key)
+            .and_then(|types| super::decode_key(&types, key))
+            .map_err(|e| corrupt(def, format_args!("primary key of the record: {e}")))?,
+    };
     for (&c, v) in def.primary_key.iter().zip(pk_values) {
         row[c] = v;
     }
@@ -715,6 +755,8 @@ pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<C
                 row[c] = get_field(col.ty, &rec[r])
                     .map_err(|p| corrupt(def, format_args!("column \"{}\": {p}", col.name)))?;
             }
+            // Not a stored field (the entry's key holds it).
+            (Field::RowId, Some(_)) => {}
             (_, None) => return Err(corrupt(def, "system column is NULL")),
         }
     }
@@ -741,13 +783,13 @@ pub fn decode_compact(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<(Row, u6
 /// `REC_INFO_DELETED_FLAG`).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if `rec` is empty (has no info byte).
 pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
     match rec.first() {
         Some(&b) => Ok(b & COMPACT_DELETED_FLAG != 0),
-        None => Err(Error::Corrupted {
-            what: "InnoDB COMPACT record of 0 bytes has no header".into(),
-        }),
+        None => Err(Error::corrupted(
+            "InnoDB COMPACT record of 0 bytes has no header",
+        )),
     }
 }
 
@@ -755,7 +797,7 @@ pub fn compact_delete_mark(rec: &[u8]) -> Result<bool> {
 /// `btr_rec_set_deleted` does (the record's size does not change).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if `rec` is empty (has no info byte).
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if `rec` is empty (has no info byte).
 pub fn set_compact_delete_mark(rec: &mut [u8], marked: bool) -> Result<()> {
     compact_delete_mark(rec)?;
     if marked {
@@ -781,7 +823,7 @@ fn system_columns_range(def: &TableDef, rec: &[u8]) -> Result<Range<usize>> {
 /// consistent read checks first, `row_sel_clust_sees` / `lock_clust_rec_cons_read_sees`).
 ///
 /// # Errors
-/// [`Error::Corrupted`] if the record's structure is damaged.
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if the record's structure is damaged.
 pub fn compact_system_columns(def: &TableDef, rec: &[u8]) -> Result<(u64, u64)> {
     let r = system_columns_range(def, rec)?;
     let sys = &rec[r];
@@ -795,7 +837,7 @@ pub fn compact_system_columns(def: &TableDef, rec: &[u8]) -> Result<(u64, u64)> 
 /// (`row_upd_rec_sys_fields`).
 ///
 /// # Errors
-/// [`Error::InvalidValue`] if the values do not fit 6 and 7 bytes; [`Error::Corrupted`] if
+/// [`Error::InvalidValue`] if the values do not fit 6 and 7 bytes; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if
 /// the record's structure is damaged.
 pub fn set_compact_system_columns(
     def: &TableDef,
@@ -816,7 +858,8 @@ pub fn set_compact_system_columns(
 }
 
 /// Size in bytes of the whole clustered-index record of `row` in InnoDB (5-byte header,
-/// NULL bitmap, lengths, primary key fields, `DB_TRX_ID`, `DB_ROLL_PTR`, other fields:
+/// NULL bitmap, lengths, primary key fields or `DB_ROW_ID`, `DB_TRX_ID`, `DB_ROLL_PTR`,
+/// other fields:
 /// `rec_get_converted_size_comp`), which decides whether InnoDB would move fields off page
 /// ([`INNODB_REC_NEEDS_EXT_BYTES`]).
 ///
@@ -831,8 +874,9 @@ pub fn compact_clustered_record_bytes(def: &TableDef, row: &Row) -> Result<usize
 /// 5-byte header, NULL bitmap of the nullable ones, lengths, fields), as InnoDB's
 /// `rec_get_converted_size_comp` gives it.
 /// For a secondary index pass [`TableDef::secondary_record_columns`]; e.g. sysbench's
-/// `k_1 (k)` with primary key `id`: 5 + 4 + 4 = 13 bytes. Excludes the page directory
-/// (about 2 bytes per 4–8 records).
+/// `k_1 (k)` with primary key `id`: 5 + 4 + 4 = 13 bytes. On a table without a primary key
+/// add [`DB_ROW_ID_BYTES`], the row id every secondary record ends with. Excludes the page
+/// directory (about 2 bytes per 4–8 records).
 ///
 /// # Errors
 /// [`Error::Catalog`] for a column position not in the table; [`Error::InvalidValue`] and

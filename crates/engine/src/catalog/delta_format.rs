@@ -131,16 +131,16 @@ pub fn encode_delta(def: &TableDef, row: &Row, columns: &[usize]) -> Vec<u8> {
 ///
 /// # Errors
 /// [`Error::InvalidValue`] if `row` does not have one value per column;
-/// [`Error::Corrupted`] naming the table for any byte string that is not a delta of values
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the table for any byte string that is not a delta of values
 /// passing [`TableDef::check_row`] (bad compressed integer, field position of no column or of
 /// a system column, NULL in a NOT NULL column, bad field bytes, trailing bytes). Never panics.
 pub fn apply_delta(def: &TableDef, row: &mut Row, delta: &[u8]) -> Result<Vec<usize>> {
     def.check_width(row)?;
-    let corrupt = |at: usize, problem: String| Error::Corrupted {
-        what: format!(
+    let corrupt = |at: usize, problem: String| {
+        Error::corrupted(format!(
             "undo delta of table \"{}\" at byte {at}: {problem}",
             def.name
-        ),
+        ))
     };
     let fields = clustered_fields(def);
     let mut p = 0;

@@ -386,7 +386,7 @@ pub fn encode_heap(def: &TableDef, row: &Row) -> HeapTupleData {
     }
 }
 
-/// Cursor over a data area that reports every problem as [`Error::Corrupted`].
+/// Cursor over a data area that reports every problem as [`StorageError::Corrupted`](crate::error::StorageError::Corrupted).
 struct Reader<'a> {
     data: &'a [u8],
     off: usize,
@@ -395,12 +395,10 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn corrupt(&self, column: &str, problem: impl std::fmt::Display) -> Error {
-        Error::Corrupted {
-            what: format!(
-                "heap tuple of table \"{}\", column \"{column}\" at data offset {}: {problem}",
-                self.table, self.off
-            ),
-        }
+        Error::corrupted(format!(
+            "heap tuple of table \"{}\", column \"{column}\" at data offset {}: {problem}",
+            self.table, self.off
+        ))
     }
 
     fn byte(&self, column: &str) -> Result<u8> {
@@ -488,7 +486,7 @@ impl Reader<'_> {
 /// tuple has no NULLs). CHAR(n) values come back blank-padded to n characters.
 ///
 /// # Errors
-/// [`Error::Corrupted`] naming the table, column and problem for any byte string that is not
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the table, column and problem for any byte string that is not
 /// the encoding of a row passing [`TableDef::check_row`]: wrong bitmap length or stray bits,
 /// a NULL in a NOT NULL column, non-zero padding, a truncated attribute, a TOAST pointer or
 /// compressed varlena, invalid UTF-8 or a NUL character, a CHAR(n) of other than n
@@ -496,8 +494,8 @@ impl Reader<'_> {
 /// Never panics.
 pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> Result<Row> {
     let natts = def.columns.len();
-    let corrupt_bitmap = |problem: String| Error::Corrupted {
-        what: format!("heap tuple of table \"{}\": {problem}", def.name),
+    let corrupt_bitmap = |problem: String| {
+        Error::corrupted(format!("heap tuple of table \"{}\": {problem}", def.name))
     };
     if let Some(bm) = null_bitmap {
         if bm.len() != natts.div_ceil(8) {
@@ -609,13 +607,11 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
         row.push(v);
     }
     if r.off != data.len() {
-        return Err(Error::Corrupted {
-            what: format!(
-                "heap tuple of table \"{}\": {} trailing bytes after the last attribute",
-                def.name,
-                data.len() - r.off
-            ),
-        });
+        return Err(Error::corrupted(format!(
+            "heap tuple of table \"{}\": {} trailing bytes after the last attribute",
+            def.name,
+            data.len() - r.off
+        )));
     }
     Ok(row)
 }

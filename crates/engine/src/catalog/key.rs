@@ -163,9 +163,7 @@ pub fn encode_key(types: &[KeyColumn], values: &[Value], out: &mut Vec<u8>) -> R
 }
 
 fn corrupt(at: usize, problem: impl std::fmt::Display) -> Error {
-    Error::Corrupted {
-        what: format!("index key at byte {at}: {problem}"),
-    }
+    Error::corrupted(format!("index key at byte {at}: {problem}"))
 }
 
 fn take<const N: usize>(bytes: &[u8], pos: &mut usize) -> Result<[u8; N]> {
@@ -182,7 +180,7 @@ fn take<const N: usize>(bytes: &[u8], pos: &mut usize) -> Result<[u8; N]> {
 /// the number of bytes they took (the rest may be a suffix the caller appended).
 ///
 /// # Errors
-/// [`Error::Corrupted`] for a bad tag, a truncated value, a bad escape, invalid UTF-8, a text
+/// [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad tag, a truncated value, a bad escape, invalid UTF-8, a text
 /// longer than its type, or a CHAR encoding that keeps trailing blanks. Never panics.
 pub fn decode_key_prefix(types: &[KeyColumn], bytes: &[u8]) -> Result<(Vec<Value>, usize)> {
     let mut pos = 0;
@@ -286,7 +284,7 @@ pub fn decode_key_prefix(types: &[KeyColumn], bytes: &[u8]) -> Result<(Vec<Value
 /// Decodes a whole key of `types` (CHAR values blank-padded to n characters).
 ///
 /// # Errors
-/// As [`decode_key_prefix`], and [`Error::Corrupted`] if bytes remain after the last column.
+/// As [`decode_key_prefix`], and [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) if bytes remain after the last column.
 pub fn decode_key(types: &[KeyColumn], bytes: &[u8]) -> Result<Vec<Value>> {
     let (values, used) = decode_key_prefix(types, bytes)?;
     if used != bytes.len() {

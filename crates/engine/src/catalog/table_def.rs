@@ -124,7 +124,12 @@ pub struct TableDef {
     pub name: String,
     /// Columns in table order (PostgreSQL attnum − 1).
     pub columns: Vec<Column>,
-    /// Primary key columns, as positions in `columns`, in key order.
+    /// Primary key columns, as positions in `columns`, in key order. Empty: the table has
+    /// no primary key (SQL allows it; TPC-C's `history` has none). The `postgres` design
+    /// then keeps a plain heap with no primary-key index; the `innodb` design clusters the
+    /// rows on InnoDB's hidden 6-byte `DB_ROW_ID` (dict0dict.cc
+    /// `dict_index_build_internal_clust`, the GEN_CLUST_INDEX). Reads and writes by
+    /// primary key are refused on such a table ([`TableDef::require_primary_key`]).
     pub primary_key: Vec<usize>,
     /// Secondary indexes only (the primary key is not listed here).
     pub indexes: Vec<IndexDef>,
@@ -154,8 +159,9 @@ impl TableDef {
     /// a table name; 1..=[`MAX_COLUMNS`] columns with unique names (ASCII case ignored);
     /// `Char(n)` with 1 ≤ n ≤ [`MAX_CHAR_CHARS`], `Varchar(n)` with n ≥ 1, `Decimal` with
     /// 1 ≤ p ≤ 65 and s ≤ min(p, 38); a MariaDB row size (pack lengths, TEXT counting
-    /// [`TEXT_PACK_LENGTH`], plus NULL-bit bytes) ≤ [`MAX_MARIADB_ROW_BYTES`]; a primary key of
-    /// 1..=[`MAX_INDEX_COLUMNS`] distinct, existing, NOT NULL columns; at most
+    /// [`TEXT_PACK_LENGTH`], plus NULL-bit bytes) ≤ [`MAX_MARIADB_ROW_BYTES`]; no primary key
+    /// (`primary_key` empty) or one of 1..=[`MAX_INDEX_COLUMNS`] distinct, existing, NOT
+    /// NULL columns; at most
     /// [`MAX_SECONDARY_INDEXES`] secondary indexes with unique names, each of
     /// 1..=[`MAX_INDEX_COLUMNS`] distinct existing columns; every key at most
     /// [`MAX_KEY_BYTES`] declared bytes, and no TEXT key column; foreign keys of the shape
@@ -240,7 +246,9 @@ impl TableDef {
             )));
         }
 
-        self.check_key_columns(&format!("primary key of table \"{t}\""), &self.primary_key)?;
+        if self.has_primary_key() {
+            self.check_key_columns(&format!("primary key of table \"{t}\""), &self.primary_key)?;
+        }
         for &c in &self.primary_key {
             let col = &self.columns[c];
             if col.nullable {
@@ -372,6 +380,27 @@ impl TableDef {
         Ok(())
     }
 
+    /// Whether the table has a primary key (`primary_key` not empty).
+    pub fn has_primary_key(&self) -> bool {
+        !self.primary_key.is_empty()
+    }
+
+    /// Refuses `what` (e.g. "a read by primary key") on a table without a primary key.
+    ///
+    /// # Errors
+    /// [`Error::Catalog`] naming the table, saying it has no primary key and what it can do
+    /// instead (an unbounded scan, a secondary-index read).
+    pub fn require_primary_key(&self, what: &str) -> Result<()> {
+        if self.has_primary_key() {
+            return Ok(());
+        }
+        Err(Error::Catalog(format!(
+            "table \"{}\" has no primary key: {what} needs one (read the table with an \
+             unbounded scan or through a secondary index)",
+            self.name
+        )))
+    }
+
     /// Position of the column called `name` (ASCII case ignored).
     ///
     /// # Errors
@@ -437,7 +466,9 @@ impl TableDef {
     /// Columns of an InnoDB secondary index record of `self.indexes[index]`: the index's
     /// columns, then the primary key columns not among them (InnoDB
     /// `dict_index_build_internal_non_clust`: a secondary record carries the primary key,
-    /// its logical pointer to the row).
+    /// its logical pointer to the row). A table without a primary key carries the hidden
+    /// 6-byte `DB_ROW_ID` instead, which is no column and not listed here
+    /// ([`crate::catalog::DB_ROW_ID_BYTES`]).
     ///
     /// # Panics
     /// If `index` is not a position in `self.indexes`.

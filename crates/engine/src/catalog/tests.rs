@@ -2,6 +2,7 @@
 //! of every codec, key order, hardened decoders, and the error messages.
 
 use super::*;
+use crate::error::StorageError;
 use crate::error::{Error, Result};
 use proptest::prelude::*;
 use std::cmp::Ordering;
@@ -105,6 +106,38 @@ fn sbtest_row_in_innodb_compact_is_208_bytes() {
     let (back, trx, roll) = decode_compact(&def, &key, &rec).unwrap();
     assert_eq!(back, def.normalize_row(&row));
     assert_eq!((trx, roll), (0x1234, 0x0001_0000_0000_0110));
+}
+
+#[test]
+fn a_row_without_a_primary_key_carries_the_6_byte_db_row_id_in_innodb() {
+    let keyed = sbtest();
+    let mut def = sbtest();
+    def.primary_key.clear();
+    let row = sbtest_row();
+    // InnoDB: 5 header + 6 DB_ROW_ID + 6 DB_TRX_ID + 7 DB_ROLL_PTR + the four columns.
+    assert_eq!(compact_clustered_record_bytes(&def, &row).unwrap(), 208 + 6);
+    assert_eq!(compact_clustered_record_bytes(&keyed, &row).unwrap(), 208);
+    // The stored record holds every column (the row id is the entry's key).
+    let rec = encode_compact(&def, &row, 0x1234, 0x0001_0000_0000_0110).unwrap();
+    assert_eq!(rec.len(), 2 + 1 + 6 + 7 + 4 + 4 + 120 + 60);
+    let key = vec![0, 0, 0, 0, 2, 0];
+    let back = decode_compact_record(&def, &key, &rec).unwrap();
+    assert_eq!(back.row, def.normalize_row(&row));
+    assert_eq!(
+        (back.trx_id, back.roll_ptr),
+        (0x1234, 0x0001_0000_0000_0110)
+    );
+    // A key that is not 6 bytes is no DB_ROW_ID.
+    for bad in [&key[..5], &[0u8; 7][..], &[][..]] {
+        assert!(matches!(
+            decode_compact_record(&def, bad, &rec),
+            Err(Error::Storage(StorageError::Corrupted { .. }))
+        ));
+    }
+    assert_eq!(
+        compact_system_columns(&def, &rec).unwrap(),
+        (0x1234, 0x0001_0000_0000_0110)
+    );
 }
 
 #[test]
@@ -313,7 +346,7 @@ fn compact_fixed_fields_are_memcmp_ordered() {
     // A key that is not one of the table's primary keys is refused.
     assert!(matches!(
         decode_compact(&def, &key[..7], &rec),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
     assert!(matches!(
         encode_compact(&def, &row, MAX_TRX_ID + 1, 0),
@@ -341,7 +374,7 @@ fn compact_delete_mark_and_system_columns_in_place() {
     assert!(!compact_delete_mark(&rec).unwrap());
     assert!(matches!(
         set_compact_delete_mark(&mut [], true),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
 }
 
@@ -391,7 +424,7 @@ fn delta_holds_only_the_given_columns() {
     let mut row = vec![Value::Integer(1), Value::text("a")];
     assert!(matches!(
         apply_delta(&def, &mut row, &[1, 1, 0]),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
     assert_eq!(row, vec![Value::Integer(1), Value::text("a")]);
 }
@@ -503,7 +536,13 @@ fn validate_names_the_problem() {
         }
     };
     assert!(err(&|d| d.columns[1].name = "ID".into()).contains("\"ID\""));
-    assert!(err(&|d| d.primary_key.clear()).contains("primary key"));
+    // No primary key is a valid table (TPC-C's history); a key column named twice is not.
+    let mut no_pk = sbtest();
+    no_pk.primary_key.clear();
+    no_pk
+        .validate()
+        .expect("a table without a primary key is valid");
+    assert!(err(&|d| d.primary_key = vec![9]).contains("position 9"));
     assert!(err(&|d| d.columns[0].nullable = true).contains("\"id\" is nullable"));
     assert!(err(&|d| d.primary_key = vec![0, 0]).contains("twice"));
     assert!(err(&|d| d.indexes[0].columns = vec![9]).contains("position 9"));
@@ -627,7 +666,7 @@ fn key_errors_leave_the_buffer_alone() {
     assert!(decode_key(&[int], &k).is_err());
     assert!(matches!(
         decode_key(&[int, int], &k[..4]),
-        Err(Error::Corrupted { .. })
+        Err(Error::Storage(StorageError::Corrupted { .. }))
     ));
 }
 
@@ -1519,7 +1558,7 @@ fn assert_valid_or_corrupted(
             );
             prop_assert_eq!(def.normalize_row(&row), row);
         }
-        Err(Error::Corrupted { .. }) => {}
+        Err(Error::Storage(StorageError::Corrupted { .. })) => {}
         Err(e) => prop_assert!(false, "unexpected error {e}"),
     }
     Ok(())
@@ -1664,7 +1703,7 @@ proptest! {
     ) {
         let mut target = other.clone();
         let r = apply_delta(&def, &mut target, &random);
-        prop_assert!(matches!(r, Ok(_) | Err(Error::Corrupted { .. })), "{:?}", r);
+        prop_assert!(matches!(r, Ok(_) | Err(Error::Storage(StorageError::Corrupted { .. }))), "{:?}", r);
         if r.is_err() {
             prop_assert_eq!(&target, &other);
         }
@@ -1673,7 +1712,7 @@ proptest! {
         let mut target = def.normalize_row(&other);
         match apply_delta(&def, &mut target, &delta) {
             Ok(_) => prop_assert!(def.check_row(&target).is_ok()),
-            Err(Error::Corrupted { .. }) => {}
+            Err(Error::Storage(StorageError::Corrupted { .. })) => {}
             Err(e) => prop_assert!(false, "unexpected error {}", e),
         }
     }
@@ -1690,7 +1729,7 @@ proptest! {
                     // Whatever decodes re-encodes to the same bytes: one encoding per key.
                     prop_assert_eq!(encoded(&types, &values), bytes);
                 }
-                Err(Error::Corrupted { .. }) => {}
+                Err(Error::Storage(StorageError::Corrupted { .. })) => {}
                 Err(e) => prop_assert!(false, "unexpected error {}", e),
             }
         }

@@ -11,7 +11,11 @@
 //! (one truncating thread at a time, MariaDB's `purge_truncation_task`) is outermost; see
 //! the `clustered` module doc for the row stripe → rollback segment → page order.
 
-use super::{purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, TrxUndo, UndoSpace};
+use super::row_id::DICT_HDR_FIRST_ID;
+use super::{
+    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowIdSequence, TrxUndo,
+    UndoSpace,
+};
 use crate::access::{
     AmOpen, AmShared, EngineCounters, GcReport, Recovering, TableAccessMethod, TableId, TxnCore,
     XactEnd,
@@ -19,11 +23,11 @@ use crate::access::{
 use crate::btree::{BTree, BTreeConfig};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mvcc::{xid_of_trx_id, TransactionManager, TrxId, Xid};
 use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
-use crate::storage::Storage;
+use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,6 +41,8 @@ pub struct ClusteredAm {
     design: DesignConfig,
     shared: AmShared<ClusteredTable>,
     undo: Arc<UndoSpace>,
+    /// The `DB_ROW_ID` counter of tables without a primary key (`dict_sys.row_id`).
+    row_ids: Arc<RowIdSequence>,
     history: History,
     /// Held by the thread truncating the history (MariaDB's purge_truncation_task, a task
     /// group of one).
@@ -167,12 +173,18 @@ impl ClusteredAm {
         purge: PurgeConfig,
         tm: TransactionManager,
         undo: Arc<UndoSpace>,
+        dict_hdr_row_id: u64,
     ) -> Arc<ClusteredAm> {
-        Arc::new(ClusteredAm {
+        let row_ids = Arc::new(RowIdSequence::recovered(
+            storage.wal().clone(),
+            dict_hdr_row_id,
+        ));
+        let am = Arc::new(ClusteredAm {
             storage,
             design,
             shared: AmShared::new(tm),
             undo,
+            row_ids,
             history: History::default(),
             truncating: Mutex::new(()),
             truncate_again: AtomicBool::new(false),
@@ -183,7 +195,10 @@ impl ClusteredAm {
             purge,
             stop: Arc::new(StopSignal::default()),
             purge_threads: Mutex::new(Vec::new()),
-        })
+        });
+        let hook: Weak<dyn CheckpointHook> = Arc::downgrade(&am) as Weak<dyn CheckpointHook>;
+        am.storage.set_checkpoint_hook(hook);
+        am
     }
 
     /// Undoes every change of transaction `trx_id`, newest first (trx0roll.cc
@@ -314,7 +329,7 @@ impl ClusteredAm {
     /// are read at open (MariaDB reads one log at a time as purge goes); table counters
     /// start at zero.
     ///
-    /// Errors: [`crate::Error::Corrupted`] for a catalog without the undo relation, undo
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a catalog without the undo relation, undo
     /// pages that do not hold what their headers say, or a B+tree whose meta page does not
     /// fit the design; [`crate::Error::InvalidConfig`] for a rollback segment count the
     /// database was not made with; storage errors.
@@ -326,16 +341,21 @@ impl ClusteredAm {
                 storage.wal().clone(),
                 design.rollback_segments,
             )?);
-            let inner = Self::new_inner(storage, design, purge, TransactionManager::new(), undo);
+            let inner = Self::new_inner(
+                storage,
+                design,
+                purge,
+                TransactionManager::new(),
+                undo,
+                DICT_HDR_FIRST_ID,
+            );
             return Ok(Self::start(inner));
         };
         let (storage, design) = (open.storage, open.design);
         let _c = enter(Cause::Recovery);
         let rel = catalog
             .undo_relation
-            .ok_or_else(|| crate::Error::Corrupted {
-                what: "innodb catalog without the undo relation".into(),
-            })?;
+            .ok_or_else(|| Error::corrupted("innodb catalog without the undo relation"))?;
         let (undo, found) = UndoSpace::open(
             storage.pool().clone(),
             storage.wal().clone(),
@@ -349,14 +369,20 @@ impl ClusteredAm {
             .map(|e| e.0)
             .collect();
         let max = found.max_trx_id.max(TrxId::from(redone.max_xid));
-        let next = Xid::try_from(max + 1).map_err(|_| crate::Error::Corrupted {
-            what: format!("undo log names transaction id {max}, past the xid space"),
+        let next = Xid::try_from(max + 1).map_err(|_| {
+            Error::corrupted(format!(
+                "undo log names transaction id {max}, past the xid space"
+            ))
         })?;
         for (trx, _) in &found.active {
             aborted.push(xid_of_trx_id(*trx, "active undo log header")?);
         }
         let tm = TransactionManager::recovered_committed(next, &aborted);
-        let inner = ClusteredAm::new_inner(storage, design, purge, tm, Arc::new(undo));
+        // dict0boot.cc `dict_boot`: the row id counter from the dictionary header, the last
+        // value the checkpoint or a replayed write left there.
+        let hdr = RowIdSequence::hdr_of_checkpoint_state(redone.checkpoint_engine_state.as_deref())
+            .max(redone.dict_hdr_row_id);
+        let inner = ClusteredAm::new_inner(storage, design, purge, tm, Arc::new(undo), hdr);
         for e in found.history {
             inner.history.push(e);
         }
@@ -382,6 +408,7 @@ impl ClusteredAm {
                     indexes,
                     inner.undo.clone(),
                     inner.design.purge_resets_trx_id,
+                    inner.row_ids.clone(),
                 );
                 table
                     .secondary_deferred
@@ -402,6 +429,15 @@ impl ClusteredAm {
             inner.undo.release(&mut undo);
         }
         Ok(Self::start(inner))
+    }
+}
+
+/// The `DB_ROW_ID` counter's dictionary header value rides on every checkpoint record
+/// (MariaDB writes `DICT_HDR_ROW_ID` to a page of the system tablespace, which a checkpoint
+/// makes durable); nothing else of the design lives outside the buffer pool.
+impl CheckpointHook for ClusteredAm {
+    fn checkpoint(&self) -> Result<Vec<u8>> {
+        Ok(self.row_ids.checkpoint_state())
     }
 }
 
@@ -431,7 +467,26 @@ impl TableAccessMethod for ClusteredAm {
         &self.shared
     }
 
+    /// Errors: [`crate::Error::Catalog`] for a table without a primary key whose first
+    /// unique index has only NOT NULL columns: MariaDB would make that index the clustered
+    /// index (sql/table.cc `TABLE_SHARE::init_from_binary_frm_image` declares such a key
+    /// the primary key; manual "Clustered and Secondary Indexes"), which is not modelled;
+    /// storage errors creating the relations.
     fn create_table(&self, id: TableId, def: TableDef) -> Result<ClusteredTable> {
+        if !def.has_primary_key() {
+            if let Some(ix) = def
+                .indexes
+                .iter()
+                .find(|ix| ix.unique && ix.columns.iter().all(|&c| !def.columns[c].nullable))
+            {
+                return Err(crate::Error::Catalog(format!(
+                    "table \"{}\" has no primary key but a unique index \"{}\" over NOT NULL \
+                     columns: InnoDB would cluster the table on that index, which the innodb \
+                     design does not model; declare it the primary key",
+                    def.name, ix.name
+                )));
+            }
+        }
         let pool = self.storage.pool().clone();
         // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
         // 15/16).
@@ -453,6 +508,7 @@ impl TableAccessMethod for ClusteredAm {
             indexes,
             self.undo.clone(),
             self.design.purge_resets_trx_id,
+            self.row_ids.clone(),
         ))
     }
 
@@ -483,7 +539,7 @@ impl TableAccessMethod for ClusteredAm {
         let committed = commit && result.is_ok() && finished.is_ok();
         let wal = self.storage.wal();
         let logged = if committed {
-            wal.flush(wal.insert_lsn())
+            wal.flush(wal.insert_lsn()).map_err(Error::from)
         } else {
             core.log_end(tm, wal, false)
         };

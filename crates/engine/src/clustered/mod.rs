@@ -77,6 +77,7 @@
 mod am;
 mod check;
 mod purge;
+pub mod row_id;
 pub mod rseg;
 mod table;
 mod undo_log;
@@ -87,6 +88,7 @@ pub mod undo_wal;
 
 pub use am::ClusteredAm;
 pub use purge::{purge_entry, History, HistoryEntry, PurgeConfig};
+pub use row_id::RowIdSequence;
 pub use rseg::{RsegInfo, PAGE_TYPE_RSEG};
 pub use table::{ClusteredTable, RowCtx};
 pub use undo_log::{LogRef, TrxUndo, UndoCounters, UndoSegment, UndoSpace};

@@ -2,7 +2,15 @@
 //! the old values in the undo log, secondary indexes keyed by (index key, primary key) with
 //! delete marks (MariaDB 10.11 storage/innobase: row0ins.cc, row0upd.cc, row0vers.cc,
 //! row0sel.cc, row0undo.cc, row0purge.cc; manual "InnoDB Multi-Versioning").
+//!
+//! A table without a primary key is clustered on the hidden 6-byte `DB_ROW_ID`
+//! (GEN_CLUST_INDEX): each insert takes the next id of the design-wide
+//! [`RowIdSequence`] (row0ins.cc `row_ins_alloc_row_id_step`), which is the clustered key
+//! and the suffix of every secondary key; the undo records name the row by it. Everything
+//! else works on key bytes and is the same; reads and writes by primary key are refused
+//! ([`TableDef::require_primary_key`]).
 
+use super::row_id::{row_id_of_key, RowIdSequence};
 use super::undo_log::{TrxUndo, UndoSpace};
 use super::undo_rec::{RollPtr, UndoRecord, UndoType};
 use crate::access::TableCounters;
@@ -12,6 +20,7 @@ use crate::catalog::{
     apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
     encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{xid_of_trx_id, Snapshot, TransactionManager, TrxId, Xid, XidStatus};
 use parking_lot::{Mutex, MutexGuard};
@@ -78,18 +87,19 @@ pub struct ClusteredTable {
     /// `purge_resets_trx_id`; [`ClusteredTable::purge_record`]).
     purge_resets_trx_id: bool,
     undo: Arc<UndoSpace>,
+    /// The design-wide `DB_ROW_ID` counter (used by a table without a primary key).
+    row_ids: Arc<RowIdSequence>,
     stripes: Box<[Mutex<()>]>,
 }
 
 fn record_bad(def: &TableDef, what: &str) -> Error {
-    Error::Corrupted {
-        what: format!("table {}: {what}", def.name),
-    }
+    Error::corrupted(format!("table {}: {what}", def.name))
 }
 
 impl ClusteredTable {
     /// A table on existing relations; with `purge_resets_trx_id`, purge resets an updated
-    /// record's DB_TRX_ID (design switch `purge_resets_trx_id`).
+    /// record's DB_TRX_ID (design switch `purge_resets_trx_id`); `row_ids` gives the
+    /// `DB_ROW_ID` of each row inserted when the table has no primary key.
     pub fn new(
         id: u32,
         def: TableDef,
@@ -97,6 +107,7 @@ impl ClusteredTable {
         indexes: Vec<BTree>,
         undo: Arc<UndoSpace>,
         purge_resets_trx_id: bool,
+        row_ids: Arc<RowIdSequence>,
     ) -> Self {
         ClusteredTable {
             id,
@@ -107,6 +118,7 @@ impl ClusteredTable {
             secondary_deferred: std::sync::atomic::AtomicBool::new(false),
             purge_resets_trx_id,
             undo,
+            row_ids,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
         }
     }
@@ -126,7 +138,7 @@ impl ClusteredTable {
     ///
     /// Meant for the end of a load with no concurrent writers on the table.
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged record; [`Error::DuplicateKey`] for a
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged record; [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey) for a
     /// unique index with equal keys; storage errors.
     pub fn build_secondary_indexes(&self) -> Result<u64> {
         if !self.secondary_deferred.load(Ordering::Acquire) {
@@ -177,8 +189,11 @@ impl ClusteredTable {
 
     /// Encoded primary key of the pk values.
     ///
-    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values;
+    /// [`Error::Catalog`] for a table without a primary key
+    /// ([`TableDef::require_primary_key`]).
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        self.def.require_primary_key("a lookup by primary key")?;
         self.def.key_from_values(&self.def.primary_key, values)
     }
 
@@ -214,7 +229,7 @@ impl ClusteredTable {
     /// the history is missing). Returns false, leaving `v` as it is, when there is no
     /// earlier version: `v` is the row's insert, or `read` found nothing.
     ///
-    /// Errors: `read`'s errors; a delta that does not apply ([`Error::Corrupted`]).
+    /// Errors: `read`'s errors; a delta that does not apply ([`StorageError::Corrupted`](crate::error::StorageError::Corrupted)).
     fn previous_version(
         &self,
         v: &mut CompactRecord,
@@ -263,6 +278,9 @@ impl ClusteredTable {
     }
 
     fn render_pk(&self, pk: &[u8]) -> String {
+        if !self.def.has_primary_key() {
+            return row_id_of_key(pk).map_or("?".into(), |id| format!("DB_ROW_ID {id}"));
+        }
         self.def
             .key_columns(&self.def.primary_key)
             .and_then(|types| crate::catalog::decode_key(&types, pk))
@@ -311,10 +329,10 @@ impl ClusteredTable {
                     return Ok(Some(x));
                 }
                 if !r.delete_marked {
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: self.def.indexes[ix].name.clone(),
                         key: format!("({})", self.render_pk(&other)),
-                    });
+                    }));
                 }
             }
         }
@@ -374,7 +392,7 @@ impl ClusteredTable {
     /// (row0purge.cc): a delete-marked record still carrying that delete is removed with its
     /// secondary entries; after an update, the old secondary entries that are still
     /// delete-marked and no longer the current key are removed, and with the design switch
-    /// `purge_resets_trx_id` the record's history is then cut ([`Self::reset_trx_id`]).
+    /// `purge_resets_trx_id` the record's history is then cut (`reset_trx_id`).
     /// Returns records removed. `tm` gives the purge horizon (the oldest xmin), read once
     /// the row's stripe is held.
     ///
@@ -538,7 +556,7 @@ impl ClusteredTable {
     /// An undo record's delta decoded: a row holding the delta's values in the columns it
     /// lists (NULL elsewhere), and those columns ([`apply_delta`] on a row of NULLs).
     ///
-    /// Errors: a delta that does not decode ([`Error::Corrupted`]).
+    /// Errors: a delta that does not decode ([`StorageError::Corrupted`](crate::error::StorageError::Corrupted)).
     fn decode_delta(&self, delta: &[u8]) -> Result<(Row, Vec<usize>)> {
         let mut values: Row = vec![Value::Null; self.def.columns.len()];
         let changed = apply_delta(&self.def, &mut values, delta)?;
@@ -645,9 +663,12 @@ impl TableRead for ClusteredTable {
         Ok(rows)
     }
 
-    /// Consistent read of a primary-key range.
+    /// Consistent read of a primary-key range. On a table without a primary key only the
+    /// unbounded range is allowed: every visible row in `DB_ROW_ID` order (the clustered
+    /// index's order; reversed for `Backward`).
     ///
-    /// Errors: storage errors.
+    /// Errors: storage errors; [`Error::Catalog`] for a bound on a table without a primary
+    /// key.
     fn scan(
         &self,
         st: &Statement<'_>,
@@ -704,15 +725,21 @@ impl TableWrite for ClusteredTable {
     type TxnState = TrxUndo;
 
     /// row_ins_clust_index_entry: inserts `row`, or re-inserts over a delete-marked record
-    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify).
+    /// of the same key whose delete committed (row_ins_clust_index_entry_by_modify). A
+    /// table without a primary key first takes the next `DB_ROW_ID`
+    /// (row0ins.cc `row_ins_alloc_row_id_step`), its clustered key; the id is used up even
+    /// when the insert then fails or is rolled back, as in InnoDB.
     ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`],
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
     /// storage errors.
     fn insert(&self, st: &Statement<'_>, undo: &mut TrxUndo, row: Row) -> Result<()> {
         let ctx = &RowCtx::from(st);
         let row = self.def.normalize_row(&row);
         self.def.check_row(&row)?;
-        let pk = key_of(&self.def, &self.def.primary_key, &row)?;
+        let pk = match self.def.has_primary_key() {
+            true => key_of(&self.def, &self.def.primary_key, &row)?,
+            false => self.row_ids.next_row_id()?,
+        };
         self.with_row_lock(ctx, &pk.clone(), || {
             let existing = self.clustered.get(&pk)?;
             let Some(rec) = existing else {
@@ -752,10 +779,10 @@ impl TableWrite for ClusteredTable {
                 return Ok(Attempt::Wait(x));
             }
             if !r.delete_marked {
-                return Err(Error::DuplicateKey {
+                return Err(Error::Txn(TxnError::DuplicateKey {
                     index: "PRIMARY".into(),
                     key: format!("({})", self.render_pk(&pk)),
-                });
+                }));
             }
             // Re-insert over the committed delete-marked record: an update with undo.
             let all: Vec<usize> = (0..self.def.columns.len()).collect();
@@ -794,7 +821,7 @@ impl TableWrite for ClusteredTable {
     /// the update undo. Returns false when there is no such row.
     ///
     /// Errors: [`Error::InvalidValue`] (including a change of the primary key, not built
-    /// yet); [`Error::DuplicateKey`]; [`Error::Deadlock`]; storage errors.
+    /// yet); [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey); [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); storage errors.
     fn update(
         &self,
         st: &Statement<'_>,
@@ -868,7 +895,7 @@ impl TableWrite for ClusteredTable {
     /// row_upd_del_mark_clust_rec: delete-marks the latest version of the row and its
     /// secondary entries. Returns false when there is no such row.
     ///
-    /// Errors: [`Error::Deadlock`]; storage errors.
+    /// Errors: [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); storage errors.
     fn delete(&self, st: &Statement<'_>, undo: &mut TrxUndo, pk_vals: &[Value]) -> Result<bool> {
         let ctx = &RowCtx::from(st);
         self.check_not_deferred("a delete")?;

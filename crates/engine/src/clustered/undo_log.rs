@@ -65,7 +65,8 @@ use super::undo_rec::{record_on_page, RollPtr, UndoRecord};
 use super::undo_wal::{info, put, put_forced, put_log_header, WriteLog};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
-use crate::error::{Error, Result};
+use crate::error::TxnError;
+use crate::error::{Error, Result, StorageResult};
 use crate::mvcc::TrxId;
 use crate::page::{get_u16, hole, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::{rmgr, RecordBuilder, Wal};
@@ -203,9 +204,7 @@ impl UndoSpace {
     }
 
     pub(super) fn bad(&self, what: String) -> Error {
-        Error::Corrupted {
-            what: format!("undo log (relation {}): {what}", self.rel),
-        }
+        Error::corrupted(format!("undo log (relation {}): {what}", self.rel))
     }
 
     /// The undo relation.
@@ -291,9 +290,10 @@ impl UndoSpace {
                 (lower as usize, prev_log)
             };
             if off < SEG_FIRST_LOG || off + LOG_HEADER_SPACE_BYTES > upper as usize {
-                return Err(Error::Corrupted {
-                    what: format!("{}: cached undo page free pointer {lower}", g.page_id()),
-                });
+                return Err(Error::corrupted(format!(
+                    "{}: cached undo page free pointer {lower}",
+                    g.page_id()
+                )));
             }
             let mut w = WriteLog::default();
             if prev_log != 0 {
@@ -325,9 +325,11 @@ impl UndoSpace {
             return Ok(());
         }
         let Some(slot) = st.slots_used.iter().position(|u| !u) else {
-            return Err(Error::TooManyConcurrentTransactions(format!(
-                "rollback segment {r} has no free undo slot (all {} in use)",
-                st.slots_used.len()
+            return Err(Error::Txn(TxnError::TooManyConcurrentTransactions(
+                format!(
+                    "rollback segment {r} has no free undo slot (all {} in use)",
+                    st.slots_used.len()
+                ),
             )));
         };
         let slot = slot as u16;
@@ -400,9 +402,10 @@ impl UndoSpace {
         let mut g = self.pool.fetch_write(PageId::new(self.rel, p))?;
         let (lower, upper) = hole(g.data());
         if (lower as usize) < PAGE_HEADER_BYTES || lower > upper {
-            return Err(Error::Corrupted {
-                what: format!("{}: undo page free pointer {lower}", g.page_id()),
-            });
+            return Err(Error::corrupted(format!(
+                "{}: undo page free pointer {lower}",
+                g.page_id()
+            )));
         }
         if ((upper - lower) as usize) < bytes.len() {
             return Ok(None);
@@ -423,7 +426,7 @@ impl UndoSpace {
     /// pointer, also noted in `trx.all`. Counts `records_written`.
     ///
     /// Errors: [`Error::TooLarge`] for a record larger than a page;
-    /// [`Error::TooManyConcurrentTransactions`] when the rollback segment has no free slot;
+    /// [`TxnError::TooManyConcurrentTransactions`](crate::error::TxnError::TooManyConcurrentTransactions) when the rollback segment has no free slot;
     /// storage errors.
     pub fn append(
         &self,
@@ -459,9 +462,9 @@ impl UndoSpace {
             Some(off) => (last, off),
             None => {
                 let p = self.add_page(r, seg)?;
-                let off = self.append_on(p, &bytes)?.ok_or_else(|| Error::Corrupted {
-                    what: "undo record does not fit an empty page".into(),
-                })?;
+                let off = self
+                    .append_on(p, &bytes)?
+                    .ok_or_else(|| Error::corrupted("undo record does not fit an empty page"))?;
                 (p, off)
             }
         };
@@ -476,7 +479,7 @@ impl UndoSpace {
 
     /// Reads the undo record at roll pointer `rp` (counted to the caller's cause).
     ///
-    /// Errors: [`Error::Corrupted`] for a bad pointer or record; storage errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad pointer or record; storage errors.
     pub fn read(&self, rp: RollPtr) -> Result<UndoRecord> {
         self.read_with(rp, BufferPool::fetch_read)
     }
@@ -493,7 +496,7 @@ impl UndoSpace {
     fn read_with<'a>(
         &'a self,
         rp: RollPtr,
-        fetch: impl FnOnce(&'a BufferPool, PageId) -> Result<ReadPageGuard<'a>>,
+        fetch: impl FnOnce(&'a BufferPool, PageId) -> StorageResult<ReadPageGuard<'a>>,
     ) -> Result<UndoRecord> {
         let RollPtr {
             page_no: page,
@@ -501,12 +504,10 @@ impl UndoSpace {
             ..
         } = rp;
         if (page as usize) < self.rsegs.len() {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "roll pointer {:#x} points into a rollback segment header",
-                    rp.encode()
-                ),
-            });
+            return Err(Error::corrupted(format!(
+                "roll pointer {:#x} points into a rollback segment header",
+                rp.encode()
+            )));
         }
         let g = fetch(&self.pool, PageId::new(self.rel, page))?;
         record_on_page(g.data(), g.page_id(), off)

@@ -136,11 +136,9 @@ impl UndoRecord {
         out
     }
 
-    /// Decodes a record at the start of `b`. Errors: [`Error::Corrupted`], never a panic.
+    /// Decodes a record at the start of `b`. Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted), never a panic.
     pub fn decode(b: &[u8]) -> Result<UndoRecord> {
-        let bad = |w: &str| Error::Corrupted {
-            what: format!("undo record: {w}"),
-        };
+        let bad = |w: &str| Error::corrupted(format!("undo record: {w}"));
         if b.len() < RECORD_FIXED_BYTES {
             return Err(bad("shorter than its header"));
         }
@@ -179,24 +177,23 @@ impl UndoRecord {
 /// to the page's free pointer (TRX_UNDO_PAGE_FREE, `lower`), decoded by
 /// [`UndoRecord::decode`].
 ///
-/// Errors: [`Error::Corrupted`] when `off` is not between the page header and the free
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when `off` is not between the page header and the free
 /// pointer, the free pointer lies past the end of the page, or the record is bad; never a
 /// panic.
 pub fn record_on_page(page: &[u8], id: PageId, off: u16) -> Result<UndoRecord> {
     if page.len() < PAGE_HEADER_BYTES {
-        return Err(Error::Corrupted {
-            what: format!("{id}: undo page of {} bytes", page.len()),
-        });
+        return Err(Error::corrupted(format!(
+            "{id}: undo page of {} bytes",
+            page.len()
+        )));
     }
     let (lower, _) = hole(page);
     if (off as usize) < PAGE_HEADER_BYTES || off >= lower || lower as usize > page.len() {
-        return Err(Error::Corrupted {
-            what: format!(
-                "{id}: undo record offset {off} outside the records (free pointer {lower}, \
+        return Err(Error::corrupted(format!(
+            "{id}: undo record offset {off} outside the records (free pointer {lower}, \
                  page of {} bytes)",
-                page.len()
-            ),
-        });
+            page.len()
+        )));
     }
     UndoRecord::decode(&page[off as usize..lower as usize])
 }

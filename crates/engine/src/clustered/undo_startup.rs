@@ -68,7 +68,7 @@ impl UndoSpace {
     /// persistent), as MariaDB's `trx_purge_free_segment` notes for a crash mid-free.
     ///
     /// Errors: [`Error::InvalidConfig`] for a rollback segment count the relation was not
-    /// made with; [`Error::Corrupted`] for pages that do not hold what their headers say;
+    /// made with; [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for pages that do not hold what their headers say;
     /// storage errors.
     pub fn open(
         pool: Arc<BufferPool>,

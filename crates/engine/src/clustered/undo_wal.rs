@@ -1,4 +1,4 @@
-//! The undo space's WAL records ([`rmgr::UNDO`](crate::wal::rmgr::UNDO)): info codes
+//! The undo space's WAL records ([`crate::wal::rmgr::UNDO`]): info codes
 //! ([`info`]), the encoders of a WRITE block's data ([`WriteLog`], `put`, `put_forced`,
 //! `put_log_header`: mtr0log.h `mtr_t::write`) and redo of one block of one record applied
 //! to an undo page or a rollback segment header page, as MariaDB 10.11
@@ -42,7 +42,7 @@
 //! Every offset and length is checked: bad bytes, a block that is not will_init on a page
 //! of the wrong type, a write outside the page or into the page LSN, checksum or identity,
 //! or an append that is not at the free pointer or does not fit give
-//! [`Error::Corrupted`] naming the record's LSN, never a panic.
+//! [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the record's LSN, never a panic.
 
 use super::rseg::{self, PAGE_TYPE_RSEG};
 use super::undo_page::{format_undo_page, LOG_HEADER_BYTES, LOG_HEADER_FIELDS, PAGE_TYPE_UNDO};
@@ -157,13 +157,13 @@ pub(super) fn put_log_header(
 }
 
 fn corrupted(lsn: Lsn, why: &str) -> Error {
-    crate::wal::redo::corrupted("undo WAL record", lsn, why)
+    crate::wal::redo::corrupted("undo WAL record", lsn, why).into()
 }
 
 /// Applies block `b` of `rec` (an [`rmgr::UNDO`] record) to `page` and sets its page LSN to
 /// `rec.end_lsn`.
 ///
-/// Errors: [`Error::Corrupted`] (naming the record's LSN) for a record of another resource
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) (naming the record's LSN) for a record of another resource
 /// manager, an unknown info code, a missing block, bad block data or a page the record
 /// cannot apply to; never a panic.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
@@ -194,7 +194,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             } else {
                 let t = page_type(page);
                 if t != PAGE_TYPE_UNDO && t != PAGE_TYPE_RSEG {
-                    return Err(r.bad(&format!("page type {t} is not an undo page")));
+                    return Err(r.bad(&format!("page type {t} is not an undo page")).into());
                 }
             }
             let mut last_end = 0usize;
@@ -209,7 +209,7 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
                 let len = r.varint()? as usize;
                 let bytes = r.bytes(len)?;
                 if off < OFF_LOWER || off + len > page.len() {
-                    return Err(r.bad(&format!("write of {len} bytes at {off}")));
+                    return Err(r.bad(&format!("write of {len} bytes at {off}")).into());
                 }
                 page[off..off + len].copy_from_slice(bytes);
                 last_end = off + len;
@@ -218,10 +218,12 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         info::APPEND if b == 0 && !block.will_init => {
             // MLOG_UNDO_INSERT (trx_undo_parse_add_undo_rec): at TRX_UNDO_PAGE_FREE.
             if page_type(page) != PAGE_TYPE_UNDO {
-                return Err(r.bad(&format!(
-                    "page type {} is not an undo page",
-                    page_type(page)
-                )));
+                return Err(r
+                    .bad(&format!(
+                        "page type {} is not an undo page",
+                        page_type(page)
+                    ))
+                    .into());
             }
             let off = r.u16()? as usize;
             let bytes = r.rest();
@@ -273,7 +275,7 @@ pub fn mask_unlogged(page: &mut [u8]) {
 mod tests {
     use super::super::undo_log::tests::space;
     use super::*;
-    use crate::page::{get_u64, PageId};
+    use crate::page::{get_u64, PageId, StorageError};
     use crate::wal::BlockRef;
 
     fn rec(info: u8, will_init: bool, data: Vec<u8>) -> WalRecord {
@@ -316,7 +318,10 @@ mod tests {
         assert_eq!(q[5000], 7);
         // A cut varint is Corrupted, not a panic.
         let e = redo_block(&rec(info::WRITE, false, vec![0xC0]), 0, &mut p).unwrap_err();
-        assert!(matches!(e, Error::Corrupted { .. }), "{e}");
+        assert!(
+            matches!(e, Error::Storage(StorageError::Corrupted { .. })),
+            "{e}"
+        );
     }
 
     #[test]

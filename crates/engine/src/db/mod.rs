@@ -4,7 +4,7 @@
 //! [`Database`] owns the storage and one [`Engine`] (the design: `postgres` now, `innodb`
 //! next). A [`Transaction`] wraps the engine's transaction: any error of an operation aborts
 //! it (as PostgreSQL puts a transaction in the failed state, and mvcclab then rolls it back),
-//! after which every call returns [`crate::Error::TransactionClosed`]; dropping an open transaction
+//! after which every call returns [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed); dropping an open transaction
 //! aborts it.
 //!
 //! Each operation runs under a foreground cause (`point_select` for `get` and

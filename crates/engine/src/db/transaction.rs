@@ -1,11 +1,12 @@
 //! A transaction of the engine API: any error of an operation aborts it (as PostgreSQL puts
 //! a transaction in the failed state, and mvcclab then rolls it back), after which every
-//! call returns [`Error::TransactionClosed`]; dropping an open transaction aborts it.
+//! call returns [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed); dropping an open transaction aborts it.
 
 use super::engine::EngineTxn;
 use crate::access::{Assign, TableId};
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, Value};
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use std::ops::Bound;
 
@@ -34,8 +35,10 @@ impl Transaction {
     fn run<T>(&mut self, f: impl FnOnce(&mut dyn EngineTxn) -> Result<T>) -> Result<T> {
         match self.state {
             TxnState::Open => {}
-            TxnState::Committed => return Err(Error::TransactionClosed("committed")),
-            TxnState::Aborted => return Err(Error::TransactionClosed("aborted")),
+            TxnState::Committed => {
+                return Err(Error::Txn(TxnError::TransactionClosed("committed")))
+            }
+            TxnState::Aborted => return Err(Error::Txn(TxnError::TransactionClosed("aborted"))),
         }
         let r = f(self.inner.as_mut());
         if r.is_err() {
@@ -47,8 +50,9 @@ impl Transaction {
 
     /// The row with primary key `pk`, if visible.
     ///
-    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`];
-    /// storage errors. Any error aborts the transaction.
+    /// Errors: [`Error::InvalidValue`] for a key of the wrong shape; [`Error::Catalog`]
+    /// (also for a table without a primary key, which `get`, `update`, `delete` and a
+    /// bounded `scan` refuse); storage errors. Any error aborts the transaction.
     pub fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
         self.run(|x| x.get(t, pk))
     }
@@ -60,7 +64,10 @@ impl Transaction {
         self.run(|x| x.get_by_index(t, index, key))
     }
 
-    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`.
+    /// Rows with primary key in `lo..hi`, forward or backward, at most `limit`. On a table
+    /// without a primary key only `(Unbounded, Unbounded)`: every visible row in storage
+    /// order (postgres: heap block and line pointer; innodb: hidden `DB_ROW_ID`), see
+    /// [`crate::access::TableRead::scan`].
     ///
     /// Errors: as [`Transaction::get`].
     pub fn scan(
@@ -76,7 +83,7 @@ impl Transaction {
 
     /// Inserts `row`.
     ///
-    /// Errors: [`Error::DuplicateKey`], [`Error::InvalidValue`], [`Error::Deadlock`], as
+    /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock), as
     /// [`Transaction::get`].
     pub fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
         self.run(|x| x.insert(t, row))
@@ -85,8 +92,8 @@ impl Transaction {
     /// Applies `set` to the row with primary key `pk` (on the newest version, after any
     /// wait); false when there is no such row.
     ///
-    /// Errors: [`Error::SerializationFailure`] (repeatable read), [`Error::Deadlock`],
-    /// [`Error::DuplicateKey`], as [`Transaction::get`].
+    /// Errors: [`TxnError::SerializationFailure`](crate::error::TxnError::SerializationFailure) (repeatable read), [`TxnError::Deadlock`](crate::error::TxnError::Deadlock),
+    /// [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), as [`Transaction::get`].
     pub fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
         self.run(|x| x.update(t, pk, set))
     }
@@ -100,7 +107,7 @@ impl Transaction {
 
     /// Commits (the commit record is durable when this returns).
     ///
-    /// Errors: [`Error::TransactionClosed`] when already ended; WAL errors.
+    /// Errors: [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed) when already ended; WAL errors.
     pub fn commit(mut self) -> Result<()> {
         self.run(|x| x.commit())?;
         self.state = TxnState::Committed;
@@ -109,7 +116,7 @@ impl Transaction {
 
     /// Rolls back.
     ///
-    /// Errors: [`Error::TransactionClosed`] when already ended.
+    /// Errors: [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed) when already ended.
     pub fn abort(mut self) -> Result<()> {
         self.run(|x| x.abort())?;
         self.state = TxnState::Aborted;

@@ -512,7 +512,7 @@ impl Device for CrashDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Error as EngineError;
+    use crate::page::StorageError;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
@@ -1062,7 +1062,7 @@ mod tests {
                     assert_eq!(v, if r.writes_kept == 1 { 3 } else { 2 }, "seed {seed}");
                     outcomes.insert(v);
                 }
-                Err(EngineError::ChecksumMismatch { page, .. }) => {
+                Err(StorageError::ChecksumMismatch { page, .. }) => {
                     assert_eq!(page, ids[1]);
                     assert_eq!(r.writes_torn, 1, "seed {seed}");
                     outcomes.insert(0);

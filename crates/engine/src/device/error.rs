@@ -1,5 +1,5 @@
 //! The device layer's errors: what a device file operation can fail with. The engine's
-//! [`crate::Error`] wraps them ([`crate::Error::Device`]); the device knows nothing of
+//! [`crate::Error`] wraps them (through [`crate::error::StorageError::Device`]); the device knows nothing of
 //! pages, transactions or the catalog, so none of their errors are here.
 
 /// Result alias of the device layer.

@@ -97,7 +97,7 @@ impl HeapAm {
     /// (they are not WAL-logged here; vacuum rebuilds them, as PostgreSQL's FSM is
     /// self-correcting), and so do the table counters.
     ///
-    /// Errors: [`crate::Error::Corrupted`] for a B+tree whose meta page does not fit the
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a B+tree whose meta page does not fit the
     /// design; device errors reading the clog.
     pub fn open(open: AmOpen<'_>, vacuum: VacuumConfig) -> Result<Arc<Self>> {
         let Some(Recovering { catalog, redone }) = open.recovering else {
@@ -122,8 +122,13 @@ impl HeapAm {
         for t in &catalog.tables {
             am.shared.tables.create(t.def.clone(), |id, def| {
                 let pool = am.storage.pool().clone();
-                let pk = BTree::open(pool.clone(), t.relations.primary_key, btree_cfg.clone())?
-                    .with_deduplication(design_dedup);
+                let pk = match t.relations.primary_key {
+                    Some(rel) => Some(
+                        BTree::open(pool.clone(), rel, btree_cfg.clone())?
+                            .with_deduplication(design_dedup),
+                    ),
+                    None => None,
+                };
                 let indexes = t
                     .relations
                     .indexes
@@ -198,7 +203,7 @@ impl HeapAm {
         id: TableId,
         def: TableDef,
         heap_rel: crate::device::FileId,
-        pk: BTree,
+        pk: Option<BTree>,
         indexes: Vec<BTree>,
     ) -> HeapTable {
         let mut table = HeapTable::new(
@@ -258,7 +263,13 @@ impl TableAccessMethod for HeapAm {
         let pool = self.storage.pool().clone();
         let heap_rel = pool.store().create_relation()?;
         let dedup = self.design.btree_deduplication;
-        let pk = BTree::create(pool.clone(), pg_btree(&self.design))?.with_deduplication(dedup);
+        // A table without a primary key is a plain heap: no primary-key index at all.
+        let pk = match def.has_primary_key() {
+            true => {
+                Some(BTree::create(pool.clone(), pg_btree(&self.design))?.with_deduplication(dedup))
+            }
+            false => None,
+        };
         let indexes = def
             .indexes
             .iter()

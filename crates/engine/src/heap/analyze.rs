@@ -197,7 +197,7 @@ mod tests {
             1,
             TableDef::sbtest(1),
             heap_rel,
-            pk,
+            Some(pk),
             Vec::new(),
             100,
             true,

@@ -2,7 +2,8 @@
 //! follows each entry's HOT chain to the version the snapshot sees (PostgreSQL REL_15
 //! heapam_handler.c `heapam_index_fetch_tuple`, heapam.c `heap_hot_search_buffer`), hint
 //! bits set on the way (heapam_visibility.c `SetHintBits`), and the point reads and range
-//! scans built on them (`get`, `get_by_index`, `scan`).
+//! scans built on them (`get`, `get_by_index`, `scan`); and the sequential scan of a table
+//! without a primary key (heapam.c `heapgettup_pagemode`).
 
 use super::index::{upper_of, Horizon};
 use super::page::{self as hp, LpState};
@@ -122,9 +123,9 @@ impl HeapTable {
             }
             let t = hp::tuple(page, lp);
             if !ht::header_ok(t) {
-                return Err(Error::Corrupted {
-                    what: format!("{id}: tuple {off} has a bad header"),
-                });
+                return Err(Error::corrupted(format!(
+                    "{id}: tuple {off} has a bad header"
+                )));
             }
             if !at_start && !t.is_heap_only() {
                 break;
@@ -177,6 +178,73 @@ impl HeapTable {
         Ok((None, Self::all_dead(&members, horizon)))
     }
 
+    /// A sequential scan (heapam.c `heapgettup_pagemode`): every block in order (reverse
+    /// for `Backward`), each pruned first when the trigger rule holds (`heapgetpage` →
+    /// `heap_page_prune_opt`), then every normal line pointer in offset order (reverse for
+    /// `Backward`) whose tuple the snapshot sees (`HeapTupleSatisfiesVisibility`; heap-only
+    /// tuples included: a sequential scan does not go through HOT chains), at most `limit`
+    /// rows. Hint bits learned are set afterwards if the page's exclusive lock can be had
+    /// at once.
+    ///
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged tuple; storage errors.
+    pub fn seq_scan(&self, ctx: &Ctx<'_>, dir: ScanDirection, limit: usize) -> Result<Vec<Row>> {
+        let mut rows = Vec::new();
+        let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
+        let mut blocks: Vec<u32> = (0..n_blocks).collect();
+        if dir == ScanDirection::Backward {
+            blocks.reverse();
+        }
+        for block in blocks {
+            if rows.len() >= limit {
+                break;
+            }
+            let mut g = self.pool.fetch_read_held(self.page_id(block))?;
+            if self.wants_pruning(ctx.tm, g.data()) {
+                drop(g);
+                self.prune_if_cleanup_lock(ctx.tm, block)?;
+                g = self.pool.fetch_read_held(self.page_id(block))?;
+            }
+            let (page, id) = (g.data(), g.page_id());
+            let mut offsets: Vec<u16> = (1..=hp::max_offset(page)).collect();
+            if dir == ScanDirection::Backward {
+                offsets.reverse();
+            }
+            let (mut visible, mut hints) = (Vec::new(), Vec::new());
+            for off in offsets {
+                let lp = hp::item_id(page, off, id)?;
+                if lp.state != LpState::Normal {
+                    continue;
+                }
+                let t = hp::tuple(page, lp);
+                if !ht::header_ok(t) {
+                    return Err(Error::corrupted(format!(
+                        "{id}: tuple {off} has a bad header"
+                    )));
+                }
+                self.counters
+                    .versions_traversed
+                    .fetch_add(1, Ordering::Relaxed);
+                let (vis, h) = satisfies_mvcc(t, ctx.snapshot, ctx.xid, ctx.tm);
+                if h != 0 {
+                    hints.push((off, t.xmin(), t.xmax(), h));
+                }
+                if vis {
+                    visible.push(t.to_vec());
+                }
+            }
+            drop(g);
+            if !hints.is_empty() {
+                if let Some(mut w) = self.pool.try_fetch_write(self.page_id(block))? {
+                    self.apply_hints(&mut w, &hints)?;
+                }
+            }
+            for t in visible.iter().take(limit - rows.len()) {
+                rows.push(self.decode(t)?);
+            }
+        }
+        Ok(rows)
+    }
+
     pub(super) fn fetch_by_key(
         &self,
         ctx: &Ctx<'_>,
@@ -212,7 +280,7 @@ impl TableRead for HeapTable {
         let ctx = &Ctx::from(st);
         let key = self.pk_key(pk)?;
         match self
-            .fetch_by_key(ctx, &self.pk, &key, 1)?
+            .fetch_by_key(ctx, self.pk_index()?, &key, 1)?
             .into_iter()
             .next()
         {
@@ -236,9 +304,12 @@ impl TableRead for HeapTable {
     }
 
     /// Rows with primary key between `lo` and `hi` (values of all pk columns), in key order
-    /// or reverse, at most `limit`.
+    /// or reverse, at most `limit`. On a table without a primary key, with both bounds
+    /// unbounded: a sequential scan ([`HeapTable::seq_scan`]), rows in storage order (block,
+    /// then line pointer; reversed for `Backward`).
     ///
-    /// Errors: as [`HeapTable::get`].
+    /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for a bound on a table without a
+    /// primary key.
     fn scan(
         &self,
         st: &Statement<'_>,
@@ -248,6 +319,9 @@ impl TableRead for HeapTable {
         limit: usize,
     ) -> Result<Vec<Row>> {
         let ctx = &Ctx::from(st);
+        if !self.def.has_primary_key() && matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded)) {
+            return self.seq_scan(ctx, dir, limit);
+        }
         let lo = match lo {
             Bound::Included(v) => Bound::Included(self.pk_key(v)?),
             Bound::Excluded(v) => Bound::Excluded(upper_of(&self.pk_key(v)?)),
@@ -263,7 +337,7 @@ impl TableRead for HeapTable {
             return Ok(rows);
         }
         let horizon = Horizon::new(ctx.tm);
-        self.index_entries(&self.pk, lo, hi, dir, &mut |tid| {
+        self.index_entries(self.pk_index()?, lo, hi, dir, &mut |tid| {
             let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
             if let Some((_, t)) = found {
                 rows.push(self.decode(&t)?);

@@ -20,6 +20,7 @@ use crate::btree::{
 };
 use crate::catalog::{key_of, Row};
 use crate::device::FileId;
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{TransactionManager, Xid};
 use std::ops::Bound;
@@ -64,8 +65,10 @@ fn tid_of_key(key: &[u8], rel: FileId) -> Result<Tid> {
     key.len()
         .checked_sub(6)
         .and_then(|s| Tid::from_bytes(&key[s..]))
-        .ok_or_else(|| Error::Corrupted {
-            what: format!("index entry of relation {rel} is shorter than a tid"),
+        .ok_or_else(|| {
+            Error::corrupted(format!(
+                "index entry of relation {rel} is shorter than a tid"
+            ))
         })
 }
 
@@ -93,7 +96,7 @@ impl HeapTable {
     /// Meant for the end of a load with no concurrent writers on the table (CREATE INDEX
     /// takes a ShareLock that blocks them).
     ///
-    /// Errors: [`Error::Corrupted`] for a damaged heap page; storage errors.
+    /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged heap page; storage errors.
     pub fn build_secondary_indexes(&self, tm: &TransactionManager) -> Result<u64> {
         if !self.secondary_deferred.load(Ordering::Acquire) {
             return Ok(0);
@@ -142,10 +145,10 @@ impl HeapTable {
                     .windows(2)
                     .find(|w| prefix(&w[0].0) == prefix(&w[1].0))
                 {
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: self.def.indexes[ix].name.clone(),
                         key: format!("{:?}", prefix(&w[0].0)),
-                    });
+                    }));
                 }
             }
             // nbtsort.c `_bt_load` deduplicates unless the index is unique.
@@ -174,9 +177,12 @@ impl HeapTable {
     /// Errors: pool and device errors reading pages.
     pub fn check_indexes(&self) -> Result<(u64, Vec<String>)> {
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
-        let names =
-            std::iter::once("primary key").chain(self.def.indexes.iter().map(|i| i.name.as_str()));
-        let trees = std::iter::once(&self.pk).chain(self.indexes.iter());
+        let names = self
+            .pk
+            .iter()
+            .map(|_| "primary key")
+            .chain(self.def.indexes.iter().map(|i| i.name.as_str()));
+        let trees = self.pk.iter().chain(self.indexes.iter());
         let (mut entries, mut problems) = (0, Vec::new());
         for (name, tree) in names.zip(trees) {
             if let Err(e) = tree.verify() {
@@ -308,9 +314,12 @@ impl HeapTable {
     ) -> Result<()> {
         let unchanged =
             |cols: &[usize]| old_row.is_some_and(|o| cols.iter().all(|&c| o[c] == row[c]));
-        let k = key_of(&self.def, &self.def.primary_key, row)?;
-        let pk_unchanged = unchanged(&self.def.primary_key);
-        self.insert_unique(ctx, &self.pk, &self.def.name, k, tid, pk_unchanged)?;
+        // A table without a primary key has no primary-key index, and no uniqueness to check.
+        if let Some(pk) = &self.pk {
+            let k = key_of(&self.def, &self.def.primary_key, row)?;
+            let pk_unchanged = unchanged(&self.def.primary_key);
+            self.insert_unique(ctx, pk, &self.def.name, k, tid, pk_unchanged)?;
+        }
         if self.secondary_deferred.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -397,7 +406,7 @@ impl HeapTable {
                     // ... and deduplication only then (`checkingunique && !uniquedup`).
                     self.index_insert(ctx, index, &with_tid(key, tid), bottom_up, uniquedup)?;
                     drop(guard);
-                    if std::ptr::eq(index, &self.pk) {
+                    if self.is_pk(index) {
                         self.counters
                             .index_entries_inserted
                             .fetch_add(1, Ordering::Relaxed);
@@ -419,22 +428,22 @@ impl HeapTable {
                                 .join(", ")
                         })
                         .unwrap_or_else(|_| "?".into());
-                    let index_name = if std::ptr::eq(index, &self.pk) {
+                    let index_name = if self.is_pk(index) {
                         format!("{name}_pkey")
                     } else {
                         name.to_string()
                     };
-                    return Err(Error::DuplicateKey {
+                    return Err(Error::Txn(TxnError::DuplicateKey {
                         index: index_name,
                         key: format!("({key_text})"),
-                    });
+                    }));
                 }
             }
         }
     }
 
     fn key_types(&self, index: &BTree) -> Result<Vec<crate::catalog::KeyColumn>> {
-        let cols: &[usize] = if std::ptr::eq(index, &self.pk) {
+        let cols: &[usize] = if self.is_pk(index) {
             &self.def.primary_key
         } else {
             let ix = self

@@ -74,8 +74,8 @@ impl HeapTable {
         }
         let (mut g, new) = self.page_for_tuple(t.len(), None)?;
         let block = g.page_id().block;
-        let off = hp::add_tuple(g.data_mut(), &t).ok_or_else(|| Error::Corrupted {
-            what: format!("{}: no room for a tuple that fit", g.page_id()),
+        let off = hp::add_tuple(g.data_mut(), &t).ok_or_else(|| {
+            Error::corrupted(format!("{}: no room for a tuple that fit", g.page_id()))
         })?;
         let tid = Tid { block, offset: off };
         let id = g.page_id();

@@ -92,23 +92,23 @@ fn lp_pos(off: u16) -> usize {
 }
 
 /// Line pointer `off` (1-based). A normal line pointer returned here points at a tuple
-/// inside the page that is at least a tuple header long, so [`tuple`] and the
+/// inside the page that is at least a tuple header long, so [`tuple()`] and the
 /// [`super::tuple::HeaderRead`] accessors on it cannot go out of bounds.
 ///
-/// Errors: [`Error::Corrupted`] when `off` is out of range, the line pointer lies past the
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when `off` is out of range, the line pointer lies past the
 /// end of the page (pd_lower beyond it), or a normal line pointer's tuple lies outside the
 /// page or is shorter than a tuple header.
 pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     if off == 0 || off > max_offset(page) {
-        return Err(Error::Corrupted {
-            what: format!("{id}: line pointer {off} out of range"),
-        });
+        return Err(Error::corrupted(format!(
+            "{id}: line pointer {off} out of range"
+        )));
     }
     let p = lp_pos(off);
     if p + ITEM_ID_BYTES > page.len() {
-        return Err(Error::Corrupted {
-            what: format!("{id}: line pointer {off} lies past the end of the page"),
-        });
+        return Err(Error::corrupted(format!(
+            "{id}: line pointer {off} lies past the end of the page"
+        )));
     }
     let v = u32::from_le_bytes(page[p..p + 4].try_into().expect("4 bytes"));
     let lp_off = (v & 0x7FFF) as u16;
@@ -122,14 +122,14 @@ pub fn item_id(page: &[u8], off: u16, id: PageId) -> Result<ItemId> {
     if state == LpState::Normal
         && (lp_off as usize + len as usize > page.len() || (lp_off as usize) < PAGE_HEADER_BYTES)
     {
-        return Err(Error::Corrupted {
-            what: format!("{id}: line pointer {off} points outside the page"),
-        });
+        return Err(Error::corrupted(format!(
+            "{id}: line pointer {off} points outside the page"
+        )));
     }
     if state == LpState::Normal && (len as usize) < HEADER_BYTES {
-        return Err(Error::Corrupted {
-            what: format!("{id}: line pointer {off} holds {len} bytes, less than a tuple header"),
-        });
+        return Err(Error::corrupted(format!(
+            "{id}: line pointer {off} holds {len} bytes, less than a tuple header"
+        )));
     }
     Ok(ItemId {
         off: lp_off,

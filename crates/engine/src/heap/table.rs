@@ -21,6 +21,7 @@ use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
 use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
 use crate::device::FileId;
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
 use crate::page::{flags, page_lsn, set_flags, PageId};
@@ -78,8 +79,10 @@ pub struct HeapTable {
     pub def: TableDef,
     /// The heap relation file.
     pub heap_rel: FileId,
-    /// Primary key index (unique): key = encoded pk ‖ tid.
-    pub pk: BTree,
+    /// Primary key index (unique): key = encoded pk ‖ tid. `None` for a table without a
+    /// primary key: a plain heap, whose rows only a sequential scan or a secondary index
+    /// finds.
+    pub pk: Option<BTree>,
     /// Secondary indexes, in `def.indexes` order: key = encoded index key ‖ tid.
     pub indexes: Vec<BTree>,
     /// Free space map.
@@ -115,7 +118,7 @@ impl HeapTable {
         id: u32,
         def: TableDef,
         heap_rel: FileId,
-        pk: BTree,
+        pk: Option<BTree>,
         indexes: Vec<BTree>,
         fillfactor: u8,
         hot: bool,
@@ -170,9 +173,30 @@ impl HeapTable {
 
     /// Encoded primary key of `values` (the pk columns' values, in pk order).
     ///
-    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values.
+    /// Errors: [`Error::InvalidValue`] for the wrong number or type of values;
+    /// [`Error::Catalog`] for a table without a primary key
+    /// ([`TableDef::require_primary_key`]).
     pub fn pk_key(&self, values: &[Value]) -> Result<Vec<u8>> {
+        self.def.require_primary_key("a lookup by primary key")?;
         self.def.key_from_values(&self.def.primary_key, values)
+    }
+
+    /// The primary-key index.
+    ///
+    /// Errors: [`Error::Catalog`] for a table without a primary key.
+    pub(super) fn pk_index(&self) -> Result<&BTree> {
+        self.def.require_primary_key("a lookup by primary key")?;
+        self.pk.as_ref().ok_or_else(|| {
+            Error::corrupted(format!(
+                "table {}: primary-key index missing",
+                self.def.name
+            ))
+        })
+    }
+
+    /// Whether `index` is the primary-key index.
+    pub(super) fn is_pk(&self, index: &BTree) -> bool {
+        self.pk.as_ref().is_some_and(|pk| std::ptr::eq(index, pk))
     }
 
     /// Encoded key of secondary index `ix` for `values`.
@@ -187,9 +211,9 @@ impl HeapTable {
     }
 
     pub(super) fn decode(&self, t: &[u8]) -> Result<Row> {
-        let (bitmap, data) = t.bitmap_and_data().ok_or_else(|| Error::Corrupted {
-            what: format!("table {}: tuple header", self.def.name),
-        })?;
+        let (bitmap, data) = t
+            .bitmap_and_data()
+            .ok_or_else(|| Error::corrupted(format!("table {}: tuple header", self.def.name)))?;
         decode_heap(&self.def, bitmap, data)
     }
 
@@ -236,9 +260,10 @@ impl HeapTable {
                 _ => return Ok(Some(tid)),
             }
         }
-        Err(Error::Corrupted {
-            what: format!("table {}: update chain does not end", self.def.name),
-        })
+        Err(Error::corrupted(format!(
+            "table {}: update chain does not end",
+            self.def.name
+        )))
     }
 
     fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], set: Option<&[Assign]>) -> Result<bool> {
@@ -249,7 +274,7 @@ impl HeapTable {
         })?;
         let key = self.pk_key(pk)?;
         let Some((mut tid, _)) = self
-            .fetch_by_key(ctx, &self.pk, &key, 1)?
+            .fetch_by_key(ctx, self.pk_index()?, &key, 1)?
             .into_iter()
             .next()
         else {
@@ -266,10 +291,10 @@ impl HeapTable {
                 Attempt::Wait(x) => ctx.tm.wait_for(ctx.xid, x)?,
                 Attempt::Updated => {
                     if ctx.repeatable_read {
-                        return Err(Error::SerializationFailure(format!(
+                        return Err(Error::Txn(TxnError::SerializationFailure(format!(
                             "table {}, row {}: updated by a transaction this snapshot does not see",
                             self.def.name, tid
-                        )));
+                        ))));
                     }
                     match self.latest_version(ctx, tid)? {
                         Some(next) => tid = next,
@@ -392,16 +417,14 @@ impl HeapTable {
                 let m2 = new_t.as_slice().infomask2() | ht::HEAP_ONLY_TUPLE;
                 ht::set_infomask2(&mut new_t, m2);
             }
-            let off = hp::add_tuple(g.data_mut(), &new_t).ok_or_else(|| Error::Corrupted {
-                what: format!(
+            let off = hp::add_tuple(g.data_mut(), &new_t).ok_or_else(|| Error::corrupted(format!(
                     "{id}: no room for an update that fit ({} bytes; free {}, lower/upper {:?}, {} line pointers, flags {:#x})",
                     new_t.len(),
                     hp::heap_free_space(g.data()),
                     crate::page::hole(g.data()),
                     hp::max_offset(g.data()),
                     flags(g.data())
-                ),
-            })?;
+                )))?;
             let new_tid = Tid {
                 block: tid.block,
                 offset: off,
@@ -479,8 +502,8 @@ impl HeapTable {
             drop(og);
             return self.try_update(ctx, tid, pk_key, set);
         }
-        let off = hp::add_tuple(ng.data_mut(), &new_t).ok_or_else(|| Error::Corrupted {
-            what: format!("{}: no room for an update that fit", ng.page_id()),
+        let off = hp::add_tuple(ng.data_mut(), &new_t).ok_or_else(|| {
+            Error::corrupted(format!("{}: no room for an update that fit", ng.page_id()))
         })?;
         let new_tid = Tid {
             block: nb,
@@ -534,8 +557,8 @@ impl TableWrite for HeapTable {
     /// heap_insert + ExecInsertIndexTuples: stores `row` as a new tuple by transaction
     /// `ctx.xid` and adds an entry to every index, checking unique indexes.
     ///
-    /// Errors: [`Error::InvalidValue`] for a bad row; [`Error::DuplicateKey`];
-    /// [`Error::Deadlock`] while waiting on a conflicting inserter; [`Error::TooLarge`] for a
+    /// Errors: [`Error::InvalidValue`] for a bad row; [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey);
+    /// [`TxnError::Deadlock`](crate::error::TxnError::Deadlock) while waiting on a conflicting inserter; [`Error::TooLarge`] for a
     /// tuple larger than a page (no TOAST); storage errors.
     fn insert(&self, st: &Statement<'_>, _: &mut (), row: Row) -> Result<()> {
         let ctx = &Ctx::from(st);
@@ -550,8 +573,8 @@ impl TableWrite for HeapTable {
     /// Updates the row with primary key `pk`, setting `set` columns (heapam.c `heap_update`
     /// with ExecUpdate's retry loop). Returns false when no visible row has that key.
     ///
-    /// Errors: [`Error::SerializationFailure`] at repeatable read when the row was changed by
-    /// a transaction the snapshot does not see; [`Error::Deadlock`]; [`Error::DuplicateKey`];
+    /// Errors: [`TxnError::SerializationFailure`](crate::error::TxnError::SerializationFailure) at repeatable read when the row was changed by
+    /// a transaction the snapshot does not see; [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey);
     /// [`Error::InvalidValue`]; storage errors.
     fn update(&self, st: &Statement<'_>, _: &mut (), pk: &[Value], set: &[Assign]) -> Result<bool> {
         let ctx = &Ctx::from(st);
@@ -575,9 +598,7 @@ impl Catalogued for HeapTable {
     }
 
     fn trees(&self) -> Vec<&BTree> {
-        std::iter::once(&self.pk)
-            .chain(self.indexes.iter())
-            .collect()
+        self.pk.iter().chain(self.indexes.iter()).collect()
     }
 
     fn table_relation(&self) -> crate::device::FileId {

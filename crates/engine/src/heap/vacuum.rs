@@ -235,8 +235,7 @@ impl HeapTable {
                 && Tid::from_bytes(&key[key.len() - 6..])
                     .is_some_and(|t| dead.binary_search(&t).is_ok())
         };
-        rep.index_entries_removed += self.pk.bulk_delete(&mut |k, _| is_dead(k))?;
-        for idx in &self.indexes {
+        for idx in self.pk.iter().chain(&self.indexes) {
             rep.index_entries_removed += idx.bulk_delete(&mut |k, _| is_dead(k))?;
         }
         let mut i = 0;

@@ -1,4 +1,4 @@
-//! The heap's WAL resource manager ([`rmgr::HEAP`](crate::wal::rmgr::HEAP)): its
+//! The heap's WAL resource manager ([`crate::wal::rmgr::HEAP`]): its
 //! [`info`] codes (PostgreSQL heapam_xlog.h), the block and main data the writers log
 //! (heapam.c `heap_insert`, `log_heap_update`), and redo: one block of one record applied
 //! to a page, as PostgreSQL REL_15 heapam.c `heap_xlog_insert`, `heap_xlog_update`,
@@ -68,7 +68,7 @@
 //!
 //! # Hardening
 //! Every length and offset is checked: bad bytes, a page that is not a heap page, an
-//! offset out of range or a line pointer in the wrong state give [`Error::Corrupted`]
+//! offset out of range or a line pointer in the wrong state give [`StorageError::Corrupted`](crate::error::StorageError::Corrupted)
 //! naming the record's LSN, never a panic.
 
 use super::page::{self as hp, ItemId, LpState, PAGE_TYPE_HEAP, PD_ALL_VISIBLE, PD_HAS_FREE_LINES};
@@ -206,7 +206,7 @@ pub(super) fn update_main_data(
     m
 }
 fn corrupted(lsn: Lsn, why: &str) -> Error {
-    crate::wal::redo::corrupted("heap WAL record", lsn, why)
+    crate::wal::redo::corrupted("heap WAL record", lsn, why).into()
 }
 
 /// Checks that `page` is a heap page whose header and line pointers can be trusted by the
@@ -395,7 +395,7 @@ pub fn info_name(code: u8) -> Option<String> {
 /// blocks that carry a full-page image and skips pages whose LSN is already at or past
 /// `rec.end_lsn`, as for the B+tree (`btree::wal::redo_block`).
 ///
-/// Errors: [`Error::Corrupted`] naming the record's LSN when the record or the page does
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the record's LSN when the record or the page does
 /// not fit the format, or the record is not a heap record this module knows.
 pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
     let lsn = rec.lsn;
@@ -560,7 +560,9 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let mut off = || -> Result<u16> {
                 let o = r.u16()?;
                 if o == 0 || o > n {
-                    return Err(r.bad(&format!("offset {o} beyond {n} line pointers")));
+                    return Err(r
+                        .bad(&format!("offset {o} beyond {n} line pointers"))
+                        .into());
                 }
                 Ok(o)
             };
@@ -583,19 +585,23 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             check_page(page, lsn)?;
             m.end()?;
             if block.data.len() % 2 != 0 {
-                return Err(r.bad("odd length"));
+                return Err(r.bad("odd length").into());
             }
             let n = hp::max_offset(page);
             let mut offs = Vec::with_capacity(block.data.len() / 2);
             while !r.is_empty() {
                 let o = r.u16()?;
                 if o == 0 || o > n {
-                    return Err(r.bad(&format!("offset {o} beyond {n} line pointers")));
+                    return Err(r
+                        .bad(&format!("offset {o} beyond {n} line pointers"))
+                        .into());
                 }
                 let lp = hp::item_id(page, o, crate::page::PageId::new(0, 0))
                     .map_err(|_| r.bad("bad line pointer"))?;
                 if lp.state != LpState::Dead {
-                    return Err(r.bad(&format!("line pointer {o} is {:?}, not dead", lp.state)));
+                    return Err(r
+                        .bad(&format!("line pointer {o} is {:?}, not dead", lp.state))
+                        .into());
                 }
                 offs.push(o);
             }

@@ -27,11 +27,13 @@
 //! buffers; its I/O is small and not modelled). Recovery (issue 7) marks xids without a
 //! commit record as aborted.
 
+mod error;
 mod snapshot;
 mod xact;
 pub mod xact_info;
 mod xid;
 
+pub use error::TxnError;
 pub use snapshot::Snapshot;
 pub use xact::{ProcId, TransactionManager, XidStatus, CLOG_PAGE_BYTES, CLOG_XACTS_PER_BYTE};
 pub use xid::{xid_of_trx_id, TrxId, Xid, FIRST_NORMAL_XID, INVALID_XID};

@@ -2,6 +2,7 @@
 //! transaction to end (with deadlock detection).
 
 use super::{Snapshot, Xid, FIRST_NORMAL_XID, INVALID_XID};
+use crate::error::TxnError;
 use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -339,7 +340,7 @@ impl TransactionManager {
     /// closes a cycle the waiter is the victim (PostgreSQL aborts the transaction that runs
     /// the check after deadlock_timeout; mvcclab checks at once, a documented difference).
     ///
-    /// Errors: [`Error::Deadlock`] naming the cycle.
+    /// Errors: [`TxnError::Deadlock`](crate::error::TxnError::Deadlock) naming the cycle.
     pub fn wait_for(&self, waiter: Xid, holder: Xid) -> Result<()> {
         if holder == INVALID_XID || holder == waiter {
             return Ok(());
@@ -350,7 +351,7 @@ impl TransactionManager {
         let mut at = holder;
         while let Some(&next) = w.get(&at) {
             if next == waiter {
-                return Err(Error::Deadlock(format!(
+                return Err(Error::Txn(TxnError::Deadlock(format!(
                     "transaction {waiter} waits for {}; this transaction was chosen as the victim",
                     cycle[1..]
                         .iter()
@@ -358,7 +359,7 @@ impl TransactionManager {
                         .collect::<Vec<_>>()
                         .join(", which waits for ")
                         + &format!(", which waits for {waiter}")
-                )));
+                ))));
             }
             cycle.push(next);
             at = next;
@@ -456,7 +457,7 @@ mod tests {
             std::thread::yield_now();
         }
         let e = tm.wait_for(xb, xa).unwrap_err();
-        assert!(matches!(e, Error::Deadlock(_)), "{e}");
+        assert!(matches!(e, Error::Txn(TxnError::Deadlock(_))), "{e}");
         assert!(e.to_string().contains(&xa.to_string()));
         tm.end(b, false);
         t.join().unwrap().unwrap();

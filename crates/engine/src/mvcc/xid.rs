@@ -17,13 +17,13 @@ pub type TrxId = u64;
 
 /// The xid a stored transaction id names.
 ///
-/// Errors: [`Error::Corrupted`] naming `what` (the field it was read from) when the id is
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming `what` (the field it was read from) when the id is
 /// past the xid space: a record or undo log mvcclab did not write.
 pub fn xid_of_trx_id(trx: TrxId, what: &str) -> Result<Xid> {
-    Xid::try_from(trx).map_err(|_| Error::Corrupted {
-        what: format!(
+    Xid::try_from(trx).map_err(|_| {
+        Error::corrupted(format!(
             "{what} names transaction id {trx}, past the xid space (at most {})",
             Xid::MAX
-        ),
+        ))
     })
 }

@@ -27,20 +27,21 @@
 //! # Invariants
 //! 1. A page on the device is either all zeros (allocated, never written: PostgreSQL's
 //!    `PageIsNew`) or carries a checksum that matches its bytes and a `rel`/`block` that
-//!    match where it is stored. Anything else is reported as [`Error::ChecksumMismatch`] or
-//!    [`Error::Corrupted`], never returned as data.
+//!    match where it is stored. Anything else is reported as [`StorageError::ChecksumMismatch`] or
+//!    [`StorageError::Corrupted`], never returned as data.
 //! 2. `rel`, `block` and `checksum` are stamped by [`finish_for_write`] on a private copy
 //!    just before the write (PostgreSQL `PageSetChecksumCopy`), never in the buffer pool frame.
 
+mod error;
 mod id;
 mod lsn;
 mod store;
 
+pub use error::{StorageError, StorageResult};
 pub use id::PageId;
 pub use lsn::Lsn;
 pub use store::PageStore;
 
-use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Page size of a database: 8 KiB (PostgreSQL BLCKSZ) or 16 KiB (InnoDB innodb_page_size).
@@ -66,7 +67,7 @@ impl PageSize {
 
 impl std::str::FromStr for PageSize {
     type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> StorageResult<Self, String> {
         match s.to_ascii_lowercase().as_str() {
             "8k" | "8kib" | "8192" => Ok(PageSize::K8),
             "16k" | "16kib" | "16384" => Ok(PageSize::K16),
@@ -207,14 +208,15 @@ pub fn finish_for_write(copy: &mut [u8], id: PageId) {
 /// Checks a page read from `id` (bufpage.c `PageIsVerifiedExtended`): an all-zero page is
 /// valid (new); otherwise the checksum must match and the header must name `id`.
 ///
-/// Errors: [`Error::ChecksumMismatch`] for a torn or damaged page; [`Error::Corrupted`]
+/// Errors: [`StorageError::ChecksumMismatch`] for a torn or damaged page; [`StorageError::Corrupted`]
 /// when the buffer is shorter than the page header, or the page is intact but belongs
 /// elsewhere or has an impossible hole.
-pub fn verify(page: &[u8], id: PageId) -> Result<()> {
+pub fn verify(page: &[u8], id: PageId) -> StorageResult<()> {
     if page.len() < PAGE_HEADER_BYTES {
-        return Err(Error::Corrupted {
-            what: format!("{id}: {} bytes, shorter than a page header", page.len()),
-        });
+        return Err(StorageError::corrupted(format!(
+            "{id}: {} bytes, shorter than a page header",
+            page.len()
+        )));
     }
     if page.iter().all(|&b| b == 0) {
         return Ok(());
@@ -222,7 +224,7 @@ pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     let expected = get_u32(page, OFF_CHECKSUM);
     let got = compute_checksum(page);
     if got != expected {
-        return Err(Error::ChecksumMismatch {
+        return Err(StorageError::ChecksumMismatch {
             page: id,
             got,
             expected,
@@ -230,15 +232,15 @@ pub fn verify(page: &[u8], id: PageId) -> Result<()> {
     }
     let (rel, block) = (get_u32(page, OFF_REL), get_u32(page, OFF_BLOCK));
     if (rel, block) != (id.rel, id.block) {
-        return Err(Error::Corrupted {
-            what: format!("{id}: header names page {rel}/{block} (misdirected write)"),
-        });
+        return Err(StorageError::corrupted(format!(
+            "{id}: header names page {rel}/{block} (misdirected write)"
+        )));
     }
     let (lower, upper) = hole(page);
     if lower > upper || upper as usize > page.len() {
-        return Err(Error::Corrupted {
-            what: format!("{id}: hole {lower}..{upper} is impossible"),
-        });
+        return Err(StorageError::corrupted(format!(
+            "{id}: hole {lower}..{upper} is impossible"
+        )));
     }
     Ok(())
 }
@@ -274,7 +276,7 @@ mod tests {
         torn[4096..].fill(0x11);
         assert!(matches!(
             verify(&torn, id),
-            Err(Error::ChecksumMismatch { .. })
+            Err(StorageError::ChecksumMismatch { .. })
         ));
         assert_eq!(identify(&torn), None);
         let e = verify(&p, PageId::new(16384, 4)).unwrap_err();
@@ -283,7 +285,7 @@ mod tests {
         // A buffer shorter than the header is not a page.
         assert!(matches!(
             verify(&[1u8; 20], id),
-            Err(Error::Corrupted { .. })
+            Err(StorageError::Corrupted { .. })
         ));
     }
 

@@ -22,8 +22,8 @@
 //! the WAL names ([`PageStore::ensure_block`]): relation extension is not logged.
 
 use super::{finish_for_write, verify, PageId, PageSize};
+use super::{StorageError, StorageResult};
 use crate::device::{file_ids, FileId, Vfs};
-use crate::error::{Error, Result};
 use crate::stats::Metric;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeSet, HashMap};
@@ -49,7 +49,11 @@ impl PageStore {
     /// file lengths, a partial last page counted).
     ///
     /// Errors: device errors listing or measuring files.
-    pub fn open(vfs: Arc<Vfs>, page_size: PageSize, zero_fill_on_extend: bool) -> Result<Self> {
+    pub fn open(
+        vfs: Arc<Vfs>,
+        page_size: PageSize,
+        zero_fill_on_extend: bool,
+    ) -> StorageResult<Self> {
         let mut rels = HashMap::new();
         let mut next = file_ids::FIRST_RELATION;
         for f in vfs
@@ -93,10 +97,12 @@ impl PageStore {
     /// Creates an empty relation and returns its file id.
     ///
     /// Errors: device errors creating the file.
-    pub fn create_relation(&self) -> Result<FileId> {
+    pub fn create_relation(&self) -> StorageResult<FileId> {
         let rel = self.next_rel.fetch_add(1, Ordering::Relaxed);
         if !file_ids::is_relation(rel) {
-            return Err(Error::InvalidConfig("relation file ids exhausted".into()));
+            return Err(StorageError::InvalidConfig(
+                "relation file ids exhausted".into(),
+            ));
         }
         self.vfs.create(rel)?;
         self.rels.write().insert(
@@ -113,7 +119,7 @@ impl PageStore {
     /// buffer pool first.
     ///
     /// Errors: device errors removing the file.
-    pub fn drop_relation(&self, rel: FileId) -> Result<()> {
+    pub fn drop_relation(&self, rel: FileId) -> StorageResult<()> {
         self.rels.write().remove(&rel);
         Ok(self.vfs.remove(rel)?)
     }
@@ -125,12 +131,12 @@ impl PageStore {
         v
     }
 
-    fn rel(&self, rel: FileId) -> Result<Arc<Relation>> {
+    fn rel(&self, rel: FileId) -> StorageResult<Arc<Relation>> {
         self.rels
             .read()
             .get(&rel)
             .cloned()
-            .ok_or(Error::NoSuchPage {
+            .ok_or(StorageError::NoSuchPage {
                 page: PageId::new(rel, 0),
                 reason: "no such relation",
             })
@@ -138,8 +144,8 @@ impl PageStore {
 
     /// Number of blocks allocated in `rel` (PostgreSQL `RelationGetNumberOfBlocks`).
     ///
-    /// Errors: [`Error::NoSuchPage`] for an unknown relation.
-    pub fn n_blocks(&self, rel: FileId) -> Result<u32> {
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
+    pub fn n_blocks(&self, rel: FileId) -> StorageResult<u32> {
         Ok(self.rel(rel)?.n_blocks.load(Ordering::Acquire))
     }
 
@@ -147,8 +153,8 @@ impl PageStore {
     /// Counts `pages_allocated`; with `zero_fill_on_extend` an extension also writes a zero
     /// page (PostgreSQL 15 `smgrextend`).
     ///
-    /// Errors: [`Error::NoSuchPage`] for an unknown relation; device errors.
-    pub fn allocate_page(&self, rel: FileId) -> Result<PageId> {
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation; device errors.
+    pub fn allocate_page(&self, rel: FileId) -> StorageResult<PageId> {
         let r = self.rel(rel)?;
         self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
         if let Some(b) = r.free.lock().pop_first() {
@@ -168,11 +174,11 @@ impl PageStore {
     /// new page rebuilds it or carries its image, as PostgreSQL's `XLogReadBufferExtended`
     /// extends the relation during recovery). Blocks skipped over read as zeros.
     ///
-    /// Errors: [`Error::InvalidConfig`] for an id that is not a relation file; device
+    /// Errors: [`StorageError::InvalidConfig`] for an id that is not a relation file; device
     /// errors creating the file.
-    pub fn ensure_block(&self, id: PageId) -> Result<()> {
+    pub fn ensure_block(&self, id: PageId) -> StorageResult<()> {
         if !file_ids::is_relation(id.rel) {
-            return Err(Error::InvalidConfig(format!(
+            return Err(StorageError::InvalidConfig(format!(
                 "{id}: file {} is not a relation file",
                 id.rel
             )));
@@ -200,11 +206,11 @@ impl PageStore {
     /// Returns a page to its relation's free list. The caller must have discarded it from
     /// the buffer pool.
     ///
-    /// Errors: [`Error::NoSuchPage`] for an unknown relation or a block never allocated.
-    pub fn free_page(&self, id: PageId) -> Result<()> {
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation or a block never allocated.
+    pub fn free_page(&self, id: PageId) -> StorageResult<()> {
         let r = self.rel(id.rel)?;
         if id.block >= r.n_blocks.load(Ordering::Acquire) {
-            return Err(Error::NoSuchPage {
+            return Err(StorageError::NoSuchPage {
                 page: id,
                 reason: "freeing a block never allocated",
             });
@@ -220,12 +226,12 @@ impl PageStore {
     /// Reads page `id` into `buf` (one page) and verifies it ([`super::verify`]). A block
     /// allocated but never written reads as zeros without device I/O.
     ///
-    /// Errors: [`Error::NoSuchPage`] past the relation's end; [`Error::ChecksumMismatch`] or
-    /// [`Error::Corrupted`] for a damaged page; device errors.
-    pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> Result<()> {
+    /// Errors: [`StorageError::NoSuchPage`] past the relation's end; [`StorageError::ChecksumMismatch`] or
+    /// [`StorageError::Corrupted`] for a damaged page; device errors.
+    pub fn read_page(&self, id: PageId, buf: &mut [u8]) -> StorageResult<()> {
         let r = self.rel(id.rel)?;
         if id.block >= r.n_blocks.load(Ordering::Acquire) {
-            return Err(Error::NoSuchPage {
+            return Err(StorageError::NoSuchPage {
                 page: id,
                 reason: "past the end of the relation",
             });
@@ -251,7 +257,7 @@ impl PageStore {
     /// identity and checksum.
     ///
     /// Errors: device errors.
-    pub fn write_page(&self, id: PageId, copy: &mut [u8]) -> Result<()> {
+    pub fn write_page(&self, id: PageId, copy: &mut [u8]) -> StorageResult<()> {
         finish_for_write(copy, id);
         Ok(self.vfs.write_at(id.rel, self.offset(id.block), copy)?)
     }
@@ -259,7 +265,7 @@ impl PageStore {
     /// Syncs the files of `rels` (fsync after a batch of writes or at checkpoint).
     ///
     /// Errors: device errors.
-    pub fn sync_relations(&self, rels: impl IntoIterator<Item = FileId>) -> Result<()> {
+    pub fn sync_relations(&self, rels: impl IntoIterator<Item = FileId>) -> StorageResult<()> {
         for rel in rels {
             self.vfs.sync(rel)?;
         }

@@ -19,7 +19,7 @@
 
 use super::WalFormat;
 use crate::device::{file_ids, Vfs};
-use crate::error::{Error, Result};
+use crate::page::{StorageError, StorageResult};
 use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 4] = b"MVCL";
@@ -45,8 +45,8 @@ pub struct ControlFile {
 impl ControlFile {
     /// Reads it; `None` when the file does not exist (a new database).
     ///
-    /// Errors: [`Error::Corrupted`] for a bad magic, version or CRC; device errors.
-    pub fn read(vfs: &Vfs) -> Result<Option<Self>> {
+    /// Errors: [`StorageError::Corrupted`] for a bad magic, version or CRC; device errors.
+    pub fn read(vfs: &Vfs) -> StorageResult<Option<Self>> {
         if !vfs.files()?.contains(&file_ids::CONTROL) {
             return Ok(None);
         }
@@ -56,21 +56,22 @@ impl ControlFile {
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8"));
         let version = u32_at(4);
         if &b[0..4] != MAGIC || !(1..=2).contains(&version) {
-            return Err(Error::Corrupted {
-                what: "control file: bad magic or version".into(),
-            });
+            return Err(StorageError::corrupted(
+                "control file: bad magic or version",
+            ));
         }
         let crc_at = if version == 1 { 40 } else { 44 };
         if crc32c::crc32c(&b[..crc_at]) != u32_at(crc_at) {
-            return Err(Error::Corrupted {
-                what: "control file: checksum mismatch".into(),
-            });
+            return Err(StorageError::corrupted("control file: checksum mismatch"));
         }
         let wal_format = if version == 1 {
             WalFormat::Xlog
         } else {
-            WalFormat::from_code(u32_at(40)).ok_or_else(|| Error::Corrupted {
-                what: format!("control file: unknown WAL record format {}", u32_at(40)),
+            WalFormat::from_code(u32_at(40)).ok_or_else(|| {
+                StorageError::corrupted(format!(
+                    "control file: unknown WAL record format {}",
+                    u32_at(40)
+                ))
             })?
         };
         Ok(Some(ControlFile {
@@ -86,7 +87,7 @@ impl ControlFile {
     /// Writes and syncs it.
     ///
     /// Errors: device errors.
-    pub fn write(&self, vfs: &Vfs) -> Result<()> {
+    pub fn write(&self, vfs: &Vfs) -> StorageResult<()> {
         let mut b = [0u8; BYTES];
         b[0..4].copy_from_slice(MAGIC);
         b[4..8].copy_from_slice(&2u32.to_le_bytes());

@@ -30,7 +30,7 @@
 //! 3. WAL-before-data: the buffer pool calls [`Wal::flush`] with a page's LSN before
 //!    writing the page.
 //! 4. After a write or sync failure the WAL refuses every later flush
-//!    ([`Error::PreviousIo`]) until reopened, as PostgreSQL PANICs on a failed WAL write or
+//!    ([`StorageError::PreviousIo`]) until reopened, as PostgreSQL PANICs on a failed WAL write or
 //!    fsync (xlog.c `XLogWrite`, `issue_xlog_fsync`): the failed state is set and tested
 //!    under the flush mutex, so no flusher can take the bytes a failed one wrote for synced.
 //!
@@ -51,14 +51,14 @@ pub(crate) mod redo;
 
 pub use control::ControlFile;
 pub use record::{
-    align8, decode, decode_with, encode_with, put_varint, record_len, rmgr, xlog_info, BlockRef,
-    Decoded, PageImage, RecordBuilder, WalFormat, WalRecord, BLOCK_HEADER_BYTES, MTR_CRC_BYTES,
-    RECORD_HEADER_BYTES,
+    align8, catalog_info, decode, decode_with, encode_with, put_varint, record_len, rmgr,
+    xlog_info, BlockRef, Decoded, PageImage, RecordBuilder, WalFormat, WalRecord,
+    BLOCK_HEADER_BYTES, MTR_CRC_BYTES, RECORD_HEADER_BYTES,
 };
 
 use crate::device::{file_ids, FileId, Vfs};
-use crate::error::{Error, Result};
 use crate::page::{fpi_hole, page_lsn, set_page_lsn};
+use crate::page::{StorageError, StorageResult};
 use crate::stats::{Metric, Stats};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
@@ -104,22 +104,22 @@ impl Default for WalConfig {
 }
 
 impl WalConfig {
-    /// Checks ranges. Errors: [`Error::InvalidConfig`] naming the field.
-    pub fn validate(&self) -> Result<()> {
+    /// Checks ranges. Errors: [`StorageError::InvalidConfig`] naming the field.
+    pub fn validate(&self) -> StorageResult<()> {
         if !self.block_bytes.is_power_of_two() || !(512..=65536).contains(&self.block_bytes) {
-            return Err(Error::InvalidConfig(format!(
+            return Err(StorageError::InvalidConfig(format!(
                 "wal block_bytes must be a power of two from 512 to 65536, got {}",
                 self.block_bytes
             )));
         }
         if self.segment_bytes == 0 || !self.segment_bytes.is_multiple_of(self.block_bytes as u64) {
-            return Err(Error::InvalidConfig(format!(
+            return Err(StorageError::InvalidConfig(format!(
                 "wal segment_bytes ({}) must be a positive multiple of block_bytes ({})",
                 self.segment_bytes, self.block_bytes
             )));
         }
         if self.buffer_bytes < self.block_bytes {
-            return Err(Error::InvalidConfig(format!(
+            return Err(StorageError::InvalidConfig(format!(
                 "wal buffer_bytes ({}) must be at least block_bytes ({})",
                 self.buffer_bytes, self.block_bytes
             )));
@@ -202,8 +202,13 @@ impl Wal {
     /// Opens the WAL on `vfs`, continuing after the last valid record at or after
     /// `redo_lsn` (the last checkpoint's redo pointer; [`FIRST_LSN`] for a new database).
     ///
-    /// Errors: [`Error::InvalidConfig`]; device errors reading the tail.
-    pub fn open(vfs: Arc<Vfs>, cfg: WalConfig, stats: Arc<Stats>, redo_lsn: u64) -> Result<Self> {
+    /// Errors: [`StorageError::InvalidConfig`]; device errors reading the tail.
+    pub fn open(
+        vfs: Arc<Vfs>,
+        cfg: WalConfig,
+        stats: Arc<Stats>,
+        redo_lsn: u64,
+    ) -> StorageResult<Self> {
         cfg.validate()?;
         let (records, end) = read_records(&vfs, &cfg, redo_lsn)?;
         let prev = records.last().map_or(0, |r| r.lsn.0);
@@ -290,8 +295,8 @@ impl Wal {
     /// to the current cause. When the buffer passes `buffer_bytes`, writes it out (no sync).
     ///
     /// Panics if `pages.len()` differs from the registered block count (a caller bug).
-    /// Errors: device errors of a buffer write-out; [`Error::PreviousIo`].
-    pub fn insert(&self, rec: &RecordBuilder, pages: &mut [&mut [u8]]) -> Result<Lsn> {
+    /// Errors: device errors of a buffer write-out; [`StorageError::PreviousIo`].
+    pub fn insert(&self, rec: &RecordBuilder, pages: &mut [&mut [u8]]) -> StorageResult<Lsn> {
         let lsn = self.insert_inner(rec, pages, false)?;
         Ok(lsn.expect("inserted unconditionally"))
     }
@@ -311,7 +316,7 @@ impl Wal {
         &self,
         id: crate::page::PageId,
         page: &mut [u8],
-    ) -> Result<Option<Lsn>> {
+    ) -> StorageResult<Option<Lsn>> {
         if !self.cfg.full_page_writes {
             return Ok(None);
         }
@@ -328,7 +333,7 @@ impl Wal {
         rec: &RecordBuilder,
         pages: &mut [&mut [u8]],
         only_with_image: bool,
-    ) -> Result<Option<Lsn>> {
+    ) -> StorageResult<Option<Lsn>> {
         assert_eq!(
             pages.len(),
             rec.blocks.len(),
@@ -390,8 +395,8 @@ impl Wal {
     /// inserted so far and syncs; returns at once when already durable (group commit: a
     /// waiter finds its LSN covered by another's flush).
     ///
-    /// Errors: device errors (after which the WAL is failed); [`Error::PreviousIo`].
-    pub fn flush(&self, upto: Lsn) -> Result<()> {
+    /// Errors: device errors (after which the WAL is failed); [`StorageError::PreviousIo`].
+    pub fn flush(&self, upto: Lsn) -> StorageResult<()> {
         if self.durable_lsn.load(Ordering::Acquire) >= upto.0 {
             return Ok(());
         }
@@ -401,19 +406,19 @@ impl Wal {
     /// Writes (and syncs) everything inserted so far; for the WAL writer and shutdown.
     ///
     /// Errors: as [`Wal::flush`].
-    pub fn flush_all(&self) -> Result<()> {
+    pub fn flush_all(&self) -> StorageResult<()> {
         let upto = self.insert_lsn();
         self.flush(upto)
     }
 
-    fn check_failed(&self) -> Result<()> {
+    fn check_failed(&self) -> StorageResult<()> {
         match &*self.failed.lock() {
-            Some(m) => Err(Error::PreviousIo(m.clone())),
+            Some(m) => Err(StorageError::PreviousIo(m.clone())),
             None => Ok(()),
         }
     }
 
-    fn write_out(&self, upto: u64, sync: bool) -> Result<()> {
+    fn write_out(&self, upto: u64, sync: bool) -> StorageResult<()> {
         let mut fl = self.flush.lock();
         // Checked under the flush lock: a flusher whose write or sync failed marks the WAL
         // failed before it releases the lock, so the next holder cannot find its
@@ -430,7 +435,7 @@ impl Wal {
         r
     }
 
-    fn write_out_locked(&self, fl: &mut FlushState, sync: bool) -> Result<()> {
+    fn write_out_locked(&self, fl: &mut FlushState, sync: bool) -> StorageResult<()> {
         let block = self.cfg.block_bytes as u64;
         let (start, end, mut bytes) = {
             let ins = self.insert.lock();
@@ -478,7 +483,7 @@ impl Wal {
     /// pointer is `lsn`; xlog.c `RemoveOldXlogFiles`). Returns how many were removed.
     ///
     /// Errors: device errors.
-    pub fn remove_segments_before(&self, lsn: Lsn) -> Result<usize> {
+    pub fn remove_segments_before(&self, lsn: Lsn) -> StorageResult<usize> {
         let _fl = self.flush.lock();
         let mut n = 0;
         for f in self
@@ -500,7 +505,7 @@ impl Wal {
     /// cause). Returns the records and the end LSN.
     ///
     /// Errors: device errors.
-    pub fn read_from(&self, from: Lsn) -> Result<(Vec<WalRecord>, Lsn)> {
+    pub fn read_from(&self, from: Lsn) -> StorageResult<(Vec<WalRecord>, Lsn)> {
         let _fl = self.flush.lock();
         let (r, end) = read_records(&self.vfs, &self.cfg, from.0)?;
         Ok((r, Lsn(end)))
@@ -517,7 +522,7 @@ impl Wal {
 /// block's start and `head` its valid bytes, rewritten in front of the zeros.
 ///
 /// Errors: device errors.
-fn zero_stale_tail(vfs: &Vfs, cfg: &WalConfig, block: u64, head: &[u8]) -> Result<()> {
+fn zero_stale_tail(vfs: &Vfs, cfg: &WalConfig, block: u64, head: &[u8]) -> StorageResult<()> {
     let seg = block / cfg.segment_bytes;
     let file = file_ids::WAL_BASE + seg as FileId;
     let off = block % cfg.segment_bytes;
@@ -544,7 +549,12 @@ fn zero_stale_tail(vfs: &Vfs, cfg: &WalConfig, block: u64, head: &[u8]) -> Resul
 
 /// Reads `buf.len()` WAL bytes at position `pos`, across segments; missing segments or
 /// bytes past a segment's end read as zeros (the end of the WAL).
-fn read_wal_bytes(vfs: &Vfs, segment_bytes: u64, mut pos: u64, buf: &mut [u8]) -> Result<()> {
+fn read_wal_bytes(
+    vfs: &Vfs,
+    segment_bytes: u64,
+    mut pos: u64,
+    buf: &mut [u8],
+) -> StorageResult<()> {
     let mut at = 0;
     while at < buf.len() {
         let seg = pos / segment_bytes;
@@ -580,7 +590,7 @@ const MAX_RECORD_BYTES: usize = 64 << 20;
 /// Decodes records (in `cfg.record_format`) from `from` until the first invalid one;
 /// returns them and the end LSN. Reads the WAL in 1 MiB chunks, keeping only the undecoded
 /// tail in memory.
-fn read_records(vfs: &Vfs, cfg: &WalConfig, from: u64) -> Result<(Vec<WalRecord>, u64)> {
+fn read_records(vfs: &Vfs, cfg: &WalConfig, from: u64) -> StorageResult<(Vec<WalRecord>, u64)> {
     const CHUNK: usize = 1 << 20;
     let segment_bytes = cfg.segment_bytes;
     let mut out: Vec<WalRecord> = Vec::new();

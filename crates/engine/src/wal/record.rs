@@ -80,8 +80,8 @@
 //! ([`WalFormat`], in `WalConfig::record_format`), recorded in the control file at each
 //! checkpoint, and storage refuses to open a database whose control file names the other.
 
-use crate::error::{Error, Result};
 use crate::page::{Lsn, PageId};
+use crate::page::{StorageError, StorageResult};
 use serde::{Deserialize, Serialize};
 
 /// How records are laid out in the WAL stream (design switch `wal_record_format`).
@@ -141,6 +141,16 @@ pub mod rmgr {
     pub const CATALOG: u8 = 6;
     /// Records written by tests and benchmarks (page filled with a byte).
     pub const TEST: u8 = 255;
+}
+
+/// `info` values of [`rmgr::CATALOG`].
+pub mod catalog_info {
+    /// The whole catalog (`crate::storage::Storage::log_catalog`).
+    pub const SNAPSHOT: u8 = 0;
+    /// The innodb design's `DB_ROW_ID` counter written to the data dictionary header
+    /// (MariaDB dict0boot.cc `dict_hdr_flush_row_id`, `DICT_HDR_ROW_ID`); main data the
+    /// value, u64 LE (`crate::clustered::RowIdSequence`).
+    pub const ROW_ID: u8 = 1;
 }
 
 /// `info` values of [`rmgr::XLOG`].
@@ -223,19 +233,17 @@ impl PageImage {
 
     /// Rebuilds the page (hole zero-filled) into `page`.
     ///
-    /// Errors: [`Error::Corrupted`] when image and hole do not add up to `page.len()`.
-    pub fn restore(&self, page: &mut [u8]) -> Result<()> {
+    /// Errors: [`StorageError::Corrupted`] when image and hole do not add up to `page.len()`.
+    pub fn restore(&self, page: &mut [u8]) -> StorageResult<()> {
         let (lo, len) = (self.hole_offset as usize, self.hole_len as usize);
         if self.bytes.len() + len != page.len() || lo > self.bytes.len() {
-            return Err(Error::Corrupted {
-                what: format!(
-                    "full-page image: {} bytes + hole {}@{} do not make a {}-byte page",
-                    self.bytes.len(),
-                    len,
-                    lo,
-                    page.len()
-                ),
-            });
+            return Err(StorageError::corrupted(format!(
+                "full-page image: {} bytes + hole {}@{} do not make a {}-byte page",
+                self.bytes.len(),
+                len,
+                lo,
+                page.len()
+            )));
         }
         page[..lo].copy_from_slice(&self.bytes[..lo]);
         page[lo..lo + len].fill(0);

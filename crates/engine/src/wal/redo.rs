@@ -2,19 +2,17 @@
 //! block's data (xlogrecovery.c `ApplyWalRecord` hands a record to its rmgr's `rm_redo`;
 //! xlogutils.c `XLogReadBufferForRedo` gives it a block the record registered): the record
 //! is that resource manager's, block `b` is registered, and the page buffer is a page.
-//! Each check failing is [`Error::Corrupted`] naming the record kind and its LSN, never a
+//! Each check failing is [`StorageError::Corrupted`] naming the record kind and its LSN, never a
 //! panic.
 
 use super::record::{BlockRef, WalRecord};
 use super::Lsn;
-use crate::error::{Error, Result};
+use crate::page::{StorageError, StorageResult};
 
 /// The error for a record of kind `what` (e.g. "heap WAL record") at `lsn`:
 /// `"{what} at {lsn}: {why}"`.
-pub(crate) fn corrupted(what: &str, lsn: Lsn, why: &str) -> Error {
-    Error::Corrupted {
-        what: format!("{what} at {lsn}: {why}"),
-    }
+pub(crate) fn corrupted(what: &str, lsn: Lsn, why: &str) -> StorageError {
+    StorageError::corrupted(format!("{what} at {lsn}: {why}"))
 }
 
 /// Block `b` of `rec`, after the opening checks of a resource manager whose records are
@@ -24,7 +22,7 @@ pub(crate) fn corrupted(what: &str, lsn: Lsn, why: &str) -> Error {
 /// `page_len` lies in `min_page_bytes..=32 KiB` (the largest page size, InnoDB's
 /// innodb_page_size maximum, is 64 KiB, but mvcclab's are 8 and 16 KiB).
 ///
-/// Errors: [`Error::Corrupted`] naming the record and the failed check.
+/// Errors: [`StorageError::Corrupted`] naming the record and the failed check.
 pub(crate) fn redo_block_ref<'r>(
     rec: &'r WalRecord,
     b: usize,
@@ -32,7 +30,7 @@ pub(crate) fn redo_block_ref<'r>(
     rmgr: Option<(u8, &str)>,
     what: &str,
     min_page_bytes: usize,
-) -> Result<&'r BlockRef> {
+) -> StorageResult<&'r BlockRef> {
     if let Some((id, noun)) = rmgr {
         if rec.rmgr != id {
             return Err(corrupted(

@@ -2,6 +2,7 @@ use super::*;
 use crate::device::{
     DeviceError, DeviceResult, IoKind, MemDevice, Nvme, NvmeConfig, OsCacheConfig,
 };
+use crate::error::StorageError;
 use crate::page::{init_page, PageId};
 use crate::stats::{enter, Cause};
 
@@ -287,7 +288,7 @@ fn a_failed_sync_fails_the_wal_until_reopened() {
     // PostgreSQL PANICs on them, since the kernel may have dropped the dirty data).
     fail.store(false, Ordering::SeqCst);
     let again = wal.flush(e).unwrap_err();
-    assert!(matches!(again, Error::PreviousIo(_)), "{again}");
+    assert!(matches!(again, StorageError::PreviousIo(_)), "{again}");
     // Reopening finds every record that was written.
     let wal2 = Wal::open(vfs, WalConfig::default(), stats, FIRST_LSN).unwrap();
     assert_eq!(wal2.insert_lsn(), e);
@@ -415,7 +416,7 @@ fn a_failed_sync_fails_the_flusher_waiting_behind_it() {
     assert!(wal.durable_lsn() < end);
     crash.power_on();
     assert!(
-        matches!(wal.flush(end), Err(Error::PreviousIo(_))),
+        matches!(wal.flush(end), Err(StorageError::PreviousIo(_))),
         "a failed WAL stays failed"
     );
     assert_eq!(

@@ -101,7 +101,7 @@ pub fn undo_relation(db: &Database) -> u32 {
 }
 
 /// Runs `redo` for every block of `rec` and one past the end (at least blocks 0 and 1) on
-/// a copy of `page`: each must succeed or give `Error::Corrupted` naming the record's LSN,
+/// a copy of `page`: each must succeed or give `StorageError::Corrupted` naming the record's LSN,
 /// never another error or a panic.
 pub fn assert_redo_ok_or_corrupted(
     redo: fn(&WalRecord, usize, &mut [u8]) -> mvcclab_engine::Result<()>,
@@ -112,7 +112,9 @@ pub fn assert_redo_ok_or_corrupted(
         let mut p = page.to_vec();
         match redo(rec, b, &mut p) {
             Ok(()) => {}
-            Err(mvcclab_engine::Error::Corrupted { what }) => {
+            Err(mvcclab_engine::Error::Storage(
+                mvcclab_engine::error::StorageError::Corrupted { what },
+            )) => {
                 assert!(what.contains(&rec.lsn.to_string()), "{what}")
             }
             Err(e) => panic!("{e}"),

@@ -24,10 +24,10 @@
 //!
 //! # A cut
 //! Half the cuts come after a random number of acknowledged commits, from outside; the
-//! others fire inside a random device write ([`CrashDevice::arm_power_cut`]: that write
+//! others fire inside a random device write ([`CrashDevice::arm_power_cut`](mvcclab_engine::device::CrashDevice::arm_power_cut): that write
 //! reaches the medium as a random prefix of its sectors, none to all), half of those among
 //! home page writes only, so that cuts land in the middle of a batch of page writes.
-//! The crash device's power is cut and held off ([`CrashDevice::power_cut_and_hold`]): unsynced writes are kept, dropped or torn at
+//! The crash device's power is cut and held off ([`CrashDevice::power_cut_and_hold`](mvcclab_engine::device::CrashDevice::power_cut_and_hold)): unsynced writes are kept, dropped or torn at
 //! random (seeded), every later write fails, the workers stop at their next error. The
 //! database is dropped (the buffer pool, WAL buffer and in-memory state are lost), the
 //! relation files are scanned for pages that fail their checksum (torn), power comes back
@@ -41,7 +41,7 @@
 //!   balance differs from what the transfers rows present imply; a transfers row that was
 //!   never committed (rolled back, or failed before its commit) is visible; a counter above
 //!   its acknowledged plus in-flight increments; a row missing from an index, or an index
-//!   entry that leads to no row version ([`Database::check_indexes`]); a page still torn
+//!   entry that leads to no row version ([`Database::check_indexes`](mvcclab_engine::db::Database::check_indexes)); a page still torn
 //!   after recovery; recovery failing.
 //! - **torn pages repaired**: pages that failed their checksum on the device after the cut
 //!   and verify after recovery (its end-of-recovery checkpoint writes the redone pages).

@@ -2,6 +2,7 @@
 //! `btree` module doc's Locking rules).
 
 use super::*;
+use crate::error::TxnError;
 
 #[test]
 fn concurrent_inserts_and_lookups_then_a_full_scan_returns_exactly_the_set() {
@@ -34,7 +35,7 @@ fn concurrent_inserts_and_lookups_then_a_full_scan_returns_exactly_the_set() {
                             Ok(()) => {
                                 wins.fetch_add(1, Ordering::Relaxed);
                             }
-                            Err(Error::DuplicateKey { .. }) => {}
+                            Err(Error::Txn(TxnError::DuplicateKey { .. })) => {}
                             Err(e) => panic!("{e}"),
                         }
                         assert_eq!(t.get(&shared).unwrap().as_deref(), Some(&b"shared"[..]));
@@ -176,7 +177,10 @@ fn concurrent_mixed_operations_match_per_thread_models() {
                             let r = t.insert(&key, &v);
                             match model.entry(key) {
                                 std::collections::btree_map::Entry::Occupied(_) => {
-                                    assert!(matches!(r, Err(Error::DuplicateKey { .. })))
+                                    assert!(matches!(
+                                        r,
+                                        Err(Error::Txn(TxnError::DuplicateKey { .. }))
+                                    ))
                                 }
                                 std::collections::btree_map::Entry::Vacant(e) => {
                                     r.unwrap();

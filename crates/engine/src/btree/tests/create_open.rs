@@ -1,6 +1,7 @@
 //! Tests of creating and opening a tree, and of the entry size limit (`tree.rs`).
 
 use super::*;
+use crate::error::TxnError;
 
 #[test]
 fn basic_operations_and_reopen() {
@@ -12,7 +13,10 @@ fn basic_operations_and_reopen() {
     t.insert(b"a", b"1").unwrap();
     t.insert(b"", b"empty key").unwrap();
     let e = t.insert(b"a", b"again").unwrap_err();
-    assert!(matches!(e, Error::DuplicateKey { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Txn(TxnError::DuplicateKey { .. })),
+        "{e}"
+    );
     assert_eq!(t.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
     assert_eq!(t.get(b"").unwrap().as_deref(), Some(&b"empty key"[..]));
     assert!(t.update_value(b"a", b"one").unwrap());

@@ -46,6 +46,7 @@ fn innodb_no_merge() -> BTreeConfig {
         ..BTreeConfig::innodb()
     }
 }
+use crate::error::StorageError;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -104,7 +105,7 @@ fn live(t: &BTree) -> Vec<(LeafRef, Vec<u8>)> {
 }
 
 fn is_corrupted<T: std::fmt::Debug>(r: Result<T>) -> bool {
-    matches!(r, Err(Error::Corrupted { .. }))
+    matches!(r, Err(Error::Storage(StorageError::Corrupted { .. })))
 }
 
 /// Leaf blocks left to right with their keys, read around the tree's code.

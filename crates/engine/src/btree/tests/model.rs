@@ -2,6 +2,7 @@
 //! `fuzz_redb.rs`), reopened and redone.
 
 use super::*;
+use crate::error::TxnError;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -109,7 +110,7 @@ proptest! {
                     let v = vec![b; fit(key, len)];
                     let r = t.insert(key, &v);
                     if model.contains_key(key) {
-                        prop_assert!(matches!(r, Err(Error::DuplicateKey { .. })), "{:?}", r);
+                        prop_assert!(matches!(r, Err(Error::Txn(TxnError::DuplicateKey { .. }))), "{:?}", r);
                     } else {
                         r.unwrap();
                         model.insert(key.clone(), v);

@@ -1,6 +1,7 @@
 //! Tests of deduplication (posting lists; `dedup.rs`).
 
 use super::*;
+use crate::error::TxnError;
 
 /// xorshift64: the tests' deterministic randomness.
 fn xorshift(x: &mut u64) -> u64 {
@@ -105,7 +106,7 @@ fn dedup_many_duplicates_take_far_fewer_leaves_and_every_tid_is_found() {
         assert_eq!(d.get(key).unwrap(), Some(Vec::new()), "{key:?}");
         assert!(matches!(
             d.insert(key, b""),
-            Err(Error::DuplicateKey { .. })
+            Err(Error::Txn(TxnError::DuplicateKey { .. }))
         ));
     }
     assert_eq!(d.get(&heap_key(1, 99_999, 1)).unwrap(), None);
@@ -161,7 +162,7 @@ fn dedup_insert_inside_a_posting_list_swaps_out_its_largest_tid() {
     );
     assert!(matches!(
         t.insert(&heap_key(5, 20, 1), b""),
-        Err(Error::DuplicateKey { .. })
+        Err(Error::Txn(TxnError::DuplicateKey { .. }))
     ));
     // Deleting TIDs of the posting list: the first (its key changes), then down to one.
     assert!(t.delete(&heap_key(5, 10, 1)).unwrap());
@@ -323,7 +324,7 @@ fn dedup_tree_agrees_with_a_model_under_random_operations_and_redo() {
                     if model.insert(key.clone()) {
                         r.unwrap();
                     } else {
-                        assert!(matches!(r, Err(Error::DuplicateKey { .. })));
+                        assert!(matches!(r, Err(Error::Txn(TxnError::DuplicateKey { .. }))));
                     }
                 }
                 7 | 8 => assert_eq!(t.delete(&key).unwrap(), model.remove(&key)),
