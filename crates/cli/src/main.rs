@@ -2,7 +2,8 @@
 
 use clap::{Parser, Subcommand};
 use mvcclab::commands::{
-    crashtest, designs, experiments, fidelity, report, run, serve, storage_bench, workloads,
+    crashtest, designs, device, experiments, fidelity, report, run, serve, storage_bench,
+    workloads,
 };
 use mvcclab::UsageError;
 
@@ -41,6 +42,8 @@ enum Command {
     /// Random page reads and WAL-logged page updates on the storage foundation alone,
     /// with I/O per operation and per cause.
     StorageBench(storage_bench::StorageBenchArgs),
+    /// The virtual NVMe device as a FUSE mount for hand use (`device mount DIR`).
+    Device(device::DeviceArgs),
 }
 
 fn run() -> anyhow::Result<()> {
@@ -54,6 +57,7 @@ fn run() -> anyhow::Result<()> {
         Command::Compare(a) => run::compare(a),
         Command::Fidelity(a) => fidelity::run(a),
         Command::Crashtest(a) => crashtest::run(a),
+        Command::Device(a) => device::run(a),
         Command::Serve(a) => serve::run(a),
     }
 }

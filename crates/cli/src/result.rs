@@ -12,6 +12,7 @@
 //! written by [`Report`] deserializes back into an equal [`Report`].
 
 use crate::metadata::RunMetadata;
+use mvcclab_devfs::{FileIo, SecondIo};
 use mvcclab_engine::db::EngineCounters;
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Compression, CompressionTotals};
@@ -253,6 +254,18 @@ pub struct DeviceInfo {
     pub compression: Compression,
     /// Directory of the database files (null = in memory).
     pub data_dir: Option<String>,
+    /// A real server on the FUSE device: CPU seconds the device's request threads used in
+    /// the measured phase (they share the cores with the server and the clients).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse_daemon_cpu_s: Option<f64>,
+    /// A real server on the FUSE device with `--bandwidth`: the busier direction's share of
+    /// the bandwidth, `bytes / (bandwidth × seconds)` over the measured phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilisation: Option<f64>,
+    /// True when `utilisation` stayed under 0.9: the server (or the CPU it shares with the
+    /// daemon) was the bottleneck, not the configured bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilisation_under_90pct: Option<bool>,
 }
 
 /// Foreground 4 KiB blocks and requests per operation of one kind.
@@ -330,6 +343,22 @@ pub struct Io {
     /// `range_scan`, `update` (index and non-index together), `insert`, `delete`,
     /// `commit`).
     pub per_op: BTreeMap<String, PerOp>,
+    /// A real server on the FUSE device (`--bandwidth`, `--latency-us`, `--compression` or
+    /// `--fuse-device` with a real target): the device's metrics per class of the server's
+    /// files (PostgreSQL `heap NAME`, `index NAME`, `pg_wal`, `pg_xact`, `temp`, `catalog`,
+    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`),
+    /// each with its FUSE `read_calls` and `write_calls`. Absent otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_file_class: BTreeMap<String, FileIo>,
+    /// The same per kind of process that made the requests (PostgreSQL `backend`,
+    /// `checkpointer`, `background writer`, `walwriter`, `autovacuum worker`, ...; other
+    /// servers by thread name). Absent without the FUSE device.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_process: BTreeMap<String, FileIo>,
+    /// Bytes read and written in each whole second of the measured phase, on the FUSE
+    /// device. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_second: Vec<SecondIo>,
 }
 
 /// Engine counters of the measured phase.

@@ -63,3 +63,20 @@ fn a_bad_flag_still_exits_2() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--threads must be at least 1"), "{err}");
 }
+
+/// `device mount` on a machine without `fusermount3` (an empty PATH here): one line
+/// naming what to install, exit 2, nothing mounted.
+#[test]
+fn device_mount_without_fusermount3_is_a_setup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    let out = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(["device", "mount", mnt.to_str().unwrap()])
+        .env("PATH", dir.path())
+        .output()
+        .expect("run mvcclab");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("apt-get install fuse3"), "{err}");
+}

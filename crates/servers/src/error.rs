@@ -50,6 +50,9 @@ pub enum ServerError {
     /// The loop device for exact device I/O.
     #[error("loop device: {0}")]
     Device(String),
+    /// The FUSE device (crates/devfs): mounting, unmounting.
+    #[error("FUSE device: {0}")]
+    Fuse(String),
     /// A counter that could not be read or parsed.
     #[error("counters: {0}")]
     Counters(String),

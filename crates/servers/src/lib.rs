@@ -9,6 +9,8 @@
 //! * [`managed`]: servers mvcclab starts itself, on 127.0.0.1 and a free port, stopped by
 //!   their process id;
 //! * [`loopdev`]: a loop device per server for exact device I/O (`--exact-device-io`);
+//! * [`file_class`]: a server's files on the FUSE device (crates/devfs) named by what they
+//!   hold, for the report's `by_file_class`;
 //! * [`postgresql`], [`mariadb`]: the targets, their load, their settle step (checkpoint /
 //!   flush to zero dirty pages) and their counters;
 //! * [`cpu`]: CPU time, page faults and context switches of a server's process tree
@@ -37,6 +39,7 @@
 #![warn(missing_docs)]
 
 pub mod cpu;
+pub mod file_class;
 pub mod loopdev;
 pub mod managed;
 pub mod mariadb;

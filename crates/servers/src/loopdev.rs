@@ -16,6 +16,7 @@
 //! `losetup -d` free it.
 
 use crate::ServerError;
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -99,6 +100,22 @@ impl LoopDevice {
     /// Errors: [`ServerError::Device`] naming the command that failed; not root gives
     /// "--exact-device-io needs root".
     pub fn create(dir: &Path, size_bytes: u64) -> Result<LoopDevice, ServerError> {
+        Self::create_on(dir, dir, size_bytes, false)
+    }
+
+    /// As [`LoopDevice::create`] with the image in `image_dir` (the FUSE device's mount in
+    /// block-device mode): attached with `--direct-io=on` when `direct_io` (the loop
+    /// driver then reads and writes the image with O_DIRECT, so no second page cache sits
+    /// between ext4 and the device), and marked non-rotational (`queue/rotational` = 0), as
+    /// an NVMe device presents itself.
+    ///
+    /// Errors: as [`LoopDevice::create`].
+    pub fn create_on(
+        dir: &Path,
+        image_dir: &Path,
+        size_bytes: u64,
+        direct_io: bool,
+    ) -> Result<LoopDevice, ServerError> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(ServerError::Device(
@@ -106,16 +123,26 @@ impl LoopDevice {
                     .into(),
             ));
         }
-        let backing = dir.join("device.img");
+        let backing = image_dir.join("device.img");
         let f = fs::File::create(&backing)
             .map_err(|e| ServerError::io("creating the loop device's file", e))?;
         f.set_len(size_bytes)
             .map_err(|e| ServerError::io("sizing the loop device's file", e))?;
         drop(f);
-        let device = PathBuf::from(run(
-            "losetup",
-            &["--find", "--show", &backing.display().to_string()],
-        )?);
+        let image = backing.display().to_string();
+        let mut args = vec!["--find", "--show"];
+        if direct_io {
+            args.push("--direct-io=on");
+        }
+        args.push(&image);
+        let device = PathBuf::from(run("losetup", &args)?);
+        if direct_io {
+            let name = device
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            let _ = fs::write(format!("/sys/block/{name}/queue/rotational"), "0");
+        }
         let mount_point = dir.join("mnt");
         let l = LoopDevice {
             device,
@@ -179,6 +206,53 @@ impl LoopDevice {
         BlockStat::parse(&text)
     }
 
+    /// Whether the kernel shows the device as rotational (`/sys/block/loopN/queue/
+    /// rotational`), which is what the servers on it conclude (MariaDB buf0flu.cc flushes
+    /// a page's neighbours only on rotational storage).
+    pub fn rotational(&self) -> Option<bool> {
+        let name = self.device.file_name()?.to_string_lossy().to_string();
+        let t = fs::read_to_string(format!("/sys/block/{name}/queue/rotational")).ok()?;
+        Some(t.trim() == "1")
+    }
+
+    /// The extents of every regular file of the mounted file system, in 4 KiB blocks of
+    /// the device: path relative to the mount point → `(first block, blocks)` (FIEMAP,
+    /// through `filefrag -e -b4096`, e2fsprogs).
+    ///
+    /// Errors: [`ServerError::Io`] walking the folder; [`ServerError::Device`] when
+    /// filefrag fails.
+    pub fn extents(&self) -> Result<BTreeMap<String, Vec<(u64, u64)>>, ServerError> {
+        let mut files = Vec::new();
+        let mut stack = vec![self.mount_point.clone()];
+        while let Some(d) = stack.pop() {
+            let entries = fs::read_dir(&d)
+                .map_err(|e| ServerError::io(&format!("listing {}", d.display()), e))?;
+            for e in entries.flatten() {
+                let Ok(t) = e.file_type() else { continue };
+                if t.is_dir() {
+                    stack.push(e.path());
+                } else if t.is_file() {
+                    files.push(e.path());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        for chunk in files.chunks(200) {
+            let mut args: Vec<String> = vec!["-e".into(), "-b4096".into()];
+            args.extend(chunk.iter().map(|p| p.display().to_string()));
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let text = run("filefrag", &refs)?;
+            for (path, ext) in parse_filefrag(&text) {
+                let rel = Path::new(&path)
+                    .strip_prefix(&self.mount_point)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or(path);
+                out.insert(rel, ext);
+            }
+        }
+        Ok(out)
+    }
+
     /// Unmounts, detaches and deletes the backing file.
     ///
     /// Errors: [`ServerError::Device`] when umount or losetup fail (the device stays).
@@ -190,9 +264,60 @@ impl LoopDevice {
     }
 }
 
+/// Parses `filefrag -e -b4096` output: each file's "File size of PATH is ..." line, then
+/// its extent lines `N: logical..end: physical..end: length: ...`.
+fn parse_filefrag(text: &str) -> Vec<(String, Vec<(u64, u64)>)> {
+    let mut out: Vec<(String, Vec<(u64, u64)>)> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("File size of ") {
+            if let Some(i) = rest.rfind(" is ") {
+                out.push((rest[..i].to_string(), Vec::new()));
+            }
+            continue;
+        }
+        let f: Vec<&str> = line.split(':').map(str::trim).collect();
+        if f.len() < 4 || f[0].parse::<u64>().is_err() {
+            continue;
+        }
+        let physical = f[2]
+            .split("..")
+            .next()
+            .and_then(|x| x.trim().parse::<u64>().ok());
+        let length = f[3].parse::<u64>().ok();
+        if let (Some(p), Some(n), Some(last)) = (physical, length, out.last_mut()) {
+            last.1.push((p, n));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_filefrag_extents() {
+        let text = "\
+Filesystem type is: ef53
+File size of /m/data/base/5/1259 is 106496 (26 blocks of 4096 bytes)
+ ext:     logical_offset:        physical_offset: length:   expected: flags:
+   0:        0..      15:      34816..     34831:     16:
+   1:       16..      25:      40000..     40009:     10:      34832: last,eof
+/m/data/base/5/1259: 2 extents found
+File size of /m/x y is 0 (0 blocks of 4096 bytes)
+/m/x y: 0 extents found
+";
+        assert_eq!(
+            parse_filefrag(text),
+            vec![
+                (
+                    "/m/data/base/5/1259".to_string(),
+                    vec![(34816, 16), (40000, 10)]
+                ),
+                ("/m/x y".to_string(), vec![]),
+            ]
+        );
+    }
 
     #[test]
     fn parses_the_kernel_stat_line() {

@@ -13,11 +13,21 @@
 //! 4. When mvcclab runs as root the server runs as its package's system user (`postgres`,
 //!    `mysql`), which owns the folder; PostgreSQL refuses to run as root.
 //!
+//! 5. With a FUSE device ([`ManagedOptions::device`]) the data directory (and with it
+//!    PostgreSQL's `pg_wal`, InnoDB's redo log, undo and system tablespace) lives on the
+//!    mount, `device/data` in the server's folder (in block-device mode on ext4 over a loop
+//!    device over `device/device.img`, mounted at `mnt`); the socket, the pid file and the
+//!    log stay off it, in the folder itself. The device is mounted unthrottled: whoever runs the
+//!    workload turns the throttle on after the load ([`ManagedServer::device`]). It is
+//!    unmounted after the server has stopped.
+//!
 //! # Crash safety
 //! None is needed: the folder is scratch, removed when the [`ManagedServer`] is dropped.
+//! A FUSE mount left by a killed run is unmounted by `fusermount3` (`auto_unmount`).
 
 use crate::loopdev::LoopDevice;
 use crate::{ServerError, ServerKind};
+use mvcclab_devfs::{DevMount, DeviceConfig};
 use std::fs;
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
@@ -40,6 +50,15 @@ pub struct ManagedOptions {
     pub exact_device_io: bool,
     /// Size of that loop device's backing file in bytes (sparse).
     pub device_size_bytes: u64,
+    /// Put the server's data directory on mvcclab's virtual NVMe device, mounted through
+    /// FUSE (root; `/dev/fuse` and `fusermount3`). Not with `exact_device_io`.
+    pub device: Option<DeviceConfig>,
+    /// With `device`: block-device mode, as NVMeVirt is — the mount holds one image file,
+    /// a loop device over it (`losetup --direct-io=on`, non-rotational), ext4 on the loop
+    /// device, and the server's data directory on ext4, so that the file system's journal
+    /// and metadata I/O reach the device too. Without it, file-system mode: the server's
+    /// files are files of the mount.
+    pub block_device: bool,
 }
 
 impl Default for ManagedOptions {
@@ -49,6 +68,8 @@ impl Default for ManagedOptions {
             base_dir: None,
             exact_device_io: false,
             device_size_bytes: 16 << 30,
+            device: None,
+            block_device: false,
         }
     }
 }
@@ -66,6 +87,8 @@ pub struct ManagedServer {
     /// `dir` is ours to remove (a temp folder), and the loop device under it.
     _scratch: Option<tempfile::TempDir>,
     loopdev: Option<LoopDevice>,
+    /// The FUSE device holding its data directory.
+    device: Option<DevMount>,
     /// Server-side settings given on its command line, for the report.
     pub settings: Vec<(String, String)>,
 }
@@ -214,14 +237,37 @@ impl ManagedServer {
         let dir = scratch.path().to_path_buf();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755))
             .map_err(|e| ServerError::io("chmod of the server folder", e))?;
-        let loopdev = if o.exact_device_io {
-            Some(LoopDevice::create(&dir, o.device_size_bytes)?)
-        } else {
-            None
+        let device = match &o.device {
+            Some(_) if o.exact_device_io => {
+                return Err(ServerError::Usage(
+                    "the FUSE device and --exact-device-io both measure the device: choose one"
+                        .into(),
+                ))
+            }
+            Some(cfg) => {
+                let d = DevMount::mount(&dir.join("device"), cfg)
+                    .map_err(|e| ServerError::Fuse(e.to_string()))?;
+                if o.block_device {
+                    d.map_blocks_of("device.img");
+                }
+                Some(d)
+            }
+            None => None,
         };
-        let home = match &loopdev {
-            Some(l) => l.mount_point().to_path_buf(),
-            None => dir.clone(),
+        let loopdev = match &device {
+            _ if o.exact_device_io => Some(LoopDevice::create(&dir, o.device_size_bytes)?),
+            Some(d) if o.block_device => Some(LoopDevice::create_on(
+                &dir,
+                d.dir(),
+                o.device_size_bytes,
+                true,
+            )?),
+            _ => None,
+        };
+        let home = match (&loopdev, &device) {
+            (Some(l), _) => l.mount_point().to_path_buf(),
+            (None, Some(d)) => d.dir().to_path_buf(),
+            (None, None) => dir.clone(),
         };
         chown(&dir, owner)?;
         chown(&home, owner)?;
@@ -332,6 +378,7 @@ impl ManagedServer {
             data,
             _scratch: Some(scratch),
             loopdev,
+            device,
             settings,
         };
         m.wait_ready(&log)?;
@@ -393,13 +440,35 @@ impl ManagedServer {
         &self.data
     }
 
+    /// Whether the block device under its data directory is rotational (`queue/rotational`
+    /// in sysfs, the whole disk's for a partition); `None` without a block device (FUSE).
+    pub fn rotational(&self) -> Option<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = fs::metadata(&self.data).ok()?.dev();
+        let (major, minor) = (libc::major(dev), libc::minor(dev));
+        if major == 0 {
+            return None;
+        }
+        let base = format!("/sys/dev/block/{major}:{minor}");
+        let text = fs::read_to_string(format!("{base}/queue/rotational"))
+            .or_else(|_| fs::read_to_string(format!("{base}/../queue/rotational")))
+            .ok()?;
+        Some(text.trim() == "1")
+    }
+
     /// The loop device holding its files, with `exact_device_io`.
     pub fn loop_device(&self) -> Option<&LoopDevice> {
         self.loopdev.as_ref()
     }
 
+    /// The FUSE device holding its data directory, with [`ManagedOptions::device`].
+    pub fn device(&self) -> Option<&DevMount> {
+        self.device.as_ref()
+    }
+
     /// Stops the server by its process id: fast shutdown (PostgreSQL SIGINT, MariaDB
-    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device.
+    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device or
+    /// unmounts the FUSE device.
     ///
     /// Errors: [`ServerError::Io`] when the process cannot be waited for.
     pub fn stop(&mut self) -> Result<(), ServerError> {
@@ -429,6 +498,10 @@ impl ManagedServer {
         }
         if let Some(l) = self.loopdev.take() {
             l.release()?;
+        }
+        if let Some(d) = self.device.take() {
+            d.unmount()
+                .map_err(|e| ServerError::Fuse(format!("unmounting: {e}")))?;
         }
         Ok(())
     }

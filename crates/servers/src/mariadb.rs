@@ -11,6 +11,7 @@
 //! documented way to make the page cleaner flush everything; KB "InnoDB Page Flushing") and
 //! purge is let catch up (history list length 0).
 
+use crate::file_class::mariadb_class;
 use crate::managed::ManagedServer;
 use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
@@ -420,7 +421,23 @@ impl RealServer for MariaDb {
             ),
             settings,
             device_io: device_io_text(self.managed.as_ref()),
+            rotational: self.managed.as_ref().and_then(|m| m.rotational()),
             ..Default::default()
         }
+    }
+
+    fn managed(&self) -> Option<&ManagedServer> {
+        self.managed.as_ref()
+    }
+
+    fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
+        Ok(paths
+            .iter()
+            .map(|p| (p.to_string(), mariadb_class(p)))
+            .collect())
+    }
+
+    fn wal_file_class(&self) -> &'static str {
+        "ib_logfile0"
     }
 }

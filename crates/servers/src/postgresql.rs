@@ -21,6 +21,7 @@
 //! `pg_reload_conf()` (its SIGHUP handler sets its latch; the loop then calls
 //! `pgstat_report_checkpointer`) and reads with `stats_fetch_consistency = none`.
 
+use crate::file_class::{postgresql_class, PgRelations};
 use crate::managed::ManagedServer;
 use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
@@ -531,8 +532,43 @@ impl RealServer for PostgreSql {
                 if dropped { "dropped (--drop-caches)" } else { "not dropped" }
             ),
             device_io: device_io_text(self.managed.as_ref()),
+            rotational: self.managed.as_ref().and_then(|m| m.rotational()),
             ..Default::default()
         }
+    }
+
+    fn managed(&self) -> Option<&ManagedServer> {
+        self.managed.as_ref()
+    }
+
+    /// Relation files are named from the catalog of the run's database:
+    /// `pg_relation_filenode` of every `pg_class` row (mapped catalogs included).
+    fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
+        let sql_db = "SELECT oid::int8 FROM pg_database WHERE datname = current_database()";
+        let db: i64 = self
+            .admin()
+            .query_one(sql_db, &[])
+            .map_err(|e| ServerError::sql(KIND, sql_db, db_message(&e)))?
+            .get(0);
+        let sql = "SELECT pg_relation_filenode(c.oid)::int8, c.relname::text, c.relkind::text, \
+                   n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                   WHERE pg_relation_filenode(c.oid) IS NOT NULL";
+        let rows = self
+            .admin()
+            .query(sql, &[])
+            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))?;
+        let relations: PgRelations = rows
+            .iter()
+            .map(|r| (r.get::<_, i64>(0) as u32, (r.get(1), r.get(2), r.get(3))))
+            .collect();
+        Ok(paths
+            .iter()
+            .map(|p| (p.to_string(), postgresql_class(p, db as u32, &relations)))
+            .collect())
+    }
+
+    fn wal_file_class(&self) -> &'static str {
+        "pg_wal"
     }
 }
 

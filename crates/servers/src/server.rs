@@ -4,6 +4,7 @@
 use crate::error::ServerError;
 use crate::kind::ServerKind;
 use crate::managed;
+use mvcclab_devfs::DevMount;
 use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::Target;
 use serde::{Deserialize, Serialize};
@@ -46,6 +47,13 @@ pub struct ServerInfo {
     /// Report fields (dotted paths) this server's counters cannot fill: they are 0 in the
     /// report and must not be read as measurements.
     pub not_measured: Vec<String>,
+    /// Whether the block device under a managed server's data directory says it is
+    /// rotational (`/sys/dev/block/MAJOR:MINOR/queue/rotational`, of the whole disk for a
+    /// partition): MariaDB flushes a page's dirty neighbours only on rotational storage
+    /// (buf0flu.cc `buf_flush_try_neighbors`). `None` when there is no block device (the
+    /// FUSE device in file-system mode) or the server is not managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
 }
 
 /// A snapshot of a server's counters, by the engine's own names.
@@ -103,6 +111,31 @@ pub trait RealServer: Target {
 
     /// The report's server section, without counters.
     fn info(&self) -> ServerInfo;
+
+    /// The server mvcclab started (`None` with `--url`).
+    fn managed(&self) -> Option<&managed::ManagedServer> {
+        None
+    }
+
+    /// The FUSE device its data directory lives on (a managed server started with
+    /// `ManagedOptions::device`), whose counts the report's `io` section takes.
+    fn device(&self) -> Option<&DevMount> {
+        self.managed().and_then(|m| m.device())
+    }
+
+    /// The class of each of `paths` (relative to the device's root; `file_class` module
+    /// doc), for the report's `by_file_class`. By default every file is `other`.
+    ///
+    /// Errors: [`ServerError::Sql`] when the catalog that names the files cannot be read.
+    fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
+        Ok(paths
+            .iter()
+            .map(|p| (p.to_string(), "other".into()))
+            .collect())
+    }
+
+    /// The file class that holds its write-ahead log (`pg_wal`, `ib_logfile0`).
+    fn wal_file_class(&self) -> &'static str;
 }
 
 /// The measured phase's counters: `after − before` for counts, `after` for the state

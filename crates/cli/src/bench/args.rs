@@ -127,7 +127,8 @@ pub struct CommonArgs {
     pub out: OutputArgs,
 }
 
-fn parse_bandwidth(s: &str) -> Result<f64, String> {
+/// A bandwidth in MiB/s: a finite number above 0 (clap value parser).
+pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
         _ => Err(format!(
@@ -202,9 +203,25 @@ pub struct ServerArgs {
     #[arg(long)]
     pub drop_caches: bool,
     /// Put each managed server's files on a loop device of its own and report its exact
-    /// device I/O from /sys/block (root).
+    /// device I/O from /sys/block (root). The older way of counting a real server's I/O,
+    /// for machines without FUSE; not with the FUSE device.
     #[arg(long)]
     pub exact_device_io: bool,
+    /// Put each managed server's data directory (WAL and redo log included) on mvcclab's
+    /// virtual NVMe device, mounted through FUSE (root, /dev/fuse, fusermount3 from
+    /// Debian's fuse3), unthrottled; --bandwidth, --latency-us and --compression imply it
+    /// and shape that device. The load runs unthrottled; the throttle applies from the
+    /// warm-up on. The report's io section then holds the device's counts, by file class
+    /// and by process; --data-dir keeps the device's bytes in a directory instead of memory.
+    #[arg(long)]
+    pub fuse_device: bool,
+    /// How a server sits on the FUSE device: file-system (its files are files of the
+    /// mount: exact per-file counts, no file-system journal or metadata I/O) or
+    /// block-device (as NVMeVirt: one image file on the mount, a loop device over it with
+    /// direct I/O and rotational 0, ext4 on it, the server on ext4: journal and metadata
+    /// included, blocks mapped to files by their extents, the rest as fs_metadata).
+    #[arg(long, value_name = "MODE", default_value = "file-system", value_parser = ["file-system", "block-device"])]
+    pub fuse_mode: String,
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,

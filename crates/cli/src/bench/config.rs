@@ -97,6 +97,9 @@ pub fn database_config(
         latency_us: c.latency_us,
         compression: c.compression,
         data_dir,
+        fuse_daemon_cpu_s: None,
+        utilisation: None,
+        utilisation_under_90pct: None,
     };
     Ok((cfg, device))
 }

@@ -79,6 +79,9 @@ pub fn io_report(d: &Counters, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -
         by_cause: d.by_cause.clone(),
         per_txn_by_cause,
         per_op,
+        by_file_class: BTreeMap::new(),
+        by_process: BTreeMap::new(),
+        per_second: Vec::new(),
     }
 }
 

@@ -37,7 +37,8 @@ mod subject;
 mod versions;
 
 pub use args::{
-    driver_info, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs, ServerArgs,
+    driver_info, parse_bandwidth, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs,
+    ServerArgs,
 };
 pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
 pub use embedded::EmbeddedRun;
@@ -50,6 +51,6 @@ pub use phase::{Mark, PhaseDelta};
 pub use runs::{bandwidth_list, run_spec, run_specs, run_specs_sharded, run_specs_with, spec_grid};
 pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
-pub use spec::{check_common, resolve_spec, RunSpec};
+pub use spec::{check_common, fuse_device, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};
 pub use versions::{version_notes, version_switches};

@@ -147,6 +147,6 @@ pub fn run_spec(
     }
     match spec {
         RunSpec::Embedded(d) => run_subject(EmbeddedRun::open(d, c, bandwidth)?, kind, c, ctl),
-        RunSpec::Real(k) => run_subject(ServerRun::open(*k, c)?, kind, c, ctl),
+        RunSpec::Real(k) => run_subject(ServerRun::open(*k, c, bandwidth)?, kind, c, ctl),
     }
 }

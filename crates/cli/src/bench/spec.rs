@@ -70,15 +70,20 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
         ));
     }
     let real = specs.iter().any(|s| matches!(s, RunSpec::Real(_)));
-    if real
-        && (!c.device.bandwidth.is_empty()
-            || c.device.latency_us.is_some()
-            || c.device.compression != Compression::None)
-    {
-        bad(
-            "--bandwidth, --latency-us and --compression shape mvcclab's emulated device; \
-             real servers run on the machine's storage: leave them off when a real: target runs",
-        )?;
+    if real && fuse_device(c) {
+        if c.server.exact_device_io {
+            bad(
+                "--exact-device-io counts a loop device on the machine's storage, --bandwidth, \
+                 --latency-us, --compression and --fuse-device put the server on mvcclab's FUSE \
+                 device: choose one",
+            )?;
+        }
+        if !c.server.urls.is_empty() {
+            bad(
+                "a server given by --url runs on its own storage: --bandwidth, --latency-us, \
+                 --compression and --fuse-device apply to servers mvcclab starts (leave --url off)",
+            )?;
+        }
     }
     for u in &c.server.urls {
         if ServerKind::of_url(u).is_none() {
@@ -88,4 +93,15 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// True when a real server runs on mvcclab's FUSE device: any of `--bandwidth`,
+/// `--latency-us`, `--compression` (other than none), `--fuse-device` or
+/// `--fuse-mode block-device`.
+pub fn fuse_device(c: &CommonArgs) -> bool {
+    c.server.fuse_device
+        || c.server.fuse_mode == "block-device"
+        || !c.device.bandwidth.is_empty()
+        || c.device.latency_us.is_some()
+        || c.device.compression != Compression::None
 }

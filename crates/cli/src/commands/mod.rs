@@ -4,6 +4,7 @@
 
 pub mod crashtest;
 pub mod designs;
+pub mod device;
 pub mod experiments;
 pub mod fidelity;
 pub mod report;

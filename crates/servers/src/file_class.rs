@@ -1,0 +1,131 @@
+//! A server's files on the FUSE device, named by what they hold: the `by_file_class` of a
+//! report. Paths are relative to the mount's root, where the managed server's data
+//! directory is `data/` (managed.rs, invariant 5).
+//!
+//! PostgreSQL 15 (storage layout: "Database File Layout" in the manual): `data/pg_wal/*`
+//! is `pg_wal`, `data/pg_xact/*` is `pg_xact`, anything under a `pgsql_tmp` folder is
+//! `temp`; `data/base/DBOID/FILENODE[_fork][.segment]` of the run's database is named by
+//! the relation whose `pg_relation_filenode` it is — `heap NAME` for a table (relkind
+//! `r`, also TOAST `t` and materialized views `m`), `index NAME` for an index (`i`), with
+//! ` fsm` or ` vm` after it for those forks — and a system catalog's file is `catalog`;
+//! every other file is `other`.
+//!
+//! MariaDB 10.11 (the InnoDB file layout of the KB, "InnoDB System Tablespaces", "InnoDB
+//! Redo Log", "InnoDB Undo Log"): `ib_logfile0` (the redo log), `ibdata1` (the system
+//! tablespace: doublewrite buffer, undo logs with the default
+//! `innodb_undo_tablespaces=0`, change buffer), `undo001`... (`undo`), `ibtmp1` and
+//! `#sql*` files (`temp`), every `.ibd` file by its name (`sbtest1.ibd`), the rest
+//! (`.frm`, Aria's logs, `mysql/` system tables) `other`.
+
+use mvcclab_devfs::FileIo;
+use std::collections::{BTreeMap, HashMap};
+
+/// What a PostgreSQL relation file node is: (relation name, relkind, schema).
+pub type PgRelations = HashMap<u32, (String, String, String)>;
+
+/// The class of a PostgreSQL file at `path`; `db_oid` is the run's database and
+/// `relations` its file nodes (module doc).
+pub fn postgresql_class(path: &str, db_oid: u32, relations: &PgRelations) -> String {
+    let p = path.strip_prefix("data/").unwrap_or(path);
+    if p.split('/').any(|c| c == "pgsql_tmp") {
+        return "temp".into();
+    }
+    if p.starts_with("pg_wal/") {
+        return "pg_wal".into();
+    }
+    if p.starts_with("pg_xact/") {
+        return "pg_xact".into();
+    }
+    let mut parts = p.split('/');
+    if let (Some("base"), Some(db), Some(file), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    {
+        if db.parse::<u32>().ok() == Some(db_oid) {
+            let stem = file.split('.').next().unwrap_or(file);
+            let (node, fork) = match stem.split_once('_') {
+                Some((n, f)) => (n, Some(f)),
+                None => (stem, None),
+            };
+            if let Some((name, kind, schema)) =
+                node.parse::<u32>().ok().and_then(|n| relations.get(&n))
+            {
+                if schema == "pg_catalog" || schema == "information_schema" {
+                    return "catalog".into();
+                }
+                let what = if kind == "i" { "index" } else { "heap" };
+                return match fork {
+                    Some(f) => format!("{what} {name} {f}"),
+                    None => format!("{what} {name}"),
+                };
+            }
+        }
+    }
+    "other".into()
+}
+
+/// The class of a MariaDB file at `path` (module doc).
+pub fn mariadb_class(path: &str) -> String {
+    let p = path.strip_prefix("data/").unwrap_or(path);
+    let name = p.rsplit('/').next().unwrap_or(p);
+    if name == "ib_logfile0" || name == "ibdata1" {
+        return name.into();
+    }
+    if name.starts_with("undo") && name[4..].chars().all(|c| c.is_ascii_digit()) && name.len() > 4 {
+        return "undo".into();
+    }
+    if name == "ibtmp1" || name.starts_with("#sql") || p.starts_with("#innodb_temp/") {
+        return "temp".into();
+    }
+    if name.ends_with(".ibd") && !p.starts_with("mysql/") {
+        return name.into();
+    }
+    "other".into()
+}
+
+/// Sums the per-file counts into classes by `class`.
+pub fn by_class(
+    by_file: &BTreeMap<String, FileIo>,
+    class: impl Fn(&str) -> String,
+) -> BTreeMap<String, FileIo> {
+    let mut out: BTreeMap<String, FileIo> = BTreeMap::new();
+    for (path, c) in by_file {
+        let e = out.entry(class(path)).or_default();
+        *e = e.plus(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgresql_files_are_named_by_their_relations() {
+        let mut r = PgRelations::new();
+        r.insert(16400, ("sbtest1".into(), "r".into(), "public".into()));
+        r.insert(16407, ("k_1".into(), "i".into(), "public".into()));
+        r.insert(1259, ("pg_class".into(), "r".into(), "pg_catalog".into()));
+        let c = |p: &str| postgresql_class(p, 16384, &r);
+        assert_eq!(c("data/base/16384/16400"), "heap sbtest1");
+        assert_eq!(c("data/base/16384/16400.1"), "heap sbtest1");
+        assert_eq!(c("data/base/16384/16400_fsm"), "heap sbtest1 fsm");
+        assert_eq!(c("data/base/16384/16407"), "index k_1");
+        assert_eq!(c("data/base/16384/1259"), "catalog");
+        assert_eq!(c("data/base/1/16400"), "other", "another database's file");
+        assert_eq!(c("data/pg_wal/000000010000000000000001"), "pg_wal");
+        assert_eq!(c("data/pg_xact/0000"), "pg_xact");
+        assert_eq!(c("data/base/pgsql_tmp/pgsql_tmp123.0"), "temp");
+        assert_eq!(c("data/global/pg_control"), "other");
+    }
+
+    #[test]
+    fn mariadb_files_are_named_by_tablespace() {
+        assert_eq!(mariadb_class("data/ib_logfile0"), "ib_logfile0");
+        assert_eq!(mariadb_class("data/ibdata1"), "ibdata1");
+        assert_eq!(mariadb_class("data/undo001"), "undo");
+        assert_eq!(mariadb_class("data/ibtmp1"), "temp");
+        assert_eq!(mariadb_class("data/sbtest/sbtest1.ibd"), "sbtest1.ibd");
+        assert_eq!(mariadb_class("data/mysql/innodb_table_stats.ibd"), "other");
+        assert_eq!(mariadb_class("data/sbtest/sbtest1.frm"), "other");
+    }
+}
