@@ -17,8 +17,8 @@ use crate::access::TableCounters;
 use crate::access::{Assign, Catalogued, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
-    apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
-    encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
+    apply_delta, compact_delete_mark, decode_compact_record, decode_key_prefix, encode_compact,
+    encode_delta, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -635,9 +635,12 @@ impl TableRead for ClusteredTable {
             self.def.indexes.get(ix).ok_or_else(|| {
                 Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
             })?;
+        // The whole key or a leading part of it (row0sel.cc searches a secondary index with
+        // a partial tuple, PAGE_CUR_GE, and stops at the first record that no longer
+        // matches it).
+        let prefix = self.def.key_prefix_from_values(&idx.columns, key)?;
+        let cols = &idx.columns[..key.len()];
         let types = self.def.key_columns(&idx.columns)?;
-        let mut prefix = Vec::new();
-        encode_key(&types, key, &mut prefix)?;
         let mut pks = Vec::new();
         let mut hi = prefix.clone();
         hi.push(0xFF);
@@ -646,7 +649,9 @@ impl TableRead for ClusteredTable {
             Bound::Excluded(&hi),
             ScanDirection::Forward,
             &mut |k, _| {
-                pks.push(k[prefix.len()..].to_vec());
+                // The primary key follows the whole secondary key.
+                let (_, sec_len) = decode_key_prefix(&types, k)?;
+                pks.push(k[sec_len..].to_vec());
                 Ok(true)
             },
         )?;
@@ -654,7 +659,7 @@ impl TableRead for ClusteredTable {
         for pk in pks {
             if let Some(rec) = self.clustered.get(&pk)? {
                 if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
-                    if key_of(&self.def, &idx.columns, &row)? == prefix {
+                    if key_of(&self.def, cols, &row)? == prefix {
                         rows.push(row);
                     }
                 }
