@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 pub enum Assign {
     /// `column = value`.
     Set(usize, Value),
-    /// `column = column + delta` (INTEGER or BIGINT columns).
+    /// `column = column + delta` (TINYINT, SMALLINT, INTEGER or BIGINT columns).
     Add(usize, i64),
     /// `column = column + delta` on a DECIMAL column (TPC-C's `w_ytd = w_ytd + :h_amount`);
     /// the sum keeps the column value's scale when the delta has no more fraction digits.
@@ -62,6 +62,16 @@ impl Assign {
                                 Error::InvalidValue(format!("column #{c}: bigint out of range"))
                             })?
                         }
+                        Value::SmallInt(x) => i16::try_from(*x as i64 + d)
+                            .map(Value::SmallInt)
+                            .map_err(|_| {
+                                Error::InvalidValue(format!("column #{c}: smallint out of range"))
+                            })?,
+                        Value::TinyInt(x) => i8::try_from(*x as i64 + d)
+                            .map(Value::TinyInt)
+                            .map_err(|_| {
+                                Error::InvalidValue(format!("column #{c}: tinyint out of range"))
+                            })?,
                         other => {
                             return Err(Error::InvalidValue(format!(
                                 "column #{c}: cannot add to {other:?}"
