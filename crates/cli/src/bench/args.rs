@@ -77,6 +77,13 @@ pub struct CommonArgs {
     /// 10 GB per set on PostgreSQL).
     #[arg(long, default_value_t = 1)]
     pub scale: u32,
+    /// Fill factor in percent (10..=100) of every table and index: on heap designs
+    /// (postgres) PostgreSQL's heap `fillfactor` and B-tree `fillfactor` (the switches
+    /// fillfactor and index_fillfactor); on clustered designs (innodb) MariaDB's
+    /// innodb_fill_factor (index_fillfactor), which only sets the fill of sorted index
+    /// builds: not the same knob (docs/experiments.md). Unset: the designs' own values.
+    #[arg(long)]
+    pub fillfactor: Option<u8>,
     /// tpcc: declare the foreign keys (sysbench-tpcc --use_fk; mvcclab does not enforce
     /// them).
     #[arg(long, default_value = "on", value_parser = parse_on_off)]

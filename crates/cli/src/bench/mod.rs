@@ -45,6 +45,6 @@ pub use phase::{Mark, PhaseDelta};
 pub use runs::{run_spec, run_specs, run_specs_with};
 pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
-pub use spec::{check_common, resolve_spec, RunSpec};
+pub use spec::{apply_fillfactor, check_common, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};
 pub use versions::{version_notes, version_switches};

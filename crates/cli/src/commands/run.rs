@@ -3,7 +3,7 @@
 //! become run specs, the run layer ([`crate::bench`]) runs them, the export writes the
 //! report.
 
-use crate::bench::{resolve_spec, run_specs, CommonArgs, RunSpec};
+use crate::bench::{apply_fillfactor, resolve_spec, run_specs, CommonArgs, RunSpec};
 use crate::export::write_report;
 use crate::UsageError;
 use anyhow::Result;
@@ -40,7 +40,7 @@ pub struct CompareArgs {
 fn run_all(command: &str, designs: &[String], c: &CommonArgs) -> Result<()> {
     let specs: Vec<RunSpec> = designs
         .iter()
-        .map(|d| resolve_spec(d, &c.set))
+        .map(|d| resolve_spec(d, &c.set).and_then(|s| apply_fillfactor(s, c.fillfactor)))
         .collect::<Result<_>>()?;
     let report = run_specs(command, &specs, c)?;
     write_report(&report, &c.out)

@@ -86,6 +86,10 @@ pub struct ClusteredTable {
     /// Purge resets the DB_TRX_ID and DB_ROLL_PTR of an updated record (design switch
     /// `purge_resets_trx_id`; [`ClusteredTable::purge_record`]).
     purge_resets_trx_id: bool,
+    /// `innodb_fill_factor` in percent (the design's `index_fillfactor`, 100 by default):
+    /// the fill of secondary-index leaves a sorted build leaves
+    /// ([`ClusteredTable::build_secondary_indexes`]).
+    pub innodb_fill_factor: u8,
     undo: Arc<UndoSpace>,
     /// The design-wide `DB_ROW_ID` counter (used by a table without a primary key).
     row_ids: Arc<RowIdSequence>,
@@ -117,6 +121,7 @@ impl ClusteredTable {
             counters: TableCounters::default(),
             secondary_deferred: std::sync::atomic::AtomicBool::new(false),
             purge_resets_trx_id,
+            innodb_fill_factor: 100,
             undo,
             row_ids,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -131,7 +136,8 @@ impl ClusteredTable {
     /// Builds the deferred secondary indexes from the clustered index, as MariaDB's
     /// ALTER TABLE ADD INDEX does (row0merge.cc `row_merge_read_clustered_index`, a merge
     /// sort, then btr0bulk.cc `BtrBulk` inserting into pages filled to
-    /// innodb_fill_factor, 100 by default: full secondary-index pages; `PageBulk::init`
+    /// innodb_fill_factor ([`ClusteredTable::innodb_fill_factor`]), 100 by default: full
+    /// secondary-index pages; `PageBulk::init`
     /// keeps 1/16 free only in a clustered index). Delete-marked records are left out.
     /// Then the indexes are maintained again. Returns the entries built; nothing happens
     /// when no index is deferred.
@@ -173,7 +179,9 @@ impl ClusteredTable {
         let mut built = 0;
         for (ix, mut entries) in per_index.into_iter().enumerate() {
             entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            self.indexes[ix].bulk_load(&entries, 100, 100)?;
+            // btr0bulk.cc `PageBulk::init`: `m_reserved_space = srv_page_size * (100 -
+            // innobase_fill_factor) / 100` for a secondary index.
+            self.indexes[ix].bulk_load(&entries, self.innodb_fill_factor, 100)?;
             built += entries.len() as u64;
         }
         self.counters
