@@ -63,6 +63,9 @@ pub enum Experiment {
     /// Version chains: updates with GC off, selects, full GC, selects; updates with GC on.
     #[command(name = "version_chain", alias = "version-chain")]
     VersionChain(VersionChainArgs),
+    /// Seed 001: TPC-C at fillfactor 100 and 75 on a normal and a compressing device.
+    #[command(name = "fillfactor_compression", alias = "fillfactor-compression")]
+    FillfactorCompression(super::fillfactor_compression::FillfactorCompressionArgs),
 }
 
 /// Flags every experiment takes.
@@ -495,6 +498,10 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
 ///
 /// Errors: bad flags ([`UsageError`]); an engine error while loading or running.
 pub fn run(a: ExperimentArgs) -> Result<()> {
+    let a = match a.which {
+        Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(x),
+        which => ExperimentArgs { which },
+    };
     let ctl = RunControl::default();
     let (name, params, common) = match &a.which {
         Experiment::UpdateHotSet(x) => (
@@ -509,12 +516,14 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 "rand_seed": x.common.rand_seed}),
             &x.common,
         ),
+        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
     };
     designs_of(common)?;
     install_ctrl_c(&ctl.stop)?;
     let runs = match &a.which {
         Experiment::UpdateHotSet(x) => update_hot_set(x, &ctl)?,
         Experiment::VersionChain(x) => version_chain(x, &ctl)?,
+        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
     };
     let report = ExperimentReport {
         schema_version: SCHEMA_VERSION,

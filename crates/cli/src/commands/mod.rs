@@ -6,6 +6,7 @@ pub mod crashtest;
 pub mod designs;
 pub mod experiments;
 pub mod fidelity;
+pub mod fillfactor_compression;
 pub mod report;
 pub mod run;
 pub mod storage_bench;
