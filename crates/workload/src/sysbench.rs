@@ -175,6 +175,16 @@ fn cust_per_dist() -> u32 {
 }
 
 impl SysbenchOptions {
+    /// The TPC-C database these options ask for (`scale`, `tpcc_items`,
+    /// `tpcc_customers`).
+    pub fn tpcc_size(&self) -> crate::tpcc::TpccSize {
+        crate::tpcc::TpccSize {
+            warehouses: self.scale,
+            items: self.tpcc_items,
+            customers_per_district: self.tpcc_customers,
+        }
+    }
+
     /// Rows per table that `prepare` loads for `kind`: `table_size`, except 0 for
     /// `oltp_insert` with `--auto-inc=off` (oltp_insert.lua's prepare command empties
     /// `table_size` so that prepared ids cannot collide with `rand.unique()` ones).
@@ -485,7 +495,7 @@ impl Generator {
                 out.push(Op::RandomPoints { ks });
             }
             WorkloadKind::Tpcc => {
-                let size = crate::tpcc_embedded::size_of(&self.opts);
+                let size = self.opts.tpcc_size();
                 out.push(Op::Tpcc(crate::tpcc::next_txn(
                     &mut self.rng,
                     self.opts.tables,

@@ -163,12 +163,22 @@ fn fk(t: &mut TableDef, name: String, cols: &[&str], refd: String, ref_cols: &[&
     });
 }
 
+/// A foreign key of the script: (constraint name without `fkey_`/`_N`, table, columns,
+/// referenced table, referenced columns).
+type ForeignKeySpec = (
+    &'static str,
+    TpccTable,
+    &'static [&'static str],
+    TpccTable,
+    &'static [&'static str],
+);
+
 /// The nine tables of set `n` (`create_tables`), in [`TpccTable`] order, with their
 /// secondary indexes and, when `use_fk`, their declared foreign keys.
 pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
     use ColumnType::*;
     let t = TinyInt;
-    let mut w = def(
+    let w = def(
         format!("warehouse{n}"),
         vec![
             col("w_id", SmallInt, true),
@@ -184,7 +194,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
         &["w_id"],
         &[],
     );
-    let mut d = def(
+    let d = def(
         format!("district{n}"),
         vec![
             col("d_id", t, true),
@@ -202,7 +212,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
         &["d_w_id", "d_id"],
         &[],
     );
-    let mut c = def(
+    let c = def(
         format!("customer{n}"),
         vec![
             col("c_id", Integer, true),
@@ -233,7 +243,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
             &["c_w_id", "c_d_id", "c_last", "c_first"],
         )],
     );
-    let mut h = def(
+    let h = def(
         format!("history{n}"),
         vec![
             col("h_c_id", Integer, false),
@@ -254,7 +264,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
             (&format!("fkey_history_2{n}"), &["h_w_id", "h_d_id"]),
         ],
     );
-    let mut o = def(
+    let o = def(
         format!("orders{n}"),
         vec![
             col("o_id", Integer, true),
@@ -272,7 +282,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
             &["o_w_id", "o_d_id", "o_c_id", "o_id"],
         )],
     );
-    let mut no = def(
+    let no = def(
         format!("new_orders{n}"),
         vec![
             col("no_o_id", Integer, true),
@@ -282,7 +292,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
         &["no_w_id", "no_d_id", "no_o_id"],
         &[],
     );
-    let mut ol = def(
+    let ol = def(
         format!("order_line{n}"),
         vec![
             col("ol_o_id", Integer, true),
@@ -316,7 +326,7 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
         col("s_remote_cnt", SmallInt, false),
         col("s_data", Varchar(50), false),
     ]);
-    let mut s = def(
+    let s = def(
         format!("stock{n}"),
         s_cols,
         &["s_w_id", "s_i_id"],
@@ -334,82 +344,77 @@ pub fn table_defs(n: u32, use_fk: bool) -> Vec<TableDef> {
         &["i_id"],
         &[],
     );
+    let mut v = vec![w, d, c, h, o, no, ol, s, i];
     if use_fk {
-        let f = |k: &str| format!("fkey_{k}_{n}");
-        fk(
-            &mut no,
-            f("new_orders_1"),
-            &["no_w_id", "no_d_id", "no_o_id"],
-            format!("orders{n}"),
-            &["o_w_id", "o_d_id", "o_id"],
-        );
-        fk(
-            &mut o,
-            f("orders_1"),
-            &["o_w_id", "o_d_id", "o_c_id"],
-            format!("customer{n}"),
-            &["c_w_id", "c_d_id", "c_id"],
-        );
-        fk(
-            &mut c,
-            f("customer_1"),
-            &["c_w_id", "c_d_id"],
-            format!("district{n}"),
-            &["d_w_id", "d_id"],
-        );
-        fk(
-            &mut h,
-            f("history_1"),
-            &["h_c_w_id", "h_c_d_id", "h_c_id"],
-            format!("customer{n}"),
-            &["c_w_id", "c_d_id", "c_id"],
-        );
-        fk(
-            &mut h,
-            f("history_2"),
-            &["h_w_id", "h_d_id"],
-            format!("district{n}"),
-            &["d_w_id", "d_id"],
-        );
-        fk(
-            &mut d,
-            f("district_1"),
-            &["d_w_id"],
-            format!("warehouse{n}"),
-            &["w_id"],
-        );
-        fk(
-            &mut ol,
-            f("order_line_1"),
-            &["ol_w_id", "ol_d_id", "ol_o_id"],
-            format!("orders{n}"),
-            &["o_w_id", "o_d_id", "o_id"],
-        );
-        fk(
-            &mut ol,
-            f("order_line_2"),
-            &["ol_supply_w_id", "ol_i_id"],
-            format!("stock{n}"),
-            &["s_w_id", "s_i_id"],
-        );
-        fk(
-            &mut s,
-            f("stock_1"),
-            &["s_w_id"],
-            format!("warehouse{n}"),
-            &["w_id"],
-        );
-        fk(
-            &mut s,
-            f("stock_2"),
-            &["s_i_id"],
-            format!("item{n}"),
-            &["i_id"],
-        );
+        use TpccTable::*;
+        // (constraint, table, columns, referenced table, referenced columns), as
+        // create_tables adds them with ALTER TABLE.
+        let fks: [ForeignKeySpec; 10] = [
+            (
+                "new_orders_1",
+                NewOrders,
+                &["no_w_id", "no_d_id", "no_o_id"],
+                Orders,
+                &["o_w_id", "o_d_id", "o_id"],
+            ),
+            (
+                "orders_1",
+                Orders,
+                &["o_w_id", "o_d_id", "o_c_id"],
+                Customer,
+                &["c_w_id", "c_d_id", "c_id"],
+            ),
+            (
+                "customer_1",
+                Customer,
+                &["c_w_id", "c_d_id"],
+                District,
+                &["d_w_id", "d_id"],
+            ),
+            (
+                "history_1",
+                History,
+                &["h_c_w_id", "h_c_d_id", "h_c_id"],
+                Customer,
+                &["c_w_id", "c_d_id", "c_id"],
+            ),
+            (
+                "history_2",
+                History,
+                &["h_w_id", "h_d_id"],
+                District,
+                &["d_w_id", "d_id"],
+            ),
+            ("district_1", District, &["d_w_id"], Warehouse, &["w_id"]),
+            (
+                "order_line_1",
+                OrderLine,
+                &["ol_w_id", "ol_d_id", "ol_o_id"],
+                Orders,
+                &["o_w_id", "o_d_id", "o_id"],
+            ),
+            (
+                "order_line_2",
+                OrderLine,
+                &["ol_supply_w_id", "ol_i_id"],
+                Stock,
+                &["s_w_id", "s_i_id"],
+            ),
+            ("stock_1", Stock, &["s_w_id"], Warehouse, &["w_id"]),
+            ("stock_2", Stock, &["s_i_id"], Item, &["i_id"]),
+        ];
+        for (name, t, cols, r, rcols) in fks {
+            let refd = v[r as usize].name.clone();
+            fk(
+                &mut v[t as usize],
+                format!("fkey_{name}_{n}"),
+                cols,
+                refd,
+                rcols,
+            );
+        }
     }
-    // `w` has no foreign key of its own.
-    let _ = &mut w;
-    vec![w, d, c, h, o, no, ol, s, i]
+    v
 }
 
 /// `Lastname(num)`: three syllables of the TPC-C name table, 0 ≤ num ≤ 999.

@@ -72,15 +72,6 @@ fn e(e: Error) -> String {
     e.to_string()
 }
 
-/// The TPC-C size `opts` asks for.
-pub fn size_of(opts: &SysbenchOptions) -> TpccSize {
-    TpccSize {
-        warehouses: opts.scale,
-        items: opts.tpcc_items,
-        customers_per_district: opts.tpcc_customers,
-    }
-}
-
 /// Creates the table sets and loads `opts.scale` warehouses into each, as sysbench-tpcc's
 /// `prepare` does: per set, the tables, the 100,000 items, then the secondary indexes
 /// (created before the warehouses are loaded, so the load maintains them row by row);
@@ -89,7 +80,7 @@ pub fn size_of(opts: &SysbenchOptions) -> TpccSize {
 ///
 /// Errors: the engine's, as text; a bad size.
 pub fn load(db: &Database, opts: &SysbenchOptions, seed: u64) -> Result<Vec<TpccSet>, String> {
-    let size = size_of(opts);
+    let size = opts.tpcc_size();
     size.validate()?;
     let mut sets = Vec::new();
     for n in 1..=opts.tables {
@@ -709,29 +700,11 @@ fn order_status(
     }
     // The script's order-line query binds d_id as ol_o_id (see the module doc of tpcc).
     let o = d as i32;
-    std::hint::black_box(
-        tx.scan(
-            set.t(TpccTable::OrderLine),
-            Bound::Included(&[
-                small(w),
-                tiny(d),
-                Value::Integer(o),
-                Value::TinyInt(i8::MIN),
-            ]),
-            Bound::Included(&[
-                small(w),
-                tiny(d),
-                Value::Integer(o),
-                Value::TinyInt(i8::MAX),
-            ]),
-            ScanDirection::Forward,
-            usize::MAX,
-        )
-        .map_err(op)?,
-    );
+    std::hint::black_box(order_lines(tx, set, w, d, o)?);
     Ok(())
 }
 
+/// The order lines of order `o` of district `(w, d)`: a primary-key range scan.
 fn order_lines(
     tx: &mut Transaction,
     set: &TpccSet,

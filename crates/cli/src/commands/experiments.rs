@@ -65,7 +65,7 @@ pub enum Experiment {
     VersionChain(VersionChainArgs),
     /// Seed 001: TPC-C at fillfactor 100 and 75 on a normal and a compressing device.
     #[command(name = "fillfactor_compression", alias = "fillfactor-compression")]
-    FillfactorCompression(super::fillfactor_compression::FillfactorCompressionArgs),
+    FillfactorCompression(Box<super::fillfactor_compression::FillfactorCompressionArgs>),
 }
 
 /// Flags every experiment takes.
@@ -499,7 +499,7 @@ fn version_chain(a: &VersionChainArgs, ctl: &RunControl) -> Result<Vec<Experimen
 /// Errors: bad flags ([`UsageError`]); an engine error while loading or running.
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let a = match a.which {
-        Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(x),
+        Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
