@@ -57,6 +57,13 @@ pub(crate) fn load_sbtest(
     after: &dyn Fn(u32) -> Vec<String>,
 ) -> Result<(), String> {
     use mvcclab_workload::sql;
+    if kind == mvcclab_workload::sysbench::WorkloadKind::Tpcc {
+        return Err(
+            "tpcc on a real server is not supported yet: mvcclab's TPC-C driver runs \
+                    on the embedded presets only (issue 30)"
+                .into(),
+        );
+    }
     let rows = opts.prepare_rows(kind);
     let run = |q: &str| exec(q).map_err(|e| e.to_string());
     for n in 1..=opts.tables {

@@ -244,7 +244,7 @@ fn is_read(op: &Op) -> bool {
             | Op::DistinctRange { .. }
             | Op::RandomPoints { .. }
             | Op::RandomRanges { .. }
-    )
+    ) || matches!(op, Op::Tpcc(t) if t.is_read_only())
 }
 
 struct ThreadResult {

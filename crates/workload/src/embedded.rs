@@ -5,6 +5,7 @@
 use crate::driver::{OpError, Session, Target};
 use crate::rand::SbRand;
 use crate::sysbench::{load_row, sbtest_def, Op, SysbenchOptions, WorkloadKind};
+use crate::tpcc_embedded::TpccSet;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId, Transaction};
@@ -19,6 +20,8 @@ pub struct Embedded {
     db: Arc<Database>,
     /// sbtest number − 1 → the table, filled by `prepare`; sessions share the list.
     tables: RwLock<Arc<Vec<SbTable>>>,
+    /// TPC-C table sets (set number − 1), filled by a `tpcc` prepare.
+    tpcc: RwLock<Arc<Vec<TpccSet>>>,
 }
 
 /// One sbtest table of the target.
@@ -36,7 +39,17 @@ impl Embedded {
         Embedded {
             db,
             tables: RwLock::new(Arc::new(Vec::new())),
+            tpcc: RwLock::new(Arc::new(Vec::new())),
         }
+    }
+
+    /// `tpcc_check.lua`'s checks 1–4 on the TPC-C tables `prepare` loaded
+    /// ([`crate::tpcc_embedded::check`]); empty when no TPC-C table set was loaded.
+    ///
+    /// Errors: the engine's, as text.
+    pub fn tpcc_check(&self) -> Result<Vec<crate::tpcc_embedded::CheckOutcome>, String> {
+        let sets = self.tpcc.read().map(|t| t.clone()).unwrap_or_default();
+        crate::tpcc_embedded::check(&self.db, &sets)
     }
 
     /// The database.
@@ -56,6 +69,14 @@ fn op_error(e: Error) -> OpError {
 impl Target for Embedded {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
         let _c = enter(Cause::Load);
+        if kind == WorkloadKind::Tpcc {
+            let sets = crate::tpcc_embedded::load(&self.db, opts, seed)?;
+            *self
+                .tpcc
+                .write()
+                .map_err(|_| "table map poisoned".to_string())? = Arc::new(sets);
+            return Ok(());
+        }
         let rows = opts.prepare_rows(kind);
         let mut ids = Vec::new();
         for n in 1..=opts.tables {
@@ -110,9 +131,11 @@ impl Target for Embedded {
 
     fn session(&self) -> Result<Box<dyn Session + '_>, String> {
         let tables = self.tables.read().map(|t| t.clone()).unwrap_or_default();
+        let tpcc = self.tpcc.read().map(|t| t.clone()).unwrap_or_default();
         Ok(Box::new(EmbeddedSession {
             db: &self.db,
             tables,
+            tpcc,
             tx: None,
         }))
     }
@@ -121,6 +144,7 @@ impl Target for Embedded {
 struct EmbeddedSession<'a> {
     db: &'a Database,
     tables: Arc<Vec<SbTable>>,
+    tpcc: Arc<Vec<TpccSet>>,
     tx: Option<Transaction>,
 }
 
@@ -193,6 +217,7 @@ impl EmbeddedSession<'_> {
 impl Session for EmbeddedSession<'_> {
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
         match op {
+            Op::Tpcc(txn) => crate::tpcc_embedded::execute(self.db, &self.tpcc, txn),
             Op::Begin => {
                 self.tx = Some(self.db.begin());
                 Ok(())

@@ -1,6 +1,9 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
 //! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
+//! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, value generators, the
+//! transaction mix) and [`tpcc_embedded`] (load, transactions and consistency checks on
+//! the engine).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -10,6 +13,8 @@ pub mod embedded;
 pub mod rand;
 pub mod sql;
 pub mod sysbench;
+pub mod tpcc;
+pub mod tpcc_embedded;
 
 /// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a
 /// permutation of u32, used for unique insert ids.

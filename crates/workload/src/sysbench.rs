@@ -50,6 +50,8 @@ pub enum WorkloadKind {
     SelectRandomPoints,
     /// select_random_ranges.lua.
     SelectRandomRanges,
+    /// Percona-Lab/sysbench-tpcc's tpcc.lua (TPC-C; [`crate::tpcc`]).
+    Tpcc,
 }
 
 impl WorkloadKind {
@@ -65,6 +67,7 @@ impl WorkloadKind {
         (WorkloadKind::OltpDelete, "oltp_delete"),
         (WorkloadKind::SelectRandomPoints, "select_random_points"),
         (WorkloadKind::SelectRandomRanges, "select_random_ranges"),
+        (WorkloadKind::Tpcc, "tpcc"),
     ];
 
     /// The sysbench script name.
@@ -139,13 +142,49 @@ pub struct SysbenchOptions {
     pub delta: u32,
     /// Random number options.
     pub rand: RandOptions,
+    /// tpcc `--scale`: warehouses (sysbench-tpcc's default is 100; mvcclab's 1).
+    #[serde(default = "one")]
+    pub scale: u32,
+    /// tpcc `--use_fk` (1): declare the foreign keys (mvcclab does not enforce them).
+    #[serde(default = "yes")]
+    pub use_fk: bool,
+    /// tpcc items per set and stock rows per warehouse (`MAXITEMS`, 100,000); smaller
+    /// only to load small databases in tests.
+    #[serde(default = "maxitems")]
+    pub tpcc_items: u32,
+    /// tpcc customers (and loaded orders) per district (`CUST_PER_DIST`, 3,000); smaller
+    /// only in tests.
+    #[serde(default = "cust_per_dist")]
+    pub tpcc_customers: u32,
 }
 
 fn yes() -> bool {
     true
 }
 
+fn one() -> u32 {
+    1
+}
+
+fn maxitems() -> u32 {
+    crate::tpcc::MAXITEMS
+}
+
+fn cust_per_dist() -> u32 {
+    crate::tpcc::CUST_PER_DIST
+}
+
 impl SysbenchOptions {
+    /// The TPC-C database these options ask for (`scale`, `tpcc_items`,
+    /// `tpcc_customers`).
+    pub fn tpcc_size(&self) -> crate::tpcc::TpccSize {
+        crate::tpcc::TpccSize {
+            warehouses: self.scale,
+            items: self.tpcc_items,
+            customers_per_district: self.tpcc_customers,
+        }
+    }
+
     /// Rows per table that `prepare` loads for `kind`: `table_size`, except 0 for
     /// `oltp_insert` with `--auto-inc=off` (oltp_insert.lua's prepare command empties
     /// `table_size` so that prepared ids cannot collide with `rand.unique()` ones).
@@ -179,6 +218,10 @@ impl Default for SysbenchOptions {
             number_of_ranges: 10,
             delta: 5,
             rand: RandOptions::default(),
+            scale: 1,
+            use_fk: true,
+            tpcc_items: crate::tpcc::MAXITEMS,
+            tpcc_customers: crate::tpcc::CUST_PER_DIST,
         }
     }
 }
@@ -225,6 +268,9 @@ pub enum Op {
     RandomPoints { ks: Vec<i32> },
     /// `SELECT count(k) FROM sbtest1 WHERE k BETWEEN ? AND ? OR ...`.
     RandomRanges { ranges: Vec<(i32, i32)> },
+    /// One TPC-C transaction of tpcc_run.lua, from BEGIN to COMMIT (its statements depend
+    /// on what the earlier ones read, so the target runs them: [`crate::tpcc_embedded`]).
+    Tpcc(crate::tpcc::TpccTxn),
 }
 
 impl Op {
@@ -244,6 +290,7 @@ impl Op {
             Op::Insert { .. } => "insert",
             Op::RandomPoints { .. } => "random_points",
             Op::RandomRanges { .. } => "random_ranges",
+            Op::Tpcc(t) => t.kind(),
         }
     }
 
@@ -446,6 +493,14 @@ impl Generator {
                     .map(|_| self.rng.default_dist(lo, hi) as i32)
                     .collect();
                 out.push(Op::RandomPoints { ks });
+            }
+            WorkloadKind::Tpcc => {
+                let size = self.opts.tpcc_size();
+                out.push(Op::Tpcc(crate::tpcc::next_txn(
+                    &mut self.rng,
+                    self.opts.tables,
+                    &size,
+                )));
             }
             WorkloadKind::SelectRandomRanges => {
                 let (lo, hi) = self.slice();

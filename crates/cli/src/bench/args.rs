@@ -17,7 +17,8 @@ use std::path::PathBuf;
 pub struct CommonArgs {
     /// Workload: oltp_read_write, oltp_read_only, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete,
-    /// select_random_points, select_random_ranges.
+    /// select_random_points, select_random_ranges; tpcc (Percona-Lab/sysbench-tpcc:
+    /// --tables table sets of nine tables, --scale warehouses each).
     #[arg(long, default_value = "oltp_read_write")]
     pub workload: String,
     /// Change a switch of every design run: SWITCH=VALUE (see `mvcclab designs`).
@@ -72,6 +73,21 @@ pub struct CommonArgs {
     /// Range SELECTs on or off.
     #[arg(long, default_value = "on", value_parser = parse_on_off)]
     pub range_selects: bool,
+    /// tpcc: warehouses per table set (sysbench-tpcc --scale; its default is 100, about
+    /// 10 GB per set on PostgreSQL).
+    #[arg(long, default_value_t = 1)]
+    pub scale: u32,
+    /// Fill factor in percent (10..=100) of every table and index: on heap designs
+    /// (postgres) PostgreSQL's heap `fillfactor` and B-tree `fillfactor` (the switches
+    /// fillfactor and index_fillfactor); on clustered designs (innodb) MariaDB's
+    /// innodb_fill_factor (index_fillfactor), which only sets the fill of sorted index
+    /// builds: not the same knob (docs/experiments.md). Unset: the designs' own values.
+    #[arg(long)]
+    pub fillfactor: Option<u8>,
+    /// tpcc: declare the foreign keys (sysbench-tpcc --use_fk; mvcclab does not enforce
+    /// them).
+    #[arg(long, default_value = "on", value_parser = parse_on_off)]
+    pub use_fk: bool,
     /// Autocommit every statement (no BEGIN/COMMIT).
     #[arg(long, default_value = "off", value_parser = parse_on_off)]
     pub skip_trx: bool,
@@ -255,6 +271,8 @@ pub fn sysbench_options(c: &CommonArgs) -> SysbenchOptions {
         random_points: c.random_points,
         number_of_ranges: c.number_of_ranges,
         delta: c.delta,
+        scale: c.scale,
+        use_fk: c.use_fk,
         ..Default::default()
     };
     o.rand.rand_type = c.rand_type;

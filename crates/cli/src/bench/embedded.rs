@@ -71,8 +71,20 @@ impl Subject for EmbeddedRun {
     }
 
     fn mark(&self, c: &CommonArgs) -> Result<Self::Mark> {
-        let tables: Vec<_> = (1..=c.tables)
-            .map(|n| self.db.table_id(&format!("sbtest{n}")))
+        let names: Vec<String> = if c.workload.trim_end_matches(".lua") == "tpcc" {
+            (1..=c.tables)
+                .flat_map(|n| {
+                    mvcclab_workload::tpcc::table_defs(n, false)
+                        .into_iter()
+                        .map(|d| d.name)
+                })
+                .collect()
+        } else {
+            (1..=c.tables).map(|n| format!("sbtest{n}")).collect()
+        };
+        let tables: Vec<_> = names
+            .iter()
+            .map(|n| self.db.table_id(n))
             .collect::<Result<_, _>>()?;
         let mark = Mark::take(&self.db, &tables)?;
         Ok((tables, mark))

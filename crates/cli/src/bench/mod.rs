@@ -51,6 +51,6 @@ pub use phase::{Mark, PhaseDelta};
 pub use runs::{bandwidth_list, run_spec, run_specs, run_specs_sharded, run_specs_with, spec_grid};
 pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
-pub use spec::{check_common, fuse_device, resolve_spec, RunSpec};
+pub use spec::{apply_fillfactor, check_common, fuse_device, resolve_spec, RunSpec};
 pub use subject::{measure, run_subject, warm_up, Subject};
 pub use versions::{version_notes, version_switches};

@@ -46,6 +46,37 @@ pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
     resolve_design(arg, set).map(RunSpec::Embedded)
 }
 
+/// `--fillfactor n` applied to a run's subject: a heap design gets `fillfactor` and
+/// `index_fillfactor` = n (PostgreSQL's `ALTER TABLE ... SET (fillfactor = n)` and the
+/// same on every index); a clustered design `index_fillfactor` = n (MariaDB's
+/// `innodb_fill_factor`), its `fillfactor` switch (InnoDB's fixed 15/16 fill of ascending
+/// inserts) left alone.
+///
+/// Errors: [`UsageError`] for n outside 10..=100, and for a real server (not supported
+/// yet).
+pub fn apply_fillfactor(spec: RunSpec, n: Option<u8>) -> Result<RunSpec> {
+    let Some(n) = n else {
+        return Ok(spec);
+    };
+    if !(10..=100).contains(&n) {
+        return Err(UsageError(format!("--fillfactor must be 10..=100, got {n}")).into());
+    }
+    match spec {
+        RunSpec::Embedded(mut d) => {
+            if d.table_layout == mvcclab_engine::design::TableLayout::Heap {
+                d.fillfactor = n;
+            }
+            d.index_fillfactor = n;
+            Ok(RunSpec::Embedded(d))
+        }
+        RunSpec::Real(k) => Err(UsageError(format!(
+            "--fillfactor on {}: not supported yet (issue 30); set it on the server",
+            k.design_name()
+        ))
+        .into()),
+    }
+}
+
 /// Checks the flags shared by every run before the first (long) one.
 ///
 /// Errors: [`UsageError`] naming the flag.

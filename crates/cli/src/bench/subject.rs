@@ -68,15 +68,15 @@ pub fn run_subject<S: Subject>(
     ctl: &RunControl,
 ) -> Result<RunReport> {
     let opts = sysbench_options(c);
-    status(
-        c.out.quiet,
-        &format!(
-            "{}: loading {} × {} rows ...",
-            s.label(),
-            c.tables,
-            c.table_size
-        ),
-    );
+    let what = if kind == WorkloadKind::Tpcc {
+        format!(
+            "{} TPC-C table set(s) of {} warehouse(s)",
+            c.tables, c.scale
+        )
+    } else {
+        format!("{} × {} rows", c.tables, c.table_size)
+    };
+    status(c.out.quiet, &format!("{}: loading {what} ...", s.label()));
     s.prepare(kind, &opts, c.rand_seed)?;
     s.settle(c)?;
     warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;

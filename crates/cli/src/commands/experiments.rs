@@ -67,6 +67,9 @@ pub enum Experiment {
     /// Version chains: updates with GC off, selects, full GC, selects; updates with GC on.
     #[command(name = "version_chain", alias = "version-chain")]
     VersionChain(VersionChainArgs),
+    /// Seed 001: TPC-C at fillfactor 100 and 75 on a normal and a compressing device.
+    #[command(name = "fillfactor_compression", alias = "fillfactor-compression")]
+    FillfactorCompression(Box<super::fillfactor_compression::FillfactorCompressionArgs>),
 }
 
 /// Flags every experiment takes.
@@ -539,6 +542,10 @@ fn experiment_grid(
 ///
 /// Errors: bad flags ([`UsageError`]); an engine error while loading or running.
 pub fn run(a: ExperimentArgs) -> Result<()> {
+    let a = match a.which {
+        Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
+        which => ExperimentArgs { which },
+    };
     let ctl = RunControl::default();
     let (name, params, common, variants): (_, _, _, &[&str]) = match &a.which {
         Experiment::UpdateHotSet(x) => {
@@ -561,6 +568,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &["gc_off", "gc_on"],
             )
         }
+        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
     };
     let (grid, designs) = experiment_grid(name, &params, variants, common)?;
     let dir = common
@@ -576,6 +584,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             Experiment::VersionChain(x) => {
                 version_chain_point(x, design, p.variant == "gc_on", p.bandwidth_mib_s, &ctl)
             }
+            Experiment::FillfactorCompression(_) => unreachable!("handled above"),
         }
     };
     let report = |runs: Vec<ExperimentRun>| ExperimentReport {

@@ -7,6 +7,7 @@ pub mod designs;
 pub mod device;
 pub mod experiments;
 pub mod fidelity;
+pub mod fillfactor_compression;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -4,7 +4,8 @@
 //! report.
 
 use crate::bench::{
-    parse_shard, resolve_spec, run_specs, run_specs_sharded, CommonArgs, RunSpec, Shard,
+    apply_fillfactor, parse_shard, resolve_spec, run_specs, run_specs_sharded, CommonArgs,
+    RunSpec, Shard,
 };
 use crate::export::write_report;
 use crate::UsageError;
@@ -52,7 +53,7 @@ pub struct CompareArgs {
 fn run_all(command: &str, designs: &[String], c: &CommonArgs, shard: Option<Shard>) -> Result<()> {
     let specs: Vec<RunSpec> = designs
         .iter()
-        .map(|d| resolve_spec(d, &c.set))
+        .map(|d| resolve_spec(d, &c.set).and_then(|s| apply_fillfactor(s, c.fillfactor)))
         .collect::<Result<_>>()?;
     if let Some(shard) = shard {
         return run_specs_sharded(command, designs, &specs, c, shard);

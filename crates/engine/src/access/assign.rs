@@ -13,8 +13,11 @@ use serde::{Deserialize, Serialize};
 pub enum Assign {
     /// `column = value`.
     Set(usize, Value),
-    /// `column = column + delta` (INTEGER or BIGINT columns).
+    /// `column = column + delta` (TINYINT, SMALLINT, INTEGER or BIGINT columns).
     Add(usize, i64),
+    /// `column = column + delta` on a DECIMAL column (TPC-C's `w_ytd = w_ytd + :h_amount`);
+    /// the sum keeps the column value's scale when the delta has no more fraction digits.
+    AddDecimal(usize, crate::catalog::Decimal),
 }
 
 impl Assign {
@@ -25,13 +28,28 @@ impl Assign {
     pub fn apply(set: &[Assign], row: &mut Row) -> Result<()> {
         for a in set {
             let c = match a {
-                Assign::Set(c, _) | Assign::Add(c, _) => *c,
+                Assign::Set(c, _) | Assign::Add(c, _) | Assign::AddDecimal(c, _) => *c,
             };
             let slot = row
                 .get_mut(c)
                 .ok_or_else(|| Error::InvalidValue(format!("no column #{c}")))?;
             match a {
                 Assign::Set(_, v) => *slot = v.clone(),
+                Assign::AddDecimal(_, d) => {
+                    *slot = match slot {
+                        Value::Decimal(x) => {
+                            let sum = x.checked_add(d).ok_or_else(|| {
+                                Error::InvalidValue(format!("column #{c}: decimal out of range"))
+                            })?;
+                            Value::Decimal(sum.with_scale(x.scale()).unwrap_or(sum))
+                        }
+                        other => {
+                            return Err(Error::InvalidValue(format!(
+                                "column #{c}: cannot add a decimal to {other:?}"
+                            )))
+                        }
+                    }
+                }
                 Assign::Add(_, d) => {
                     *slot = match slot {
                         Value::Integer(x) => i32::try_from(*x as i64 + d)
@@ -44,6 +62,16 @@ impl Assign {
                                 Error::InvalidValue(format!("column #{c}: bigint out of range"))
                             })?
                         }
+                        Value::SmallInt(x) => i16::try_from(*x as i64 + d)
+                            .map(Value::SmallInt)
+                            .map_err(|_| {
+                                Error::InvalidValue(format!("column #{c}: smallint out of range"))
+                            })?,
+                        Value::TinyInt(x) => i8::try_from(*x as i64 + d)
+                            .map(Value::TinyInt)
+                            .map_err(|_| {
+                                Error::InvalidValue(format!("column #{c}: tinyint out of range"))
+                            })?,
                         other => {
                             return Err(Error::InvalidValue(format!(
                                 "column #{c}: cannot add to {other:?}"

@@ -140,6 +140,30 @@ impl Decimal {
         )
     }
 
+    /// The value as an integer count of `10^-scale` units (`12.50` at scale 2 is 1250);
+    /// `None` if `scale` would drop a non-zero digit or the count passes `i128`.
+    pub fn to_units(&self, scale: u8) -> Option<i128> {
+        let d = self.with_scale(scale)?;
+        let v: i128 = d.digits.parse().ok()?;
+        Some(if d.negative { -v } else { v })
+    }
+
+    /// The decimal `units × 10^-scale` (the inverse of [`Decimal::to_units`]).
+    pub fn from_units(units: i128, scale: u8) -> Decimal {
+        Decimal {
+            negative: units < 0,
+            digits: units.unsigned_abs().to_string(),
+            scale,
+        }
+    }
+
+    /// `self + other` at the larger of the two scales; `None` past `i128`.
+    pub fn checked_add(&self, other: &Decimal) -> Option<Decimal> {
+        let scale = self.scale.max(other.scale);
+        let sum = self.to_units(scale)?.checked_add(other.to_units(scale)?)?;
+        Some(Decimal::from_units(sum, scale))
+    }
+
     /// Checks the value against DECIMAL(`precision`, `scale`): at most `scale` fraction
     /// digits (more would be rounded by both engines; refused here) and at most
     /// `precision − scale` integer digits. Returns the problem in words.

@@ -498,13 +498,25 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
         Error::corrupted(format!("heap tuple of table \"{}\": {problem}", def.name))
     };
     if let Some(bm) = null_bitmap {
-        if bm.len() != natts.div_ceil(8) {
+        // `t_bits` runs from the 23-byte header to `t_hoff`, which is MAXALIGN'd
+        // (heaptuple.c `heap_form_tuple`: `len = MAXALIGN(offsetof(HeapTupleHeaderData,
+        // t_bits) + BITMAPLEN(natts))`): a bitmap of 2..=8 bytes comes with up to 7 zero
+        // bytes of padding (23 + 2 = 25 → 32), which are not part of it.
+        let want = natts.div_ceil(8);
+        let padded = (23 + want).next_multiple_of(8) - 23;
+        if bm.len() != want && bm.len() != padded {
             return Err(corrupt_bitmap(format!(
-                "null bitmap of {} bytes for {natts} attributes (expected {})",
+                "null bitmap of {} bytes for {natts} attributes (expected {want}, or {padded} \
+                 with the padding to t_hoff)",
                 bm.len(),
-                natts.div_ceil(8)
             )));
         }
+        if bm[want..].iter().any(|&b| b != 0) {
+            return Err(corrupt_bitmap(
+                "non-zero padding after the null bitmap".into(),
+            ));
+        }
+        let bm = &bm[..want];
         if !natts.is_multiple_of(8) {
             let stray = bm[bm.len() - 1] >> (natts % 8);
             if stray != 0 {

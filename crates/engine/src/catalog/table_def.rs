@@ -503,6 +503,28 @@ impl TableDef {
         }
     }
 
+    /// The key of the leading `values.len()` columns of `columns` (a lookup by a leading
+    /// part of an index key, as `WHERE c_w_id = ? AND c_d_id = ? AND c_last = ?` on the index
+    /// `(c_w_id, c_d_id, c_last, c_first)`); the encoding is a byte prefix of every full key
+    /// that starts with these values ([`encode_key`] encodes column by column).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for no values or more values than columns, or a value that
+    /// does not fit its column's type; [`Error::Catalog`] for a bad column position.
+    pub fn key_prefix_from_values(&self, columns: &[usize], values: &[Value]) -> Result<Vec<u8>> {
+        if values.is_empty() || values.len() > columns.len() {
+            return Err(Error::InvalidValue(format!(
+                "table {}: the key has {} columns, {} values given (1 to {} allowed for a \
+                 leading part)",
+                self.name,
+                columns.len(),
+                values.len(),
+                columns.len()
+            )));
+        }
+        self.key_from_values(&columns[..values.len()], values)
+    }
+
     /// The key of `columns` for a key given as `values` (a lookup by primary key or index
     /// key), encoded with [`encode_key`].
     ///

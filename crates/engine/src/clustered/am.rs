@@ -401,7 +401,7 @@ impl ClusteredAm {
                     .iter()
                     .map(|&rel| BTree::open(pool.clone(), rel, sec.clone()))
                     .collect::<Result<Vec<_>>>()?;
-                let table = ClusteredTable::new(
+                let mut table = ClusteredTable::new(
                     id,
                     def,
                     clustered,
@@ -410,6 +410,7 @@ impl ClusteredAm {
                     inner.design.purge_resets_trx_id,
                     inner.row_ids.clone(),
                 );
+                table.innodb_fill_factor = inner.design.index_fill_pct();
                 table
                     .secondary_deferred
                     .store(t.secondary_deferred, Ordering::Release);
@@ -501,7 +502,7 @@ impl TableAccessMethod for ClusteredAm {
             .iter()
             .map(|_| BTree::create(pool.clone(), sec.clone()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(ClusteredTable::new(
+        let mut table = ClusteredTable::new(
             id,
             def,
             clustered,
@@ -509,7 +510,9 @@ impl TableAccessMethod for ClusteredAm {
             self.undo.clone(),
             self.design.purge_resets_trx_id,
             self.row_ids.clone(),
-        ))
+        );
+        table.innodb_fill_factor = self.design.index_fill_pct();
+        Ok(table)
     }
 
     fn build_secondary_indexes(&self, table: &ClusteredTable) -> Result<u64> {

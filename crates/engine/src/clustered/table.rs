@@ -17,8 +17,8 @@ use crate::access::TableCounters;
 use crate::access::{Assign, Catalogued, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
-    apply_delta, compact_delete_mark, decode_compact_record, encode_compact, encode_delta,
-    encode_key, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
+    apply_delta, compact_delete_mark, decode_compact_record, decode_key_prefix, encode_compact,
+    encode_delta, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
 };
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -86,6 +86,10 @@ pub struct ClusteredTable {
     /// Purge resets the DB_TRX_ID and DB_ROLL_PTR of an updated record (design switch
     /// `purge_resets_trx_id`; [`ClusteredTable::purge_record`]).
     purge_resets_trx_id: bool,
+    /// `innodb_fill_factor` in percent (the design's `index_fillfactor`, 100 by default):
+    /// the fill of secondary-index leaves a sorted build leaves
+    /// ([`ClusteredTable::build_secondary_indexes`]).
+    pub innodb_fill_factor: u8,
     undo: Arc<UndoSpace>,
     /// The design-wide `DB_ROW_ID` counter (used by a table without a primary key).
     row_ids: Arc<RowIdSequence>,
@@ -117,6 +121,7 @@ impl ClusteredTable {
             counters: TableCounters::default(),
             secondary_deferred: std::sync::atomic::AtomicBool::new(false),
             purge_resets_trx_id,
+            innodb_fill_factor: 100,
             undo,
             row_ids,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -131,7 +136,8 @@ impl ClusteredTable {
     /// Builds the deferred secondary indexes from the clustered index, as MariaDB's
     /// ALTER TABLE ADD INDEX does (row0merge.cc `row_merge_read_clustered_index`, a merge
     /// sort, then btr0bulk.cc `BtrBulk` inserting into pages filled to
-    /// innodb_fill_factor, 100 by default: full secondary-index pages; `PageBulk::init`
+    /// innodb_fill_factor ([`ClusteredTable::innodb_fill_factor`]), 100 by default: full
+    /// secondary-index pages; `PageBulk::init`
     /// keeps 1/16 free only in a clustered index). Delete-marked records are left out.
     /// Then the indexes are maintained again. Returns the entries built; nothing happens
     /// when no index is deferred.
@@ -173,7 +179,9 @@ impl ClusteredTable {
         let mut built = 0;
         for (ix, mut entries) in per_index.into_iter().enumerate() {
             entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            self.indexes[ix].bulk_load(&entries, 100, 100)?;
+            // btr0bulk.cc `PageBulk::init`: `m_reserved_space = srv_page_size * (100 -
+            // innobase_fill_factor) / 100` for a secondary index.
+            self.indexes[ix].bulk_load(&entries, self.innodb_fill_factor, 100)?;
             built += entries.len() as u64;
         }
         self.counters
@@ -635,9 +643,12 @@ impl TableRead for ClusteredTable {
             self.def.indexes.get(ix).ok_or_else(|| {
                 Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
             })?;
+        // The whole key or a leading part of it (row0sel.cc searches a secondary index with
+        // a partial tuple, PAGE_CUR_GE, and stops at the first record that no longer
+        // matches it).
+        let prefix = self.def.key_prefix_from_values(&idx.columns, key)?;
+        let cols = &idx.columns[..key.len()];
         let types = self.def.key_columns(&idx.columns)?;
-        let mut prefix = Vec::new();
-        encode_key(&types, key, &mut prefix)?;
         let mut pks = Vec::new();
         let mut hi = prefix.clone();
         hi.push(0xFF);
@@ -646,7 +657,9 @@ impl TableRead for ClusteredTable {
             Bound::Excluded(&hi),
             ScanDirection::Forward,
             &mut |k, _| {
-                pks.push(k[prefix.len()..].to_vec());
+                // The primary key follows the whole secondary key.
+                let (_, sec_len) = decode_key_prefix(&types, k)?;
+                pks.push(k[sec_len..].to_vec());
                 Ok(true)
             },
         )?;
@@ -654,7 +667,7 @@ impl TableRead for ClusteredTable {
         for pk in pks {
             if let Some(rec) = self.clustered.get(&pk)? {
                 if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
-                    if key_of(&self.def, &idx.columns, &row)? == prefix {
+                    if key_of(&self.def, cols, &row)? == prefix {
                         rows.push(row);
                     }
                 }

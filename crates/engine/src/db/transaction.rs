@@ -57,7 +57,9 @@ impl Transaction {
         self.run(|x| x.get(t, pk))
     }
 
-    /// Rows whose secondary index `index` (position in the table's `indexes`) key is `key`.
+    /// Rows whose secondary index `index` (position in the table's `indexes`) key is `key`,
+    /// or starts with `key` when it gives fewer values than the index has columns (a
+    /// leading-column lookup), in index order.
     ///
     /// Errors: as [`Transaction::get`].
     pub fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {

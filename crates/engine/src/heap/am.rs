@@ -83,6 +83,9 @@ impl CheckpointHook for HeapAm {
 fn pg_btree(design: &DesignConfig) -> BTreeConfig {
     BTreeConfig {
         merge_threshold_pct: design.merge_threshold_pct(),
+        // The index fillfactor reloption: the rightmost leaf's split point
+        // (nbtsplitloc.c `_bt_findsplitloc`, `leaffillfactor`).
+        rightmost_fill_pct: design.index_fill_pct(),
         ..BTreeConfig::postgres()
     }
 }

@@ -26,9 +26,6 @@ use crate::mvcc::{TransactionManager, Xid};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
-/// Leaf fill of a sorted index build: the btree default fillfactor (nbtree.h
-/// BTREE_DEFAULT_FILLFACTOR).
-const BUILD_LEAF_FILL_PCT: u8 = 90;
 /// Internal page fill of a sorted index build (nbtree.h BTREE_NONLEAF_FILLFACTOR).
 const BUILD_INTERNAL_FILL_PCT: u8 = 70;
 /// Index entries a batched scan collects before it reads their heap pages.
@@ -88,7 +85,8 @@ pub(super) fn upper_of(prefix: &[u8]) -> Vec<u8> {
 impl HeapTable {
     /// Builds the deferred secondary indexes from the heap, as CREATE INDEX does
     /// (nbtsort.c `btbuild`: a heap scan through `heapam_index_build_range_scan`, a sort,
-    /// then `_bt_load` filling leaves to the index fillfactor 90 and internal pages to 70):
+    /// then `_bt_load` filling leaves to the index fillfactor (90 by default) and internal
+    /// pages to 70):
     /// every HOT chain root is indexed once with the key of its newest member not dead to
     /// everyone (`heap_get_root_tuples`). Then the indexes are maintained again. Returns
     /// the entries built. Nothing happens when no index is deferred.
@@ -152,9 +150,13 @@ impl HeapTable {
                 }
             }
             // nbtsort.c `_bt_load` deduplicates unless the index is unique.
+            // Leaves to the index's fillfactor (nbtsort.c `_bt_load`,
+            // `BTGetTargetPageFreeSpace`; BTREE_DEFAULT_FILLFACTOR 90), the design's
+            // `index_fillfactor`, which the tree's rightmost fill carries.
+            let leaf_fill = self.indexes[ix].config().rightmost_fill_pct;
             self.indexes[ix].bulk_load_with(
                 &entries,
-                BUILD_LEAF_FILL_PCT,
+                leaf_fill,
                 BUILD_INTERNAL_FILL_PCT,
                 !self.def.indexes[ix].unique,
             )?;

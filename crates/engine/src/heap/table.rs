@@ -199,7 +199,8 @@ impl HeapTable {
         self.pk.as_ref().is_some_and(|pk| std::ptr::eq(index, pk))
     }
 
-    /// Encoded key of secondary index `ix` for `values`.
+    /// Encoded key of secondary index `ix` for `values`: the whole key, or a leading part
+    /// of it (fewer values than index columns; [`TableDef::key_prefix_from_values`]).
     ///
     /// Errors: [`Error::Catalog`] for an unknown index; as [`HeapTable::pk_key`].
     pub fn index_key(&self, ix: usize, values: &[Value]) -> Result<Vec<u8>> {
@@ -207,7 +208,7 @@ impl HeapTable {
             self.def.indexes.get(ix).ok_or_else(|| {
                 Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
             })?;
-        self.def.key_from_values(&idx.columns, values)
+        self.def.key_prefix_from_values(&idx.columns, values)
     }
 
     pub(super) fn decode(&self, t: &[u8]) -> Result<Row> {
