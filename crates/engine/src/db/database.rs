@@ -7,7 +7,7 @@ use super::{InnodbEngine, PostgresEngine};
 use crate::access::{AmOpen, EngineCounters, GcReport, Recovering, TableId, TableRelations};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{ClusteredAm, PurgeConfig};
-use crate::design::{DesignConfig, TableLayout, VersionStorage};
+use crate::design::{DesignConfig, HistoryStorage, SystemVersioning, TableLayout, VersionStorage};
 use crate::error::{Error, Result};
 use crate::heap::{HeapAm, TableStats, VacuumConfig};
 use crate::mvcc::Isolation;
@@ -89,9 +89,17 @@ pub struct Database {
     recovery: recovery::RecoveryReport,
 }
 
-/// The catalog's name for a design's table layout and version storage, as `Heap/AppendO2n`.
+/// The catalog's name for a design's table layout and version storage, as `Heap/AppendO2n`
+/// (with `/Timestamp/SameIndex` appended when tables are system-versioned).
 fn layout_name(d: &DesignConfig) -> String {
-    format!("{:?}/{:?}", d.table_layout, d.version_storage)
+    let mut s = format!("{:?}/{:?}", d.table_layout, d.version_storage);
+    if d.system_versioning != SystemVersioning::Off {
+        s.push_str(&format!(
+            "/{:?}/{:?}",
+            d.system_versioning, d.history_storage
+        ));
+    }
+    s
 }
 
 impl Database {
@@ -101,6 +109,18 @@ impl Database {
     /// switches (naming them); storage errors.
     pub fn open(cfg: DatabaseConfig) -> Result<Database> {
         cfg.design.validate()?;
+        if cfg.design.system_versioning == SystemVersioning::TrxId {
+            return Err(Error::InvalidConfig(
+                "switch system_versioning=trx_id (with mysql.transaction_registry) is not built yet; use timestamp".into(),
+            ));
+        }
+        if cfg.design.history_storage != HistoryStorage::SameIndex {
+            return Err(Error::InvalidConfig(format!(
+                "switch history_storage={:?} is not built yet; use same_index",
+                cfg.design.history_storage
+            )));
+        }
+        let versioned = cfg.design.system_versioning != SystemVersioning::Off;
         let mut storage_cfg = cfg.storage.clone();
         fix_design_fields(&mut storage_cfg, &cfg.design);
         let storage = Arc::new(Storage::open_for_recovery(storage_cfg)?);
@@ -129,10 +149,16 @@ impl Database {
         };
         let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {
-                Box::new(PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?))
+                Box::new(
+                    PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?)
+                        .with_system_versioning(versioned),
+                )
             }
             (TableLayout::Clustered, VersionStorage::UndoDelta) => {
-                Box::new(InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?))
+                Box::new(
+                    InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?)
+                        .with_system_versioning(versioned),
+                )
             }
             (layout, vs) => {
                 return Err(Error::InvalidConfig(format!(

@@ -7,6 +7,7 @@
 //! # Locking
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
+use super::versioning::{system_time_now_us, versioned_def, Period, SystemTime, Versioned};
 use crate::access::TableStats;
 use crate::access::{
     Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
@@ -41,6 +42,30 @@ pub trait EngineTxn: Send {
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool>;
     /// Deletes the row with a primary key; false if none.
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool>;
+    /// Rows of a system-versioned table by declared primary key, `FOR SYSTEM_TIME when`.
+    fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>>;
+    /// Rows of a system-versioned table by secondary index key, `FOR SYSTEM_TIME when`.
+    fn get_by_index_system_time(
+        &mut self,
+        t: TableId,
+        index: usize,
+        key: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>>;
+    /// Rows of a system-versioned table by declared primary-key range, `FOR SYSTEM_TIME
+    /// when`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_system_time(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>>;
+    /// `DELETE HISTORY FROM t BEFORE SYSTEM_TIME before`; returns the rows removed.
+    fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64>;
     /// Commits.
     fn commit(&mut self) -> Result<()>;
     /// Rolls back.
@@ -92,12 +117,23 @@ pub trait Engine: Send + Sync {
 /// method's background threads.
 pub struct DesignEngine<A: TableAccessMethod> {
     am: Arc<A>,
+    /// Tables are created system-versioned (design switch `system_versioning`).
+    versioned: bool,
 }
 
 impl<A: TableAccessMethod> DesignEngine<A> {
     /// The engine over `am` (whose background threads are already started).
     pub fn new(am: Arc<A>) -> Self {
-        DesignEngine { am }
+        DesignEngine {
+            am,
+            versioned: false,
+        }
+    }
+
+    /// The engine with every table created system-versioned ([`super::versioning`]).
+    pub fn with_system_versioning(mut self, on: bool) -> Self {
+        self.versioned = on;
+        self
     }
 
     /// The access method (for tests and tools).
@@ -117,6 +153,11 @@ impl<A: TableAccessMethod> DesignEngine<A> {
 
 impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
+        let def = if self.versioned {
+            versioned_def(def)?
+        } else {
+            def
+        };
         self.am
             .tables()
             .create(def, |id, def| self.am.create_table(id, def))
@@ -144,6 +185,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             am: self.am.clone(),
             state: A::TxnState::default(),
             cid: 0,
+            versioned: self.versioned,
         })
     }
 
@@ -205,6 +247,26 @@ struct DesignTxn<A: TableAccessMethod> {
     state: A::TxnState,
     /// Command ids handed out (PostgreSQL's `currentCommandId`).
     cid: u32,
+    /// Tables are system-versioned ([`super::versioning`]).
+    versioned: bool,
+}
+
+/// The period of `tb` when the engine versions tables and `tb` has one.
+fn period_of<T: Catalogued>(versioned: bool, tb: &T) -> Option<Period> {
+    if versioned {
+        Period::of(tb.def())
+    } else {
+        None
+    }
+}
+
+/// The error of a `FOR SYSTEM_TIME` read or `DELETE HISTORY` on a plain table (MariaDB
+/// ER_VERS_NOT_VERSIONED, "Table `t` is not system-versioned").
+fn not_versioned<T: Catalogued>(tb: &T) -> crate::error::Error {
+    crate::error::Error::Catalog(format!(
+        "table {} is not system-versioned (design switch system_versioning=off)",
+        tb.def().name
+    ))
 }
 
 impl<A: TableAccessMethod> DesignTxn<A> {
@@ -260,12 +322,33 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
 impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| tb.get(st, pk))
+        let v = self.versioned;
+        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
+            match period_of(v, tb) {
+                Some(period) => Ok(Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .get(pk, SystemTime::Current)?
+                .pop()),
+                None => tb.get(st, pk),
+            }
+        })
     }
 
     fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
+        let v = self.versioned;
         self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            tb.get_by_index(st, index, key)
+            match period_of(v, tb) {
+                Some(period) => Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .get_by_index(index, key, SystemTime::Current),
+                None => tb.get_by_index(st, index, key),
+            }
         })
     }
 
@@ -277,22 +360,49 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>> {
+        let v = self.versioned;
         self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
-            tb.scan(st, lo, hi, dir, limit)
+            match period_of(v, tb) {
+                Some(period) => Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .scan(lo, hi, dir, limit, SystemTime::Current),
+                None => tb.scan(st, lo, hi, dir, limit),
+            }
         })
     }
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
+        let v = self.versioned;
         self.stmt(Cause::Insert, t, true, |tb, st, state| {
-            tb.insert(st, state, row)
+            match period_of(v, tb) {
+                Some(period) => Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .insert(state, row, system_time_now_us()),
+                None => tb.insert(st, state, row),
+            }
         })?;
         self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
+        let v = self.versioned;
         let done = self.stmt(Cause::Update, t, true, |tb, st, state| {
-            tb.update(st, state, pk, set)
+            match period_of(v, tb) {
+                Some(period) => Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .update(state, pk, set, system_time_now_us()),
+                None => tb.update(st, state, pk, set),
+            }
         })?;
         if done {
             self.core.count(t, 0, 1, 0);
@@ -301,13 +411,90 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     }
 
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
+        let v = self.versioned;
         let done = self.stmt(Cause::Delete, t, true, |tb, st, state| {
-            tb.delete(st, state, pk)
+            match period_of(v, tb) {
+                Some(period) => Versioned {
+                    table: tb,
+                    period,
+                    st,
+                }
+                .delete(state, pk, system_time_now_us()),
+                None => tb.delete(st, state, pk),
+            }
         })?;
         if done {
             self.core.count(t, 0, 0, 1);
         }
         Ok(done)
+    }
+
+    fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        let v = self.versioned;
+        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
+            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
+            Versioned {
+                table: tb,
+                period,
+                st,
+            }
+            .get(pk, when)
+        })
+    }
+
+    fn get_by_index_system_time(
+        &mut self,
+        t: TableId,
+        index: usize,
+        key: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        let v = self.versioned;
+        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
+            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
+            Versioned {
+                table: tb,
+                period,
+                st,
+            }
+            .get_by_index(index, key, when)
+        })
+    }
+
+    fn scan_system_time(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        let v = self.versioned;
+        self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
+            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
+            Versioned {
+                table: tb,
+                period,
+                st,
+            }
+            .scan(lo, hi, dir, limit, when)
+        })
+    }
+
+    fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64> {
+        let v = self.versioned;
+        let n = self.stmt(Cause::Delete, t, true, |tb, st, state| {
+            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
+            Versioned {
+                table: tb,
+                period,
+                st,
+            }
+            .delete_history(state, before)
+        })?;
+        self.core.count(t, 0, 0, n);
+        Ok(n)
     }
 
     fn commit(&mut self) -> Result<()> {

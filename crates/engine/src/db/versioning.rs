@@ -1,0 +1,471 @@
+//! System-versioned tables (SQL:2011 `WITH SYSTEM VERSIONING`), as MariaDB 10.11 builds
+//! them above the storage engine, written once over the table access method traits so that
+//! both designs keep history in the table itself (`history_storage=same_index`).
+//!
+//! What is modelled, and from where:
+//! - The table gets two columns, `row_start` and `row_end` TIMESTAMP(6) NOT NULL, after
+//!   the declared ones (MariaDB's implicit system fields, sql/handler.cc
+//!   `Vers_parse_info::fix_implicit`), and `row_end` is appended to the primary key and to
+//!   every unique index (sql/handler.cc `Vers_parse_info::check_sys_fields` /
+//!   `add_versioning_info`: "Adding ROW END to every unique key"), so that a key's current
+//!   row (`row_end` = [`ROW_END_MAX_US`], '2038-01-19 03:14:07.999999') and its history
+//!   rows never collide.
+//! - INSERT stores `row_start` = the statement's time, `row_end` = max
+//!   (sql/table.cc `TABLE::vers_update_fields`).
+//! - UPDATE changes the current row in place with `row_start` = the statement's time, then
+//!   writes the old row with `row_end` = the statement's time as a new history row — unless
+//!   its `row_start` is not before that time (sql/sql_update.cc `mysql_update` →
+//!   sql/sql_insert.cc `vers_insert_history_row`, whose `row_start >= row_end` check skips
+//!   it).
+//! - DELETE of a current row is an update of its `row_end` to the statement's time
+//!   (sql/sql_delete.cc `TABLE::delete_row`: `vers_update_end` then `ha_update_row`);
+//!   because `row_end` is in the primary key, InnoDB runs that update as delete-mark plus
+//!   insert of the new clustered record (row0upd.cc `row_upd_clust_rec_by_insert`), which is
+//!   what this module does through the traits (delete, then insert of the history row).
+//!   DELETE of a history row removes it (the same function's `ha_delete_row` branch);
+//!   `DELETE HISTORY BEFORE t` removes the history rows with `row_end < t` (sql/sql_select.cc
+//!   `vers_setup_conds`, `SYSTEM_TIME_BEFORE`).
+//! - Reads: a current read sees rows with `row_end` = max; `FOR SYSTEM_TIME AS OF t` rows
+//!   with `row_start <= t < row_end`; `BETWEEN t1 AND t2` with `row_start <= t2` and
+//!   `row_end > t1`; `FROM t1 TO t2` with `row_start < t2` and `row_end > t1`; `ALL` every
+//!   row (sql/sql_select.cc `vers_setup_conds`). Every version the read passes is a version
+//!   examined: range reads of the current rows step over the history rows between them,
+//!   the cost seed 003 saw grow with history.
+//!
+//! Times are microseconds since 2000-01-01 (the unit of [`Value::Timestamp`]) from one
+//! process-wide clock that never repeats a value ([`system_time_now_us`]): a statement
+//! takes one time for all its rows, as MariaDB's `thd->query_start()`; like MariaDB's
+//! timestamp versioning, that is the statement's time, not its transaction's commit time.
+//!
+//! Not modelled yet: versioning by transaction id (`mysql.transaction_registry`), history
+//! partitions and the separate history table (refused by `Database::open`), and
+//! `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming it). An UPDATE
+//! or DELETE writes as its history row the version its statement's snapshot read, which is
+//! the newest one unless a concurrent writer changed the row meanwhile.
+
+use crate::access::{Assign, Statement, TableRead, TableWrite};
+use crate::btree::ScanDirection;
+use crate::catalog::{
+    Column, ColumnType, Row, TableDef, Value, MARIADB_TIMESTAMP_MAX_UNIX_SECS,
+    MARIADB_TIMESTAMP_MIN_UNIX_SECS, PG_EPOCH_UNIX_SECS, USECS_PER_SEC,
+};
+use crate::error::{Error, Result};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Name of the period's start column (MariaDB's implicit `row_start`).
+pub const ROW_START: &str = "row_start";
+/// Name of the period's end column (MariaDB's implicit `row_end`).
+pub const ROW_END: &str = "row_end";
+/// `row_end` of a current row: '2038-01-19 03:14:07.999999' UTC, MariaDB 10.11's largest
+/// TIMESTAMP(6) (`TIMESTAMP_MAX_VALUE` with `TIME_MAX_SECOND_PART`), in microseconds since
+/// 2000-01-01.
+pub const ROW_END_MAX_US: i64 =
+    (MARIADB_TIMESTAMP_MAX_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC + 999_999;
+/// The smallest TIMESTAMP(6), '1970-01-01 00:00:01' UTC (a key bound below every `row_end`).
+const ROW_END_MIN_US: i64 = (MARIADB_TIMESTAMP_MIN_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC;
+
+/// Which rows of a system-versioned table a read sees (SQL:2011 `FOR SYSTEM_TIME`), with
+/// times in microseconds since 2000-01-01.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemTime {
+    /// The current rows (no `FOR SYSTEM_TIME` clause).
+    Current,
+    /// `AS OF t`: `row_start <= t < row_end`.
+    AsOf(i64),
+    /// `BETWEEN t1 AND t2`: `row_start <= t2` and `row_end > t1`.
+    Between(i64, i64),
+    /// `FROM t1 TO t2`: `row_start < t2` and `row_end > t1`.
+    FromTo(i64, i64),
+    /// `ALL`: every row, current and history.
+    All,
+}
+
+impl SystemTime {
+    /// Whether a row with period `[start, end)` is seen.
+    pub fn sees(self, start: i64, end: i64) -> bool {
+        match self {
+            SystemTime::Current => end == ROW_END_MAX_US,
+            SystemTime::AsOf(t) => start <= t && end > t,
+            SystemTime::Between(a, b) => start <= b && end > a,
+            SystemTime::FromTo(a, b) => start < b && end > a,
+            SystemTime::All => true,
+        }
+    }
+}
+
+static CLOCK_US: AtomicI64 = AtomicI64::new(0);
+
+/// The next system time: the wall clock in microseconds since 2000-01-01, but always larger
+/// than every value returned before in this process (so statements and the times a test
+/// takes between them are strictly ordered, as MariaDB's statement times are in practice).
+pub fn system_time_now_us() -> i64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+        - PG_EPOCH_UNIX_SECS * USECS_PER_SEC;
+    let mut prev = CLOCK_US.load(Ordering::Relaxed);
+    loop {
+        let next = wall.max(prev + 1);
+        match CLOCK_US.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
+    }
+}
+
+/// The definition of `def` made system-versioned: `row_start` and `row_end` TIMESTAMP(6)
+/// NOT NULL appended, `row_end` appended to the primary key (if any) and to every unique
+/// index.
+///
+/// Errors: [`Error::Catalog`] when `def` already has a column named `row_start` or
+/// `row_end` (MariaDB: "Duplicate column name").
+pub fn versioned_def(mut def: TableDef) -> Result<TableDef> {
+    for name in [ROW_START, ROW_END] {
+        if def
+            .columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            return Err(Error::Catalog(format!(
+                "table {}: column {name} is the system-versioning period's own column; \
+                 rename the declared one",
+                def.name
+            )));
+        }
+    }
+    let end = def.columns.len() + 1;
+    def.columns
+        .push(Column::not_null(ROW_START, ColumnType::Timestamp6));
+    def.columns
+        .push(Column::not_null(ROW_END, ColumnType::Timestamp6));
+    if !def.primary_key.is_empty() {
+        def.primary_key.push(end);
+    }
+    for ix in def.indexes.iter_mut().filter(|ix| ix.unique) {
+        ix.columns.push(end);
+    }
+    Ok(def)
+}
+
+/// The period of a system-versioned table's definition ([`versioned_def`]'s shape).
+#[derive(Clone, Copy, Debug)]
+pub struct Period {
+    /// Position of `row_start`.
+    start: usize,
+    /// Position of `row_end`.
+    end: usize,
+}
+
+impl Period {
+    /// The period of `def`, if it has [`versioned_def`]'s shape (the last two columns
+    /// `row_start`, `row_end` of TIMESTAMP(6)).
+    pub fn of(def: &TableDef) -> Option<Period> {
+        let n = def.columns.len();
+        if n < 3 {
+            return None;
+        }
+        let (s, e) = (&def.columns[n - 2], &def.columns[n - 1]);
+        (s.name == ROW_START
+            && e.name == ROW_END
+            && s.ty == ColumnType::Timestamp6
+            && e.ty == ColumnType::Timestamp6)
+            .then_some(Period {
+                start: n - 2,
+                end: n - 1,
+            })
+    }
+
+    fn times(&self, row: &Row) -> Result<(i64, i64)> {
+        match (&row[self.start], &row[self.end]) {
+            (Value::Timestamp(s), Value::Timestamp(e)) => Ok((*s, *e)),
+            _ => Err(Error::corrupted("system-versioned row without its period")),
+        }
+    }
+
+    fn user_pk<'a>(&self, def: &TableDef, pk: &'a [Value]) -> Result<&'a [Value]> {
+        def.require_primary_key("a lookup by primary key")?;
+        if pk.len() + 1 != def.primary_key.len() {
+            return Err(Error::InvalidValue(format!(
+                "table {}: primary key of {} columns given {} values (row_end is added by \
+                 system versioning; give the declared key)",
+                def.name,
+                def.primary_key.len() - 1,
+                pk.len()
+            )));
+        }
+        Ok(pk)
+    }
+
+    fn with_end(pk: &[Value], end: i64) -> Vec<Value> {
+        let mut k = pk.to_vec();
+        k.push(Value::Timestamp(end));
+        k
+    }
+}
+
+/// Where the system-versioned row operations run: a design's table and its statement.
+pub struct Versioned<'a, T> {
+    /// The table.
+    pub table: &'a T,
+    /// Its period.
+    pub period: Period,
+    /// The statement.
+    pub st: &'a Statement<'a>,
+}
+
+impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T> {
+    fn def(&self) -> &TableDef {
+        self.table.def()
+    }
+
+    /// INSERT: the declared columns, with `row_start` = `now`, `row_end` = max.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a row that is not the declared columns; as
+    /// [`TableWrite::insert`] (a current row with the same key: duplicate key).
+    pub fn insert(&self, state: &mut T::TxnState, mut row: Row, now: i64) -> Result<()> {
+        if row.len() != self.period.start {
+            return Err(Error::InvalidValue(format!(
+                "table {}: a row of {} values for {} declared columns (row_start and row_end \
+                 are GENERATED ALWAYS by system versioning)",
+                self.def().name,
+                row.len(),
+                self.period.start
+            )));
+        }
+        row.push(Value::Timestamp(now));
+        row.push(Value::Timestamp(ROW_END_MAX_US));
+        self.table.insert(self.st, state, row)
+    }
+
+    fn check_set(&self, set: &[Assign]) -> Result<()> {
+        for a in set {
+            let (Assign::Set(c, _) | Assign::Add(c, _)) = a;
+            if *c >= self.period.start {
+                return Err(Error::InvalidValue(format!(
+                    "table {}: column #{c} is a system-versioning period column (GENERATED \
+                     ALWAYS), which an UPDATE cannot set",
+                    self.def().name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// UPDATE of the current row with declared key `pk`: the row changed in place with
+    /// `row_start` = `now`, and the version read written back as a history row with
+    /// `row_end` = `now` (`vers_insert_history_row`). False when there is no current row.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a set of a period column or a key of the wrong
+    /// shape; as [`TableWrite::update`] and [`TableWrite::insert`].
+    pub fn update(
+        &self,
+        state: &mut T::TxnState,
+        pk: &[Value],
+        set: &[Assign],
+        now: i64,
+    ) -> Result<bool> {
+        self.check_set(set)?;
+        let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
+        let Some(mut old) = self.table.get(self.st, &key)? else {
+            return Ok(false);
+        };
+        let mut set = set.to_vec();
+        set.push(Assign::Set(self.period.start, Value::Timestamp(now)));
+        if !self.table.update(self.st, state, &key, &set)? {
+            return Ok(false);
+        }
+        let (start, _) = self.period.times(&old)?;
+        if start < now {
+            old[self.period.end] = Value::Timestamp(now);
+            self.table.insert(self.st, state, old)?;
+        }
+        Ok(true)
+    }
+
+    /// DELETE of the current row with declared key `pk`: its `row_end` set to `now`, by
+    /// delete plus insert of the history row as InnoDB runs an update of a primary-key
+    /// column (`TABLE::delete_row`, `row_upd_clust_rec_by_insert`). False when there is no
+    /// current row.
+    ///
+    /// Errors: as [`Versioned::update`].
+    pub fn delete(&self, state: &mut T::TxnState, pk: &[Value], now: i64) -> Result<bool> {
+        let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
+        let Some(mut old) = self.table.get(self.st, &key)? else {
+            return Ok(false);
+        };
+        if !self.table.delete(self.st, state, &key)? {
+            return Ok(false);
+        }
+        let (start, _) = self.period.times(&old)?;
+        if start < now {
+            old[self.period.end] = Value::Timestamp(now);
+            self.table.insert(self.st, state, old)?;
+        }
+        Ok(true)
+    }
+
+    /// The rows with declared key `pk` that `when` sees (at most one for
+    /// [`SystemTime::Current`] and [`SystemTime::AsOf`]), oldest first.
+    ///
+    /// Errors: as [`TableRead::get`].
+    pub fn get(&self, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        let pk = self.period.user_pk(self.def(), pk)?;
+        if when == SystemTime::Current {
+            let key = Period::with_end(pk, ROW_END_MAX_US);
+            return Ok(self.table.get(self.st, &key)?.into_iter().collect());
+        }
+        self.scan(
+            Bound::Included(pk),
+            Bound::Included(pk),
+            ScanDirection::Forward,
+            usize::MAX,
+            when,
+        )
+    }
+
+    /// The rows whose secondary index `ix` key is `key` that `when` sees. On a unique index
+    /// only [`SystemTime::Current`] (its key has `row_end` appended).
+    ///
+    /// Errors: [`Error::InvalidConfig`] for another read through a unique index; as
+    /// [`TableRead::get_by_index`].
+    pub fn get_by_index(&self, ix: usize, key: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        let def = self.def();
+        let unique = def.indexes.get(ix).is_some_and(|i| i.unique);
+        if unique {
+            if when != SystemTime::Current {
+                return Err(Error::InvalidConfig(format!(
+                    "table {}: reads FOR SYSTEM_TIME through unique index #{ix} are not built \
+                     yet (its key ends with row_end); read by primary key or a non-unique index",
+                    def.name
+                )));
+            }
+            let k = Period::with_end(key, ROW_END_MAX_US);
+            return self.table.get_by_index(self.st, ix, &k);
+        }
+        let mut rows = self.table.get_by_index(self.st, ix, key)?;
+        let mut keep = Vec::with_capacity(rows.len());
+        for r in rows.drain(..) {
+            let (s, e) = self.period.times(&r)?;
+            if when.sees(s, e) {
+                keep.push(r);
+            }
+        }
+        Ok(keep)
+    }
+
+    /// The rows with declared primary key in `lo..hi` that `when` sees, in `dir` order, at
+    /// most `limit`. Reads batches of `limit` versions and skips those `when` does not see.
+    ///
+    /// Errors: as [`TableRead::scan`].
+    pub fn scan(
+        &self,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        let def = self.def();
+        let mut out = Vec::new();
+        if def.primary_key.is_empty() {
+            // Only the unbounded scan exists (TableRead::scan refuses bounds).
+            for r in self.table.scan(self.st, lo, hi, dir, usize::MAX)? {
+                let (s, e) = self.period.times(&r)?;
+                if when.sees(s, e) {
+                    out.push(r);
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        // A declared-key bound as a full-key bound: row_end sorts after the declared key,
+        // so `>= k` starts at (k, min), `> k` after (k, max), `<= k` ends at (k, max),
+        // `< k` before (k, min).
+        let conv = |b: Bound<&[Value]>, low: bool| -> Result<Bound<Vec<Value>>> {
+            Ok(match b {
+                Bound::Unbounded => Bound::Unbounded,
+                Bound::Included(k) => {
+                    let k = self.period.user_pk(def, k)?;
+                    Bound::Included(Period::with_end(
+                        k,
+                        if low { ROW_END_MIN_US } else { ROW_END_MAX_US },
+                    ))
+                }
+                Bound::Excluded(k) => {
+                    let k = self.period.user_pk(def, k)?;
+                    Bound::Excluded(Period::with_end(
+                        k,
+                        if low { ROW_END_MAX_US } else { ROW_END_MIN_US },
+                    ))
+                }
+            })
+        };
+        let (mut lo, mut hi) = (conv(lo, true)?, conv(hi, false)?);
+        let batch = limit.clamp(1, 1024);
+        while out.len() < limit {
+            let rows = self.table.scan(
+                self.st,
+                lo.as_ref().map(|v| v.as_slice()),
+                hi.as_ref().map(|v| v.as_slice()),
+                dir,
+                batch,
+            )?;
+            let full = rows.len() == batch;
+            let last = rows.last().map(|r| {
+                def.primary_key
+                    .iter()
+                    .map(|&c| r[c].clone())
+                    .collect::<Vec<_>>()
+            });
+            for r in rows {
+                let (s, e) = self.period.times(&r)?;
+                if when.sees(s, e) {
+                    out.push(r);
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            match (full, last) {
+                (true, Some(k)) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k),
+                    ScanDirection::Backward => hi = Bound::Excluded(k),
+                },
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// DELETE HISTORY BEFORE SYSTEM_TIME `before`: removes the history rows with
+    /// `row_end < before`; returns how many.
+    ///
+    /// Errors: [`Error::Catalog`] for a table without a primary key; as
+    /// [`TableWrite::delete`].
+    pub fn delete_history(&self, state: &mut T::TxnState, before: i64) -> Result<u64> {
+        let def = self.def();
+        def.require_primary_key("DELETE HISTORY")?;
+        let rows = self.scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+            SystemTime::All,
+        )?;
+        let mut n = 0;
+        for r in rows {
+            let (_, e) = self.period.times(&r)?;
+            if e != ROW_END_MAX_US && e < before {
+                let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
+                if self.table.delete(self.st, state, &key)? {
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+}
