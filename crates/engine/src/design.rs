@@ -138,7 +138,7 @@ pub const SWITCHES: &[Switch] = &[
     Switch {
         name: "history_storage",
         meaning: "where a system-versioned table's history rows live: beside the current rows in the same clustered index or heap and its indexes (MariaDB's default), in a history partition with its own indexes (PARTITION BY SYSTEM_TIME), or in a separate history table filled on update and delete (PostgreSQL's periods extension)",
-        values: "same_index, partition, history_table (partition and history_table not built yet; anything but same_index needs system_versioning)",
+        values: "same_index, partition (table_layout=clustered), history_table (table_layout=heap); anything but same_index needs system_versioning",
     },
 ];
 

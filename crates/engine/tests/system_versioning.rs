@@ -25,6 +25,24 @@ fn versioned(mut d: DesignConfig) -> DesignConfig {
     d
 }
 
+/// Every way a preset keeps history: the same index in both; a history partition (innodb,
+/// MariaDB's PARTITION BY SYSTEM_TIME); a history table (postgres, the periods extension).
+fn versioned_designs() -> Vec<DesignConfig> {
+    let mut out = Vec::new();
+    for (d, other) in [
+        (DesignConfig::postgres(), HistoryStorage::HistoryTable),
+        (DesignConfig::innodb(), HistoryStorage::Partition),
+    ] {
+        for hs in [HistoryStorage::SameIndex, other] {
+            let mut v = versioned(d.clone());
+            v.history_storage = hs;
+            v.name = format!("{}/{hs:?}", d.name);
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// `accounts(id PK, balance, owner)` with a non-unique index on owner and a unique one on
 /// `code`.
 fn def() -> TableDef {
@@ -187,9 +205,10 @@ fn check_as_of(db: &Database, t: TableId, steps: &[(i64, Model)], name: &str) {
 
 #[test]
 fn as_of_returns_the_state_committed_at_each_step() {
-    for design in designs() {
+    for design in versioned_designs() {
         let name = design.name.clone();
-        let db = open_db(versioned(design), 256);
+        let storage = design.history_storage;
+        let db = open_db(design, 256);
         let t = db.create_table(def()).unwrap();
         let d = db.table_def(t).unwrap();
         assert_eq!(d.columns.len(), 6, "{name}: row_start, row_end appended");
@@ -252,6 +271,36 @@ fn as_of_returns_the_state_committed_at_each_step() {
             )
             .unwrap();
         assert_eq!(all.len(), 9, "{name}: {all:?}");
+        // With a history partition or table, the history rows live there, not beside the
+        // current rows.
+        let hist_name = match storage {
+            HistoryStorage::SameIndex => None,
+            HistoryStorage::Partition => Some("accounts#p_hist"),
+            HistoryStorage::HistoryTable => Some("accounts_history"),
+        };
+        if let Some(h) = hist_name {
+            let h = db.table_id(h).unwrap();
+            let hist = tx
+                .scan_system_time(
+                    h,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                    usize::MAX,
+                    SystemTime::All,
+                )
+                .unwrap();
+            assert_eq!(hist.len(), 4, "{name}");
+            assert!(
+                hist.iter()
+                    .all(|r| r[5] != Value::Timestamp(ROW_END_MAX_US)),
+                "{name}"
+            );
+        } else {
+            assert!(
+                db.table_id("accounts#p_hist").is_err() && db.table_id("accounts_history").is_err()
+            );
+        }
         // BETWEEN the first and the last step: row 2 in its three versions.
         let v2 = tx
             .get_system_time(
@@ -406,7 +455,7 @@ fn switches_that_cannot_combine_or_are_not_built_are_refused() {
 }
 
 fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig {
-    let mut cfg = quiet_db_config(versioned(design), 256);
+    let mut cfg = quiet_db_config(design, 256);
     cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
     cfg.storage.backing = Backing::shared(dev.clone());
     cfg.purge.threads = 1;
@@ -417,7 +466,7 @@ fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig 
 /// before, and a transaction open at the crash left neither its change nor a history row.
 #[test]
 fn history_survives_a_crash() {
-    for design in designs() {
+    for design in versioned_designs() {
         let name = design.name.clone();
         let dev = Arc::new(CrashDevice::new());
         let db = Database::open(crash_config(design.clone(), &dev)).unwrap();

@@ -7,7 +7,7 @@ use super::{InnodbEngine, PostgresEngine};
 use crate::access::{AmOpen, EngineCounters, GcReport, Recovering, TableId, TableRelations};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{ClusteredAm, PurgeConfig};
-use crate::design::{DesignConfig, HistoryStorage, SystemVersioning, TableLayout, VersionStorage};
+use crate::design::{DesignConfig, SystemVersioning, TableLayout, VersionStorage};
 use crate::error::{Error, Result};
 use crate::heap::{HeapAm, TableStats, VacuumConfig};
 use crate::mvcc::Isolation;
@@ -114,13 +114,8 @@ impl Database {
                 "switch system_versioning=trx_id (with mysql.transaction_registry) is not built yet; use timestamp".into(),
             ));
         }
-        if cfg.design.history_storage != HistoryStorage::SameIndex {
-            return Err(Error::InvalidConfig(format!(
-                "switch history_storage={:?} is not built yet; use same_index",
-                cfg.design.history_storage
-            )));
-        }
-        let versioned = cfg.design.system_versioning != SystemVersioning::Off;
+        let versioned = (cfg.design.system_versioning != SystemVersioning::Off)
+            .then_some(cfg.design.history_storage);
         let mut storage_cfg = cfg.storage.clone();
         fix_design_fields(&mut storage_cfg, &cfg.design);
         let storage = Arc::new(Storage::open_for_recovery(storage_cfg)?);

@@ -7,7 +7,9 @@
 //! # Locking
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
-use super::versioning::{system_time_now_us, versioned_def, Period, SystemTime, Versioned};
+use super::versioning::{
+    history_relation_name, system_time_now_us, versioned_def, Period, SystemTime, Versioned,
+};
 use crate::access::TableStats;
 use crate::access::{
     Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
@@ -15,6 +17,7 @@ use crate::access::{
 };
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
+use crate::design::HistoryStorage;
 use crate::error::Result;
 use crate::mvcc::Isolation;
 use crate::stats::{enter, Cause};
@@ -117,8 +120,9 @@ pub trait Engine: Send + Sync {
 /// method's background threads.
 pub struct DesignEngine<A: TableAccessMethod> {
     am: Arc<A>,
-    /// Tables are created system-versioned (design switch `system_versioning`).
-    versioned: bool,
+    /// Tables are created system-versioned (design switch `system_versioning`), with their
+    /// history where `history_storage` says; `None`: plain tables.
+    versioning: Option<HistoryStorage>,
 }
 
 impl<A: TableAccessMethod> DesignEngine<A> {
@@ -126,13 +130,14 @@ impl<A: TableAccessMethod> DesignEngine<A> {
     pub fn new(am: Arc<A>) -> Self {
         DesignEngine {
             am,
-            versioned: false,
+            versioning: None,
         }
     }
 
-    /// The engine with every table created system-versioned ([`super::versioning`]).
-    pub fn with_system_versioning(mut self, on: bool) -> Self {
-        self.versioned = on;
+    /// The engine with every table created system-versioned ([`super::versioning`]), its
+    /// history kept as `history` says (`None`: plain tables).
+    pub fn with_system_versioning(mut self, history: Option<HistoryStorage>) -> Self {
+        self.versioning = history;
         self
     }
 
@@ -153,11 +158,26 @@ impl<A: TableAccessMethod> DesignEngine<A> {
 
 impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
-        let def = if self.versioned {
-            versioned_def(def)?
-        } else {
-            def
+        let Some(hs) = self.versioning else {
+            return self
+                .am
+                .tables()
+                .create(def, |id, def| self.am.create_table(id, def));
         };
+        let def = versioned_def(def)?;
+        if let Some(name) = history_relation_name(hs, &def.name) {
+            // The history partition or table: the same columns and keys, a relation of
+            // its own (MariaDB ha_partition's history partition; the periods extension's
+            // CREATE TABLE ... _history).
+            let mut hist = def.clone();
+            hist.name = name;
+            for ix in &mut hist.indexes {
+                ix.name = format!("{}_h", ix.name);
+            }
+            self.am
+                .tables()
+                .create(hist, |id, def| self.am.create_table(id, def))?;
+        }
         self.am
             .tables()
             .create(def, |id, def| self.am.create_table(id, def))
@@ -185,7 +205,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             am: self.am.clone(),
             state: A::TxnState::default(),
             cid: 0,
-            versioned: self.versioned,
+            versioning: self.versioning,
         })
     }
 
@@ -247,17 +267,8 @@ struct DesignTxn<A: TableAccessMethod> {
     state: A::TxnState,
     /// Command ids handed out (PostgreSQL's `currentCommandId`).
     cid: u32,
-    /// Tables are system-versioned ([`super::versioning`]).
-    versioned: bool,
-}
-
-/// The period of `tb` when the engine versions tables and `tb` has one.
-fn period_of<T: Catalogued>(versioned: bool, tb: &T) -> Option<Period> {
-    if versioned {
-        Period::of(tb.def())
-    } else {
-        None
-    }
+    /// Tables are system-versioned ([`super::versioning`]), with history where it says.
+    versioning: Option<HistoryStorage>,
 }
 
 /// The error of a `FOR SYSTEM_TIME` read or `DELETE HISTORY` on a plain table (MariaDB
@@ -299,6 +310,44 @@ impl<A: TableAccessMethod> DesignTxn<A> {
         r
     }
 
+    /// [`DesignTxn::stmt`] with the table's system-versioning view: `Some` when the engine
+    /// versions tables and the table has a period, with its separate history relation
+    /// (`history_storage` partition or history_table) when there is one.
+    fn vstmt<T>(
+        &mut self,
+        cause: Cause,
+        t: TableId,
+        writes: bool,
+        f: impl FnOnce(
+            &A::Table,
+            Option<&Versioned<'_, A::Table>>,
+            &Statement<'_>,
+            &mut A::TxnState,
+        ) -> Result<T>,
+    ) -> Result<T> {
+        let vs = self.versioning;
+        let am = self.am.clone();
+        self.stmt(cause, t, writes, |tb, st, state| {
+            let (Some(hs), Some(period)) = (vs, Period::of(tb.def())) else {
+                return f(tb, None, st, state);
+            };
+            let history = match history_relation_name(hs, &tb.def().name) {
+                Some(name) => match am.tables().id_of(&name) {
+                    Ok(id) => Some(am.tables().get(id)?),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            let v = Versioned {
+                table: tb,
+                history: history.as_deref(),
+                period,
+                st,
+            };
+            f(tb, Some(&v), st, state)
+        })
+    }
+
     /// Ends the transaction under cause `commit` or `abort`: the access method's commit or
     /// rollback, then each changed table's end-of-transaction counts.
     fn end(&mut self, commit: bool) -> Result<()> {
@@ -322,33 +371,16 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
 impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            match period_of(v, tb) {
-                Some(period) => Ok(Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .get(pk, SystemTime::Current)?
-                .pop()),
-                None => tb.get(st, pk),
-            }
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, st, _| match v {
+            Some(v) => Ok(v.get(pk, SystemTime::Current)?.pop()),
+            None => tb.get(st, pk),
         })
     }
 
     fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            match period_of(v, tb) {
-                Some(period) => Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .get_by_index(index, key, SystemTime::Current),
-                None => tb.get_by_index(st, index, key),
-            }
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, st, _| match v {
+            Some(v) => v.get_by_index(index, key, SystemTime::Current),
+            None => tb.get_by_index(st, index, key),
         })
     }
 
@@ -360,49 +392,25 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
-            match period_of(v, tb) {
-                Some(period) => Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .scan(lo, hi, dir, limit, SystemTime::Current),
-                None => tb.scan(st, lo, hi, dir, limit),
-            }
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| match v {
+            Some(v) => v.scan(lo, hi, dir, limit, SystemTime::Current),
+            None => tb.scan(st, lo, hi, dir, limit),
         })
     }
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
-        let v = self.versioned;
-        self.stmt(Cause::Insert, t, true, |tb, st, state| {
-            match period_of(v, tb) {
-                Some(period) => Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .insert(state, row, system_time_now_us()),
-                None => tb.insert(st, state, row),
-            }
+        self.vstmt(Cause::Insert, t, true, |tb, v, st, state| match v {
+            Some(v) => v.insert(state, row, system_time_now_us()),
+            None => tb.insert(st, state, row),
         })?;
         self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
-        let v = self.versioned;
-        let done = self.stmt(Cause::Update, t, true, |tb, st, state| {
-            match period_of(v, tb) {
-                Some(period) => Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .update(state, pk, set, system_time_now_us()),
-                None => tb.update(st, state, pk, set),
-            }
+        let done = self.vstmt(Cause::Update, t, true, |tb, v, st, state| match v {
+            Some(v) => v.update(state, pk, set, system_time_now_us()),
+            None => tb.update(st, state, pk, set),
         })?;
         if done {
             self.core.count(t, 0, 1, 0);
@@ -411,17 +419,9 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     }
 
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
-        let v = self.versioned;
-        let done = self.stmt(Cause::Delete, t, true, |tb, st, state| {
-            match period_of(v, tb) {
-                Some(period) => Versioned {
-                    table: tb,
-                    period,
-                    st,
-                }
-                .delete(state, pk, system_time_now_us()),
-                None => tb.delete(st, state, pk),
-            }
+        let done = self.vstmt(Cause::Delete, t, true, |tb, v, st, state| match v {
+            Some(v) => v.delete(state, pk, system_time_now_us()),
+            None => tb.delete(st, state, pk),
         })?;
         if done {
             self.core.count(t, 0, 0, 1);
@@ -430,15 +430,8 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     }
 
     fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
-            Versioned {
-                table: tb,
-                period,
-                st,
-            }
-            .get(pk, when)
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?.get(pk, when)
         })
     }
 
@@ -449,15 +442,9 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         key: &[Value],
         when: SystemTime,
     ) -> Result<Vec<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
-            Versioned {
-                table: tb,
-                period,
-                st,
-            }
-            .get_by_index(index, key, when)
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .get_by_index(index, key, when)
         })
     }
 
@@ -470,28 +457,16 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         limit: usize,
         when: SystemTime,
     ) -> Result<Vec<Row>> {
-        let v = self.versioned;
-        self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
-            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
-            Versioned {
-                table: tb,
-                period,
-                st,
-            }
-            .scan(lo, hi, dir, limit, when)
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .scan(lo, hi, dir, limit, when)
         })
     }
 
     fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64> {
-        let v = self.versioned;
-        let n = self.stmt(Cause::Delete, t, true, |tb, st, state| {
-            let period = period_of(v, tb).ok_or_else(|| not_versioned(tb))?;
-            Versioned {
-                table: tb,
-                period,
-                st,
-            }
-            .delete_history(state, before)
+        let n = self.vstmt(Cause::Delete, t, true, |tb, v, _, state| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .delete_history(state, before)
         })?;
         self.core.count(t, 0, 0, n);
         Ok(n)

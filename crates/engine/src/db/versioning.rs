@@ -37,8 +37,18 @@
 //! takes one time for all its rows, as MariaDB's `thd->query_start()`; like MariaDB's
 //! timestamp versioning, that is the statement's time, not its transaction's commit time.
 //!
-//! Not modelled yet: versioning by transaction id (`mysql.transaction_registry`), history
-//! partitions and the separate history table (refused by `Database::open`), and
+//! History elsewhere (`history_storage`): `partition` keeps history rows in a second relation
+//! with the same columns and keys (MariaDB `PARTITION BY SYSTEM_TIME`: the current
+//! partition and a history partition, each with its own indexes; ha_partition routes a row
+//! by `row_end`), `history_table` the same in a separate table (PostgreSQL's periods
+//! extension: `periods.add_system_versioning` creates `t_history`, filled by its
+//! `write_history` trigger on UPDATE and DELETE). Then an UPDATE's history row and a
+//! DELETE's row go there, current reads never see history, and reads `FOR SYSTEM_TIME`
+//! read both relations.
+//!
+//! Not modelled yet: versioning by transaction id (`mysql.transaction_registry`; refused by
+//! `Database::open`), rotation of several history partitions (`INTERVAL`/`LIMIT`) and
+//! dropping one, and
 //! `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming it). An UPDATE
 //! or DELETE writes as its history row the version its statement's snapshot read, which is
 //! the newest one unless a concurrent writer changed the row meanwhile.
@@ -49,6 +59,7 @@ use crate::catalog::{
     Column, ColumnType, Row, TableDef, Value, MARIADB_TIMESTAMP_MAX_UNIX_SECS,
     MARIADB_TIMESTAMP_MIN_UNIX_SECS, PG_EPOCH_UNIX_SECS, USECS_PER_SEC,
 };
+use crate::design::HistoryStorage;
 use crate::error::{Error, Result};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -205,10 +216,27 @@ impl Period {
     }
 }
 
-/// Where the system-versioned row operations run: a design's table and its statement.
+/// The name of the relation that holds `table`'s history under `storage`: `None` for
+/// `same_index`; `{table}#p_hist` for a history partition (MariaDB names a partition's
+/// relation `t#P#p`); `{table}_history` for a history table (the periods extension's
+/// default name).
+pub fn history_relation_name(storage: HistoryStorage, table: &str) -> Option<String> {
+    match storage {
+        HistoryStorage::SameIndex => None,
+        HistoryStorage::Partition => Some(format!("{table}#p_hist")),
+        HistoryStorage::HistoryTable => Some(format!("{table}_history")),
+    }
+}
+
+/// Where the system-versioned row operations run: a design's table, its separate history
+/// relation if any, and the statement.
 pub struct Versioned<'a, T> {
-    /// The table.
+    /// The table (with the current rows, and the history rows when `history` is `None`).
     pub table: &'a T,
+    /// The history partition or history table (`history_storage` partition or
+    /// history_table): history rows go there, current reads never look at it, reads `FOR
+    /// SYSTEM_TIME` read both and merge them in key order.
+    pub history: Option<&'a T>,
     /// Its period.
     pub period: Period,
     /// The statement.
@@ -268,7 +296,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     ) -> Result<bool> {
         self.check_set(set)?;
         let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
-        let Some(mut old) = self.table.get(self.st, &key)? else {
+        let Some(old) = self.table.get(self.st, &key)? else {
             return Ok(false);
         };
         let mut set = set.to_vec();
@@ -276,11 +304,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         if !self.table.update(self.st, state, &key, &set)? {
             return Ok(false);
         }
-        let (start, _) = self.period.times(&old)?;
-        if start < now {
-            old[self.period.end] = Value::Timestamp(now);
-            self.table.insert(self.st, state, old)?;
-        }
+        self.write_history(state, old, now)?;
         Ok(true)
     }
 
@@ -292,18 +316,37 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     /// Errors: as [`Versioned::update`].
     pub fn delete(&self, state: &mut T::TxnState, pk: &[Value], now: i64) -> Result<bool> {
         let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
-        let Some(mut old) = self.table.get(self.st, &key)? else {
+        let Some(old) = self.table.get(self.st, &key)? else {
             return Ok(false);
         };
         if !self.table.delete(self.st, state, &key)? {
             return Ok(false);
         }
+        self.write_history(state, old, now)?;
+        Ok(true)
+    }
+
+    /// `vers_insert_history_row`: `old` with `row_end` = `now` into the history relation
+    /// (the table itself for same_index), unless its `row_start` is not before `now`.
+    fn write_history(&self, state: &mut T::TxnState, mut old: Row, now: i64) -> Result<()> {
         let (start, _) = self.period.times(&old)?;
         if start < now {
             old[self.period.end] = Value::Timestamp(now);
-            self.table.insert(self.st, state, old)?;
+            self.history
+                .unwrap_or(self.table)
+                .insert(self.st, state, old)?;
         }
-        Ok(true)
+        Ok(())
+    }
+
+    /// The relations a read `FOR SYSTEM_TIME when` looks at: the table, and the history
+    /// relation unless `when` is the current rows.
+    fn relations(&self, when: SystemTime) -> Vec<&'a T> {
+        let mut v = vec![self.table];
+        if when != SystemTime::Current {
+            v.extend(self.history);
+        }
+        v
     }
 
     /// The rows with declared key `pk` that `when` sees (at most one for
@@ -344,19 +387,22 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             let k = Period::with_end(key, ROW_END_MAX_US);
             return self.table.get_by_index(self.st, ix, &k);
         }
-        let mut rows = self.table.get_by_index(self.st, ix, key)?;
-        let mut keep = Vec::with_capacity(rows.len());
-        for r in rows.drain(..) {
-            let (s, e) = self.period.times(&r)?;
-            if when.sees(s, e) {
-                keep.push(r);
+        let mut keep = Vec::new();
+        for rel in self.relations(when) {
+            for r in rel.get_by_index(self.st, ix, key)? {
+                let (s, e) = self.period.times(&r)?;
+                if when.sees(s, e) {
+                    keep.push(r);
+                }
             }
         }
         Ok(keep)
     }
 
-    /// The rows with declared primary key in `lo..hi` that `when` sees, in `dir` order, at
-    /// most `limit`. Reads batches of `limit` versions and skips those `when` does not see.
+    /// The rows with declared primary key in `lo..hi` that `when` sees, in `dir` order of
+    /// (key, `row_end`), at most `limit`. Reads batches of `limit` versions and skips those
+    /// `when` does not see; with a separate history relation, reads it too (unless `when`
+    /// is the current rows) and merges.
     ///
     /// Errors: as [`TableRead::scan`].
     pub fn scan(
@@ -367,11 +413,47 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         limit: usize,
         when: SystemTime,
     ) -> Result<Vec<Row>> {
+        let rels = self.relations(when);
+        if rels.len() == 1 {
+            return self.scan_one(self.table, lo, hi, dir, limit, when);
+        }
+        let def = self.def();
+        let mut keyed = Vec::new();
+        for rel in rels {
+            for r in self.scan_one(rel, lo, hi, dir, limit, when)? {
+                let k = if def.primary_key.is_empty() {
+                    Vec::new()
+                } else {
+                    let vals: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
+                    def.key_from_values(&def.primary_key, &vals)?
+                };
+                keyed.push((k, r));
+            }
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        if dir == ScanDirection::Backward {
+            keyed.reverse();
+        }
+        keyed.truncate(limit);
+        Ok(keyed.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// [`Versioned::scan`] of one relation.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_one(
+        &self,
+        rel: &T,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
         let def = self.def();
         let mut out = Vec::new();
         if def.primary_key.is_empty() {
             // Only the unbounded scan exists (TableRead::scan refuses bounds).
-            for r in self.table.scan(self.st, lo, hi, dir, usize::MAX)? {
+            for r in rel.scan(self.st, lo, hi, dir, usize::MAX)? {
                 let (s, e) = self.period.times(&r)?;
                 if when.sees(s, e) {
                     out.push(r);
@@ -407,7 +489,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         let (mut lo, mut hi) = (conv(lo, true)?, conv(hi, false)?);
         let batch = limit.clamp(1, 1024);
         while out.len() < limit {
-            let rows = self.table.scan(
+            let rows = rel.scan(
                 self.st,
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
@@ -449,7 +531,9 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     pub fn delete_history(&self, state: &mut T::TxnState, before: i64) -> Result<u64> {
         let def = self.def();
         def.require_primary_key("DELETE HISTORY")?;
-        let rows = self.scan(
+        let rel = self.history.unwrap_or(self.table);
+        let rows = self.scan_one(
+            rel,
             Bound::Unbounded,
             Bound::Unbounded,
             ScanDirection::Forward,
@@ -461,7 +545,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             let (_, e) = self.period.times(&r)?;
             if e != ROW_END_MAX_US && e < before {
                 let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
-                if self.table.delete(self.st, state, &key)? {
+                if rel.delete(self.st, state, &key)? {
                     n += 1;
                 }
             }
