@@ -133,7 +133,7 @@ pub const SWITCHES: &[Switch] = &[
     Switch {
         name: "system_versioning",
         meaning: "every table is created WITH SYSTEM VERSIONING (SQL:2011): row_start/row_end columns, row_end appended to every unique key, an UPDATE also inserts the old row as a history row, a DELETE sets row_end (MariaDB 10.11 sql_insert.cc vers_insert_history_row, sql_delete.cc TABLE::delete_row); timestamp: TIMESTAMP(6) periods; trx_id: transaction ids with mysql.transaction_registry",
-        values: "off, timestamp, trx_id (trx_id not built yet)",
+        values: "off, timestamp, trx_id (not with history_storage=partition)",
     },
     Switch {
         name: "history_storage",

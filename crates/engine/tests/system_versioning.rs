@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
-use mvcclab_engine::db::versioning::ROW_END_MAX_US;
+use mvcclab_engine::db::versioning::{ROW_END_MAX_US, TRX_ID_MAX};
 use mvcclab_engine::db::{
     system_time_now_us, Assign, Database, DatabaseConfig, SystemTime, TableId,
 };
@@ -39,8 +39,18 @@ fn versioned_designs() -> Vec<DesignConfig> {
             v.name = format!("{}/{hs:?}", d.name);
             out.push(v);
         }
+        // By transaction id (not with partitions: MDEV-15951).
+        let mut v = d.clone();
+        v.system_versioning = SystemVersioning::TrxId;
+        v.name = format!("{}/TrxId", d.name);
+        out.push(v);
     }
     out
+}
+
+/// Whether a row is current: row_end is the period's maximum.
+fn is_current(r: &Row) -> bool {
+    r[5] == Value::Timestamp(ROW_END_MAX_US) || r[5] == Value::BigInt(TRX_ID_MAX)
 }
 
 /// `accounts(id PK, balance, owner)` with a non-unique index on owner and a unique one on
@@ -106,7 +116,8 @@ fn run_steps(db: &Database, t: TableId) -> Vec<(i64, Model)> {
             if id % 2 == 0 { "even" } else { "odd" },
             id,
         );
-        tx.insert(t, r.clone()).unwrap();
+        tx.insert(t, r.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", db.design().name));
         m.insert(id, r);
     }
     tx.commit().unwrap();
@@ -229,6 +240,30 @@ fn as_of_returns_the_state_committed_at_each_step() {
         );
         let steps = run_steps(&db, t);
         check_as_of(&db, t, &steps, &name);
+        let trx = db.design().system_versioning == SystemVersioning::TrxId;
+        let registry_rows = |db: &Database| -> usize {
+            let r = db.table_id("transaction_registry").unwrap();
+            let mut tx = db.begin();
+            let n = tx
+                .scan(
+                    r,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                    usize::MAX,
+                )
+                .unwrap()
+                .len();
+            tx.commit().unwrap();
+            n
+        };
+        if trx {
+            // One registry row per committed transaction that changed the table.
+            assert_eq!(registry_rows(&db), 4, "{name}");
+            assert_eq!(d.columns[4].ty, ColumnType::BigInt, "{name}");
+        } else {
+            assert!(db.table_id("transaction_registry").is_err(), "{name}");
+        }
 
         // Current reads see only the current rows, with row_end = max.
         let last = &steps.last().unwrap().1;
@@ -242,7 +277,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
                 100,
             )
             .unwrap();
-        assert!(cur.iter().all(|r| r[5] == Value::Timestamp(ROW_END_MAX_US)));
+        assert!(cur.iter().all(is_current), "{name}");
         assert_eq!(
             strip(cur),
             last.values().cloned().collect::<Vec<_>>(),
@@ -346,6 +381,9 @@ fn as_of_returns_the_state_committed_at_each_step() {
             .unwrap();
         assert_eq!(all2, all, "{name}");
         tx.commit().unwrap();
+        if trx {
+            assert_eq!(registry_rows(&db), 4, "{name}: none for a rollback");
+        }
 
         // DELETE HISTORY BEFORE the last step removes the four history rows (two of row 2,
         // one each of rows 3 and 4: their row_end is before it), keeps the current ones, and AS OF the last step still
@@ -444,14 +482,18 @@ fn switches_that_cannot_combine_or_are_not_built_are_refused() {
         .to_string();
     assert!(e.contains("MDEV-15951"), "{e}");
     let d = DesignConfig {
-        system_versioning: SystemVersioning::TrxId,
-        ..DesignConfig::innodb()
+        system_versioning: SystemVersioning::Timestamp,
+        history_storage: HistoryStorage::Partition,
+        ..DesignConfig::postgres()
     };
     let e = Database::open(DatabaseConfig::new(d))
         .err()
         .unwrap()
         .to_string();
-    assert!(e.contains("trx_id") && e.contains("not built yet"), "{e}");
+    assert!(
+        e.contains("history_storage=partition") && e.contains("table_layout=heap"),
+        "{e}"
+    );
 }
 
 fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig {

@@ -109,13 +109,9 @@ impl Database {
     /// switches (naming them); storage errors.
     pub fn open(cfg: DatabaseConfig) -> Result<Database> {
         cfg.design.validate()?;
-        if cfg.design.system_versioning == SystemVersioning::TrxId {
-            return Err(Error::InvalidConfig(
-                "switch system_versioning=trx_id (with mysql.transaction_registry) is not built yet; use timestamp".into(),
-            ));
-        }
         let versioned = (cfg.design.system_versioning != SystemVersioning::Off)
             .then_some(cfg.design.history_storage);
+        let by_trx_id = cfg.design.system_versioning == SystemVersioning::TrxId;
         let mut storage_cfg = cfg.storage.clone();
         fix_design_fields(&mut storage_cfg, &cfg.design);
         let storage = Arc::new(Storage::open_for_recovery(storage_cfg)?);
@@ -146,13 +142,13 @@ impl Database {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {
                 Box::new(
                     PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?)
-                        .with_system_versioning(versioned),
+                        .with_system_versioning(versioned, by_trx_id),
                 )
             }
             (TableLayout::Clustered, VersionStorage::UndoDelta) => {
                 Box::new(
                     InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?)
-                        .with_system_versioning(versioned),
+                        .with_system_versioning(versioned, by_trx_id),
                 )
             }
             (layout, vs) => {
@@ -171,8 +167,13 @@ impl Database {
             let _c = crate::stats::enter(crate::stats::Cause::Recovery);
             redone.report.splits_finished += db.engine.finish_incomplete_splits()?;
         }
-        if fresh {
-            // The design-wide relations (the undo log) are in the catalog from the start.
+        let registry_created = {
+            let _c = crate::stats::enter(crate::stats::Cause::Ddl);
+            db.engine.ensure_transaction_registry()?
+        };
+        if fresh || registry_created {
+            // The design-wide relations (the undo log, the transaction registry) are in the
+            // catalog from the start.
             db.log_catalog()?;
         } else if redone.report.records_replayed > 1 {
             // More than the shutdown checkpoint's record: the database had crashed.

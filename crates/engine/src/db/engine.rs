@@ -8,7 +8,8 @@
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
 use super::versioning::{
-    history_relation_name, system_time_now_us, versioned_def, Period, SystemTime, Versioned,
+    history_relation_name, system_time_now_us, transaction_registry_def, versioned_def, Period,
+    SystemTime, Versioned, TRANSACTION_REGISTRY,
 };
 use crate::access::TableStats;
 use crate::access::{
@@ -114,6 +115,9 @@ pub trait Engine: Send + Sync {
     /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many. Recovery
     /// calls it after redo, before the tables are used.
     fn finish_incomplete_splits(&self) -> Result<u64>;
+    /// Creates `transaction_registry` when tables are versioned by transaction id and it
+    /// does not exist yet; true when it was created (the catalog must then be logged).
+    fn ensure_transaction_registry(&self) -> Result<bool>;
 }
 
 /// A design: its access method behind the [`Engine`] trait. Dropping it stops the access
@@ -123,6 +127,8 @@ pub struct DesignEngine<A: TableAccessMethod> {
     /// Tables are created system-versioned (design switch `system_versioning`), with their
     /// history where `history_storage` says; `None`: plain tables.
     versioning: Option<HistoryStorage>,
+    /// Versioned by transaction id (`system_versioning=trx_id`).
+    by_trx_id: bool,
 }
 
 impl<A: TableAccessMethod> DesignEngine<A> {
@@ -131,13 +137,20 @@ impl<A: TableAccessMethod> DesignEngine<A> {
         DesignEngine {
             am,
             versioning: None,
+            by_trx_id: false,
         }
     }
 
     /// The engine with every table created system-versioned ([`super::versioning`]), its
-    /// history kept as `history` says (`None`: plain tables).
-    pub fn with_system_versioning(mut self, history: Option<HistoryStorage>) -> Self {
+    /// history kept as `history` says (`None`: plain tables), its period in transaction ids
+    /// when `by_trx_id`.
+    pub fn with_system_versioning(
+        mut self,
+        history: Option<HistoryStorage>,
+        by_trx_id: bool,
+    ) -> Self {
         self.versioning = history;
+        self.by_trx_id = by_trx_id && history.is_some();
         self
     }
 
@@ -164,7 +177,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
                 .tables()
                 .create(def, |id, def| self.am.create_table(id, def));
         };
-        let def = versioned_def(def)?;
+        let def = versioned_def(def, self.by_trx_id)?;
         if let Some(name) = history_relation_name(hs, &def.name) {
             // The history partition or table: the same columns and keys, a relation of
             // its own (MariaDB ha_partition's history partition; the periods extension's
@@ -206,6 +219,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             state: A::TxnState::default(),
             cid: 0,
             versioning: self.versioning,
+            trt_begin_us: None,
         })
     }
 
@@ -252,6 +266,18 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     fn finish_incomplete_splits(&self) -> Result<u64> {
         self.am.tables().finish_incomplete_splits()
     }
+
+    fn ensure_transaction_registry(&self) -> Result<bool> {
+        if !self.by_trx_id || self.am.tables().id_of(TRANSACTION_REGISTRY).is_ok() {
+            return Ok(false);
+        }
+        self.am
+            .tables()
+            .create(transaction_registry_def(), |id, def| {
+                self.am.create_table(id, def)
+            })?;
+        Ok(true)
+    }
 }
 
 impl<A: TableAccessMethod> Drop for DesignEngine<A> {
@@ -269,6 +295,9 @@ struct DesignTxn<A: TableAccessMethod> {
     cid: u32,
     /// Tables are system-versioned ([`super::versioning`]), with history where it says.
     versioning: Option<HistoryStorage>,
+    /// Set at the first change of a table versioned by transaction id (the begin_timestamp
+    /// of its transaction_registry row): the commit then writes that row.
+    trt_begin_us: Option<i64>,
 }
 
 /// The error of a `FOR SYSTEM_TIME` read or `DELETE HISTORY` on a plain table (MariaDB
@@ -327,9 +356,16 @@ impl<A: TableAccessMethod> DesignTxn<A> {
     ) -> Result<T> {
         let vs = self.versioning;
         let am = self.am.clone();
-        self.stmt(cause, t, writes, |tb, st, state| {
+        let mut trx_versioned = false;
+        let r = self.stmt(cause, t, writes, |tb, st, state| {
             let (Some(hs), Some(period)) = (vs, Period::of(tb.def())) else {
                 return f(tb, None, st, state);
+            };
+            trx_versioned = period.by_trx_id();
+            let registry = if trx_versioned {
+                Some(am.tables().get(am.tables().id_of(TRANSACTION_REGISTRY)?)?)
+            } else {
+                None
             };
             let history = match history_relation_name(hs, &tb.def().name) {
                 Some(name) => match am.tables().id_of(&name) {
@@ -338,13 +374,38 @@ impl<A: TableAccessMethod> DesignTxn<A> {
                 },
                 None => None,
             };
-            let v = Versioned {
-                table: tb,
-                history: history.as_deref(),
-                period,
-                st,
-            };
+            let v = Versioned::new(tb, history.as_deref(), registry.as_deref(), period, st);
             f(tb, Some(&v), st, state)
+        });
+        if r.is_ok() && writes && trx_versioned && self.trt_begin_us.is_none() {
+            self.trt_begin_us = Some(system_time_now_us());
+        }
+        r
+    }
+
+    /// The commit's `mysql.transaction_registry` row, in the committing transaction: its id,
+    /// a commit id and commit timestamp, begin timestamp and isolation level (sql/handler.cc
+    /// `TR_table::update`, which MariaDB runs from the commit of a transaction that changed
+    /// a table versioned by transaction id). The commit id is a fresh value of the
+    /// never-repeating system clock, so commit ids order as commits do, also across a
+    /// restart (InnoDB uses the transaction serialisation number `trx->no`).
+    fn write_transaction_registry(&mut self, begin_us: i64) -> Result<()> {
+        let am = self.am.clone();
+        let reg = am.tables().id_of(TRANSACTION_REGISTRY)?;
+        let iso = i8::from(self.core.isolation() != Isolation::ReadCommitted);
+        self.stmt(Cause::Commit, reg, true, |tb, st, state| {
+            let commit = system_time_now_us();
+            tb.insert(
+                st,
+                state,
+                vec![
+                    Value::BigInt(st.xid as i64),
+                    Value::BigInt(commit),
+                    Value::Timestamp(begin_us),
+                    Value::Timestamp(commit),
+                    Value::TinyInt(iso),
+                ],
+            )
         })
     }
 
@@ -353,6 +414,12 @@ impl<A: TableAccessMethod> DesignTxn<A> {
     fn end(&mut self, commit: bool) -> Result<()> {
         if self.core.is_ended() {
             return Ok(());
+        }
+        if let (true, Some(begin)) = (commit, self.trt_begin_us.take()) {
+            if let Err(e) = self.write_transaction_registry(begin) {
+                let _ = self.end(false);
+                return Err(e);
+            }
         }
         let _c = enter(if commit { Cause::Commit } else { Cause::Abort });
         let XactEnd {

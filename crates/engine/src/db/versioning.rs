@@ -46,12 +46,20 @@
 //! DELETE's row go there, current reads never see history, and reads `FOR SYSTEM_TIME`
 //! read both relations.
 //!
-//! Not modelled yet: versioning by transaction id (`mysql.transaction_registry`; refused by
-//! `Database::open`), rotation of several history partitions (`INTERVAL`/`LIMIT`) and
-//! dropping one, and
-//! `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming it). An UPDATE
-//! or DELETE writes as its history row the version its statement's snapshot read, which is
-//! the newest one unless a concurrent writer changed the row meanwhile.
+//! Versioning by transaction id (`system_versioning=trx_id`, MariaDB `VERS_TRX_ID`):
+//! `row_start`/`row_end` are BIGINT transaction ids (the writer's xid; a current row's
+//! `row_end` is [`TRX_ID_MAX`]), and every transaction that changed such a table writes its
+//! row of `transaction_registry` ([`transaction_registry_def`]) as it commits. A read `FOR
+//! SYSTEM_TIME AS OF TIMESTAMP t` finds the last commit at or before `t` there and sees the
+//! rows whose inserting transaction committed by then and whose ending one did not
+//! ([`Versioned`]'s `sees`), looking up each version's transactions in the registry.
+//!
+//! Not modelled yet: rotation of several history partitions (`INTERVAL`/`LIMIT`) and
+//! dropping one; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
+//! it); `AS OF TRANSACTION n`. An UPDATE or DELETE writes as its history row the version
+//! its statement's snapshot read, which is the newest one unless a concurrent writer
+//! changed the row meanwhile; begin_timestamp is taken at the transaction's first change
+//! of a versioned table, not at its start.
 
 use crate::access::{Assign, Statement, TableRead, TableWrite};
 use crate::btree::ScanDirection;
@@ -61,6 +69,8 @@ use crate::catalog::{
 };
 use crate::design::HistoryStorage;
 use crate::error::{Error, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -73,6 +83,49 @@ pub const ROW_END: &str = "row_end";
 /// 2000-01-01.
 pub const ROW_END_MAX_US: i64 =
     (MARIADB_TIMESTAMP_MAX_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC + 999_999;
+/// `row_end` of a current row of a table versioned by transaction id (MariaDB stores
+/// `ULONGLONG_MAX` in a BIGINT UNSIGNED; mvcclab's BIGINT is signed, so its largest value).
+pub const TRX_ID_MAX: i64 = i64::MAX;
+/// The name of the transaction registry (MariaDB `mysql.transaction_registry`).
+pub const TRANSACTION_REGISTRY: &str = "transaction_registry";
+
+/// `mysql.transaction_registry` (MariaDB 10.11 scripts/mysql_system_tables.sql):
+/// `transaction_id` BIGINT PRIMARY KEY, `commit_id` BIGINT UNIQUE, `begin_timestamp` and
+/// `commit_timestamp` TIMESTAMP(6) (indexed, the latter with `transaction_id`),
+/// `isolation_level` (an ENUM there; here TINYINT 0 read committed, 1 repeatable read).
+pub fn transaction_registry_def() -> TableDef {
+    use crate::catalog::IndexDef;
+    TableDef {
+        name: TRANSACTION_REGISTRY.into(),
+        columns: vec![
+            Column::not_null("transaction_id", ColumnType::BigInt),
+            Column::not_null("commit_id", ColumnType::BigInt),
+            Column::not_null("begin_timestamp", ColumnType::Timestamp6),
+            Column::not_null("commit_timestamp", ColumnType::Timestamp6),
+            Column::not_null("isolation_level", ColumnType::TinyInt),
+        ],
+        primary_key: vec![0],
+        indexes: vec![
+            IndexDef {
+                name: "commit_id".into(),
+                columns: vec![1],
+                unique: true,
+            },
+            IndexDef {
+                name: "begin_timestamp".into(),
+                columns: vec![2],
+                unique: false,
+            },
+            IndexDef {
+                name: "commit_timestamp".into(),
+                columns: vec![3, 0],
+                unique: false,
+            },
+        ],
+        foreign_keys: Vec::new(),
+    }
+}
+
 /// The smallest TIMESTAMP(6), '1970-01-01 00:00:01' UTC (a key bound below every `row_end`).
 const ROW_END_MIN_US: i64 = (MARIADB_TIMESTAMP_MIN_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC;
 
@@ -126,13 +179,18 @@ pub fn system_time_now_us() -> i64 {
     }
 }
 
-/// The definition of `def` made system-versioned: `row_start` and `row_end` TIMESTAMP(6)
-/// NOT NULL appended, `row_end` appended to the primary key (if any) and to every unique
-/// index.
+/// The definition of `def` made system-versioned: `row_start` and `row_end` NOT NULL
+/// appended (TIMESTAMP(6), or BIGINT transaction ids for `trx_id`), `row_end` appended to
+/// the primary key (if any) and to every unique index.
 ///
 /// Errors: [`Error::Catalog`] when `def` already has a column named `row_start` or
 /// `row_end` (MariaDB: "Duplicate column name").
-pub fn versioned_def(mut def: TableDef) -> Result<TableDef> {
+pub fn versioned_def(mut def: TableDef, by_trx_id: bool) -> Result<TableDef> {
+    let ty = if by_trx_id {
+        ColumnType::BigInt
+    } else {
+        ColumnType::Timestamp6
+    };
     for name in [ROW_START, ROW_END] {
         if def
             .columns
@@ -147,10 +205,8 @@ pub fn versioned_def(mut def: TableDef) -> Result<TableDef> {
         }
     }
     let end = def.columns.len() + 1;
-    def.columns
-        .push(Column::not_null(ROW_START, ColumnType::Timestamp6));
-    def.columns
-        .push(Column::not_null(ROW_END, ColumnType::Timestamp6));
+    def.columns.push(Column::not_null(ROW_START, ty));
+    def.columns.push(Column::not_null(ROW_END, ty));
     if !def.primary_key.is_empty() {
         def.primary_key.push(end);
     }
@@ -167,11 +223,13 @@ pub struct Period {
     start: usize,
     /// Position of `row_end`.
     end: usize,
+    /// Versioned by transaction id (BIGINT columns) rather than by timestamp.
+    trx: bool,
 }
 
 impl Period {
     /// The period of `def`, if it has [`versioned_def`]'s shape (the last two columns
-    /// `row_start`, `row_end` of TIMESTAMP(6)).
+    /// `row_start`, `row_end`, both TIMESTAMP(6) or both BIGINT).
     pub fn of(def: &TableDef) -> Option<Period> {
         let n = def.columns.len();
         if n < 3 {
@@ -180,17 +238,52 @@ impl Period {
         let (s, e) = (&def.columns[n - 2], &def.columns[n - 1]);
         (s.name == ROW_START
             && e.name == ROW_END
-            && s.ty == ColumnType::Timestamp6
-            && e.ty == ColumnType::Timestamp6)
-            .then_some(Period {
-                start: n - 2,
-                end: n - 1,
-            })
+            && s.ty == e.ty
+            && matches!(s.ty, ColumnType::Timestamp6 | ColumnType::BigInt))
+        .then_some(Period {
+            start: n - 2,
+            end: n - 1,
+            trx: s.ty == ColumnType::BigInt,
+        })
+    }
+
+    /// Whether the period holds transaction ids.
+    pub fn by_trx_id(&self) -> bool {
+        self.trx
+    }
+
+    /// `row_end` of a current row.
+    fn max(&self) -> i64 {
+        if self.trx {
+            TRX_ID_MAX
+        } else {
+            ROW_END_MAX_US
+        }
+    }
+
+    /// A key bound below every `row_end`.
+    fn min(&self) -> i64 {
+        if self.trx {
+            i64::MIN
+        } else {
+            ROW_END_MIN_US
+        }
+    }
+
+    /// A period value.
+    fn value(&self, v: i64) -> Value {
+        if self.trx {
+            Value::BigInt(v)
+        } else {
+            Value::Timestamp(v)
+        }
     }
 
     fn times(&self, row: &Row) -> Result<(i64, i64)> {
         match (&row[self.start], &row[self.end]) {
-            (Value::Timestamp(s), Value::Timestamp(e)) => Ok((*s, *e)),
+            (Value::Timestamp(s), Value::Timestamp(e)) | (Value::BigInt(s), Value::BigInt(e)) => {
+                Ok((*s, *e))
+            }
             _ => Err(Error::corrupted("system-versioned row without its period")),
         }
     }
@@ -209,9 +302,9 @@ impl Period {
         Ok(pk)
     }
 
-    fn with_end(pk: &[Value], end: i64) -> Vec<Value> {
+    fn with_end(&self, pk: &[Value], end: i64) -> Vec<Value> {
         let mut k = pk.to_vec();
-        k.push(Value::Timestamp(end));
+        k.push(self.value(end));
         k
     }
 }
@@ -237,15 +330,152 @@ pub struct Versioned<'a, T> {
     /// history_table): history rows go there, current reads never look at it, reads `FOR
     /// SYSTEM_TIME` read both and merge them in key order.
     pub history: Option<&'a T>,
+    /// `mysql.transaction_registry`, for a table versioned by transaction id.
+    pub registry: Option<&'a T>,
     /// Its period.
     pub period: Period,
     /// The statement.
     pub st: &'a Statement<'a>,
+    /// Registry lookups of this statement (trx_id versioning).
+    cache: RefCell<TrxCache>,
+}
+
+/// What a statement looked up in the transaction registry: commit id and commit time by
+/// transaction id, and the last commit id at or before a time.
+#[derive(Default)]
+struct TrxCache {
+    commits: HashMap<i64, Option<(i64, i64)>>,
+    commit_at: HashMap<(i64, bool), Option<i64>>,
 }
 
 impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T> {
+    /// The view of `table` (with its `period`) for statement `st`, its history relation
+    /// and the transaction registry when there are.
+    pub fn new(
+        table: &'a T,
+        history: Option<&'a T>,
+        registry: Option<&'a T>,
+        period: Period,
+        st: &'a Statement<'a>,
+    ) -> Self {
+        Versioned {
+            table,
+            history,
+            registry,
+            period,
+            st,
+            cache: RefCell::default(),
+        }
+    }
+
     fn def(&self) -> &TableDef {
         self.table.def()
+    }
+
+    /// The statement's period value: `now` (µs) for a timestamp period, the transaction's
+    /// id for a trx_id period (InnoDB stores `trx->id` in row_start and in a history row's
+    /// row_end; row0ins.cc / row0upd.cc with `vers_make_update`).
+    fn stamp(&self, now: i64) -> i64 {
+        if self.period.trx {
+            self.st.xid as i64
+        } else {
+            now
+        }
+    }
+
+    /// The registry row of transaction `trx`: (commit_id, commit_timestamp); `None` when
+    /// it has not committed (as the statement sees the registry).
+    fn commit_of(&self, trx: i64) -> Result<Option<(i64, i64)>> {
+        if let Some(c) = self.cache.borrow().commits.get(&trx) {
+            return Ok(*c);
+        }
+        let reg = self.registry()?;
+        let c = match reg.get(self.st, &[Value::BigInt(trx)])? {
+            Some(r) => match (&r[1], &r[3]) {
+                (Value::BigInt(c), Value::Timestamp(t)) => Some((*c, *t)),
+                _ => {
+                    return Err(Error::corrupted(
+                        "transaction_registry row of another shape",
+                    ))
+                }
+            },
+            None => None,
+        };
+        self.cache.borrow_mut().commits.insert(trx, c);
+        Ok(c)
+    }
+
+    /// The largest commit_id whose commit_timestamp is at or before `t` (before `t` when
+    /// `strict`): what `FOR SYSTEM_TIME AS OF TIMESTAMP t` means on a trx_id-versioned table
+    /// (sql/handler.cc `TR_table::query`). Reads the whole registry (mvcclab's trait has no
+    /// secondary-index range read; MariaDB uses its commit_timestamp index).
+    fn commit_at(&self, t: i64, strict: bool) -> Result<Option<i64>> {
+        if let Some(c) = self.cache.borrow().commit_at.get(&(t, strict)) {
+            return Ok(*c);
+        }
+        let reg = self.registry()?;
+        let mut best = None;
+        for r in reg.scan(
+            self.st,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )? {
+            if let (Value::BigInt(c), Value::Timestamp(ts)) = (&r[1], &r[3]) {
+                if (*ts < t || (!strict && *ts == t)) && best.is_none_or(|b| *c > b) {
+                    best = Some(*c);
+                }
+            }
+        }
+        self.cache.borrow_mut().commit_at.insert((t, strict), best);
+        Ok(best)
+    }
+
+    fn registry(&self) -> Result<&'a T> {
+        self.registry.ok_or_else(|| {
+            Error::Catalog(format!(
+                "table {} is versioned by transaction id but {TRANSACTION_REGISTRY} is missing",
+                self.def().name
+            ))
+        })
+    }
+
+    /// Whether `FOR SYSTEM_TIME when` sees a row with period values `start`, `end`. For a
+    /// trx_id period the times go through the registry: a row is seen as of commit C when
+    /// its inserting transaction committed at or before C and its ending one did not
+    /// (sql/sql_select.cc `vers_setup_conds` with `TRT_TRX_SEES`).
+    fn sees(&self, when: SystemTime, start: i64, end: i64) -> Result<bool> {
+        if !self.period.trx {
+            return Ok(when.sees(start, end));
+        }
+        let (lo, hi) = match when {
+            SystemTime::Current => return Ok(end == TRX_ID_MAX),
+            SystemTime::All => return Ok(true),
+            SystemTime::AsOf(t) => {
+                let c = self.commit_at(t, false)?;
+                (c, c)
+            }
+            SystemTime::Between(a, b) => (self.commit_at(a, false)?, self.commit_at(b, false)?),
+            SystemTime::FromTo(a, b) => (self.commit_at(a, false)?, self.commit_at(b, true)?),
+        };
+        let Some(hi) = hi else { return Ok(false) };
+        let started = matches!(self.commit_of(start)?, Some((c, _)) if c <= hi);
+        let ended = end != TRX_ID_MAX
+            && match (self.commit_of(end)?, lo) {
+                (Some((c, _)), Some(lo)) => c <= lo,
+                _ => false,
+            };
+        Ok(started && !ended)
+    }
+
+    /// Whether a history row's `row_end` is before `before` (µs): directly for a timestamp
+    /// period, through the ending transaction's commit_timestamp for a trx_id one.
+    fn ended_before(&self, end: i64, before: i64) -> Result<bool> {
+        if !self.period.trx {
+            return Ok(end < before);
+        }
+        Ok(matches!(self.commit_of(end)?, Some((_, t)) if t < before))
     }
 
     /// INSERT: the declared columns, with `row_start` = `now`, `row_end` = max.
@@ -262,8 +492,9 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
                 self.period.start
             )));
         }
-        row.push(Value::Timestamp(now));
-        row.push(Value::Timestamp(ROW_END_MAX_US));
+        let now = self.stamp(now);
+        row.push(self.period.value(now));
+        row.push(self.period.value(self.period.max()));
         self.table.insert(self.st, state, row)
     }
 
@@ -295,12 +526,15 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         now: i64,
     ) -> Result<bool> {
         self.check_set(set)?;
-        let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
+        let key = self
+            .period
+            .with_end(self.period.user_pk(self.def(), pk)?, self.period.max());
         let Some(old) = self.table.get(self.st, &key)? else {
             return Ok(false);
         };
+        let now = self.stamp(now);
         let mut set = set.to_vec();
-        set.push(Assign::Set(self.period.start, Value::Timestamp(now)));
+        set.push(Assign::Set(self.period.start, self.period.value(now)));
         if !self.table.update(self.st, state, &key, &set)? {
             return Ok(false);
         }
@@ -315,13 +549,16 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     ///
     /// Errors: as [`Versioned::update`].
     pub fn delete(&self, state: &mut T::TxnState, pk: &[Value], now: i64) -> Result<bool> {
-        let key = Period::with_end(self.period.user_pk(self.def(), pk)?, ROW_END_MAX_US);
+        let key = self
+            .period
+            .with_end(self.period.user_pk(self.def(), pk)?, self.period.max());
         let Some(old) = self.table.get(self.st, &key)? else {
             return Ok(false);
         };
         if !self.table.delete(self.st, state, &key)? {
             return Ok(false);
         }
+        let now = self.stamp(now);
         self.write_history(state, old, now)?;
         Ok(true)
     }
@@ -331,7 +568,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     fn write_history(&self, state: &mut T::TxnState, mut old: Row, now: i64) -> Result<()> {
         let (start, _) = self.period.times(&old)?;
         if start < now {
-            old[self.period.end] = Value::Timestamp(now);
+            old[self.period.end] = self.period.value(now);
             self.history
                 .unwrap_or(self.table)
                 .insert(self.st, state, old)?;
@@ -356,7 +593,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     pub fn get(&self, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
         let pk = self.period.user_pk(self.def(), pk)?;
         if when == SystemTime::Current {
-            let key = Period::with_end(pk, ROW_END_MAX_US);
+            let key = self.period.with_end(pk, self.period.max());
             return Ok(self.table.get(self.st, &key)?.into_iter().collect());
         }
         self.scan(
@@ -384,14 +621,14 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
                     def.name
                 )));
             }
-            let k = Period::with_end(key, ROW_END_MAX_US);
+            let k = self.period.with_end(key, self.period.max());
             return self.table.get_by_index(self.st, ix, &k);
         }
         let mut keep = Vec::new();
         for rel in self.relations(when) {
             for r in rel.get_by_index(self.st, ix, key)? {
                 let (s, e) = self.period.times(&r)?;
-                if when.sees(s, e) {
+                if self.sees(when, s, e)? {
                     keep.push(r);
                 }
             }
@@ -455,7 +692,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             // Only the unbounded scan exists (TableRead::scan refuses bounds).
             for r in rel.scan(self.st, lo, hi, dir, usize::MAX)? {
                 let (s, e) = self.period.times(&r)?;
-                if when.sees(s, e) {
+                if self.sees(when, s, e)? {
                     out.push(r);
                     if out.len() >= limit {
                         break;
@@ -472,16 +709,24 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
                 Bound::Unbounded => Bound::Unbounded,
                 Bound::Included(k) => {
                     let k = self.period.user_pk(def, k)?;
-                    Bound::Included(Period::with_end(
+                    Bound::Included(self.period.with_end(
                         k,
-                        if low { ROW_END_MIN_US } else { ROW_END_MAX_US },
+                        if low {
+                            self.period.min()
+                        } else {
+                            self.period.max()
+                        },
                     ))
                 }
                 Bound::Excluded(k) => {
                     let k = self.period.user_pk(def, k)?;
-                    Bound::Excluded(Period::with_end(
+                    Bound::Excluded(self.period.with_end(
                         k,
-                        if low { ROW_END_MAX_US } else { ROW_END_MIN_US },
+                        if low {
+                            self.period.max()
+                        } else {
+                            self.period.min()
+                        },
                     ))
                 }
             })
@@ -505,7 +750,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             });
             for r in rows {
                 let (s, e) = self.period.times(&r)?;
-                if when.sees(s, e) {
+                if self.sees(when, s, e)? {
                     out.push(r);
                     if out.len() >= limit {
                         return Ok(out);
@@ -543,7 +788,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         let mut n = 0;
         for r in rows {
             let (_, e) = self.period.times(&r)?;
-            if e != ROW_END_MAX_US && e < before {
+            if e != self.period.max() && self.ended_before(e, before)? {
                 let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
                 if rel.delete(self.st, state, &key)? {
                     n += 1;
