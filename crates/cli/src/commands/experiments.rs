@@ -11,6 +11,9 @@
 //!   garbage collection on. Reports blocks per SELECT in each select phase and per UPDATE
 //!   with GC off and on.
 //!
+//! - `system_versioning`: MariaDB's benchmark of system-versioned tables (MDEV-15690,
+//!   seed 003), in `experiment_sysver.rs`.
+//!
 //! Every phase ends by waiting for purge to empty the history list (when purge is on; it
 //! works in the background in InnoDB too) and then a checkpoint, so the page writes a phase
 //! causes are counted in that phase (under `checkpointer`, `doublewrite`, `purge`...), not
@@ -63,6 +66,10 @@ pub enum Experiment {
     /// Version chains: updates with GC off, selects, full GC, selects; updates with GC on.
     #[command(name = "version_chain", alias = "version-chain")]
     VersionChain(VersionChainArgs),
+    /// MariaDB's benchmark of system-versioned tables (MDEV-15690): plain / by timestamp /
+    /// by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
+    #[command(name = "system_versioning", alias = "system-versioning")]
+    SystemVersioning(super::experiment_sysver::SystemVersioningArgs),
 }
 
 /// Flags every experiment takes.
@@ -138,7 +145,7 @@ fn wait_for_purge(db: &Database) {
 /// wait and checkpoint that close it, sampled every `interval_s` seconds into the phase's
 /// time series (bench/series.rs; the samples add up to the phase's counts). `f` returns
 /// the statements it ran and counts its events in `ctl` (`completed`, `statements`).
-fn phase(
+pub(super) fn phase(
     db: &Database,
     t: TableId,
     name: &str,
@@ -309,14 +316,14 @@ fn update_pass(
     Ok(n)
 }
 
-fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
+pub(super) fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
     c.designs
         .iter()
         .map(|d| resolve_design(d, &c.set))
         .collect()
 }
 
-fn bandwidth_of(c: &ExperimentCommon) -> Result<Option<f64>> {
+pub(super) fn bandwidth_of(c: &ExperimentCommon) -> Result<Option<f64>> {
     match c.device.bandwidth.as_slice() {
         [] => Ok(None),
         [b] => Ok(Some(*b)),
@@ -509,12 +516,20 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 "rand_seed": x.common.rand_seed}),
             &x.common,
         ),
+        Experiment::SystemVersioning(x) => (
+            "system_versioning",
+            serde_json::json!({"rows": x.rows, "iterations": x.iterations, "size": x.size,
+                "selects": x.selects, "variants": x.variants, "small_pool": !x.no_small_pool,
+                "rand_seed": x.common.rand_seed}),
+            &x.common,
+        ),
     };
     designs_of(common)?;
     install_ctrl_c(&ctl.stop)?;
     let runs = match &a.which {
         Experiment::UpdateHotSet(x) => update_hot_set(x, &ctl)?,
         Experiment::VersionChain(x) => version_chain(x, &ctl)?,
+        Experiment::SystemVersioning(x) => super::experiment_sysver::system_versioning(x, &ctl)?,
     };
     let report = ExperimentReport {
         schema_version: SCHEMA_VERSION,
