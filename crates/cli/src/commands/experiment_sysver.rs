@@ -14,7 +14,7 @@
 //! phase (`i{iteration}_{step}`) with throughput, 4 KiB blocks by cause and versions
 //! examined per statement.
 
-use super::experiments::{bandwidth_of, designs_of, phase, ExperimentCommon};
+use super::experiment_common::{bandwidth_of, designs_of, phase, ExperimentCommon};
 use crate::bench::open_database;
 use crate::progress::status;
 use crate::result::ExperimentRun;

@@ -21,24 +21,22 @@
 //! fields docs/results.md describes under "Experiments" (the schema's types are in
 //! result.rs, the views in export/).
 
-use crate::bench::{
-    close, open_database, parse_report_interval, sampled, CounterReading, DeviceArgs, Mark,
-    PhaseDelta, Reading,
-};
-use crate::design_arg::resolve_design;
+pub use super::experiment_common::ExperimentCommon;
+use super::experiment_common::{bandwidth_of, designs_of, phase};
+use crate::bench::open_database;
 use crate::error::driver_error;
 use crate::export::{
-    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format, OutputArgs,
+    emit, experiment_csv, experiment_table, experiment_timeseries_csv, to_json, Format,
 };
 use crate::metadata::RunMetadata;
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, SCHEMA_VERSION};
+use crate::result::{ExperimentReport, ExperimentRun, SCHEMA_VERSION};
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, TableId};
-use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_engine::design::GarbageCollection;
 use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
 use mvcclab_workload::embedded::Embedded;
@@ -47,7 +45,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// `mvcclab experiment`.
 #[derive(Args, Debug)]
@@ -70,30 +67,6 @@ pub enum Experiment {
     /// by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
     #[command(name = "system_versioning", alias = "system-versioning")]
     SystemVersioning(super::experiment_sysver::SystemVersioningArgs),
-}
-
-/// Flags every experiment takes.
-#[derive(Args, Debug, Clone)]
-pub struct ExperimentCommon {
-    /// Designs, comma-separated: presets or design files (FILE.toml).
-    #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
-    pub designs: Vec<String>,
-    /// Change a switch of every design: SWITCH=VALUE.
-    #[arg(long = "set", value_name = "SWITCH=VALUE")]
-    pub set: Vec<String>,
-    /// Seed of the random numbers.
-    #[arg(long, default_value_t = 1)]
-    pub rand_seed: u64,
-    /// Seconds per sample of each phase's time series (`phases[].timeseries`), as
-    /// sysbench's --report-interval; 0 = no time series.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
-    pub report_interval: f64,
-    /// Memory and device.
-    #[command(flatten)]
-    pub device: DeviceArgs,
-    /// Report format (csv: one row per design and phase) and destination.
-    #[command(flatten)]
-    pub out: OutputArgs,
 }
 
 /// Flags of `update_hot_set`.
@@ -128,89 +101,6 @@ pub struct VersionChainArgs {
     /// Common flags.
     #[command(flatten)]
     pub common: ExperimentCommon,
-}
-
-/// Waits until purge has emptied the history list (designs with purge on), at most 120 s.
-fn wait_for_purge(db: &Database) {
-    if db.design().garbage_collection != GarbageCollection::Purge {
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while db.engine_counters().history_list_length > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Runs `f` as a measured phase on table `t`: counts from before `f` to after the purge
-/// wait and checkpoint that close it, sampled every `interval_s` seconds into the phase's
-/// time series (bench/series.rs; the samples add up to the phase's counts). `f` returns
-/// the statements it ran and counts its events in `ctl` (`completed`, `statements`).
-pub(super) fn phase(
-    db: &Database,
-    t: TableId,
-    name: &str,
-    interval_s: f64,
-    ctl: &RunControl,
-    f: impl FnOnce() -> Result<u64>,
-) -> Result<PhaseReport> {
-    let mark = Mark::take(db, &[t])?;
-    let read = || {
-        let counters = mark.io_since(db);
-        Some(CounterReading {
-            total: counters.total(),
-            counters,
-            ..Default::default()
-        })
-    };
-    let (ops, readings, elapsed_s) = sampled(interval_s, None, ctl, None, &read, || {
-        let ops = f()?;
-        wait_for_purge(db);
-        db.storage().checkpoint()?;
-        anyhow::Ok(ops)
-    });
-    let ops = ops?;
-    let last = Reading {
-        at_s: elapsed_s,
-        transactions: ctl.completed.load(Ordering::Relaxed),
-        statements: ctl.statements.load(Ordering::Relaxed),
-        latency: ctl.take_interval_latency(),
-        counters: CounterReading::default(),
-    };
-    let PhaseDelta {
-        storage: d,
-        tables,
-        engine: undo,
-        pages,
-        ..
-    } = mark.since(db, &[t])?;
-    let total = d.counters.total();
-    let timeseries = if interval_s > 0.0 {
-        let mut last = last;
-        last.counters.total = total;
-        last.counters.counters = d.counters.clone();
-        close(name, readings, last, &|_| false)
-    } else {
-        Vec::new()
-    };
-    Ok(PhaseReport {
-        name: name.to_string(),
-        ops,
-        elapsed_s,
-        per_op: PerOpIo::of(&total, ops),
-        per_op_by_cause: d
-            .counters
-            .by_cause
-            .iter()
-            .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
-            .collect(),
-        versions_traversed_per_op: tables.versions_traversed as f64 / ops.max(1) as f64,
-        total,
-        by_cause: d.counters.by_cause,
-        tables,
-        undo,
-        pages,
-        timeseries,
-    })
 }
 
 /// The `update_hot_set` table: id INTEGER PRIMARY KEY, u1..u6 VARCHAR(36) each with an
@@ -314,21 +204,6 @@ fn update_pass(
         ctl.completed.fetch_add(1, Ordering::Relaxed);
     }
     Ok(n)
-}
-
-pub(super) fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
-    c.designs
-        .iter()
-        .map(|d| resolve_design(d, &c.set))
-        .collect()
-}
-
-pub(super) fn bandwidth_of(c: &ExperimentCommon) -> Result<Option<f64>> {
-    match c.device.bandwidth.as_slice() {
-        [] => Ok(None),
-        [b] => Ok(Some(*b)),
-        _ => Err(UsageError("experiments take one --bandwidth value".into()).into()),
-    }
 }
 
 fn update_hot_set(a: &UpdateHotSetArgs, ctl: &RunControl) -> Result<Vec<ExperimentRun>> {

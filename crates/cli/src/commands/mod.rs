@@ -4,6 +4,7 @@
 
 pub mod crashtest;
 pub mod designs;
+pub mod experiment_common;
 pub mod experiment_sysver;
 pub mod experiments;
 pub mod fidelity;
