@@ -48,6 +48,19 @@ fn versioned_designs() -> Vec<DesignConfig> {
     out
 }
 
+/// Every version of table `t`'s rows (`FOR SYSTEM_TIME ALL`), in key order.
+fn all_versions(tx: &mut mvcclab_engine::db::Transaction, t: TableId) -> Vec<Row> {
+    tx.scan_system_time(
+        t,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        usize::MAX,
+        SystemTime::All,
+    )
+    .unwrap()
+}
+
 /// Whether a row is current: row_end is the period's maximum.
 fn is_current(r: &Row) -> bool {
     r[5] == Value::Timestamp(ROW_END_MAX_US) || r[5] == Value::BigInt(TRX_ID_MAX)
@@ -295,16 +308,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         // ALL: 5 inserts + 3 updates' history rows + the reinserted row (the delete turned
         // the current row 4 into history).
         let mut tx = db.begin();
-        let all = tx
-            .scan_system_time(
-                t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
+        let all = all_versions(&mut tx, t);
         assert_eq!(all.len(), 9, "{name}: {all:?}");
         // With a history partition or table, the history rows live there, not beside the
         // current rows.
@@ -315,16 +319,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         };
         if let Some(h) = hist_name {
             let h = db.table_id(h).unwrap();
-            let hist = tx
-                .scan_system_time(
-                    h,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                    SystemTime::All,
-                )
-                .unwrap();
+            let hist = all_versions(&mut tx, h);
             assert_eq!(hist.len(), 4, "{name}");
             assert!(
                 hist.iter()
@@ -369,16 +364,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         tx.delete(t, &[Value::Integer(5)]).unwrap();
         tx.abort().unwrap();
         let mut tx = db.begin();
-        let all2 = tx
-            .scan_system_time(
-                t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
+        let all2 = all_versions(&mut tx, t);
         assert_eq!(all2, all, "{name}");
         tx.commit().unwrap();
         if trx {
@@ -401,16 +387,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         );
         tx.commit().unwrap();
         let mut tx = db.begin();
-        let all3 = tx
-            .scan_system_time(
-                t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
+        let all3 = all_versions(&mut tx, t);
         assert_eq!(all3.len(), 5, "{name}");
         tx.commit().unwrap();
         check_as_of(&db, t, &steps[4..], &name);
@@ -527,16 +504,7 @@ fn history_survives_a_crash() {
         let t = db.table_id("accounts").unwrap();
         check_as_of(&db, t, &steps, &name);
         let mut tx = db.begin();
-        let all = tx
-            .scan_system_time(
-                t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
+        let all = all_versions(&mut tx, t);
         assert_eq!(all.len(), 9, "{name}");
         tx.commit().unwrap();
         // And versioning goes on after recovery.

@@ -705,30 +705,22 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         // so `>= k` starts at (k, min), `> k` after (k, max), `<= k` ends at (k, max),
         // `< k` before (k, min).
         let conv = |b: Bound<&[Value]>, low: bool| -> Result<Bound<Vec<Value>>> {
-            Ok(match b {
-                Bound::Unbounded => Bound::Unbounded,
-                Bound::Included(k) => {
-                    let k = self.period.user_pk(def, k)?;
-                    Bound::Included(self.period.with_end(
-                        k,
-                        if low {
-                            self.period.min()
-                        } else {
-                            self.period.max()
-                        },
-                    ))
-                }
-                Bound::Excluded(k) => {
-                    let k = self.period.user_pk(def, k)?;
-                    Bound::Excluded(self.period.with_end(
-                        k,
-                        if low {
-                            self.period.max()
-                        } else {
-                            self.period.min()
-                        },
-                    ))
-                }
+            let (k, included) = match b {
+                Bound::Unbounded => return Ok(Bound::Unbounded),
+                Bound::Included(k) => (k, true),
+                Bound::Excluded(k) => (k, false),
+            };
+            let k = self.period.user_pk(def, k)?;
+            let end = if low == included {
+                self.period.min()
+            } else {
+                self.period.max()
+            };
+            let full = self.period.with_end(k, end);
+            Ok(if included {
+                Bound::Included(full)
+            } else {
+                Bound::Excluded(full)
             })
         };
         let (mut lo, mut hi) = (conv(lo, true)?, conv(hi, false)?);
