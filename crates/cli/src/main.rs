@@ -2,8 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use mvcclab::commands::{
-    crashtest, designs, device, experiments, fidelity, report, run, serve, storage_bench,
-    workloads,
+    crashtest, designs, device, experiments, fidelity, report, run, serve, storage_bench, workloads,
 };
 use mvcclab::UsageError;
 

@@ -18,22 +18,19 @@
 //! fields docs/results.md describes under "Experiments" (the schema's types are in
 //! result.rs, the views in export/).
 
+pub use super::experiment_common::ExperimentCommon;
+use super::experiment_common::{designs_of, phase};
 use crate::bench::{
-    bandwidth_list, close, open_database, parse_report_interval, parse_shard, run_shard, sampled,
-    shard_dir, CounterReading, DeviceArgs, Grid, Mark, PhaseDelta, PointResult, PointSpec, Reading,
-    Shard,
+    bandwidth_list, open_database, run_shard, shard_dir, Grid, PointResult, PointSpec,
 };
-use crate::design_arg::resolve_design;
 use crate::error::driver_error;
 use crate::export::{
     emit, experiment_csv, experiment_table, join_experiment_runs, to_json, write_experiment_dir,
-    Format, OutputArgs,
+    Format,
 };
 use crate::metadata::RunMetadata;
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{
-    ExperimentReport, ExperimentRun, PerOpIo, PhaseReport, PointInfo, SCHEMA_VERSION,
-};
+use crate::result::{ExperimentReport, ExperimentRun, PointInfo, SCHEMA_VERSION};
 use crate::UsageError;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -48,7 +45,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// `mvcclab experiment`.
 #[derive(Args, Debug)]
@@ -70,36 +66,10 @@ pub enum Experiment {
     /// Seed 001: TPC-C at fillfactor 100 and 75 on a normal and a compressing device.
     #[command(name = "fillfactor_compression", alias = "fillfactor-compression")]
     FillfactorCompression(Box<super::fillfactor_compression::FillfactorCompressionArgs>),
-}
-
-/// Flags every experiment takes.
-#[derive(Args, Debug, Clone)]
-pub struct ExperimentCommon {
-    /// Designs, comma-separated: presets or design files (FILE.toml).
-    #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
-    pub designs: Vec<String>,
-    /// Change a switch of every design: SWITCH=VALUE.
-    #[arg(long = "set", value_name = "SWITCH=VALUE")]
-    pub set: Vec<String>,
-    /// Seed of the random numbers.
-    #[arg(long, default_value_t = 1)]
-    pub rand_seed: u64,
-    /// Seconds per sample of each phase's time series (`phases[].timeseries`), as
-    /// sysbench's --report-interval; 0 = no time series.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
-    pub report_interval: f64,
-    /// Run only grid points I, I+N, … (I from 0) of the designs × variants × bandwidths,
-    /// each into its own file in --report DIR; points already there are skipped. Join the
-    /// shards' directories with `mvcclab report --merge` (docs/experiments.md).
-    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
-    pub shard: Option<Shard>,
-    /// Memory and device (`--bandwidth` may list several values: one run per design and
-    /// bandwidth).
-    #[command(flatten)]
-    pub device: DeviceArgs,
-    /// Report format (csv: one row per design and phase) and destination.
-    #[command(flatten)]
-    pub out: OutputArgs,
+    /// MariaDB's benchmark of system-versioned tables (MDEV-15690, seed 003): plain / by
+    /// timestamp / by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
+    #[command(name = "system_versioning", alias = "system-versioning")]
+    SystemVersioning(Box<super::experiment_sysver::SystemVersioningArgs>),
 }
 
 /// Flags of `update_hot_set`.
@@ -134,89 +104,6 @@ pub struct VersionChainArgs {
     /// Common flags.
     #[command(flatten)]
     pub common: ExperimentCommon,
-}
-
-/// Waits until purge has emptied the history list (designs with purge on), at most 120 s.
-fn wait_for_purge(db: &Database) {
-    if db.design().garbage_collection != GarbageCollection::Purge {
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while db.engine_counters().history_list_length > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Runs `f` as a measured phase on table `t`: counts from before `f` to after the purge
-/// wait and checkpoint that close it, sampled every `interval_s` seconds into the phase's
-/// time series (bench/series.rs; the samples add up to the phase's counts). `f` returns
-/// the statements it ran and counts its events in `ctl` (`completed`, `statements`).
-fn phase(
-    db: &Database,
-    t: TableId,
-    name: &str,
-    interval_s: f64,
-    ctl: &RunControl,
-    f: impl FnOnce() -> Result<u64>,
-) -> Result<PhaseReport> {
-    let mark = Mark::take(db, &[t])?;
-    let read = || {
-        let counters = mark.io_since(db);
-        Some(CounterReading {
-            total: counters.total(),
-            counters,
-            ..Default::default()
-        })
-    };
-    let (ops, readings, elapsed_s) = sampled(interval_s, None, ctl, None, &read, || {
-        let ops = f()?;
-        wait_for_purge(db);
-        db.storage().checkpoint()?;
-        anyhow::Ok(ops)
-    });
-    let ops = ops?;
-    let last = Reading {
-        at_s: elapsed_s,
-        transactions: ctl.completed.load(Ordering::Relaxed),
-        statements: ctl.statements.load(Ordering::Relaxed),
-        latency: ctl.take_interval_latency(),
-        counters: CounterReading::default(),
-    };
-    let PhaseDelta {
-        storage: d,
-        tables,
-        engine: undo,
-        pages,
-        ..
-    } = mark.since(db, &[t])?;
-    let total = d.counters.total();
-    let timeseries = if interval_s > 0.0 {
-        let mut last = last;
-        last.counters.total = total;
-        last.counters.counters = d.counters.clone();
-        close(name, readings, last, &|_| false)
-    } else {
-        Vec::new()
-    };
-    Ok(PhaseReport {
-        name: name.to_string(),
-        ops,
-        elapsed_s,
-        per_op: PerOpIo::of(&total, ops),
-        per_op_by_cause: d
-            .counters
-            .by_cause
-            .iter()
-            .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
-            .collect(),
-        versions_traversed_per_op: tables.versions_traversed as f64 / ops.max(1) as f64,
-        total,
-        by_cause: d.counters.by_cause,
-        tables,
-        undo,
-        pages,
-        timeseries,
-    })
 }
 
 /// The `update_hot_set` table: id INTEGER PRIMARY KEY, u1..u6 VARCHAR(36) each with an
@@ -320,13 +207,6 @@ fn update_pass(
         ctl.completed.fetch_add(1, Ordering::Relaxed);
     }
     Ok(n)
-}
-
-fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
-    c.designs
-        .iter()
-        .map(|d| resolve_design(d, &c.set))
-        .collect()
 }
 
 fn check_hot_set(a: &UpdateHotSetArgs) -> Result<()> {
@@ -547,6 +427,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
+    let sysver_variants: Vec<&str>;
     let (name, params, common, variants): (_, _, _, &[&str]) = match &a.which {
         Experiment::UpdateHotSet(x) => {
             check_hot_set(x)?;
@@ -568,6 +449,18 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &["gc_off", "gc_on"],
             )
         }
+        Experiment::SystemVersioning(x) => {
+            super::experiment_sysver::check_system_versioning(x)?;
+            sysver_variants = x.variants.iter().map(String::as_str).collect();
+            (
+                "system_versioning",
+                serde_json::json!({"rows": x.rows, "iterations": x.iterations, "size": x.size,
+                    "selects": x.selects, "variants": x.variants,
+                    "small_pool": !x.no_small_pool, "rand_seed": x.common.rand_seed}),
+                &x.common,
+                &sysver_variants[..],
+            )
+        }
         Experiment::FillfactorCompression(_) => unreachable!("handled above"),
     };
     let (grid, designs) = experiment_grid(name, &params, variants, common)?;
@@ -576,14 +469,29 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         .map(|_| shard_dir(&common.out.report))
         .transpose()?;
     install_ctrl_c(&ctl.stop)?;
-    let run_point = |p: &PointInfo| -> Result<ExperimentRun> {
+    // One point's runs: one, or for system_versioning one per buffer pool (none when the
+    // variant does not exist for the design).
+    let run_point = |p: &PointInfo| -> Result<Vec<ExperimentRun>> {
         let per_design = variants.len();
         let design = designs[(p.index / per_design) % designs.len()].clone();
         match &a.which {
-            Experiment::UpdateHotSet(x) => hot_set_point(x, design, p.bandwidth_mib_s, &ctl),
-            Experiment::VersionChain(x) => {
-                version_chain_point(x, design, p.variant == "gc_on", p.bandwidth_mib_s, &ctl)
+            Experiment::UpdateHotSet(x) => {
+                Ok(vec![hot_set_point(x, design, p.bandwidth_mib_s, &ctl)?])
             }
+            Experiment::VersionChain(x) => Ok(vec![version_chain_point(
+                x,
+                design,
+                p.variant == "gc_on",
+                p.bandwidth_mib_s,
+                &ctl,
+            )?]),
+            Experiment::SystemVersioning(x) => super::experiment_sysver::system_versioning_point(
+                x,
+                design,
+                &p.variant,
+                p.bandwidth_mib_s,
+                &ctl,
+            ),
             Experiment::FillfactorCompression(_) => unreachable!("handled above"),
         }
     };
@@ -598,11 +506,11 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
     };
     if let (Some(shard), Some(dir)) = (common.shard, dir) {
         return run_shard(&grid, shard, dir, common.out.quiet, |p| {
-            let run = run_point(p)?;
+            let runs = run_point(p)?;
             if ctl.stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            Ok(Some(PointResult::Experiment(report(vec![run]))))
+            Ok(Some(PointResult::Experiment(report(runs))))
         });
     }
     let mut runs = Vec::new();
@@ -610,7 +518,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         if ctl.stop.load(Ordering::Relaxed) {
             break;
         }
-        runs.push(run_point(p)?);
+        runs.extend(run_point(p)?);
     }
     let report = report(join_experiment_runs(runs));
     if let Some(dir) = &common.out.report {

@@ -5,6 +5,8 @@
 pub mod crashtest;
 pub mod designs;
 pub mod device;
+pub mod experiment_common;
+pub mod experiment_sysver;
 pub mod experiments;
 pub mod fidelity;
 pub mod fillfactor_compression;

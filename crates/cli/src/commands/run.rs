@@ -4,8 +4,8 @@
 //! report.
 
 use crate::bench::{
-    apply_fillfactor, parse_shard, resolve_spec, run_specs, run_specs_sharded, CommonArgs,
-    RunSpec, Shard,
+    apply_fillfactor, parse_shard, resolve_spec, run_specs, run_specs_sharded, CommonArgs, RunSpec,
+    Shard,
 };
 use crate::export::write_report;
 use crate::UsageError;

@@ -7,7 +7,7 @@ use super::{InnodbEngine, PostgresEngine};
 use crate::access::{AmOpen, EngineCounters, GcReport, Recovering, TableId, TableRelations};
 use crate::catalog::{Row, TableDef, Value};
 use crate::clustered::{ClusteredAm, PurgeConfig};
-use crate::design::{DesignConfig, TableLayout, VersionStorage};
+use crate::design::{DesignConfig, SystemVersioning, TableLayout, VersionStorage};
 use crate::error::{Error, Result};
 use crate::heap::{HeapAm, TableStats, VacuumConfig};
 use crate::mvcc::Isolation;
@@ -89,9 +89,17 @@ pub struct Database {
     recovery: recovery::RecoveryReport,
 }
 
-/// The catalog's name for a design's table layout and version storage, as `Heap/AppendO2n`.
+/// The catalog's name for a design's table layout and version storage, as `Heap/AppendO2n`
+/// (with `/Timestamp/SameIndex` appended when tables are system-versioned).
 fn layout_name(d: &DesignConfig) -> String {
-    format!("{:?}/{:?}", d.table_layout, d.version_storage)
+    let mut s = format!("{:?}/{:?}", d.table_layout, d.version_storage);
+    if d.system_versioning != SystemVersioning::Off {
+        s.push_str(&format!(
+            "/{:?}/{:?}",
+            d.system_versioning, d.history_storage
+        ));
+    }
+    s
 }
 
 impl Database {
@@ -101,6 +109,9 @@ impl Database {
     /// switches (naming them); storage errors.
     pub fn open(cfg: DatabaseConfig) -> Result<Database> {
         cfg.design.validate()?;
+        let versioned = (cfg.design.system_versioning != SystemVersioning::Off)
+            .then_some(cfg.design.history_storage);
+        let by_trx_id = cfg.design.system_versioning == SystemVersioning::TrxId;
         let mut storage_cfg = cfg.storage.clone();
         fix_design_fields(&mut storage_cfg, &cfg.design);
         let storage = Arc::new(Storage::open_for_recovery(storage_cfg)?);
@@ -129,10 +140,16 @@ impl Database {
         };
         let engine: Box<dyn Engine> = match (cfg.design.table_layout, cfg.design.version_storage) {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {
-                Box::new(PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?))
+                Box::new(
+                    PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?)
+                        .with_system_versioning(versioned, by_trx_id),
+                )
             }
             (TableLayout::Clustered, VersionStorage::UndoDelta) => {
-                Box::new(InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?))
+                Box::new(
+                    InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?)
+                        .with_system_versioning(versioned, by_trx_id),
+                )
             }
             (layout, vs) => {
                 return Err(Error::InvalidConfig(format!(
@@ -150,8 +167,13 @@ impl Database {
             let _c = crate::stats::enter(crate::stats::Cause::Recovery);
             redone.report.splits_finished += db.engine.finish_incomplete_splits()?;
         }
-        if fresh {
-            // The design-wide relations (the undo log) are in the catalog from the start.
+        let registry_created = {
+            let _c = crate::stats::enter(crate::stats::Cause::Ddl);
+            db.engine.ensure_transaction_registry()?
+        };
+        if fresh || registry_created {
+            // The design-wide relations (the undo log, the transaction registry) are in the
+            // catalog from the start.
             db.log_catalog()?;
         } else if redone.report.records_replayed > 1 {
             // More than the shutdown checkpoint's record: the database had crashed.

@@ -7,6 +7,10 @@
 //! # Locking
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
+use super::versioning::{
+    history_relation_name, system_time_now_us, transaction_registry_def, versioned_def, Period,
+    SystemTime, Versioned, TRANSACTION_REGISTRY,
+};
 use crate::access::TableStats;
 use crate::access::{
     Assign, CatalogSnapshot, Catalogued, EngineCounters, GcReport, Statement, TableAccessMethod,
@@ -14,6 +18,7 @@ use crate::access::{
 };
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, TableDef, Value};
+use crate::design::HistoryStorage;
 use crate::error::Result;
 use crate::mvcc::Isolation;
 use crate::stats::{enter, Cause};
@@ -41,6 +46,30 @@ pub trait EngineTxn: Send {
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool>;
     /// Deletes the row with a primary key; false if none.
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool>;
+    /// Rows of a system-versioned table by declared primary key, `FOR SYSTEM_TIME when`.
+    fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>>;
+    /// Rows of a system-versioned table by secondary index key, `FOR SYSTEM_TIME when`.
+    fn get_by_index_system_time(
+        &mut self,
+        t: TableId,
+        index: usize,
+        key: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>>;
+    /// Rows of a system-versioned table by declared primary-key range, `FOR SYSTEM_TIME
+    /// when`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_system_time(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>>;
+    /// `DELETE HISTORY FROM t BEFORE SYSTEM_TIME before`; returns the rows removed.
+    fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64>;
     /// Commits.
     fn commit(&mut self) -> Result<()>;
     /// Rolls back.
@@ -86,18 +115,43 @@ pub trait Engine: Send + Sync {
     /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many. Recovery
     /// calls it after redo, before the tables are used.
     fn finish_incomplete_splits(&self) -> Result<u64>;
+    /// Creates `transaction_registry` when tables are versioned by transaction id and it
+    /// does not exist yet; true when it was created (the catalog must then be logged).
+    fn ensure_transaction_registry(&self) -> Result<bool>;
 }
 
 /// A design: its access method behind the [`Engine`] trait. Dropping it stops the access
 /// method's background threads.
 pub struct DesignEngine<A: TableAccessMethod> {
     am: Arc<A>,
+    /// Tables are created system-versioned (design switch `system_versioning`), with their
+    /// history where `history_storage` says; `None`: plain tables.
+    versioning: Option<HistoryStorage>,
+    /// Versioned by transaction id (`system_versioning=trx_id`).
+    by_trx_id: bool,
 }
 
 impl<A: TableAccessMethod> DesignEngine<A> {
     /// The engine over `am` (whose background threads are already started).
     pub fn new(am: Arc<A>) -> Self {
-        DesignEngine { am }
+        DesignEngine {
+            am,
+            versioning: None,
+            by_trx_id: false,
+        }
+    }
+
+    /// The engine with every table created system-versioned ([`super::versioning`]), its
+    /// history kept as `history` says (`None`: plain tables), its period in transaction ids
+    /// when `by_trx_id`.
+    pub fn with_system_versioning(
+        mut self,
+        history: Option<HistoryStorage>,
+        by_trx_id: bool,
+    ) -> Self {
+        self.versioning = history;
+        self.by_trx_id = by_trx_id && history.is_some();
+        self
     }
 
     /// The access method (for tests and tools).
@@ -117,6 +171,26 @@ impl<A: TableAccessMethod> DesignEngine<A> {
 
 impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     fn create_table(&self, def: TableDef) -> Result<TableId> {
+        let Some(hs) = self.versioning else {
+            return self
+                .am
+                .tables()
+                .create(def, |id, def| self.am.create_table(id, def));
+        };
+        let def = versioned_def(def, self.by_trx_id)?;
+        if let Some(name) = history_relation_name(hs, &def.name) {
+            // The history partition or table: the same columns and keys, a relation of
+            // its own (MariaDB ha_partition's history partition; the periods extension's
+            // CREATE TABLE ... _history).
+            let mut hist = def.clone();
+            hist.name = name;
+            for ix in &mut hist.indexes {
+                ix.name = format!("{}_h", ix.name);
+            }
+            self.am
+                .tables()
+                .create(hist, |id, def| self.am.create_table(id, def))?;
+        }
         self.am
             .tables()
             .create(def, |id, def| self.am.create_table(id, def))
@@ -144,6 +218,8 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             am: self.am.clone(),
             state: A::TxnState::default(),
             cid: 0,
+            versioning: self.versioning,
+            trt_begin_us: None,
         })
     }
 
@@ -190,6 +266,18 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     fn finish_incomplete_splits(&self) -> Result<u64> {
         self.am.tables().finish_incomplete_splits()
     }
+
+    fn ensure_transaction_registry(&self) -> Result<bool> {
+        if !self.by_trx_id || self.am.tables().id_of(TRANSACTION_REGISTRY).is_ok() {
+            return Ok(false);
+        }
+        self.am
+            .tables()
+            .create(transaction_registry_def(), |id, def| {
+                self.am.create_table(id, def)
+            })?;
+        Ok(true)
+    }
 }
 
 impl<A: TableAccessMethod> Drop for DesignEngine<A> {
@@ -205,6 +293,20 @@ struct DesignTxn<A: TableAccessMethod> {
     state: A::TxnState,
     /// Command ids handed out (PostgreSQL's `currentCommandId`).
     cid: u32,
+    /// Tables are system-versioned ([`super::versioning`]), with history where it says.
+    versioning: Option<HistoryStorage>,
+    /// Set at the first change of a table versioned by transaction id (the begin_timestamp
+    /// of its transaction_registry row): the commit then writes that row.
+    trt_begin_us: Option<i64>,
+}
+
+/// The error of a `FOR SYSTEM_TIME` read or `DELETE HISTORY` on a plain table (MariaDB
+/// ER_VERS_NOT_VERSIONED, "Table `t` is not system-versioned").
+fn not_versioned<T: Catalogued>(tb: &T) -> crate::error::Error {
+    crate::error::Error::Catalog(format!(
+        "table {} is not system-versioned (design switch system_versioning=off)",
+        tb.def().name
+    ))
 }
 
 impl<A: TableAccessMethod> DesignTxn<A> {
@@ -237,11 +339,87 @@ impl<A: TableAccessMethod> DesignTxn<A> {
         r
     }
 
+    /// [`DesignTxn::stmt`] with the table's system-versioning view: `Some` when the engine
+    /// versions tables and the table has a period, with its separate history relation
+    /// (`history_storage` partition or history_table) when there is one.
+    fn vstmt<T>(
+        &mut self,
+        cause: Cause,
+        t: TableId,
+        writes: bool,
+        f: impl FnOnce(
+            &A::Table,
+            Option<&Versioned<'_, A::Table>>,
+            &Statement<'_>,
+            &mut A::TxnState,
+        ) -> Result<T>,
+    ) -> Result<T> {
+        let vs = self.versioning;
+        let am = self.am.clone();
+        let mut trx_versioned = false;
+        let r = self.stmt(cause, t, writes, |tb, st, state| {
+            let (Some(hs), Some(period)) = (vs, Period::of(tb.def())) else {
+                return f(tb, None, st, state);
+            };
+            trx_versioned = period.by_trx_id();
+            let registry = if trx_versioned {
+                Some(am.tables().get(am.tables().id_of(TRANSACTION_REGISTRY)?)?)
+            } else {
+                None
+            };
+            let history = match history_relation_name(hs, &tb.def().name) {
+                Some(name) => match am.tables().id_of(&name) {
+                    Ok(id) => Some(am.tables().get(id)?),
+                    Err(_) => None,
+                },
+                None => None,
+            };
+            let v = Versioned::new(tb, history.as_deref(), registry.as_deref(), period, st);
+            f(tb, Some(&v), st, state)
+        });
+        if r.is_ok() && writes && trx_versioned && self.trt_begin_us.is_none() {
+            self.trt_begin_us = Some(system_time_now_us());
+        }
+        r
+    }
+
+    /// The commit's `mysql.transaction_registry` row, in the committing transaction: its id,
+    /// a commit id and commit timestamp, begin timestamp and isolation level (sql/handler.cc
+    /// `TR_table::update`, which MariaDB runs from the commit of a transaction that changed
+    /// a table versioned by transaction id). The commit id is a fresh value of the
+    /// never-repeating system clock, so commit ids order as commits do, also across a
+    /// restart (InnoDB uses the transaction serialisation number `trx->no`).
+    fn write_transaction_registry(&mut self, begin_us: i64) -> Result<()> {
+        let am = self.am.clone();
+        let reg = am.tables().id_of(TRANSACTION_REGISTRY)?;
+        let iso = i8::from(self.core.isolation() != Isolation::ReadCommitted);
+        self.stmt(Cause::Commit, reg, true, |tb, st, state| {
+            let commit = system_time_now_us();
+            tb.insert(
+                st,
+                state,
+                vec![
+                    Value::BigInt(st.xid as i64),
+                    Value::BigInt(commit),
+                    Value::Timestamp(begin_us),
+                    Value::Timestamp(commit),
+                    Value::TinyInt(iso),
+                ],
+            )
+        })
+    }
+
     /// Ends the transaction under cause `commit` or `abort`: the access method's commit or
     /// rollback, then each changed table's end-of-transaction counts.
     fn end(&mut self, commit: bool) -> Result<()> {
         if self.core.is_ended() {
             return Ok(());
+        }
+        if let (true, Some(begin)) = (commit, self.trt_begin_us.take()) {
+            if let Err(e) = self.write_transaction_registry(begin) {
+                let _ = self.end(false);
+                return Err(e);
+            }
         }
         let _c = enter(if commit { Cause::Commit } else { Cause::Abort });
         let XactEnd {
@@ -260,12 +438,16 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
 impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     fn get(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| tb.get(st, pk))
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, st, _| match v {
+            Some(v) => Ok(v.get(pk, SystemTime::Current)?.pop()),
+            None => tb.get(st, pk),
+        })
     }
 
     fn get_by_index(&mut self, t: TableId, index: usize, key: &[Value]) -> Result<Vec<Row>> {
-        self.stmt(Cause::PointSelect, t, false, |tb, st, _| {
-            tb.get_by_index(st, index, key)
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, st, _| match v {
+            Some(v) => v.get_by_index(index, key, SystemTime::Current),
+            None => tb.get_by_index(st, index, key),
         })
     }
 
@@ -277,22 +459,25 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>> {
-        self.stmt(Cause::RangeScan, t, false, |tb, st, _| {
-            tb.scan(st, lo, hi, dir, limit)
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| match v {
+            Some(v) => v.scan(lo, hi, dir, limit, SystemTime::Current),
+            None => tb.scan(st, lo, hi, dir, limit),
         })
     }
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
-        self.stmt(Cause::Insert, t, true, |tb, st, state| {
-            tb.insert(st, state, row)
+        self.vstmt(Cause::Insert, t, true, |tb, v, st, state| match v {
+            Some(v) => v.insert(state, row, system_time_now_us()),
+            None => tb.insert(st, state, row),
         })?;
         self.core.count(t, 1, 0, 0);
         Ok(())
     }
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
-        let done = self.stmt(Cause::Update, t, true, |tb, st, state| {
-            tb.update(st, state, pk, set)
+        let done = self.vstmt(Cause::Update, t, true, |tb, v, st, state| match v {
+            Some(v) => v.update(state, pk, set, system_time_now_us()),
+            None => tb.update(st, state, pk, set),
         })?;
         if done {
             self.core.count(t, 0, 1, 0);
@@ -301,13 +486,57 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
     }
 
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
-        let done = self.stmt(Cause::Delete, t, true, |tb, st, state| {
-            tb.delete(st, state, pk)
+        let done = self.vstmt(Cause::Delete, t, true, |tb, v, st, state| match v {
+            Some(v) => v.delete(state, pk, system_time_now_us()),
+            None => tb.delete(st, state, pk),
         })?;
         if done {
             self.core.count(t, 0, 0, 1);
         }
         Ok(done)
+    }
+
+    fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?.get(pk, when)
+        })
+    }
+
+    fn get_by_index_system_time(
+        &mut self,
+        t: TableId,
+        index: usize,
+        key: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        self.vstmt(Cause::PointSelect, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .get_by_index(index, key, when)
+        })
+    }
+
+    fn scan_system_time(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, _, _| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .scan(lo, hi, dir, limit, when)
+        })
+    }
+
+    fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64> {
+        let n = self.vstmt(Cause::Delete, t, true, |tb, v, _, state| {
+            v.ok_or_else(|| not_versioned(tb))?
+                .delete_history(state, before)
+        })?;
+        self.core.count(t, 0, 0, n);
+        Ok(n)
     }
 
     fn commit(&mut self) -> Result<()> {

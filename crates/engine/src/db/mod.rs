@@ -11,6 +11,10 @@
 //! `get_by_index`, `range_scan`, `insert`, `update`, `delete`, `commit`, `abort`), so its
 //! I/O is attributed without the caller doing anything.
 //!
+//! With the design switch `system_versioning=timestamp`, every table is system-versioned
+//! ([`versioning`]): history rows beside the current ones, `FOR SYSTEM_TIME` reads through
+//! the `*_system_time` methods of [`Transaction`], `DELETE HISTORY`.
+//!
 //! # Locking
 //! The engine's own; `Database` adds none.
 //!
@@ -23,11 +27,13 @@
 mod database;
 mod engine;
 mod transaction;
+pub mod versioning;
 
 pub use crate::access::{Assign, EngineCounters, GcReport, TableId, TableRelations};
 pub use database::{Database, DatabaseConfig};
 pub use engine::{DesignEngine, Engine, EngineTxn};
 pub use transaction::Transaction;
+pub use versioning::{system_time_now_us, SystemTime};
 
 /// The `postgres` preset's engine: the heap access method ([`crate::heap::HeapAm`]).
 pub type PostgresEngine = DesignEngine<crate::heap::HeapAm>;

@@ -3,6 +3,7 @@
 //! call returns [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed); dropping an open transaction aborts it.
 
 use super::engine::EngineTxn;
+use super::versioning::SystemTime;
 use crate::access::{Assign, TableId};
 use crate::btree::ScanDirection;
 use crate::catalog::{Row, Value};
@@ -105,6 +106,62 @@ impl Transaction {
     /// Errors: as [`Transaction::update`].
     pub fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
         self.run(|x| x.delete(t, pk))
+    }
+
+    /// Rows of a system-versioned table with declared primary key `pk` (without `row_end`)
+    /// that `SELECT ... FOR SYSTEM_TIME when` sees, oldest first; each row ends with its
+    /// `row_start` and `row_end` ([`crate::db::versioning`]).
+    ///
+    /// Errors: [`Error::Catalog`] for a table that is not system-versioned; as
+    /// [`Transaction::get`].
+    pub fn get_system_time(
+        &mut self,
+        t: TableId,
+        pk: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        self.run(|x| x.get_system_time(t, pk, when))
+    }
+
+    /// Rows of a system-versioned table whose secondary index `index` key is `key`, `FOR
+    /// SYSTEM_TIME when`.
+    ///
+    /// Errors: as [`Transaction::get_system_time`]; [`Error::InvalidConfig`] for a read
+    /// other than the current rows through a unique index (not built yet).
+    pub fn get_by_index_system_time(
+        &mut self,
+        t: TableId,
+        index: usize,
+        key: &[Value],
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        self.run(|x| x.get_by_index_system_time(t, index, key, when))
+    }
+
+    /// Rows of a system-versioned table with declared primary key in `lo..hi`, `FOR
+    /// SYSTEM_TIME when`, in `dir` order of (key, `row_end`), at most `limit`.
+    ///
+    /// Errors: as [`Transaction::get_system_time`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn scan_system_time(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        self.run(|x| x.scan_system_time(t, lo, hi, dir, limit, when))
+    }
+
+    /// `DELETE HISTORY FROM t BEFORE SYSTEM_TIME before`: removes the history rows whose
+    /// `row_end` is before `before` (µs since 2000-01-01); returns how many.
+    ///
+    /// Errors: as [`Transaction::get_system_time`]; [`Error::Catalog`] for a table without
+    /// a primary key; as [`Transaction::delete`].
+    pub fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64> {
+        self.run(|x| x.delete_history(t, before))
     }
 
     /// Commits (the commit record is durable when this returns).

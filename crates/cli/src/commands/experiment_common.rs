@@ -1,0 +1,142 @@
+//! What every `mvcclab experiment` shares: the common flags, the measured phase (counts
+//! from before its statements to after the purge wait and checkpoint that close it), and
+//! the designs the flags name. Used by `experiments.rs` and `experiment_sysver.rs`, so that
+//! neither imports the other.
+
+use crate::bench::{
+    close, parse_report_interval, parse_shard, sampled, CounterReading, DeviceArgs, Mark,
+    PhaseDelta, Reading, Shard,
+};
+use crate::design_arg::resolve_design;
+use crate::export::OutputArgs;
+use crate::result::{PerOpIo, PhaseReport};
+use anyhow::Result;
+use clap::Args;
+use mvcclab_engine::db::{Database, TableId};
+use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_workload::driver::RunControl;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Flags every experiment takes.
+#[derive(Args, Debug, Clone)]
+pub struct ExperimentCommon {
+    /// Designs, comma-separated: presets or design files (FILE.toml).
+    #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
+    pub designs: Vec<String>,
+    /// Change a switch of every design: SWITCH=VALUE.
+    #[arg(long = "set", value_name = "SWITCH=VALUE")]
+    pub set: Vec<String>,
+    /// Seed of the random numbers.
+    #[arg(long, default_value_t = 1)]
+    pub rand_seed: u64,
+    /// Seconds per sample of each phase's time series (`phases[].timeseries`), as
+    /// sysbench's --report-interval; 0 = no time series.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_report_interval)]
+    pub report_interval: f64,
+    /// Run only grid points I, I+N, … (I from 0) of the designs × variants × bandwidths,
+    /// each into its own file in --report DIR; points already there are skipped. Join the
+    /// shards' directories with `mvcclab report --merge` (docs/experiments.md).
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// Memory and device (`--bandwidth` may list several values: one run per design and
+    /// bandwidth).
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Report format (csv: one row per design and phase) and destination.
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Waits until purge has emptied the history list (designs with purge on), at most 120 s.
+pub fn wait_for_purge(db: &Database) {
+    if db.design().garbage_collection != GarbageCollection::Purge {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while db.engine_counters().history_list_length > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Runs `f` as a measured phase on table `t`: counts from before `f` to after the purge
+/// wait and checkpoint that close it, sampled every `interval_s` seconds into the phase's
+/// time series (bench/series.rs; the samples add up to the phase's counts). `f` returns
+/// the statements it ran and counts its events in `ctl` (`completed`, `statements`).
+pub fn phase(
+    db: &Database,
+    t: TableId,
+    name: &str,
+    interval_s: f64,
+    ctl: &RunControl,
+    f: impl FnOnce() -> Result<u64>,
+) -> Result<PhaseReport> {
+    let mark = Mark::take(db, &[t])?;
+    let read = || {
+        let counters = mark.io_since(db);
+        Some(CounterReading {
+            total: counters.total(),
+            counters,
+            ..Default::default()
+        })
+    };
+    let (ops, readings, elapsed_s) = sampled(interval_s, None, ctl, None, &read, || {
+        let ops = f()?;
+        wait_for_purge(db);
+        db.storage().checkpoint()?;
+        anyhow::Ok(ops)
+    });
+    let ops = ops?;
+    let last = Reading {
+        at_s: elapsed_s,
+        transactions: ctl.completed.load(Ordering::Relaxed),
+        statements: ctl.statements.load(Ordering::Relaxed),
+        latency: ctl.take_interval_latency(),
+        counters: CounterReading::default(),
+    };
+    let PhaseDelta {
+        storage: d,
+        tables,
+        engine: undo,
+        pages,
+        ..
+    } = mark.since(db, &[t])?;
+    let total = d.counters.total();
+    let timeseries = if interval_s > 0.0 {
+        let mut last = last;
+        last.counters.total = total;
+        last.counters.counters = d.counters.clone();
+        close(name, readings, last, &|_| false)
+    } else {
+        Vec::new()
+    };
+    Ok(PhaseReport {
+        name: name.to_string(),
+        ops,
+        elapsed_s,
+        per_op: PerOpIo::of(&total, ops),
+        per_op_by_cause: d
+            .counters
+            .by_cause
+            .iter()
+            .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
+            .collect(),
+        versions_traversed_per_op: tables.versions_traversed as f64 / ops.max(1) as f64,
+        total,
+        by_cause: d.counters.by_cause,
+        tables,
+        undo,
+        pages,
+        timeseries,
+    })
+}
+
+/// The designs `--designs` names, with `--set` applied.
+///
+/// Errors: an unknown preset, a bad design file or switch.
+pub fn designs_of(c: &ExperimentCommon) -> Result<Vec<DesignConfig>> {
+    c.designs
+        .iter()
+        .map(|d| resolve_design(d, &c.set))
+        .collect()
+}

@@ -1,0 +1,104 @@
+//! `mvcclab experiment system_versioning`, small: the phases of each iteration, the
+//! history rows' cost in versions examined by range selects, and the refusals.
+
+use std::process::Command;
+
+fn mvcclab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(args)
+        .output()
+        .expect("run mvcclab")
+}
+
+#[test]
+fn versioned_range_selects_step_over_history_and_partitions_keep_it_apart() {
+    let out = mvcclab(&[
+        "experiment",
+        "system_versioning",
+        "--rows",
+        "300",
+        "--iterations",
+        "2",
+        "--selects",
+        "40",
+        "--designs",
+        "innodb",
+        "--variants",
+        "plain,timestamp,trx_id,partition",
+        "--no-small-pool",
+        "--report-interval",
+        "0",
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: mvcclab::result::ExperimentReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r.experiment, "system_versioning");
+    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "innodb/plain/big_pool",
+            "innodb/timestamp/big_pool",
+            "innodb/trx_id/big_pool",
+            "innodb/partition/big_pool"
+        ]
+    );
+    let versions = |run: usize, phase: &str| -> f64 {
+        r.runs[run]
+            .phases
+            .iter()
+            .find(|p| p.name == phase)
+            .unwrap_or_else(|| panic!("{phase}"))
+            .versions_traversed_per_op
+    };
+    for run in &r.runs {
+        assert_eq!(run.phases.len(), 2 * 10, "{}", run.design.name);
+        let del = run
+            .phases
+            .iter()
+            .find(|p| p.name == "i2_delete_all")
+            .unwrap();
+        assert_eq!(
+            del.ops, 300,
+            "{}: every current row deleted",
+            run.design.name
+        );
+    }
+    // In the second iteration a range of 100 current ids passes its history rows too in the
+    // unpartitioned versioned tables, not in the plain or partitioned one.
+    let plain = versions(0, "i2_range_select_first");
+    assert!(versions(1, "i2_range_select_first") > 1.5 * plain);
+    assert!(versions(2, "i2_range_select_first") > 1.5 * plain);
+    assert!(versions(3, "i2_range_select_first") < 1.1 * plain);
+}
+
+#[test]
+fn bad_sizes_and_variants_are_usage_errors() {
+    for args in [
+        &["--variants", "bitemporal"][..],
+        &["--size", "huge"][..],
+        &["--rows", "5"][..],
+    ] {
+        let mut a = vec![
+            "experiment",
+            "system_versioning",
+            "--designs",
+            "innodb",
+            "--quiet",
+        ];
+        a.extend_from_slice(args);
+        let out = mvcclab(&a);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

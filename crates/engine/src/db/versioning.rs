@@ -1,0 +1,792 @@
+//! System-versioned tables (SQL:2011 `WITH SYSTEM VERSIONING`), as MariaDB 10.11 builds
+//! them above the storage engine, written once over the table access method traits so that
+//! both designs keep history in the table itself (`history_storage=same_index`).
+//!
+//! What is modelled, and from where:
+//! - The table gets two columns, `row_start` and `row_end` TIMESTAMP(6) NOT NULL, after
+//!   the declared ones (MariaDB's implicit system fields, sql/handler.cc
+//!   `Vers_parse_info::fix_implicit`), and `row_end` is appended to the primary key and to
+//!   every unique index (sql/handler.cc `Vers_parse_info::check_sys_fields` /
+//!   `add_versioning_info`: "Adding ROW END to every unique key"), so that a key's current
+//!   row (`row_end` = [`ROW_END_MAX_US`], '2038-01-19 03:14:07.999999') and its history
+//!   rows never collide.
+//! - INSERT stores `row_start` = the statement's time, `row_end` = max
+//!   (sql/table.cc `TABLE::vers_update_fields`).
+//! - UPDATE changes the current row in place with `row_start` = the statement's time, then
+//!   writes the old row with `row_end` = the statement's time as a new history row — unless
+//!   its `row_start` is not before that time (sql/sql_update.cc `mysql_update` →
+//!   sql/sql_insert.cc `vers_insert_history_row`, whose `row_start >= row_end` check skips
+//!   it).
+//! - DELETE of a current row is an update of its `row_end` to the statement's time
+//!   (sql/sql_delete.cc `TABLE::delete_row`: `vers_update_end` then `ha_update_row`);
+//!   because `row_end` is in the primary key, InnoDB runs that update as delete-mark plus
+//!   insert of the new clustered record (row0upd.cc `row_upd_clust_rec_by_insert`), which is
+//!   what this module does through the traits (delete, then insert of the history row).
+//!   DELETE of a history row removes it (the same function's `ha_delete_row` branch);
+//!   `DELETE HISTORY BEFORE t` removes the history rows with `row_end < t` (sql/sql_select.cc
+//!   `vers_setup_conds`, `SYSTEM_TIME_BEFORE`).
+//! - Reads: a current read sees rows with `row_end` = max; `FOR SYSTEM_TIME AS OF t` rows
+//!   with `row_start <= t < row_end`; `BETWEEN t1 AND t2` with `row_start <= t2` and
+//!   `row_end > t1`; `FROM t1 TO t2` with `row_start < t2` and `row_end > t1`; `ALL` every
+//!   row (sql/sql_select.cc `vers_setup_conds`). Every version the read passes is a version
+//!   examined: range reads of the current rows step over the history rows between them,
+//!   the cost seed 003 saw grow with history.
+//!
+//! Times are microseconds since 2000-01-01 (the unit of [`Value::Timestamp`]) from one
+//! process-wide clock that never repeats a value ([`system_time_now_us`]): a statement
+//! takes one time for all its rows, as MariaDB's `thd->query_start()`; like MariaDB's
+//! timestamp versioning, that is the statement's time, not its transaction's commit time.
+//!
+//! History elsewhere (`history_storage`): `partition` keeps history rows in a second relation
+//! with the same columns and keys (MariaDB `PARTITION BY SYSTEM_TIME`: the current
+//! partition and a history partition, each with its own indexes; ha_partition routes a row
+//! by `row_end`), `history_table` the same in a separate table (PostgreSQL's periods
+//! extension: `periods.add_system_versioning` creates `t_history`, filled by its
+//! `write_history` trigger on UPDATE and DELETE). Then an UPDATE's history row and a
+//! DELETE's row go there, current reads never see history, and reads `FOR SYSTEM_TIME`
+//! read both relations.
+//!
+//! Versioning by transaction id (`system_versioning=trx_id`, MariaDB `VERS_TRX_ID`):
+//! `row_start`/`row_end` are BIGINT transaction ids (the writer's xid; a current row's
+//! `row_end` is [`TRX_ID_MAX`]), and every transaction that changed such a table writes its
+//! row of `transaction_registry` ([`transaction_registry_def`]) as it commits. A read `FOR
+//! SYSTEM_TIME AS OF TIMESTAMP t` finds the last commit at or before `t` there and sees the
+//! rows whose inserting transaction committed by then and whose ending one did not
+//! ([`Versioned`]'s `sees`), looking up each version's transactions in the registry.
+//!
+//! Not modelled yet: rotation of several history partitions (`INTERVAL`/`LIMIT`) and
+//! dropping one; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
+//! it); `AS OF TRANSACTION n`. An UPDATE or DELETE writes as its history row the version
+//! its statement's snapshot read, which is the newest one unless a concurrent writer
+//! changed the row meanwhile; begin_timestamp is taken at the transaction's first change
+//! of a versioned table, not at its start.
+
+use crate::access::{Assign, Statement, TableRead, TableWrite};
+use crate::btree::ScanDirection;
+use crate::catalog::{
+    Column, ColumnType, Row, TableDef, Value, MARIADB_TIMESTAMP_MAX_UNIX_SECS,
+    MARIADB_TIMESTAMP_MIN_UNIX_SECS, PG_EPOCH_UNIX_SECS, USECS_PER_SEC,
+};
+use crate::design::HistoryStorage;
+use crate::error::{Error, Result};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Name of the period's start column (MariaDB's implicit `row_start`).
+pub const ROW_START: &str = "row_start";
+/// Name of the period's end column (MariaDB's implicit `row_end`).
+pub const ROW_END: &str = "row_end";
+/// `row_end` of a current row: '2038-01-19 03:14:07.999999' UTC, MariaDB 10.11's largest
+/// TIMESTAMP(6) (`TIMESTAMP_MAX_VALUE` with `TIME_MAX_SECOND_PART`), in microseconds since
+/// 2000-01-01.
+pub const ROW_END_MAX_US: i64 =
+    (MARIADB_TIMESTAMP_MAX_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC + 999_999;
+/// `row_end` of a current row of a table versioned by transaction id (MariaDB stores
+/// `ULONGLONG_MAX` in a BIGINT UNSIGNED; mvcclab's BIGINT is signed, so its largest value).
+pub const TRX_ID_MAX: i64 = i64::MAX;
+/// The name of the transaction registry (MariaDB `mysql.transaction_registry`).
+pub const TRANSACTION_REGISTRY: &str = "transaction_registry";
+
+/// `mysql.transaction_registry` (MariaDB 10.11 scripts/mysql_system_tables.sql):
+/// `transaction_id` BIGINT PRIMARY KEY, `commit_id` BIGINT UNIQUE, `begin_timestamp` and
+/// `commit_timestamp` TIMESTAMP(6) (indexed, the latter with `transaction_id`),
+/// `isolation_level` (an ENUM there; here TINYINT 0 read committed, 1 repeatable read).
+pub fn transaction_registry_def() -> TableDef {
+    use crate::catalog::IndexDef;
+    TableDef {
+        name: TRANSACTION_REGISTRY.into(),
+        columns: vec![
+            Column::not_null("transaction_id", ColumnType::BigInt),
+            Column::not_null("commit_id", ColumnType::BigInt),
+            Column::not_null("begin_timestamp", ColumnType::Timestamp6),
+            Column::not_null("commit_timestamp", ColumnType::Timestamp6),
+            Column::not_null("isolation_level", ColumnType::TinyInt),
+        ],
+        primary_key: vec![0],
+        indexes: vec![
+            IndexDef {
+                name: "commit_id".into(),
+                columns: vec![1],
+                unique: true,
+            },
+            IndexDef {
+                name: "begin_timestamp".into(),
+                columns: vec![2],
+                unique: false,
+            },
+            IndexDef {
+                name: "commit_timestamp".into(),
+                columns: vec![3, 0],
+                unique: false,
+            },
+        ],
+        foreign_keys: Vec::new(),
+    }
+}
+
+/// The smallest TIMESTAMP(6), '1970-01-01 00:00:01' UTC (a key bound below every `row_end`).
+const ROW_END_MIN_US: i64 = (MARIADB_TIMESTAMP_MIN_UNIX_SECS - PG_EPOCH_UNIX_SECS) * USECS_PER_SEC;
+
+/// Which rows of a system-versioned table a read sees (SQL:2011 `FOR SYSTEM_TIME`), with
+/// times in microseconds since 2000-01-01.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemTime {
+    /// The current rows (no `FOR SYSTEM_TIME` clause).
+    Current,
+    /// `AS OF t`: `row_start <= t < row_end`.
+    AsOf(i64),
+    /// `BETWEEN t1 AND t2`: `row_start <= t2` and `row_end > t1`.
+    Between(i64, i64),
+    /// `FROM t1 TO t2`: `row_start < t2` and `row_end > t1`.
+    FromTo(i64, i64),
+    /// `ALL`: every row, current and history.
+    All,
+}
+
+impl SystemTime {
+    /// Whether a row with period `[start, end)` is seen.
+    pub fn sees(self, start: i64, end: i64) -> bool {
+        match self {
+            SystemTime::Current => end == ROW_END_MAX_US,
+            SystemTime::AsOf(t) => start <= t && end > t,
+            SystemTime::Between(a, b) => start <= b && end > a,
+            SystemTime::FromTo(a, b) => start < b && end > a,
+            SystemTime::All => true,
+        }
+    }
+}
+
+static CLOCK_US: AtomicI64 = AtomicI64::new(0);
+
+/// The next system time: the wall clock in microseconds since 2000-01-01, but always larger
+/// than every value returned before in this process (so statements and the times a test
+/// takes between them are strictly ordered, as MariaDB's statement times are in practice).
+pub fn system_time_now_us() -> i64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+        - PG_EPOCH_UNIX_SECS * USECS_PER_SEC;
+    let mut prev = CLOCK_US.load(Ordering::Relaxed);
+    loop {
+        let next = wall.max(prev + 1);
+        match CLOCK_US.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return next,
+            Err(p) => prev = p,
+        }
+    }
+}
+
+/// The definition of `def` made system-versioned: `row_start` and `row_end` NOT NULL
+/// appended (TIMESTAMP(6), or BIGINT transaction ids for `trx_id`), `row_end` appended to
+/// the primary key (if any) and to every unique index.
+///
+/// Errors: [`Error::Catalog`] when `def` already has a column named `row_start` or
+/// `row_end` (MariaDB: "Duplicate column name").
+pub fn versioned_def(mut def: TableDef, by_trx_id: bool) -> Result<TableDef> {
+    let ty = if by_trx_id {
+        ColumnType::BigInt
+    } else {
+        ColumnType::Timestamp6
+    };
+    for name in [ROW_START, ROW_END] {
+        if def
+            .columns
+            .iter()
+            .any(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            return Err(Error::Catalog(format!(
+                "table {}: column {name} is the system-versioning period's own column; \
+                 rename the declared one",
+                def.name
+            )));
+        }
+    }
+    let end = def.columns.len() + 1;
+    def.columns.push(Column::not_null(ROW_START, ty));
+    def.columns.push(Column::not_null(ROW_END, ty));
+    if !def.primary_key.is_empty() {
+        def.primary_key.push(end);
+    }
+    for ix in def.indexes.iter_mut().filter(|ix| ix.unique) {
+        ix.columns.push(end);
+    }
+    Ok(def)
+}
+
+/// The period of a system-versioned table's definition ([`versioned_def`]'s shape).
+#[derive(Clone, Copy, Debug)]
+pub struct Period {
+    /// Position of `row_start`.
+    start: usize,
+    /// Position of `row_end`.
+    end: usize,
+    /// Versioned by transaction id (BIGINT columns) rather than by timestamp.
+    trx: bool,
+}
+
+impl Period {
+    /// The period of `def`, if it has [`versioned_def`]'s shape (the last two columns
+    /// `row_start`, `row_end`, both TIMESTAMP(6) or both BIGINT).
+    pub fn of(def: &TableDef) -> Option<Period> {
+        let n = def.columns.len();
+        if n < 3 {
+            return None;
+        }
+        let (s, e) = (&def.columns[n - 2], &def.columns[n - 1]);
+        (s.name == ROW_START
+            && e.name == ROW_END
+            && s.ty == e.ty
+            && matches!(s.ty, ColumnType::Timestamp6 | ColumnType::BigInt))
+        .then_some(Period {
+            start: n - 2,
+            end: n - 1,
+            trx: s.ty == ColumnType::BigInt,
+        })
+    }
+
+    /// Whether the period holds transaction ids.
+    pub fn by_trx_id(&self) -> bool {
+        self.trx
+    }
+
+    /// `row_end` of a current row.
+    fn max(&self) -> i64 {
+        if self.trx {
+            TRX_ID_MAX
+        } else {
+            ROW_END_MAX_US
+        }
+    }
+
+    /// A key bound below every `row_end`.
+    fn min(&self) -> i64 {
+        if self.trx {
+            i64::MIN
+        } else {
+            ROW_END_MIN_US
+        }
+    }
+
+    /// A period value.
+    fn value(&self, v: i64) -> Value {
+        if self.trx {
+            Value::BigInt(v)
+        } else {
+            Value::Timestamp(v)
+        }
+    }
+
+    fn times(&self, row: &Row) -> Result<(i64, i64)> {
+        match (&row[self.start], &row[self.end]) {
+            (Value::Timestamp(s), Value::Timestamp(e)) | (Value::BigInt(s), Value::BigInt(e)) => {
+                Ok((*s, *e))
+            }
+            _ => Err(Error::corrupted("system-versioned row without its period")),
+        }
+    }
+
+    fn user_pk<'a>(&self, def: &TableDef, pk: &'a [Value]) -> Result<&'a [Value]> {
+        def.require_primary_key("a lookup by primary key")?;
+        if pk.len() + 1 != def.primary_key.len() {
+            return Err(Error::InvalidValue(format!(
+                "table {}: primary key of {} columns given {} values (row_end is added by \
+                 system versioning; give the declared key)",
+                def.name,
+                def.primary_key.len() - 1,
+                pk.len()
+            )));
+        }
+        Ok(pk)
+    }
+
+    fn with_end(&self, pk: &[Value], end: i64) -> Vec<Value> {
+        let mut k = pk.to_vec();
+        k.push(self.value(end));
+        k
+    }
+}
+
+/// The name of the relation that holds `table`'s history under `storage`: `None` for
+/// `same_index`; `{table}#p_hist` for a history partition (MariaDB names a partition's
+/// relation `t#P#p`); `{table}_history` for a history table (the periods extension's
+/// default name).
+pub fn history_relation_name(storage: HistoryStorage, table: &str) -> Option<String> {
+    match storage {
+        HistoryStorage::SameIndex => None,
+        HistoryStorage::Partition => Some(format!("{table}#p_hist")),
+        HistoryStorage::HistoryTable => Some(format!("{table}_history")),
+    }
+}
+
+/// Where the system-versioned row operations run: a design's table, its separate history
+/// relation if any, and the statement.
+pub struct Versioned<'a, T> {
+    /// The table (with the current rows, and the history rows when `history` is `None`).
+    pub table: &'a T,
+    /// The history partition or history table (`history_storage` partition or
+    /// history_table): history rows go there, current reads never look at it, reads `FOR
+    /// SYSTEM_TIME` read both and merge them in key order.
+    pub history: Option<&'a T>,
+    /// `mysql.transaction_registry`, for a table versioned by transaction id.
+    pub registry: Option<&'a T>,
+    /// Its period.
+    pub period: Period,
+    /// The statement.
+    pub st: &'a Statement<'a>,
+    /// Registry lookups of this statement (trx_id versioning).
+    cache: RefCell<TrxCache>,
+}
+
+/// What a statement looked up in the transaction registry: commit id and commit time by
+/// transaction id, and the last commit id at or before a time.
+#[derive(Default)]
+struct TrxCache {
+    commits: HashMap<i64, Option<(i64, i64)>>,
+    commit_at: HashMap<(i64, bool), Option<i64>>,
+}
+
+impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T> {
+    /// The view of `table` (with its `period`) for statement `st`, its history relation
+    /// and the transaction registry when there are.
+    pub fn new(
+        table: &'a T,
+        history: Option<&'a T>,
+        registry: Option<&'a T>,
+        period: Period,
+        st: &'a Statement<'a>,
+    ) -> Self {
+        Versioned {
+            table,
+            history,
+            registry,
+            period,
+            st,
+            cache: RefCell::default(),
+        }
+    }
+
+    fn def(&self) -> &TableDef {
+        self.table.def()
+    }
+
+    /// The statement's period value: `now` (µs) for a timestamp period, the transaction's
+    /// id for a trx_id period (InnoDB stores `trx->id` in row_start and in a history row's
+    /// row_end; row0ins.cc / row0upd.cc with `vers_make_update`).
+    fn stamp(&self, now: i64) -> i64 {
+        if self.period.trx {
+            self.st.xid as i64
+        } else {
+            now
+        }
+    }
+
+    /// The registry row of transaction `trx`: (commit_id, commit_timestamp); `None` when
+    /// it has not committed (as the statement sees the registry).
+    fn commit_of(&self, trx: i64) -> Result<Option<(i64, i64)>> {
+        if let Some(c) = self.cache.borrow().commits.get(&trx) {
+            return Ok(*c);
+        }
+        let reg = self.registry()?;
+        let c = match reg.get(self.st, &[Value::BigInt(trx)])? {
+            Some(r) => match (&r[1], &r[3]) {
+                (Value::BigInt(c), Value::Timestamp(t)) => Some((*c, *t)),
+                _ => {
+                    return Err(Error::corrupted(
+                        "transaction_registry row of another shape",
+                    ))
+                }
+            },
+            None => None,
+        };
+        self.cache.borrow_mut().commits.insert(trx, c);
+        Ok(c)
+    }
+
+    /// The largest commit_id whose commit_timestamp is at or before `t` (before `t` when
+    /// `strict`): what `FOR SYSTEM_TIME AS OF TIMESTAMP t` means on a trx_id-versioned table
+    /// (sql/handler.cc `TR_table::query`). Reads the whole registry (mvcclab's trait has no
+    /// secondary-index range read; MariaDB uses its commit_timestamp index).
+    fn commit_at(&self, t: i64, strict: bool) -> Result<Option<i64>> {
+        if let Some(c) = self.cache.borrow().commit_at.get(&(t, strict)) {
+            return Ok(*c);
+        }
+        let reg = self.registry()?;
+        let mut best = None;
+        for r in reg.scan(
+            self.st,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )? {
+            if let (Value::BigInt(c), Value::Timestamp(ts)) = (&r[1], &r[3]) {
+                if (*ts < t || (!strict && *ts == t)) && best.is_none_or(|b| *c > b) {
+                    best = Some(*c);
+                }
+            }
+        }
+        self.cache.borrow_mut().commit_at.insert((t, strict), best);
+        Ok(best)
+    }
+
+    fn registry(&self) -> Result<&'a T> {
+        self.registry.ok_or_else(|| {
+            Error::Catalog(format!(
+                "table {} is versioned by transaction id but {TRANSACTION_REGISTRY} is missing",
+                self.def().name
+            ))
+        })
+    }
+
+    /// Whether `FOR SYSTEM_TIME when` sees a row with period values `start`, `end`. For a
+    /// trx_id period the times go through the registry: a row is seen as of commit C when
+    /// its inserting transaction committed at or before C and its ending one did not
+    /// (sql/sql_select.cc `vers_setup_conds` with `TRT_TRX_SEES`).
+    fn sees(&self, when: SystemTime, start: i64, end: i64) -> Result<bool> {
+        if !self.period.trx {
+            return Ok(when.sees(start, end));
+        }
+        let (lo, hi) = match when {
+            SystemTime::Current => return Ok(end == TRX_ID_MAX),
+            SystemTime::All => return Ok(true),
+            SystemTime::AsOf(t) => {
+                let c = self.commit_at(t, false)?;
+                (c, c)
+            }
+            SystemTime::Between(a, b) => (self.commit_at(a, false)?, self.commit_at(b, false)?),
+            SystemTime::FromTo(a, b) => (self.commit_at(a, false)?, self.commit_at(b, true)?),
+        };
+        let Some(hi) = hi else { return Ok(false) };
+        let started = matches!(self.commit_of(start)?, Some((c, _)) if c <= hi);
+        let ended = end != TRX_ID_MAX
+            && match (self.commit_of(end)?, lo) {
+                (Some((c, _)), Some(lo)) => c <= lo,
+                _ => false,
+            };
+        Ok(started && !ended)
+    }
+
+    /// Whether a history row's `row_end` is before `before` (µs): directly for a timestamp
+    /// period, through the ending transaction's commit_timestamp for a trx_id one.
+    fn ended_before(&self, end: i64, before: i64) -> Result<bool> {
+        if !self.period.trx {
+            return Ok(end < before);
+        }
+        Ok(matches!(self.commit_of(end)?, Some((_, t)) if t < before))
+    }
+
+    /// INSERT: the declared columns, with `row_start` = `now`, `row_end` = max.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a row that is not the declared columns; as
+    /// [`TableWrite::insert`] (a current row with the same key: duplicate key).
+    pub fn insert(&self, state: &mut T::TxnState, mut row: Row, now: i64) -> Result<()> {
+        if row.len() != self.period.start {
+            return Err(Error::InvalidValue(format!(
+                "table {}: a row of {} values for {} declared columns (row_start and row_end \
+                 are GENERATED ALWAYS by system versioning)",
+                self.def().name,
+                row.len(),
+                self.period.start
+            )));
+        }
+        let now = self.stamp(now);
+        row.push(self.period.value(now));
+        row.push(self.period.value(self.period.max()));
+        self.table.insert(self.st, state, row)
+    }
+
+    fn check_set(&self, set: &[Assign]) -> Result<()> {
+        for a in set {
+            let (Assign::Set(c, _) | Assign::Add(c, _) | Assign::AddDecimal(c, _)) = a;
+            if *c >= self.period.start {
+                return Err(Error::InvalidValue(format!(
+                    "table {}: column #{c} is a system-versioning period column (GENERATED \
+                     ALWAYS), which an UPDATE cannot set",
+                    self.def().name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// UPDATE of the current row with declared key `pk`: the row changed in place with
+    /// `row_start` = `now`, and the version read written back as a history row with
+    /// `row_end` = `now` (`vers_insert_history_row`). False when there is no current row.
+    ///
+    /// Errors: [`Error::InvalidValue`] for a set of a period column or a key of the wrong
+    /// shape; as [`TableWrite::update`] and [`TableWrite::insert`].
+    pub fn update(
+        &self,
+        state: &mut T::TxnState,
+        pk: &[Value],
+        set: &[Assign],
+        now: i64,
+    ) -> Result<bool> {
+        self.check_set(set)?;
+        let key = self
+            .period
+            .with_end(self.period.user_pk(self.def(), pk)?, self.period.max());
+        let Some(old) = self.table.get(self.st, &key)? else {
+            return Ok(false);
+        };
+        let now = self.stamp(now);
+        let mut set = set.to_vec();
+        set.push(Assign::Set(self.period.start, self.period.value(now)));
+        if !self.table.update(self.st, state, &key, &set)? {
+            return Ok(false);
+        }
+        self.write_history(state, old, now)?;
+        Ok(true)
+    }
+
+    /// DELETE of the current row with declared key `pk`: its `row_end` set to `now`, by
+    /// delete plus insert of the history row as InnoDB runs an update of a primary-key
+    /// column (`TABLE::delete_row`, `row_upd_clust_rec_by_insert`). False when there is no
+    /// current row.
+    ///
+    /// Errors: as [`Versioned::update`].
+    pub fn delete(&self, state: &mut T::TxnState, pk: &[Value], now: i64) -> Result<bool> {
+        let key = self
+            .period
+            .with_end(self.period.user_pk(self.def(), pk)?, self.period.max());
+        let Some(old) = self.table.get(self.st, &key)? else {
+            return Ok(false);
+        };
+        if !self.table.delete(self.st, state, &key)? {
+            return Ok(false);
+        }
+        let now = self.stamp(now);
+        self.write_history(state, old, now)?;
+        Ok(true)
+    }
+
+    /// `vers_insert_history_row`: `old` with `row_end` = `now` into the history relation
+    /// (the table itself for same_index), unless its `row_start` is not before `now`.
+    fn write_history(&self, state: &mut T::TxnState, mut old: Row, now: i64) -> Result<()> {
+        let (start, _) = self.period.times(&old)?;
+        if start < now {
+            old[self.period.end] = self.period.value(now);
+            self.history
+                .unwrap_or(self.table)
+                .insert(self.st, state, old)?;
+        }
+        Ok(())
+    }
+
+    /// The relations a read `FOR SYSTEM_TIME when` looks at: the table, and the history
+    /// relation unless `when` is the current rows.
+    fn relations(&self, when: SystemTime) -> Vec<&'a T> {
+        let mut v = vec![self.table];
+        if when != SystemTime::Current {
+            v.extend(self.history);
+        }
+        v
+    }
+
+    /// The rows with declared key `pk` that `when` sees (at most one for
+    /// [`SystemTime::Current`] and [`SystemTime::AsOf`]), oldest first.
+    ///
+    /// Errors: as [`TableRead::get`].
+    pub fn get(&self, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        let pk = self.period.user_pk(self.def(), pk)?;
+        if when == SystemTime::Current {
+            let key = self.period.with_end(pk, self.period.max());
+            return Ok(self.table.get(self.st, &key)?.into_iter().collect());
+        }
+        self.scan(
+            Bound::Included(pk),
+            Bound::Included(pk),
+            ScanDirection::Forward,
+            usize::MAX,
+            when,
+        )
+    }
+
+    /// The rows whose secondary index `ix` key is `key` that `when` sees. On a unique index
+    /// only [`SystemTime::Current`] (its key has `row_end` appended).
+    ///
+    /// Errors: [`Error::InvalidConfig`] for another read through a unique index; as
+    /// [`TableRead::get_by_index`].
+    pub fn get_by_index(&self, ix: usize, key: &[Value], when: SystemTime) -> Result<Vec<Row>> {
+        let def = self.def();
+        let unique = def.indexes.get(ix).is_some_and(|i| i.unique);
+        if unique {
+            if when != SystemTime::Current {
+                return Err(Error::InvalidConfig(format!(
+                    "table {}: reads FOR SYSTEM_TIME through unique index #{ix} are not built \
+                     yet (its key ends with row_end); read by primary key or a non-unique index",
+                    def.name
+                )));
+            }
+            let k = self.period.with_end(key, self.period.max());
+            return self.table.get_by_index(self.st, ix, &k);
+        }
+        let mut keep = Vec::new();
+        for rel in self.relations(when) {
+            for r in rel.get_by_index(self.st, ix, key)? {
+                let (s, e) = self.period.times(&r)?;
+                if self.sees(when, s, e)? {
+                    keep.push(r);
+                }
+            }
+        }
+        Ok(keep)
+    }
+
+    /// The rows with declared primary key in `lo..hi` that `when` sees, in `dir` order of
+    /// (key, `row_end`), at most `limit`. Reads batches of `limit` versions and skips those
+    /// `when` does not see; with a separate history relation, reads it too (unless `when`
+    /// is the current rows) and merges.
+    ///
+    /// Errors: as [`TableRead::scan`].
+    pub fn scan(
+        &self,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        let rels = self.relations(when);
+        if rels.len() == 1 {
+            return self.scan_one(self.table, lo, hi, dir, limit, when);
+        }
+        let def = self.def();
+        let mut keyed = Vec::new();
+        for rel in rels {
+            for r in self.scan_one(rel, lo, hi, dir, limit, when)? {
+                let k = if def.primary_key.is_empty() {
+                    Vec::new()
+                } else {
+                    let vals: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
+                    def.key_from_values(&def.primary_key, &vals)?
+                };
+                keyed.push((k, r));
+            }
+        }
+        keyed.sort_by(|a, b| a.0.cmp(&b.0));
+        if dir == ScanDirection::Backward {
+            keyed.reverse();
+        }
+        keyed.truncate(limit);
+        Ok(keyed.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// [`Versioned::scan`] of one relation.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_one(
+        &self,
+        rel: &T,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        when: SystemTime,
+    ) -> Result<Vec<Row>> {
+        let def = self.def();
+        let mut out = Vec::new();
+        if def.primary_key.is_empty() {
+            // Only the unbounded scan exists (TableRead::scan refuses bounds).
+            for r in rel.scan(self.st, lo, hi, dir, usize::MAX)? {
+                let (s, e) = self.period.times(&r)?;
+                if self.sees(when, s, e)? {
+                    out.push(r);
+                    if out.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            return Ok(out);
+        }
+        // A declared-key bound as a full-key bound: row_end sorts after the declared key,
+        // so `>= k` starts at (k, min), `> k` after (k, max), `<= k` ends at (k, max),
+        // `< k` before (k, min).
+        let conv = |b: Bound<&[Value]>, low: bool| -> Result<Bound<Vec<Value>>> {
+            let (k, included) = match b {
+                Bound::Unbounded => return Ok(Bound::Unbounded),
+                Bound::Included(k) => (k, true),
+                Bound::Excluded(k) => (k, false),
+            };
+            let k = self.period.user_pk(def, k)?;
+            let end = if low == included {
+                self.period.min()
+            } else {
+                self.period.max()
+            };
+            let full = self.period.with_end(k, end);
+            Ok(if included {
+                Bound::Included(full)
+            } else {
+                Bound::Excluded(full)
+            })
+        };
+        let (mut lo, mut hi) = (conv(lo, true)?, conv(hi, false)?);
+        let batch = limit.clamp(1, 1024);
+        while out.len() < limit {
+            let rows = rel.scan(
+                self.st,
+                lo.as_ref().map(|v| v.as_slice()),
+                hi.as_ref().map(|v| v.as_slice()),
+                dir,
+                batch,
+            )?;
+            let full = rows.len() == batch;
+            let last = rows.last().map(|r| {
+                def.primary_key
+                    .iter()
+                    .map(|&c| r[c].clone())
+                    .collect::<Vec<_>>()
+            });
+            for r in rows {
+                let (s, e) = self.period.times(&r)?;
+                if self.sees(when, s, e)? {
+                    out.push(r);
+                    if out.len() >= limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            match (full, last) {
+                (true, Some(k)) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k),
+                    ScanDirection::Backward => hi = Bound::Excluded(k),
+                },
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// DELETE HISTORY BEFORE SYSTEM_TIME `before`: removes the history rows with
+    /// `row_end < before`; returns how many.
+    ///
+    /// Errors: [`Error::Catalog`] for a table without a primary key; as
+    /// [`TableWrite::delete`].
+    pub fn delete_history(&self, state: &mut T::TxnState, before: i64) -> Result<u64> {
+        let def = self.def();
+        def.require_primary_key("DELETE HISTORY")?;
+        let rel = self.history.unwrap_or(self.table);
+        let rows = self.scan_one(
+            rel,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+            SystemTime::All,
+        )?;
+        let mut n = 0;
+        for r in rows {
+            let (_, e) = self.period.times(&r)?;
+            if e != self.period.max() && self.ended_before(e, before)? {
+                let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
+                if rel.delete(self.st, state, &key)? {
+                    n += 1;
+                }
+            }
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,526 @@
+//! System-versioned tables (`system_versioning=timestamp`, history in the same index) in
+//! both presets: `FOR SYSTEM_TIME AS OF t` returns the state committed at `t` after inserts,
+//! updates and deletes, for point, range and secondary-index reads; `BETWEEN` and `ALL`; a
+//! deleted key can be inserted again; a rolled-back change leaves no history; `DELETE
+//! HISTORY BEFORE`; the history survives a crash; and the switches' refusals.
+
+mod common;
+use common::*;
+use mvcclab_engine::btree::ScanDirection;
+use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use mvcclab_engine::db::versioning::{ROW_END_MAX_US, TRX_ID_MAX};
+use mvcclab_engine::db::{
+    system_time_now_us, Assign, Database, DatabaseConfig, SystemTime, TableId,
+};
+use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
+use mvcclab_engine::device::CrashDevice;
+use mvcclab_engine::storage::Backing;
+use mvcclab_engine::Error;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+fn versioned(mut d: DesignConfig) -> DesignConfig {
+    d.system_versioning = SystemVersioning::Timestamp;
+    d
+}
+
+/// Every way a preset keeps history: the same index in both; a history partition (innodb,
+/// MariaDB's PARTITION BY SYSTEM_TIME); a history table (postgres, the periods extension).
+fn versioned_designs() -> Vec<DesignConfig> {
+    let mut out = Vec::new();
+    for (d, other) in [
+        (DesignConfig::postgres(), HistoryStorage::HistoryTable),
+        (DesignConfig::innodb(), HistoryStorage::Partition),
+    ] {
+        for hs in [HistoryStorage::SameIndex, other] {
+            let mut v = versioned(d.clone());
+            v.history_storage = hs;
+            v.name = format!("{}/{hs:?}", d.name);
+            out.push(v);
+        }
+        // By transaction id (not with partitions: MDEV-15951).
+        let mut v = d.clone();
+        v.system_versioning = SystemVersioning::TrxId;
+        v.name = format!("{}/TrxId", d.name);
+        out.push(v);
+    }
+    out
+}
+
+/// Every version of table `t`'s rows (`FOR SYSTEM_TIME ALL`), in key order.
+fn all_versions(tx: &mut mvcclab_engine::db::Transaction, t: TableId) -> Vec<Row> {
+    tx.scan_system_time(
+        t,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Forward,
+        usize::MAX,
+        SystemTime::All,
+    )
+    .unwrap()
+}
+
+/// Whether a row is current: row_end is the period's maximum.
+fn is_current(r: &Row) -> bool {
+    r[5] == Value::Timestamp(ROW_END_MAX_US) || r[5] == Value::BigInt(TRX_ID_MAX)
+}
+
+/// `accounts(id PK, balance, owner)` with a non-unique index on owner and a unique one on
+/// `code`.
+fn def() -> TableDef {
+    TableDef {
+        name: "accounts".into(),
+        columns: vec![
+            Column::not_null("id", ColumnType::Integer),
+            Column::not_null("balance", ColumnType::BigInt),
+            Column::not_null("owner", ColumnType::Varchar(32)),
+            Column::not_null("code", ColumnType::Integer),
+        ],
+        primary_key: vec![0],
+        indexes: vec![
+            IndexDef {
+                name: "accounts_owner".into(),
+                columns: vec![2],
+                unique: false,
+            },
+            IndexDef {
+                name: "accounts_code".into(),
+                columns: vec![3],
+                unique: true,
+            },
+        ],
+        foreign_keys: Vec::new(),
+    }
+}
+
+fn row(id: i32, balance: i64, owner: &str, code: i32) -> Row {
+    vec![
+        Value::Integer(id),
+        Value::BigInt(balance),
+        Value::text(owner),
+        Value::Integer(code),
+    ]
+}
+
+/// The declared columns of a versioned row (without row_start, row_end).
+fn strip(rows: Vec<Row>) -> Vec<Row> {
+    rows.into_iter()
+        .map(|mut r| {
+            r.truncate(r.len() - 2);
+            r
+        })
+        .collect()
+}
+
+type Model = BTreeMap<i32, Row>;
+
+/// The steps: each one transaction, committed; returns the model after each and a time
+/// taken after its commit (before the next step).
+fn run_steps(db: &Database, t: TableId) -> Vec<(i64, Model)> {
+    let mut m = Model::new();
+    let mut out = vec![(system_time_now_us(), m.clone())];
+    // 1: inserts.
+    let mut tx = db.begin();
+    for id in 1..=5 {
+        let r = row(
+            id,
+            100 * id as i64,
+            if id % 2 == 0 { "even" } else { "odd" },
+            id,
+        );
+        tx.insert(t, r.clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", db.design().name));
+        m.insert(id, r);
+    }
+    tx.commit().unwrap();
+    out.push((system_time_now_us(), m.clone()));
+    // 2: updates of a non-indexed and of an indexed column.
+    let mut tx = db.begin();
+    assert!(tx
+        .update(t, &[Value::Integer(2)], &[Assign::Add(1, 10)])
+        .unwrap());
+    m.get_mut(&2).unwrap()[1] = Value::BigInt(210);
+    assert!(tx
+        .update(
+            t,
+            &[Value::Integer(3)],
+            &[Assign::Set(2, Value::text("even"))]
+        )
+        .unwrap());
+    m.get_mut(&3).unwrap()[2] = Value::text("even");
+    tx.commit().unwrap();
+    out.push((system_time_now_us(), m.clone()));
+    // 3: a delete, and a second update of row 2.
+    let mut tx = db.begin();
+    assert!(tx.delete(t, &[Value::Integer(4)]).unwrap());
+    m.remove(&4);
+    assert!(tx
+        .update(t, &[Value::Integer(2)], &[Assign::Add(1, 1)])
+        .unwrap());
+    m.get_mut(&2).unwrap()[1] = Value::BigInt(211);
+    tx.commit().unwrap();
+    out.push((system_time_now_us(), m.clone()));
+    // 4: the deleted key inserted again, with the unique code the old row had.
+    let mut tx = db.begin();
+    let r = row(4, 44, "odd", 4);
+    tx.insert(t, r.clone()).unwrap();
+    m.insert(4, r);
+    tx.commit().unwrap();
+    out.push((system_time_now_us(), m.clone()));
+    out
+}
+
+fn check_as_of(db: &Database, t: TableId, steps: &[(i64, Model)], name: &str) {
+    for (i, (at, m)) in steps.iter().enumerate() {
+        let when = SystemTime::AsOf(*at);
+        let mut tx = db.begin();
+        let all = tx
+            .scan_system_time(
+                t,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                usize::MAX,
+                when,
+            )
+            .unwrap();
+        let want: Vec<Row> = m.values().cloned().collect();
+        assert_eq!(strip(all), want, "{name}: full scan as of step {i}");
+        for id in 0..=6 {
+            let got = strip(tx.get_system_time(t, &[Value::Integer(id)], when).unwrap());
+            let want: Vec<Row> = m.get(&id).cloned().into_iter().collect();
+            assert_eq!(got, want, "{name}: id {id} as of step {i}");
+        }
+        let range = tx
+            .scan_system_time(
+                t,
+                Bound::Included(&[Value::Integer(2)][..]),
+                Bound::Excluded(&[Value::Integer(5)][..]),
+                ScanDirection::Backward,
+                2,
+                when,
+            )
+            .unwrap();
+        let want: Vec<Row> = m
+            .range(2..5)
+            .rev()
+            .take(2)
+            .map(|(_, r)| r.clone())
+            .collect();
+        assert_eq!(strip(range), want, "{name}: range as of step {i}");
+        for owner in ["odd", "even"] {
+            let mut got = strip(
+                tx.get_by_index_system_time(t, 0, &[Value::text(owner)], when)
+                    .unwrap(),
+            );
+            got.sort_by_key(|r| format!("{:?}", r[0]));
+            let mut want: Vec<Row> = m
+                .values()
+                .filter(|r| r[2] == Value::text(owner))
+                .cloned()
+                .collect();
+            want.sort_by_key(|r| format!("{:?}", r[0]));
+            assert_eq!(got, want, "{name}: owner {owner} as of step {i}");
+        }
+        tx.commit().unwrap();
+    }
+}
+
+#[test]
+fn as_of_returns_the_state_committed_at_each_step() {
+    for design in versioned_designs() {
+        let name = design.name.clone();
+        let storage = design.history_storage;
+        let db = open_db(design, 256);
+        let t = db.create_table(def()).unwrap();
+        let d = db.table_def(t).unwrap();
+        assert_eq!(d.columns.len(), 6, "{name}: row_start, row_end appended");
+        assert_eq!(
+            d.primary_key,
+            vec![0, 5],
+            "{name}: row_end in the primary key"
+        );
+        assert_eq!(
+            d.indexes[1].columns,
+            vec![3, 5],
+            "{name}: and in the unique index"
+        );
+        assert_eq!(
+            d.indexes[0].columns,
+            vec![2],
+            "{name}: not in a non-unique one"
+        );
+        let steps = run_steps(&db, t);
+        check_as_of(&db, t, &steps, &name);
+        let trx = db.design().system_versioning == SystemVersioning::TrxId;
+        let registry_rows = |db: &Database| -> usize {
+            let r = db.table_id("transaction_registry").unwrap();
+            let mut tx = db.begin();
+            let n = tx
+                .scan(
+                    r,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                    usize::MAX,
+                )
+                .unwrap()
+                .len();
+            tx.commit().unwrap();
+            n
+        };
+        if trx {
+            // One registry row per committed transaction that changed the table.
+            assert_eq!(registry_rows(&db), 4, "{name}");
+            assert_eq!(d.columns[4].ty, ColumnType::BigInt, "{name}");
+        } else {
+            assert!(db.table_id("transaction_registry").is_err(), "{name}");
+        }
+
+        // Current reads see only the current rows, with row_end = max.
+        let last = &steps.last().unwrap().1;
+        let mut tx = db.begin();
+        let cur = tx
+            .scan(
+                t,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                100,
+            )
+            .unwrap();
+        assert!(cur.iter().all(is_current), "{name}");
+        assert_eq!(
+            strip(cur),
+            last.values().cloned().collect::<Vec<_>>(),
+            "{name}"
+        );
+        let r2 = tx.get(t, &[Value::Integer(2)]).unwrap().unwrap();
+        assert_eq!(r2[1], Value::BigInt(211), "{name}");
+        let by_code = strip(tx.get_by_index(t, 1, &[Value::Integer(4)]).unwrap());
+        assert_eq!(by_code, vec![row(4, 44, "odd", 4)], "{name}");
+        assert!(tx.get(t, &[Value::Integer(9)]).unwrap().is_none());
+        // A current row's key is still unique.
+        assert!(tx.insert(t, row(1, 0, "x", 99)).is_err(), "{name}");
+        drop(tx);
+
+        // ALL: 5 inserts + 3 updates' history rows + the reinserted row (the delete turned
+        // the current row 4 into history).
+        let mut tx = db.begin();
+        let all = all_versions(&mut tx, t);
+        assert_eq!(all.len(), 9, "{name}: {all:?}");
+        // With a history partition or table, the history rows live there, not beside the
+        // current rows.
+        let hist_name = match storage {
+            HistoryStorage::SameIndex => None,
+            HistoryStorage::Partition => Some("accounts#p_hist"),
+            HistoryStorage::HistoryTable => Some("accounts_history"),
+        };
+        if let Some(h) = hist_name {
+            let h = db.table_id(h).unwrap();
+            let hist = all_versions(&mut tx, h);
+            assert_eq!(hist.len(), 4, "{name}");
+            assert!(
+                hist.iter()
+                    .all(|r| r[5] != Value::Timestamp(ROW_END_MAX_US)),
+                "{name}"
+            );
+        } else {
+            assert!(
+                db.table_id("accounts#p_hist").is_err() && db.table_id("accounts_history").is_err()
+            );
+        }
+        // BETWEEN the first and the last step: row 2 in its three versions.
+        let v2 = tx
+            .get_system_time(
+                t,
+                &[Value::Integer(2)],
+                SystemTime::Between(steps[1].0, steps[4].0),
+            )
+            .unwrap();
+        let balances: Vec<Value> = v2.iter().map(|r| r[1].clone()).collect();
+        assert_eq!(
+            balances,
+            vec![Value::BigInt(200), Value::BigInt(210), Value::BigInt(211)],
+            "{name}: ordered by row_end"
+        );
+        // History periods chain: each history row of 2 ends where the next one starts.
+        let periods: Vec<(Value, Value)> =
+            v2.iter().map(|r| (r[4].clone(), r[5].clone())).collect();
+        assert_eq!(periods[0].1, periods[1].0, "{name}");
+        assert_eq!(periods[1].1, periods[2].0, "{name}");
+        // AS OF before the first step: nothing.
+        assert!(tx
+            .get_system_time(t, &[Value::Integer(1)], SystemTime::AsOf(steps[0].0))
+            .unwrap()
+            .is_empty());
+        tx.commit().unwrap();
+
+        // A rolled-back update and delete leave no history.
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(1)], &[Assign::Add(1, 5)])
+            .unwrap();
+        tx.delete(t, &[Value::Integer(5)]).unwrap();
+        tx.abort().unwrap();
+        let mut tx = db.begin();
+        let all2 = all_versions(&mut tx, t);
+        assert_eq!(all2, all, "{name}");
+        tx.commit().unwrap();
+        if trx {
+            assert_eq!(registry_rows(&db), 4, "{name}: none for a rollback");
+        }
+
+        // DELETE HISTORY BEFORE the last step removes the four history rows (two of row 2,
+        // one each of rows 3 and 4: their row_end is before it), keeps the current ones, and AS OF the last step still
+        // holds.
+        let mut tx = db.begin();
+        assert_eq!(
+            tx.delete_history(t, steps[2].0).unwrap(),
+            2,
+            "{name}: ended in step 2"
+        );
+        assert_eq!(
+            tx.delete_history(t, steps[4].0).unwrap(),
+            2,
+            "{name}: ended in step 3"
+        );
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        let all3 = all_versions(&mut tx, t);
+        assert_eq!(all3.len(), 5, "{name}");
+        tx.commit().unwrap();
+        check_as_of(&db, t, &steps[4..], &name);
+        db.gc(t).unwrap();
+        let (_, problems) = db.check_indexes(t).unwrap();
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+    }
+}
+
+#[test]
+fn period_columns_are_generated_always_and_plain_tables_refuse_system_time() {
+    for design in designs() {
+        let name = design.name.clone();
+        let db = open_db(versioned(design.clone()), 64);
+        let t = db.create_table(def()).unwrap();
+        let mut tx = db.begin();
+        let mut full = row(1, 1, "a", 1);
+        full.push(Value::Timestamp(0));
+        full.push(Value::Timestamp(ROW_END_MAX_US));
+        let e = tx.insert(t, full).unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("GENERATED ALWAYS")),
+            "{name}: {e}"
+        );
+        let mut tx = db.begin();
+        tx.insert(t, row(1, 1, "a", 1)).unwrap();
+        let e = tx
+            .update(
+                t,
+                &[Value::Integer(1)],
+                &[Assign::Set(5, Value::Timestamp(0))],
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidValue(m) if m.contains("period column")),
+            "{name}: {e}"
+        );
+        let mut bad = def();
+        bad.name = "bad".into();
+        bad.columns[1].name = "row_end".into();
+        assert!(
+            matches!(db.create_table(bad), Err(Error::Catalog(_))),
+            "{name}"
+        );
+
+        let plain = open_db(design, 64);
+        let t = plain.create_table(def()).unwrap();
+        let mut tx = plain.begin();
+        let e = tx
+            .get_system_time(t, &[Value::Integer(1)], SystemTime::All)
+            .unwrap_err();
+        assert!(
+            matches!(&e, Error::Catalog(m) if m.contains("not system-versioned")),
+            "{name}: {e}"
+        );
+    }
+}
+
+#[test]
+fn switches_that_cannot_combine_or_are_not_built_are_refused() {
+    let d = DesignConfig {
+        system_versioning: SystemVersioning::TrxId,
+        history_storage: HistoryStorage::Partition,
+        ..DesignConfig::innodb()
+    };
+    let e = Database::open(DatabaseConfig::new(d))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("MDEV-15951"), "{e}");
+    let d = DesignConfig {
+        system_versioning: SystemVersioning::Timestamp,
+        history_storage: HistoryStorage::Partition,
+        ..DesignConfig::postgres()
+    };
+    let e = Database::open(DatabaseConfig::new(d))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("history_storage=partition") && e.contains("table_layout=heap"),
+        "{e}"
+    );
+}
+
+fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig {
+    let mut cfg = quiet_db_config(design, 256);
+    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
+    cfg.storage.backing = Backing::shared(dev.clone());
+    cfg.purge.threads = 1;
+    cfg
+}
+
+/// The history survives a crash: after recovery every AS OF read returns what it returned
+/// before, and a transaction open at the crash left neither its change nor a history row.
+#[test]
+fn history_survives_a_crash() {
+    for design in versioned_designs() {
+        let name = design.name.clone();
+        let dev = Arc::new(CrashDevice::new());
+        let db = Database::open(crash_config(design.clone(), &dev)).unwrap();
+        let t = db.create_table(def()).unwrap();
+        let steps = run_steps(&db, t);
+        let mut open_tx = db.begin();
+        open_tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 7)])
+            .unwrap();
+        open_tx.delete(t, &[Value::Integer(3)]).unwrap();
+        db.storage().wal().flush_all().unwrap();
+        std::mem::forget(open_tx);
+        drop(db);
+        dev.power_cut(11);
+        let db = Database::open(crash_config(design, &dev)).unwrap();
+        let t = db.table_id("accounts").unwrap();
+        check_as_of(&db, t, &steps, &name);
+        let mut tx = db.begin();
+        let all = all_versions(&mut tx, t);
+        assert_eq!(all.len(), 9, "{name}");
+        tx.commit().unwrap();
+        // And versioning goes on after recovery.
+        let mut tx = db.begin();
+        assert!(tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap());
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        let v1 = tx
+            .get_system_time(t, &[Value::Integer(1)], SystemTime::All)
+            .unwrap();
+        assert_eq!(v1.len(), 2, "{name}");
+        tx.commit().unwrap();
+        db.gc(t).unwrap();
+        let (_, problems) = db.check_indexes(t).unwrap();
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+    }
+}
