@@ -9,11 +9,10 @@ mod common;
 use common::*;
 use mvcclab_engine::btree::{BTree, BTreeConfig, ScanDirection};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
-use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
+use mvcclab_engine::db::{Assign, Database, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::CrashDevice;
 use mvcclab_engine::error::TxnError;
-use mvcclab_engine::storage::Backing;
 use mvcclab_engine::Error;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -260,14 +259,6 @@ fn vacuum_and_purge_after_aborted_inserts() {
     }
 }
 
-fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig {
-    let mut cfg = quiet_db_config(design, 256);
-    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
-    cfg.storage.backing = Backing::shared(dev.clone());
-    cfg.purge.threads = 1;
-    cfg
-}
-
 /// The `DB_ROW_ID`s of a clustered table without a primary key, in key order.
 fn row_ids(db: &Database, t: TableId) -> Vec<u64> {
     let rel = db.relations(t).unwrap().table;
@@ -304,7 +295,7 @@ fn insert_committed(db: &Database, t: TableId, from: i32, n: i32) -> Vec<Row> {
 #[test]
 fn innodb_row_ids_are_never_handed_out_twice_across_restart_and_crash() {
     let dev = Arc::new(CrashDevice::new());
-    let db = Database::open(crash_config(DesignConfig::innodb(), &dev)).unwrap();
+    let db = Database::open(crash_db_config(DesignConfig::innodb(), &dev)).unwrap();
     let a = db.create_table(history_def("a")).unwrap();
     let b = db.create_table(history_def("b")).unwrap();
     let mut want_a = insert_committed(&db, a, 0, 3);
@@ -316,7 +307,7 @@ fn innodb_row_ids_are_never_handed_out_twice_across_restart_and_crash() {
 
     // A clean restart: the shutdown checkpoint carries the header's 512.
     db.close().unwrap();
-    let db = Database::open(crash_config(DesignConfig::innodb(), &dev)).unwrap();
+    let db = Database::open(crash_db_config(DesignConfig::innodb(), &dev)).unwrap();
     let (a, b) = (db.table_id("a").unwrap(), db.table_id("b").unwrap());
     want_a.extend(insert_committed(&db, a, 4, 1));
     assert_eq!(row_ids(&db, a), vec![512, 513, 514, 517, 768]);
@@ -328,7 +319,7 @@ fn innodb_row_ids_are_never_handed_out_twice_across_restart_and_crash() {
     db.storage().wal().flush_all().unwrap();
     drop(db);
     dev.power_cut(7);
-    let db = Database::open(crash_config(DesignConfig::innodb(), &dev)).unwrap();
+    let db = Database::open(crash_db_config(DesignConfig::innodb(), &dev)).unwrap();
     let (a, b2) = (db.table_id("a").unwrap(), db.table_id("b").unwrap());
     assert_eq!(b2, b);
     want_a.extend(insert_committed(&db, a, 400, 1));
@@ -345,7 +336,7 @@ fn innodb_row_ids_are_never_handed_out_twice_across_restart_and_crash() {
     db.storage().wal().flush_all().unwrap();
     drop(db);
     dev.power_cut(8);
-    let db = Database::open(crash_config(DesignConfig::innodb(), &dev)).unwrap();
+    let db = Database::open(crash_db_config(DesignConfig::innodb(), &dev)).unwrap();
     let a = db.table_id("a").unwrap();
     want_a.extend(insert_committed(&db, a, 600, 1));
     let ids = row_ids(&db, a);
@@ -366,7 +357,7 @@ fn crash_recovery_keeps_committed_rows_and_drops_open_ones() {
     for design in designs() {
         let name = design.name.clone();
         let dev = Arc::new(CrashDevice::new());
-        let db = Database::open(crash_config(design.clone(), &dev)).unwrap();
+        let db = Database::open(crash_db_config(design.clone(), &dev)).unwrap();
         let t = db.create_table(history_def("history")).unwrap();
         let mut want = insert_committed(&db, t, 0, 200);
         db.storage().checkpoint().unwrap();
@@ -379,7 +370,7 @@ fn crash_recovery_keeps_committed_rows_and_drops_open_ones() {
         std::mem::forget(open_tx);
         drop(db);
         dev.power_cut(3);
-        let db = Database::open(crash_config(design, &dev)).unwrap();
+        let db = Database::open(crash_db_config(design, &dev)).unwrap();
         let t = db.table_id("history").unwrap();
         assert_eq!(all(&db, t, ScanDirection::Forward), want, "{name}");
         assert!(by_index(&db, t, 9000).is_empty(), "{name}");

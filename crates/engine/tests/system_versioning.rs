@@ -14,7 +14,6 @@ use mvcclab_engine::db::{
 };
 use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
 use mvcclab_engine::device::CrashDevice;
-use mvcclab_engine::storage::Backing;
 use mvcclab_engine::Error;
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -473,14 +472,6 @@ fn switches_that_cannot_combine_or_are_not_built_are_refused() {
     );
 }
 
-fn crash_config(design: DesignConfig, dev: &Arc<CrashDevice>) -> DatabaseConfig {
-    let mut cfg = quiet_db_config(design, 256);
-    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
-    cfg.storage.backing = Backing::shared(dev.clone());
-    cfg.purge.threads = 1;
-    cfg
-}
-
 /// The history survives a crash: after recovery every AS OF read returns what it returned
 /// before, and a transaction open at the crash left neither its change nor a history row.
 #[test]
@@ -488,7 +479,7 @@ fn history_survives_a_crash() {
     for design in versioned_designs() {
         let name = design.name.clone();
         let dev = Arc::new(CrashDevice::new());
-        let db = Database::open(crash_config(design.clone(), &dev)).unwrap();
+        let db = Database::open(crash_db_config(design.clone(), &dev)).unwrap();
         let t = db.create_table(def()).unwrap();
         let steps = run_steps(&db, t);
         let mut open_tx = db.begin();
@@ -500,7 +491,7 @@ fn history_survives_a_crash() {
         std::mem::forget(open_tx);
         drop(db);
         dev.power_cut(11);
-        let db = Database::open(crash_config(design, &dev)).unwrap();
+        let db = Database::open(crash_db_config(design, &dev)).unwrap();
         let t = db.table_id("accounts").unwrap();
         check_as_of(&db, t, &steps, &name);
         let mut tx = db.begin();

@@ -53,6 +53,20 @@ pub fn quiet_db_config(design: DesignConfig, frames: usize) -> DatabaseConfig {
     cfg
 }
 
+/// [`quiet_db_config`] on the crash device `dev` (its pages shared with the reopened
+/// database), with a 16 MiB OS cache at most and one purge thread, for crash-recovery
+/// tests.
+pub fn crash_db_config(
+    design: DesignConfig,
+    dev: &std::sync::Arc<mvcclab_engine::device::CrashDevice>,
+) -> DatabaseConfig {
+    let mut cfg = quiet_db_config(design, 256);
+    cfg.storage.os_cache.size_bytes = cfg.storage.os_cache.size_bytes.min(16 << 20);
+    cfg.storage.backing = mvcclab_engine::storage::Backing::shared(dev.clone());
+    cfg.purge.threads = 1;
+    cfg
+}
+
 /// `accounts(id INTEGER PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL)`
 /// with a non-unique index on owner.
 pub fn accounts_def() -> TableDef {
