@@ -252,6 +252,9 @@ pub struct DeviceInfo {
     pub latency_us: Option<u64>,
     /// Transparent compression of the device.
     pub compression: Compression,
+    /// The device was presented as rotational (`--rotational`; absent = false, an NVMe SSD).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rotational: bool,
     /// Directory of the database files (null = in memory).
     pub data_dir: Option<String>,
     /// A real server on the FUSE device: CPU seconds the device's request threads used in

@@ -22,6 +22,7 @@
 //! | purge_resets_trx_id | on, off | off (n/a) | off (MariaDB ≥ 10.11.15; on for ≤ 10.11.14) |
 //! | system_versioning | off, timestamp, trx_id | off | off |
 //! | history_storage | same_index, partition, history_table | same_index | same_index |
+//! | flush_neighbors | off, contiguous, area (only on a rotational device) | off | contiguous |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -145,6 +146,11 @@ pub const SWITCHES: &[Switch] = &[
         name: "history_storage",
         meaning: "where a system-versioned table's history rows live: beside the current rows in the same clustered index or heap and its indexes (MariaDB's default), in a history partition with its own indexes (PARTITION BY SYSTEM_TIME), or in a separate history table filled on update and delete (PostgreSQL's periods extension)",
         values: "same_index, partition (table_layout=clustered), history_table (table_layout=heap); anything but same_index needs system_versioning",
+    },
+    Switch {
+        name: "flush_neighbors",
+        meaning: "the page cleaner writes a dirty page's dirty neighbours in the same flush area with it (MariaDB innodb_flush_neighbors 1 = contiguous run, 2 = whole area; buf0flu.cc buf_flush_try_neighbors), which MariaDB does only on rotational storage: it applies only when the device is configured rotational (NvmeConfig::rotational, --rotational); PostgreSQL has no such mechanism",
+        values: "off, contiguous, area",
     },
 ];
 
@@ -307,6 +313,11 @@ pub struct DesignConfig {
     /// written before the switch existed (read as same_index).
     #[serde(default)]
     pub history_storage: HistoryStorage,
+    /// Neighbour flushing of the page cleaner on a rotational device (MariaDB
+    /// `innodb_flush_neighbors`; [`crate::buffer::FlushNeighbors`]). Missing in design
+    /// files and reports written before the switch existed (read as off).
+    #[serde(default)]
+    pub flush_neighbors: crate::buffer::FlushNeighbors,
 }
 
 /// Bytes of InnoDB's block descriptor (`sizeof(buf_block_t)`) that come out of the buffer
@@ -609,6 +620,7 @@ mod tests {
             ("purge_resets_trx_id", "off", "off"),
             ("system_versioning", "off", "off"),
             ("history_storage", "same_index", "same_index"),
+            ("flush_neighbors", "off", "contiguous"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {

@@ -59,6 +59,11 @@ pub struct ManagedOptions {
     /// and metadata I/O reach the device too. Without it, file-system mode: the server's
     /// files are files of the mount.
     pub block_device: bool,
+    /// In block-device mode, present the loop device as rotational (`queue/rotational` =
+    /// 1, a hard disk) instead of non-rotational (0, an NVMe SSD): MariaDB then flushes a
+    /// page's dirty neighbours (buf0flu.cc `buf_flush_try_neighbors`), as the innodb
+    /// preset does with `--rotational`.
+    pub rotational: bool,
 }
 
 impl Default for ManagedOptions {
@@ -70,6 +75,7 @@ impl Default for ManagedOptions {
             device_size_bytes: 16 << 30,
             device: None,
             block_device: false,
+            rotational: false,
         }
     }
 }
@@ -261,6 +267,7 @@ impl ManagedServer {
                 d.dir(),
                 o.device_size_bytes,
                 true,
+                Some(o.rotational),
             )?),
             _ => None,
         };

@@ -182,6 +182,14 @@ pub struct DeviceArgs {
     /// Transparent compression of the device: none, lz4, zstd, zstd:LEVEL.
     #[arg(long, default_value = "none", value_parser = |s: &str| s.parse::<Compression>())]
     pub compression: Compression,
+    /// Present the device as rotational (a hard disk's `queue/rotational` = 1) instead of
+    /// an NVMe SSD. It changes no timing; engines read it: the innodb preset then flushes a
+    /// page's dirty neighbours (design switch `flush_neighbors`), as MariaDB does only on
+    /// rotational storage. For a real server it needs `--fuse-mode block-device` (the loop
+    /// device is marked rotational); without the FUSE device a real server sees this
+    /// machine's own disk, whose flag its report records.
+    #[arg(long)]
+    pub rotational: bool,
     /// Keep each design's database under this directory (default: in memory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -203,6 +211,7 @@ impl DeviceArgs {
             "bandwidth_mib_s": self.bandwidth,
             "latency_us": self.latency_us,
             "compression": self.compression,
+            "rotational": self.rotational,
             "no_background": self.no_background,
         })
     }

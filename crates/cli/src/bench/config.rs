@@ -68,6 +68,7 @@ pub fn database_config(
     cfg.storage.buffer_pool.frames = buffer_pool_frames(PoolSize::Design(design, c.buffer_pool))?;
     cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
     cfg.storage.nvme.compression = c.compression;
+    cfg.storage.nvme.rotational = c.rotational;
     cfg.storage.nvme.throttle = ThrottleConfig {
         read_mib_s: bandwidth,
         write_mib_s: bandwidth,
@@ -96,6 +97,7 @@ pub fn database_config(
         bandwidth_mib_s: bandwidth,
         latency_us: c.latency_us,
         compression: c.compression,
+        rotational: c.rotational,
         data_dir,
         fuse_daemon_cpu_s: None,
         utilisation: None,

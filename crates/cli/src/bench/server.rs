@@ -156,6 +156,7 @@ impl ServerRun {
                     base_dir: c.server.server_dir.clone(),
                     exact_device_io: c.server.exact_device_io,
                     block_device: c.server.fuse_mode == "block-device",
+                    rotational: c.device.rotational,
                     device,
                     ..Default::default()
                 },
@@ -392,6 +393,7 @@ impl Subject for ServerRun {
                 } else {
                     Compression::None
                 },
+                rotational: on_device && c.device.rotational,
                 data_dir: if on_device {
                     c.device
                         .data_dir

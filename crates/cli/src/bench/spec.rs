@@ -116,6 +116,13 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
             )?;
         }
     }
+    if real && c.device.rotational && c.server.fuse_mode != "block-device" {
+        bad(
+            "--rotational marks mvcclab's device rotational; a real server sees it only in \
+             --fuse-mode block-device (a loop device marked rotational). Without it the server \
+             sees the disk under its data directory, whose flag the report records",
+        )?;
+    }
     for u in &c.server.urls {
         if ServerKind::of_url(u).is_none() {
             bad(&format!(
