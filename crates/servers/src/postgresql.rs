@@ -106,10 +106,12 @@ impl PostgreSql {
             }
         };
         let mut admin = connect(&config, Duration::from_secs(60))?;
-        if managed.is_some() {
-            admin
-                .batch_execute("CREATE DATABASE sbtest")
-                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e)))?;
+        if let Some(m) = &managed {
+            if !m.restored() {
+                admin.batch_execute("CREATE DATABASE sbtest").map_err(|e| {
+                    ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e))
+                })?;
+            }
             config.dbname("sbtest");
             admin = connect(&config, Duration::from_secs(10))?;
         }
@@ -539,6 +541,10 @@ impl RealServer for PostgreSql {
 
     fn managed(&self) -> Option<&ManagedServer> {
         self.managed.as_ref()
+    }
+
+    fn managed_mut(&mut self) -> Option<&mut ManagedServer> {
+        self.managed.as_mut()
     }
 
     /// Relation files are named from the catalog of the run's database:
