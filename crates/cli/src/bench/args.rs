@@ -173,7 +173,10 @@ pub struct DeviceArgs {
     #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
     pub os_cache: u64,
     /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
-    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth), each
+    /// design loaded once and every run started from that load (a preset's device
+    /// reopened copy-on-write, a managed server's data directory copied back; not with
+    /// --data-dir, --url or tpcc, which load per run).
     #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
     pub bandwidth: Vec<f64>,
     /// Device latency per request in µs.
