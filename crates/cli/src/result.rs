@@ -43,6 +43,27 @@ pub struct Report {
     pub metadata: Option<RunMetadata>,
     /// The runs, in the order they ran.
     pub runs: Vec<RunReport>,
+    /// Each design's one load when its tables were loaded once and reused by every run
+    /// (`compare --bandwidth` with several values, `experiment bandwidth_sweep`; issue 26);
+    /// empty when every run loaded its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadReport>,
+}
+
+/// A design's tables loaded once and reused by several runs (bench/loaded.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// The design's name as the runs show it (`postgres`, `real:mariadb`).
+    pub design: String,
+    /// Seconds from the start of the load to the saved copy: load, settle (checkpoint),
+    /// clean shutdown and the copy.
+    pub duration_s: f64,
+    /// How the loaded state is kept and restored before each run.
+    pub method: String,
+    /// Bytes kept: the copy-on-write image's chunks, or the saved data directory.
+    pub saved_bytes: u64,
+    /// Runs that started from it.
+    pub runs: u32,
 }
 
 impl Report {
@@ -54,8 +75,29 @@ impl Report {
             command: command.to_string(),
             metadata: Some(RunMetadata::of_this_process()),
             runs,
+            loads: Vec::new(),
         }
     }
+}
+
+/// CPU time of a run's measured phase by process: where the time went when the device
+/// was not the limit (issue 26; docs/results.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunCpu {
+    /// mvcclab's own process: the driver's client threads, and for a preset the engine
+    /// with its background threads; for a real server on mvcclab's device also the FUSE
+    /// daemon's threads (given apart in `fuse_daemon_s`). Seconds, user + system.
+    pub mvcclab_s: f64,
+    /// The FUSE daemon's threads (a real server on mvcclab's device), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse_daemon_s: Option<f64>,
+    /// A managed real server's process tree, user + system seconds, by process kind
+    /// (`postmaster`, `backend`, `checkpointer`, … for PostgreSQL; `server` for MariaDB;
+    /// `exited` for children already gone); empty for a preset.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_s: BTreeMap<String, f64>,
+    /// Seconds of the measured phase (wall clock), to read the above as cores busy.
+    pub elapsed_s: f64,
 }
 
 /// One design on one workload with one device setting.
@@ -90,6 +132,10 @@ pub struct RunReport {
     /// the report fields it cannot fill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerInfo>,
+    /// CPU time of the measured phase by process ([`RunCpu`]; absent in reports written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<RunCpu>,
     /// Where, when and how this run was made, when that was another process than the
     /// report's: each point's own metadata in a report joined by `mvcclab report --merge`
     /// (absent in a local run, whose runs share the report's `metadata`).

@@ -92,10 +92,12 @@ impl MariaDb {
             }
         };
         let mut admin = connect(&opts, Duration::from_secs(60))?;
-        let opts = if managed.is_some() {
-            admin
-                .query_drop("CREATE DATABASE sbtest")
-                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", e))?;
+        let opts = if let Some(m) = &managed {
+            if !m.restored() {
+                admin
+                    .query_drop("CREATE DATABASE sbtest")
+                    .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", e))?;
+            }
             let o = Opts::from(OptsBuilder::from_opts(opts).db_name(Some("sbtest")));
             admin = connect(&o, Duration::from_secs(10))?;
             o
@@ -428,6 +430,10 @@ impl RealServer for MariaDb {
 
     fn managed(&self) -> Option<&ManagedServer> {
         self.managed.as_ref()
+    }
+
+    fn managed_mut(&mut self) -> Option<&mut ManagedServer> {
+        self.managed.as_mut()
     }
 
     fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {

@@ -106,10 +106,12 @@ impl PostgreSql {
             }
         };
         let mut admin = connect(&config, Duration::from_secs(60))?;
-        if managed.is_some() {
-            admin
-                .batch_execute("CREATE DATABASE sbtest")
-                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e)))?;
+        if let Some(m) = &managed {
+            if !m.restored() {
+                admin.batch_execute("CREATE DATABASE sbtest").map_err(|e| {
+                    ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e))
+                })?;
+            }
             config.dbname("sbtest");
             admin = connect(&config, Duration::from_secs(10))?;
         }
@@ -490,10 +492,27 @@ impl RealServer for PostgreSql {
             format!("{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF)
         };
         let wal_dir = m.data_dir().join("pg_wal");
+        // The segment holding the start, named: without it pg_waldump takes the segment
+        // size from the first WAL file its directory listing returns, which may be a
+        // pre-allocated segment of zeros (pg_waldump.c `search_directory`), as after a
+        // data directory copied back (bench/loaded.rs).
+        let start_sql = "SELECT pg_walfile_name(($1::text::pg_lsn) + 1)";
+        let start_seg: String = self
+            .admin()
+            .query_one(start_sql, &[&lsn(from)])
+            .map_err(|e| ServerError::sql(KIND, start_sql, db_message(&e)))?
+            .get(0);
         let out = std::process::Command::new(PG_WALDUMP)
             .arg("-p")
             .arg(&wal_dir)
-            .args(["-s", &lsn(from), "-e", &lsn(to), "--stats=record"])
+            .args([
+                "-s",
+                &lsn(from),
+                "-e",
+                &lsn(to),
+                "--stats=record",
+                &start_seg,
+            ])
             .output()
             .map_err(|e| ServerError::Counters(format!("running {PG_WALDUMP}: {e}")))?;
         if !out.status.success() {
@@ -539,6 +558,10 @@ impl RealServer for PostgreSql {
 
     fn managed(&self) -> Option<&ManagedServer> {
         self.managed.as_ref()
+    }
+
+    fn managed_mut(&mut self) -> Option<&mut ManagedServer> {
+        self.managed.as_mut()
     }
 
     /// Relation files are named from the catalog of the run's database:

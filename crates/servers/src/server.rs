@@ -117,6 +117,12 @@ pub trait RealServer: Target {
         None
     }
 
+    /// The server mvcclab started, to stop it and save its data directory
+    /// ([`managed::ManagedServer::save_data`]); `None` with `--url`.
+    fn managed_mut(&mut self) -> Option<&mut managed::ManagedServer> {
+        None
+    }
+
     /// The FUSE device its data directory lives on (a managed server started with
     /// `ManagedOptions::device`), whose counts the report's `io` section takes.
     fn device(&self) -> Option<&DevMount> {

@@ -173,7 +173,10 @@ pub struct DeviceArgs {
     #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
     pub os_cache: u64,
     /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
-    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth), each
+    /// design loaded once and every run started from that load (a preset's device
+    /// reopened copy-on-write, a managed server's data directory copied back; not with
+    /// --data-dir, --url or tpcc, which load per run).
     #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
     pub bandwidth: Vec<f64>,
     /// Device latency per request in µs.
@@ -250,7 +253,18 @@ pub struct ServerArgs {
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,
+    /// Bound a managed PostgreSQL's memory, the kernel's page cache of its files included,
+    /// with a memory cgroup (v1, root) of --buffer-pool + --os-cache + 96 MiB for its
+    /// processes' own memory, so that its OS cache is the preset's (experiment
+    /// bandwidth_sweep sets it). MariaDB (O_DIRECT) is not bounded.
+    #[arg(long)]
+    pub bound_os_cache: bool,
 }
+
+/// Memory a cgroup-bounded PostgreSQL gets beyond shared_buffers and the OS cache, for
+/// its processes' private memory (postmaster, background processes and a few backends
+/// at some MiB each; an estimate, not a measurement).
+pub const SERVER_HEADROOM_BYTES: u64 = 96 << 20;
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {

@@ -3,16 +3,18 @@
 //! phase, with every 4 KiB block of I/O attributed to its cause.
 
 use super::args::{driver_info, CommonArgs};
-use super::config::open_database;
+use super::config::open_database_on;
 use super::figures::{engine_report, io_report};
 use super::phase::Mark;
 use super::series::CounterReading;
 use super::subject::Subject;
+use crate::error::engine_error;
 use crate::export::label;
 use crate::result::{DeviceInfo, Results, RunReport, Space, WorkloadInfo};
 use anyhow::Result;
 use mvcclab_engine::db::{Database, TableId};
 use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::device::Device;
 use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
@@ -34,7 +36,20 @@ impl EmbeddedRun {
     ///
     /// Errors: as [`open_database`].
     pub fn open(design: &DesignConfig, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
-        let (db, storage_config, device) = open_database(design, &c.device, bandwidth)?;
+        Self::open_on(design, c, bandwidth, None)
+    }
+
+    /// [`EmbeddedRun::open`] on `device` when given (a load kept copy-on-write,
+    /// bench/loaded.rs; [`open_database_on`]).
+    ///
+    /// Errors: as [`open_database_on`].
+    pub fn open_on(
+        design: &DesignConfig,
+        c: &CommonArgs,
+        bandwidth: Option<f64>,
+        device: Option<Arc<dyn Device>>,
+    ) -> Result<Self> {
+        let (db, storage_config, device) = open_database_on(design, &c.device, bandwidth, device)?;
         let target = Embedded::new(db.clone());
         Ok(EmbeddedRun {
             design: design.clone(),
@@ -44,6 +59,30 @@ impl EmbeddedRun {
             device,
             label: label(&design.name, bandwidth),
         })
+    }
+}
+
+impl EmbeddedRun {
+    /// Takes the sbtest tables already in the database (opened over a saved load) as the
+    /// target's ([`Embedded::attach`]), in place of [`Subject::prepare`].
+    ///
+    /// Errors: tpcc, or a table missing.
+    pub fn attach(&self, kind: WorkloadKind, opts: &SysbenchOptions) -> Result<()> {
+        self.target
+            .attach(kind, opts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.label))
+    }
+
+    /// Closes the database cleanly (background work stopped, shutdown checkpoint), so that
+    /// its device holds the whole loaded state.
+    ///
+    /// Errors: the shutdown checkpoint's; a database still shared (a bug).
+    pub fn close(self) -> Result<()> {
+        let EmbeddedRun { db, target, .. } = self;
+        drop(target);
+        let db = Arc::try_unwrap(db)
+            .map_err(|_| anyhow::anyhow!("closing the loaded database: still in use"))?;
+        db.close().map_err(engine_error)
     }
 }
 
@@ -142,6 +181,7 @@ impl Subject for EmbeddedRun {
             io,
             engine,
             server: None,
+            cpu: None,
             metadata: None,
         })
     }

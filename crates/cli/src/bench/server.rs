@@ -15,7 +15,7 @@
 //! measured phase — the same device fields as a preset's, by file class and by process,
 //! and per second — in place of the server's own estimates.
 
-use super::args::{driver_info, CommonArgs};
+use super::args::{driver_info, CommonArgs, SERVER_HEADROOM_BYTES};
 use super::figures::{blocks_per_txn_by_cause, engine_report};
 use super::series::CounterReading;
 use super::spec::fuse_device;
@@ -33,6 +33,7 @@ use mvcclab_servers::{delta, RealServer, ServerKind, ServerOptions, Snapshot};
 use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// A real server started (or connected to) for one run.
 pub struct ServerRun {
@@ -122,6 +123,20 @@ impl ServerRun {
     /// naming what to install); the server failing to start or accept the connection (the
     /// message names the server).
     pub fn open(kind: ServerKind, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
+        Self::open_restored(kind, c, bandwidth, None)
+    }
+
+    /// [`ServerRun::open`], a managed server starting from the data directory saved in
+    /// `restore_from` ([`ServerRun::save_loaded`]) when given, with no `initdb` or
+    /// `mariadb-install-db` and no new `sbtest` database.
+    ///
+    /// Errors: as [`ServerRun::open`]; the copy of the saved directory failing.
+    pub fn open_restored(
+        kind: ServerKind,
+        c: &CommonArgs,
+        bandwidth: Option<f64>,
+        restore_from: Option<PathBuf>,
+    ) -> Result<Self> {
         let label = kind.design_name();
         let url = c
             .server
@@ -158,6 +173,11 @@ impl ServerRun {
                     block_device: c.server.fuse_mode == "block-device",
                     rotational: c.device.rotational,
                     device,
+                    restore_from,
+                    memory_limit_bytes: (c.server.bound_os_cache && kind == ServerKind::PostgreSql)
+                        .then_some(
+                            c.device.buffer_pool + c.device.os_cache + SERVER_HEADROOM_BYTES,
+                        ),
                     ..Default::default()
                 },
             },
@@ -172,6 +192,25 @@ impl ServerRun {
     }
 }
 
+impl ServerRun {
+    /// Stops the loaded and settled server (its shutdown checkpoint) and copies its data
+    /// directory to `to` for [`ServerRun::open_restored`]; then stops it for good
+    /// (unmounting its devices).
+    ///
+    /// Errors: a server given by `--url` (mvcclab cannot restart it); the stop or the copy
+    /// failing.
+    pub fn save_loaded(mut self, to: &Path) -> Result<()> {
+        let label = self.label.clone();
+        let m = self.server.managed_mut().ok_or_else(|| {
+            anyhow::anyhow!("{label}: a server given by --url cannot be saved and restored")
+        })?;
+        m.save_data(to)
+            .with_context(|| format!("{label}: saving the loaded data directory"))?;
+        m.stop().with_context(|| format!("{label}: stopping"))?;
+        Ok(())
+    }
+}
+
 impl Subject for ServerRun {
     /// The server's counters (and the FUSE device's) before the measured phase.
     type Mark = ServerMark;
@@ -182,6 +221,10 @@ impl Subject for ServerRun {
 
     fn target(&self) -> &dyn Target {
         self.server.as_target()
+    }
+
+    fn server_pid(&self) -> Option<u32> {
+        self.server.managed().and_then(|m| m.pid())
     }
 
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<()> {
@@ -360,6 +403,11 @@ impl Subject for ServerRun {
                 d.daemon_cpu_s
             );
         }
+        if let Some((cache, failcnt)) = server.managed().and_then(|m| m.cgroup_memory()) {
+            info.device_io.push_str(&format!(
+                "; memory cgroup at the end: page cache {cache} bytes, limit hit {failcnt} times"
+            ));
+        }
         let on_device = device.is_some();
         let utilisation = match (&device, bandwidth) {
             (Some(d), Some(bw)) if d.at_s > 0.0 => {
@@ -385,7 +433,11 @@ impl Subject for ServerRun {
             device: DeviceInfo {
                 page_size_bytes: page,
                 buffer_pool_bytes: c.device.buffer_pool,
-                os_cache_bytes: 0,
+                os_cache_bytes: if c.server.bound_os_cache && kind == ServerKind::PostgreSql {
+                    c.device.os_cache
+                } else {
+                    0
+                },
                 bandwidth_mib_s: if on_device { bandwidth } else { None },
                 latency_us: if on_device { c.device.latency_us } else { None },
                 compression: if on_device {
@@ -412,6 +464,7 @@ impl Subject for ServerRun {
             io,
             engine,
             server: Some(info),
+            cpu: None,
             metadata: None,
         })
     }

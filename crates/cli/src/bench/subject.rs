@@ -9,9 +9,10 @@ use super::args::{sysbench_options, CommonArgs};
 use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
 use crate::progress::{status, with_progress, LiveRates};
-use crate::result::RunReport;
+use crate::result::{RunCpu, RunReport};
 use anyhow::Result;
 use mvcclab_engine::stats::Counters;
+use mvcclab_servers::cpu::{process_cpu, tree_cpu, CpuUse, TreeCpu};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
@@ -26,6 +27,11 @@ pub trait Subject: Sync {
     fn label(&self) -> &str;
     /// The driver's target.
     fn target(&self) -> &dyn Target;
+    /// The process id of the managed server it runs on, for its CPU time (`None` for a
+    /// preset or a `--url` server).
+    fn server_pid(&self) -> Option<u32> {
+        None
+    }
     /// Loads the tables as sysbench's `prepare` does.
     ///
     /// Errors: the target's, naming the step.
@@ -78,9 +84,24 @@ pub fn run_subject<S: Subject>(
     };
     status(c.out.quiet, &format!("{}: loading {what} ...", s.label()));
     s.prepare(kind, &opts, c.rand_seed)?;
+    run_loaded(s, kind, c, ctl)
+}
+
+/// [`run_subject`] on a subject whose tables are loaded already (a saved load restored,
+/// bench/loaded.rs): settle, warm up, mark, measure, report.
+///
+/// Errors: as [`run_subject`].
+pub fn run_loaded<S: Subject>(
+    s: S,
+    kind: WorkloadKind,
+    c: &CommonArgs,
+    ctl: &RunControl,
+) -> Result<RunReport> {
+    let opts = sysbench_options(c);
     s.settle(c)?;
     warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
     let mark = s.mark(c)?;
+    let cpu_before = CpuNow::take(s.server_pid());
     let live = LiveRates::default();
     let read = || s.reading(&mark).ok();
     let (results, readings, end_s) = sampled(
@@ -92,12 +113,17 @@ pub fn run_subject<S: Subject>(
         || measure(s.target(), kind, &opts, c, s.label(), ctl, Some(&live)),
     );
     let results = results?;
+    let cpu = CpuNow::take(s.server_pid()).since(&cpu_before, end_s);
     // The last reading: the driver's final counts and the counters the report's totals
     // come from (series.rs, invariant 2); `reading` only for what the report does not
     // keep (a server's blocks on mvcclab's device), so a failed read costs only that.
     let latency = ctl.take_interval_latency();
     let tail = (c.report_interval > 0.0).then(|| s.reading(&mark).unwrap_or_default());
     let mut report = s.report(mark, kind, opts, c, results)?;
+    report.cpu = Some(RunCpu {
+        fuse_daemon_s: report.device.fuse_daemon_cpu_s,
+        ..cpu
+    });
     if let Some(mut tail) = tail {
         tail.total = report.io.total;
         tail.counters = Counters {
@@ -121,6 +147,43 @@ pub fn run_subject<S: Subject>(
         });
     }
     Ok(report)
+}
+
+/// CPU use of mvcclab's own process and of a managed server's process tree at one
+/// moment (servers/src/cpu.rs, from /proc).
+struct CpuNow {
+    own: CpuUse,
+    server: Option<TreeCpu>,
+}
+
+impl CpuNow {
+    fn take(server_pid: Option<u32>) -> CpuNow {
+        CpuNow {
+            own: process_cpu(std::process::id()).unwrap_or_default(),
+            server: server_pid.and_then(|p| tree_cpu(p).ok()),
+        }
+    }
+
+    /// The CPU seconds from `before` to this reading, over `elapsed_s` of wall clock.
+    fn since(&self, before: &CpuNow, elapsed_s: f64) -> RunCpu {
+        let secs = |u: &CpuUse| u.task_clock_us() as f64 / 1e6;
+        let server_s = match (&self.server, &before.server) {
+            (Some(a), Some(b)) => a
+                .minus(b)
+                .by_kind
+                .iter()
+                .map(|(k, u)| (k.clone(), secs(u)))
+                .filter(|(_, v)| *v > 0.0)
+                .collect(),
+            _ => Default::default(),
+        };
+        RunCpu {
+            mvcclab_s: secs(&self.own.minus(&before.own)),
+            fuse_daemon_s: None,
+            server_s,
+            elapsed_s,
+        }
+    }
 }
 
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.

@@ -70,6 +70,11 @@ pub enum Experiment {
     /// timestamp / by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
     #[command(name = "system_versioning", alias = "system-versioning")]
     SystemVersioning(Box<super::experiment_sysver::SystemVersioningArgs>),
+    /// Seed 000 Fig. 1: sysbench oltp_read_write TPS and pages/s against device bandwidth,
+    /// presets and real engines on the same throttled device, each loaded once
+    /// (`bandwidth_sweep.rs`).
+    #[command(name = "bandwidth_sweep", alias = "bandwidth-sweep")]
+    BandwidthSweep(Box<super::bandwidth_sweep::BandwidthSweepArgs>),
 }
 
 /// Flags of `update_hot_set`.
@@ -424,6 +429,7 @@ fn experiment_grid(
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let a = match a.which {
         Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
+        Experiment::BandwidthSweep(x) => return super::bandwidth_sweep::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
@@ -461,7 +467,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &sysver_variants[..],
             )
         }
-        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+        Experiment::FillfactorCompression(_) | Experiment::BandwidthSweep(_) => {
+            unreachable!("handled above")
+        }
     };
     let (grid, designs) = experiment_grid(name, &params, variants, common)?;
     let dir = common
@@ -492,7 +500,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 p.bandwidth_mib_s,
                 &ctl,
             ),
-            Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+            Experiment::FillfactorCompression(_) | Experiment::BandwidthSweep(_) => {
+                unreachable!("handled above")
+            }
         }
     };
     let report = |runs: Vec<ExperimentRun>| ExperimentReport {

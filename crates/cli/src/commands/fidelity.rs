@@ -412,6 +412,7 @@ mod tests {
             command: "fidelity".into(),
             metadata: None,
             runs: vec![real.clone(), preset, real],
+            loads: Vec::new(),
         };
         assert_eq!(
             server_versions(&report),

@@ -2,6 +2,7 @@
 //! ([`crate::bench`]) and the export ([`crate::export`]): each parses its flags, builds
 //! what it runs, calls the layer below, and writes the result.
 
+pub mod bandwidth_sweep;
 pub mod crashtest;
 pub mod designs;
 pub mod device;

@@ -237,6 +237,7 @@ pub fn merge_points(points: Vec<(PathBuf, PointReport)>) -> Result<Merged> {
             command: first.grid.command,
             metadata: merge_meta,
             runs,
+            loads: Vec::new(),
         }))
     }
 }
