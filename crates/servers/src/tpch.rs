@@ -421,6 +421,35 @@ impl TpchServer {
             .map_err(|e| ServerError::Counters(format!("EXPLAIN of Q{n} is not JSON: {e}")))
     }
 
+    /// Pages the engine has read from storage so far, in 4 KiB blocks: PostgreSQL
+    /// `sum(pg_stat_database.blks_read)` (8 KiB pages, after `pg_stat_force_next_flush()`;
+    /// reads the OS page cache served count too), InnoDB `Innodb_pages_read` (16 KiB
+    /// pages, read-ahead included; O_DIRECT, so every one is a device read).
+    ///
+    /// Errors: [`ServerError::Sql`].
+    pub fn read_blocks_4k(&mut self) -> Result<u64, ServerError> {
+        let kind = self.kind;
+        match &mut self.conn {
+            Conn::Pg(c) => {
+                pg_exec(c, "SELECT pg_stat_force_next_flush()")?;
+                let sql = "SELECT sum(blks_read)::bigint FROM pg_stat_database";
+                let row = c
+                    .query_one(sql, &[])
+                    .map_err(|e| ServerError::sql(kind, sql, pg_message(&e)))?;
+                let v: Option<i64> = row.get(0);
+                Ok(v.unwrap_or(0).max(0) as u64 * 2)
+            }
+            Conn::My(c) => {
+                let sql = "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                           WHERE VARIABLE_NAME = 'INNODB_PAGES_READ'";
+                let v: Option<String> = c
+                    .query_first(sql)
+                    .map_err(|e| ServerError::sql(kind, sql, e))?;
+                Ok(v.and_then(|s| s.parse::<u64>().ok()).unwrap_or(0) * 4)
+            }
+        }
+    }
+
     /// Stops the server (also done on drop).
     ///
     /// Errors: as [`ManagedServer::stop`].

@@ -70,6 +70,10 @@ pub enum Experiment {
     /// timestamp / by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
     #[command(name = "system_versioning", alias = "system-versioning")]
     SystemVersioning(Box<super::experiment_sysver::SystemVersioningArgs>),
+    /// Seed 000 §2.3: TPC-H Q18's duration and 4 KiB pages read per second, per design,
+    /// bandwidth and cache state, blocks by cause (`tpch_q18.rs`).
+    #[command(name = "tpch_q18", alias = "tpch-q18")]
+    TpchQ18(Box<super::tpch_q18::TpchQ18Args>),
 }
 
 /// Flags of `update_hot_set`.
@@ -424,6 +428,7 @@ fn experiment_grid(
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let a = match a.which {
         Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
+        Experiment::TpchQ18(x) => return super::tpch_q18::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
@@ -461,7 +466,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &sysver_variants[..],
             )
         }
-        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+        Experiment::FillfactorCompression(_) | Experiment::TpchQ18(_) => {
+            unreachable!("handled above")
+        }
     };
     let (grid, designs) = experiment_grid(name, &params, variants, common)?;
     let dir = common
@@ -492,7 +499,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 p.bandwidth_mib_s,
                 &ctl,
             ),
-            Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+            Experiment::FillfactorCompression(_) | Experiment::TpchQ18(_) => {
+                unreachable!("handled above")
+            }
         }
     };
     let report = |runs: Vec<ExperimentRun>| ExperimentReport {
