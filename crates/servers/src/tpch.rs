@@ -336,23 +336,25 @@ impl TpchServer {
                     c,
                     &format!("SET max_statement_time = {}", timeout.as_secs_f64()),
                 )?;
+                // ER_STATEMENT_TIMEOUT (1969): "Query execution was interrupted
+                // (max_statement_time exceeded)", at the statement or while its rows come.
+                let is_timeout =
+                    |e: &mysql::Error| matches!(e, mysql::Error::MySqlError(m) if m.code == 1969);
                 for s in &stmts {
-                    match c.query_iter(s) {
-                        Ok(mut res) => {
-                            let mut r = Vec::new();
-                            if let Some(set) = res.iter() {
-                                for row in set {
-                                    let row = row.map_err(|e| ServerError::sql(kind, s, e))?;
-                                    r.push(row.unwrap().into_iter().map(my_text).collect());
-                                }
-                            }
-                            if s.starts_with("select") {
-                                rows = r;
+                    let r: Result<Vec<Vec<String>>, mysql::Error> = (|| {
+                        let mut res = c.query_iter(s)?;
+                        let mut r = Vec::new();
+                        if let Some(set) = res.iter() {
+                            for row in set {
+                                r.push(row?.unwrap().into_iter().map(my_text).collect());
                             }
                         }
-                        // ER_STATEMENT_TIMEOUT (1969): "Query execution was interrupted
-                        // (max_statement_time exceeded)".
-                        Err(mysql::Error::MySqlError(e)) if e.code == 1969 => {
+                        Ok(r)
+                    })();
+                    match r {
+                        Ok(r) if s.starts_with("select") => rows = r,
+                        Ok(_) => {}
+                        Err(e) if is_timeout(&e) => {
                             timed_out = true;
                             break;
                         }
