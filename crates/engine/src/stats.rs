@@ -62,6 +62,15 @@ causes! {
     PointSelect = "point_select", false;
     /// Scan of a key range.
     RangeScan = "range_scan", false;
+    /// Sequential scan of a whole table (PostgreSQL `Seq Scan`; MariaDB full table scan).
+    SeqScan = "seq_scan", false;
+    /// Temporary files of a query: a hash or sort spilled past PostgreSQL's `work_mem`
+    /// (base/pgsql_tmp), or a MariaDB internal temporary table past
+    /// `tmp_memory_table_size` (written to disk as an Aria/InnoDB table).
+    Temp = "temp", false;
+    /// Pages read ahead of the reader: the kernel's readahead in the OS page cache, InnoDB's
+    /// linear read-ahead (buf0rea.cc `buf_read_ahead_linear`).
+    ReadAhead = "read_ahead", false;
     /// Insert of a row.
     Insert = "insert", false;
     /// Update of a row.

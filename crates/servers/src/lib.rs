@@ -15,6 +15,8 @@
 //!   flush to zero dirty pages) and their counters;
 //! * [`cpu`]: CPU time, page faults and context switches of a server's process tree
 //!   from /proc, exited children included;
+//! * [`tpch`]: TPC-H loaded on a managed server (COPY / LOAD DATA), its 22 queries with
+//!   a statement timeout, and their EXPLAIN JSON;
 //! * [`schema`]: the counters put into the result schema's fields where the meaning is the
 //!   same.
 //!
@@ -45,6 +47,7 @@ pub mod managed;
 pub mod mariadb;
 pub mod postgresql;
 pub mod schema;
+pub mod tpch;
 
 mod error;
 mod kind;

@@ -3,7 +3,10 @@
 //! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
 //! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, value generators, the
 //! transaction mix) and [`tpcc_embedded`] (load, transactions and consistency checks on
-//! the engine).
+//! the engine). TPC-H: [`tpch`] (schema, `tpchgen` rows, the 22 queries with validation
+//! parameters in both dialects), [`tpch_embedded`] (load, and Q1, Q6, Q18 on a preset as
+//! its real engine's plan), [`tpch_plans`] (the real engines' EXPLAIN JSON and plan
+//! shapes).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -15,6 +18,9 @@ pub mod sql;
 pub mod sysbench;
 pub mod tpcc;
 pub mod tpcc_embedded;
+pub mod tpch;
+pub mod tpch_embedded;
+pub mod tpch_plans;
 
 /// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a
 /// permutation of u32, used for unique insert ids.

@@ -18,7 +18,8 @@ pub struct CommonArgs {
     /// Workload: oltp_read_write, oltp_read_only, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete,
     /// select_random_points, select_random_ranges; tpcc (Percona-Lab/sysbench-tpcc:
-    /// --tables table sets of nine tables, --scale warehouses each).
+    /// --tables table sets of nine tables, --scale warehouses each); tpch (`run` only: one
+    /// TPC-H query, --query, --scale-factor, --query-timeout).
     #[arg(long, default_value = "oltp_read_write")]
     pub workload: String,
     /// Change a switch of every design run: SWITCH=VALUE (see `mvcclab designs`).

@@ -75,6 +75,10 @@ pub enum Experiment {
     /// (`bandwidth_sweep.rs`).
     #[command(name = "bandwidth_sweep", alias = "bandwidth-sweep")]
     BandwidthSweep(Box<super::bandwidth_sweep::BandwidthSweepArgs>),
+    /// Seed 000 §2.3: TPC-H Q18's duration and 4 KiB pages read per second, per design,
+    /// bandwidth and cache state, blocks by cause (`tpch_q18.rs`).
+    #[command(name = "tpch_q18", alias = "tpch-q18")]
+    TpchQ18(Box<super::tpch_q18::TpchQ18Args>),
 }
 
 /// Flags of `update_hot_set`.
@@ -430,6 +434,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
     let a = match a.which {
         Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
         Experiment::BandwidthSweep(x) => return super::bandwidth_sweep::run(*x),
+        Experiment::TpchQ18(x) => return super::tpch_q18::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
@@ -467,7 +472,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &sysver_variants[..],
             )
         }
-        Experiment::FillfactorCompression(_) | Experiment::BandwidthSweep(_) => {
+        Experiment::FillfactorCompression(_)
+        | Experiment::BandwidthSweep(_)
+        | Experiment::TpchQ18(_) => {
             unreachable!("handled above")
         }
     };
@@ -500,7 +507,9 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 p.bandwidth_mib_s,
                 &ctl,
             ),
-            Experiment::FillfactorCompression(_) | Experiment::BandwidthSweep(_) => {
+            Experiment::FillfactorCompression(_)
+            | Experiment::BandwidthSweep(_)
+            | Experiment::TpchQ18(_) => {
                 unreachable!("handled above")
             }
         }

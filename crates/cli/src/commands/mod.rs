@@ -15,4 +15,5 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod storage_bench;
+pub mod tpch_q18;
 pub mod workloads;

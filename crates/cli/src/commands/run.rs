@@ -31,6 +31,9 @@ pub struct RunArgs {
     /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
+    /// TPC-H flags (`--workload tpch`).
+    #[command(flatten)]
+    pub tpch: super::tpch_q18::TpchArgs,
 }
 
 /// Flags of `mvcclab compare`.
@@ -76,6 +79,9 @@ pub fn run(a: RunArgs) -> Result<()> {
             }
         },
     };
+    if a.common.workload == "tpch" {
+        return super::tpch_q18::run_query_command(&design, &a.common, &a.tpch);
+    }
     run_all("run", std::slice::from_ref(&design), &a.common, a.shard)
 }
 
