@@ -1,9 +1,10 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
 //! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
-//! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, value generators, the
-//! transaction mix) and [`tpcc_embedded`] (load, transactions and consistency checks on
-//! the engine).
+//! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, the transaction mix),
+//! [`tpcc_load`] (the loader's rows and value generators, for any target),
+//! [`tpcc_embedded`] (load, transactions and consistency checks on the engine) and
+//! [`tpcc_sql`] (the script's DDL, statements and checks as SQL text for the real servers).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -15,6 +16,8 @@ pub mod sql;
 pub mod sysbench;
 pub mod tpcc;
 pub mod tpcc_embedded;
+pub mod tpcc_load;
+pub mod tpcc_sql;
 
 /// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a
 /// permutation of u32, used for unique insert ids.

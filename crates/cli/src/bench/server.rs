@@ -22,7 +22,9 @@ use super::spec::fuse_device;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{per, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo};
+use crate::result::{
+    per, CpuRates, CpuReport, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo,
+};
 use anyhow::{Context, Result};
 use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo};
 use mvcclab_engine::device::Compression;
@@ -159,6 +161,7 @@ impl ServerRun {
                     device,
                     ..Default::default()
                 },
+                fillfactor: c.fillfactor,
             },
         )
         .with_context(|| label.clone())?;
@@ -169,6 +172,44 @@ impl ServerRun {
             bandwidth,
         })
     }
+}
+
+/// The `cpu` section from the phase's `cpu.*` counters (crates/servers/src/cpu.rs), or
+/// `None` when the server's processes could not be read.
+fn cpu_report(
+    kind: ServerKind,
+    server: &dyn RealServer,
+    counters: &Snapshot,
+    results: &RunResult,
+) -> Option<CpuReport> {
+    let (total, by_kind) = mvcclab_servers::cpu::from_counters(counters)?;
+    let source = match server.managed() {
+        Some(m) => format!(
+            "/proc of the managed {} (pid {}) and its descendants; exited children through \
+             the root's cutime, cstime, cminflt, cmajflt; context switches of live \
+             threads only (no cumulative field for exited ones). Only software perf events \
+             exist on this machine: TLB misses cannot be measured here",
+            kind.name(),
+            m.pid().map_or("?".into(), |p| p.to_string())
+        ),
+        None => "SELECT * FROM mvcclab_stat_cpu: mvcclab serve's own getrusage(RUSAGE_SELF), \
+                 every thread, exited ones included"
+            .into(),
+    };
+    let s = results.elapsed_s;
+    Some(CpuReport {
+        source,
+        per_txn: CpuRates::of(&total, results.transactions as f64),
+        per_second: CpuRates::of(&total, s),
+        cpus_utilised: if s > 0.0 {
+            total.task_clock_us() as f64 / (s * 1e6)
+        } else {
+            0.0
+        },
+        total,
+        by_kind,
+        ctxt_switches_of_exited_missing: server.managed().is_some(),
+    })
 }
 
 impl Subject for ServerRun {
@@ -371,7 +412,20 @@ impl Subject for ServerRun {
         let page = kind.page_size_bytes();
         let mut design = resolve_design(kind.preset(), &[])?;
         design.name = label;
+        if let Some(f) = c.fillfactor {
+            // What the server was given (ServerOptions::fillfactor), in the preset's terms.
+            if kind == ServerKind::PostgreSql {
+                design.fillfactor = f;
+            }
+            design.index_fillfactor = f;
+        }
         let storage_config = serde_json::to_value(&info.settings)?;
+        let cpu = cpu_report(kind, &*server, &info.counters, &results);
+        let mut space = Space::new(f.pages, 0, page, compression_totals);
+        if let Some(m) = server.device() {
+            space.by_file_kind =
+                mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
+        }
         drop(server);
         Ok(RunReport {
             target: kind.name().into(),
@@ -405,11 +459,12 @@ impl Subject for ServerRun {
                 utilisation_under_90pct: utilisation.map(|u| u < 0.9),
             },
             storage_config,
-            space: Space::new(f.pages, 0, page, compression_totals),
+            space,
             results: Results::new(results),
             io,
             engine,
             server: Some(info),
+            cpu,
             metadata: None,
         })
     }
