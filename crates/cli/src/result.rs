@@ -507,6 +507,12 @@ pub struct Space {
     /// the end of the run (crates/servers/src/file_class.rs `compressed_space`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_file_kind: BTreeMap<String, CompressionTotals>,
+    /// Pages per table at the end, by table name: `[table pages, index pages]` as
+    /// `table_pages` and `index_pages` count them (a real PostgreSQL server:
+    /// `pg_relation_size` and `pg_indexes_size` ÷ 8192 of each workload table; absent for
+    /// MariaDB).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pages_by_table: BTreeMap<String, (u64, u64)>,
 }
 
 impl Space {
@@ -521,6 +527,7 @@ impl Space {
             device_physical_bytes: c.physical_bytes,
             compression_ratio: if c.physical_bytes == 0 { 1.0 } else { c.ratio },
             by_file_kind: BTreeMap::new(),
+            pages_by_table: BTreeMap::new(),
         }
     }
 }

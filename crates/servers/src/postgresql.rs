@@ -208,6 +208,20 @@ impl PostgreSql {
             ),
             &mut s,
         )?;
+        // Pages of each workload table (state values, `space.` prefix).
+        let q = format!(
+            "SELECT relname::text, (pg_relation_size(relid) / 8192)::float8, \
+             (pg_indexes_size(relid) / 8192)::float8 FROM pg_stat_user_tables WHERE {TABLES}"
+        );
+        for r in self
+            .admin()
+            .query(&q, &[])
+            .map_err(|e| ServerError::sql(KIND, &q, db_message(&e)))?
+        {
+            let name: String = r.get(0);
+            s.insert(format!("space.table_pages.{name}"), r.get(1));
+            s.insert(format!("space.index_pages.{name}"), r.get(2));
+        }
         // The WAL write position, for pg_waldump over the phase (`wal_by_record`).
         self.read_row(
             "wal",

@@ -4,7 +4,7 @@
 
 use super::args::{driver_info, CommonArgs};
 use super::config::open_database;
-use super::figures::{engine_report, io_report};
+use super::figures::{engine_report, io_report, read_events};
 use super::phase::Mark;
 use super::series::CounterReading;
 use super::subject::Subject;
@@ -119,7 +119,7 @@ impl Subject for EmbeddedRun {
             &io.total,
             d.tables,
             d.engine,
-            results.reads,
+            read_events(kind, &results),
             d.wal_by_record,
         );
         let device = self.device;
@@ -154,6 +154,7 @@ fn space(db: &Database, d: &super::phase::PhaseDelta, page: u64) -> Space {
         page,
         d.storage.compression,
     );
+    s.pages_by_table = d.pages_by_table.clone();
     if d.storage.compression.logical_bytes > 0 {
         let vfs = db.storage().vfs();
         s.by_file_kind = [

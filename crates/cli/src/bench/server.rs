@@ -16,7 +16,7 @@
 //! and per second — in place of the server's own estimates.
 
 use super::args::{driver_info, CommonArgs};
-use super::figures::{blocks_per_txn_by_cause, engine_report};
+use super::figures::{blocks_per_txn_by_cause, engine_report, read_events};
 use super::series::CounterReading;
 use super::spec::fuse_device;
 use super::subject::Subject;
@@ -362,7 +362,13 @@ impl Subject for ServerRun {
         let wal_by_record = server
             .wal_by_record(&before, &after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
-        let engine = engine_report(&io.total, f.tables, f.undo, results.reads, wal_by_record);
+        let engine = engine_report(
+            &io.total,
+            f.tables,
+            f.undo,
+            read_events(wkind, &results),
+            wal_by_record,
+        );
         let mut info = server.info();
         info.state_counters = counters
             .keys()
@@ -422,6 +428,13 @@ impl Subject for ServerRun {
         let storage_config = serde_json::to_value(&info.settings)?;
         let cpu = cpu_report(kind, &*server, &info.counters, &results);
         let mut space = Space::new(f.pages, 0, page, compression_totals);
+        for (k, v) in &info.counters {
+            if let Some(t) = k.strip_prefix("space.table_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().0 = *v as u64;
+            } else if let Some(t) = k.strip_prefix("space.index_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().1 = *v as u64;
+            }
+        }
         if let Some(m) = server.device() {
             space.by_file_kind =
                 mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
