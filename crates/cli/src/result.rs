@@ -20,6 +20,7 @@ use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts};
 use mvcclab_engine::wal::RecordTypeCounts;
 pub use mvcclab_servers::ServerInfo;
+use mvcclab_workload::cpu::CpuUse;
 use mvcclab_workload::driver::RunResult;
 use mvcclab_workload::sysbench::SysbenchOptions;
 use serde::{Deserialize, Serialize};
@@ -132,15 +133,81 @@ pub struct RunReport {
     /// the report fields it cannot fill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerInfo>,
-    /// CPU time of the measured phase by process ([`RunCpu`]; absent in reports written
-    /// before it existed).
+    /// CPU seconds of the measured phase by process, for every target ([`RunCpu`];
+    /// absent in reports written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<RunCpu>,
+    pub cpu_seconds: Option<RunCpu>,
+    /// CPU use of a real server's processes in the measured phase (absent for the
+    /// embedded engine, and for a `--url` server other than `mvcclab serve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuReport>,
     /// Where, when and how this run was made, when that was another process than the
     /// report's: each point's own metadata in a report joined by `mvcclab report --merge`
     /// (absent in a local run, whose runs share the report's `metadata`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<RunMetadata>,
+}
+
+/// CPU figures as rates: per transaction or per second, so fractional.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuRates {
+    /// User CPU time, µs.
+    pub user_us: f64,
+    /// System CPU time, µs.
+    pub system_us: f64,
+    /// User + system (perf's task-clock), µs.
+    pub task_clock_us: f64,
+    /// Voluntary context switches.
+    pub voluntary_ctxt_switches: f64,
+    /// Involuntary context switches.
+    pub involuntary_ctxt_switches: f64,
+    /// Minor page faults.
+    pub minor_faults: f64,
+    /// Major page faults.
+    pub major_faults: f64,
+}
+
+impl CpuRates {
+    /// `u / n` field by field (0 when `n` is 0).
+    pub fn of(u: &CpuUse, n: f64) -> CpuRates {
+        let d = |x: u64| if n > 0.0 { x as f64 / n } else { 0.0 };
+        CpuRates {
+            user_us: d(u.user_us),
+            system_us: d(u.system_us),
+            task_clock_us: d(u.task_clock_us()),
+            voluntary_ctxt_switches: d(u.voluntary_ctxt_switches),
+            involuntary_ctxt_switches: d(u.involuntary_ctxt_switches),
+            minor_faults: d(u.minor_faults),
+            major_faults: d(u.major_faults),
+        }
+    }
+}
+
+/// The `cpu` section of a run: the server's CPU use over the measured phase, read from
+/// /proc for a managed server (the root process, its live children, and its exited
+/// children through the root's cumulative fields `cutime`, `cstime`, `cminflt`,
+/// `cmajflt`; crates/servers/src/cpu.rs) or from `SELECT * FROM mvcclab_stat_cpu` for
+/// `mvcclab serve` (its `getrusage(RUSAGE_SELF)`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuReport {
+    /// Whose CPU it is and how it was read.
+    pub source: String,
+    /// The phase's use (after − before).
+    pub total: CpuUse,
+    /// `total` per transaction.
+    pub per_txn: CpuRates,
+    /// `total` per second of the measured phase.
+    pub per_second: CpuRates,
+    /// CPUs kept busy on average: task-clock / the phase's wall time.
+    pub cpus_utilised: f64,
+    /// By process kind: PostgreSQL `postmaster`, `checkpointer`, `background_writer`,
+    /// `walwriter`, `autovacuum_launcher`, `backend` (live ones), `exited` (children that
+    /// exited: the run's own backends, which have left when the phase's counters are read,
+    /// and autovacuum workers); MariaDB `server` (mariadbd, one process).
+    pub by_kind: BTreeMap<String, CpuUse>,
+    /// True when context switches of exited processes or threads are not in the figures
+    /// (the kernel keeps no cumulative child field for them).
+    pub ctxt_switches_of_exited_missing: bool,
 }
 
 impl RunReport {
@@ -481,6 +548,20 @@ pub struct Space {
     pub device_physical_bytes: u64,
     /// `device_logical_bytes / device_physical_bytes` (1 without compression).
     pub compression_ratio: f64,
+    /// With device compression on: the bytes held split by what the files hold, `data`
+    /// (relation files / tablespaces), `wal` (WAL segments / redo log) and `other`
+    /// (control file, commit log, doublewrite, ...), each logical and physical with its
+    /// ratio. The embedded engine: the device's own accounting by file id; a real server:
+    /// its data directory's files compressed 4 KiB block by block with the same codec at
+    /// the end of the run (crates/servers/src/file_class.rs `compressed_space`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_file_kind: BTreeMap<String, CompressionTotals>,
+    /// Pages per table at the end, by table name: `[table pages, index pages]` as
+    /// `table_pages` and `index_pages` count them (a real PostgreSQL server:
+    /// `pg_relation_size` and `pg_indexes_size` ÷ 8192 of each workload table; absent for
+    /// MariaDB).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pages_by_table: BTreeMap<String, (u64, u64)>,
 }
 
 impl Space {
@@ -494,6 +575,8 @@ impl Space {
             device_logical_bytes: c.logical_bytes,
             device_physical_bytes: c.physical_bytes,
             compression_ratio: if c.physical_bytes == 0 { 1.0 } else { c.ratio },
+            by_file_kind: BTreeMap::new(),
+            pages_by_table: BTreeMap::new(),
         }
     }
 }

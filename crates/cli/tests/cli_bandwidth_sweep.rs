@@ -64,7 +64,7 @@ fn compare_loads_each_preset_once_and_every_bandwidth_starts_from_the_load() {
         // Every point found the loaded table: its pages are the load's (3,000 rows), not
         // only the 40 transactions' few inserts.
         assert!(r.space.table_pages > 40, "{}: {:?}", r.design.name, r.space);
-        assert!(r.cpu.as_ref().is_some_and(|c| c.mvcclab_s > 0.0));
+        assert!(r.cpu_seconds.as_ref().is_some_and(|c| c.mvcclab_s > 0.0));
     }
     for d in ["postgres", "innodb"] {
         let pages: Vec<u64> = report

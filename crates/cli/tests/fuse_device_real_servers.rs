@@ -270,7 +270,10 @@ fn real_servers_load_once_and_every_bandwidth_starts_from_the_saved_data_directo
             _ => r.space.table_pages as f64,
         };
         assert!(live > 0.0, "{}: {live}", r.design.name);
-        assert!(r.cpu.as_ref().is_some_and(|c| !c.server_s.is_empty()));
+        assert!(r
+            .cpu_seconds
+            .as_ref()
+            .is_some_and(|c| !c.server_s.is_empty()));
     }
     let left: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()

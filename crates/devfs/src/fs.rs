@@ -30,7 +30,7 @@ use fuser::{
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
     WriteFlags,
 };
-use mvcclab_engine::device::{requests, DeviceError, FileId, Nvme, Throttle};
+use mvcclab_engine::device::{requests, CompressionTotals, DeviceError, FileId, Nvme, Throttle};
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};
@@ -203,6 +203,20 @@ impl DevFs {
     /// The per-block counts of the mapped file so far (empty when none is mapped).
     pub fn block_map(&self) -> crate::BlockMap {
         self.counting.block_map()
+    }
+
+    /// Logical and physical bytes held by each file of the tree, by its path (empty
+    /// without compression accounting).
+    pub fn compression_by_path(&self) -> BTreeMap<String, CompressionTotals> {
+        let by_id = self.nvme.compression_totals_by_file();
+        let tree = self.tree.read();
+        tree.nodes
+            .iter()
+            .filter_map(|(ino, n)| match n.content {
+                Content::File(id) => Some((tree.path(*ino)?, *by_id.get(&id)?)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The device below.

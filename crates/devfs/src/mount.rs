@@ -329,6 +329,14 @@ impl DevMount {
         self.fs.counts()
     }
 
+    /// Logical and physical bytes each file holds now, by its path relative to the mount
+    /// (device/compression.rs accounting; empty without compression).
+    pub fn compression_by_path(
+        &self,
+    ) -> std::collections::BTreeMap<String, mvcclab_engine::device::CompressionTotals> {
+        self.fs.compression_by_path()
+    }
+
     /// The kernel's page-cache settings of the mount, from its backing device info
     /// (`/sys/class/bdi/MAJOR:MINOR/`): `(read_ahead_kb, max_ratio)` — the readahead and
     /// the share of the dirty-page limit this mount may hold (with write-through, no dirty

@@ -244,9 +244,99 @@ pub fn tree_cpu(root: u32) -> std::io::Result<TreeCpu> {
     Ok(tree)
 }
 
+/// The six figures of a [`CpuUse`] by their field names, in a fixed order.
+pub fn fields(u: &CpuUse) -> [(&'static str, u64); 6] {
+    [
+        ("user_us", u.user_us),
+        ("system_us", u.system_us),
+        ("voluntary_ctxt_switches", u.voluntary_ctxt_switches),
+        ("involuntary_ctxt_switches", u.involuntary_ctxt_switches),
+        ("minor_faults", u.minor_faults),
+        ("major_faults", u.major_faults),
+    ]
+}
+
+/// A [`CpuUse`] from `name → value` (the names of [`fields`]); missing names are 0.
+pub fn from_fields(get: impl Fn(&str) -> Option<f64>) -> CpuUse {
+    let f = |n: &str| get(n).unwrap_or(0.0).max(0.0) as u64;
+    CpuUse {
+        user_us: f("user_us"),
+        system_us: f("system_us"),
+        voluntary_ctxt_switches: f("voluntary_ctxt_switches"),
+        involuntary_ctxt_switches: f("involuntary_ctxt_switches"),
+        minor_faults: f("minor_faults"),
+        major_faults: f("major_faults"),
+    }
+}
+
+/// A server's CPU use as counter-snapshot entries: `cpu.total.FIELD` and
+/// `cpu.KIND.FIELD` (cumulative counts, so a phase's use is `after − before`), and
+/// `cpu.processes` (a state value: live processes at the reading).
+pub fn snapshot_entries(t: &TreeCpu, out: &mut crate::Snapshot) {
+    for (n, v) in fields(&t.total) {
+        out.insert(format!("cpu.total.{n}"), v as f64);
+    }
+    for (k, u) in &t.by_kind {
+        for (n, v) in fields(u) {
+            out.insert(format!("cpu.{k}.{n}"), v as f64);
+        }
+    }
+    out.insert("cpu.processes".into(), t.processes as f64);
+}
+
+/// The phase's CPU use back from snapshot entries ([`snapshot_entries`], after
+/// [`crate::delta`]): the total and each kind. `None` when the counters hold no `cpu.`
+/// entry (the server's processes could not be read).
+pub fn from_counters(c: &crate::Snapshot) -> Option<(CpuUse, BTreeMap<String, CpuUse>)> {
+    if !c.keys().any(|k| k.starts_with("cpu.total.")) {
+        return None;
+    }
+    let mut kinds: Vec<&str> = c
+        .keys()
+        .filter_map(|k| {
+            k.strip_prefix("cpu.")?
+                .rsplit_once('.')
+                .map(|(kind, _)| kind)
+        })
+        .filter(|k| *k != "total")
+        .collect();
+    kinds.dedup();
+    let of = |kind: &str| from_fields(|n| c.get(&format!("cpu.{kind}.{n}")).copied());
+    let by_kind = kinds.iter().map(|k| (k.to_string(), of(k))).collect();
+    Some((of("total"), by_kind))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_use_goes_through_snapshot_entries_and_back() {
+        let u = |x: u64| CpuUse {
+            user_us: x,
+            system_us: 2 * x,
+            voluntary_ctxt_switches: 3 * x,
+            involuntary_ctxt_switches: 4 * x,
+            minor_faults: 5 * x,
+            major_faults: 6 * x,
+        };
+        let t = TreeCpu {
+            total: u(3),
+            by_kind: [("backend".to_string(), u(1)), ("exited".to_string(), u(2))]
+                .into_iter()
+                .collect(),
+            processes: 4,
+            ctxt_switches_of_exited_missing: true,
+        };
+        let mut s = crate::Snapshot::new();
+        snapshot_entries(&t, &mut s);
+        assert_eq!(s["cpu.exited.minor_faults"], 10.0);
+        assert_eq!(s["cpu.processes"], 4.0);
+        let (total, kinds) = from_counters(&s).unwrap();
+        assert_eq!(total, u(3));
+        assert_eq!(kinds, t.by_kind);
+        assert!(from_counters(&crate::Snapshot::new()).is_none());
+    }
 
     #[test]
     fn postgres_process_titles_name_their_kind() {

@@ -18,7 +18,39 @@
 //! (`.frm`, Aria's logs, `mysql/` system tables) `other`.
 
 use mvcclab_devfs::FileIo;
+use mvcclab_engine::device::CompressionTotals;
 use std::collections::{BTreeMap, HashMap};
+
+/// The kind of space a file of a data directory holds, for `space.by_file_kind`: `data`
+/// (PostgreSQL's `base/` and `global/` relation files with their forks; InnoDB's `.ibd`
+/// files and the system tablespace `ibdata1`), `wal` (`pg_wal/`; `ib_logfile*`), `other`.
+pub fn space_kind(path: &str) -> &'static str {
+    let p = path.strip_prefix("data/").unwrap_or(path);
+    let name = p.rsplit('/').next().unwrap_or(p);
+    if p.starts_with("base/")
+        || p.starts_with("global/")
+        || name.ends_with(".ibd")
+        || name == "ibdata1"
+    {
+        "data"
+    } else if p.starts_with("pg_wal/") || name.starts_with("ib_logfile") {
+        "wal"
+    } else {
+        "other"
+    }
+}
+
+/// Per-file byte totals summed per [`space_kind`] of their paths.
+pub fn space_by_kind(
+    files: &BTreeMap<String, CompressionTotals>,
+) -> BTreeMap<String, CompressionTotals> {
+    let mut out: BTreeMap<String, CompressionTotals> = BTreeMap::new();
+    for (p, t) in files {
+        let e = out.entry(space_kind(p).to_string()).or_default();
+        *e = e.plus(t);
+    }
+    out
+}
 
 /// What a PostgreSQL relation file node is: (relation name, relkind, schema).
 pub type PgRelations = HashMap<u32, (String, String, String)>;
@@ -98,6 +130,37 @@ pub fn by_class(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn space_is_split_by_what_the_files_hold() {
+        let t = |l: u64, p: u64| CompressionTotals {
+            logical_bytes: l,
+            physical_bytes: p,
+            ratio: 0.0,
+        };
+        let files: BTreeMap<String, CompressionTotals> = [
+            ("data/base/5/16384".to_string(), t(8192, 1000)),
+            ("data/base/5/16384_fsm".to_string(), t(4096, 100)),
+            (
+                "data/pg_wal/000000010000000000000001".to_string(),
+                t(4096, 4096),
+            ),
+            ("data/postmaster.pid".to_string(), t(4096, 10)),
+        ]
+        .into_iter()
+        .collect();
+        let k = space_by_kind(&files);
+        assert_eq!(
+            (k["data"].logical_bytes, k["data"].physical_bytes),
+            (12288, 1100)
+        );
+        assert!((k["data"].ratio - 12288.0 / 1100.0).abs() < 1e-9);
+        assert_eq!(k["wal"].physical_bytes, 4096);
+        assert_eq!(k["other"].logical_bytes, 4096);
+        assert_eq!(space_kind("data/base/1/2_fsm"), "data");
+        assert_eq!(space_kind("sbtest/warehouse1.ibd"), "data");
+        assert_eq!(space_kind("ib_logfile0"), "wal");
+    }
 
     #[test]
     fn postgresql_files_are_named_by_their_relations() {

@@ -41,8 +41,20 @@ pub(crate) fn device_snapshot(
 /// Rows per multi-row INSERT of the load.
 const LOAD_BATCH_ROWS: u32 = 1000;
 
+/// The TPC-C tables of `opts.tables` sets (`warehouse1`, …, `item1`, `warehouse2`, …).
+pub(crate) fn tpcc_tables(opts: &mvcclab_workload::sysbench::SysbenchOptions) -> Vec<String> {
+    (1..=opts.tables)
+        .flat_map(|n| {
+            mvcclab_workload::tpcc::table_defs(n, false)
+                .into_iter()
+                .map(|d| d.name)
+        })
+        .collect()
+}
+
 /// Loads sysbench's tables as oltp_common.lua's `create_table` does: for each table, drop
-/// it if present, create it, insert `opts.prepare_rows(kind)` rows (the embedded load's
+/// it if present, create it, run the statements `after_create(n)` returns (PostgreSQL's
+/// fill factor), insert `opts.prepare_rows(kind)` rows (the embedded load's
 /// rows: same generator, same seed) in multi-row INSERTs, create the `k` index, then run
 /// the statements `after(n)` returns, in order (the engine's statistics statements). `exec`
 /// runs one statement.
@@ -54,21 +66,18 @@ pub(crate) fn load_sbtest(
     opts: &mvcclab_workload::sysbench::SysbenchOptions,
     seed: u64,
     exec: &dyn Fn(&str) -> Result<(), ServerError>,
+    after_create: &dyn Fn(u32) -> Vec<String>,
     after: &dyn Fn(u32) -> Vec<String>,
 ) -> Result<(), String> {
     use mvcclab_workload::sql;
-    if kind == mvcclab_workload::sysbench::WorkloadKind::Tpcc {
-        return Err(
-            "tpcc on a real server is not supported yet: mvcclab's TPC-C driver runs \
-                    on the embedded presets only (issue 30)"
-                .into(),
-        );
-    }
     let rows = opts.prepare_rows(kind);
     let run = |q: &str| exec(q).map_err(|e| e.to_string());
     for n in 1..=opts.tables {
         run(&format!("DROP TABLE IF EXISTS sbtest{n}"))?;
         run(&sql::create_table(d, n, opts.auto_inc))?;
+        for q in after_create(n) {
+            run(&q)?;
+        }
         let mut rng = mvcclab_workload::rand::SbRand::new(seed, 0x10000 + n, opts.rand.clone());
         let mut id = 1;
         while id <= rows {

@@ -20,6 +20,8 @@ use crate::{
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
+use mvcclab_workload::tpcc_embedded::CheckOutcome;
+use mvcclab_workload::tpcc_sql::{self, SqlConn, TextRows};
 use mysql::prelude::Queryable;
 use mysql::{Conn, Opts, OptsBuilder, Params, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -43,6 +45,8 @@ pub struct MariaDb {
     version: String,
     /// INNODB_METRICS counters of type `value` (state values), learned at each snapshot.
     state_metrics: Mutex<BTreeSet<String>>,
+    /// `--fillfactor`: the global `innodb_fill_factor` set before the load.
+    fillfactor: Option<u8>,
     // Last field: the server is stopped after the connections above are closed.
     managed: Option<ManagedServer>,
 }
@@ -115,6 +119,7 @@ impl MariaDb {
             admin: Mutex::new(admin),
             version,
             state_metrics: Mutex::new(BTreeSet::new()),
+            fillfactor: o.fillfactor,
             managed,
         })
     }
@@ -171,9 +176,29 @@ impl MariaDb {
 
 impl Target for MariaDb {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
-        crate::load_sbtest(Dialect::MySql, kind, opts, seed, &|q| self.exec(q), &|n| {
-            vec![format!("ANALYZE TABLE sbtest{n}")]
-        })
+        let exec = |q: &str| self.exec(q).map_err(|e| e.to_string());
+        if let Some(f) = self.fillfactor {
+            // The only fill factor InnoDB has: the leaf and non-leaf fill of sorted index
+            // builds (CREATE INDEX on a loaded table, table rebuilds); row-by-row inserts
+            // fill pages as they always do (MariaDB KB "innodb_fill_factor").
+            exec(&format!("SET GLOBAL innodb_fill_factor = {f}"))?;
+        }
+        if kind == WorkloadKind::Tpcc {
+            tpcc_sql::load(Dialect::MySql, opts, seed, None, &exec)?;
+            for t in crate::tpcc_tables(opts) {
+                exec(&format!("ANALYZE TABLE {t}"))?;
+            }
+            return Ok(());
+        }
+        crate::load_sbtest(
+            Dialect::MySql,
+            kind,
+            opts,
+            seed,
+            &|q| self.exec(q),
+            &|_| Vec::new(),
+            &|n| vec![format!("ANALYZE TABLE sbtest{n}")],
+        )
     }
 
     fn session(&self) -> Result<Box<dyn Session + '_>, String> {
@@ -182,6 +207,7 @@ impl Target for MariaDb {
             conn,
             statements: HashMap::new(),
             in_transaction: false,
+            tpcc_setup: false,
         }))
     }
 }
@@ -192,6 +218,31 @@ struct MariaSession {
     /// Server-side prepared statements by SQL text.
     statements: HashMap<String, mysql::Statement>,
     in_transaction: bool,
+    /// The TPC-C session settings have been sent (`tpcc_sql::session_setup`).
+    tpcc_setup: bool,
+}
+
+/// The admin or a session connection as sysbench-tpcc's plain-query connection (the text
+/// protocol: every value arrives as text).
+struct MyText<'a>(&'a mut Conn);
+
+impl SqlConn for MyText<'_> {
+    fn query(&mut self, sql: &str) -> Result<TextRows, OpError> {
+        let rows: Vec<mysql::Row> = self.0.query(sql).map_err(op_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::NULL => None,
+                        Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+                    })
+                    .collect()
+            })
+            .collect())
+    }
 }
 
 fn op_error(e: mysql::Error) -> OpError {
@@ -206,6 +257,18 @@ fn op_error(e: mysql::Error) -> OpError {
 
 impl Session for MariaSession {
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        if let Op::Tpcc(txn) = op {
+            if !self.tpcc_setup {
+                for q in tpcc_sql::session_setup(Dialect::MySql) {
+                    self.conn.query_drop(q).map_err(op_error)?;
+                }
+                self.tpcc_setup = true;
+            }
+            self.in_transaction = true;
+            tpcc_sql::execute(&mut MyText(&mut self.conn), txn)?;
+            self.in_transaction = false;
+            return Ok(());
+        }
         let st = sql::statement(Dialect::MySql, op);
         match op {
             Op::Begin => self.in_transaction = true,
@@ -270,6 +333,7 @@ const STATUS_VARIABLES: &[&str] = &[
 const SETTINGS: &[&str] = &[
     "innodb_buffer_pool_size",
     "innodb_page_size",
+    "innodb_fill_factor",
     "innodb_log_file_size",
     "innodb_log_buffer_size",
     "innodb_flush_method",
@@ -374,7 +438,8 @@ impl RealServer for MariaDb {
         drop(state);
         let q = "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / 16384 AS DOUBLE), \
                  CAST(coalesce(sum(INDEX_LENGTH), 0) / 16384 AS DOUBLE) FROM information_schema.TABLES \
-                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'sbtest%'";
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP \
+                 '^(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+$'";
         let sizes: Option<(f64, f64)> = self
             .admin()
             .query_first(q)
@@ -383,11 +448,19 @@ impl RealServer for MariaDb {
         s.insert("space.table_pages".into(), t);
         s.insert("space.index_pages".into(), i);
         device_snapshot(self.managed.as_ref(), &mut s)?;
+        // A managed server's CPU use (mariadbd is one process: its own fields cover its
+        // exited threads' times and faults, not their context switches; cpu.rs).
+        if let Some(pid) = self.managed.as_ref().and_then(|m| m.pid()) {
+            if let Ok(t) = crate::cpu::tree_cpu(pid) {
+                crate::cpu::snapshot_entries(&t, &mut s);
+            }
+        }
         Ok(s)
     }
 
     fn is_state(&self, name: &str) -> bool {
         name.starts_with("space.")
+            || name == "cpu.processes"
             || name
                 .strip_prefix("global_status.")
                 .is_some_and(is_state_status)
@@ -445,5 +518,14 @@ impl RealServer for MariaDb {
 
     fn wal_file_class(&self) -> &'static str {
         "ib_logfile0"
+    }
+
+    fn tpcc_check(&self, opts: &SysbenchOptions) -> Result<Vec<CheckOutcome>, ServerError> {
+        tpcc_sql::check(
+            &mut MyText(&mut self.admin()),
+            opts.tables,
+            &opts.tpcc_size(),
+        )
+        .map_err(|e| ServerError::sql(KIND, "tpcc_check.lua checks 1-4", e))
     }
 }

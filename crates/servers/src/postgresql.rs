@@ -3,7 +3,13 @@
 //! driver uses `PQprepare`), and the cumulative statistics views read before and after the
 //! measured phase (PostgreSQL 15 manual, 28.2 "The Cumulative Statistics System").
 //!
-//! Counters read (sums over the `sbtestN` tables where the view is per table):
+//! TPC-C (`--workload tpcc`) is loaded and run as sysbench-tpcc sends it, in plain
+//! queries ([`mvcclab_workload::tpcc_sql`]); `--fillfactor` sets the `fillfactor` storage
+//! parameter of every table and index the load creates (for sysbench's tables: `ALTER
+//! TABLE/INDEX ... SET (fillfactor)` before the rows go in, and the `k` index, built after
+//! them, rebuilt with `REINDEX`).
+//!
+//! Counters read (sums over the workload's tables where the view is per table):
 //! `pg_stat_user_tables` (n_tup_ins/upd/hot_upd/del, n_live_tup, n_dead_tup, vacuum and
 //! autovacuum counts, and the autovacuum triggers n_ins_since_vacuum and
 //! n_mod_since_analyze, reported as their values at the end), `pg_statio_user_tables` (heap/idx blks read and hit),
@@ -31,9 +37,11 @@ use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::{OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
+use mvcclab_workload::tpcc_embedded::CheckOutcome;
+use mvcclab_workload::tpcc_sql::{self, SqlConn, TextRows};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls};
+use postgres::{Client, Config, NoTls, SimpleQueryMessage};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -48,6 +56,8 @@ pub struct PostgreSql {
     admin: Mutex<Client>,
     version: String,
     caches_dropped: AtomicBool,
+    /// `--fillfactor` of the tables and indexes the load creates.
+    fillfactor: Option<u8>,
     // Last field: dropped (server stopped) after the connections above are closed.
     managed: Option<ManagedServer>,
 }
@@ -132,6 +142,7 @@ impl PostgreSql {
             admin: Mutex::new(admin),
             version,
             caches_dropped: AtomicBool::new(false),
+            fillfactor: o.fillfactor,
             managed,
         })
     }
@@ -199,6 +210,20 @@ impl PostgreSql {
             ),
             &mut s,
         )?;
+        // Pages of each workload table (state values, `space.` prefix).
+        let q = format!(
+            "SELECT relname::text, (pg_relation_size(relid) / 8192)::float8, \
+             (pg_indexes_size(relid) / 8192)::float8 FROM pg_stat_user_tables WHERE {TABLES}"
+        );
+        for r in self
+            .admin()
+            .query(&q, &[])
+            .map_err(|e| ServerError::sql(KIND, &q, db_message(&e)))?
+        {
+            let name: String = r.get(0);
+            s.insert(format!("space.table_pages.{name}"), r.get(1));
+            s.insert(format!("space.index_pages.{name}"), r.get(2));
+        }
         // The WAL write position, for pg_waldump over the phase (`wal_by_record`).
         self.read_row(
             "wal",
@@ -206,7 +231,38 @@ impl PostgreSql {
             &mut s,
         )?;
         device_snapshot(self.managed.as_ref(), &mut s)?;
+        self.read_cpu(&mut s);
         Ok(s)
+    }
+
+    /// The server's CPU use as `cpu.*` entries: a managed server's process tree from /proc
+    /// (the postmaster, its live children by kind, its exited children through its
+    /// cumulative child fields; [`crate::cpu::tree_cpu`]); a `--url` server that is
+    /// `mvcclab serve` from `SELECT * FROM mvcclab_stat_cpu` (its own `getrusage`, all
+    /// threads, exited ones included), as kind `server`. Nothing for another `--url`
+    /// server, whose processes are not ours to read.
+    fn read_cpu(&self, s: &mut Snapshot) {
+        if let Some(pid) = self.managed.as_ref().and_then(|m| m.pid()) {
+            if let Ok(t) = crate::cpu::tree_cpu(pid) {
+                crate::cpu::snapshot_entries(&t, s);
+            }
+            return;
+        }
+        let Ok(msgs) = self.admin().simple_query("SELECT * FROM mvcclab_stat_cpu") else {
+            return;
+        };
+        for m in msgs {
+            if let SimpleQueryMessage::Row(r) = m {
+                let u = crate::cpu::from_fields(|n| r.get(n).and_then(|v| v.parse().ok()));
+                let t = crate::cpu::TreeCpu {
+                    total: u,
+                    by_kind: [("server".to_string(), u)].into_iter().collect(),
+                    processes: 1,
+                    ctxt_switches_of_exited_missing: false,
+                };
+                crate::cpu::snapshot_entries(&t, s);
+            }
+        }
     }
 
     fn exec(&self, sql: &str) -> Result<(), ServerError> {
@@ -253,7 +309,8 @@ impl PostgreSql {
     }
 }
 
-const TABLES: &str = "relname ~ '^sbtest[0-9]+$'";
+/// The workload's tables: sysbench's `sbtestN` and sysbench-tpcc's nine of each set.
+const TABLES: &str = "relname ~ '^(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+$'";
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
@@ -265,17 +322,40 @@ impl Target for PostgreSql {
         // an autovacuum and an autoanalyze at the launcher's next round, inside the run.
         // `pg_stat_force_next_flush()` makes the backend flush them when it goes idle
         // after that statement, before it reads the VACUUM.
+        let exec = |q: &str| self.exec(q).map_err(|e| e.to_string());
+        if kind == WorkloadKind::Tpcc {
+            tpcc_sql::load(Dialect::PostgreSql, opts, seed, self.fillfactor, &exec)?;
+            exec("SELECT pg_stat_force_next_flush()")?;
+            for t in crate::tpcc_tables(opts) {
+                exec(&format!("VACUUM ANALYZE {t}"))?;
+            }
+            return Ok(());
+        }
+        let ff = self.fillfactor;
         crate::load_sbtest(
             Dialect::PostgreSql,
             kind,
             opts,
             seed,
             &|q| self.exec(q),
+            // The fill factor of the table and its primary key, before the rows go in.
+            &|n| match ff {
+                Some(f) => vec![
+                    format!("ALTER TABLE sbtest{n} SET (fillfactor = {f})"),
+                    format!("ALTER INDEX sbtest{n}_pkey SET (fillfactor = {f})"),
+                ],
+                None => Vec::new(),
+            },
             &|n| {
-                vec![
-                    "SELECT pg_stat_force_next_flush()".into(),
-                    format!("VACUUM ANALYZE sbtest{n}"),
-                ]
+                let mut v = Vec::new();
+                if let Some(f) = ff {
+                    // The k index is built after the load: rebuilt with the fill factor.
+                    v.push(format!("ALTER INDEX k_{n} SET (fillfactor = {f})"));
+                    v.push(format!("REINDEX INDEX k_{n}"));
+                }
+                v.push("SELECT pg_stat_force_next_flush()".into());
+                v.push(format!("VACUUM ANALYZE sbtest{n}"));
+                v
             },
         )
     }
@@ -286,7 +366,26 @@ impl Target for PostgreSql {
             client,
             statements: HashMap::new(),
             in_transaction: false,
+            tpcc_setup: false,
         }))
+    }
+}
+
+/// The admin or a session connection as sysbench-tpcc's plain-query connection.
+struct PgText<'a>(&'a mut Client);
+
+impl SqlConn for PgText<'_> {
+    fn query(&mut self, sql: &str) -> Result<TextRows, OpError> {
+        let msgs = self.0.simple_query(sql).map_err(op_error)?;
+        Ok(msgs
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(r) => {
+                    Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+                }
+                _ => None,
+            })
+            .collect())
     }
 }
 
@@ -296,6 +395,8 @@ struct PgSession {
     /// Prepared statements by SQL text (sysbench prepares each once per connection).
     statements: HashMap<String, postgres::Statement>,
     in_transaction: bool,
+    /// The TPC-C session settings have been sent (`tpcc_sql::session_setup`).
+    tpcc_setup: bool,
 }
 
 fn op_error(e: postgres::Error) -> OpError {
@@ -311,6 +412,18 @@ fn op_error(e: postgres::Error) -> OpError {
 
 impl Session for PgSession {
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        if let Op::Tpcc(txn) = op {
+            if !self.tpcc_setup {
+                for q in tpcc_sql::session_setup(Dialect::PostgreSql) {
+                    self.client.batch_execute(q).map_err(op_error)?;
+                }
+                self.tpcc_setup = true;
+            }
+            self.in_transaction = true;
+            tpcc_sql::execute(&mut PgText(&mut self.client), txn)?;
+            self.in_transaction = false;
+            return Ok(());
+        }
         let st = sql::statement(Dialect::PostgreSql, op);
         match op {
             Op::Begin => self.in_transaction = true,
@@ -469,6 +582,7 @@ impl RealServer for PostgreSql {
                 | "pg_stat_user_tables.n_ins_since_vacuum"
                 | "pg_stat_user_tables.n_mod_since_analyze"
                 | "wal.lsn"
+                | "cpu.processes"
         ) || name.starts_with("space.")
     }
 
@@ -592,6 +706,15 @@ impl RealServer for PostgreSql {
 
     fn wal_file_class(&self) -> &'static str {
         "pg_wal"
+    }
+
+    fn tpcc_check(&self, opts: &SysbenchOptions) -> Result<Vec<CheckOutcome>, ServerError> {
+        tpcc_sql::check(
+            &mut PgText(&mut self.admin()),
+            opts.tables,
+            &opts.tpcc_size(),
+        )
+        .map_err(|e| ServerError::sql(KIND, "tpcc_check.lua checks 1-4", e))
     }
 }
 

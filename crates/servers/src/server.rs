@@ -18,6 +18,11 @@ pub struct ServerOptions {
     pub url: Option<String>,
     /// How to start a managed one (buffer pool, folder, loop device).
     pub managed: managed::ManagedOptions,
+    /// `--fillfactor`: PostgreSQL's heap and B-tree `fillfactor` of every table and index
+    /// the load creates; MariaDB's global `innodb_fill_factor` (sorted index builds only,
+    /// not the same knob). `None` leaves the server's defaults (100 and 90 for
+    /// PostgreSQL's heap and B-tree, 100 for innodb_fill_factor).
+    pub fillfactor: Option<u8>,
 }
 
 /// What a report says of the server a run used.
@@ -142,6 +147,16 @@ pub trait RealServer: Target {
 
     /// The file class that holds its write-ahead log (`pg_wal`, `ib_logfile0`).
     fn wal_file_class(&self) -> &'static str;
+
+    /// `tpcc_check.lua`'s consistency checks 1–4 on the TPC-C tables of `opts` (its
+    /// `--tables` and size), with the script's queries, on the admin connection
+    /// ([`mvcclab_workload::tpcc_sql::check`]).
+    ///
+    /// Errors: [`ServerError::Sql`] for a failing query.
+    fn tpcc_check(
+        &self,
+        opts: &mvcclab_workload::sysbench::SysbenchOptions,
+    ) -> Result<Vec<mvcclab_workload::tpcc_embedded::CheckOutcome>, ServerError>;
 }
 
 /// The measured phase's counters: `after − before` for counts, `after` for the state

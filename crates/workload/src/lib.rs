@@ -1,9 +1,11 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
 //! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
-//! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, value generators, the
-//! transaction mix) and [`tpcc_embedded`] (load, transactions and consistency checks on
-//! the engine). TPC-H: [`tpch`] (schema, `tpchgen` rows, the 22 queries with validation
+//! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, the transaction mix),
+//! [`tpcc_load`] (the loader's rows and value generators, for any target),
+//! [`tpcc_embedded`] (load, transactions and consistency checks on the engine) and
+//! [`tpcc_sql`] (the script's DDL, statements and checks as SQL text for the real servers).
+//! TPC-H: [`tpch`] (schema, `tpchgen` rows, the 22 queries with validation
 //! parameters in both dialects), [`tpch_embedded`] (load, and Q1, Q6, Q18 on a preset as
 //! its real engine's plan), [`tpch_plans`] (the real engines' EXPLAIN JSON and plan
 //! shapes).
@@ -18,6 +20,8 @@ pub mod sql;
 pub mod sysbench;
 pub mod tpcc;
 pub mod tpcc_embedded;
+pub mod tpcc_load;
+pub mod tpcc_sql;
 pub mod tpch;
 pub mod tpch_embedded;
 pub mod tpch_plans;

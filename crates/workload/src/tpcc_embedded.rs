@@ -21,11 +21,11 @@
 //! consistency checks 1–4.
 
 use crate::driver::OpError;
-use crate::rand::SbRand;
 use crate::sysbench::SysbenchOptions;
-use crate::tpcc::{
-    by_name_position, last_name, lua_f, nurand, repeated_letter, round_cents, table_defs, TpccSize,
-    TpccTable, TpccTxn, DIST_PER_WARE,
+use crate::tpcc::{by_name_position, table_defs, TpccTable, TpccTxn, DIST_PER_WARE};
+use crate::tpcc_load::{
+    cents, int, items_rng, load_items, load_warehouse, now, small, tiny, truncate, warehouse_rng,
+    TpccSink,
 };
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::{Decimal, Row, Value};
@@ -42,30 +42,6 @@ impl TpccSet {
     fn t(&self, t: TpccTable) -> TableId {
         self.0[t as usize]
     }
-}
-
-fn cents(c: i64) -> Value {
-    Value::Decimal(Decimal::from_units(c as i128, 2))
-}
-
-fn small(v: u32) -> Value {
-    Value::SmallInt(v as i16)
-}
-
-fn tiny(v: u32) -> Value {
-    Value::TinyInt(v as i8)
-}
-
-fn int(v: u32) -> Value {
-    Value::Integer(v as i32)
-}
-
-fn now() -> Value {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    Value::timestamp_from_unix_secs(secs)
 }
 
 fn e(e: Error) -> String {
@@ -89,18 +65,14 @@ pub fn load(db: &Database, opts: &SysbenchOptions, seed: u64) -> Result<Vec<Tpcc
             ids.push(db.create_table(d).map_err(e)?);
         }
         let set = TpccSet(ids);
-        let mut rng = SbRand::new(seed, 0x20000 + n, opts.rand.clone());
-        load_items(db, &set, &mut rng, size.items)?;
+        let mut rng = items_rng(seed, n, &opts.rand);
+        load_items(&mut Batch::new(db, &set), &mut rng, size.items)?;
         sets.push(set);
     }
     for w in 1..=size.warehouses {
         for (i, set) in sets.iter().enumerate() {
-            let mut rng = SbRand::new(
-                seed,
-                0x30000 + (i as u32 + 1) * 0x1000 + w,
-                opts.rand.clone(),
-            );
-            load_warehouse(db, set, &mut rng, &size, w)?;
+            let mut rng = warehouse_rng(seed, i as u32 + 1, w, &opts.rand);
+            load_warehouse(&mut Batch::new(db, set), &mut rng, &size, w)?;
         }
     }
     for set in &sets {
@@ -114,21 +86,30 @@ pub fn load(db: &Database, opts: &SysbenchOptions, seed: u64) -> Result<Vec<Tpcc
     Ok(sets)
 }
 
-/// Inserts rows in transactions of 1,000 (sysbench's bulk inserts commit in autocommit).
+/// Inserts the load's rows in transactions of 1,000 (sysbench's bulk inserts commit in
+/// autocommit).
 struct Batch<'a> {
     db: &'a Database,
+    set: &'a TpccSet,
     tx: Option<Transaction>,
     n: u32,
 }
 
 impl<'a> Batch<'a> {
-    fn new(db: &'a Database) -> Self {
-        Batch { db, tx: None, n: 0 }
+    fn new(db: &'a Database, set: &'a TpccSet) -> Self {
+        Batch {
+            db,
+            set,
+            tx: None,
+            n: 0,
+        }
     }
+}
 
-    fn insert(&mut self, t: TableId, row: Row) -> Result<(), String> {
+impl TpccSink for Batch<'_> {
+    fn insert(&mut self, t: TpccTable, row: Row) -> Result<(), String> {
         let tx = self.tx.get_or_insert_with(|| self.db.begin());
-        tx.insert(t, row).map_err(e)?;
+        tx.insert(self.set.t(t), row).map_err(e)?;
         self.n += 1;
         if self.n.is_multiple_of(1000) {
             self.flush()?;
@@ -142,220 +123,6 @@ impl<'a> Batch<'a> {
         }
         Ok(())
     }
-}
-
-fn load_items(db: &Database, set: &TpccSet, rng: &mut SbRand, items: u32) -> Result<(), String> {
-    let mut b = Batch::new(db);
-    for j in 1..=items {
-        let i_im_id = rng.uniform(1, 10000);
-        let i_price = rng.uniform_double() * 100.0 + 1.0;
-        // "i_name is not generated as prescribed by standard, but we want to provide a
-        // better compression" (tpcc_common.lua).
-        let i_name = format!("item-{i_im_id}-{}-{}", lua_f(i_price), rng.string("@@@@@"));
-        let i_data = format!("data-{i_name}-{}", rng.string("@@@@@"));
-        b.insert(
-            set.t(TpccTable::Item),
-            vec![
-                int(j),
-                int(i_im_id),
-                Value::text(truncate(&i_name, 24)),
-                cents(round_cents(i_price)),
-                Value::text(truncate(&i_data, 50)),
-            ],
-        )?;
-    }
-    b.flush()
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
-}
-
-/// The address columns of a warehouse or district: name, street 1 and 2, city, state,
-/// zip, and the tax in hundredths.
-fn address(rng: &mut SbRand) -> (Vec<Value>, i64) {
-    let v = vec![
-        Value::text(rng.string("name-@@@@@")),
-        Value::text(rng.string("street1-@@@@@@@@@@")),
-        Value::text(rng.string("street2-@@@@@@@@@@")),
-        Value::text(rng.string("city-@@@@@@@@@@")),
-        Value::text(rng.string("@@")),
-        Value::text(rng.string("zip-#####")),
-    ];
-    let tax = round_cents(rng.uniform_double() * 0.2);
-    (v, tax)
-}
-
-fn load_warehouse(
-    db: &Database,
-    set: &TpccSet,
-    rng: &mut SbRand,
-    size: &TpccSize,
-    w: u32,
-) -> Result<(), String> {
-    let mut b = Batch::new(db);
-    let (addr, tax) = address(rng);
-    let mut row = vec![small(w)];
-    row.extend(addr);
-    row.extend([cents(tax), cents(300_000 * 100)]);
-    b.insert(set.t(TpccTable::Warehouse), row)?;
-    let orders = size.customers_per_district;
-    for d in 1..=DIST_PER_WARE {
-        let (addr, tax) = address(rng);
-        let mut row = vec![tiny(d), small(w)];
-        row.extend(addr);
-        row.extend([cents(tax), cents(30_000 * 100), int(orders + 1)]);
-        b.insert(set.t(TpccTable::District), row)?;
-    }
-    let since = now();
-    for d in 1..=DIST_PER_WARE {
-        for c in 1..=size.customers_per_district {
-            let c_last = if c <= 1000 {
-                last_name(c - 1)
-            } else {
-                last_name(nurand(rng, 255, 0, 999))
-            };
-            let first_len = rng.uniform(2, 10);
-            let c_first = rng.string(&format!("first-{}", "@".repeat(first_len as usize)));
-            let street1 = rng.string("street1-@@@@@@@@@@");
-            let street2 = rng.string("street2-@@@@@@@@@@");
-            let city = rng.string("city-@@@@@@@@@@");
-            let state = rng.string("@@");
-            let zip = rng.string("zip-#####");
-            let phone = rng.string(&"#".repeat(16));
-            let credit = if rng.uniform(1, 100) > 10 { "GC" } else { "BC" };
-            let discount = round_cents(rng.uniform_double() * 0.5);
-            let c_data = repeated_letter(rng, 300, 500);
-            b.insert(
-                set.t(TpccTable::Customer),
-                vec![
-                    int(c),
-                    tiny(d),
-                    small(w),
-                    Value::text(c_first),
-                    Value::text("OE"),
-                    Value::text(c_last),
-                    Value::text(street1),
-                    Value::text(street2),
-                    Value::text(city),
-                    Value::text(state),
-                    Value::text(zip),
-                    Value::text(phone),
-                    since.clone(),
-                    Value::text(credit),
-                    Value::BigInt(50_000),
-                    cents(discount),
-                    cents(-10 * 100),
-                    cents(10 * 100),
-                    Value::SmallInt(1),
-                    Value::SmallInt(0),
-                    Value::text(c_data),
-                ],
-            )?;
-        }
-    }
-    for d in 1..=DIST_PER_WARE {
-        for c in 1..=size.customers_per_district {
-            let h_data = repeated_letter(rng, 12, 24);
-            b.insert(
-                set.t(TpccTable::History),
-                vec![
-                    int(c),
-                    tiny(d),
-                    small(w),
-                    tiny(d),
-                    small(w),
-                    since.clone(),
-                    cents(10 * 100),
-                    Value::text(h_data),
-                ],
-            )?;
-        }
-    }
-    // The customer of each order: a shuffle of 1..=orders (the script's Fisher-Yates with
-    // Lua's math.random; here with the load's generator), the same for every district.
-    let mut tab: Vec<u32> = (1..=orders).collect();
-    for i in 0..tab.len() {
-        let j = rng.uniform(i as u32, orders - 1) as usize;
-        tab.swap(i, j);
-    }
-    let delivered = size.last_delivered_order();
-    let mut ol_cnt = vec![vec![0u32; orders as usize]; DIST_PER_WARE as usize];
-    for d in 1..=DIST_PER_WARE {
-        for o in 1..=orders {
-            let cnt = rng.uniform(5, 15);
-            ol_cnt[d as usize - 1][o as usize - 1] = cnt;
-            let carrier = if o <= delivered {
-                tiny(rng.uniform(1, 10))
-            } else {
-                Value::Null
-            };
-            b.insert(
-                set.t(TpccTable::Orders),
-                vec![
-                    int(o),
-                    tiny(d),
-                    small(w),
-                    int(tab[o as usize - 1]),
-                    since.clone(),
-                    carrier,
-                    tiny(cnt),
-                    tiny(1),
-                ],
-            )?;
-        }
-    }
-    for i in 1..=size.items {
-        let qty = rng.uniform(10, 100);
-        let mut row = vec![int(i), small(w), small(qty)];
-        for _ in 0..10 {
-            row.push(Value::text(repeated_letter(rng, 24, 24)));
-        }
-        let s_data = repeated_letter(rng, 26, 50);
-        row.extend([
-            Value::Decimal(Decimal::from_i64(0)),
-            Value::SmallInt(0),
-            Value::SmallInt(0),
-            Value::text(s_data),
-        ]);
-        b.insert(set.t(TpccTable::Stock), row)?;
-    }
-    // INSERT INTO new_orders SELECT ... FROM orders WHERE o_id > 2100 AND o_w_id = w:
-    // in the orders' primary-key order.
-    for d in 1..=DIST_PER_WARE {
-        for o in delivered + 1..=orders {
-            b.insert(set.t(TpccTable::NewOrders), vec![int(o), tiny(d), small(w)])?;
-        }
-    }
-    for d in 1..=DIST_PER_WARE {
-        for o in 1..=orders {
-            for ol in 1..=ol_cnt[d as usize - 1][o as usize - 1] {
-                let i_id = rng.uniform(1, size.items);
-                let (date, amount) = if o <= delivered {
-                    (since.clone(), 0)
-                } else {
-                    (Value::Null, round_cents(rng.uniform_double() * 9999.99))
-                };
-                let dist = repeated_letter(rng, 24, 24);
-                b.insert(
-                    set.t(TpccTable::OrderLine),
-                    vec![
-                        int(o),
-                        tiny(d),
-                        small(w),
-                        tiny(ol),
-                        int(i_id),
-                        small(w),
-                        date,
-                        tiny(5),
-                        cents(amount),
-                        Value::text(dist),
-                    ],
-                )?;
-            }
-        }
-    }
-    b.flush()
 }
 
 fn op(e: Error) -> OpError {

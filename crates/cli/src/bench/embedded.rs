@@ -4,7 +4,7 @@
 
 use super::args::{driver_info, CommonArgs};
 use super::config::open_database_on;
-use super::figures::{engine_report, io_report};
+use super::figures::{engine_report, io_report, read_events};
 use super::phase::Mark;
 use super::series::CounterReading;
 use super::subject::Subject;
@@ -148,6 +148,7 @@ impl Subject for EmbeddedRun {
     ) -> Result<RunReport> {
         let db = &self.db;
         let d = mark.since(db, &tables)?;
+        let space = space(db, &d, self.device.page_size_bytes);
         let io = io_report(
             &d.storage.counters,
             &results.ops_by_kind,
@@ -157,7 +158,7 @@ impl Subject for EmbeddedRun {
             &io.total,
             d.tables,
             d.engine,
-            results.reads,
+            read_events(kind, &results),
             d.wal_by_record,
         );
         let device = self.device;
@@ -171,18 +172,42 @@ impl Subject for EmbeddedRun {
             driver: driver_info(c),
             device: device.clone(),
             storage_config: self.storage_config,
-            space: Space::new(
-                d.pages,
-                d.engine.undo_pages_in_use,
-                device.page_size_bytes,
-                d.storage.compression,
-            ),
+            space,
             results: Results::new(results),
             io,
             engine,
             server: None,
             cpu: None,
+            cpu_seconds: None,
             metadata: None,
         })
     }
+}
+
+/// The space at the end, with the device's bytes split by file kind when it
+/// compresses.
+fn space(db: &Database, d: &super::phase::PhaseDelta, page: u64) -> Space {
+    use mvcclab_engine::device::file_ids::{is_relation, is_wal};
+    let mut s = Space::new(
+        d.pages,
+        d.engine.undo_pages_in_use,
+        page,
+        d.storage.compression,
+    );
+    s.pages_by_table = d.pages_by_table.clone();
+    if d.storage.compression.logical_bytes > 0 {
+        let vfs = db.storage().vfs();
+        s.by_file_kind = [
+            ("data", vfs.compression_totals_where(is_relation)),
+            ("wal", vfs.compression_totals_where(is_wal)),
+            (
+                "other",
+                vfs.compression_totals_where(|f| !is_relation(f) && !is_wal(f)),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    }
+    s
 }

@@ -31,6 +31,8 @@ pub struct PhaseDelta {
     pub engine: EngineCounters,
     /// Pages of the tables now: (table or clustered index, other indexes), summed.
     pub pages: (u64, u64),
+    /// The same per table, by name.
+    pub pages_by_table: BTreeMap<String, (u64, u64)>,
     /// WAL records of the phase by record type (types with records only).
     pub wal_by_record: BTreeMap<String, RecordTypeCounts>,
 }
@@ -59,16 +61,19 @@ impl Mark {
     /// Errors: [`mvcclab_engine::Error::Catalog`]; storage errors counting pages.
     pub fn since(&self, db: &Database, tables: &[TableId]) -> Result<PhaseDelta> {
         let mut pages = (0, 0);
+        let mut pages_by_table = BTreeMap::new();
         for &t in tables {
             let (p, i) = db.table_pages(t)?;
             pages.0 += p;
             pages.1 += i;
+            pages_by_table.insert(db.table_def(t)?.name, (p, i));
         }
         Ok(PhaseDelta {
             storage: db.storage().snapshot().delta(&self.storage),
             tables: TableStats::delta_sum(&stats_of(db, tables)?, &self.tables),
             engine: db.engine_counters().delta(&self.engine),
             pages,
+            pages_by_table,
             wal_by_record: db
                 .wal_record_types()
                 .into_iter()

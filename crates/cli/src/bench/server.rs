@@ -16,13 +16,15 @@
 //! and per second — in place of the server's own estimates.
 
 use super::args::{driver_info, CommonArgs, SERVER_HEADROOM_BYTES};
-use super::figures::{blocks_per_txn_by_cause, engine_report};
+use super::figures::{blocks_per_txn_by_cause, engine_report, read_events};
 use super::series::CounterReading;
 use super::spec::fuse_device;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
-use crate::result::{per, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo};
+use crate::result::{
+    per, CpuRates, CpuReport, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo,
+};
 use anyhow::{Context, Result};
 use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo};
 use mvcclab_engine::device::Compression;
@@ -180,6 +182,7 @@ impl ServerRun {
                         ),
                     ..Default::default()
                 },
+                fillfactor: c.fillfactor,
             },
         )
         .with_context(|| label.clone())?;
@@ -190,6 +193,44 @@ impl ServerRun {
             bandwidth,
         })
     }
+}
+
+/// The `cpu` section from the phase's `cpu.*` counters (crates/servers/src/cpu.rs), or
+/// `None` when the server's processes could not be read.
+fn cpu_report(
+    kind: ServerKind,
+    server: &dyn RealServer,
+    counters: &Snapshot,
+    results: &RunResult,
+) -> Option<CpuReport> {
+    let (total, by_kind) = mvcclab_servers::cpu::from_counters(counters)?;
+    let source = match server.managed() {
+        Some(m) => format!(
+            "/proc of the managed {} (pid {}) and its descendants; exited children through \
+             the root's cutime, cstime, cminflt, cmajflt; context switches of live \
+             threads only (no cumulative field for exited ones). Only software perf events \
+             exist on this machine: TLB misses cannot be measured here",
+            kind.name(),
+            m.pid().map_or("?".into(), |p| p.to_string())
+        ),
+        None => "SELECT * FROM mvcclab_stat_cpu: mvcclab serve's own getrusage(RUSAGE_SELF), \
+                 every thread, exited ones included"
+            .into(),
+    };
+    let s = results.elapsed_s;
+    Some(CpuReport {
+        source,
+        per_txn: CpuRates::of(&total, results.transactions as f64),
+        per_second: CpuRates::of(&total, s),
+        cpus_utilised: if s > 0.0 {
+            total.task_clock_us() as f64 / (s * 1e6)
+        } else {
+            0.0
+        },
+        total,
+        by_kind,
+        ctxt_switches_of_exited_missing: server.managed().is_some(),
+    })
 }
 
 impl ServerRun {
@@ -365,7 +406,13 @@ impl Subject for ServerRun {
         let wal_by_record = server
             .wal_by_record(&before, &after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
-        let engine = engine_report(&io.total, f.tables, f.undo, results.reads, wal_by_record);
+        let engine = engine_report(
+            &io.total,
+            f.tables,
+            f.undo,
+            read_events(wkind, &results),
+            wal_by_record,
+        );
         let mut info = server.info();
         info.state_counters = counters
             .keys()
@@ -420,7 +467,27 @@ impl Subject for ServerRun {
         let page = kind.page_size_bytes();
         let mut design = resolve_design(kind.preset(), &[])?;
         design.name = label;
+        if let Some(f) = c.fillfactor {
+            // What the server was given (ServerOptions::fillfactor), in the preset's terms.
+            if kind == ServerKind::PostgreSql {
+                design.fillfactor = f;
+            }
+            design.index_fillfactor = f;
+        }
         let storage_config = serde_json::to_value(&info.settings)?;
+        let cpu = cpu_report(kind, &*server, &info.counters, &results);
+        let mut space = Space::new(f.pages, 0, page, compression_totals);
+        for (k, v) in &info.counters {
+            if let Some(t) = k.strip_prefix("space.table_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().0 = *v as u64;
+            } else if let Some(t) = k.strip_prefix("space.index_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().1 = *v as u64;
+            }
+        }
+        if let Some(m) = server.device() {
+            space.by_file_kind =
+                mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
+        }
         drop(server);
         Ok(RunReport {
             target: kind.name().into(),
@@ -459,12 +526,13 @@ impl Subject for ServerRun {
                 utilisation_under_90pct: utilisation.map(|u| u < 0.9),
             },
             storage_config,
-            space: Space::new(f.pages, 0, page, compression_totals),
+            space,
             results: Results::new(results),
             io,
             engine,
             server: Some(info),
-            cpu: None,
+            cpu,
+            cpu_seconds: None,
             metadata: None,
         })
     }

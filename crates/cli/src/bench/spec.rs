@@ -52,8 +52,11 @@ pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
 /// `innodb_fill_factor`), its `fillfactor` switch (InnoDB's fixed 15/16 fill of ascending
 /// inserts) left alone.
 ///
-/// Errors: [`UsageError`] for n outside 10..=100, and for a real server (not supported
-/// yet).
+/// A real server gets it at its load instead (`ServerOptions::fillfactor`: PostgreSQL's
+/// storage parameter on every table and index, MariaDB's `innodb_fill_factor`); its spec
+/// is returned unchanged.
+///
+/// Errors: [`UsageError`] for n outside 10..=100.
 pub fn apply_fillfactor(spec: RunSpec, n: Option<u8>) -> Result<RunSpec> {
     let Some(n) = n else {
         return Ok(spec);
@@ -69,11 +72,7 @@ pub fn apply_fillfactor(spec: RunSpec, n: Option<u8>) -> Result<RunSpec> {
             d.index_fillfactor = n;
             Ok(RunSpec::Embedded(d))
         }
-        RunSpec::Real(k) => Err(UsageError(format!(
-            "--fillfactor on {}: not supported yet (issue 30); set it on the server",
-            k.design_name()
-        ))
-        .into()),
+        RunSpec::Real(k) => Ok(RunSpec::Real(k)),
     }
 }
 

@@ -120,7 +120,7 @@ pub fn run_loaded<S: Subject>(
     let latency = ctl.take_interval_latency();
     let tail = (c.report_interval > 0.0).then(|| s.reading(&mark).unwrap_or_default());
     let mut report = s.report(mark, kind, opts, c, results)?;
-    report.cpu = Some(RunCpu {
+    report.cpu_seconds = Some(RunCpu {
         fuse_daemon_s: report.device.fuse_daemon_cpu_s,
         ..cpu
     });

@@ -326,7 +326,7 @@ pub fn summary(report: &Report, setup: &str) -> String {
     for d in &designs {
         for &b in &bws {
             let Some(r) = run(d, b) else { continue };
-            let Some(c) = &r.cpu else { continue };
+            let Some(c) = &r.cpu_seconds else { continue };
             let e = c.elapsed_s.max(1e-9);
             let server: Vec<String> = c
                 .server_s
@@ -473,7 +473,7 @@ pub fn sweep_csv(report: &Report) -> String {
     );
     for r in &report.runs {
         let u = utilisation(r);
-        let cpu = r.cpu.clone().unwrap_or_default();
+        let cpu = r.cpu_seconds.clone().unwrap_or_default();
         let _ = writeln!(
             s,
             "{},{},{:.2},{:.1},{:.3},{:.3},{},{},{:.2},{},{:.2},{:.2}",

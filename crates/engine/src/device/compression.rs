@@ -71,6 +71,28 @@ pub struct CompressionTotals {
     pub ratio: f64,
 }
 
+impl CompressionTotals {
+    /// `self` with `ratio` computed from the two byte counts (1.0 when empty).
+    pub fn with_ratio(mut self) -> CompressionTotals {
+        self.ratio = if self.physical_bytes == 0 {
+            1.0
+        } else {
+            self.logical_bytes as f64 / self.physical_bytes as f64
+        };
+        self
+    }
+
+    /// `self + o`, the ratio recomputed.
+    pub fn plus(&self, o: &CompressionTotals) -> CompressionTotals {
+        CompressionTotals {
+            logical_bytes: self.logical_bytes + o.logical_bytes,
+            physical_bytes: self.physical_bytes + o.physical_bytes,
+            ratio: 0.0,
+        }
+        .with_ratio()
+    }
+}
+
 /// The per-block physical sizes of one device. See the module doc.
 pub struct CompressionModel {
     algo: Compression,
@@ -134,6 +156,37 @@ impl CompressionModel {
         }
     }
 
+    /// Logical and physical bytes held by the files `keep` selects (the WAL's, the
+    /// relations': `file_ids::is_wal`, `is_relation`).
+    pub fn totals_where(&self, keep: impl Fn(FileId) -> bool) -> CompressionTotals {
+        let files = self.blocks.lock();
+        let mut t = CompressionTotals::default();
+        for (_, sizes) in files.iter().filter(|(f, _)| keep(**f)) {
+            for &s in sizes.iter().filter(|&&s| s != u32::MAX) {
+                t.logical_bytes += BLOCK_4K;
+                t.physical_bytes += s as u64;
+            }
+        }
+        t.with_ratio()
+    }
+
+    /// Logical and physical bytes held by each file that holds a block.
+    pub fn totals_by_file(&self) -> HashMap<FileId, CompressionTotals> {
+        let files = self.blocks.lock();
+        files
+            .iter()
+            .map(|(f, sizes)| {
+                let mut t = CompressionTotals::default();
+                for &s in sizes.iter().filter(|&&s| s != u32::MAX) {
+                    t.logical_bytes += BLOCK_4K;
+                    t.physical_bytes += s as u64;
+                }
+                (*f, t.with_ratio())
+            })
+            .filter(|(_, t)| t.logical_bytes > 0)
+            .collect()
+    }
+
     /// Current logical and physical bytes held.
     pub fn totals(&self) -> CompressionTotals {
         let logical_bytes = self.logical_bytes.load(Ordering::Relaxed);
@@ -176,6 +229,29 @@ mod tests {
             assert!(zero < 100, "{algo}: zero block compressed to {zero} bytes");
             assert_eq!(random, 4096, "{algo}: random block must be stored raw");
         }
+    }
+
+    #[test]
+    fn totals_where_splits_the_files() {
+        let m = CompressionModel::new(Compression::Lz4).unwrap();
+        m.record(1, 0, &[0u8; 4096]);
+        m.record(7, 0, &random_block(3));
+        m.record(7, 2, &random_block(4));
+        let one = m.totals_where(|f| f == 1);
+        let seven = m.totals_where(|f| f == 7);
+        assert_eq!((one.logical_bytes, seven.logical_bytes), (4096, 8192));
+        assert!(one.physical_bytes < 100 && seven.physical_bytes == 8192);
+        assert_eq!(
+            one.physical_bytes + seven.physical_bytes,
+            m.totals().physical_bytes
+        );
+        let by = m.totals_by_file();
+        assert_eq!(by.len(), 2);
+        assert_eq!(by[&7], seven);
+        assert_eq!(
+            by[&1].plus(&by[&7]).physical_bytes,
+            m.totals().physical_bytes
+        );
     }
 
     #[test]

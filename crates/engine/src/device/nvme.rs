@@ -262,6 +262,26 @@ impl Nvme {
             .unwrap_or_default()
     }
 
+    /// Logical and physical bytes held by the files `keep` selects (zeros when compression
+    /// accounting is off).
+    pub fn compression_totals_where(&self, keep: impl Fn(FileId) -> bool) -> CompressionTotals {
+        self.compression
+            .as_ref()
+            .map(|m| m.totals_where(keep))
+            .unwrap_or_default()
+    }
+
+    /// Logical and physical bytes held by each file (empty when compression accounting is
+    /// off).
+    pub fn compression_totals_by_file(
+        &self,
+    ) -> std::collections::HashMap<FileId, CompressionTotals> {
+        self.compression
+            .as_ref()
+            .map(|m| m.totals_by_file())
+            .unwrap_or_default()
+    }
+
     /// Takes the trace recorded so far (empty unless `trace` was set).
     pub fn take_trace(&self) -> Vec<IoEvent> {
         self.trace

@@ -86,4 +86,9 @@ impl Vfs {
     pub fn compression_totals(&self) -> CompressionTotals {
         self.nvme.compression_totals()
     }
+
+    /// Compression state of the files `keep` selects (see `file_ids`).
+    pub fn compression_totals_where(&self, keep: impl Fn(FileId) -> bool) -> CompressionTotals {
+        self.nvme.compression_totals_where(keep)
+    }
 }
