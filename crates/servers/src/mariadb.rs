@@ -372,7 +372,7 @@ impl RealServer for MariaDb {
         drop(state);
         let q = "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / 16384 AS DOUBLE), \
                  CAST(coalesce(sum(INDEX_LENGTH), 0) / 16384 AS DOUBLE) FROM information_schema.TABLES \
-                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE 'sbtest%'";
+                 WHERE TABLE_SCHEMA = DATABASE() AND (TABLE_NAME LIKE 'sbtest%' OR TABLE_NAME = 'hot_set')";
         let sizes: Option<(f64, f64)> = self
             .admin()
             .query_first(q)
@@ -439,5 +439,16 @@ impl RealServer for MariaDb {
 
     fn wal_file_class(&self) -> &'static str {
         "ib_logfile0"
+    }
+
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError> {
+        let mut c = self.admin();
+        c.query_drop(sql)
+            .map_err(|e| ServerError::sql(KIND, sql, e))?;
+        Ok(c.affected_rows())
+    }
+
+    fn collect_garbage(&self, _table: &str) -> Result<(), ServerError> {
+        self.wait_for_zero("Innodb_history_list_length", "purge")
     }
 }

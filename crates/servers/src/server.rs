@@ -136,6 +136,22 @@ pub trait RealServer: Target {
 
     /// The file class that holds its write-ahead log (`pg_wal`, `ib_logfile0`).
     fn wal_file_class(&self) -> &'static str;
+
+    /// Runs one SQL statement on the admin connection, outside any transaction block (an
+    /// experiment's own table, its load and its autocommit statements, a setting);
+    /// returns the rows it changed (`UPDATE`: rows matched on PostgreSQL, rows changed on
+    /// MariaDB).
+    ///
+    /// Errors: [`ServerError::Sql`] naming the statement.
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError>;
+
+    /// A manual garbage collection of `table` with the server's own means: PostgreSQL
+    /// `VACUUM` (vacuum.c; on-access pruning needs no command), InnoDB purge waited for to
+    /// the end of the history list (purge runs in the background whatever is set; MariaDB
+    /// KB "InnoDB Purge").
+    ///
+    /// Errors: [`ServerError::Sql`]; [`ServerError::Timeout`] when purge does not catch up.
+    fn collect_garbage(&self, table: &str) -> Result<(), ServerError>;
 }
 
 /// The measured phase's counters: `after − before` for counts, `after` for the state

@@ -2,7 +2,7 @@
 //! `real:postgresql` / `real:mariadb`), and the checks of the shared flags made before the
 //! first (long) run.
 
-use super::args::CommonArgs;
+use super::args::{CommonArgs, DeviceArgs, ServerArgs};
 use crate::design_arg::resolve_design;
 use crate::UsageError;
 use anyhow::Result;
@@ -130,9 +130,14 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
 /// `--latency-us`, `--compression` (other than none), `--fuse-device` or
 /// `--fuse-mode block-device`.
 pub fn fuse_device(c: &CommonArgs) -> bool {
-    c.server.fuse_device
-        || c.server.fuse_mode == "block-device"
-        || !c.device.bandwidth.is_empty()
-        || c.device.latency_us.is_some()
-        || c.device.compression != Compression::None
+    fuse_device_of(&c.server, &c.device)
+}
+
+/// [`fuse_device`] from the server and device flags alone.
+pub fn fuse_device_of(s: &ServerArgs, d: &DeviceArgs) -> bool {
+    s.fuse_device
+        || s.fuse_mode == "block-device"
+        || !d.bandwidth.is_empty()
+        || d.latency_us.is_some()
+        || d.compression != Compression::None
 }
