@@ -346,7 +346,8 @@ pub struct Io {
     /// A real server on the FUSE device (`--bandwidth`, `--latency-us`, `--compression` or
     /// `--fuse-device` with a real target): the device's metrics per class of the server's
     /// files (PostgreSQL `heap NAME`, `index NAME`, `pg_wal`, `pg_xact`, `temp`, `catalog`,
-    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`),
+    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`;
+    /// MyRocks besides `sst`, `rocksdb_wal`, `MANIFEST`, `rocksdb_other`),
     /// each with its FUSE `read_calls` and `write_calls`. Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_file_class: BTreeMap<String, FileIo>,

@@ -1,10 +1,12 @@
 //! The named experiments on the real engines (issue 24): `update_hot_set` and
-//! `version_chain` with `real:postgresql` and `real:mariadb` beside the presets, small,
+//! `version_chain` with `real:postgresql`, `real:mariadb` (and `update_hot_set` with
+//! `real:myrocks`) beside the presets, small,
 //! each server on mvcclab's FUSE device. Checks that the report holds the real columns
 //! (the same phases, the server's own counters and the device's counts by file class per
 //! phase) and the preset / real ratios, and that no mount is left behind.
 //!
-//! The packages (postgresql-15, mariadb-server, fuse3) come from `.ci/run` and the README.
+//! The packages (postgresql-15, mariadb-server, mariadb-plugin-rocksdb, fuse3) come from
+//! `.ci/run` and the README.
 
 use mvcclab::result::ExperimentReport;
 use std::path::{Path, PathBuf};
@@ -108,7 +110,7 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
         &[
             "update_hot_set",
             "--designs",
-            "postgres,real:postgresql,innodb,real:mariadb",
+            "postgres,real:postgresql,innodb,real:mariadb,real:myrocks",
             "--rows",
             "2000",
             "--updates",
@@ -116,7 +118,7 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
         ],
         tmp.path(),
     );
-    assert_eq!(r.runs.len(), 4);
+    assert_eq!(r.runs.len(), 5);
     check_real_columns(
         &r,
         &[("postgres", "real:postgresql"), ("innodb", "real:mariadb")],
@@ -127,6 +129,33 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
             assert_eq!(ph.ops, 200, "{} {}", run.design.name, ph.name);
         }
     }
+    // MyRocks: the RocksDB plugin loaded, the table in RocksDB (its WAL and SST files
+    // written), its own counters; no preset, so no ratios.
+    let m = r
+        .runs
+        .iter()
+        .find(|x| x.design.name == "real:myrocks")
+        .unwrap();
+    let settings = &m.server.as_ref().unwrap().settings;
+    assert_eq!(
+        settings.get("default_storage_engine").map(String::as_str),
+        Some("ROCKSDB")
+    );
+    assert!(settings.contains_key("rocksdb_use_direct_reads"));
+    for ph in &m.phases {
+        let s = ph.server.as_ref().unwrap();
+        assert!(
+            s.by_file_class.contains_key("rocksdb_wal"),
+            "{:?}",
+            s.by_file_class.keys()
+        );
+        assert!(s.counters["global_status.Rocksdb_wal_bytes"] > 0.0);
+        assert_eq!(
+            ph.total.wal_bytes as f64,
+            s.counters["global_status.Rocksdb_wal_bytes"]
+        );
+    }
+    assert!(r.ratios.iter().all(|x| x.real != "real:myrocks"));
     // version_chain as the seed ran it, on PostgreSQL: autovacuum off on the server too.
     let r = experiment(
         &[

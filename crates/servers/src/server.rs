@@ -23,7 +23,7 @@ pub struct ServerOptions {
 /// What a report says of the server a run used.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
-    /// `postgresql` or `mariadb`.
+    /// `postgresql`, `mariadb` or `myrocks`.
     pub engine: String,
     /// The server's version string (`SELECT version()`).
     pub version: String,

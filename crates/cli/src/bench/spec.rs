@@ -16,7 +16,7 @@ use mvcclab_workload::sysbench::WorkloadKind;
 pub enum RunSpec {
     /// A preset or design file run on the embedded engine.
     Embedded(DesignConfig),
-    /// `real:postgresql` or `real:mariadb`.
+    /// `real:postgresql`, `real:mariadb` or `real:myrocks`.
     Real(ServerKind),
 }
 
@@ -38,7 +38,7 @@ pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
     if let Some(name) = arg.strip_prefix("real:") {
         return ServerKind::parse(name).map(RunSpec::Real).ok_or_else(|| {
             UsageError(format!(
-                "'{arg}': unknown real server '{name}' (real:postgresql or real:mariadb)"
+                "'{arg}': unknown real server '{name}' (real:postgresql, real:mariadb or real:myrocks)"
             ))
             .into()
         });

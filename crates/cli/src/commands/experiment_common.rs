@@ -23,7 +23,8 @@ use std::sync::atomic::Ordering;
 #[derive(Args, Debug, Clone)]
 pub struct ExperimentCommon {
     /// Designs, comma-separated: presets, design files (FILE.toml), or real servers
-    /// (`real:postgresql`, `real:mariadb`: update_hot_set and version_chain), each
+    /// (`real:postgresql`, `real:mariadb`, `real:myrocks`: update_hot_set and
+    /// version_chain), each
     /// started on mvcclab's device (FUSE, root) with the same device flags.
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,

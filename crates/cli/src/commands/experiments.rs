@@ -443,7 +443,9 @@ fn version_chain_point(
                 );
                 return Ok(Vec::new());
             }
-            let mut d = resolve_design(k.preset(), &[])?;
+            // MyRocks has no preset: the innodb preset stands in (its compaction, like
+            // purge, always runs; the phases are named as innodb's).
+            let mut d = resolve_design(k.preset().unwrap_or("innodb"), &[])?;
             d.name = k.design_name();
             d
         }
