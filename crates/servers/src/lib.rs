@@ -72,14 +72,14 @@ pub fn open(kind: ServerKind, o: &ServerOptions) -> Result<Box<dyn RealServer>, 
                 kind.name(),
                 match kind {
                     ServerKind::PostgreSql => "postgresql",
-                    ServerKind::MariaDb => "mysql",
+                    ServerKind::MariaDb | ServerKind::MyRocks => "mysql",
                 }
             )));
         }
     }
     Ok(match kind {
         ServerKind::PostgreSql => Box::new(postgresql::PostgreSql::open(o)?),
-        ServerKind::MariaDb => Box::new(mariadb::MariaDb::open(o)?),
+        ServerKind::MariaDb | ServerKind::MyRocks => Box::new(mariadb::MariaDb::open(kind, o)?),
     })
 }
 

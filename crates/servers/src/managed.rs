@@ -36,6 +36,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// MyRocks' storage engine plugin (Debian's `mariadb-plugin-rocksdb`).
+const MYROCKS_PLUGIN: &str = "/usr/lib/mysql/plugin/ha_rocksdb.so";
+
 /// How to start a managed server.
 #[derive(Clone, Debug)]
 pub struct ManagedOptions {
@@ -268,6 +271,9 @@ impl ManagedServer {
     /// run unless asked; postgresql.conf "Checkpoints"). MariaDB: `mariadb-install-db`,
     /// then `mariadbd --no-defaults` with `--skip-grant-tables`, `innodb_flush_method=
     /// O_DIRECT`, `innodb_log_file_size=1G` and every InnoDB monitor counter enabled.
+    /// MyRocks: the same MariaDB with `plugin-load-add=ha_rocksdb.so` (Debian's
+    /// mariadb-plugin-rocksdb), `rocksdb_block_cache_size` = the buffer pool and
+    /// `default_storage_engine=ROCKSDB`.
     ///
     /// Errors: [`ServerError::NotInstalled`] (with the apt-get command),
     /// [`ServerError::Start`] with the tail of the server's log, [`ServerError::Io`].
@@ -280,7 +286,7 @@ impl ManagedServer {
                     require("/usr/lib/postgresql/15/bin/postgres", "postgresql-15")?,
                 ],
             ),
-            ServerKind::MariaDb => (
+            ServerKind::MariaDb | ServerKind::MyRocks => (
                 "mysql",
                 vec![
                     require("/usr/bin/mariadb-install-db", "mariadb-server")?,
@@ -288,6 +294,9 @@ impl ManagedServer {
                 ],
             ),
         };
+        if kind == ServerKind::MyRocks {
+            require(MYROCKS_PLUGIN, kind.package())?;
+        }
         let owner = if is_root() {
             Some(system_user(user).ok_or_else(|| ServerError::NotInstalled {
                 program: format!("system user '{user}'"),
@@ -384,7 +393,7 @@ impl ManagedServer {
                 }
                 c
             }
-            ServerKind::MariaDb => {
+            ServerKind::MariaDb | ServerKind::MyRocks => {
                 if let Some(saved) = &o.restore_from {
                     copy_tree(saved, &data)?;
                 } else {
@@ -424,6 +433,23 @@ impl ManagedServer {
                     ]
                     .map(|(k, v)| (k.to_string(), v)),
                 );
+                if kind == ServerKind::MyRocks {
+                    // MyRocks as Debian's mariadb-plugin-rocksdb installs it (its
+                    // rocksdb.cnf holds only `plugin-load-add=ha_rocksdb.so`, which
+                    // --no-defaults skips). The block cache is MyRocks' buffer pool
+                    // (MariaDB KB "MyRocks System Variables": rocksdb_block_cache_size);
+                    // reads go through the OS page cache (rocksdb_use_direct_reads OFF,
+                    // the default, recorded in the report's settings). InnoDB keeps its
+                    // pool for the system tables.
+                    settings.extend(
+                        [
+                            ("plugin-load-add", "ha_rocksdb.so".to_string()),
+                            ("rocksdb-block-cache-size", pool.to_string()),
+                            ("default-storage-engine", "ROCKSDB".to_string()),
+                        ]
+                        .map(|(k, v)| (k.to_string(), v)),
+                    );
+                }
                 let mut c = command(&programs[1], owner, libc::SIGKILL);
                 c.arg("--no-defaults")
                     .arg(format!("--datadir={}", data.display()));
@@ -600,7 +626,7 @@ impl ManagedServer {
         if let Some(mut c) = self.child.take() {
             let sig = match self.kind {
                 ServerKind::PostgreSql => libc::SIGINT,
-                ServerKind::MariaDb => libc::SIGTERM,
+                ServerKind::MariaDb | ServerKind::MyRocks => libc::SIGTERM,
             };
             // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet
             // waited for, so it cannot have been reused.

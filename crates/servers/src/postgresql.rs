@@ -309,8 +309,9 @@ impl PostgreSql {
     }
 }
 
-/// The workload's tables: sysbench's `sbtestN` and sysbench-tpcc's nine of each set.
-const TABLES: &str = "relname ~ '^(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+$'";
+/// The tables whose counters a snapshot sums: sysbench's `sbtestN`, sysbench-tpcc's nine of
+/// each set, and the `update_hot_set` experiment's.
+const TABLES: &str = "relname ~ '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set)$'";
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
@@ -702,6 +703,16 @@ impl RealServer for PostgreSql {
             .iter()
             .map(|p| (p.to_string(), postgresql_class(p, db as u32, &relations)))
             .collect())
+    }
+
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError> {
+        self.admin()
+            .execute(sql, &[])
+            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))
+    }
+
+    fn collect_garbage(&self, table: &str) -> Result<(), ServerError> {
+        self.exec(&format!("VACUUM {table}"))
     }
 
     fn wal_file_class(&self) -> &'static str {

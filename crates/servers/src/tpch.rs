@@ -134,8 +134,16 @@ impl TpchServer {
     /// Starts a managed `kind` server with options `o` (a 0 buffer pool becomes 128 MiB,
     /// both engines' default) and creates database `tpch`.
     ///
-    /// Errors: [`ServerError`] from start-up or connection.
+    /// Errors: [`ServerError::Usage`] for MyRocks (TPC-H is not built for it: its tables
+    /// would need `ENGINE=ROCKSDB` and its own plans); [`ServerError`] from start-up or
+    /// connection.
     pub fn start(kind: ServerKind, o: &ManagedOptions) -> Result<TpchServer, ServerError> {
+        if kind == ServerKind::MyRocks {
+            return Err(ServerError::Usage(
+                "TPC-H runs on real:postgresql and real:mariadb; real:myrocks is not built for it"
+                    .into(),
+            ));
+        }
         let mut o = o.clone();
         if o.buffer_pool_bytes == 0 {
             o.buffer_pool_bytes = 128 << 20;
@@ -160,7 +168,7 @@ impl TpchServer {
                 )?;
                 Conn::Pg(c)
             }
-            ServerKind::MariaDb => {
+            ServerKind::MariaDb | ServerKind::MyRocks => {
                 let b = mysql::OptsBuilder::new()
                     .ip_or_hostname(Some("127.0.0.1"))
                     .tcp_port(managed.port())
@@ -200,7 +208,9 @@ impl TpchServer {
         tpch::check_scale_factor(sf).map_err(ServerError::Usage)?;
         let (dialect, ix) = match self.kind {
             ServerKind::PostgreSql => (Dialect::PostgreSql, TpchIndexes::PrimaryKeysOnly),
-            ServerKind::MariaDb => (Dialect::MySql, TpchIndexes::ForeignKeyIndexes),
+            ServerKind::MariaDb | ServerKind::MyRocks => {
+                (Dialect::MySql, TpchIndexes::ForeignKeyIndexes)
+            }
         };
         let defs = tpch::table_defs(ix);
         let mut loaded = Vec::new();
@@ -273,7 +283,7 @@ impl TpchServer {
     pub fn dialect(&self) -> Dialect {
         match self.kind {
             ServerKind::PostgreSql => Dialect::PostgreSql,
-            ServerKind::MariaDb => Dialect::MySql,
+            ServerKind::MariaDb | ServerKind::MyRocks => Dialect::MySql,
         }
     }
 

@@ -53,7 +53,7 @@ fn preset(design: DesignConfig) -> (Database, tpch_embedded::TpchTables) {
 fn shape(kind: ServerKind, json: &serde_json::Value) -> Vec<String> {
     match kind {
         ServerKind::PostgreSql => shape_of_postgresql(json),
-        ServerKind::MariaDb => shape_of_mariadb(json),
+        ServerKind::MariaDb | ServerKind::MyRocks => shape_of_mariadb(json),
     }
     .unwrap()
 }
@@ -61,7 +61,7 @@ fn shape(kind: ServerKind, json: &serde_json::Value) -> Vec<String> {
 fn engine(kind: ServerKind) -> TpchEngine {
     match kind {
         ServerKind::PostgreSql => TpchEngine::PostgreSql,
-        ServerKind::MariaDb => TpchEngine::MariaDb,
+        ServerKind::MariaDb | ServerKind::MyRocks => TpchEngine::MariaDb,
     }
 }
 

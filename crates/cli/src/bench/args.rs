@@ -136,7 +136,7 @@ pub struct CommonArgs {
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
-    /// Real servers (`real:postgresql`, `real:mariadb`).
+    /// Real servers (`real:postgresql`, `real:mariadb`, `real:myrocks`).
     #[command(flatten)]
     pub server: ServerArgs,
     /// Report format and destination.

@@ -124,7 +124,8 @@ pub fn load_once(spec: &RunSpec, c: &CommonArgs) -> Result<Loaded> {
     let (saved, method, saved_bytes) = match spec {
         RunSpec::Embedded(d) => {
             let device = Arc::new(CowDevice::new());
-            let run = EmbeddedRun::open_on(d, c, None, Some(device.clone() as Arc<dyn Device>))?;
+            let run =
+                EmbeddedRun::open_on(d, &c.device, None, Some(device.clone() as Arc<dyn Device>))?;
             run.prepare(kind, &opts, c.rand_seed)?;
             run.close()?;
             let image = device.freeze();
@@ -200,7 +201,7 @@ pub fn run_from_load(
     match (&loaded.spec, &loaded.saved) {
         (RunSpec::Embedded(d), Saved::Image(image)) => {
             let device: Arc<dyn Device> = Arc::new(CowDevice::over(image));
-            let run = EmbeddedRun::open_on(d, c, bandwidth, Some(device))?;
+            let run = EmbeddedRun::open_on(d, &c.device, bandwidth, Some(device))?;
             run.attach(kind, &sysbench_options(c))?;
             run_loaded(run, kind, c, ctl)
         }

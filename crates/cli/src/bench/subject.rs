@@ -4,13 +4,21 @@
 //! `prepare`, then `run` with a warm-up (`--warmup-time`), against any driver. The
 //! measured phase is sampled once per `--report-interval` into `results.timeseries`
 //! (series.rs).
+//!
+//! The named experiments (`mvcclab experiment`) take the same subjects through their own
+//! phases ([`experiment_phase`]): the subject's tables marked, the phase's statements run
+//! (the driver on [`Subject::target`], or [`Subject::update_by_key`]), the phase closed
+//! by [`Subject::end_phase`] (purge caught up, a checkpoint), and its figures read by
+//! [`Subject::phase_report`] — the same path for a design and a real server.
 
 use super::args::{sysbench_options, CommonArgs};
 use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
 use crate::progress::{status, with_progress, LiveRates};
-use crate::result::{RunCpu, RunReport};
+use crate::result::{DeviceInfo, PhaseReport, RunCpu, RunReport, ServerInfo};
 use anyhow::Result;
+use mvcclab_engine::catalog::{TableDef, Value};
+use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::stats::Counters;
 use mvcclab_servers::cpu::{process_cpu, tree_cpu, CpuUse, TreeCpu};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
@@ -45,6 +53,12 @@ pub trait Subject: Sync {
     ///
     /// Errors: the engine's or the server's.
     fn mark(&self, c: &CommonArgs) -> Result<Self::Mark>;
+    /// The counters at the start of an experiment's phase on the tables named `tables`
+    /// (a server sums its counters over sysbench's and the experiments' tables whatever
+    /// is named).
+    ///
+    /// Errors: an unknown table; the engine's or the server's.
+    fn mark_tables(&self, tables: &[String]) -> Result<Self::Mark>;
     /// The counters now, cumulative since `mark`, for the time series; reads only.
     ///
     /// Errors: the engine's or the server's, reading the counters.
@@ -60,6 +74,96 @@ pub trait Subject: Sync {
         c: &CommonArgs,
         results: RunResult,
     ) -> Result<RunReport>;
+
+    /// The design (a real server: the preset that models it, named `real:NAME`), the
+    /// memory and device settings, and a real server's section without counters, for an
+    /// experiment's run.
+    fn describe(&self) -> (DesignConfig, DeviceInfo, Option<ServerInfo>);
+    /// Creates table `def` (its primary key and secondary indexes) and inserts `rows` in
+    /// transactions of at most 1,000 rows, unmeasured (an experiment's load).
+    ///
+    /// Errors: the engine's or the server's, naming the step.
+    fn load_table(&self, def: &TableDef, rows: &mut dyn Iterator<Item = Vec<Value>>) -> Result<()>;
+    /// One autocommit `UPDATE` of column `col` of `def` to `v` in the row whose (integer,
+    /// single-column) primary key is `id`; whether the row was there.
+    ///
+    /// Errors: the engine's or the server's.
+    fn update_by_key(&self, def: &TableDef, id: i32, col: usize, v: &Value) -> Result<bool>;
+    /// Closes an experiment's phase so that the pages it dirtied are written, and
+    /// counted, in it: purge caught up to an empty history list (designs and servers with
+    /// purge), then a checkpoint (a server: its settle step, without dropping caches).
+    ///
+    /// Errors: the engine's or the server's (purge not catching up).
+    fn end_phase(&self) -> Result<()>;
+    /// A manual garbage collection of table `table`: VACUUM (heap designs, PostgreSQL),
+    /// purge to the end of the history list (InnoDB).
+    ///
+    /// Errors: the engine's or the server's.
+    fn collect_garbage(&self, table: &str) -> Result<()>;
+    /// The figures of an experiment's phase named `name` since `mark`, which ran `ops`
+    /// statements in `elapsed_s` seconds (no time series: [`experiment_phase`] adds it).
+    ///
+    /// Errors: the engine's or the server's, reading the counters.
+    fn phase_report(
+        &self,
+        mark: Self::Mark,
+        name: &str,
+        ops: u64,
+        elapsed_s: f64,
+    ) -> Result<PhaseReport>;
+}
+
+/// Runs `f` as an experiment's measured phase named `name` on `s`: counts from before `f`
+/// to after the [`Subject::end_phase`] that closes it, sampled every `interval_s` seconds
+/// into the phase's time series (series.rs; the samples add up to the phase's counts).
+/// `f` returns the statements it ran and counts its events in `ctl` (`completed`,
+/// `statements`).
+///
+/// Errors: `f`'s; the subject's, marking, closing or reading the phase.
+pub fn experiment_phase<S: Subject>(
+    s: &S,
+    tables: &[String],
+    name: &str,
+    interval_s: f64,
+    ctl: &RunControl,
+    f: impl FnOnce() -> Result<u64>,
+) -> Result<PhaseReport> {
+    let mark = s.mark_tables(tables)?;
+    let read = || s.reading(&mark).ok();
+    let (ops, readings, elapsed_s) = sampled(interval_s, None, ctl, None, &read, || {
+        let ops = f()?;
+        s.end_phase()?;
+        anyhow::Ok(ops)
+    });
+    let ops = ops?;
+    let latency = ctl.take_interval_latency();
+    let tail = (interval_s > 0.0).then(|| s.reading(&mark).unwrap_or_default());
+    let mut report = s.phase_report(mark, name, ops, elapsed_s)?;
+    if let Some(mut tail) = tail {
+        tail.total = report.total;
+        tail.counters = Counters {
+            by_cause: report.by_cause.clone(),
+        };
+        let (server, state) = report
+            .server
+            .as_ref()
+            .map(|p| (p.counters.clone(), p.state_counters.clone()))
+            .unwrap_or_default();
+        if report.server.is_some() {
+            tail.server = server;
+        }
+        let last = Reading {
+            at_s: elapsed_s,
+            transactions: ctl.completed.load(Ordering::Relaxed),
+            statements: ctl.statements.load(Ordering::Relaxed),
+            latency,
+            counters: tail,
+        };
+        report.timeseries = close(name, readings, last, &|k: &str| {
+            state.iter().any(|n| n == k)
+        });
+    }
+    Ok(report)
 }
 
 /// The path of every run on an opened subject: load, settle, warm up, mark, measure,

@@ -19,8 +19,8 @@ pub struct RunArgs {
     /// Design: a preset (postgres, innodb) or a design file (FILE.toml).
     #[arg(long, default_value = "postgres")]
     pub design: String,
-    /// Where to run: embedded (mvcclab's engine, with --design), postgresql or mariadb (a
-    /// real server; --design is then ignored).
+    /// Where to run: embedded (mvcclab's engine, with --design), postgresql, mariadb or
+    /// myrocks (a real server; --design is then ignored).
     #[arg(long, default_value = "embedded")]
     pub target: String,
     /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
@@ -40,7 +40,7 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// Designs to compare, comma-separated: presets, design files (FILE.toml), or real
-    /// servers (real:postgresql, real:mariadb).
+    /// servers (real:postgresql, real:mariadb, real:myrocks).
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
     /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
@@ -73,7 +73,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             Some(k) => k.design_name(),
             None => {
                 return Err(UsageError(format!(
-                    "--target '{t}': expected embedded, postgresql or mariadb"
+                    "--target '{t}': expected embedded, postgresql, mariadb or myrocks"
                 ))
                 .into())
             }

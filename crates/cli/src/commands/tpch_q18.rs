@@ -301,7 +301,7 @@ pub fn server_run(
         ServerKind::PostgreSql => {
             mvcclab_workload::tpch_plans::shape_of_postgresql(&s.explain_json(t.query, &p)?)
         }
-        ServerKind::MariaDb => {
+        ServerKind::MariaDb | ServerKind::MyRocks => {
             mvcclab_workload::tpch_plans::shape_of_mariadb(&s.explain_json(t.query, &p)?)
         }
     }
