@@ -187,6 +187,10 @@ pub struct BlockIo {
 /// device, whose blocks are mapped to the files of the file system on it by their extents).
 pub type BlockMap = HashMap<u64, BlockIo>;
 
+/// Names the part of a split file a request falls in, from its offset in bytes and its
+/// data (what was written, or what was read): [`crate::DevMount::split_file`].
+pub type PartFn = std::sync::Arc<dyn Fn(u64, &[u8]) -> &'static str + Send + Sync>;
+
 /// The accumulators, shared by the file system's request threads.
 pub(crate) struct Counting {
     pub(crate) started: Instant,
@@ -195,12 +199,15 @@ pub(crate) struct Counting {
     /// The path whose blocks are mapped, if any (set before the file is created).
     pub(crate) mapped_path: Mutex<Option<String>>,
     mapped: Mutex<(Option<u64>, BlockMap)>,
+    /// The file whose requests are counted by part (its inode and namer), if any.
+    split: Mutex<Option<(u64, PartFn)>>,
 }
 
 #[derive(Default)]
 struct Inner {
     total: FileIo,
-    by_ino: HashMap<u64, FileIo>,
+    /// Per inode and part (`""` but for a split file).
+    by_ino: HashMap<(u64, &'static str), FileIo>,
     /// Counts of files that are gone, by their last path.
     removed: BTreeMap<String, FileIo>,
     by_process: BTreeMap<String, FileIo>,
@@ -216,7 +223,13 @@ impl Counting {
             inner: Mutex::new(Inner::default()),
             mapped_path: Mutex::new(None),
             mapped: Mutex::new((None, BlockMap::new())),
+            split: Mutex::new(None),
         }
+    }
+
+    /// Counts the requests of inode `ino` by the part `part` names from now on.
+    pub(crate) fn split_inode(&self, ino: u64, part: PartFn) {
+        *self.split.lock() = Some((ino, part));
     }
 
     /// Maps the blocks of inode `ino` from now on.
@@ -260,9 +273,18 @@ impl Counting {
         }
     }
 
-    /// Counts `req` on inode `ino`, made by process `pid`, which waited `waited_us`.
-    pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64) {
+    /// Counts `req` on inode `ino`, made by process `pid`, which waited `waited_us`; `data`
+    /// is what a read returned or a write carried (empty for a sync).
+    pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64, data: &[u8]) {
         self.count_blocks(ino, req);
+        let part = match (&*self.split.lock(), req) {
+            (Some((i, f)), Request::Read { offset, .. } | Request::Write { offset, .. })
+                if *i == ino =>
+            {
+                f(offset, data)
+            }
+            _ => "",
+        };
         let kind = {
             let known = self.inner.lock().process_kinds.get(&pid).cloned();
             match known {
@@ -279,7 +301,10 @@ impl Counting {
         let iop = self.iop_max_bytes;
         let mut g = self.inner.lock();
         g.total.add(req, iop, waited_us);
-        g.by_ino.entry(ino).or_default().add(req, iop, waited_us);
+        g.by_ino
+            .entry((ino, part))
+            .or_default()
+            .add(req, iop, waited_us);
         g.by_process
             .entry(kind)
             .or_default()
@@ -297,9 +322,13 @@ impl Counting {
     /// Inode `ino` is gone; its counts stay under `path`.
     pub(crate) fn removed(&self, ino: u64, path: String) {
         let mut g = self.inner.lock();
-        if let Some(c) = g.by_ino.remove(&ino) {
-            let e = g.removed.entry(path).or_default();
-            *e = e.plus(&c);
+        let parts: Vec<(u64, &'static str)> =
+            g.by_ino.keys().filter(|k| k.0 == ino).copied().collect();
+        for key in parts {
+            if let Some(c) = g.by_ino.remove(&key) {
+                let e = g.removed.entry(part_path(&path, key.1)).or_default();
+                *e = e.plus(&c);
+            }
         }
     }
 
@@ -312,9 +341,9 @@ impl Counting {
         let at_s = self.started.elapsed().as_secs_f64();
         let g = self.inner.lock();
         let mut by_file = g.removed.clone();
-        for (ino, c) in &g.by_ino {
+        for ((ino, part), c) in &g.by_ino {
             let path = path_of(*ino).unwrap_or_else(|| format!("(inode {ino})"));
-            let e = by_file.entry(path).or_default();
+            let e = by_file.entry(part_path(&path, part)).or_default();
             *e = e.plus(c);
         }
         DeviceCounts {
@@ -326,6 +355,16 @@ impl Counting {
             per_second: g.per_second.clone(),
             daemon_cpu_s: daemon_cpu_s(),
         }
+    }
+}
+
+/// The `by_file` key of part `part` of the file at `path`: `path#part` (the path alone for
+/// an unsplit file).
+fn part_path(path: &str, part: &str) -> String {
+    if part.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}#{part}")
     }
 }
 
@@ -439,6 +478,7 @@ mod tests {
                 len: 65536,
             },
             5,
+            &[],
         );
         c.count(
             3,
@@ -448,8 +488,9 @@ mod tests {
                 len: 10,
             },
             0,
+            &[],
         );
-        c.count(3, 0, Request::Sync, 0);
+        c.count(3, 0, Request::Sync, 0, &[]);
         let a = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
         assert_eq!(
             (a.total.io.write_blocks_4k, a.total.io.write_requests),
@@ -467,6 +508,7 @@ mod tests {
                 len: 4096,
             },
             0,
+            &[],
         );
         let b = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
         assert_eq!(
@@ -477,5 +519,52 @@ mod tests {
         assert_eq!(d.total.io.write_bytes, 4096);
         assert_eq!(d.by_file.len(), 1, "{:?}", d.by_file);
         assert_eq!(d.by_file["f3"].io.write_blocks_4k, 1);
+    }
+
+    #[test]
+    fn a_split_file_is_counted_by_part_and_its_parts_add_up() {
+        let c = Counting::new(16384);
+        // Offsets below 8 KiB are "head"; the rest by the first data byte.
+        let part: PartFn = std::sync::Arc::new(|offset: u64, data: &[u8]| {
+            if offset < 8192 {
+                "head"
+            } else if data.first() == Some(&1) {
+                "one"
+            } else {
+                "rest"
+            }
+        });
+        c.split_inode(7, part);
+        let w = |offset, data: &[u8]| {
+            c.count(
+                7,
+                0,
+                Request::Write {
+                    offset,
+                    len: data.len(),
+                },
+                0,
+                data,
+            )
+        };
+        w(0, &[9; 4096]);
+        w(8192, &[1; 4096]);
+        w(12288, &[2; 8192]);
+        c.count(7, 0, Request::Sync, 0, &[]);
+        c.count(8, 0, Request::Write { offset: 0, len: 10 }, 0, &[1; 10]);
+        let s = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
+        assert_eq!(s.by_file["f7#head"].io.write_bytes, 4096);
+        assert_eq!(s.by_file["f7#one"].io.write_bytes, 4096);
+        assert_eq!(s.by_file["f7#rest"].io.write_blocks_4k, 2);
+        assert_eq!(s.by_file["f7"].io.syncs, 1, "a sync has no part");
+        assert_eq!(
+            s.by_file["f8"].io.write_bytes, 10,
+            "another file is not split"
+        );
+        let sum: u64 = s.by_file.values().map(|f| f.io.write_bytes).sum();
+        assert_eq!(sum, s.total.io.write_bytes);
+        c.removed(7, "gone".into());
+        let s = c.snapshot(|i| Some(format!("f{i}")), CompressionTotals::default());
+        assert_eq!(s.by_file["gone#one"].io.write_bytes, 4096);
     }
 }

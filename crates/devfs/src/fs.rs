@@ -200,6 +200,26 @@ impl DevFs {
         *self.counting.mapped_path.lock() = Some(path.to_string());
     }
 
+    /// Counts the requests of the existing file at `path` (relative to the root) by part:
+    /// `part(offset, data)` names each request's part, and the counts appear under
+    /// `path#part` in `by_file`. One file at a time; a later call replaces it.
+    ///
+    /// Errors: `ENOENT` when no file has that path.
+    pub fn split_file(&self, path: &str, part: crate::PartFn) -> Result<(), Errno> {
+        let ino = {
+            let t = self.tree.read();
+            let found = t
+                .nodes
+                .iter()
+                .filter(|(_, n)| matches!(n.content, Content::File(_)))
+                .map(|(ino, _)| *ino)
+                .find(|ino| t.path(*ino).as_deref() == Some(path));
+            found.ok_or(Errno::ENOENT)?
+        };
+        self.counting.split_inode(ino, part);
+        Ok(())
+    }
+
     /// The per-block counts of the mapped file so far (empty when none is mapped).
     pub fn block_map(&self) -> crate::BlockMap {
         self.counting.block_map()
@@ -384,7 +404,7 @@ impl DevFs {
     fn sync(&self, ino: u64, id: FileId, pid: u32) -> Result<(), Errno> {
         let waited = self.throttle(true, 0);
         self.nvme.sync(id).map_err(errno)?;
-        self.counting.count(ino, pid, Counted::Sync, waited);
+        self.counting.count(ino, pid, Counted::Sync, waited, &[]);
         Ok(())
     }
 
@@ -705,9 +725,13 @@ impl Filesystem for FsHandle {
             if let Err(e) = self.0.nvme.read_at(id, offset, &mut buf) {
                 return reply.error(errno(e));
             }
-            self.0
-                .counting
-                .count(ino.0, req.pid(), Counted::Read { offset, len: n }, waited);
+            self.0.counting.count(
+                ino.0,
+                req.pid(),
+                Counted::Read { offset, len: n },
+                waited,
+                &buf,
+            );
         }
         reply.data(&buf)
     }
@@ -740,6 +764,7 @@ impl Filesystem for FsHandle {
                 len: data.len(),
             },
             waited,
+            data,
         );
         let end = offset + data.len() as u64;
         if let Some(n) = self.0.tree.write().nodes.get_mut(&ino.0) {

@@ -18,6 +18,8 @@ mod fs;
 mod mount;
 
 pub use backing::SparseBacking;
-pub use counts::{process_kind, BlockIo, BlockMap, DeviceCounts, FileIo, Request, SecondIo};
+pub use counts::{
+    process_kind, BlockIo, BlockMap, DeviceCounts, FileIo, PartFn, Request, SecondIo,
+};
 pub use fs::DevFs;
 pub use mount::{check_fuse, fusermount3, is_mounted, DevMount, DeviceConfig, MountError};

@@ -319,6 +319,21 @@ impl DevMount {
         self.fs.map_blocks_of(path);
     }
 
+    /// Counts the requests of the existing file at `path` (relative to the mount) by the
+    /// part `part(offset, data)` names each one, under `path#part` in `by_file`
+    /// (file-system mode: a file whose regions hold different things, as InnoDB's system
+    /// tablespace holds the doublewrite buffer and undo pages).
+    ///
+    /// Errors: [`std::io::ErrorKind::NotFound`] when no file has that path.
+    pub fn split_file(&self, path: &str, part: crate::PartFn) -> std::io::Result<()> {
+        self.fs.split_file(path, part).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("no file {path} on the device to split"),
+            )
+        })
+    }
+
     /// The per-block counts of the mapped file so far.
     pub fn block_map(&self) -> crate::BlockMap {
         self.fs.block_map()

@@ -13,13 +13,18 @@
 //! MariaDB 10.11 (the InnoDB file layout of the KB, "InnoDB System Tablespaces", "InnoDB
 //! Redo Log", "InnoDB Undo Log"): `ib_logfile0` (the redo log), `ibdata1` (the system
 //! tablespace: doublewrite buffer, undo logs with the default
-//! `innodb_undo_tablespaces=0`, change buffer), `undo001`... (`undo`), `ibtmp1` and
+//! `innodb_undo_tablespaces=0`, change buffer) — in file-system mode split into
+//! `ibdata1 doublewrite`, `ibdata1 undo` and `ibdata1 system` by what each request touches
+//! ([`system_tablespace_parts`]) —, `undo001`... (`undo`), `ibtmp1` and
 //! `#sql*` files (`temp`), every `.ibd` file by its name (`sbtest1.ibd`), the rest
 //! (`.frm`, Aria's logs, `mysql/` system tables) `other`.
 
+use crate::error::ServerError;
 use mvcclab_devfs::FileIo;
 use mvcclab_engine::device::CompressionTotals;
 use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek};
+use std::path::Path;
 
 /// The kind of space a file of a data directory holds, for `space.by_file_kind`: `data`
 /// (PostgreSQL's `base/` and `global/` relation files with their forks; InnoDB's `.ibd`
@@ -95,12 +100,73 @@ pub fn postgresql_class(path: &str, db_oid: u32, relations: &PgRelations) -> Str
     "other".into()
 }
 
+/// InnoDB's page size as the managed MariaDB runs (innodb_page_size default, 16 KiB).
+const INNODB_PAGE_BYTES: u64 = 16384;
+/// Pages of one of the doublewrite buffer's two blocks (trx0sys.h
+/// TRX_SYS_DOUBLEWRITE_BLOCK_SIZE = FSP_EXTENT_SIZE: 64 pages of 16 KiB).
+const DOUBLEWRITE_BLOCK_PAGES: u64 = 64;
+/// FIL_PAGE_TYPE's offset in a page and the type of an undo log page (fil0fil.h
+/// FIL_PAGE_TYPE = 24, FIL_PAGE_UNDO_LOG = 2).
+const FIL_PAGE_TYPE: usize = 24;
+const FIL_PAGE_UNDO_LOG: u16 = 2;
+
+/// The parts of MariaDB's system tablespace (`ibdata1`) a request falls in, for the FUSE
+/// device's split counts ([`mvcclab_devfs::DevMount::split_file`]): `doublewrite` for the
+/// doublewrite buffer's two 64-page blocks, whose first page numbers the TRX_SYS page
+/// (page 5) stores at TRX_SYS_DOUBLEWRITE + 14 and + 18, after its magic number at + 10
+/// (TRX_SYS_DOUBLEWRITE = page size − 200; trx0sys.h, buf0dblwr.cc
+/// `buf_dblwr_t::init_or_load_pages`; 64 and 128 in a new 10.11 data directory); `undo`
+/// for a request whose first page has FIL_PAGE_TYPE = FIL_PAGE_UNDO_LOG (the undo logs
+/// live in ibdata1 with the default `innodb_undo_tablespaces=0`); `system` for the rest
+/// (TRX_SYS and rollback segment headers, the data dictionary, the change buffer, free
+/// space management). A request is named by its first page. Read from `ibdata1` (the
+/// data directory's file) once.
+///
+/// Errors: [`ServerError::Io`] reading the file; [`ServerError::Device`] when the TRX_SYS
+/// page has no doublewrite magic (TRX_SYS_DOUBLEWRITE_MAGIC_N 536853855).
+pub fn system_tablespace_parts(ibdata1: &Path) -> Result<mvcclab_devfs::PartFn, ServerError> {
+    let mut f = std::fs::File::open(ibdata1)
+        .map_err(|e| ServerError::io(&format!("opening {}", ibdata1.display()), e))?;
+    let mut field = [0u8; 12];
+    let at = 5 * INNODB_PAGE_BYTES + INNODB_PAGE_BYTES - 200 + 10;
+    f.seek(std::io::SeekFrom::Start(at))
+        .and_then(|_| f.read_exact(&mut field))
+        .map_err(|e| ServerError::io("reading ibdata1's TRX_SYS page", e))?;
+    let word = |i: usize| u32::from_be_bytes([field[i], field[i + 1], field[i + 2], field[i + 3]]);
+    if word(0) != 536_853_855 {
+        return Err(ServerError::Device(format!(
+            "{}: no doublewrite buffer in the TRX_SYS page (magic {:#x})",
+            ibdata1.display(),
+            word(0)
+        )));
+    }
+    let blocks = [u64::from(word(4)), u64::from(word(8))];
+    Ok(std::sync::Arc::new(move |offset: u64, data: &[u8]| {
+        let page = offset / INNODB_PAGE_BYTES;
+        if blocks
+            .iter()
+            .any(|&b| (b..b + DOUBLEWRITE_BLOCK_PAGES).contains(&page))
+        {
+            return "doublewrite";
+        }
+        let at = (INNODB_PAGE_BYTES - offset % INNODB_PAGE_BYTES) % INNODB_PAGE_BYTES;
+        match data.get(at as usize + FIL_PAGE_TYPE..at as usize + FIL_PAGE_TYPE + 2) {
+            Some(t) if u16::from_be_bytes([t[0], t[1]]) == FIL_PAGE_UNDO_LOG => "undo",
+            _ => "system",
+        }
+    }))
+}
+
 /// The class of a MariaDB file at `path` (module doc).
 pub fn mariadb_class(path: &str) -> String {
     let p = path.strip_prefix("data/").unwrap_or(path);
     let name = p.rsplit('/').next().unwrap_or(p);
     if name == "ib_logfile0" || name == "ibdata1" {
         return name.into();
+    }
+    // ibdata1 counted by part (file-system mode, [`system_tablespace_parts`]).
+    if let Some(part) = name.strip_prefix("ibdata1#") {
+        return format!("ibdata1 {part}");
     }
     // MyRocks' RocksDB directory (`#rocksdb`): SST files, its WAL, the MANIFEST.
     if p.starts_with("#rocksdb/") {
@@ -198,6 +264,10 @@ mod tests {
         assert_eq!(mariadb_class("data/ib_logfile0"), "ib_logfile0");
         assert_eq!(mariadb_class("data/ibdata1"), "ibdata1");
         assert_eq!(mariadb_class("data/undo001"), "undo");
+        assert_eq!(
+            mariadb_class("data/ibdata1#doublewrite"),
+            "ibdata1 doublewrite"
+        );
         assert_eq!(mariadb_class("data/ibtmp1"), "temp");
         assert_eq!(mariadb_class("data/sbtest/sbtest1.ibd"), "sbtest1.ibd");
         assert_eq!(mariadb_class("data/mysql/innodb_table_stats.ibd"), "other");
@@ -209,5 +279,30 @@ mod tests {
             mariadb_class("data/#rocksdb/OPTIONS-000009"),
             "rocksdb_other"
         );
+    }
+
+    /// A system tablespace with the doublewrite blocks at pages 64 and 128, as a new
+    /// MariaDB 10.11 data directory has them.
+    #[test]
+    fn ibdata1_requests_are_named_doublewrite_undo_or_system() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ibdata1");
+        let mut img = vec![0u8; 6 * 16384];
+        let at = 5 * 16384 + 16384 - 200 + 10;
+        img[at..at + 4].copy_from_slice(&536_853_855u32.to_be_bytes());
+        img[at + 4..at + 8].copy_from_slice(&64u32.to_be_bytes());
+        img[at + 8..at + 12].copy_from_slice(&128u32.to_be_bytes());
+        std::fs::write(&path, &img).unwrap();
+        let part = system_tablespace_parts(&path).unwrap();
+        let mut undo = vec![0u8; 16384];
+        undo[24..26].copy_from_slice(&2u16.to_be_bytes());
+        let index = vec![0u8; 16384];
+        assert_eq!(part(64 * 16384, &index), "doublewrite");
+        assert_eq!(part(191 * 16384, &undo), "doublewrite");
+        assert_eq!(part(192 * 16384, &undo), "undo");
+        assert_eq!(part(300 * 16384, &index), "system");
+        assert_eq!(part(5 * 16384, &[]), "system");
+        std::fs::write(&path, vec![0u8; 6 * 16384]).unwrap();
+        assert!(system_tablespace_parts(&path).is_err(), "no magic");
     }
 }

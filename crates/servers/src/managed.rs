@@ -406,6 +406,12 @@ impl ManagedServer {
                         .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
                     run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
                 }
+                if let (Some(d), None) = (&device, &loopdev) {
+                    // File-system mode: ibdata1 counted by what each request touches.
+                    let part = crate::file_class::system_tablespace_parts(&data.join("ibdata1"))?;
+                    d.split_file("data/ibdata1", part)
+                        .map_err(|e| ServerError::io("splitting ibdata1's counts", e))?;
+                }
                 let pool = o.buffer_pool_bytes.max(6 << 20);
                 // innodb_lru_scan_depth is also the number of free pages the page cleaner
                 // keeps (buf0flu.cc, buf_flush_page_cleaner; MariaDB KB

@@ -610,13 +610,18 @@ impl RealServer for PostgreSql {
         // The segment holding the start, named: without it pg_waldump takes the segment
         // size from the first WAL file its directory listing returns, which may be a
         // pre-allocated segment of zeros (pg_waldump.c `search_directory`), as after a
-        // data directory copied back (bench/loaded.rs).
-        let start_sql = "SELECT pg_walfile_name(($1::text::pg_lsn) + 1)";
-        let start_seg: String = self
+        // data directory copied back (bench/loaded.rs). The end's segment is named too:
+        // given a start segment alone, pg_waldump requires the end inside it ("end WAL
+        // location is not inside file"); `pg_walfile_name` of the end is the segment that
+        // holds it, or the one before when it lies on a boundary, which pg_waldump.c
+        // accepts as well.
+        let seg_sql = "SELECT pg_walfile_name(($1::text::pg_lsn) + 1), \
+                       pg_walfile_name($2::text::pg_lsn)";
+        let row = self
             .admin()
-            .query_one(start_sql, &[&lsn(from)])
-            .map_err(|e| ServerError::sql(KIND, start_sql, db_message(&e)))?
-            .get(0);
+            .query_one(seg_sql, &[&lsn(from), &lsn(to)])
+            .map_err(|e| ServerError::sql(KIND, seg_sql, db_message(&e)))?;
+        let (start_seg, end_seg): (String, String) = (row.get(0), row.get(1));
         let out = std::process::Command::new(PG_WALDUMP)
             .arg("-p")
             .arg(&wal_dir)
@@ -627,6 +632,7 @@ impl RealServer for PostgreSql {
                 &lsn(to),
                 "--stats=record",
                 &start_seg,
+                &end_seg,
             ])
             .output()
             .map_err(|e| ServerError::Counters(format!("running {PG_WALDUMP}: {e}")))?;
