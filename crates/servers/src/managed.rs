@@ -570,14 +570,20 @@ impl ManagedServer {
         &self.data
     }
 
-    /// Whether the block device under its data directory is rotational (`queue/rotational`
-    /// in sysfs, the whole disk's for a partition); `None` without a block device (FUSE).
+    /// Whether the server sees the storage under its data directory as rotational: the
+    /// block device's `queue/rotational` in sysfs (the whole disk's for a partition).
+    /// Without a block device (the FUSE device in file-system mode: an anonymous device,
+    /// major 0) MariaDB concludes rotational — it lists the non-rotational devices of
+    /// `/sys/block` at start-up and treats a file on any other device as rotational
+    /// (fil0fil.cc `fil_system_t::create`, `fil_node_t::find_metadata` →
+    /// `fil_system_t::is_ssd`), so it flushes neighbours there; PostgreSQL reads no such
+    /// flag (`None`).
     pub fn rotational(&self) -> Option<bool> {
         use std::os::unix::fs::MetadataExt;
         let dev = fs::metadata(&self.data).ok()?.dev();
         let (major, minor) = (libc::major(dev), libc::minor(dev));
         if major == 0 {
-            return None;
+            return (self.kind != ServerKind::PostgreSql).then_some(true);
         }
         let base = format!("/sys/dev/block/{major}:{minor}");
         let text = fs::read_to_string(format!("{base}/queue/rotational"))
