@@ -132,6 +132,29 @@ fn postgresql_on_the_device_is_throttled_and_its_wal_counted_by_file() {
         "{:?}",
         r.io.by_process.keys()
     );
+    // The time series gives the device's blocks by file class and by process per interval,
+    // adding up over the phase to no more than the phase's own (a sample ends at its
+    // reading; writes after the last reading are the phase's alone).
+    let series = &r.results.timeseries;
+    assert!(!series.is_empty());
+    let sum = |key: &str| -> u64 {
+        series
+            .iter()
+            .filter_map(|s| s.device_blocks.get(key))
+            .map(|b| b.write_blocks_4k)
+            .sum()
+    };
+    assert!(
+        sum("file pg_wal") > 0,
+        "{:?}",
+        series[0].device_blocks.keys()
+    );
+    assert!(sum("file pg_wal") <= wal.io.write_blocks_4k);
+    assert!(
+        sum("process backend") > 0,
+        "{:?}",
+        series[0].device_blocks.keys()
+    );
     // Done when, second check: logical and physical bytes of the server's files.
     assert!(r.space.device_logical_bytes > 0);
     assert!(

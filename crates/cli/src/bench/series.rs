@@ -16,12 +16,13 @@
 //! 3. Counts only grow between readings (counters only grow, readings are taken in
 //!    order), so no sample is negative.
 //!
-//! # The hook for mvcclab's device under real servers (issue 23)
-//! [`CounterReading::device_blocks`] carries 4 KiB blocks on mvcclab's FUSE device by file
-//! class and process, cumulative since the mark, keyed `FILE_CLASS/PROCESS`
-//! (`relation/checkpointer`, `wal/backend`, ...). No subject fills it yet: when real servers
-//! run on that device, `ServerRun::reading` (server.rs) fills it from the device's
-//! counters and [`close`] already turns it into each sample's `device_blocks`.
+//! # mvcclab's device under real servers (issue 23)
+//! [`CounterReading::device_blocks`] carries 4 KiB blocks on mvcclab's FUSE device,
+//! cumulative since the mark, keyed `file CLASS` (`file pg_wal`, `file heap sbtest1`,
+//! `file ibdata1 doublewrite`; file-system mode) and `process KIND` (`process
+//! checkpointer`, `process backend`, `process mariadbd`): two views of the same blocks, as
+//! the device counts files and processes apart. `ServerRun::reading` (server.rs) fills it
+//! from the device's counters and [`close`] turns it into each sample's `device_blocks`.
 
 use crate::progress::LiveRates;
 use crate::result::{BlocksRw, Sample};
@@ -43,8 +44,8 @@ pub struct CounterReading {
     /// A real server's own counters: counts since the mark, state values as they are now
     /// (empty for the embedded engine).
     pub server: Snapshot,
-    /// 4 KiB blocks on mvcclab's device by `FILE_CLASS/PROCESS` since the mark (see the
-    /// module doc: filled once real servers run on mvcclab's device).
+    /// 4 KiB blocks on mvcclab's device by `file CLASS` and by `process KIND` since the
+    /// mark (a real server on the FUSE device; see the module doc), empty otherwise.
     pub device_blocks: BTreeMap<String, BlocksRw>,
 }
 

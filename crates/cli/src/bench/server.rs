@@ -23,7 +23,7 @@ use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
 use crate::result::{
-    per, CpuRates, CpuReport, DeviceInfo, Io, PerOpIo, PhaseReport, PhaseServer, Results,
+    per, BlocksRw, CpuRates, CpuReport, DeviceInfo, Io, PerOpIo, PhaseReport, PhaseServer, Results,
     RunReport, ServerInfo, Space, WorkloadInfo,
 };
 use anyhow::{Context, Result};
@@ -83,6 +83,9 @@ pub struct ServerMark {
     counters: Snapshot,
     device: Option<DeviceCounts>,
     blocks: Option<BlockMap>,
+    /// File-system mode: the class of each file on the device at the mark (for the time
+    /// series' `device_blocks`; named once, as PostgreSQL's take a catalog query).
+    classes: BTreeMap<String, String>,
 }
 
 /// Block-device mode: the image's block counts of the phase (`after − before`) given to
@@ -431,10 +434,26 @@ impl ServerRun {
             .server
             .snapshot()
             .with_context(|| format!("{label}: counters"))?;
+        let device = self.server.device().map(|d| d.counts());
+        let block_mode = self
+            .server
+            .managed()
+            .and_then(|m| m.loop_device())
+            .is_some();
+        let classes = match &device {
+            Some(d) if !block_mode => {
+                let paths: Vec<&str> = d.by_file.keys().map(String::as_str).collect();
+                self.server
+                    .file_classes(&paths)
+                    .with_context(|| format!("{label}: naming the files on the device"))?
+            }
+            _ => BTreeMap::new(),
+        };
         Ok(ServerMark {
             counters,
-            device: self.server.device().map(|d| d.counts()),
+            device,
             blocks: self.server.device().map(|d| d.block_map()),
+            classes,
         })
     }
 
@@ -633,9 +652,10 @@ impl Subject for ServerRun {
 
     /// The server's counters now ([`RealServer::sample`], no waiting), since `before`,
     /// mapped to causes as the report maps them; on the FUSE device its device fields are
-    /// the device's. `device_blocks` (by file class and process) stays empty: the device
-    /// counts files and processes separately, and naming PostgreSQL's relation files takes
-    /// a catalog query the sampler does not make (series.rs).
+    /// the device's, and `device_blocks` its 4 KiB blocks by `file CLASS` (file-system mode;
+    /// classes named at the mark, a file made since by its path alone) and by
+    /// `process KIND` — two views of the same blocks, as the device counts files and
+    /// processes apart (series.rs).
     fn reading(&self, before: &ServerMark) -> Result<CounterReading> {
         let label = &self.label;
         let now = self
@@ -644,8 +664,32 @@ impl Subject for ServerRun {
             .with_context(|| format!("{label}: counters"))?;
         let counters = delta(&*self.server, &before.counters, &now);
         let mut f = figures(self.kind, &counters);
+        let mut device_blocks: BTreeMap<String, BlocksRw> = BTreeMap::new();
         if let (Some(b), Some(d)) = (&before.device, self.server.device()) {
-            f.total = with_device_fields(f.total, &d.counts().since(b).total.io);
+            let phase = d.counts().since(b);
+            f.total = with_device_fields(f.total, &phase.total.io);
+            let mut add = |key: String, io: &FileIo| {
+                let e = device_blocks.entry(key).or_default();
+                e.read_blocks_4k += io.io.read_blocks_4k;
+                e.write_blocks_4k += io.io.write_blocks_4k;
+            };
+            if !before.classes.is_empty() {
+                for (path, io) in &phase.by_file {
+                    let class = match before.classes.get(path) {
+                        Some(c) => c.clone(),
+                        None => self
+                            .server
+                            .file_classes(&[path.as_str()])
+                            .ok()
+                            .and_then(|m| m.into_values().next())
+                            .unwrap_or_else(|| "other".into()),
+                    };
+                    add(format!("file {class}"), io);
+                }
+            }
+            for (kind, io) in &phase.by_process {
+                add(format!("process {kind}"), io);
+            }
         }
         Ok(CounterReading {
             total: f.total,
@@ -653,7 +697,7 @@ impl Subject for ServerRun {
                 by_cause: f.by_cause,
             },
             server: counters,
-            device_blocks: BTreeMap::new(),
+            device_blocks,
         })
     }
 
