@@ -44,6 +44,27 @@ pub struct Report {
     pub metadata: Option<RunMetadata>,
     /// The runs, in the order they ran.
     pub runs: Vec<RunReport>,
+    /// Each design's one load when its tables were loaded once and reused by every run
+    /// (`compare --bandwidth` with several values, `experiment bandwidth_sweep`; issue 26);
+    /// empty when every run loaded its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<LoadReport>,
+}
+
+/// A design's tables loaded once and reused by several runs (bench/loaded.rs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// The design's name as the runs show it (`postgres`, `real:mariadb`).
+    pub design: String,
+    /// Seconds from the start of the load to the saved copy: load, settle (checkpoint),
+    /// clean shutdown and the copy.
+    pub duration_s: f64,
+    /// How the loaded state is kept and restored before each run.
+    pub method: String,
+    /// Bytes kept: the copy-on-write image's chunks, or the saved data directory.
+    pub saved_bytes: u64,
+    /// Runs that started from it.
+    pub runs: u32,
 }
 
 impl Report {
@@ -55,8 +76,29 @@ impl Report {
             command: command.to_string(),
             metadata: Some(RunMetadata::of_this_process()),
             runs,
+            loads: Vec::new(),
         }
     }
+}
+
+/// CPU time of a run's measured phase by process: where the time went when the device
+/// was not the limit (issue 26; docs/results.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunCpu {
+    /// mvcclab's own process: the driver's client threads, and for a preset the engine
+    /// with its background threads; for a real server on mvcclab's device also the FUSE
+    /// daemon's threads (given apart in `fuse_daemon_s`). Seconds, user + system.
+    pub mvcclab_s: f64,
+    /// The FUSE daemon's threads (a real server on mvcclab's device), seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse_daemon_s: Option<f64>,
+    /// A managed real server's process tree, user + system seconds, by process kind
+    /// (`postmaster`, `backend`, `checkpointer`, … for PostgreSQL; `server` for MariaDB;
+    /// `exited` for children already gone); empty for a preset.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_s: BTreeMap<String, f64>,
+    /// Seconds of the measured phase (wall clock), to read the above as cores busy.
+    pub elapsed_s: f64,
 }
 
 /// One design on one workload with one device setting.
@@ -91,6 +133,10 @@ pub struct RunReport {
     /// the report fields it cannot fill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerInfo>,
+    /// CPU seconds of the measured phase by process, for every target ([`RunCpu`];
+    /// absent in reports written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<RunCpu>,
     /// CPU use of a managed real server's processes in the measured phase (absent for the
     /// embedded engine and for a `--url` server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -318,6 +364,9 @@ pub struct DeviceInfo {
     pub latency_us: Option<u64>,
     /// Transparent compression of the device.
     pub compression: Compression,
+    /// The device was presented as rotational (`--rotational`; absent = false, an NVMe SSD).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rotational: bool,
     /// Directory of the database files (null = in memory).
     pub data_dir: Option<String>,
     /// A real server on the FUSE device: CPU seconds the device's request threads used in
@@ -412,7 +461,8 @@ pub struct Io {
     /// A real server on the FUSE device (`--bandwidth`, `--latency-us`, `--compression` or
     /// `--fuse-device` with a real target): the device's metrics per class of the server's
     /// files (PostgreSQL `heap NAME`, `index NAME`, `pg_wal`, `pg_xact`, `temp`, `catalog`,
-    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`),
+    /// `other`; MariaDB each `.ibd`, `ibdata1`, `ib_logfile0`, `undo`, `temp`, `other`;
+    /// MyRocks besides `sst`, `rocksdb_wal`, `MANIFEST`, `rocksdb_other`),
     /// each with its FUSE `read_calls` and `write_calls`. Absent otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_file_class: BTreeMap<String, FileIo>,
@@ -571,13 +621,39 @@ pub struct PhaseReport {
     /// with `--report-interval 0`); the counts add up to the phase's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<Sample>,
+    /// A real server's phase: its own counters and the device's counts by file class and
+    /// process (absent for a design).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<PhaseServer>,
+}
+
+/// What a real server's phase of an experiment adds to the figures its counters fill.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseServer {
+    /// The server's own counters over the phase under its own names (`pg_stat_wal.
+    /// wal_bytes`, `global_status.Innodb_pages_written`, ...): counts `after − before`,
+    /// the names in `state_counters` their value at the end.
+    pub counters: BTreeMap<String, f64>,
+    /// Names in `counters` that are state values.
+    pub state_counters: Vec<String>,
+    /// Fields of the phase (dotted, as `io.total.buffer_evictions`) the server's counters
+    /// cannot fill: they are 0 and are not measurements.
+    pub not_measured: Vec<String>,
+    /// The device's counts of the phase per class of the server's files (as a run's
+    /// `io.by_file_class`); empty off the FUSE device.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_file_class: BTreeMap<String, FileIo>,
+    /// The same per kind of process (as a run's `io.by_process`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_process: BTreeMap<String, FileIo>,
 }
 
 /// One design's phases.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExperimentRun {
-    /// Every switch of the design (for `version_chain`, the GC-on design; the GC-off
-    /// phases ran with `garbage_collection = off`).
+    /// Every switch of the design (for `version_chain`, the design of the first variant
+    /// that ran: with `seed`, vacuum designs have `autovacuum` off; `update_autovacuum_on`
+    /// ran with it on, the `gc_off_what_if` phases with `garbage_collection = off`).
     pub design: DesignConfig,
     /// Memory and device settings.
     pub device: DeviceInfo,
@@ -588,6 +664,10 @@ pub struct ExperimentRun {
     /// local run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub metadata: Vec<RunMetadata>,
+    /// A real server's section (version, settings, how the device was measured), without
+    /// counters (those are per phase); absent for a design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerInfo>,
 }
 
 /// An experiment's report.
@@ -608,6 +688,12 @@ pub struct ExperimentReport {
     pub interrupted: bool,
     /// One entry per design.
     pub runs: Vec<ExperimentRun>,
+    /// Preset / real ratios of every figure both sides have, per phase the two ran under
+    /// the same name (`workload` holds the phase), for each preset run with the real
+    /// server it models in the same report (as `mvcclab fidelity` computes them); empty
+    /// without such a pair.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ratios: Vec<FidelityRow>,
 }
 
 /// One figure of one pair on one workload (`mvcclab fidelity`, docs/fidelity.md).
@@ -627,11 +713,187 @@ pub struct FidelityRow {
     pub real_value: f64,
     /// `preset_value / real_value`; null when the real value is 0.
     pub ratio: Option<f64>,
-    /// Both values are 0, or (per-transaction figures) both below `NOISE_FLOOR` (commands/fidelity.rs)
-    /// (`NOISE_FLOOR_BYTES` for bytes).
+    /// Both values are 0, or (per-transaction figures) both below [`NOISE_FLOOR`]
+    /// ([`NOISE_FLOOR_BYTES`] for bytes).
     pub equal_zero: bool,
     /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
     pub outside: bool,
+}
+
+/// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
+/// (zero) for a ratio's flag ([`FidelityRow::of`]).
+pub const NOISE_FLOOR: f64 = 0.05;
+
+/// The same for per-transaction byte figures (WAL/redo bytes).
+pub const NOISE_FLOOR_BYTES: f64 = 16.0;
+
+impl FidelityRow {
+    /// One figure `metric` of `preset` (value `a`) against `real` (value `b`) on `workload`
+    /// (a sysbench workload, or an experiment's phase): the ratio `a / b`, flagged outside
+    /// 0.8–1.25. Figures per transaction or statement (`metric` ending in `/ txn` or
+    /// `/ stmt`) below [`NOISE_FLOOR`] on both sides ([`NOISE_FLOOR_BYTES`] for bytes), as a
+    /// hint-bit write every thousand read-only transactions, count as equal.
+    pub fn of(
+        workload: &str,
+        preset: &str,
+        real: &str,
+        metric: &str,
+        a: f64,
+        b: f64,
+    ) -> FidelityRow {
+        let ratio = (b != 0.0).then(|| a / b);
+        let per = metric.ends_with("/ txn") || metric.ends_with("/ stmt");
+        let floor = match (per, metric.contains("bytes")) {
+            (true, true) => NOISE_FLOOR_BYTES,
+            (true, false) => NOISE_FLOOR,
+            (false, _) => 0.0,
+        };
+        let equal_zero = (a == 0.0 && b == 0.0) || (a.abs() < floor && b.abs() < floor);
+        let outside = !equal_zero && ratio.is_none_or(|x| !(0.8..=1.25).contains(&x));
+        FidelityRow {
+            workload: workload.to_string(),
+            preset: preset.to_string(),
+            real: real.to_string(),
+            metric: metric.to_string(),
+            preset_value: a,
+            real_value: b,
+            ratio,
+            equal_zero,
+            outside,
+        }
+    }
+}
+
+/// The figures an experiment's ratio table compares, per statement of a phase (totals for
+/// a phase without statements): (name, value of a phase with its page size in bytes,
+/// applies to this preset).
+type PhaseMetric = (
+    &'static str,
+    fn(&PhaseReport, u64) -> Option<f64>,
+    fn(&str) -> bool,
+);
+
+/// `v` per statement of `p` (the total when it ran none).
+fn per_stmt(p: &PhaseReport, v: u64) -> f64 {
+    v as f64 / p.ops.max(1) as f64
+}
+
+/// Whether the report field `field` of `p` is a measurement (a real server lists the
+/// fields its counters cannot fill).
+fn measured(p: &PhaseReport, field: &str) -> bool {
+    p.server
+        .as_ref()
+        .is_none_or(|s| !s.not_measured.iter().any(|n| n == field))
+}
+
+const PHASE_METRICS: &[PhaseMetric] = &[
+    (
+        "device reads, 4 KiB blocks / stmt",
+        |p, _| measured(p, "io.total.read_blocks_4k").then(|| per_stmt(p, p.total.read_blocks_4k)),
+        |_| true,
+    ),
+    (
+        "device writes, 4 KiB blocks / stmt",
+        |p, _| {
+            measured(p, "io.total.write_blocks_4k").then(|| per_stmt(p, p.total.write_blocks_4k))
+        },
+        |_| true,
+    ),
+    (
+        "device read requests / stmt",
+        |p, _| measured(p, "io.total.read_requests").then(|| per_stmt(p, p.total.read_requests)),
+        |_| true,
+    ),
+    (
+        "device write requests / stmt",
+        |p, _| measured(p, "io.total.write_requests").then(|| per_stmt(p, p.total.write_requests)),
+        |_| true,
+    ),
+    (
+        "pool reads, 4 KiB blocks / stmt",
+        |p, page| Some(per_stmt(p, p.total.buffer_misses) * page as f64 / 4096.0),
+        |_| true,
+    ),
+    (
+        "pool writes, 4 KiB blocks / stmt",
+        |p, page| Some(per_stmt(p, p.total.buffer_pages_written) * page as f64 / 4096.0),
+        |_| true,
+    ),
+    (
+        "WAL/redo bytes / stmt",
+        |p, _| Some(per_stmt(p, p.total.wal_bytes)),
+        |_| true,
+    ),
+    (
+        "full-page images / stmt",
+        |p, _| Some(per_stmt(p, p.total.wal_fpi)),
+        |d| d == "postgres",
+    ),
+    (
+        "HOT share of updates",
+        |p, _| {
+            (p.tables.n_tup_upd > 0)
+                .then(|| p.tables.n_tup_hot_upd as f64 / p.tables.n_tup_upd as f64)
+        },
+        |d| d == "postgres",
+    ),
+    (
+        "doublewrite pages / stmt",
+        |p, _| Some(per_stmt(p, p.total.doublewrite_pages)),
+        |d| d == "innodb",
+    ),
+    (
+        "table pages at end",
+        |p, _| Some(p.pages.0 as f64),
+        |_| true,
+    ),
+    (
+        "index pages at end",
+        |p, _| Some(p.pages.1 as f64),
+        |_| true,
+    ),
+];
+
+/// The preset / real ratios of `runs`: every preset run beside the real server it models
+/// at the same bandwidth, phase by phase where both ran a phase of that name.
+pub fn experiment_ratios(runs: &[ExperimentRun]) -> Vec<FidelityRow> {
+    let mut out = Vec::new();
+    for preset in runs {
+        let Some(kind) = mvcclab_servers::ServerKind::of_preset(&preset.design.name) else {
+            continue;
+        };
+        let Some(real) = runs.iter().find(|r| {
+            r.design.name == kind.design_name()
+                && r.device.bandwidth_mib_s == preset.device.bandwidth_mib_s
+        }) else {
+            continue;
+        };
+        for p in &preset.phases {
+            let Some(q) = real.phases.iter().find(|q| q.name == p.name) else {
+                continue;
+            };
+            for (metric, value, applies) in PHASE_METRICS {
+                if !applies(&preset.design.name) {
+                    continue;
+                }
+                let (Some(a), Some(b)) = (
+                    value(p, preset.device.page_size_bytes),
+                    value(q, real.device.page_size_bytes),
+                ) else {
+                    continue;
+                };
+                out.push(FidelityRow::of(
+                    &p.name,
+                    &preset.design.name,
+                    &real.design.name,
+                    metric,
+                    a,
+                    b,
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// What `mvcclab fidelity` reports.
@@ -669,7 +931,7 @@ pub struct PointInfo {
     pub name: String,
     /// The design (or `real:NAME`).
     pub design: String,
-    /// The experiment's variant (`gc_off`, `gc_on` for `version_chain`; empty where the
+    /// The experiment's variant (`seed`, `autovacuum_on`, `gc_off_what_if` for `version_chain`; empty where the
     /// command has none).
     pub variant: String,
     /// Device bandwidth in MiB/s (null = unthrottled).

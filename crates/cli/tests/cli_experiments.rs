@@ -1,5 +1,6 @@
 //! `mvcclab experiment update_hot_set` and `version_chain` on both presets, small.
 
+use mvcclab_engine::design::GarbageCollection;
 use std::process::Command;
 
 fn mvcclab(args: &[&str]) -> std::process::Output {
@@ -99,7 +100,7 @@ fn update_hot_set_reports_two_passes_per_design_by_cause() {
 }
 
 #[test]
-fn version_chain_shows_long_chains_until_gc_and_reports_update_cost_with_gc_on_and_off() {
+fn version_chain_runs_the_seeds_procedure_autovacuum_off_pruning_on_and_purge_on() {
     let dir = tempfile::tempdir().unwrap();
     let rep = dir.path().join("vc");
     let r = json(&[
@@ -111,6 +112,8 @@ fn version_chain_shows_long_chains_until_gc_and_reports_update_cost_with_gc_on_a
         "6000",
         "--selects",
         "2000",
+        "--variants",
+        "seed,autovacuum_on,gc_off_what_if",
         "--quiet",
         "--format",
         "json",
@@ -121,37 +124,71 @@ fn version_chain_shows_long_chains_until_gc_and_reports_update_cost_with_gc_on_a
     let csv = std::fs::read_to_string(rep.join("experiment.csv")).unwrap();
     assert_eq!(
         csv.lines().count(),
-        1 + 2 * 5,
+        1 + (4 + 1 + 4) + (2 + 4),
         "header + a row per design and phase"
     );
+    assert_eq!(r.runs.len(), 2);
     for run in &r.runs {
         let names: Vec<&str> = run.phases.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "update_gc_off",
-                "select_before_gc",
-                "full_gc",
-                "select_after_gc",
-                "update_gc_on"
-            ]
-        );
         let ph = |n: &str| run.phases.iter().find(|p| p.name == n).unwrap();
+        // The GC-off what-if: every version stays until the full vacuum / purge.
         assert_eq!(ph("update_gc_off").ops, 6000);
         assert_eq!(ph("select_before_gc").ops, 2000);
         let before = ph("select_before_gc").versions_traversed_per_op;
         let after = ph("select_after_gc").versions_traversed_per_op;
         match run.design.name.as_str() {
-            // Index → oldest version, chains walked to the newest: long before vacuum.
             "postgres" => {
+                assert_eq!(
+                    names,
+                    [
+                        "update_autovacuum_off",
+                        "select_before_vacuum",
+                        "vacuum",
+                        "select_after_vacuum",
+                        "update_autovacuum_on",
+                        "update_gc_off",
+                        "select_before_gc",
+                        "full_gc",
+                        "select_after_gc"
+                    ]
+                );
+                // Step 1 of the seed: autovacuum off, garbage collection (pruning) on.
+                assert!(!run.design.autovacuum);
+                assert_eq!(run.design.garbage_collection, GarbageCollection::Vacuum);
+                // PostgreSQL prunes on access with autovacuum off (heap_page_prune_opt).
+                let upd = ph("update_autovacuum_off");
+                assert_eq!(upd.ops, 6000);
+                assert!(upd.tables.pages_pruned > 0, "{:?}", upd.tables);
+                assert_eq!(upd.tables.autovacuum_count, 0);
+                assert!(ph("vacuum").total.write_blocks_4k > 0);
+                // With garbage collection off nothing is pruned and chains grow long.
+                assert_eq!(ph("update_gc_off").tables.pages_pruned, 0);
                 assert!(before > 3.0 * after, "{before} vs {after}");
                 assert!((after - 1.0).abs() < 0.05, "{after}");
                 assert!(ph("full_gc").total.write_blocks_4k > 0);
             }
-            // In place: a new read view sees the record itself, before purge or after.
+            // InnoDB runs steps 2-3 with purge on ("no configuration that turns off the
+            // auto garbage collection").
             "innodb" => {
+                assert_eq!(
+                    names,
+                    [
+                        "update_purge_on",
+                        "select_purge_on",
+                        "update_gc_off",
+                        "select_before_gc",
+                        "full_gc",
+                        "select_after_gc"
+                    ]
+                );
+                assert_eq!(run.design.garbage_collection, GarbageCollection::Purge);
+                let upd = ph("update_purge_on");
+                assert!(upd.undo.purge_records > 0, "{:?}", upd.undo);
+                assert_eq!(upd.undo.history_list_length, 0);
+                // In place: a new read view sees the record itself, before purge or after.
                 assert!((before - 1.0).abs() < 0.05 && (after - 1.0).abs() < 0.05);
                 assert!(ph("update_gc_off").undo.history_list_length > 0);
+                assert_eq!(ph("update_gc_off").undo.purge_records, 0);
                 assert_eq!(ph("full_gc").undo.history_list_length, 0);
                 assert!(ph("full_gc").undo.purge_records > 0);
             }

@@ -381,7 +381,8 @@ type RunShape = (String, String, Vec<(String, u64)>);
 
 #[test]
 fn an_experiments_variants_and_bandwidths_shard_and_merge_into_its_local_report() {
-    // version_chain: 2 bandwidths × 2 designs × 2 variants (GC off, GC on) = 8 points.
+    // version_chain: 2 bandwidths × 2 designs × 2 variants (seed, autovacuum_on) = 8
+    // points (innodb has no autovacuum: its autovacuum_on points hold no run).
     let exp = |extra: &[&str]| {
         let mut a = vec![
             "experiment",

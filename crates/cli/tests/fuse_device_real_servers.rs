@@ -158,14 +158,22 @@ fn mariadb_on_the_device_is_throttled_and_its_redo_log_counted_by_file() {
         redo.io.write_bytes
     );
     // Measured (docs/storage.md): ib_logfile0 gets about 1.2 write calls per
-    // Innodb_log_writes, and its fsyncs match Innodb_log_writes within 1 %; the extra calls
-    // are redo writes that counter leaves out (not yet traced to their function). So the
-    // count checked within 10 % is the redo log's syncs.
+    // Innodb_log_writes, and its fsyncs match Innodb_log_writes within 1 %. mariadbd makes
+    // one pwrite64 per fdatasync; the redo log is buffered on the mount, and FUSE's buffered
+    // write path splits a write that starts in a page not in the page cache at the page's
+    // end (fs/fuse/file.c fuse_fill_write_pages), which 18 % of the redo writes cross. So the
+    // count checked within 10 % is the redo log's syncs, and its write calls lie between one
+    // and two per write.
     let writes = counter(&r, "global_status.Innodb_log_writes");
     let syncs = redo.io.syncs as f64;
     assert!(
         (syncs - writes).abs() <= 0.1 * writes,
         "ib_logfile0 syncs {syncs}, Innodb_log_writes {writes}"
+    );
+    let calls = redo.write_calls as f64;
+    assert!(
+        calls >= 0.9 * writes && calls <= 2.0 * writes,
+        "ib_logfile0 write calls {calls}, Innodb_log_writes {writes}"
     );
     assert!(
         r.io.by_file_class.contains_key("sbtest1.ibd")
@@ -204,4 +212,81 @@ fn postgresql_in_block_device_mode_gives_blocks_to_files_by_extent() {
     let loops = Command::new("losetup").arg("-a").output().unwrap();
     let loops = String::from_utf8_lossy(&loops.stdout);
     assert!(!loops.contains(&image), "loop device left: {loops}");
+}
+
+/// Load once (issue 26): `compare --bandwidth a,b` on both real servers in block-device
+/// mode loads each once, saves its data directory, and starts each bandwidth's server from
+/// a copy of it: one load per server in the report and on stderr, both runs with the
+/// loaded rows, no saved directory or mount left.
+#[test]
+fn real_servers_load_once_and_every_bandwidth_starts_from_the_saved_data_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _guard = NoMountLeft(tmp.path().to_path_buf());
+    let out = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args([
+            "compare",
+            "--designs",
+            "real:postgresql,real:mariadb",
+            "--fuse-mode",
+            "block-device",
+            "--bandwidth",
+            "100,200",
+            "--table-size",
+            "3000",
+            "--threads",
+            "2",
+            "--time",
+            "1",
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+            "--server-dir",
+            tmp.path().to_str().unwrap(),
+        ])
+        .output()
+        .expect("run mvcclab");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for d in ["real:postgresql", "real:mariadb"] {
+        let n = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("{d}: loading")))
+            .count();
+        assert_eq!(n, 1, "{d} loaded {n} times:\n{err}");
+    }
+    let report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let loads: Vec<(&str, u32)> = report
+        .loads
+        .iter()
+        .map(|l| (l.design.as_str(), l.runs))
+        .collect();
+    assert_eq!(loads, [("real:postgresql", 2), ("real:mariadb", 2)]);
+    assert!(report.loads.iter().all(|l| l.saved_bytes > 0));
+    for r in &report.runs {
+        // Two threads on 3,000 rows may meet in a deadlock or in the DELETE/INSERT of one
+        // id (duplicate key, as under sysbench): a few errors, not a failed restore.
+        assert!(
+            r.results.transactions > 0 && r.results.errors < r.results.transactions,
+            "{}: {:?}",
+            r.design.name,
+            r.results.error_samples
+        );
+        // The restored tables hold the load's rows (state counter at the end).
+        let live = match r.design.name.as_str() {
+            "real:postgresql" => counter(r, "pg_stat_user_tables.n_live_tup"),
+            _ => r.space.table_pages as f64,
+        };
+        assert!(live > 0.0, "{}: {live}", r.design.name);
+        assert!(r
+            .cpu_seconds
+            .as_ref()
+            .is_some_and(|c| !c.server_s.is_empty()));
+    }
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }

@@ -22,6 +22,8 @@
 //! | purge_resets_trx_id | on, off | off (n/a) | off (MariaDB ≥ 10.11.15; on for ≤ 10.11.14) |
 //! | system_versioning | off, timestamp, trx_id | off | off |
 //! | history_storage | same_index, partition, history_table | same_index | same_index |
+//! | flush_neighbors | off, contiguous, area (only on a rotational device) | off | contiguous |
+//! | autovacuum | on, off | on | off (n/a) |
 //!
 //! A combination that cannot exist is refused with an error naming both switches
 //! ([`DesignConfig::validate`]); a combination that could exist but is not built yet is
@@ -146,6 +148,16 @@ pub const SWITCHES: &[Switch] = &[
         meaning: "where a system-versioned table's history rows live: beside the current rows in the same clustered index or heap and its indexes (MariaDB's default), in a history partition with its own indexes (PARTITION BY SYSTEM_TIME), or in a separate history table filled on update and delete (PostgreSQL's periods extension)",
         values: "same_index, partition (table_layout=clustered), history_table (table_layout=heap); anything but same_index needs system_versioning",
     },
+    Switch {
+        name: "flush_neighbors",
+        meaning: "the page cleaner writes a dirty page's dirty neighbours in the same flush area with it (MariaDB innodb_flush_neighbors 1 = contiguous run, 2 = whole area; buf0flu.cc buf_flush_try_neighbors), which MariaDB does only on rotational storage: it applies only when the device is configured rotational (NvmeConfig::rotational, --rotational); PostgreSQL has no such mechanism",
+        values: "off, contiguous, area",
+    },
+    Switch {
+        name: "autovacuum",
+        meaning: "the autovacuum worker (VACUUM and ANALYZE when a table crosses its thresholds; PostgreSQL's `autovacuum` setting, autovacuum.c). off stops it alone: pruning on access stays, as PostgreSQL prunes in heap_page_prune_opt (pruneheap.c) whatever autovacuum is set to; garbage_collection=off stops both. Only heap designs with garbage_collection=vacuum have an autovacuum worker",
+        values: "on, off (on needs garbage_collection=vacuum)",
+    },
 ];
 
 /// Most rollback segments a design may have (InnoDB TRX_SYS_N_RSEGS: a roll pointer has 7
@@ -184,7 +196,8 @@ pub enum GarbageCollection {
     Vacuum,
     /// Purge of the undo log (InnoDB).
     Purge,
-    /// None (for experiments such as `version_chain`).
+    /// None: no pruning, no vacuum, no purge (`version_chain`'s GC-off what-if; the
+    /// `autovacuum` switch stops the autovacuum worker alone).
     Off,
 }
 
@@ -307,6 +320,24 @@ pub struct DesignConfig {
     /// written before the switch existed (read as same_index).
     #[serde(default)]
     pub history_storage: HistoryStorage,
+    /// Neighbour flushing of the page cleaner on a rotational device (MariaDB
+    /// `innodb_flush_neighbors`; [`crate::buffer::FlushNeighbors`]). Missing in design
+    /// files and reports written before the switch existed (read as off).
+    #[serde(default)]
+    pub flush_neighbors: crate::buffer::FlushNeighbors,
+    /// The autovacuum worker runs (PostgreSQL's `autovacuum = on`, autovacuum.c
+    /// `AutoVacWorkerMain`); off stops it and nothing else: on-access pruning
+    /// (pruneheap.c `heap_page_prune_opt`) and a manual VACUUM still remove versions. Only
+    /// meaningful with `garbage_collection = vacuum`. Missing in design files and reports
+    /// written before the switch existed (read as on, the behaviour then; clustered designs
+    /// never had the worker).
+    #[serde(default = "autovacuum_default")]
+    pub autovacuum: bool,
+}
+
+/// The `autovacuum` switch of designs written before it existed: on.
+fn autovacuum_default() -> bool {
+    true
 }
 
 /// Bytes of InnoDB's block descriptor (`sizeof(buf_block_t)`) that come out of the buffer
@@ -506,6 +537,13 @@ impl DesignConfig {
                 "only purge of an undo log resets the records' transaction ids",
             );
         }
+        if self.autovacuum && self.garbage_collection == GarbageCollection::Purge {
+            return bad(
+                "autovacuum=on",
+                "garbage_collection=purge",
+                "the autovacuum worker vacuums heap tables; purge of the undo log always runs in InnoDB",
+            );
+        }
         if self.system_versioning == SystemVersioning::Off
             && self.history_storage != HistoryStorage::SameIndex
         {
@@ -609,6 +647,8 @@ mod tests {
             ("purge_resets_trx_id", "off", "off"),
             ("system_versioning", "off", "off"),
             ("history_storage", "same_index", "same_index"),
+            ("flush_neighbors", "off", "contiguous"),
+            ("autovacuum", "on", "off"),
         ];
         assert_eq!(want.len(), SWITCHES.len());
         for (sw, pv, iv) in want {
@@ -692,6 +732,15 @@ mod tests {
         };
         let e = d.validate().unwrap_err().to_string();
         assert!(e.contains("table_layout=clustered"), "{e}");
+        let d = DesignConfig {
+            autovacuum: true,
+            ..DesignConfig::innodb()
+        };
+        let e = d.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("autovacuum=on") && e.contains("garbage_collection=purge"),
+            "{e}"
+        );
         assert!(DesignConfig::preset("oracle")
             .unwrap_err()
             .to_string()

@@ -62,6 +62,15 @@ causes! {
     PointSelect = "point_select", false;
     /// Scan of a key range.
     RangeScan = "range_scan", false;
+    /// Sequential scan of a whole table (PostgreSQL `Seq Scan`; MariaDB full table scan).
+    SeqScan = "seq_scan", false;
+    /// Temporary files of a query: a hash or sort spilled past PostgreSQL's `work_mem`
+    /// (base/pgsql_tmp), or a MariaDB internal temporary table past
+    /// `tmp_memory_table_size` (written to disk as an Aria/InnoDB table).
+    Temp = "temp", false;
+    /// Pages read ahead of the reader: the kernel's readahead in the OS page cache, InnoDB's
+    /// linear read-ahead (buf0rea.cc `buf_read_ahead_linear`).
+    ReadAhead = "read_ahead", false;
     /// Insert of a row.
     Insert = "insert", false;
     /// Update of a row.
@@ -123,7 +132,9 @@ macro_rules! metrics {
 
         /// Every metric for one cause. Field names carry units; all are counts that only
         /// grow over the life of a [`Stats`].
+        /// A field missing from a report written before it existed reads as 0.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(default)]
         pub struct CauseCounts { $($(#[$doc])* pub $name: u64,)* }
 
         impl CauseCounts {
@@ -185,6 +196,10 @@ metrics! {
     /// Dirty pages written from the pool to their home location (PostgreSQL
     /// buffers_checkpoint/buffers_clean/buffers_backend; InnoDB Innodb_pages_written).
     buffer_pages_written;
+    /// Dirty pages the page cleaner wrote as neighbours of the page it chose, part of
+    /// `buffer_pages_written` (innodb_metrics `buffer_flush_neighbor_pages`; only with the
+    /// `flush_neighbors` switch on a rotational device).
+    buffer_flush_neighbor_pages;
     /// New pages allocated by extending a relation or reusing a freed page.
     pages_allocated;
     /// WAL records inserted (pg_stat_wal.wal_records).

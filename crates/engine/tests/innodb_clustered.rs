@@ -867,3 +867,39 @@ fn purge_resets_the_trx_id_of_updated_records_only_with_the_switch() {
         assert!(matches!(&row[2], Value::Text(c) if c.trim_end() == "changed"));
     }
 }
+
+/// MariaDB flushes neighbours only on rotational storage (buf0flu.cc
+/// `space->is_rotational()`): the innodb preset's `flush_neighbors = contiguous` reaches the
+/// page cleaner only when the device is configured rotational; postgres has none.
+#[test]
+fn flush_neighbors_reaches_the_page_cleaner_only_on_a_rotational_device() {
+    use mvcclab_engine::buffer::FlushNeighbors;
+    let effective = |design: DesignConfig, rotational: bool| {
+        let mut cfg = DatabaseConfig::new(design);
+        cfg.storage.nvme.rotational = rotational;
+        // Whatever the storage settings say, the design and the device decide.
+        cfg.storage.buffer_pool.page_cleaner.flush_neighbors = FlushNeighbors::Area;
+        let db = Database::open(cfg).unwrap();
+        db.storage()
+            .config()
+            .buffer_pool
+            .page_cleaner
+            .flush_neighbors
+    };
+    assert_eq!(
+        DesignConfig::innodb().flush_neighbors,
+        FlushNeighbors::Contiguous
+    );
+    assert_eq!(
+        effective(DesignConfig::innodb(), false),
+        FlushNeighbors::Off
+    );
+    assert_eq!(
+        effective(DesignConfig::innodb(), true),
+        FlushNeighbors::Contiguous
+    );
+    assert_eq!(
+        effective(DesignConfig::postgres(), true),
+        FlushNeighbors::Off
+    );
+}

@@ -32,6 +32,7 @@ fn background_components_run_and_count_to_their_causes() {
         lru_multiplier: 2.0,
         max_dirty_pct: Some(10),
         free_target: None,
+        ..Default::default()
     };
     cfg.wal_writer_interval_ms = Some(5);
     let s = Storage::open(cfg).unwrap();

@@ -12,6 +12,8 @@ fn run(os_cache_bytes: u64) -> (u64, u64, u64) {
         os_cache: OsCacheConfig {
             size_bytes: os_cache_bytes,
             dirty_background_pct: 10,
+            // Exact block counts of the rules below, without readahead's extra blocks.
+            max_readahead_blocks: 0,
         },
         ..quiet_config(8)
     })
@@ -69,6 +71,7 @@ fn os_cache_writes_reach_the_device_at_the_checkpoint_fsync() {
         os_cache: OsCacheConfig {
             size_bytes: 4 << 20,
             dirty_background_pct: 50,
+            ..Default::default()
         },
         ..quiet_config(64)
     })

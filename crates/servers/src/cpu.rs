@@ -109,6 +109,14 @@ fn ctxt_switches(proc_dir: &Path) -> (u64, u64) {
     (v, n)
 }
 
+/// The CPU use of process `pid` itself (its threads, exited ones included; not its
+/// children): mvcclab measuring its own process around a run.
+///
+/// Errors: none; `None` when the process does not exist.
+pub fn process_cpu(pid: u32) -> Option<CpuUse> {
+    process_use(pid).map(|(own, _, _)| own)
+}
+
 /// One process: (own use, exited children's use, parent pid).
 fn process_use(pid: u32) -> Option<(CpuUse, CpuUse, u32)> {
     let dir = Path::new("/proc").join(pid.to_string());

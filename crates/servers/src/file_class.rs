@@ -102,6 +102,18 @@ pub fn mariadb_class(path: &str) -> String {
     if name == "ib_logfile0" || name == "ibdata1" {
         return name.into();
     }
+    // MyRocks' RocksDB directory (`#rocksdb`): SST files, its WAL, the MANIFEST.
+    if p.starts_with("#rocksdb/") {
+        return if name.ends_with(".sst") {
+            "sst".into()
+        } else if name.ends_with(".log") {
+            "rocksdb_wal".into()
+        } else if name.starts_with("MANIFEST") {
+            "MANIFEST".into()
+        } else {
+            "rocksdb_other".into()
+        };
+    }
     if name.starts_with("undo") && name[4..].chars().all(|c| c.is_ascii_digit()) && name.len() > 4 {
         return "undo".into();
     }
@@ -190,5 +202,12 @@ mod tests {
         assert_eq!(mariadb_class("data/sbtest/sbtest1.ibd"), "sbtest1.ibd");
         assert_eq!(mariadb_class("data/mysql/innodb_table_stats.ibd"), "other");
         assert_eq!(mariadb_class("data/sbtest/sbtest1.frm"), "other");
+        assert_eq!(mariadb_class("data/#rocksdb/000012.sst"), "sst");
+        assert_eq!(mariadb_class("data/#rocksdb/000011.log"), "rocksdb_wal");
+        assert_eq!(mariadb_class("data/#rocksdb/MANIFEST-000004"), "MANIFEST");
+        assert_eq!(
+            mariadb_class("data/#rocksdb/OPTIONS-000009"),
+            "rocksdb_other"
+        );
     }
 }

@@ -15,6 +15,8 @@
 //!   flush to zero dirty pages) and their counters;
 //! * [`cpu`]: CPU time, page faults and context switches of a server's process tree
 //!   from /proc, exited children included;
+//! * [`tpch`]: TPC-H loaded on a managed server (COPY / LOAD DATA), its 22 queries with
+//!   a statement timeout, and their EXPLAIN JSON;
 //! * [`schema`]: the counters put into the result schema's fields where the meaning is the
 //!   same.
 //!
@@ -45,6 +47,7 @@ pub mod managed;
 pub mod mariadb;
 pub mod postgresql;
 pub mod schema;
+pub mod tpch;
 
 mod error;
 mod kind;
@@ -69,14 +72,14 @@ pub fn open(kind: ServerKind, o: &ServerOptions) -> Result<Box<dyn RealServer>, 
                 kind.name(),
                 match kind {
                     ServerKind::PostgreSql => "postgresql",
-                    ServerKind::MariaDb => "mysql",
+                    ServerKind::MariaDb | ServerKind::MyRocks => "mysql",
                 }
             )));
         }
     }
     Ok(match kind {
         ServerKind::PostgreSql => Box::new(postgresql::PostgreSql::open(o)?),
-        ServerKind::MariaDb => Box::new(mariadb::MariaDb::open(o)?),
+        ServerKind::MariaDb | ServerKind::MyRocks => Box::new(mariadb::MariaDb::open(kind, o)?),
     })
 }
 

@@ -100,14 +100,15 @@ impl LoopDevice {
     /// Errors: [`ServerError::Device`] naming the command that failed; not root gives
     /// "--exact-device-io needs root".
     pub fn create(dir: &Path, size_bytes: u64) -> Result<LoopDevice, ServerError> {
-        Self::create_on(dir, dir, size_bytes, false)
+        Self::create_on(dir, dir, size_bytes, false, None)
     }
 
     /// As [`LoopDevice::create`] with the image in `image_dir` (the FUSE device's mount in
     /// block-device mode): attached with `--direct-io=on` when `direct_io` (the loop
     /// driver then reads and writes the image with O_DIRECT, so no second page cache sits
-    /// between ext4 and the device), and marked non-rotational (`queue/rotational` = 0), as
-    /// an NVMe device presents itself.
+    /// between ext4 and the device). `rotational` sets `queue/rotational` (`Some(false)`: 0,
+    /// as an NVMe device presents itself; `Some(true)`: 1, as a hard disk; `None`: the loop
+    /// driver's own value is left).
     ///
     /// Errors: as [`LoopDevice::create`].
     pub fn create_on(
@@ -115,6 +116,7 @@ impl LoopDevice {
         image_dir: &Path,
         size_bytes: u64,
         direct_io: bool,
+        rotational: Option<bool>,
     ) -> Result<LoopDevice, ServerError> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
@@ -136,12 +138,13 @@ impl LoopDevice {
         }
         args.push(&image);
         let device = PathBuf::from(run("losetup", &args)?);
-        if direct_io {
+        if let Some(rot) = rotational {
             let name = device
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
-            let _ = fs::write(format!("/sys/block/{name}/queue/rotational"), "0");
+            let flag = if rot { "1" } else { "0" };
+            let _ = fs::write(format!("/sys/block/{name}/queue/rotational"), flag);
         }
         let mount_point = dir.join("mnt");
         let l = LoopDevice {

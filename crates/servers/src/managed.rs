@@ -36,6 +36,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// MyRocks' storage engine plugin (Debian's `mariadb-plugin-rocksdb`).
+const MYROCKS_PLUGIN: &str = "/usr/lib/mysql/plugin/ha_rocksdb.so";
+
 /// How to start a managed server.
 #[derive(Clone, Debug)]
 pub struct ManagedOptions {
@@ -59,6 +62,68 @@ pub struct ManagedOptions {
     /// and metadata I/O reach the device too. Without it, file-system mode: the server's
     /// files are files of the mount.
     pub block_device: bool,
+    /// In block-device mode, present the loop device as rotational (`queue/rotational` =
+    /// 1, a hard disk) instead of non-rotational (0, an NVMe SSD): MariaDB then flushes a
+    /// page's dirty neighbours (buf0flu.cc `buf_flush_try_neighbors`), as the innodb
+    /// preset does with `--rotational`.
+    pub rotational: bool,
+    /// Start from this saved data directory ([`ManagedServer::save_data`]) instead of a new
+    /// one: it is copied into place (`cp -a --sparse=always`) where `initdb` or
+    /// `mariadb-install-db` would have made one, and neither runs (issue 26, load once).
+    pub restore_from: Option<PathBuf>,
+    /// Bound the server's memory, page cache included, with a memory cgroup (v1:
+    /// `/sys/fs/cgroup/memory/mvcclab-KIND-PORT`, `memory.limit_in_bytes`), so that the
+    /// kernel's cache of its files is as large as the emulated OS cache of the preset
+    /// (DESIGN.md "Page cache and memory, stated"); root only. The FUSE daemon is
+    /// mvcclab's own thread and stays outside it.
+    pub memory_limit_bytes: Option<u64>,
+}
+
+/// A memory cgroup (v1) holding a managed server's processes; removed on drop, after
+/// the server has stopped.
+struct MemoryCgroup {
+    dir: PathBuf,
+}
+
+impl MemoryCgroup {
+    /// Creates `/sys/fs/cgroup/memory/NAME` with `memory.limit_in_bytes` = `limit`.
+    fn create(name: &str, limit: u64) -> Result<MemoryCgroup, ServerError> {
+        let dir = Path::new("/sys/fs/cgroup/memory").join(name);
+        fs::create_dir_all(&dir).map_err(|e| {
+            ServerError::io(
+                &format!(
+                    "creating the memory cgroup {} (cgroup v1, root)",
+                    dir.display()
+                ),
+                e,
+            )
+        })?;
+        let g = MemoryCgroup { dir };
+        g.write("memory.limit_in_bytes", &limit.to_string())?;
+        Ok(g)
+    }
+
+    fn write(&self, file: &str, value: &str) -> Result<(), ServerError> {
+        let p = self.dir.join(file);
+        fs::write(&p, value).map_err(|e| ServerError::io(&format!("writing {}", p.display()), e))
+    }
+
+    /// The cgroup's `memory.stat` value `key` (`cache`, `rss`, ...) and `memory.failcnt`.
+    fn stat(&self, key: &str) -> Option<u64> {
+        let text = fs::read_to_string(self.dir.join("memory.stat")).ok()?;
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().parse().ok())?
+        })
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        // Possible once no process is left in it (the server has stopped); v1 moves the
+        // charged pages to the parent.
+        let _ = fs::remove_dir(&self.dir);
+    }
 }
 
 impl Default for ManagedOptions {
@@ -70,6 +135,9 @@ impl Default for ManagedOptions {
             device_size_bytes: 16 << 30,
             device: None,
             block_device: false,
+            rotational: false,
+            restore_from: None,
+            memory_limit_bytes: None,
         }
     }
 }
@@ -91,6 +159,10 @@ pub struct ManagedServer {
     device: Option<DevMount>,
     /// Server-side settings given on its command line, for the report.
     pub settings: Vec<(String, String)>,
+    /// Its data directory was copied from a saved one ([`ManagedOptions::restore_from`]).
+    restored: bool,
+    /// The memory cgroup bounding it ([`ManagedOptions::memory_limit_bytes`]).
+    cgroup: Option<MemoryCgroup>,
 }
 
 /// A system user: (uid, gid).
@@ -199,6 +271,9 @@ impl ManagedServer {
     /// run unless asked; postgresql.conf "Checkpoints"). MariaDB: `mariadb-install-db`,
     /// then `mariadbd --no-defaults` with `--skip-grant-tables`, `innodb_flush_method=
     /// O_DIRECT`, `innodb_log_file_size=1G` and every InnoDB monitor counter enabled.
+    /// MyRocks: the same MariaDB with `plugin-load-add=ha_rocksdb.so` (Debian's
+    /// mariadb-plugin-rocksdb), `rocksdb_block_cache_size` = the buffer pool and
+    /// `default_storage_engine=ROCKSDB`.
     ///
     /// Errors: [`ServerError::NotInstalled`] (with the apt-get command),
     /// [`ServerError::Start`] with the tail of the server's log, [`ServerError::Io`].
@@ -211,7 +286,7 @@ impl ManagedServer {
                     require("/usr/lib/postgresql/15/bin/postgres", "postgresql-15")?,
                 ],
             ),
-            ServerKind::MariaDb => (
+            ServerKind::MariaDb | ServerKind::MyRocks => (
                 "mysql",
                 vec![
                     require("/usr/bin/mariadb-install-db", "mariadb-server")?,
@@ -219,6 +294,9 @@ impl ManagedServer {
                 ],
             ),
         };
+        if kind == ServerKind::MyRocks {
+            require(MYROCKS_PLUGIN, kind.package())?;
+        }
         let owner = if is_root() {
             Some(system_user(user).ok_or_else(|| ServerError::NotInstalled {
                 program: format!("system user '{user}'"),
@@ -261,6 +339,7 @@ impl ManagedServer {
                 d.dir(),
                 o.device_size_bytes,
                 true,
+                Some(o.rotational),
             )?),
             _ => None,
         };
@@ -289,7 +368,10 @@ impl ManagedServer {
                     ])
                     .args(["-E", "UTF8"])
                     .arg("--locale=C");
-                run_setup(init, "initdb", &dir.join("initdb.log"))?;
+                match &o.restore_from {
+                    Some(saved) => copy_tree(saved, &data)?,
+                    None => run_setup(init, "initdb", &dir.join("initdb.log"))?,
+                }
                 let shared_buffers_kb = (o.buffer_pool_bytes / 1024).max(128);
                 settings.extend(
                     [
@@ -311,15 +393,19 @@ impl ManagedServer {
                 }
                 c
             }
-            ServerKind::MariaDb => {
-                fs::create_dir_all(&data)
-                    .map_err(|e| ServerError::io("creating the datadir", e))?;
-                chown(&data, owner)?;
-                let mut init = command(&programs[0], owner, libc::SIGKILL);
-                init.arg("--no-defaults")
-                    .arg(format!("--datadir={}", data.display()))
-                    .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
-                run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
+            ServerKind::MariaDb | ServerKind::MyRocks => {
+                if let Some(saved) = &o.restore_from {
+                    copy_tree(saved, &data)?;
+                } else {
+                    fs::create_dir_all(&data)
+                        .map_err(|e| ServerError::io("creating the datadir", e))?;
+                    chown(&data, owner)?;
+                    let mut init = command(&programs[0], owner, libc::SIGKILL);
+                    init.arg("--no-defaults")
+                        .arg(format!("--datadir={}", data.display()))
+                        .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                    run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
+                }
                 let pool = o.buffer_pool_bytes.max(6 << 20);
                 // innodb_lru_scan_depth is also the number of free pages the page cleaner
                 // keeps (buf0flu.cc, buf_flush_page_cleaner; MariaDB KB
@@ -347,6 +433,23 @@ impl ManagedServer {
                     ]
                     .map(|(k, v)| (k.to_string(), v)),
                 );
+                if kind == ServerKind::MyRocks {
+                    // MyRocks as Debian's mariadb-plugin-rocksdb installs it (its
+                    // rocksdb.cnf holds only `plugin-load-add=ha_rocksdb.so`, which
+                    // --no-defaults skips). The block cache is MyRocks' buffer pool
+                    // (MariaDB KB "MyRocks System Variables": rocksdb_block_cache_size);
+                    // reads go through the OS page cache (rocksdb_use_direct_reads OFF,
+                    // the default, recorded in the report's settings). InnoDB keeps its
+                    // pool for the system tables.
+                    settings.extend(
+                        [
+                            ("plugin-load-add", "ha_rocksdb.so".to_string()),
+                            ("rocksdb-block-cache-size", pool.to_string()),
+                            ("default-storage-engine", "ROCKSDB".to_string()),
+                        ]
+                        .map(|(k, v)| (k.to_string(), v)),
+                    );
+                }
                 let mut c = command(&programs[1], owner, libc::SIGKILL);
                 c.arg("--no-defaults")
                     .arg(format!("--datadir={}", data.display()));
@@ -370,6 +473,25 @@ impl ManagedServer {
             .stderr(err)
             .spawn()
             .map_err(|e| ServerError::io(&format!("starting {}", programs[1].display()), e))?;
+        let cgroup = match o.memory_limit_bytes {
+            Some(limit) => {
+                let g = MemoryCgroup::create(&format!("mvcclab-{}-{port}", kind.name()), limit);
+                let g = g.and_then(|g| g.write("cgroup.procs", &child.id().to_string()).map(|_| g));
+                match g {
+                    Ok(g) => {
+                        settings.push(("memory_cgroup_limit_bytes".into(), limit.to_string()));
+                        Some(g)
+                    }
+                    Err(e) => {
+                        let mut child = child;
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let mut m = ManagedServer {
             kind,
             child: Some(child),
@@ -380,6 +502,8 @@ impl ManagedServer {
             loopdev,
             device,
             settings,
+            restored: o.restore_from.is_some(),
+            cgroup,
         };
         m.wait_ready(&log)?;
         Ok(m)
@@ -466,16 +590,43 @@ impl ManagedServer {
         self.device.as_ref()
     }
 
-    /// Stops the server by its process id: fast shutdown (PostgreSQL SIGINT, MariaDB
-    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device or
-    /// unmounts the FUSE device.
+    /// The memory cgroup's page cache (`memory.stat` `cache`) and the times its limit was
+    /// hit (`memory.failcnt`), bytes and a count; `None` without
+    /// [`ManagedOptions::memory_limit_bytes`].
+    pub fn cgroup_memory(&self) -> Option<(u64, u64)> {
+        let g = self.cgroup.as_ref()?;
+        let failcnt = fs::read_to_string(g.dir.join("memory.failcnt"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        Some((g.stat("cache").unwrap_or(0), failcnt))
+    }
+
+    /// Whether its data directory was copied from a saved one
+    /// ([`ManagedOptions::restore_from`]): the `sbtest` database is already there.
+    pub fn restored(&self) -> bool {
+        self.restored
+    }
+
+    /// Saves the data directory for later starts ([`ManagedOptions::restore_from`]): stops
+    /// the server (its shutdown checkpoint: PostgreSQL's shutdown checkpoint, InnoDB's
+    /// flush at a slow-enough shutdown, `innodb_fast_shutdown=1`), then copies the data
+    /// directory to `to` (`cp -a --sparse=always`: owner, mode and holes kept). The server
+    /// stays stopped; its devices stay mounted until [`ManagedServer::stop`] or drop.
     ///
-    /// Errors: [`ServerError::Io`] when the process cannot be waited for.
-    pub fn stop(&mut self) -> Result<(), ServerError> {
+    /// Errors: [`ServerError::Io`] when the process cannot be waited for or the copy
+    /// fails (the message names both directories).
+    pub fn save_data(&mut self, to: &Path) -> Result<(), ServerError> {
+        self.stop_process()?;
+        copy_tree(&self.data, to)
+    }
+
+    /// Stops the server process (as [`ManagedServer::stop`]) and leaves its devices.
+    fn stop_process(&mut self) -> Result<(), ServerError> {
         if let Some(mut c) = self.child.take() {
             let sig = match self.kind {
                 ServerKind::PostgreSql => libc::SIGINT,
-                ServerKind::MariaDb => libc::SIGTERM,
+                ServerKind::MariaDb | ServerKind::MyRocks => libc::SIGTERM,
             };
             // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet
             // waited for, so it cannot have been reused.
@@ -496,6 +647,17 @@ impl ManagedServer {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Stops the server by its process id: fast shutdown (PostgreSQL SIGINT, MariaDB
+    /// SIGTERM), SIGKILL if it has not exited after 60 s; then releases the loop device or
+    /// unmounts the FUSE device.
+    ///
+    /// Errors: [`ServerError::Io`] when the process cannot be waited for.
+    pub fn stop(&mut self) -> Result<(), ServerError> {
+        self.stop_process()?;
+        self.cgroup = None;
         if let Some(l) = self.loopdev.take() {
             l.release()?;
         }
@@ -505,6 +667,26 @@ impl ManagedServer {
         }
         Ok(())
     }
+}
+
+/// Copies the directory `from` to `to` (which must not exist) with `cp -a
+/// --sparse=always`: owner, group, mode and sparse files kept, as the server left them.
+///
+/// Errors: [`ServerError::Io`] when `cp` cannot run or fails (with its message).
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ServerError> {
+    let out = Command::new("cp")
+        .args(["-a", "--sparse=always"])
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| ServerError::io("running cp", e))?;
+    if !out.status.success() {
+        return Err(ServerError::io(
+            &format!("copying {} to {}", from.display(), to.display()),
+            std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        ));
+    }
+    Ok(())
 }
 
 impl Drop for ManagedServer {

@@ -6,6 +6,12 @@
 //! Variables") and `information_schema.INNODB_METRICS` (every counter enabled at start-up
 //! with `innodb_monitor_enable=all`; KB "Information Schema INNODB_METRICS Table").
 //!
+//! MyRocks (`real:myrocks`) is the same server started with the RocksDB plugin
+//! (managed.rs): the tables are created `ENGINE = ROCKSDB` (sysbench's
+//! `--mysql-storage-engine=rocksdb`), a snapshot adds `SHOW GLOBAL STATUS LIKE 'Rocksdb%'`
+//! (KB "MyRocks Status Variables"), and settling also flushes the memtables to SST files
+//! (`rocksdb_force_flush_memtable_now`, KB "MyRocks System Variables").
+//!
 //! Before the warm-up the buffer pool is flushed to zero dirty pages (setting
 //! `innodb_max_dirty_pages_pct=0` until `Innodb_buffer_pool_pages_dirty` reads 0, the
 //! documented way to make the page cleaner flush everything; KB "InnoDB Page Flushing") and
@@ -37,8 +43,10 @@ const METRIC_SUBSYSTEMS: &str =
 /// How long flushing to zero dirty pages and purge may take before `settle` gives up.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// A MariaDB server (managed or `--url`) as a target.
+/// A MariaDB server (managed or `--url`) as a target, its tables InnoDB or (`MyRocks`)
+/// RocksDB.
 pub struct MariaDb {
+    kind: ServerKind,
     opts: Opts,
     address: String,
     admin: Mutex<Conn>,
@@ -74,7 +82,7 @@ impl MariaDb {
     ///
     /// Errors: [`ServerError`] from start-up, connection, or a bad URL
     /// ([`ServerError::Usage`]).
-    pub fn open(o: &ServerOptions) -> Result<MariaDb, ServerError> {
+    pub fn open(kind: ServerKind, o: &ServerOptions) -> Result<MariaDb, ServerError> {
         let (managed, opts) = match &o.url {
             Some(u) => {
                 let u = u.replacen("mariadb://", "mysql://", 1);
@@ -86,7 +94,7 @@ impl MariaDb {
                 )
             }
             None => {
-                let m = ManagedServer::start(KIND, &o.managed)?;
+                let m = ManagedServer::start(kind, &o.managed)?;
                 let b = OptsBuilder::new()
                     .ip_or_hostname(Some("127.0.0.1"))
                     .tcp_port(m.port())
@@ -96,10 +104,12 @@ impl MariaDb {
             }
         };
         let mut admin = connect(&opts, Duration::from_secs(60))?;
-        let opts = if managed.is_some() {
-            admin
-                .query_drop("CREATE DATABASE sbtest")
-                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", e))?;
+        let opts = if let Some(m) = &managed {
+            if !m.restored() {
+                admin
+                    .query_drop("CREATE DATABASE sbtest")
+                    .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", e))?;
+            }
             let o = Opts::from(OptsBuilder::from_opts(opts).db_name(Some("sbtest")));
             admin = connect(&o, Duration::from_secs(10))?;
             o
@@ -112,6 +122,7 @@ impl MariaDb {
             .unwrap_or_default();
         let address = format!("{}:{}", opts.get_ip_or_hostname(), opts.get_tcp_port());
         Ok(MariaDb {
+            kind,
             opts,
             address,
             admin: Mutex::new(admin),
@@ -174,7 +185,16 @@ impl MariaDb {
 
 impl Target for MariaDb {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
-        let exec = |q: &str| self.exec(q).map_err(|e| e.to_string());
+        // MyRocks: the engine sysbench's `--mysql-storage-engine=rocksdb` writes into the
+        // CREATE TABLE (oltp_common.lua `create_table`).
+        let engine = |q: &str| {
+            if self.kind == ServerKind::MyRocks {
+                q.replace("ENGINE = InnoDB", "ENGINE = ROCKSDB")
+            } else {
+                q.to_string()
+            }
+        };
+        let exec = |q: &str| self.exec(&engine(q)).map_err(|e| e.to_string());
         if let Some(f) = self.fillfactor {
             // The only fill factor InnoDB has: the leaf and non-leaf fill of sorted index
             // builds (CREATE INDEX on a loaded table, table rebuilds); row-by-row inserts
@@ -193,7 +213,7 @@ impl Target for MariaDb {
             kind,
             opts,
             seed,
-            &|q| self.exec(q),
+            &|q| self.exec(&engine(q)),
             &|_| Vec::new(),
             &|n| vec![format!("ANALYZE TABLE sbtest{n}")],
         )
@@ -349,9 +369,28 @@ const SETTINGS: &[&str] = &[
     "log_bin",
 ];
 
+/// Variables a MyRocks report states besides [`SETTINGS`]: its cache, whether reads and
+/// flushes bypass the OS page cache, its block size and WAL sync.
+const MYROCKS_SETTINGS: &[&str] = &[
+    "default_storage_engine",
+    "rocksdb_block_cache_size",
+    "rocksdb_block_size",
+    "rocksdb_use_direct_reads",
+    "rocksdb_use_direct_io_for_flush_and_compaction",
+    "rocksdb_flush_log_at_trx_commit",
+    "rocksdb_max_background_jobs",
+    "rocksdb_default_cf_options",
+];
+
 /// `SHOW GLOBAL STATUS` variables that are state values, not counts.
 fn is_state_status(name: &str) -> bool {
     const STATE: &[&str] = &[
+        "Rocksdb_memtable_total",
+        "Rocksdb_memtable_unflushed",
+        "Rocksdb_num_iterators",
+        "Rocksdb_manual_compactions_running",
+        "Rocksdb_block_cache_usage",
+        "Rocksdb_block_cache_pinned_usage",
         "Innodb_buffer_pool_pages_data",
         "Innodb_buffer_pool_bytes_data",
         "Innodb_buffer_pool_pages_dirty",
@@ -380,7 +419,7 @@ fn is_state_status(name: &str) -> bool {
 
 impl RealServer for MariaDb {
     fn kind(&self) -> ServerKind {
-        KIND
+        self.kind
     }
 
     fn as_target(&self) -> &dyn Target {
@@ -399,6 +438,10 @@ impl RealServer for MariaDb {
             .and_then(|_| self.wait_for_zero("Innodb_buffer_pool_pages_dirty", "flush"));
         self.exec(&format!("SET GLOBAL innodb_max_dirty_pages_pct = {old}"))?;
         flushed?;
+        if self.kind == ServerKind::MyRocks {
+            // The memtables to SST files: what a checkpoint is to InnoDB.
+            self.exec("SET GLOBAL rocksdb_force_flush_memtable_now = 1")?;
+        }
         if drop_caches {
             // InnoDB uses O_DIRECT, but the redo log and the OS's other users do not.
             crate::drop_os_page_cache()?;
@@ -411,7 +454,12 @@ impl RealServer for MariaDb {
         // One statement for every variable a snapshot keeps.
         let names: Vec<String> = STATUS_VARIABLES.iter().map(|n| format!("'{n}'")).collect();
         let condition = format!(
-            "Variable_name LIKE 'Innodb_%' OR Variable_name IN ({})",
+            "Variable_name LIKE 'Innodb_%'{} OR Variable_name IN ({})",
+            if self.kind == ServerKind::MyRocks {
+                " OR Variable_name LIKE 'Rocksdb_%'"
+            } else {
+                ""
+            },
             names.join(",")
         );
         for (k, v) in self.status(&condition)? {
@@ -434,14 +482,17 @@ impl RealServer for MariaDb {
             s.insert(key, count as f64);
         }
         drop(state);
-        let q = "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / 16384 AS DOUBLE), \
-                 CAST(coalesce(sum(INDEX_LENGTH), 0) / 16384 AS DOUBLE) FROM information_schema.TABLES \
-                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP \
-                 '^(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+$'";
+        let page = self.kind.page_size_bytes();
+        let q = format!(
+            "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / {page} AS DOUBLE), \
+             CAST(coalesce(sum(INDEX_LENGTH), 0) / {page} AS DOUBLE) FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP \
+             '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set)$'"
+        );
         let sizes: Option<(f64, f64)> = self
             .admin()
-            .query_first(q)
-            .map_err(|e| ServerError::sql(KIND, q, e))?;
+            .query_first(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
         let (t, i) = sizes.unwrap_or_default();
         s.insert("space.table_pages".into(), t);
         s.insert("space.index_pages".into(), i);
@@ -471,7 +522,16 @@ impl RealServer for MariaDb {
 
     fn info(&self) -> ServerInfo {
         let mut settings = BTreeMap::new();
-        let list: Vec<String> = SETTINGS.iter().map(|s| format!("'{s}'")).collect();
+        let myrocks: &[&str] = if self.kind == ServerKind::MyRocks {
+            MYROCKS_SETTINGS
+        } else {
+            &[]
+        };
+        let list: Vec<String> = SETTINGS
+            .iter()
+            .chain(myrocks)
+            .map(|s| format!("'{s}'"))
+            .collect();
         let q = format!(
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})",
             list.join(",")
@@ -479,19 +539,32 @@ impl RealServer for MariaDb {
         if let Ok(rows) = self.admin().query::<(String, String), _>(&q) {
             settings.extend(rows);
         }
-        ServerInfo {
-            engine: KIND.name().into(),
-            version: self.version.clone(),
-            managed: self.managed.is_some(),
-            address: self.address.clone(),
-            page_cache: format!(
+        let page_cache = if self.kind == ServerKind::MyRocks {
+            format!(
+                "MyRocks reads its SST files through the OS page cache unless \
+                 rocksdb_use_direct_reads=ON (here {}); Rocksdb_block_cache_miss counts reads the \
+                 page cache may have served",
+                settings
+                    .get("rocksdb_use_direct_reads")
+                    .cloned()
+                    .unwrap_or_else(|| "?".into())
+            )
+        } else {
+            format!(
                 "InnoDB bypasses the OS page cache for data files (innodb_flush_method={}); \
                  Innodb_buffer_pool_reads are device reads",
                 settings
                     .get("innodb_flush_method")
                     .cloned()
                     .unwrap_or_else(|| "?".into())
-            ),
+            )
+        };
+        ServerInfo {
+            engine: self.kind.name().into(),
+            version: self.version.clone(),
+            managed: self.managed.is_some(),
+            address: self.address.clone(),
+            page_cache,
             settings,
             device_io: device_io_text(self.managed.as_ref()),
             rotational: self.managed.as_ref().and_then(|m| m.rotational()),
@@ -503,6 +576,10 @@ impl RealServer for MariaDb {
         self.managed.as_ref()
     }
 
+    fn managed_mut(&mut self) -> Option<&mut ManagedServer> {
+        self.managed.as_mut()
+    }
+
     fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
         Ok(paths
             .iter()
@@ -511,7 +588,28 @@ impl RealServer for MariaDb {
     }
 
     fn wal_file_class(&self) -> &'static str {
-        "ib_logfile0"
+        if self.kind == ServerKind::MyRocks {
+            "rocksdb_wal"
+        } else {
+            "ib_logfile0"
+        }
+    }
+
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError> {
+        let mut c = self.admin();
+        c.query_drop(sql)
+            .map_err(|e| ServerError::sql(KIND, sql, e))?;
+        Ok(c.affected_rows())
+    }
+
+    fn collect_garbage(&self, _table: &str) -> Result<(), ServerError> {
+        if self.kind == ServerKind::MyRocks {
+            // Old versions go when compaction merges SST files: a manual compaction of
+            // the default column family (KB "MyRocks System Variables", rocksdb_compact_cf).
+            self.exec("SET GLOBAL rocksdb_force_flush_memtable_now = 1")?;
+            return self.exec("SET GLOBAL rocksdb_compact_cf = 'default'");
+        }
+        self.wait_for_zero("Innodb_history_list_length", "purge")
     }
 
     fn tpcc_check(&self, opts: &SysbenchOptions) -> Result<Vec<CheckOutcome>, ServerError> {

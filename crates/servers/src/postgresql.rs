@@ -116,10 +116,12 @@ impl PostgreSql {
             }
         };
         let mut admin = connect(&config, Duration::from_secs(60))?;
-        if managed.is_some() {
-            admin
-                .batch_execute("CREATE DATABASE sbtest")
-                .map_err(|e| ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e)))?;
+        if let Some(m) = &managed {
+            if !m.restored() {
+                admin.batch_execute("CREATE DATABASE sbtest").map_err(|e| {
+                    ServerError::sql(KIND, "CREATE DATABASE sbtest", db_message(&e))
+                })?;
+            }
             config.dbname("sbtest");
             admin = connect(&config, Duration::from_secs(10))?;
         }
@@ -289,8 +291,9 @@ impl PostgreSql {
     }
 }
 
-/// The workload's tables: sysbench's `sbtestN` and sysbench-tpcc's nine of each set.
-const TABLES: &str = "relname ~ '^(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+$'";
+/// The tables whose counters a snapshot sums: sysbench's `sbtestN`, sysbench-tpcc's nine of
+/// each set, and the `update_hot_set` experiment's.
+const TABLES: &str = "relname ~ '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set)$'";
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
@@ -586,10 +589,27 @@ impl RealServer for PostgreSql {
             format!("{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF)
         };
         let wal_dir = m.data_dir().join("pg_wal");
+        // The segment holding the start, named: without it pg_waldump takes the segment
+        // size from the first WAL file its directory listing returns, which may be a
+        // pre-allocated segment of zeros (pg_waldump.c `search_directory`), as after a
+        // data directory copied back (bench/loaded.rs).
+        let start_sql = "SELECT pg_walfile_name(($1::text::pg_lsn) + 1)";
+        let start_seg: String = self
+            .admin()
+            .query_one(start_sql, &[&lsn(from)])
+            .map_err(|e| ServerError::sql(KIND, start_sql, db_message(&e)))?
+            .get(0);
         let out = std::process::Command::new(PG_WALDUMP)
             .arg("-p")
             .arg(&wal_dir)
-            .args(["-s", &lsn(from), "-e", &lsn(to), "--stats=record"])
+            .args([
+                "-s",
+                &lsn(from),
+                "-e",
+                &lsn(to),
+                "--stats=record",
+                &start_seg,
+            ])
             .output()
             .map_err(|e| ServerError::Counters(format!("running {PG_WALDUMP}: {e}")))?;
         if !out.status.success() {
@@ -637,6 +657,10 @@ impl RealServer for PostgreSql {
         self.managed.as_ref()
     }
 
+    fn managed_mut(&mut self) -> Option<&mut ManagedServer> {
+        self.managed.as_mut()
+    }
+
     /// Relation files are named from the catalog of the run's database:
     /// `pg_relation_filenode` of every `pg_class` row (mapped catalogs included).
     fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
@@ -661,6 +685,16 @@ impl RealServer for PostgreSql {
             .iter()
             .map(|p| (p.to_string(), postgresql_class(p, db as u32, &relations)))
             .collect())
+    }
+
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError> {
+        self.admin()
+            .execute(sql, &[])
+            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))
+    }
+
+    fn collect_garbage(&self, table: &str) -> Result<(), ServerError> {
+        self.exec(&format!("VACUUM {table}"))
     }
 
     fn wal_file_class(&self) -> &'static str {

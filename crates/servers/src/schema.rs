@@ -226,6 +226,42 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.undo.history_list_length_peak",
             ]);
         }
+        ServerKind::MyRocks => {
+            // MyRocks' own counters (`SHOW GLOBAL STATUS LIKE 'Rocksdb%'`; MariaDB KB
+            // "MyRocks Status Variables"): the block cache is its buffer pool, the
+            // RocksDB WAL its redo log; flushes of memtables and compactions write the
+            // SST files. Pages written and doublewrite have no MyRocks meaning.
+            let r = |k: &str| u(d, &format!("global_status.Rocksdb_{k}"));
+            t.buffer_misses = r("block_cache_miss");
+            t.buffer_hits = r("block_cache_hit");
+            t.wal_bytes = r("wal_bytes");
+            t.wal_syncs = r("wal_synced");
+            t.wal_writes = r("write_wal");
+            let h = |k: &str| u(d, &format!("global_status.Handler_{k}"));
+            f.tables = TableStats {
+                n_tup_ins: h("write"),
+                n_tup_upd: h("update"),
+                n_tup_del: h("delete"),
+                ..Default::default()
+            };
+            not.extend_from_slice(&[
+                "io.total.buffer_pages_written",
+                "io.total.doublewrite_pages",
+                "io.total.doublewrite_batches",
+                "io.total.wal_records",
+                "io.total.wal_fpi",
+                "io.total.wal_fpi_bytes",
+                "io.total.wal_written_bytes",
+                "io.total.checkpoints_timed",
+                "io.total.checkpoints_requested",
+                "engine.purge_records",
+                "engine.history_list_length",
+                "engine.dead_tuples",
+                "engine.vacuum_runs",
+                "engine.tables",
+                "engine.undo",
+            ]);
+        }
     }
     f.pages = (u(d, "space.table_pages"), u(d, "space.index_pages"));
     f.not_measured = not.into_iter().map(String::from).collect();
@@ -267,6 +303,27 @@ mod tests {
             .not_measured
             .iter()
             .any(|n| n == "io.total.read_blocks_4k"));
+    }
+
+    #[test]
+    fn myrocks_counters_fill_the_cache_and_wal_fields() {
+        let f = figures(
+            ServerKind::MyRocks,
+            &snap(&[
+                ("global_status.Rocksdb_block_cache_miss", 4.0),
+                ("global_status.Rocksdb_block_cache_hit", 40.0),
+                ("global_status.Rocksdb_wal_bytes", 900.0),
+                ("global_status.Rocksdb_wal_synced", 3.0),
+                ("global_status.Handler_update", 2.0),
+            ]),
+        );
+        assert_eq!((f.total.buffer_misses, f.total.buffer_hits), (4, 40));
+        assert_eq!((f.total.wal_bytes, f.total.wal_syncs), (900, 3));
+        assert_eq!(f.tables.n_tup_upd, 2);
+        assert!(f
+            .not_measured
+            .iter()
+            .any(|n| n == "io.total.doublewrite_pages"));
     }
 
     #[test]

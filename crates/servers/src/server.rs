@@ -28,7 +28,7 @@ pub struct ServerOptions {
 /// What a report says of the server a run used.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerInfo {
-    /// `postgresql` or `mariadb`.
+    /// `postgresql`, `mariadb` or `myrocks`.
     pub engine: String,
     /// The server's version string (`SELECT version()`).
     pub version: String,
@@ -122,6 +122,12 @@ pub trait RealServer: Target {
         None
     }
 
+    /// The server mvcclab started, to stop it and save its data directory
+    /// ([`managed::ManagedServer::save_data`]); `None` with `--url`.
+    fn managed_mut(&mut self) -> Option<&mut managed::ManagedServer> {
+        None
+    }
+
     /// The FUSE device its data directory lives on (a managed server started with
     /// `ManagedOptions::device`), whose counts the report's `io` section takes.
     fn device(&self) -> Option<&DevMount> {
@@ -151,6 +157,22 @@ pub trait RealServer: Target {
         &self,
         opts: &mvcclab_workload::sysbench::SysbenchOptions,
     ) -> Result<Vec<mvcclab_workload::tpcc_embedded::CheckOutcome>, ServerError>;
+
+    /// Runs one SQL statement on the admin connection, outside any transaction block (an
+    /// experiment's own table, its load and its autocommit statements, a setting);
+    /// returns the rows it changed (`UPDATE`: rows matched on PostgreSQL, rows changed on
+    /// MariaDB).
+    ///
+    /// Errors: [`ServerError::Sql`] naming the statement.
+    fn execute_sql(&self, sql: &str) -> Result<u64, ServerError>;
+
+    /// A manual garbage collection of `table` with the server's own means: PostgreSQL
+    /// `VACUUM` (vacuum.c; on-access pruning needs no command), InnoDB purge waited for to
+    /// the end of the history list (purge runs in the background whatever is set; MariaDB
+    /// KB "InnoDB Purge").
+    ///
+    /// Errors: [`ServerError::Sql`]; [`ServerError::Timeout`] when purge does not catch up.
+    fn collect_garbage(&self, table: &str) -> Result<(), ServerError>;
 }
 
 /// The measured phase's counters: `after − before` for counts, `after` for the state

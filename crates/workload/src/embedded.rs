@@ -52,6 +52,36 @@ impl Embedded {
         crate::tpcc_embedded::check(&self.db, &sets)
     }
 
+    /// Takes the sbtest tables `prepare` loaded into this database before (a database
+    /// reopened over a saved load, issue 26) as this target's, their AUTO_INCREMENT at the
+    /// last loaded id, as a server restarted after the load has them.
+    ///
+    /// Errors: `tpcc` (its table sets are not reattached: load per run); a table missing
+    /// from the database (the message names it).
+    pub fn attach(&self, kind: WorkloadKind, opts: &SysbenchOptions) -> Result<(), String> {
+        if kind == WorkloadKind::Tpcc {
+            return Err("tpcc tables cannot be reattached: load them per run".into());
+        }
+        let rows = opts.prepare_rows(kind) as i64;
+        let ids = (1..=opts.tables)
+            .map(|n| {
+                let id = self
+                    .db
+                    .table_id(&format!("sbtest{n}"))
+                    .map_err(|e| format!("reattaching the loaded tables: {e}"))?;
+                Ok(SbTable {
+                    id,
+                    auto_increment: AtomicI64::new(rows),
+                })
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        *self
+            .tables
+            .write()
+            .map_err(|_| "table map poisoned".to_string())? = Arc::new(ids);
+        Ok(())
+    }
+
     /// The database.
     pub fn database(&self) -> &Arc<Database> {
         &self.db

@@ -5,6 +5,10 @@
 //! [`tpcc_load`] (the loader's rows and value generators, for any target),
 //! [`tpcc_embedded`] (load, transactions and consistency checks on the engine) and
 //! [`tpcc_sql`] (the script's DDL, statements and checks as SQL text for the real servers).
+//! TPC-H: [`tpch`] (schema, `tpchgen` rows, the 22 queries with validation
+//! parameters in both dialects), [`tpch_embedded`] (load, and Q1, Q6, Q18 on a preset as
+//! its real engine's plan), [`tpch_plans`] (the real engines' EXPLAIN JSON and plan
+//! shapes).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -18,6 +22,9 @@ pub mod tpcc;
 pub mod tpcc_embedded;
 pub mod tpcc_load;
 pub mod tpcc_sql;
+pub mod tpch;
+pub mod tpch_embedded;
+pub mod tpch_plans;
 
 /// sysbench's `rand_unique_permute` (public domain RandomSequence by Jeff Preshing): a
 /// permutation of u32, used for unique insert ids.

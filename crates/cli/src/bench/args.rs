@@ -18,7 +18,8 @@ pub struct CommonArgs {
     /// Workload: oltp_read_write, oltp_read_only, oltp_write_only, oltp_point_select,
     /// oltp_update_index, oltp_update_non_index, oltp_insert, oltp_delete,
     /// select_random_points, select_random_ranges; tpcc (Percona-Lab/sysbench-tpcc:
-    /// --tables table sets of nine tables, --scale warehouses each).
+    /// --tables table sets of nine tables, --scale warehouses each); tpch (`run` only: one
+    /// TPC-H query, --query, --scale-factor, --query-timeout).
     #[arg(long, default_value = "oltp_read_write")]
     pub workload: String,
     /// Change a switch of every design run: SWITCH=VALUE (see `mvcclab designs`).
@@ -135,7 +136,7 @@ pub struct CommonArgs {
     /// Memory and device.
     #[command(flatten)]
     pub device: DeviceArgs,
-    /// Real servers (`real:postgresql`, `real:mariadb`).
+    /// Real servers (`real:postgresql`, `real:mariadb`, `real:myrocks`).
     #[command(flatten)]
     pub server: ServerArgs,
     /// Report format and destination.
@@ -173,7 +174,10 @@ pub struct DeviceArgs {
     #[arg(long, default_value = "64MiB", value_parser = parse_size_bytes)]
     pub os_cache: u64,
     /// Device bandwidth in MiB/s, read and write (unset = unthrottled). Several values,
-    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth).
+    /// comma-separated, make one run per design and bandwidth (TPS versus bandwidth), each
+    /// design loaded once and every run started from that load (a preset's device
+    /// reopened copy-on-write, a managed server's data directory copied back; not with
+    /// --data-dir, --url or tpcc, which load per run).
     #[arg(long, value_delimiter = ',', value_parser = parse_bandwidth)]
     pub bandwidth: Vec<f64>,
     /// Device latency per request in µs.
@@ -182,6 +186,14 @@ pub struct DeviceArgs {
     /// Transparent compression of the device: none, lz4, zstd, zstd:LEVEL.
     #[arg(long, default_value = "none", value_parser = |s: &str| s.parse::<Compression>())]
     pub compression: Compression,
+    /// Present the device as rotational (a hard disk's `queue/rotational` = 1) instead of
+    /// an NVMe SSD. It changes no timing; engines read it: the innodb preset then flushes a
+    /// page's dirty neighbours (design switch `flush_neighbors`), as MariaDB does only on
+    /// rotational storage. For a real server it needs `--fuse-mode block-device` (the loop
+    /// device is marked rotational); without the FUSE device a real server sees this
+    /// machine's own disk, whose flag its report records.
+    #[arg(long)]
+    pub rotational: bool,
     /// Keep each design's database under this directory (default: in memory).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -203,6 +215,7 @@ impl DeviceArgs {
             "bandwidth_mib_s": self.bandwidth,
             "latency_us": self.latency_us,
             "compression": self.compression,
+            "rotational": self.rotational,
             "no_background": self.no_background,
         })
     }
@@ -241,7 +254,18 @@ pub struct ServerArgs {
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,
+    /// Bound a managed PostgreSQL's memory, the kernel's page cache of its files included,
+    /// with a memory cgroup (v1, root) of --buffer-pool + --os-cache + 96 MiB for its
+    /// processes' own memory, so that its OS cache is the preset's (experiment
+    /// bandwidth_sweep sets it). MariaDB (O_DIRECT) is not bounded.
+    #[arg(long)]
+    pub bound_os_cache: bool,
 }
+
+/// Memory a cgroup-bounded PostgreSQL gets beyond shared_buffers and the OS cache, for
+/// its processes' private memory (postmaster, background processes and a few backends
+/// at some MiB each; an estimate, not a measurement).
+pub const SERVER_HEADROOM_BYTES: u64 = 96 << 20;
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
     match s {

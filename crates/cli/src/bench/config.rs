@@ -10,7 +10,7 @@ use crate::result::DeviceInfo;
 use anyhow::{bail, Context, Result};
 use mvcclab_engine::db::{Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
-use mvcclab_engine::device::ThrottleConfig;
+use mvcclab_engine::device::{Device, ThrottleConfig};
 use mvcclab_engine::page::PageSize;
 use mvcclab_engine::storage::{Backing, StorageConfig};
 use std::sync::Arc;
@@ -68,6 +68,7 @@ pub fn database_config(
     cfg.storage.buffer_pool.frames = buffer_pool_frames(PoolSize::Design(design, c.buffer_pool))?;
     cfg.storage.os_cache.size_bytes = if design.os_page_cache { c.os_cache } else { 0 };
     cfg.storage.nvme.compression = c.compression;
+    cfg.storage.nvme.rotational = c.rotational;
     cfg.storage.nvme.throttle = ThrottleConfig {
         read_mib_s: bandwidth,
         write_mib_s: bandwidth,
@@ -96,6 +97,7 @@ pub fn database_config(
         bandwidth_mib_s: bandwidth,
         latency_us: c.latency_us,
         compression: c.compression,
+        rotational: c.rotational,
         data_dir,
         fuse_daemon_cpu_s: None,
         utilisation: None,
@@ -115,7 +117,26 @@ pub fn open_database(
     c: &DeviceArgs,
     bandwidth: Option<f64>,
 ) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
-    let (cfg, device) = database_config(design, c, bandwidth)?;
+    open_database_on(design, c, bandwidth, None)
+}
+
+/// [`open_database`] on `device` instead of the backing of `--data-dir` (or memory) when
+/// given: a [`mvcclab_engine::device::CowDevice`] over a saved load (bench/loaded.rs),
+/// whose database opens as after a clean shutdown. The report's `data_dir` is then empty.
+///
+/// Errors: as [`open_database`].
+pub fn open_database_on(
+    design: &DesignConfig,
+    c: &DeviceArgs,
+    bandwidth: Option<f64>,
+    device: Option<Arc<dyn Device>>,
+) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
+    let (mut cfg, mut info) = database_config(design, c, bandwidth)?;
+    if let Some(d) = device {
+        cfg.storage.backing = Backing::shared(d);
+        info.data_dir = None;
+    }
+    let device = info;
     if let Backing::Directory { path: d, .. } = &cfg.storage.backing {
         if d.exists() {
             std::fs::remove_dir_all(d).with_context(|| format!("clearing {}", d.display()))?;

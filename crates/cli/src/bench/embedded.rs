@@ -2,21 +2,28 @@
 //! settings, loaded, checkpointed, and measured between a [`Mark`] and the end of the
 //! phase, with every 4 KiB block of I/O attributed to its cause.
 
-use super::args::{driver_info, CommonArgs};
-use super::config::open_database;
+use super::args::{driver_info, CommonArgs, DeviceArgs};
+use super::config::open_database_on;
 use super::figures::{engine_report, io_report, read_events};
-use super::phase::Mark;
+use super::phase::{Mark, PhaseDelta};
 use super::series::CounterReading;
 use super::subject::Subject;
+use crate::error::engine_error;
 use crate::export::label;
-use crate::result::{DeviceInfo, Results, RunReport, Space, WorkloadInfo};
+use crate::result::{
+    DeviceInfo, PerOpIo, PhaseReport, Results, RunReport, ServerInfo, Space, WorkloadInfo,
+};
 use anyhow::Result;
-use mvcclab_engine::db::{Database, TableId};
-use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::catalog::{TableDef, Value};
+use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_engine::device::Device;
+use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A design opened for one run at one device bandwidth.
 pub struct EmbeddedRun {
@@ -34,7 +41,21 @@ impl EmbeddedRun {
     ///
     /// Errors: as [`open_database`].
     pub fn open(design: &DesignConfig, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
-        let (db, storage_config, device) = open_database(design, &c.device, bandwidth)?;
+        Self::open_on(design, &c.device, bandwidth, None)
+    }
+
+    /// Opens `design` with the memory and device flags `d` at `bandwidth` (an
+    /// experiment's run), on `device` when given (a load kept copy-on-write,
+    /// bench/loaded.rs; [`open_database_on`]).
+    ///
+    /// Errors: as [`open_database_on`].
+    pub fn open_on(
+        design: &DesignConfig,
+        d: &DeviceArgs,
+        bandwidth: Option<f64>,
+        device: Option<Arc<dyn Device>>,
+    ) -> Result<Self> {
+        let (db, storage_config, device) = open_database_on(design, d, bandwidth, device)?;
         let target = Embedded::new(db.clone());
         Ok(EmbeddedRun {
             design: design.clone(),
@@ -44,6 +65,47 @@ impl EmbeddedRun {
             device,
             label: label(&design.name, bandwidth),
         })
+    }
+
+    /// The opened database.
+    pub fn db(&self) -> &Arc<Database> {
+        &self.db
+    }
+}
+
+/// Waits until purge has emptied the history list (designs with purge on), at most 120 s,
+/// as the experiments close a phase (purge works in the background in InnoDB too).
+pub fn wait_for_purge(db: &Database) {
+    if db.design().garbage_collection != GarbageCollection::Purge {
+        return;
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while db.engine_counters().history_list_length > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+impl EmbeddedRun {
+    /// Takes the sbtest tables already in the database (opened over a saved load) as the
+    /// target's ([`Embedded::attach`]), in place of [`Subject::prepare`].
+    ///
+    /// Errors: tpcc, or a table missing.
+    pub fn attach(&self, kind: WorkloadKind, opts: &SysbenchOptions) -> Result<()> {
+        self.target
+            .attach(kind, opts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", self.label))
+    }
+
+    /// Closes the database cleanly (background work stopped, shutdown checkpoint), so that
+    /// its device holds the whole loaded state.
+    ///
+    /// Errors: the shutdown checkpoint's; a database still shared (a bug).
+    pub fn close(self) -> Result<()> {
+        let EmbeddedRun { db, target, .. } = self;
+        drop(target);
+        let db = Arc::try_unwrap(db)
+            .map_err(|_| anyhow::anyhow!("closing the loaded database: still in use"))?;
+        db.close().map_err(engine_error)
     }
 }
 
@@ -70,6 +132,15 @@ impl Subject for EmbeddedRun {
         Ok(())
     }
 
+    fn mark_tables(&self, names: &[String]) -> Result<Self::Mark> {
+        let tables: Vec<_> = names
+            .iter()
+            .map(|n| self.db.table_id(n))
+            .collect::<Result<_, _>>()?;
+        let mark = Mark::take(&self.db, &tables)?;
+        Ok((tables, mark))
+    }
+
     fn mark(&self, c: &CommonArgs) -> Result<Self::Mark> {
         let names: Vec<String> = if c.workload.trim_end_matches(".lua") == "tpcc" {
             (1..=c.tables)
@@ -82,12 +153,7 @@ impl Subject for EmbeddedRun {
         } else {
             (1..=c.tables).map(|n| format!("sbtest{n}")).collect()
         };
-        let tables: Vec<_> = names
-            .iter()
-            .map(|n| self.db.table_id(n))
-            .collect::<Result<_, _>>()?;
-        let mark = Mark::take(&self.db, &tables)?;
-        Ok((tables, mark))
+        self.mark_tables(&names)
     }
 
     fn reading(&self, (_, mark): &Self::Mark) -> Result<CounterReading> {
@@ -139,7 +205,88 @@ impl Subject for EmbeddedRun {
             engine,
             server: None,
             cpu: None,
+            cpu_seconds: None,
             metadata: None,
+        })
+    }
+
+    fn describe(&self) -> (DesignConfig, DeviceInfo, Option<ServerInfo>) {
+        (self.design.clone(), self.device.clone(), None)
+    }
+
+    fn load_table(&self, def: &TableDef, rows: &mut dyn Iterator<Item = Vec<Value>>) -> Result<()> {
+        let _c = enter(Cause::Load);
+        let db = &self.db;
+        let t = db.create_table(def.clone())?;
+        let mut tx = db.begin();
+        let mut n = 0u64;
+        for row in rows {
+            tx.insert(t, row)?;
+            n += 1;
+            if n.is_multiple_of(1000) {
+                tx.commit()?;
+                tx = db.begin();
+            }
+        }
+        tx.commit()?;
+        db.storage().checkpoint()?;
+        Ok(())
+    }
+
+    fn update_by_key(&self, def: &TableDef, id: i32, col: usize, v: &Value) -> Result<bool> {
+        let t = self.db.table_id(&def.name)?;
+        let mut tx = self.db.begin();
+        let found = tx.update(t, &[Value::Integer(id)], &[Assign::Set(col, v.clone())])?;
+        tx.commit()?;
+        Ok(found)
+    }
+
+    fn end_phase(&self) -> Result<()> {
+        wait_for_purge(&self.db);
+        self.db.storage().checkpoint()?;
+        Ok(())
+    }
+
+    fn collect_garbage(&self, table: &str) -> Result<()> {
+        let t = self.db.table_id(table)?;
+        self.db.gc(t)?;
+        Ok(())
+    }
+
+    fn phase_report(
+        &self,
+        (tables, mark): Self::Mark,
+        name: &str,
+        ops: u64,
+        elapsed_s: f64,
+    ) -> Result<PhaseReport> {
+        let PhaseDelta {
+            storage: d,
+            tables: stats,
+            engine: undo,
+            pages,
+            ..
+        } = mark.since(&self.db, &tables)?;
+        let total = d.counters.total();
+        Ok(PhaseReport {
+            name: name.to_string(),
+            ops,
+            elapsed_s,
+            per_op: PerOpIo::of(&total, ops),
+            per_op_by_cause: d
+                .counters
+                .by_cause
+                .iter()
+                .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
+                .collect(),
+            versions_traversed_per_op: stats.versions_traversed as f64 / ops.max(1) as f64,
+            total,
+            by_cause: d.counters.by_cause,
+            tables: stats,
+            undo,
+            pages,
+            timeseries: Vec::new(),
+            server: None,
         })
     }
 }

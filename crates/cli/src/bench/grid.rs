@@ -56,7 +56,7 @@ pub struct PointSpec {
     pub design: String,
     /// Everything that defines the design (its switches as JSON), hashed into the name.
     pub design_config: serde_json::Value,
-    /// The variant (`gc_off`, `gc_on`), or empty.
+    /// The variant (`seed`, `autovacuum_on`, ... for `version_chain`), or empty.
     pub variant: String,
     /// Device bandwidth in MiB/s (None = unthrottled).
     pub bandwidth_mib_s: Option<f64>,

@@ -4,8 +4,8 @@
 //! embedded design or a real server behind the [`Subject`] trait: prepare → settle →
 //! warm-up → measure → report ([`run_subject`]), as sysbench runs `prepare` and then `run`
 //! with a warm-up. `run`, `compare`, `fidelity` and the real-server runs go through
-//! [`run_specs`] / [`run_specs_with`]; the experiments use [`open_database`] and a
-//! [`Mark`] per phase.
+//! [`run_specs`] / [`run_specs_with`]; the named experiments take the same subjects
+//! through their phases with [`experiment_phase`].
 //!
 //! # Invariants
 //! 1. Loads are not measured: the counters of a run are those from [`Subject::mark`],
@@ -28,6 +28,7 @@ mod config;
 mod embedded;
 mod figures;
 mod grid;
+mod loaded;
 mod phase;
 mod runs;
 mod series;
@@ -40,17 +41,23 @@ pub use args::{
     driver_info, parse_bandwidth, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs,
     ServerArgs,
 };
-pub use config::{buffer_pool_frames, database_config, open_database, PoolSize};
-pub use embedded::EmbeddedRun;
+pub use config::{buffer_pool_frames, database_config, open_database, open_database_on, PoolSize};
+pub use embedded::{wait_for_purge, EmbeddedRun};
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
 pub use grid::{
     parse_shard, point_label, point_path, run_shard, shard_dir, write_atomically, Grid,
     PointResult, PointSpec, Shard,
 };
+pub use loaded::{can_load_once, load_once, run_from_load, Loaded};
 pub use phase::{Mark, PhaseDelta};
-pub use runs::{bandwidth_list, run_spec, run_specs, run_specs_sharded, run_specs_with, spec_grid};
+pub use runs::{
+    bandwidth_list, run_spec, run_specs, run_specs_sharded, run_specs_with, run_specs_with_loads,
+    spec_grid,
+};
 pub use series::{close, sampled, CounterReading, Reading};
 pub use server::ServerRun;
-pub use spec::{apply_fillfactor, check_common, fuse_device, resolve_spec, RunSpec};
-pub use subject::{measure, run_subject, warm_up, Subject};
+pub use spec::{
+    apply_fillfactor, check_common, fuse_device, fuse_device_of, resolve_spec, RunSpec,
+};
+pub use subject::{experiment_phase, measure, run_loaded, run_subject, warm_up, Subject};
 pub use versions::{version_notes, version_switches};

@@ -1,17 +1,19 @@
 //! One run of a spec on its subject ([`run_spec`]), and every spec × bandwidth of a
-//! command, one after the other, stopping early on Ctrl-C
+//! command, one after the other (each design loaded once for all its bandwidths where it
+//! can be, loaded.rs), stopping early on Ctrl-C
 //! (runs not yet started are skipped, the report says what ran); the same points as a
 //! grid ([`spec_grid`]) for `--shard` ([`run_specs_sharded`]).
 
 use super::args::{driver_info, sysbench_options, CommonArgs};
 use super::embedded::EmbeddedRun;
 use super::grid::{run_shard, shard_dir, Grid, PointResult, PointSpec, Shard};
+use super::loaded::{can_load_once, load_once, run_from_load, Loaded};
 use super::server::ServerRun;
 use super::spec::{check_common, RunSpec};
 use super::subject::run_subject;
 use super::versions::version_notes;
 use crate::progress::{install_ctrl_c, status};
-use crate::result::{Report, RunReport};
+use crate::result::{LoadReport, Report, RunReport};
 use crate::UsageError;
 use anyhow::Result;
 use mvcclab_workload::driver::RunControl;
@@ -25,12 +27,14 @@ pub fn run_specs(command: &str, specs: &[RunSpec], c: &CommonArgs) -> Result<Rep
     check_common(c, specs)?;
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;
-    let runs = run_specs_with(specs, c, &ctl)?;
+    let (runs, loads) = run_specs_with_loads(specs, c, &ctl)?;
     // A preset beside a server version it models only with a switch (fidelity sets it).
     for note in version_notes(&runs) {
         status(c.out.quiet, &note);
     }
-    Ok(Report::new(command, runs))
+    let mut report = Report::new(command, runs);
+    report.loads = loads;
+    Ok(report)
 }
 
 /// The runs of [`run_specs`] under a caller's Ctrl-C control (flags already checked).
@@ -41,15 +45,40 @@ pub fn run_specs_with(
     c: &CommonArgs,
     ctl: &RunControl,
 ) -> Result<Vec<RunReport>> {
+    Ok(run_specs_with_loads(specs, c, ctl)?.0)
+}
+
+/// [`run_specs_with`], and the report of each design's one load: with several
+/// bandwidths, a design whose tables can be kept ([`can_load_once`]) is loaded once,
+/// before its first run, and every run of it starts from that load (loaded.rs); the
+/// others load per run.
+///
+/// Errors: as [`run_specs_with`]; a load or restore failing.
+pub fn run_specs_with_loads(
+    specs: &[RunSpec],
+    c: &CommonArgs,
+    ctl: &RunControl,
+) -> Result<(Vec<RunReport>, Vec<LoadReport>)> {
+    let once = c.device.bandwidth.len() > 1;
+    let mut loaded: Vec<Option<Loaded>> = specs.iter().map(|_| None).collect();
     let mut runs = Vec::new();
     for (i, b) in grid_order(specs.len(), &c.device.bandwidth) {
         if ctl.stop.load(Ordering::Relaxed) {
             status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
             break;
         }
-        runs.push(run_spec(&specs[i], c, b, ctl)?);
+        if once && can_load_once(&specs[i], c) {
+            let l = match &mut loaded[i] {
+                Some(l) => l,
+                slot => slot.insert(load_once(&specs[i], c)?),
+            };
+            runs.push(run_from_load(l, c, b, ctl)?);
+        } else {
+            runs.push(run_spec(&specs[i], c, b, ctl)?);
+        }
     }
-    Ok(runs)
+    let loads = loaded.into_iter().flatten().map(|l| l.report).collect();
+    Ok((runs, loads))
 }
 
 /// The bandwidths of `--bandwidth` (one `None`, unthrottled, when it is not given).

@@ -15,26 +15,30 @@
 //! measured phase — the same device fields as a preset's, by file class and by process,
 //! and per second — in place of the server's own estimates.
 
-use super::args::{driver_info, CommonArgs};
+use super::args::{driver_info, CommonArgs, DeviceArgs, ServerArgs, SERVER_HEADROOM_BYTES};
 use super::figures::{blocks_per_txn_by_cause, engine_report, read_events};
 use super::series::CounterReading;
-use super::spec::fuse_device;
+use super::spec::fuse_device_of;
 use super::subject::Subject;
 use crate::design_arg::resolve_design;
 use crate::progress::status;
 use crate::result::{
-    per, CpuRates, CpuReport, DeviceInfo, Io, Results, RunReport, Space, WorkloadInfo,
+    per, CpuRates, CpuReport, DeviceInfo, Io, PerOpIo, PhaseReport, PhaseServer, Results,
+    RunReport, ServerInfo, Space, WorkloadInfo,
 };
 use anyhow::{Context, Result};
-use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo};
+use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo, SecondIo};
+use mvcclab_engine::catalog::{ColumnType, TableDef, Value};
+use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::Compression;
 use mvcclab_engine::stats::{CauseCounts, Counters};
 use mvcclab_servers::managed::ManagedOptions;
-use mvcclab_servers::schema::figures;
+use mvcclab_servers::schema::{figures, SchemaFigures};
 use mvcclab_servers::{delta, RealServer, ServerKind, ServerOptions, Snapshot};
 use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// A real server started (or connected to) for one run.
 pub struct ServerRun {
@@ -43,6 +47,34 @@ pub struct ServerRun {
     label: String,
     /// The device's bandwidth in MiB/s when on the FUSE device.
     bandwidth: Option<f64>,
+    /// The memory and device flags it was started with.
+    device_args: DeviceArgs,
+    /// Its page cache is bounded by a memory cgroup to `--os-cache` (PostgreSQL with
+    /// `--bound-os-cache`).
+    bound_os_cache: bool,
+    /// The fillfactor it was given (`--fillfactor`).
+    fillfactor: Option<u8>,
+}
+
+/// How a server starts beyond its flags ([`ServerRun::open_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// Start from this saved data directory ([`ServerRun::save_loaded`]).
+    pub restore_from: Option<PathBuf>,
+    /// Heap and index fillfactor (`--fillfactor`; `innodb_fill_factor` for MariaDB).
+    pub fillfactor: Option<u8>,
+}
+
+/// A phase's figures on a real server, from a [`ServerMark`] to a snapshot: the server's
+/// counters in the schema's terms with the device fields from the FUSE device, the
+/// device's counts by file class and process and per second.
+struct Measured {
+    counters: Snapshot,
+    f: SchemaFigures,
+    device: Option<DeviceCounts>,
+    by_file_class: BTreeMap<String, FileIo>,
+    by_process: BTreeMap<String, FileIo>,
+    per_second: Vec<SecondIo>,
 }
 
 /// A mark before the measured phase: the server's counters and, on the FUSE device, the
@@ -124,15 +156,57 @@ impl ServerRun {
     /// naming what to install); the server failing to start or accept the connection (the
     /// message names the server).
     pub fn open(kind: ServerKind, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
+        Self::open_restored(kind, c, bandwidth, None)
+    }
+
+    /// [`ServerRun::open`], a managed server starting from the data directory saved in
+    /// `restore_from` ([`ServerRun::save_loaded`]) when given, with no `initdb` or
+    /// `mariadb-install-db` and no new `sbtest` database.
+    ///
+    /// Errors: as [`ServerRun::open`]; the copy of the saved directory failing.
+    pub fn open_restored(
+        kind: ServerKind,
+        c: &CommonArgs,
+        bandwidth: Option<f64>,
+        restore_from: Option<PathBuf>,
+    ) -> Result<Self> {
+        Self::open_with(
+            kind,
+            &c.server,
+            &c.device,
+            fuse_device_of(&c.server, &c.device),
+            c.out.quiet,
+            bandwidth,
+            StartOptions {
+                restore_from,
+                fillfactor: c.fillfactor,
+            },
+        )
+    }
+
+    /// [`ServerRun::open`] from the server and device flags alone, on the FUSE device when
+    /// `on_device` (a named experiment puts every managed server there, as the presets
+    /// always run on mvcclab's device), with `start`'s saved data directory and fillfactor.
+    ///
+    /// Errors: as [`ServerRun::open_restored`].
+    pub fn open_with(
+        kind: ServerKind,
+        server_args: &ServerArgs,
+        device_args: &DeviceArgs,
+        on_device: bool,
+        quiet: bool,
+        bandwidth: Option<f64>,
+        start: StartOptions,
+    ) -> Result<Self> {
         let label = kind.design_name();
-        let url = c
-            .server
+        let bound_os_cache = server_args.bound_os_cache && kind == ServerKind::PostgreSql;
+        let url = server_args
             .urls
             .iter()
             .find(|u| ServerKind::of_url(u) == Some(kind))
             .cloned();
         status(
-            c.out.quiet,
+            quiet,
             &format!(
                 "{label}: {} ...",
                 match &url {
@@ -141,10 +215,11 @@ impl ServerRun {
                 }
             ),
         );
-        let device = if fuse_device(c) && url.is_none() {
+        let device = if on_device && url.is_none() {
             check_fuse().map_err(crate::commands::device::mount_error)?;
-            let mut d = DeviceConfig::new(bandwidth, c.device.latency_us, c.device.compression);
-            d.data_dir = c.device.data_dir.as_ref().map(|p| p.join(kind.name()));
+            let mut d =
+                DeviceConfig::new(bandwidth, device_args.latency_us, device_args.compression);
+            d.data_dir = device_args.data_dir.as_ref().map(|p| p.join(kind.name()));
             Some(d)
         } else {
             None
@@ -154,14 +229,19 @@ impl ServerRun {
             &ServerOptions {
                 url,
                 managed: ManagedOptions {
-                    buffer_pool_bytes: c.device.buffer_pool,
-                    base_dir: c.server.server_dir.clone(),
-                    exact_device_io: c.server.exact_device_io,
-                    block_device: c.server.fuse_mode == "block-device",
+                    buffer_pool_bytes: device_args.buffer_pool,
+                    base_dir: server_args.server_dir.clone(),
+                    exact_device_io: server_args.exact_device_io,
+                    block_device: server_args.fuse_mode == "block-device",
+                    rotational: device_args.rotational,
                     device,
+                    restore_from: start.restore_from,
+                    memory_limit_bytes: bound_os_cache.then_some(
+                        device_args.buffer_pool + device_args.os_cache + SERVER_HEADROOM_BYTES,
+                    ),
                     ..Default::default()
                 },
-                fillfactor: c.fillfactor,
+                fillfactor: start.fillfactor,
             },
         )
         .with_context(|| label.clone())?;
@@ -170,8 +250,282 @@ impl ServerRun {
             server,
             label,
             bandwidth,
+            device_args: device_args.clone(),
+            bound_os_cache,
+            fillfactor: start.fillfactor,
         })
     }
+
+    /// The figures from `before` to the snapshot `after` (the server's counters, the
+    /// device's by file class, by process and per second).
+    fn measured(&self, before: &ServerMark, after: &Snapshot) -> Result<Measured> {
+        let (server, label) = (&self.server, &self.label);
+        let device = match (&before.device, server.device()) {
+            (Some(b), Some(d)) => Some(d.counts().since(b)),
+            _ => None,
+        };
+        let counters = delta(&**server, &before.counters, after);
+        let mut f = figures(self.kind, &counters);
+        let mut by_file_class = BTreeMap::new();
+        let mut by_process = BTreeMap::new();
+        let mut per_second = Vec::new();
+        if let Some(d) = &device {
+            f.total = with_device_fields(f.total, &d.total.io);
+            let device_fields = [
+                "read_requests",
+                "read_blocks_4k",
+                "read_bytes",
+                "write_requests",
+                "write_blocks_4k",
+                "write_bytes",
+                "syncs",
+                "device_wait_us",
+            ];
+            f.not_measured
+                .retain(|n| !device_fields.iter().any(|x| n == &format!("io.total.{x}")));
+            let loopdev = server.managed().and_then(|m| m.loop_device());
+            let by_file = match (loopdev, &before.blocks, server.device()) {
+                (Some(l), Some(b), Some(m)) => {
+                    let extents = l
+                        .extents()
+                        .with_context(|| format!("{label}: extents of the files on ext4"))?;
+                    attribute_blocks(b, &m.block_map(), &extents, d.total.io.syncs)
+                }
+                _ => d.by_file.clone(),
+            };
+            let paths: Vec<&str> = by_file.keys().map(String::as_str).collect();
+            let classes = server
+                .file_classes(&paths)
+                .with_context(|| format!("{label}: naming the files on the device"))?;
+            by_file_class = mvcclab_servers::file_class::by_class(&by_file, |p| {
+                if p == "fs_metadata" {
+                    return p.to_string();
+                }
+                classes.get(p).cloned().unwrap_or_else(|| "other".into())
+            });
+            by_process = d.by_process.clone();
+            per_second = d.per_second.clone();
+        }
+        Ok(Measured {
+            counters,
+            f,
+            device,
+            by_file_class,
+            by_process,
+            per_second,
+        })
+    }
+
+    /// The report's server section without counters, with how the device was measured
+    /// (`measured_s` seconds, the daemon's CPU seconds) when on the FUSE device.
+    fn server_info(&self, device: Option<&DeviceCounts>) -> ServerInfo {
+        let server = &self.server;
+        let mut info = server.info();
+        if let (Some(d), Some(m)) = (device, server.device()) {
+            let mode = match server.managed().and_then(|s| s.loop_device()) {
+                Some(l) => format!(
+                    "block-device mode: ext4 on {} (direct I/O, rotational {}) over the \
+                     mount's device.img; journal and metadata included, blocks given to files \
+                     by their extents, the rest fs_metadata",
+                    l.device().display(),
+                    l.rotational()
+                        .map_or("?".into(), |r| u8::from(r).to_string())
+                ),
+                None => "file-system mode: the server's files are files of the device; no \
+                         file-system journal or metadata I/O"
+                    .to_string(),
+            };
+            info.device_io = format!(
+                "exact: mvcclab's FUSE device at {} ({mode}), write-through \
+                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}; {:.1} s \
+                 measured, daemon CPU {:.2} s",
+                m.dir().display(),
+                m.bdi().map_or("?".into(), |b| b.0.to_string()),
+                m.bdi().map_or("?".into(), |b| b.1.to_string()),
+                m.config()
+                    .data_dir
+                    .as_ref()
+                    .map_or("in memory".into(), |p| format!("in {}", p.display())),
+                d.at_s,
+                d.daemon_cpu_s
+            );
+        }
+        if let Some((cache, failcnt)) = server.managed().and_then(|m| m.cgroup_memory()) {
+            info.device_io.push_str(&format!(
+                "; memory cgroup at the end: page cache {cache} bytes, limit hit {failcnt} times"
+            ));
+        }
+        info
+    }
+
+    /// The report's device section (`device`: the device's counts of the measured phase,
+    /// when on the FUSE device).
+    fn device_info(&self, device: Option<&DeviceCounts>) -> DeviceInfo {
+        let on_device = self.server.device().is_some();
+        let a = &self.device_args;
+        let bandwidth = self.bandwidth;
+        let utilisation = match (device, bandwidth) {
+            (Some(d), Some(bw)) if d.at_s > 0.0 => {
+                let busiest = d.total.io.write_bytes.max(d.total.io.read_bytes) as f64;
+                Some(busiest / (bw * 1048576.0 * d.at_s))
+            }
+            _ => None,
+        };
+        DeviceInfo {
+            page_size_bytes: self.kind.page_size_bytes(),
+            buffer_pool_bytes: a.buffer_pool,
+            os_cache_bytes: if self.bound_os_cache { a.os_cache } else { 0 },
+            bandwidth_mib_s: if on_device { bandwidth } else { None },
+            latency_us: if on_device { a.latency_us } else { None },
+            compression: if on_device {
+                a.compression
+            } else {
+                Compression::None
+            },
+            rotational: on_device && a.rotational,
+            data_dir: if on_device {
+                a.data_dir
+                    .as_ref()
+                    .map(|p| p.join(self.kind.name()).display().to_string())
+            } else {
+                None
+            },
+            fuse_daemon_cpu_s: device.map(|d| d.daemon_cpu_s),
+            utilisation,
+            utilisation_under_90pct: utilisation.map(|u| u < 0.9),
+        }
+    }
+
+    /// Sets PostgreSQL's `autovacuum` for the whole server, as seed 000's step 1 does:
+    /// `ALTER SYSTEM SET autovacuum`, then `pg_reload_conf()` (the setting takes a reload,
+    /// not a restart; PostgreSQL 15 manual, "Automatic Vacuuming"). Off stops the launcher
+    /// from starting workers, except against wraparound; pruning on access
+    /// (pruneheap.c `heap_page_prune_opt`) and a manual VACUUM go on. A no-op on other
+    /// servers.
+    ///
+    /// Errors: the server's (not a superuser on a `--url` server).
+    pub fn set_autovacuum(&self, on: bool) -> Result<()> {
+        if self.kind != ServerKind::PostgreSql {
+            return Ok(());
+        }
+        let label = &self.label;
+        let v = if on { "on" } else { "off" };
+        for q in [
+            format!("ALTER SYSTEM SET autovacuum = {v}"),
+            "SELECT pg_reload_conf()".to_string(),
+        ] {
+            self.server
+                .execute_sql(&q)
+                .with_context(|| format!("{label}: autovacuum {v}"))?;
+        }
+        // The postmaster passes the reload on to the launcher at once; give it a moment
+        // before the first phase (its first worker would come a naptime later anyway).
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Ok(())
+    }
+
+    /// The server's counters (and the FUSE device's) now.
+    fn mark_now(&self) -> Result<ServerMark> {
+        let label = &self.label;
+        let counters = self
+            .server
+            .snapshot()
+            .with_context(|| format!("{label}: counters"))?;
+        Ok(ServerMark {
+            counters,
+            device: self.server.device().map(|d| d.counts()),
+            blocks: self.server.device().map(|d| d.block_map()),
+        })
+    }
+
+    /// The preset that models the server, named `real:NAME`. MyRocks has no preset yet:
+    /// its `design` is the innodb preset's switches (MariaDB's SQL layer and defaults;
+    /// nothing of the LSM tree), a placeholder the report says is one.
+    fn design(&self) -> Result<DesignConfig> {
+        let mut design = resolve_design(self.kind.preset().unwrap_or("innodb"), &[])?;
+        design.name = self.label.clone();
+        if let Some(f) = self.fillfactor {
+            // What the server was given (ServerOptions::fillfactor), in the preset's terms.
+            if self.kind == ServerKind::PostgreSql {
+                design.fillfactor = f;
+            }
+            design.index_fillfactor = f;
+        }
+        Ok(design)
+    }
+}
+
+/// `v` as an SQL literal, for the values the experiments' own tables hold.
+///
+/// Errors: another kind of value.
+fn sql_literal(v: &Value) -> Result<String> {
+    match v {
+        Value::Integer(i) => Ok(i.to_string()),
+        Value::BigInt(i) => Ok(i.to_string()),
+        Value::Text(s) => Ok(format!("'{}'", s.replace('\'', "''"))),
+        Value::Null => Ok("NULL".into()),
+        other => anyhow::bail!("value {other:?} is not supported on a real server here"),
+    }
+}
+
+/// The SQL type of column type `t` (both dialects), for the types the experiments' own
+/// tables use.
+///
+/// Errors: another type.
+fn sql_type(t: &ColumnType) -> Result<String> {
+    match t {
+        ColumnType::Integer => Ok("INTEGER".into()),
+        ColumnType::BigInt => Ok("BIGINT".into()),
+        ColumnType::Varchar(n) => Ok(format!("VARCHAR({n})")),
+        ColumnType::Char(n) => Ok(format!("CHAR({n})")),
+        other => anyhow::bail!("column type {other:?} is not supported on a real server here"),
+    }
+}
+
+/// `CREATE TABLE` and `CREATE INDEX` statements of `def` (`engine`: MariaDB's `ENGINE=`
+/// clause, or none).
+///
+/// Errors: a column type [`sql_type`] refuses.
+fn create_statements(def: &TableDef, engine: Option<&str>) -> Result<Vec<String>> {
+    let cols: Vec<String> = def
+        .columns
+        .iter()
+        .map(|c| {
+            Ok(format!(
+                "{} {}{}",
+                c.name,
+                sql_type(&c.ty)?,
+                if c.nullable { "" } else { " NOT NULL" }
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let pk: Vec<&str> = def
+        .primary_key
+        .iter()
+        .map(|&i| def.columns[i].name.as_str())
+        .collect();
+    let mut out = vec![format!(
+        "CREATE TABLE {} ({}, PRIMARY KEY ({})){}",
+        def.name,
+        cols.join(", "),
+        pk.join(", "),
+        engine.map_or(String::new(), |e| format!(" ENGINE={e}"))
+    )];
+    for ix in &def.indexes {
+        let cols: Vec<&str> = ix
+            .columns
+            .iter()
+            .map(|&i| def.columns[i].name.as_str())
+            .collect();
+        out.push(format!(
+            "CREATE {}INDEX {} ON {} ({})",
+            if ix.unique { "UNIQUE " } else { "" },
+            ix.name,
+            def.name,
+            cols.join(", ")
+        ));
+    }
+    Ok(out)
 }
 
 /// The `cpu` section from the phase's `cpu.*` counters (crates/servers/src/cpu.rs), or
@@ -208,6 +562,25 @@ fn cpu_report(
     })
 }
 
+impl ServerRun {
+    /// Stops the loaded and settled server (its shutdown checkpoint) and copies its data
+    /// directory to `to` for [`ServerRun::open_restored`]; then stops it for good
+    /// (unmounting its devices).
+    ///
+    /// Errors: a server given by `--url` (mvcclab cannot restart it); the stop or the copy
+    /// failing.
+    pub fn save_loaded(mut self, to: &Path) -> Result<()> {
+        let label = self.label.clone();
+        let m = self.server.managed_mut().ok_or_else(|| {
+            anyhow::anyhow!("{label}: a server given by --url cannot be saved and restored")
+        })?;
+        m.save_data(to)
+            .with_context(|| format!("{label}: saving the loaded data directory"))?;
+        m.stop().with_context(|| format!("{label}: stopping"))?;
+        Ok(())
+    }
+}
+
 impl Subject for ServerRun {
     /// The server's counters (and the FUSE device's) before the measured phase.
     type Mark = ServerMark;
@@ -218,6 +591,10 @@ impl Subject for ServerRun {
 
     fn target(&self) -> &dyn Target {
         self.server.as_target()
+    }
+
+    fn server_pid(&self) -> Option<u32> {
+        self.server.managed().and_then(|m| m.pid())
     }
 
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<()> {
@@ -240,17 +617,14 @@ impl Subject for ServerRun {
         Ok(())
     }
 
+    fn mark_tables(&self, _tables: &[String]) -> Result<ServerMark> {
+        // The server's counters are summed over sysbench's tables and the experiments'
+        // own (servers/src/postgresql.rs `TABLES`).
+        self.mark_now()
+    }
+
     fn mark(&self, _c: &CommonArgs) -> Result<ServerMark> {
-        let label = &self.label;
-        let counters = self
-            .server
-            .snapshot()
-            .with_context(|| format!("{label}: counters"))?;
-        Ok(ServerMark {
-            counters,
-            device: self.server.device().map(|d| d.counts()),
-            blocks: self.server.device().map(|d| d.block_map()),
-        })
+        self.mark_now()
     }
 
     /// The server's counters now ([`RealServer::sample`], no waiting), since `before`,
@@ -287,64 +661,20 @@ impl Subject for ServerRun {
         c: &CommonArgs,
         results: RunResult,
     ) -> Result<RunReport> {
-        let ServerRun {
-            kind,
-            server,
-            label,
-            bandwidth,
-        } = self;
-        let after = server
+        let label = &self.label;
+        let after = self
+            .server
             .snapshot()
             .with_context(|| format!("{label}: counters"))?;
-        let device = match (&before.device, server.device()) {
-            (Some(b), Some(d)) => Some(d.counts().since(b)),
-            _ => None,
-        };
-        let before_blocks = before.blocks;
-        let before = before.counters;
-        let counters = delta(&*server, &before, &after);
-        let mut f = figures(kind, &counters);
+        let Measured {
+            counters,
+            f,
+            device,
+            by_file_class,
+            by_process,
+            per_second,
+        } = self.measured(&before, &after)?;
         let txns = results.transactions;
-        let mut by_file_class = BTreeMap::new();
-        let mut by_process = BTreeMap::new();
-        let mut per_second = Vec::new();
-        if let Some(d) = &device {
-            f.total = with_device_fields(f.total, &d.total.io);
-            let device_fields = [
-                "read_requests",
-                "read_blocks_4k",
-                "read_bytes",
-                "write_requests",
-                "write_blocks_4k",
-                "write_bytes",
-                "syncs",
-                "device_wait_us",
-            ];
-            f.not_measured
-                .retain(|n| !device_fields.iter().any(|x| n == &format!("io.total.{x}")));
-            let loopdev = server.managed().and_then(|m| m.loop_device());
-            let by_file = match (loopdev, &before_blocks, server.device()) {
-                (Some(l), Some(b), Some(m)) => {
-                    let extents = l
-                        .extents()
-                        .with_context(|| format!("{label}: extents of the files on ext4"))?;
-                    attribute_blocks(b, &m.block_map(), &extents, d.total.io.syncs)
-                }
-                _ => d.by_file.clone(),
-            };
-            let paths: Vec<&str> = by_file.keys().map(String::as_str).collect();
-            let classes = server
-                .file_classes(&paths)
-                .with_context(|| format!("{label}: naming the files on the device"))?;
-            by_file_class = mvcclab_servers::file_class::by_class(&by_file, |p| {
-                if p == "fs_metadata" {
-                    return p.to_string();
-                }
-                classes.get(p).cloned().unwrap_or_else(|| "other".into())
-            });
-            by_process = d.by_process.clone();
-            per_second = d.per_second.clone();
-        }
         let io = Io {
             per_txn: per(&f.total, txns),
             total: f.total,
@@ -355,8 +685,9 @@ impl Subject for ServerRun {
             by_process,
             per_second,
         };
-        let wal_by_record = server
-            .wal_by_record(&before, &after)
+        let wal_by_record = self
+            .server
+            .wal_by_record(&before.counters, &after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
         let engine = engine_report(
             &io.total,
@@ -365,64 +696,21 @@ impl Subject for ServerRun {
             read_events(wkind, &results),
             wal_by_record,
         );
-        let mut info = server.info();
+        let mut info = self.server_info(device.as_ref());
         info.state_counters = counters
             .keys()
-            .filter(|k| server.is_state(k))
+            .filter(|k| self.server.is_state(k))
             .cloned()
             .collect();
         info.counters = counters;
         info.not_measured = f.not_measured.clone();
-        if let (Some(d), Some(m)) = (&device, server.device()) {
-            let mode = match server.managed().and_then(|s| s.loop_device()) {
-                Some(l) => format!(
-                    "block-device mode: ext4 on {} (direct I/O, rotational {}) over the \
-                     mount's device.img; journal and metadata included, blocks given to files \
-                     by their extents, the rest fs_metadata",
-                    l.device().display(),
-                    l.rotational()
-                        .map_or("?".into(), |r| u8::from(r).to_string())
-                ),
-                None => "file-system mode: the server's files are files of the device; no \
-                         file-system journal or metadata I/O"
-                    .to_string(),
-            };
-            info.device_io = format!(
-                "exact: mvcclab's FUSE device at {} ({mode}), write-through \
-                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}; {:.1} s \
-                 measured, daemon CPU {:.2} s",
-                m.dir().display(),
-                m.bdi().map_or("?".into(), |b| b.0.to_string()),
-                m.bdi().map_or("?".into(), |b| b.1.to_string()),
-                m.config()
-                    .data_dir
-                    .as_ref()
-                    .map_or("in memory".into(), |p| format!("in {}", p.display())),
-                d.at_s,
-                d.daemon_cpu_s
-            );
-        }
-        let on_device = device.is_some();
-        let utilisation = match (&device, bandwidth) {
-            (Some(d), Some(bw)) if d.at_s > 0.0 => {
-                let busiest = d.total.io.write_bytes.max(d.total.io.read_bytes) as f64;
-                Some(busiest / (bw * 1048576.0 * d.at_s))
-            }
-            _ => None,
-        };
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
-        let page = kind.page_size_bytes();
-        let mut design = resolve_design(kind.preset(), &[])?;
-        design.name = label;
-        if let Some(f) = c.fillfactor {
-            // What the server was given (ServerOptions::fillfactor), in the preset's terms.
-            if kind == ServerKind::PostgreSql {
-                design.fillfactor = f;
-            }
-            design.index_fillfactor = f;
-        }
+        let device_info = self.device_info(device.as_ref());
+        let page = self.kind.page_size_bytes();
+        let design = self.design()?;
         let storage_config = serde_json::to_value(&info.settings)?;
-        let cpu = cpu_report(kind, &*server, &info.counters, &results);
+        let target = self.kind.name().to_string();
+        let cpu = cpu_report(self.kind, &*self.server, &info.counters, &results);
         let mut space = Space::new(f.pages, 0, page, compression_totals);
         for (k, v) in &info.counters {
             if let Some(t) = k.strip_prefix("space.table_pages.") {
@@ -431,42 +719,20 @@ impl Subject for ServerRun {
                 space.pages_by_table.entry(t.to_string()).or_default().1 = *v as u64;
             }
         }
-        if let Some(m) = server.device() {
+        if let Some(m) = self.server.device() {
             space.by_file_kind =
                 mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
         }
-        drop(server);
+        drop(self);
         Ok(RunReport {
-            target: kind.name().into(),
+            target,
             design,
             workload: WorkloadInfo {
                 name: wkind.name().into(),
                 options: opts,
             },
             driver: driver_info(c),
-            device: DeviceInfo {
-                page_size_bytes: page,
-                buffer_pool_bytes: c.device.buffer_pool,
-                os_cache_bytes: 0,
-                bandwidth_mib_s: if on_device { bandwidth } else { None },
-                latency_us: if on_device { c.device.latency_us } else { None },
-                compression: if on_device {
-                    c.device.compression
-                } else {
-                    Compression::None
-                },
-                data_dir: if on_device {
-                    c.device
-                        .data_dir
-                        .as_ref()
-                        .map(|p| p.join(kind.name()).display().to_string())
-                } else {
-                    None
-                },
-                fuse_daemon_cpu_s: device.as_ref().map(|d| d.daemon_cpu_s),
-                utilisation,
-                utilisation_under_90pct: utilisation.map(|u| u < 0.9),
-            },
+            device: device_info,
             storage_config,
             space,
             results: Results::new(results),
@@ -474,7 +740,163 @@ impl Subject for ServerRun {
             engine,
             server: Some(info),
             cpu,
+            cpu_seconds: None,
             metadata: None,
+        })
+    }
+
+    fn describe(&self) -> (DesignConfig, DeviceInfo, Option<ServerInfo>) {
+        let design = self.design().unwrap_or_else(|_| {
+            let mut d = DesignConfig::postgres();
+            d.name = self.label.clone();
+            d
+        });
+        (design, self.device_info(None), Some(self.server_info(None)))
+    }
+
+    fn load_table(&self, def: &TableDef, rows: &mut dyn Iterator<Item = Vec<Value>>) -> Result<()> {
+        let label = &self.label;
+        let exec = |q: &str| {
+            self.server
+                .execute_sql(q)
+                .with_context(|| format!("{label}: loading {}", def.name))
+        };
+        let engine = match self.kind {
+            ServerKind::PostgreSql => None,
+            ServerKind::MariaDb => Some("InnoDB"),
+            ServerKind::MyRocks => Some("ROCKSDB"),
+        };
+        exec(&format!("DROP TABLE IF EXISTS {}", def.name))?;
+        for q in create_statements(def, engine)? {
+            exec(&q)?;
+        }
+        // One multi-row INSERT per 1,000 rows, each its own transaction (as the embedded
+        // load commits every 1,000 rows).
+        let mut batch: Vec<String> = Vec::new();
+        let flush = |batch: &mut Vec<String>| -> Result<()> {
+            if !batch.is_empty() {
+                exec(&format!(
+                    "INSERT INTO {} VALUES {}",
+                    def.name,
+                    batch.join(", ")
+                ))?;
+                batch.clear();
+            }
+            Ok(())
+        };
+        for row in rows {
+            let vals: Vec<String> = row.iter().map(sql_literal).collect::<Result<_>>()?;
+            batch.push(format!("({})", vals.join(", ")));
+            if batch.len() == 1000 {
+                flush(&mut batch)?;
+            }
+        }
+        flush(&mut batch)?;
+        // As sysbench's load on this server (servers/src/postgresql.rs `prepare`):
+        // statistics, and for PostgreSQL the visibility map set and no insert-triggered
+        // autovacuum left for the first measured phase.
+        match self.kind {
+            ServerKind::PostgreSql => {
+                exec("SELECT pg_stat_force_next_flush()")?;
+                exec(&format!("VACUUM ANALYZE {}", def.name))?;
+            }
+            ServerKind::MariaDb | ServerKind::MyRocks => {
+                exec(&format!("ANALYZE TABLE {}", def.name))?;
+            }
+        }
+        self.end_phase()
+    }
+
+    fn update_by_key(&self, def: &TableDef, id: i32, col: usize, v: &Value) -> Result<bool> {
+        let pk = def
+            .primary_key
+            .first()
+            .map(|&i| def.columns[i].name.as_str())
+            .context("a table without a primary key")?;
+        let q = format!(
+            "UPDATE {} SET {} = {} WHERE {pk} = {id}",
+            def.name,
+            def.columns[col].name,
+            sql_literal(v)?
+        );
+        let n = self
+            .server
+            .execute_sql(&q)
+            .with_context(|| self.label.clone())?;
+        Ok(n > 0)
+    }
+
+    fn end_phase(&self) -> Result<()> {
+        let label = &self.label;
+        self.server
+            .settle(false)
+            .with_context(|| format!("{label}: checkpoint closing the phase"))?;
+        // Setup ran unthrottled; the device is throttled from the first phase on.
+        if let Some(d) = self.server.device() {
+            d.set_throttling(true);
+        }
+        Ok(())
+    }
+
+    fn collect_garbage(&self, table: &str) -> Result<()> {
+        let label = &self.label;
+        self.server
+            .collect_garbage(table)
+            .with_context(|| format!("{label}: garbage collection of {table}"))
+    }
+
+    fn phase_report(
+        &self,
+        before: ServerMark,
+        name: &str,
+        ops: u64,
+        elapsed_s: f64,
+    ) -> Result<PhaseReport> {
+        let label = &self.label;
+        let after = self
+            .server
+            .snapshot()
+            .with_context(|| format!("{label}: counters"))?;
+        let Measured {
+            counters,
+            f,
+            by_file_class,
+            by_process,
+            ..
+        } = self.measured(&before, &after)?;
+        let state_counters = counters
+            .keys()
+            .filter(|k| self.server.is_state(k))
+            .cloned()
+            .collect();
+        Ok(PhaseReport {
+            name: name.to_string(),
+            ops,
+            elapsed_s,
+            per_op: PerOpIo::of(&f.total, ops),
+            per_op_by_cause: f
+                .by_cause
+                .iter()
+                .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
+                .collect(),
+            versions_traversed_per_op: 0.0,
+            total: f.total,
+            by_cause: f.by_cause,
+            tables: f.tables,
+            undo: f.undo,
+            pages: f.pages,
+            timeseries: Vec::new(),
+            server: Some(PhaseServer {
+                counters,
+                state_counters,
+                not_measured: {
+                    let mut n = f.not_measured;
+                    n.push("versions_traversed_per_op".into());
+                    n
+                },
+                by_file_class,
+                by_process,
+            }),
         })
     }
 }

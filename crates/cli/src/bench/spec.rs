@@ -2,7 +2,7 @@
 //! `real:postgresql` / `real:mariadb`), and the checks of the shared flags made before the
 //! first (long) run.
 
-use super::args::CommonArgs;
+use super::args::{CommonArgs, DeviceArgs, ServerArgs};
 use crate::design_arg::resolve_design;
 use crate::UsageError;
 use anyhow::Result;
@@ -16,7 +16,7 @@ use mvcclab_workload::sysbench::WorkloadKind;
 pub enum RunSpec {
     /// A preset or design file run on the embedded engine.
     Embedded(DesignConfig),
-    /// `real:postgresql` or `real:mariadb`.
+    /// `real:postgresql`, `real:mariadb` or `real:myrocks`.
     Real(ServerKind),
 }
 
@@ -38,7 +38,7 @@ pub fn resolve_spec(arg: &str, set: &[String]) -> Result<RunSpec> {
     if let Some(name) = arg.strip_prefix("real:") {
         return ServerKind::parse(name).map(RunSpec::Real).ok_or_else(|| {
             UsageError(format!(
-                "'{arg}': unknown real server '{name}' (real:postgresql or real:mariadb)"
+                "'{arg}': unknown real server '{name}' (real:postgresql, real:mariadb or real:myrocks)"
             ))
             .into()
         });
@@ -115,6 +115,13 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
             )?;
         }
     }
+    if real && c.device.rotational && c.server.fuse_mode != "block-device" {
+        bad(
+            "--rotational marks mvcclab's device rotational; a real server sees it only in \
+             --fuse-mode block-device (a loop device marked rotational). Without it the server \
+             sees the disk under its data directory, whose flag the report records",
+        )?;
+    }
     for u in &c.server.urls {
         if ServerKind::of_url(u).is_none() {
             bad(&format!(
@@ -129,9 +136,14 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
 /// `--latency-us`, `--compression` (other than none), `--fuse-device` or
 /// `--fuse-mode block-device`.
 pub fn fuse_device(c: &CommonArgs) -> bool {
-    c.server.fuse_device
-        || c.server.fuse_mode == "block-device"
-        || !c.device.bandwidth.is_empty()
-        || c.device.latency_us.is_some()
-        || c.device.compression != Compression::None
+    fuse_device_of(&c.server, &c.device)
+}
+
+/// [`fuse_device`] from the server and device flags alone.
+pub fn fuse_device_of(s: &ServerArgs, d: &DeviceArgs) -> bool {
+    s.fuse_device
+        || s.fuse_mode == "block-device"
+        || !d.bandwidth.is_empty()
+        || d.latency_us.is_some()
+        || d.compression != Compression::None
 }

@@ -1,11 +1,13 @@
-//! What every `mvcclab experiment` shares: the common flags, the measured phase (counts
-//! from before its statements to after the purge wait and checkpoint that close it), and
-//! the designs the flags name. Used by `experiments.rs` and `experiment_sysver.rs`, so that
+//! What every `mvcclab experiment` shares: the common flags, the measured phase of a
+//! database opened by hand (counts from before its statements to after the purge wait and
+//! checkpoint that close it; `system_versioning` — `update_hot_set` and `version_chain`
+//! take the run layer's subjects through `bench::experiment_phase` instead), and the
+//! designs the flags name. Used by `experiments.rs` and `experiment_sysver.rs`, so that
 //! neither imports the other.
 
 use crate::bench::{
-    close, parse_report_interval, parse_shard, sampled, CounterReading, DeviceArgs, Mark,
-    PhaseDelta, Reading, Shard,
+    close, parse_report_interval, parse_shard, resolve_spec, sampled, wait_for_purge,
+    CounterReading, DeviceArgs, Mark, PhaseDelta, Reading, RunSpec, ServerArgs, Shard,
 };
 use crate::design_arg::resolve_design;
 use crate::export::OutputArgs;
@@ -13,15 +15,17 @@ use crate::result::{PerOpIo, PhaseReport};
 use anyhow::Result;
 use clap::Args;
 use mvcclab_engine::db::{Database, TableId};
-use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_engine::design::DesignConfig;
 use mvcclab_workload::driver::RunControl;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 /// Flags every experiment takes.
 #[derive(Args, Debug, Clone)]
 pub struct ExperimentCommon {
-    /// Designs, comma-separated: presets or design files (FILE.toml).
+    /// Designs, comma-separated: presets, design files (FILE.toml), or real servers
+    /// (`real:postgresql`, `real:mariadb`, `real:myrocks`: update_hot_set and
+    /// version_chain), each
+    /// started on mvcclab's device (FUSE, root) with the same device flags.
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
     /// Change a switch of every design: SWITCH=VALUE.
@@ -43,20 +47,12 @@ pub struct ExperimentCommon {
     /// bandwidth).
     #[command(flatten)]
     pub device: DeviceArgs,
+    /// Real servers (`real:NAME` in --designs).
+    #[command(flatten)]
+    pub server: ServerArgs,
     /// Report format (csv: one row per design and phase) and destination.
     #[command(flatten)]
     pub out: OutputArgs,
-}
-
-/// Waits until purge has emptied the history list (designs with purge on), at most 120 s.
-pub fn wait_for_purge(db: &Database) {
-    if db.design().garbage_collection != GarbageCollection::Purge {
-        return;
-    }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while db.engine_counters().history_list_length > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Runs `f` as a measured phase on table `t`: counts from before `f` to after the purge
@@ -128,7 +124,15 @@ pub fn phase(
         undo,
         pages,
         timeseries,
+        server: None,
     })
+}
+
+/// The designs and real servers `--designs` names, with `--set` applied to the designs.
+///
+/// Errors: an unknown preset or real server, a bad design file or switch.
+pub fn specs_of(c: &ExperimentCommon) -> Result<Vec<RunSpec>> {
+    c.designs.iter().map(|d| resolve_spec(d, &c.set)).collect()
 }
 
 /// The designs `--designs` names, with `--set` applied.

@@ -360,6 +360,7 @@ pub fn system_versioning_point(
             device,
             phases,
             metadata: Vec::new(),
+            server: None,
         });
         if small || a.no_small_pool {
             break;

@@ -5,11 +5,17 @@
 //!   columns each with a secondary index, an unindexed `status`); update `status` in K
 //!   randomly chosen rows (one autocommit statement each), then the same K rows again.
 //!   Reports device requests and 4 KiB blocks per update for each pass, by cause.
-//! - `version_chain`: with garbage collection off, an update-only phase
-//!   (oltp_update_non_index), a select-only phase (oltp_point_select), a full vacuum/purge,
-//!   the select-only phase again; then the same update phase on a fresh database with
-//!   garbage collection on. Reports blocks per SELECT in each select phase and per UPDATE
-//!   with GC off and on.
+//! - `version_chain`: seed 000 §4 as it ran, variant `seed`: PostgreSQL's autovacuum off
+//!   (step 1; the `autovacuum` switch, which leaves pruning on access as PostgreSQL does,
+//!   pruneheap.c `heap_page_prune_opt`), an update-only phase (oltp_update_non_index,
+//!   step 2), a select-only phase (oltp_point_select, step 3), a manual VACUUM (step 4),
+//!   the select-only phase again (step 5); InnoDB "has no configuration that turns off the
+//!   auto garbage collection", so designs with purge run steps 2–3 with purge on. Variant
+//!   `autovacuum_on` (Fig. 7b): the update phase on a fresh database with autovacuum on
+//!   (vacuum designs only). Variant `gc_off_what_if`: garbage collection off altogether
+//!   (no pruning, no autovacuum, no purge) through the same four phases, then a full
+//!   vacuum/purge — not the seed's experiment, a what-if. Reports blocks per SELECT in each
+//!   select phase and per UPDATE in each update phase.
 //!
 //! Every phase ends by waiting for purge to empty the history list (when purge is on; it
 //! works in the background in InnoDB too) and then a checkpoint, so the page writes a phase
@@ -18,11 +24,13 @@
 //! fields docs/results.md describes under "Experiments" (the schema's types are in
 //! result.rs, the views in export/).
 
+use super::experiment_common::specs_of;
 pub use super::experiment_common::ExperimentCommon;
-use super::experiment_common::{designs_of, phase};
 use crate::bench::{
-    bandwidth_list, open_database, run_shard, shard_dir, Grid, PointResult, PointSpec,
+    bandwidth_list, experiment_phase, run_shard, shard_dir, EmbeddedRun, Grid, PointResult,
+    PointSpec, RunSpec, ServerRun, Subject,
 };
+use crate::design_arg::resolve_design;
 use crate::error::driver_error;
 use crate::export::{
     emit, experiment_csv, experiment_table, join_experiment_runs, to_json, write_experiment_dir,
@@ -30,16 +38,16 @@ use crate::export::{
 };
 use crate::metadata::RunMetadata;
 use crate::progress::{install_ctrl_c, status, with_progress};
-use crate::result::{ExperimentReport, ExperimentRun, PointInfo, SCHEMA_VERSION};
+use crate::result::{
+    experiment_ratios, ExperimentReport, ExperimentRun, PointInfo, SCHEMA_VERSION,
+};
 use crate::UsageError;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
-use mvcclab_engine::db::{Assign, Database, TableId};
 use mvcclab_engine::design::{DesignConfig, GarbageCollection};
-use mvcclab_engine::stats::{enter, Cause};
-use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, Target};
-use mvcclab_workload::embedded::Embedded;
+use mvcclab_servers::ServerKind;
+use mvcclab_workload::driver::{run as drive, RunControl, RunOptions};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -60,7 +68,8 @@ pub enum Experiment {
     /// Update `status` in K random rows of an N-row table with six UUID indexes, twice.
     #[command(name = "update_hot_set", alias = "update-hot-set")]
     UpdateHotSet(UpdateHotSetArgs),
-    /// Version chains: updates with GC off, selects, full GC, selects; updates with GC on.
+    /// Version chains as seed 000 ran them: autovacuum off, updates, selects, VACUUM,
+    /// selects; updates with autovacuum on; GC off altogether as a what-if.
     #[command(name = "version_chain", alias = "version-chain")]
     VersionChain(VersionChainArgs),
     /// Seed 001: TPC-C at fillfactor 100 and 75 on a normal and a compressing device.
@@ -70,6 +79,15 @@ pub enum Experiment {
     /// timestamp / by trx id / partitioned, big and small pool (`experiment_sysver.rs`).
     #[command(name = "system_versioning", alias = "system-versioning")]
     SystemVersioning(Box<super::experiment_sysver::SystemVersioningArgs>),
+    /// Seed 000 Fig. 1: sysbench oltp_read_write TPS and pages/s against device bandwidth,
+    /// presets and real engines on the same throttled device, each loaded once
+    /// (`bandwidth_sweep.rs`).
+    #[command(name = "bandwidth_sweep", alias = "bandwidth-sweep")]
+    BandwidthSweep(Box<super::bandwidth_sweep::BandwidthSweepArgs>),
+    /// Seed 000 §2.3: TPC-H Q18's duration and 4 KiB pages read per second, per design,
+    /// bandwidth and cache state, blocks by cause (`tpch_q18.rs`).
+    #[command(name = "tpch_q18", alias = "tpch-q18")]
+    TpchQ18(Box<super::tpch_q18::TpchQ18Args>),
 }
 
 /// Flags of `update_hot_set`.
@@ -101,9 +119,114 @@ pub struct VersionChainArgs {
     /// Random distribution of the rows updated and read (sysbench --rand-type).
     #[arg(long, default_value = "special", value_parser = |s: &str| s.parse::<mvcclab_workload::rand::RandType>())]
     pub rand_type: mvcclab_workload::rand::RandType,
+    /// Variants, comma-separated: seed (the seed's procedure: autovacuum off, pruning on;
+    /// purge on for InnoDB), autovacuum_on (the update phase with autovacuum on; vacuum
+    /// designs only), gc_off_what_if (garbage collection off altogether; presets only).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "seed,autovacuum_on",
+        value_delimiter = ','
+    )]
+    pub variants: Vec<ChainVariant>,
     /// Common flags.
     #[command(flatten)]
     pub common: ExperimentCommon,
+}
+
+/// A variant of `version_chain`: one fresh database each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum ChainVariant {
+    /// Seed 000 §4.1 as it ran: vacuum designs with the `autovacuum` switch off (pruning
+    /// on access stays) through update, select, VACUUM, select; purge designs with purge
+    /// on through update and select.
+    Seed,
+    /// Seed 000 §4.2's other PostgreSQL run: the update phase with autovacuum on (vacuum
+    /// designs only).
+    AutovacuumOn,
+    /// Garbage collection off altogether (`garbage_collection = off`: no pruning, no
+    /// autovacuum, no purge) through update, select, full vacuum/purge, select: the
+    /// experiment before issue 24, kept as a what-if (no real engine can run it).
+    GcOffWhatIf,
+}
+
+impl ChainVariant {
+    /// The variant's name in grids and reports (`seed`, `autovacuum_on`, `gc_off_what_if`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ChainVariant::Seed => "seed",
+            ChainVariant::AutovacuumOn => "autovacuum_on",
+            ChainVariant::GcOffWhatIf => "gc_off_what_if",
+        }
+    }
+
+    fn of_name(name: &str) -> Option<Self> {
+        [Self::Seed, Self::AutovacuumOn, Self::GcOffWhatIf]
+            .into_iter()
+            .find(|v| v.name() == name)
+    }
+
+    /// The design `base` runs this variant as and the phases it runs (update, then the
+    /// selects and GC between them), or `None` when the variant does not exist for `base`.
+    pub fn plan(self, base: &DesignConfig) -> Option<(DesignConfig, Vec<ChainPhase>)> {
+        use ChainPhase::*;
+        let mut d = base.clone();
+        let vacuum = base.garbage_collection == GarbageCollection::Vacuum;
+        match self {
+            ChainVariant::Seed if vacuum => {
+                d.autovacuum = false;
+                Some((d, vec![Update, Select(1), Gc, Select(2)]))
+            }
+            ChainVariant::Seed => Some((d, vec![Update, Select(1)])),
+            ChainVariant::AutovacuumOn if vacuum => {
+                d.autovacuum = true;
+                Some((d, vec![Update]))
+            }
+            ChainVariant::AutovacuumOn => None,
+            ChainVariant::GcOffWhatIf => {
+                d.garbage_collection = GarbageCollection::Off;
+                d.autovacuum = false;
+                Some((d, vec![Update, Select(1), Gc, Select(2)]))
+            }
+        }
+    }
+
+    /// The name of phase `p` of this variant on a design whose garbage collection is `gc`
+    /// (as run, before the variant's changes): `update_autovacuum_off`,
+    /// `select_before_vacuum`, `vacuum`, `select_after_vacuum`; `update_purge_on`,
+    /// `select_purge_on`; `update_autovacuum_on`; `update_gc_off`, `select_before_gc`,
+    /// `full_gc`, `select_after_gc`.
+    pub fn phase_name(self, gc: GarbageCollection, p: ChainPhase) -> &'static str {
+        use ChainPhase::*;
+        match (self, gc, p) {
+            (ChainVariant::GcOffWhatIf, _, Update) => "update_gc_off",
+            (ChainVariant::GcOffWhatIf, _, Select(1)) => "select_before_gc",
+            (ChainVariant::GcOffWhatIf, _, Gc) => "full_gc",
+            (ChainVariant::GcOffWhatIf, _, Select(_)) => "select_after_gc",
+            (ChainVariant::AutovacuumOn, _, _) => "update_autovacuum_on",
+            (ChainVariant::Seed, GarbageCollection::Vacuum, Update) => "update_autovacuum_off",
+            (ChainVariant::Seed, GarbageCollection::Vacuum, Select(1)) => "select_before_vacuum",
+            (ChainVariant::Seed, GarbageCollection::Vacuum, Gc) => "vacuum",
+            (ChainVariant::Seed, GarbageCollection::Vacuum, Select(_)) => "select_after_vacuum",
+            (ChainVariant::Seed, GarbageCollection::Purge, Update) => "update_purge_on",
+            (ChainVariant::Seed, GarbageCollection::Purge, _) => "select_purge_on",
+            (ChainVariant::Seed, _, Update) => "update",
+            (ChainVariant::Seed, _, _) => "select",
+        }
+    }
+}
+
+/// One step of a `version_chain` variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainPhase {
+    /// oltp_update_non_index, `--updates` events.
+    Update,
+    /// oltp_point_select, `--selects` events; the number tells the first select phase
+    /// from the second (the same statements in both).
+    Select(u8),
+    /// A manual VACUUM of sbtest1 (vacuum designs) or a full purge.
+    Gc,
 }
 
 /// The `update_hot_set` table: id INTEGER PRIMARY KEY, u1..u6 VARCHAR(36) each with an
@@ -159,30 +282,24 @@ pub fn pick_ids(rng: &mut SmallRng, n: u32, k: u32) -> Vec<i32> {
     out
 }
 
-fn load_hot_set(db: &Database, rows: u32, seed: u64) -> Result<TableId> {
-    let _c = enter(Cause::Load);
-    let t = db.create_table(hot_set_def())?;
+/// The `update_hot_set` rows of seed `seed`: id 1..=`rows`, six random UUIDs, status 0.
+fn hot_set_rows(rows: u32, seed: u64) -> impl Iterator<Item = Vec<Value>> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut tx = db.begin();
-    for id in 1..=rows as i32 {
+    (1..=rows as i32).map(move |id| {
         let mut row = vec![Value::Integer(id)];
         for _ in 0..6 {
             row.push(Value::Text(uuid_v4(&mut rng)));
         }
         row.push(Value::Integer(0));
-        tx.insert(t, row)?;
-        if id % 1000 == 0 {
-            tx.commit()?;
-            tx = db.begin();
-        }
-    }
-    tx.commit()?;
-    Ok(t)
+        row
+    })
 }
 
-fn update_pass(
-    db: &Database,
-    t: TableId,
+/// One pass of `update_hot_set` on `s`: `status` set to `status` in each row of `ids`, one
+/// autocommit statement each, in order.
+fn update_pass<S: Subject>(
+    s: &S,
+    def: &TableDef,
     ids: &[i32],
     status: i32,
     ctl: &RunControl,
@@ -192,14 +309,7 @@ fn update_pass(
         if ctl.stop.load(Ordering::Relaxed) {
             break;
         }
-        let mut tx = db.begin();
-        let found = tx.update(
-            t,
-            &[Value::Integer(id)],
-            &[Assign::Set(7, Value::Integer(status))],
-        )?;
-        tx.commit()?;
-        if !found {
+        if !s.update_by_key(def, id, 7, &Value::Integer(status))? {
             anyhow::bail!("update_hot_set: row {id} is missing");
         }
         n += 1;
@@ -220,15 +330,55 @@ fn check_hot_set(a: &UpdateHotSetArgs) -> Result<()> {
     Ok(())
 }
 
-/// One point of `update_hot_set`: `design` at `bandwidth`, both passes.
+/// One point of `update_hot_set`: `spec` at `bandwidth`, both passes.
 fn hot_set_point(
     a: &UpdateHotSetArgs,
-    design: DesignConfig,
+    spec: &RunSpec,
     bandwidth: Option<f64>,
     ctl: &RunControl,
 ) -> Result<ExperimentRun> {
     let c = &a.common;
-    let (db, _, device) = open_database(&design, &c.device, bandwidth)?;
+    match spec {
+        RunSpec::Embedded(d) => {
+            let s = EmbeddedRun::open_on(d, &c.device, bandwidth, None)?;
+            hot_set_on(&s, a, d.clone(), ctl)
+        }
+        RunSpec::Real(k) => {
+            let s = open_server(*k, c, bandwidth)?;
+            let design = s.describe().0;
+            hot_set_on(&s, a, design, ctl)
+        }
+    }
+}
+
+/// A managed real server of `kind` for an experiment, on mvcclab's device (as the presets
+/// always are) with the device flags of `c`, or the `--url` server given for it.
+///
+/// Errors: as [`ServerRun::open_with`].
+fn open_server(
+    kind: ServerKind,
+    c: &ExperimentCommon,
+    bandwidth: Option<f64>,
+) -> Result<ServerRun> {
+    ServerRun::open_with(
+        kind,
+        &c.server,
+        &c.device,
+        true,
+        c.out.quiet,
+        bandwidth,
+        Default::default(),
+    )
+}
+
+/// `update_hot_set` on an opened subject whose design (as reported) is `design`.
+fn hot_set_on<S: Subject>(
+    s: &S,
+    a: &UpdateHotSetArgs,
+    design: DesignConfig,
+    ctl: &RunControl,
+) -> Result<ExperimentRun> {
+    let c = &a.common;
     status(
         c.out.quiet,
         &format!(
@@ -236,13 +386,14 @@ fn hot_set_point(
             design.name, a.rows
         ),
     );
-    let t = load_hot_set(&db, a.rows, c.rand_seed)?;
-    db.storage().checkpoint()?;
+    let def = hot_set_def();
+    s.load_table(&def, &mut hot_set_rows(a.rows, c.rand_seed))?;
     let ids = pick_ids(
         &mut SmallRng::seed_from_u64(c.rand_seed ^ 0x5EED),
         a.rows,
         a.updates,
     );
+    let tables = [def.name.clone()];
     let mut phases = Vec::new();
     for (pass, name) in [(1, "first_update"), (2, "second_update")] {
         if ctl.stop.load(Ordering::Relaxed) {
@@ -257,17 +408,19 @@ fn hot_set_point(
             c.out.quiet,
             None,
             || {
-                phase(&db, t, name, c.report_interval, ctl, || {
-                    update_pass(&db, t, &ids, pass, ctl)
+                experiment_phase(s, &tables, name, c.report_interval, ctl, || {
+                    update_pass(s, &def, &ids, pass, ctl)
                 })
             },
         )?);
     }
+    let (_, device, server) = s.describe();
     Ok(ExperimentRun {
         design,
         device,
         phases,
         metadata: Vec::new(),
+        server,
     })
 }
 
@@ -280,14 +433,69 @@ fn check_version_chain(a: &VersionChainArgs) -> Result<()> {
     Ok(())
 }
 
-/// One point of `version_chain`: `design` at `bandwidth` with garbage collection off (the
-/// update, select, full GC and select phases) or on (`gc_on`: the update phase), each on a
-/// fresh database. The run's `design` is the GC-on design either way.
+/// One point of `version_chain`: `spec` at `bandwidth` through `variant`'s phases on a
+/// fresh database (a fresh server), or no run when the variant does not exist for it (a
+/// real server cannot run `gc_off_what_if`: PostgreSQL cannot stop pruning on access, nor
+/// InnoDB its purge). The run's `design` is the one the variant ran (the seed's has
+/// `autovacuum` off).
 fn version_chain_point(
     a: &VersionChainArgs,
-    design: DesignConfig,
-    gc_on: bool,
+    spec: &RunSpec,
+    variant: ChainVariant,
     bandwidth: Option<f64>,
+    ctl: &RunControl,
+) -> Result<Vec<ExperimentRun>> {
+    let c = &a.common;
+    let base = match spec {
+        RunSpec::Embedded(d) => d.clone(),
+        RunSpec::Real(k) => {
+            if variant == ChainVariant::GcOffWhatIf {
+                status(
+                    c.out.quiet,
+                    &format!(
+                        "{}: gc_off_what_if is a what-if of the presets (no real engine can \
+                         stop all its garbage collection); skipped",
+                        k.design_name()
+                    ),
+                );
+                return Ok(Vec::new());
+            }
+            // MyRocks has no preset: the innodb preset stands in (its compaction, like
+            // purge, always runs; the phases are named as innodb's).
+            let mut d = resolve_design(k.preset().unwrap_or("innodb"), &[])?;
+            d.name = k.design_name();
+            d
+        }
+    };
+    let Some((d, steps)) = variant.plan(&base) else {
+        return Ok(Vec::new());
+    };
+    let run = match spec {
+        RunSpec::Embedded(_) => {
+            let s = EmbeddedRun::open_on(&d, &c.device, bandwidth, None)?;
+            chain_on(&s, a, &base, d, variant, &steps, ctl)?
+        }
+        RunSpec::Real(k) => {
+            let s = open_server(*k, c, bandwidth)?;
+            if *k == ServerKind::PostgreSql {
+                s.set_autovacuum(d.autovacuum)?;
+            }
+            chain_on(&s, a, &base, d, variant, &steps, ctl)?
+        }
+    };
+    Ok(vec![run])
+}
+
+/// `version_chain`'s `variant` on an opened subject: sysbench's sbtest1 loaded, then
+/// `steps`. `base` is the design as given (its garbage collection names the phases), `d`
+/// the one the variant runs.
+fn chain_on<S: Subject>(
+    s: &S,
+    a: &VersionChainArgs,
+    base: &DesignConfig,
+    d: DesignConfig,
+    variant: ChainVariant,
+    steps: &[ChainPhase],
     ctl: &RunControl,
 ) -> Result<ExperimentRun> {
     let c = &a.common;
@@ -303,31 +511,21 @@ fn version_chain_point(
         rand_seed: seed,
         rate_tps: 0.0,
     };
-    let mut d = design.clone();
-    if !gc_on {
-        d.garbage_collection = GarbageCollection::Off;
-    }
-    let mut phases = Vec::new();
-    let (db, _, device) = open_database(&d, &c.device, bandwidth)?;
-    let target = Embedded::new(db.clone());
     status(
         c.out.quiet,
         &format!(
-            "{} (garbage collection {}): loading {} rows ...",
-            design.name,
-            if gc_on { "on" } else { "off" },
+            "{} ({}): loading {} rows ...",
+            base.name,
+            variant.name(),
             a.table_size
         ),
     );
-    target
-        .prepare(WorkloadKind::OltpUpdateNonIndex, &opts, c.rand_seed)
-        .map_err(|e| anyhow::anyhow!("prepare: {e}"))?;
-    db.storage().checkpoint()?;
-    let t = db.table_id("sbtest1")?;
+    s.prepare(WorkloadKind::OltpUpdateNonIndex, &opts, c.rand_seed)?;
+    s.end_phase()?;
     let driven = |kind: WorkloadKind, events: u64, seed: u64, label: &str| {
         let run_opts = run(events, seed);
         let r = with_progress(label, 0.0, events, ctl, c.out.quiet, None, || {
-            drive(&target, kind, &opts, &run_opts, ctl)
+            drive(s.target(), kind, &opts, &run_opts, ctl)
         })
         .map_err(|e| driver_error(&run_opts, e))?;
         if r.errors > 0 {
@@ -335,61 +533,66 @@ fn version_chain_point(
         }
         Ok(r.transactions)
     };
-    let name = if gc_on {
-        "update_gc_on"
-    } else {
-        "update_gc_off"
-    };
-    let label = format!("{} {name}", design.name);
-    phases.push(phase(&db, t, name, c.report_interval, ctl, || {
-        driven(
-            WorkloadKind::OltpUpdateNonIndex,
-            a.updates,
-            c.rand_seed,
-            &label,
-        )
-    })?);
-    if !gc_on {
-        for name in ["select_before_gc", "full_gc", "select_after_gc"] {
-            if ctl.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            let label = format!("{} {name}", design.name);
-            phases.push(phase(&db, t, name, c.report_interval, ctl, || {
-                if name == "full_gc" {
-                    status(c.out.quiet, &format!("{label} ..."));
-                    db.gc(t)?;
-                    Ok(0)
-                } else {
-                    // The same statements in both select phases.
-                    driven(
-                        WorkloadKind::OltpPointSelect,
-                        a.selects,
-                        c.rand_seed ^ 0x5E1,
-                        &label,
-                    )
-                }
-            })?);
+    let tables = ["sbtest1".to_string()];
+    let mut phases = Vec::new();
+    for &step in steps {
+        if ctl.stop.load(Ordering::Relaxed) {
+            break;
         }
+        let name = variant.phase_name(base.garbage_collection, step);
+        let label = format!("{} {name}", base.name);
+        phases.push(experiment_phase(
+            s,
+            &tables,
+            name,
+            c.report_interval,
+            ctl,
+            || match step {
+                ChainPhase::Update => driven(
+                    WorkloadKind::OltpUpdateNonIndex,
+                    a.updates,
+                    c.rand_seed,
+                    &label,
+                ),
+                ChainPhase::Gc => {
+                    status(c.out.quiet, &format!("{label} ..."));
+                    s.collect_garbage("sbtest1")?;
+                    Ok(0)
+                }
+                // The same statements in both select phases.
+                ChainPhase::Select(_) => driven(
+                    WorkloadKind::OltpPointSelect,
+                    a.selects,
+                    c.rand_seed ^ 0x5E1,
+                    &label,
+                ),
+            },
+        )?);
     }
+    let (_, device, server) = s.describe();
     Ok(ExperimentRun {
-        design,
+        design: DesignConfig {
+            name: base.name.clone(),
+            ..d
+        },
         device,
         phases,
         metadata: Vec::new(),
+        server,
     })
 }
 
 /// The grid of an experiment: bandwidth outermost, then design, then variant (bench/grid.rs),
-/// with the designs resolved beside it. Its parameters are the experiment's, the designs,
-/// `--set`, `--report-interval` and the device flags except `--data-dir`.
+/// with the designs and real servers resolved beside it. Its parameters are the
+/// experiment's, the designs, `--set`, `--report-interval` and the device flags except
+/// `--data-dir`.
 fn experiment_grid(
     name: &str,
     params: &serde_json::Value,
     variants: &[&str],
     c: &ExperimentCommon,
-) -> Result<(Grid, Vec<DesignConfig>)> {
-    let designs = designs_of(c)?;
+    specs: Vec<RunSpec>,
+) -> Result<(Grid, Vec<RunSpec>)> {
     let d = &c.device;
     let parameters = serde_json::json!({
         "experiment": params,
@@ -400,11 +603,14 @@ fn experiment_grid(
     });
     let mut points = Vec::new();
     for b in bandwidth_list(&d.bandwidth) {
-        for design in &designs {
+        for spec in &specs {
             for v in variants {
                 points.push(PointSpec {
-                    design: design.name.clone(),
-                    design_config: serde_json::to_value(design)?,
+                    design: spec.name(),
+                    design_config: match spec {
+                        RunSpec::Embedded(design) => serde_json::to_value(design)?,
+                        RunSpec::Real(k) => serde_json::Value::String(k.design_name()),
+                    },
                     variant: v.to_string(),
                     bandwidth_mib_s: b,
                 });
@@ -413,7 +619,7 @@ fn experiment_grid(
     }
     Ok((
         Grid::new(&format!("experiment {name}"), parameters, points),
-        designs,
+        specs,
     ))
 }
 
@@ -424,10 +630,13 @@ fn experiment_grid(
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let a = match a.which {
         Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
+        Experiment::BandwidthSweep(x) => return super::bandwidth_sweep::run(*x),
+        Experiment::TpchQ18(x) => return super::tpch_q18::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
     let sysver_variants: Vec<&str>;
+    let chain_variants: Vec<&str>;
     let (name, params, common, variants): (_, _, _, &[&str]) = match &a.which {
         Experiment::UpdateHotSet(x) => {
             check_hot_set(x)?;
@@ -440,13 +649,14 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         }
         Experiment::VersionChain(x) => {
             check_version_chain(x)?;
+            chain_variants = x.variants.iter().map(|v| v.name()).collect();
             (
                 "version_chain",
                 serde_json::json!({"table_size": x.table_size, "updates": x.updates,
                     "selects": x.selects, "rand_type": x.rand_type.to_string(),
-                    "rand_seed": x.common.rand_seed}),
+                    "variants": chain_variants, "rand_seed": x.common.rand_seed}),
                 &x.common,
-                &["gc_off", "gc_on"],
+                &chain_variants[..],
             )
         }
         Experiment::SystemVersioning(x) => {
@@ -461,9 +671,22 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 &sysver_variants[..],
             )
         }
-        Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+        Experiment::FillfactorCompression(_)
+        | Experiment::BandwidthSweep(_)
+        | Experiment::TpchQ18(_) => {
+            unreachable!("handled above")
+        }
     };
-    let (grid, designs) = experiment_grid(name, &params, variants, common)?;
+    let specs = specs_of(common)?;
+    if matches!(a.which, Experiment::SystemVersioning(_))
+        && specs.iter().any(|s| matches!(s, RunSpec::Real(_)))
+    {
+        return Err(UsageError(
+            "system_versioning runs on designs only (real servers: not yet)".into(),
+        )
+        .into());
+    }
+    let (grid, specs) = experiment_grid(name, &params, variants, common, specs)?;
     let dir = common
         .shard
         .map(|_| shard_dir(&common.out.report))
@@ -473,26 +696,34 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
     // variant does not exist for the design).
     let run_point = |p: &PointInfo| -> Result<Vec<ExperimentRun>> {
         let per_design = variants.len();
-        let design = designs[(p.index / per_design) % designs.len()].clone();
+        let spec = &specs[(p.index / per_design) % specs.len()];
         match &a.which {
             Experiment::UpdateHotSet(x) => {
-                Ok(vec![hot_set_point(x, design, p.bandwidth_mib_s, &ctl)?])
+                Ok(vec![hot_set_point(x, spec, p.bandwidth_mib_s, &ctl)?])
             }
-            Experiment::VersionChain(x) => Ok(vec![version_chain_point(
-                x,
-                design,
-                p.variant == "gc_on",
-                p.bandwidth_mib_s,
-                &ctl,
-            )?]),
-            Experiment::SystemVersioning(x) => super::experiment_sysver::system_versioning_point(
-                x,
-                design,
-                &p.variant,
-                p.bandwidth_mib_s,
-                &ctl,
-            ),
-            Experiment::FillfactorCompression(_) => unreachable!("handled above"),
+            Experiment::VersionChain(x) => {
+                let variant = ChainVariant::of_name(&p.variant).ok_or_else(|| {
+                    UsageError(format!("unknown version_chain variant '{}'", p.variant))
+                })?;
+                version_chain_point(x, spec, variant, p.bandwidth_mib_s, &ctl)
+            }
+            Experiment::SystemVersioning(x) => {
+                let RunSpec::Embedded(d) = spec else {
+                    anyhow::bail!("system_versioning runs on designs only");
+                };
+                super::experiment_sysver::system_versioning_point(
+                    x,
+                    d.clone(),
+                    &p.variant,
+                    p.bandwidth_mib_s,
+                    &ctl,
+                )
+            }
+            Experiment::FillfactorCompression(_)
+            | Experiment::BandwidthSweep(_)
+            | Experiment::TpchQ18(_) => {
+                unreachable!("handled above")
+            }
         }
     };
     let report = |runs: Vec<ExperimentRun>| ExperimentReport {
@@ -502,6 +733,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         metadata: Some(RunMetadata::of_this_process()),
         parameters: params.clone(),
         interrupted: ctl.stop.load(Ordering::Relaxed),
+        ratios: experiment_ratios(&runs),
         runs,
     };
     if let (Some(shard), Some(dir)) = (common.shard, dir) {

@@ -55,12 +55,7 @@ pub struct FidelityArgs {
     pub common: CommonArgs,
 }
 
-/// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
-/// (zero) for the flag.
-pub const NOISE_FLOOR: f64 = 0.05;
-
-/// The same for per-transaction byte figures (WAL/redo bytes).
-pub const NOISE_FLOOR_BYTES: f64 = 16.0;
+pub use crate::result::{NOISE_FLOOR, NOISE_FLOOR_BYTES};
 
 /// The figures compared: (name, value of a run, applies to this preset).
 type Metric = (
@@ -143,27 +138,7 @@ pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec
         .filter(|(_, _, applies)| applies(p))
         .filter_map(|(name, value, _)| {
             let (a, b) = (value(preset)?, value(real)?);
-            let ratio = (b != 0.0).then(|| a / b);
-            // Per-transaction figures below NOISE_FLOOR on both sides (a hint-bit write
-            // every thousand read-only transactions) are equal for the purpose of the flag.
-            let floor = match (name.ends_with("/ txn"), name.contains("bytes")) {
-                (true, true) => NOISE_FLOOR_BYTES,
-                (true, false) => NOISE_FLOOR,
-                (false, _) => 0.0,
-            };
-            let equal_zero = (a == 0.0 && b == 0.0) || (a.abs() < floor && b.abs() < floor);
-            let outside = !equal_zero && ratio.is_none_or(|x| !(0.8..=1.25).contains(&x));
-            Some(FidelityRow {
-                workload: workload.to_string(),
-                preset: p.to_string(),
-                real: real.design.name.clone(),
-                metric: name.to_string(),
-                preset_value: a,
-                real_value: b,
-                ratio,
-                equal_zero,
-                outside,
-            })
+            Some(FidelityRow::of(workload, p, &real.design.name, name, a, b))
         })
         .collect()
 }
@@ -412,6 +387,7 @@ mod tests {
             command: "fidelity".into(),
             metadata: None,
             runs: vec![real.clone(), preset, real],
+            loads: Vec::new(),
         };
         assert_eq!(
             server_versions(&report),

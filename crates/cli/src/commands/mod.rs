@@ -2,6 +2,7 @@
 //! ([`crate::bench`]) and the export ([`crate::export`]): each parses its flags, builds
 //! what it runs, calls the layer below, and writes the result.
 
+pub mod bandwidth_sweep;
 pub mod crashtest;
 pub mod designs;
 pub mod device;
@@ -14,4 +15,5 @@ pub mod report;
 pub mod run;
 pub mod serve;
 pub mod storage_bench;
+pub mod tpch_q18;
 pub mod workloads;

@@ -19,8 +19,8 @@ pub struct RunArgs {
     /// Design: a preset (postgres, innodb) or a design file (FILE.toml).
     #[arg(long, default_value = "postgres")]
     pub design: String,
-    /// Where to run: embedded (mvcclab's engine, with --design), postgresql or mariadb (a
-    /// real server; --design is then ignored).
+    /// Where to run: embedded (mvcclab's engine, with --design), postgresql, mariadb or
+    /// myrocks (a real server; --design is then ignored).
     #[arg(long, default_value = "embedded")]
     pub target: String,
     /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
@@ -31,13 +31,16 @@ pub struct RunArgs {
     /// Workload, device and output flags.
     #[command(flatten)]
     pub common: CommonArgs,
+    /// TPC-H flags (`--workload tpch`).
+    #[command(flatten)]
+    pub tpch: super::tpch_q18::TpchArgs,
 }
 
 /// Flags of `mvcclab compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// Designs to compare, comma-separated: presets, design files (FILE.toml), or real
-    /// servers (real:postgresql, real:mariadb).
+    /// servers (real:postgresql, real:mariadb, real:myrocks).
     #[arg(long, default_value = "postgres,innodb", value_delimiter = ',')]
     pub designs: Vec<String>,
     /// Run only grid points I, I+N, … (I from 0) of the designs × bandwidths, each into
@@ -70,12 +73,15 @@ pub fn run(a: RunArgs) -> Result<()> {
             Some(k) => k.design_name(),
             None => {
                 return Err(UsageError(format!(
-                    "--target '{t}': expected embedded, postgresql or mariadb"
+                    "--target '{t}': expected embedded, postgresql, mariadb or myrocks"
                 ))
                 .into())
             }
         },
     };
+    if a.common.workload == "tpch" {
+        return super::tpch_q18::run_query_command(&design, &a.common, &a.tpch);
+    }
     run_all("run", std::slice::from_ref(&design), &a.common, a.shard)
 }
 

@@ -39,6 +39,19 @@ pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
     );
     out += "## Summary\n\n";
     out += &markdown_table("", &labels, &summary_rows(runs));
+    if !report.loads.is_empty() {
+        out += "\n## Loads (once per design, reused by its runs)\n\n| design | load s | kept MiB | runs | how |\n|---|---|---|---|---|\n";
+        for l in &report.loads {
+            out += &format!(
+                "| {} | {:.1} | {:.0} | {} | {} |\n",
+                l.design,
+                l.duration_s,
+                l.saved_bytes as f64 / 1048576.0,
+                l.runs,
+                l.method
+            );
+        }
+    }
     // Rows of `keys` (sorted, deduplicated), one cell per run from `cell` ("-" if None).
     let rows_of = |keys: Vec<&String>, cell: &dyn Fn(&RunReport, &str) -> Option<String>| {
         let mut keys = keys;

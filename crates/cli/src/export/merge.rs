@@ -211,6 +211,7 @@ pub fn merge_points(points: Vec<(PathBuf, PointReport)>) -> Result<Merged> {
             head.get_or_insert(e);
         }
         let head = head.ok_or_else(|| no_run(&first_path))?;
+        let runs = join_experiment_runs(runs);
         Ok(Merged::Experiment(ExperimentReport {
             schema_version: SCHEMA_VERSION,
             mvcclab_version: first.mvcclab_version,
@@ -218,7 +219,8 @@ pub fn merge_points(points: Vec<(PathBuf, PointReport)>) -> Result<Merged> {
             metadata: merge_meta,
             parameters: head.parameters,
             interrupted: false,
-            runs: join_experiment_runs(runs),
+            ratios: crate::result::experiment_ratios(&runs),
+            runs,
         }))
     } else {
         let mut runs = Vec::new();
@@ -237,6 +239,7 @@ pub fn merge_points(points: Vec<(PathBuf, PointReport)>) -> Result<Merged> {
             command: first.grid.command,
             metadata: merge_meta,
             runs,
+            loads: Vec::new(),
         }))
     }
 }

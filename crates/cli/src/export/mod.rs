@@ -34,5 +34,6 @@ pub use summary::{
     causes_with_blocks, label, ratio_text, run_label, server_versions, summary_rows,
     wal_record_types_shown,
 };
+pub use svg::plot_blocks_per_second;
 pub use table::{experiment_table, fidelity_table, side_by_side, to_table, TableExporter};
 pub use timeseries::{experiment_timeseries_csv, timeseries_csv};

@@ -267,7 +267,7 @@ pub(super) fn plot_tps_vs_bandwidth(report: &Report, path: &Path) -> Result<()> 
 /// `by_cause`, one panel per run with the blocks stacked by cause instead. Runs whose
 /// device I/O was not measured (a real server without `--exact-device-io`) are left out
 /// rather than drawn as 0.
-pub(super) fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: bool) -> Result<()> {
+pub fn plot_blocks_per_second(report: &Report, path: &Path, by_cause: bool) -> Result<()> {
     let runs: Vec<_> = report
         .runs
         .iter()

@@ -175,10 +175,41 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
         }
     );
     let labels: Vec<String> = cols.into_iter().map(|(l, _)| l).collect();
+    let servers: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|run| {
+            run.server
+                .as_ref()
+                .map(|s| format!("{} {}", run.design.name, s.version))
+        })
+        .collect();
+    let ratio_title = format!(
+        "preset / real per statement, phase by phase (as mvcclab fidelity; ! = outside 0.8–1.25){}",
+        servers.iter().map(|v| format!("; {v}")).collect::<String>()
+    );
+    let ratio_labels = vec![
+        "preset".to_string(),
+        "real".to_string(),
+        "preset / real".to_string(),
+    ];
+    let ratio_rows = table_rows(&r.ratios);
     if markdown {
-        format!("# {title}\n\n{}", markdown_table("", &labels, &rows))
+        let mut out = format!("# {title}\n\n{}", markdown_table("", &labels, &rows));
+        if !r.ratios.is_empty() {
+            out += &format!(
+                "\n## {ratio_title}\n\n{}",
+                markdown_table("figure", &ratio_labels, &ratio_rows)
+            );
+        }
+        out
     } else {
-        side_by_side(&title, &labels, &rows, 12)
+        let mut out = side_by_side(&title, &labels, &rows, 12);
+        if !r.ratios.is_empty() {
+            out += "\n";
+            out += &side_by_side(&ratio_title, &ratio_labels, &ratio_rows, 12);
+        }
+        out
     }
 }
 

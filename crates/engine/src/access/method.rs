@@ -92,6 +92,21 @@ pub trait TableRead {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>>;
+    /// A full scan of the table in storage order, each row the statement sees handed to
+    /// `f` until it returns false: the heap block by block and line pointer by line
+    /// pointer (heapam.c `heapgettup_pagemode`, PostgreSQL's `Seq Scan`), through the
+    /// bulk-read ring when the table is larger than a quarter of the pool (heapam.c
+    /// `initscan`); the clustered index leaf by leaf in primary-key order (MariaDB's
+    /// `type: ALL` full table scan, row0sel.cc `row_search_mvcc` from the first leaf).
+    /// Rows are never materialised: memory stays bounded by a page (or a batch of
+    /// records) however large the table.
+    ///
+    /// Errors: what `f` returns; storage errors.
+    fn seq_scan_each(
+        &self,
+        st: &Statement<'_>,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()>;
 }
 
 /// A design table's writes, with their index maintenance (tableam.h `tuple_insert`,

@@ -114,6 +114,35 @@ pub fn release_held() {
     HELD.with(|h| h.set(None));
 }
 
+/// LRU list length below which the page cleaner flushes no neighbours (buf0lru.h
+/// BUF_LRU_OLD_MIN_LEN; buf0flu.cc `buf_do_flush_list_batch` and
+/// `buf_flush_LRU_list_batch` set `neighbors` to 0 under it).
+pub const BUF_LRU_OLD_MIN_LEN: usize = 512;
+
+/// Whether the page cleaner writes a dirty page's dirty neighbours with it (MariaDB
+/// `innodb_flush_neighbors`, buf0flu.cc `buf_flush_try_neighbors`). MariaDB does so only
+/// when the tablespace's file is on rotational storage (`fil_space_t::is_rotational`), so
+/// [`crate::db::DatabaseConfig`] turns it on only for a device configured as rotational
+/// ([`crate::device::NvmeConfig::rotational`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushNeighbors {
+    /// Only the page itself (`innodb_flush_neighbors=0`; any non-rotational device).
+    #[default]
+    Off,
+    /// The run of contiguous dirty resident pages around it within its flush area
+    /// (`innodb_flush_neighbors=1`, MariaDB's default).
+    Contiguous,
+    /// Every dirty resident page of its flush area (`innodb_flush_neighbors=2`).
+    Area,
+}
+
+impl FlushNeighbors {
+    fn is_off(&self) -> bool {
+        *self == FlushNeighbors::Off
+    }
+}
+
 /// Settings of the background writer / page cleaner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageCleanerConfig {
@@ -140,6 +169,10 @@ pub struct PageCleanerConfig {
     /// bgwriter has none (None).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub free_target: Option<FreeTarget>,
+    /// Neighbour flushing of the page cleaner's LRU and flush-list batches
+    /// ([`FlushNeighbors`]); off unless the design has it and the device is rotational.
+    #[serde(default, skip_serializing_if = "FlushNeighbors::is_off")]
+    pub flush_neighbors: FlushNeighbors,
 }
 
 impl Default for PageCleanerConfig {
@@ -151,6 +184,7 @@ impl Default for PageCleanerConfig {
             lru_multiplier: default_lru_multiplier(),
             max_dirty_pct: None,
             free_target: None,
+            flush_neighbors: FlushNeighbors::Off,
         }
     }
 }
@@ -995,7 +1029,7 @@ impl BufferPool {
         let mut written = match cfg.free_target.map(|t| t.pages(self.frames.len())) {
             Some(target) => {
                 if self.need_lru_eviction(target, self.free_frames()) {
-                    self.lru_batch(target)?.1
+                    self.lru_batch_with(target, cfg.flush_neighbors)?.1
                 } else {
                     0
                 }
@@ -1025,7 +1059,21 @@ impl BufferPool {
                 dirty.sort_unstable();
                 let excess = dirty.len() - limit;
                 let picked: Vec<FrameId> = dirty.into_iter().take(excess).map(|(_, f)| f).collect();
-                written += self.write_unpinned(&picked)?;
+                written += match self.neighbors_active(cfg.flush_neighbors) {
+                    // buf0flu.cc `buf_do_flush_list_batch` → `buf_flush_try_neighbors`.
+                    Some(mode) => {
+                        let mut queued = std::collections::HashSet::new();
+                        let mut pinned = Vec::new();
+                        for f in picked {
+                            if queued.contains(&f) || self.pin_resident(f).is_none() {
+                                continue;
+                            }
+                            pinned.extend(self.with_neighbors(f, mode, &mut queued));
+                        }
+                        self.write_pinned_batches(&pinned)?
+                    }
+                    None => self.write_unpinned(&picked)?,
+                };
             }
         }
         Ok(written)
@@ -1077,23 +1125,48 @@ impl BufferPool {
     ///
     /// Errors: as `BufferPool::write_frames` (device and WAL errors).
     pub fn lru_batch(&self, target: usize) -> StorageResult<(usize, usize)> {
+        self.lru_batch_with(target, FlushNeighbors::Off)
+    }
+
+    /// [`BufferPool::lru_batch`] with neighbour flushing `neighbors`: a dirty page is written
+    /// with its dirty neighbours ([`BufferPool::with_neighbors`]) while at least half the
+    /// free-page target is free (buf0flu.cc `buf_flush_LRU_list_batch`: "Skip
+    /// neighbourhood flush from LRU list if we haven't yet reached half of the free page
+    /// target").
+    ///
+    /// Errors: as `BufferPool::write_frames` (device and WAL errors).
+    pub fn lru_batch_with(
+        &self,
+        target: usize,
+        neighbors: FlushNeighbors,
+    ) -> StorageResult<(usize, usize)> {
         let n = self.frames.len();
         let min_len = (n / 20).saturating_sub(1).min(BUF_LRU_MIN_LEN);
+        let neighbors = self.neighbors_active(neighbors);
         let (mut evicted, mut written) = (0, 0);
         let mut dirty = Vec::new();
+        let mut queued = std::collections::HashSet::new();
         for f in self.replacer.next_victims(n) {
             let free = self.free_frames();
             if free >= target || n - free <= min_len {
                 break;
             }
             let fr = &self.frames[f];
-            if fr.pins.load(Ordering::Acquire) != 0 {
+            if fr.pins.load(Ordering::Acquire) != 0 || queued.contains(&f) {
                 continue;
             }
             if fr.dirty.load(Ordering::Acquire) {
                 if written + dirty.len() < LRU_FLUSH_MAX_PAGES && self.pin_resident(f).is_some() {
-                    dirty.push(f);
-                    if dirty.len() == LRU_FLUSH_BATCH_PAGES {
+                    match neighbors {
+                        Some(mode) if free * 2 >= target => {
+                            dirty.extend(self.with_neighbors(f, mode, &mut queued));
+                        }
+                        _ => {
+                            queued.insert(f);
+                            dirty.push(f);
+                        }
+                    }
+                    if dirty.len() >= LRU_FLUSH_BATCH_PAGES {
                         // Written a batch at a time, so that few frames stay pinned.
                         written += self.write_pinned_batches(&std::mem::take(&mut dirty))?;
                     }
@@ -1104,6 +1177,83 @@ impl BufferPool {
         }
         written += self.write_pinned_batches(&dirty)?;
         Ok((evicted, written))
+    }
+
+    /// `mode` unless it is off or the LRU list is shorter than [`BUF_LRU_OLD_MIN_LEN`].
+    fn neighbors_active(&self, mode: FlushNeighbors) -> Option<FlushNeighbors> {
+        let lru_len = self.frames.len() - self.free_frames();
+        (!mode.is_off() && lru_len >= BUF_LRU_OLD_MIN_LEN).then_some(mode)
+    }
+
+    /// Pages of a flush area: MariaDB's `buf_pool.read_ahead_area` (the power of two at or
+    /// above a 32nd of the pool, at most 64 pages: buf0buf.cc `buf_pool_t::create`,
+    /// BUF_READ_AHEAD_PORTION, BUF_READ_AHEAD_PAGES) capped at a 16th of the pool
+    /// (buf0flu.cc `buf_flush_check_neighbors`).
+    pub fn flush_area_pages(&self) -> u32 {
+        let frames = self.frames.len();
+        let read_ahead = (frames / 32).next_power_of_two().min(64);
+        read_ahead.min(frames / 16).max(1) as u32
+    }
+
+    /// Frame `f` (dirty, pinned by the caller) and its dirty neighbours, each pinned once,
+    /// in page order, all added to `queued` (MariaDB buf0flu.cc `buf_flush_check_neighbors`
+    /// and `buf_flush_try_neighbors`). The flush area is the aligned run of
+    /// [`BufferPool::flush_area_pages`] pages of the same relation holding the page; a
+    /// neighbour qualifies when it is resident, dirty, unpinned, not being written and
+    /// not yet queued. `Contiguous` stops at the first page either side that does not
+    /// qualify; `Area` takes every page that does. (MariaDB also caps the area at the
+    /// tablespace's last page number; a page past the end is never resident here.)
+    fn with_neighbors(
+        &self,
+        f: FrameId,
+        mode: FlushNeighbors,
+        queued: &mut std::collections::HashSet<FrameId>,
+    ) -> Vec<FrameId> {
+        queued.insert(f);
+        let Some(id) = unpack(self.frames[f].page.load(Ordering::Acquire)) else {
+            return vec![f];
+        };
+        let area = self.flush_area_pages();
+        let low = id.block - id.block % area;
+        let high = low.saturating_add(area);
+        let qualifies = |block: u32, queued: &std::collections::HashSet<FrameId>| {
+            let nid = PageId::new(id.rel, block);
+            let nf = *self.partition(nid).lock().get(&nid)?;
+            let fr = &self.frames[nf];
+            (!queued.contains(&nf)
+                && fr.dirty.load(Ordering::Acquire)
+                && !fr.writing.load(Ordering::Acquire)
+                && fr.pins.load(Ordering::Acquire) == 0)
+                .then_some(nf)
+        };
+        let mut below = Vec::new();
+        let mut above = Vec::new();
+        for b in (low..id.block).rev() {
+            match qualifies(b, queued) {
+                Some(nf) => below.push(nf),
+                None if mode == FlushNeighbors::Contiguous => break,
+                None => {}
+            }
+        }
+        for b in id.block + 1..high {
+            match qualifies(b, queued) {
+                Some(nf) => above.push(nf),
+                None if mode == FlushNeighbors::Contiguous => break,
+                None => {}
+            }
+        }
+        let mut out: Vec<FrameId> = below.into_iter().rev().collect();
+        out.retain(|&nf| self.pin_resident(nf).is_some());
+        above.retain(|&nf| self.pin_resident(nf).is_some());
+        out.push(f);
+        out.extend(above);
+        queued.extend(out.iter().copied());
+        let neighbours = out.len() as u64 - 1;
+        if neighbours > 0 {
+            self.stats
+                .add(Metric::buffer_flush_neighbor_pages, neighbours);
+        }
+        out
     }
 
     /// Evicts frame `f` to the free list if it holds a page that is clean and unpinned.

@@ -32,13 +32,18 @@ use std::cell::RefCell;
 pub enum RingKind {
     /// VACUUM and autovacuum's ANALYZE (`BAS_VACUUM`): 256 KiB of buffers.
     Vacuum,
+    /// A sequential scan of a table larger than a quarter of the pool (`BAS_BULKREAD`,
+    /// heapam.c `initscan`): 256 KiB of buffers. PostgreSQL's `StrategyRejectBuffer`
+    /// also drops a dirty ring buffer whose reuse would need a WAL flush; this ring writes
+    /// it like the vacuum ring does (a scan rarely dirties pages beyond hint bits).
+    BulkRead,
 }
 
 impl RingKind {
     /// The ring's size in bytes (freelist.c `GetAccessStrategy`).
     pub fn bytes(self) -> usize {
         match self {
-            RingKind::Vacuum => 256 * 1024,
+            RingKind::Vacuum | RingKind::BulkRead => 256 * 1024,
         }
     }
 }

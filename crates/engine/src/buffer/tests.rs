@@ -297,6 +297,7 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
                 lru_multiplier: 2.0,
                 max_dirty_pct: None,
                 free_target: None,
+                flush_neighbors: FlushNeighbors::Off,
             })
             .unwrap()
     };
@@ -387,6 +388,7 @@ fn clock_sweep_cleaner_skips_recently_used_buffers() {
         lru_multiplier: 2.0,
         max_dirty_pct: None,
         free_target: None,
+        flush_neighbors: FlushNeighbors::Off,
     };
     assert_eq!(
         s.pool().clean_round(&cfg).unwrap(),
@@ -421,6 +423,7 @@ fn max_dirty_pct_flushes_oldest_changes_first() {
         lru_multiplier: 2.0,
         max_dirty_pct: Some(50),
         free_target: None,
+        flush_neighbors: FlushNeighbors::Off,
     };
     assert_eq!(s.pool().clean_round(&cfg).unwrap(), 5);
     assert_eq!(s.pool().state().dirty_pages, 5);
@@ -672,6 +675,110 @@ fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
     assert!(t.elapsed().as_secs() < 5, "49 left: rung");
     pool.clean_round(&cfg).unwrap();
     assert_eq!(pool.free_frames(), 100);
+}
+
+/// A pool of 1,024 frames holding pages 0..`pages` of one relation, written out, the LRU
+/// tail at page 0 (old pages stay put when accessed again), and pages `dirty` changed in
+/// that order. Flush area: min(pow2(1024 / 32) = 32, 64, 1024 / 16) = 32 pages.
+fn neighbours_pool(pages: u32, dirty: &[u32]) -> (Storage, Vec<PageId>) {
+    let mut sc = StorageConfig::without_background(1024);
+    sc.buffer_pool.replacer = ReplacerConfig::LruMidpoint {
+        old_pct: 37,
+        old_blocks_time_ms: 600_000,
+        old_min_len: 8,
+    };
+    let s = Storage::open(sc).unwrap();
+    assert_eq!(s.pool().flush_area_pages(), 32);
+    let rel = s.store().create_relation().unwrap();
+    let mut ids = Vec::new();
+    for v in 0..pages {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v as u8);
+        ids.push(g.page_id());
+    }
+    s.pool().flush_all().unwrap();
+    for &b in dirty {
+        let mut g = s.pool().fetch_write(ids[b as usize]).unwrap();
+        put(&s, &mut g, 7);
+    }
+    assert_eq!(
+        s.pool().victim_order(1)[0],
+        ids[0],
+        "old pages stay at the tail"
+    );
+    (s, ids)
+}
+
+/// (pages written, of them neighbours, pages left dirty) of `f` run as the page cleaner.
+fn cleaner_writes(s: &Storage, f: impl FnOnce() -> usize) -> (usize, u64, usize) {
+    let before = s.snapshot();
+    let written = {
+        let _c = enter(Cause::PageCleaner);
+        f()
+    };
+    let d = s.snapshot().delta(&before).counters;
+    let pc = d.cause(Cause::PageCleaner);
+    assert_eq!(pc.buffer_pages_written, written as u64);
+    (
+        written,
+        pc.buffer_flush_neighbor_pages,
+        s.pool().state().dirty_pages,
+    )
+}
+
+/// MariaDB's neighbour flushing in the flush-list batch (buf0flu.cc
+/// `buf_do_flush_list_batch` → `buf_flush_try_neighbors`): the oldest-changed page is
+/// written with the contiguous run of dirty resident pages around it in its flush area
+/// (`innodb_flush_neighbors=1`), or every dirty one of the area (`=2`); off, alone.
+#[test]
+fn flush_list_batch_writes_the_dirty_neighbours_by_mode() {
+    // 11 dirty pages, 10 allowed (1 % of 1,024): one page over, the oldest change, 10.
+    // Its run is 8..=12 (7 and 13 clean); 14 and 15 share its area; 40..=43 do not.
+    let dirty = [10, 8, 9, 11, 12, 14, 15, 40, 41, 42, 43];
+    let run = |mode: FlushNeighbors| {
+        let (s, _) = neighbours_pool(1024, &dirty);
+        let cfg = PageCleanerConfig {
+            lru_scan_pages: 0,
+            max_dirty_pct: Some(1),
+            flush_neighbors: mode,
+            ..Default::default()
+        };
+        cleaner_writes(&s, || s.pool().clean_round(&cfg).unwrap())
+    };
+    assert_eq!(run(FlushNeighbors::Off), (1, 0, 10));
+    assert_eq!(run(FlushNeighbors::Contiguous), (5, 4, 6));
+    assert_eq!(run(FlushNeighbors::Area), (7, 6, 4));
+}
+
+/// The LRU batch flushes neighbours too, but only while at least half the free-page target
+/// is free (buf0flu.cc `buf_flush_LRU_list_batch`), and neither batch does with an LRU list
+/// under BUF_LRU_OLD_MIN_LEN (512) pages.
+#[test]
+fn lru_batch_writes_neighbours_only_with_half_the_free_target_free() {
+    // 1,023 pages in 1,024 frames: one free. Dirty: the tail page 0, and 2 and 3 beyond
+    // the clean page 1, whose eviction ends the batch.
+    let run = |mode: FlushNeighbors, target: usize| {
+        let (s, _) = neighbours_pool(1023, &[0, 2, 3]);
+        cleaner_writes(&s, || s.pool().lru_batch_with(target, mode).unwrap().1)
+    };
+    assert_eq!(run(FlushNeighbors::Off, 2), (1, 0, 2));
+    assert_eq!(run(FlushNeighbors::Contiguous, 2), (1, 0, 2), "1 is clean");
+    assert_eq!(run(FlushNeighbors::Area, 2), (3, 2, 0));
+    // A target of 8: the free frames stay under half of it until the batch has met 0, 2
+    // and 3 itself, so all three are written, none as a neighbour.
+    assert_eq!(run(FlushNeighbors::Area, 8), (3, 0, 0));
+    // A short LRU list: no neighbours in either batch.
+    let (s, _) = neighbours_pool(500, &[0, 2, 3]);
+    let cfg = PageCleanerConfig {
+        lru_scan_pages: 0,
+        max_dirty_pct: Some(0),
+        flush_neighbors: FlushNeighbors::Area,
+        ..Default::default()
+    };
+    assert_eq!(
+        cleaner_writes(&s, || s.pool().clean_round(&cfg).unwrap()),
+        (3, 0, 0)
+    );
 }
 
 /// Reads per thread of the eviction race test (raise it to hunt the race).

@@ -52,7 +52,7 @@ pub(crate) fn ymd_of_pg_days(days: i64) -> (i64, i64, i64) {
 }
 
 /// Days since 2000-01-01 of (year, month, day).
-pub(crate) fn pg_days_of_ymd(y: i64, m: i64, d: i64) -> i64 {
+pub fn pg_days_of_ymd(y: i64, m: i64, d: i64) -> i64 {
     days_from_civil(y, m, d) - PG_EPOCH_UNIX_DAYS
 }
 

@@ -105,7 +105,9 @@ pub use compact_format::{
     DB_ROLL_PTR_BYTES, DB_ROW_ID_BYTES, DB_TRX_ID_BYTES, INNODB_REC_NEEDS_EXT_BYTES, MAX_ROLL_PTR,
     MAX_ROW_ID, MAX_TRX_ID, REC_N_NEW_EXTRA_BYTES, REC_STORED_HEADER_BYTES,
 };
-pub use datetime::{format_date, MAX_DATE_YMD, MIN_DATE_YMD, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+pub use datetime::{
+    format_date, pg_days_of_ymd, MAX_DATE_YMD, MIN_DATE_YMD, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY,
+};
 pub use decimal::{decimal_bin_size, Decimal, DECIMAL_MAX_PRECISION, DECIMAL_MAX_SCALE};
 pub use delta_format::{apply_delta, encode_delta, UNIV_SQL_NULL};
 pub use heap_format::{

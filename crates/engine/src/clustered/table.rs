@@ -730,6 +730,43 @@ impl TableRead for ClusteredTable {
         }
         Ok(rows)
     }
+
+    /// A full scan of the clustered index in primary-key order (MariaDB's `type: ALL`:
+    /// ha_innobase::rnd_next → row0sel.cc `row_search_mvcc` from the first leaf), each
+    /// visible version handed to `f` until it returns false, records copied out of the
+    /// tree a batch at a time so no page latch is held while `f` runs.
+    fn seq_scan_each(
+        &self,
+        st: &Statement<'_>,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let ctx = &RowCtx::from(st);
+        let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
+        loop {
+            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            self.clustered.scan(
+                lo.as_ref().map(|v| v.as_slice()),
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                &mut |k, v| {
+                    batch.push((k.to_vec(), v.to_vec()));
+                    Ok(batch.len() < SCAN_BATCH)
+                },
+            )?;
+            let full = batch.len() == SCAN_BATCH;
+            for (pk, rec) in &batch {
+                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+                    if !f(row)? {
+                        return Ok(());
+                    }
+                }
+            }
+            match (full, batch.last()) {
+                (true, Some((k, _))) => lo = Bound::Excluded(k.clone()),
+                _ => return Ok(()),
+            }
+        }
+    }
 }
 
 /// The clustered table's writes (row0ins.cc, row0upd.cc; ha_innodb.cc `write_row`,

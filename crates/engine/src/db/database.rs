@@ -72,13 +72,22 @@ impl DatabaseConfig {
 }
 
 /// Sets the storage fields the design decides and no storage setting may change: page
-/// size, torn-page protection and the WAL record format. [`DatabaseConfig::new`] starts
+/// size, torn-page protection, the WAL record format, and the page cleaner's neighbour
+/// flushing (the design's `flush_neighbors` on a rotational device, else off). [`DatabaseConfig::new`] starts
 /// from them and [`Database::open`] applies them again over whatever storage settings it
 /// is given.
 fn fix_design_fields(storage: &mut StorageConfig, design: &DesignConfig) {
     storage.page_size = design.page_size;
     storage.torn_page_protection = design.torn_page_protection;
     storage.wal.record_format = design.wal_record_format;
+    // MariaDB flushes neighbours only when the tablespace is on rotational storage
+    // (buf0flu.cc `buf_do_flush_list_batch`, `buf_flush_LRU_list_batch`:
+    // `neighbors && space->is_rotational()`).
+    storage.buffer_pool.page_cleaner.flush_neighbors = if storage.nvme.rotational {
+        design.flush_neighbors
+    } else {
+        crate::buffer::FlushNeighbors::Off
+    };
 }
 
 /// An open database. Share it by `Arc` between threads; every method takes `&self`.

@@ -40,6 +40,9 @@ pub trait EngineTxn: Send {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>>;
+    /// Every visible row in storage order, handed to `f` until it returns false, counted
+    /// under [`Cause::SeqScan`] ([`crate::access::TableRead::seq_scan_each`]).
+    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()>;
     /// Inserts a row.
     fn insert(&mut self, t: TableId, row: Row) -> Result<()>;
     /// Updates columns of the row with a primary key; false if none.
@@ -462,6 +465,27 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| match v {
             Some(v) => v.scan(lo, hi, dir, limit, SystemTime::Current),
             None => tb.scan(st, lo, hi, dir, limit),
+        })
+    }
+
+    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
+        self.vstmt(Cause::SeqScan, t, false, |tb, v, st, _| match v {
+            Some(v) => {
+                let rows = v.scan(
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                    usize::MAX,
+                    SystemTime::Current,
+                )?;
+                for r in rows {
+                    if !f(r)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            None => tb.seq_scan_each(st, f),
         })
     }
 

@@ -84,6 +84,17 @@ impl Transaction {
         self.run(|x| x.scan(t, lo, hi, dir, limit))
     }
 
+    /// A sequential scan: every visible row of table `t` in storage order (postgres: heap
+    /// block and line pointer, through the bulk-read ring on a table larger than a quarter
+    /// of the pool; innodb: the clustered index in primary-key order), handed to `f` until
+    /// it returns false; rows are not collected. See
+    /// [`crate::access::TableRead::seq_scan_each`].
+    ///
+    /// Errors: what `f` returns; as [`Transaction::get`].
+    pub fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
+        self.run(|x| x.seq_scan(t, f))
+    }
+
     /// Inserts `row`.
     ///
     /// Errors: [`TxnError::DuplicateKey`](crate::error::TxnError::DuplicateKey), [`Error::InvalidValue`], [`TxnError::Deadlock`](crate::error::TxnError::Deadlock), as

@@ -4,7 +4,9 @@
 //! The stack, from the bottom:
 //! - a [`Device`] backing: [`MemDevice`] (RAM), [`FileDevice`] (one file per device file
 //!   id in a directory; pread/pwrite, O_DIRECT optional) or [`CrashDevice`] (RAM with a
-//!   durable image per file and a seeded power cut that loses or tears unsynced writes).
+//!   durable image per file and a seeded power cut that loses or tears unsynced writes)
+//!   or [`CowDevice`] (RAM, copy-on-write over a frozen [`DeviceImage`]: a load reused by
+//!   many runs).
 //!   An `Arc` of a device is a device too, so a test can keep a handle on the backing
 //!   the storage runs on (`storage::Backing::Shared`).
 //! - [`Nvme`]: counts every request per cause (`stats`), splits it into requests at
@@ -44,6 +46,7 @@
 //! module doc gives the model and what it leaves out.
 
 mod compression;
+mod cow;
 mod crash;
 mod error;
 mod file;
@@ -55,6 +58,7 @@ mod throttle;
 mod vfs;
 
 pub use compression::{Compression, CompressionModel, CompressionTotals};
+pub use cow::{CowDevice, DeviceImage, COW_CHUNK_BYTES};
 pub use crash::{CrashConfig, CrashDevice, PowerCutReport, TornWrite, SECTOR_BYTES};
 pub use error::{DeviceError, DeviceResult};
 pub use file::FileDevice;

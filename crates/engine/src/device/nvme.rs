@@ -23,6 +23,13 @@ pub struct NvmeConfig {
     pub compression: Compression,
     /// Keep a trace of every request ([`Nvme::take_trace`]); for tests and debugging.
     pub trace: bool,
+    /// The device reports itself rotational (Linux `queue/rotational` = 1), as a hard disk
+    /// does; an NVMe SSD, and so this model by default, does not. It changes no timing: an
+    /// engine reads it, as MariaDB turns neighbour flushing on only for rotational storage
+    /// (`fil_space_t::is_rotational`; the `flush_neighbors` design switch). Missing in
+    /// configurations written before it existed (read as false).
+    #[serde(default)]
+    pub rotational: bool,
 }
 
 impl Default for NvmeConfig {
@@ -32,6 +39,7 @@ impl Default for NvmeConfig {
             throttle: ThrottleConfig::default(),
             compression: Compression::None,
             trace: false,
+            rotational: false,
         }
     }
 }

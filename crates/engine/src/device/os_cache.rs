@@ -4,7 +4,17 @@
 //! Model (Linux `mm/filemap.c` and `mm/page-writeback.c`, simplified):
 //! - The cache holds 4 KiB blocks of files, up to `size_bytes`, replaced least recently
 //!   used first (Linux keeps active/inactive lists; plain LRU is a documented simplification).
-//!   Readahead is not modelled.
+//! - Readahead (mm/readahead.c `page_cache_sync_ra` / `page_cache_async_ra`,
+//!   `ondemand_readahead`, REL v6.1): per file, a read that continues the previous one (its
+//!   first block follows the last block read) opens a window of `get_init_ra_size` blocks
+//!   (the request rounded up to a power of two, ×4 when small, ×2 when medium, at most
+//!   `max_readahead_blocks`, the device's `read_ahead_kb` 128 KiB = 32 blocks by default)
+//!   and reads the missing ones in one request; a read that reaches the window's
+//!   `PG_readahead` mark (the first block of its asynchronous part) reads the next window,
+//!   of `get_next_ra_size` blocks (×4 while small, ×2, at most the maximum). A read that
+//!   does not continue the previous one reads only what it asked for. Blocks read beyond
+//!   what the reader asked for count under the cause `read_ahead`; the kernel puts them in
+//!   the same request, here they are a request of their own.
 //! - A read whose blocks are all cached costs no device I/O and counts `os_cache_read_hits`
 //!   and `os_cache_hit_blocks_4k`. Otherwise one device read covers the missing blocks (from
 //!   the first missing to the last, whole 4 KiB blocks, clamped at the end of the file).
@@ -44,6 +54,14 @@ pub struct OsCacheConfig {
     /// Dirty share (percent of capacity) above which write-back starts
     /// (`vm.dirty_background_ratio`, default 10).
     pub dirty_background_pct: u8,
+    /// Largest readahead window in 4 KiB blocks (the block device's `read_ahead_kb` / 4:
+    /// 128 KiB, 32 blocks, by default); 0 turns readahead off.
+    #[serde(default = "default_readahead_blocks")]
+    pub max_readahead_blocks: u64,
+}
+
+fn default_readahead_blocks() -> u64 {
+    32
 }
 
 impl Default for OsCacheConfig {
@@ -51,6 +69,7 @@ impl Default for OsCacheConfig {
         OsCacheConfig {
             size_bytes: 0,
             dirty_background_pct: 10,
+            max_readahead_blocks: default_readahead_blocks(),
         }
     }
 }
@@ -64,8 +83,43 @@ struct Entry {
 
 type Key = (FileId, u64);
 
+/// A file's readahead state (struct file_ra_state): the window `[start, start + size)`,
+/// its asynchronous tail `async_size` (the mark is at `start + size - async_size`), and the
+/// last block read (`prev_pos`).
+#[derive(Clone, Copy, Debug, Default)]
+struct RaState {
+    start: u64,
+    size: u64,
+    async_size: u64,
+    prev_block: Option<u64>,
+}
+
+/// mm/readahead.c `get_init_ra_size`.
+fn init_ra_size(req: u64, max: u64) -> u64 {
+    let n = req.max(1).next_power_of_two();
+    if n <= max / 32 {
+        n * 4
+    } else if n <= max / 4 {
+        n * 2
+    } else {
+        max
+    }
+}
+
+/// mm/readahead.c `get_next_ra_size`.
+fn next_ra_size(cur: u64, max: u64) -> u64 {
+    if cur < max / 16 {
+        4 * cur
+    } else if cur <= max / 2 {
+        2 * cur
+    } else {
+        max
+    }
+}
+
 #[derive(Default)]
 struct Inner {
+    ra: HashMap<FileId, RaState>,
     map: HashMap<Key, Entry>,
     lru: BTreeMap<u64, Key>,
     dirty_order: BTreeMap<u64, Key>,
@@ -165,6 +219,7 @@ struct Run {
 /// The emulated OS page cache. See the module doc.
 pub struct OsPageCache {
     cap_blocks: usize,
+    max_ra_blocks: u64,
     dirty_limit_blocks: usize,
     inner: Mutex<Inner>,
     drained: Condvar,
@@ -176,6 +231,7 @@ impl OsPageCache {
         let cap_blocks = (cfg.size_bytes / BLOCK_4K) as usize;
         (cap_blocks > 0).then(|| OsPageCache {
             cap_blocks,
+            max_ra_blocks: cfg.max_readahead_blocks,
             dirty_limit_blocks: (cap_blocks * cfg.dirty_background_pct.min(100) as usize / 100)
                 .max(1),
             inner: Mutex::new(Inner::default()),
@@ -241,8 +297,12 @@ impl OsPageCache {
         }
         let hits = (last - first + 1) - missing.len() as u64;
         nvme.stats().add(Metric::os_cache_hit_blocks_4k, hits);
+        let ahead = self.readahead_window(file, first, last, !missing.is_empty(), flen);
         let (Some(&m0), Some(&m1)) = (missing.first(), missing.last()) else {
             nvme.stats().add(Metric::os_cache_read_hits, 1);
+            if let Some((a0, a1)) = ahead {
+                self.read_ahead(nvme, file, a0, a1, flen)?;
+            }
             return Ok(());
         };
         let span_start = m0 * BLOCK_4K;
@@ -267,7 +327,107 @@ impl OsPageCache {
         inner.evict_clean(self.cap_blocks);
         let runs = self.take_writeback(&mut inner);
         drop(inner);
-        self.write_runs(nvme, runs)
+        self.write_runs(nvme, runs)?;
+        if let Some((a0, a1)) = ahead {
+            self.read_ahead(nvme, file, a0, a1, flen)?;
+        }
+        Ok(())
+    }
+
+    /// The readahead a read of blocks `first..=last` starts (see the module doc): the
+    /// blocks to read ahead beyond `last`, if any, updating the file's window. `missed`:
+    /// some requested block was not cached (a synchronous readahead); otherwise only the
+    /// window's mark starts one (asynchronous).
+    fn readahead_window(
+        &self,
+        file: FileId,
+        first: u64,
+        last: u64,
+        missed: bool,
+        flen: u64,
+    ) -> Option<(u64, u64)> {
+        let max = self.max_ra_blocks;
+        if max == 0 {
+            return None;
+        }
+        let n_blocks = flen.div_ceil(BLOCK_4K);
+        let mut inner = self.inner.lock();
+        let ra = inner.ra.entry(file).or_default();
+        let sequential = match ra.prev_block {
+            Some(p) => first == p + 1 || first == p,
+            None => first == 0,
+        };
+        ra.prev_block = Some(last);
+        let mark = (ra.start + ra.size).saturating_sub(ra.async_size);
+        let window = if ra.size > 0 && ra.async_size > 0 && (first..=last).contains(&mark) {
+            // page_cache_async_ra: the mark was reached; the next window follows this one.
+            let start = ra.start + ra.size;
+            let size = next_ra_size(ra.size, max);
+            *ra = RaState {
+                start,
+                size,
+                async_size: size,
+                prev_block: Some(last),
+            };
+            Some((start, start + size - 1))
+        } else if missed && sequential {
+            // page_cache_sync_ra on a sequential miss: a new window from this read.
+            let req = last - first + 1;
+            let size = init_ra_size(req, max).max(req);
+            *ra = RaState {
+                start: first,
+                size,
+                async_size: size - req,
+                prev_block: Some(last),
+            };
+            (size > req).then(|| (last + 1, first + size - 1))
+        } else {
+            None
+        };
+        window
+            .map(|(a, b)| (a, b.min(n_blocks.saturating_sub(1))))
+            .filter(|(a, b)| a <= b)
+    }
+
+    /// Reads blocks `a0..=a1` of `file` that are not cached into the cache, in one device
+    /// request from the first missing to the last, counted under [`Cause::ReadAhead`].
+    fn read_ahead(&self, nvme: &Nvme, file: FileId, a0: u64, a1: u64, flen: u64) -> Result<()> {
+        let missing: Vec<u64> = {
+            let inner = self.inner.lock();
+            (a0..=a1)
+                .filter(|b| !inner.map.contains_key(&(file, *b)))
+                .collect()
+        };
+        let (Some(&m0), Some(&m1)) = (missing.first(), missing.last()) else {
+            return Ok(());
+        };
+        let span_start = m0 * BLOCK_4K;
+        let dev_len = nvme.len_bytes(file)?;
+        let span_end = ((m1 + 1) * BLOCK_4K).min(flen).min(dev_len);
+        if span_end <= span_start {
+            return Ok(());
+        }
+        let mut span = vec![0u8; ((m1 - m0 + 1) * BLOCK_4K) as usize];
+        {
+            let _c = crate::stats::enter(Cause::ReadAhead);
+            nvme.read_at(
+                file,
+                span_start,
+                &mut span[..(span_end - span_start) as usize],
+            )?;
+            nvme.stats()
+                .add(Metric::os_cache_miss_blocks_4k, m1 - m0 + 1);
+        }
+        let mut inner = self.inner.lock();
+        for b in m0..=m1 {
+            let key = (file, b);
+            if !inner.map.contains_key(&key) {
+                let i = ((b - m0) * BLOCK_4K) as usize;
+                inner.insert_clean(key, span[i..i + B].into());
+            }
+        }
+        inner.evict_clean(self.cap_blocks);
+        Ok(())
     }
 
     /// Writes `data` at `offset` into the cache, dirty, counted to the current cause when
@@ -353,6 +513,7 @@ impl OsPageCache {
         }
         inner.dirty_by_file.remove(&file);
         inner.file_len.remove(&file);
+        inner.ra.remove(&file);
     }
 
     /// Over the dirty limit (or over capacity with only dirty blocks left to evict): takes
@@ -450,7 +611,12 @@ mod tests {
     use crate::stats::{enter, Stats};
     use std::sync::Arc;
 
+    /// A cache without readahead (the tests of the other rules count exact blocks).
     fn setup(size_bytes: u64) -> (Nvme, OsPageCache) {
+        setup_ra(size_bytes, 0)
+    }
+
+    fn setup_ra(size_bytes: u64, max_readahead_blocks: u64) -> (Nvme, OsPageCache) {
         let nvme = Nvme::new(
             Box::new(MemDevice::new()),
             &NvmeConfig::default(),
@@ -461,6 +627,7 @@ mod tests {
         let c = OsPageCache::new(&OsCacheConfig {
             size_bytes,
             dirty_background_pct: 50,
+            max_readahead_blocks,
         })
         .unwrap();
         (nvme, c)
@@ -556,6 +723,36 @@ mod tests {
         assert_eq!(b[0], 5);
         assert_eq!(b[600], 6);
         assert_eq!(b[1100], 5);
+    }
+
+    #[test]
+    fn sequential_reads_open_a_readahead_window_that_grows_at_its_mark() {
+        let (nvme, cache) = setup_ra(1 << 20, 32);
+        let f: FileId = 1;
+        nvme.write_at(f, 0, &vec![7u8; 64 * B]).unwrap();
+        let before = nvme.stats().snapshot();
+        let mut buf = vec![0u8; 2 * B];
+        // 8 KiB pages read in order, as a sequential heap scan does.
+        for page in 0..16u64 {
+            cache.read(&nvme, f, page * 2 * B as u64, &mut buf).unwrap();
+        }
+        let d = nvme.stats().snapshot().delta(&before);
+        let ahead = d.cause(Cause::ReadAhead).read_bytes / BLOCK_4K;
+        let demand = d.cause(Cause::Other).read_bytes / BLOCK_4K;
+        // First read: 2 blocks asked, a window of 4 (get_init_ra_size), 2 read ahead;
+        // each mark then reads the next window (8, 16, 32 blocks, at most 32).
+        assert_eq!(demand, 2, "only the first read misses");
+        assert!(ahead >= 30, "read ahead {ahead} blocks");
+        // A random read does not read ahead.
+        let (nvme, cache) = setup_ra(1 << 20, 32);
+        nvme.write_at(f, 0, &vec![7u8; 64 * B]).unwrap();
+        let before = nvme.stats().snapshot();
+        for page in [9u64, 3, 17, 1] {
+            cache.read(&nvme, f, page * 2 * B as u64, &mut buf).unwrap();
+        }
+        let d = nvme.stats().snapshot().delta(&before);
+        assert_eq!(d.cause(Cause::ReadAhead).read_bytes, 0);
+        assert_eq!(d.cause(Cause::Other).read_bytes, 8 * BLOCK_4K);
     }
 
     #[test]

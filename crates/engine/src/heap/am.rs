@@ -92,7 +92,7 @@ fn pg_btree(design: &DesignConfig) -> BTreeConfig {
 
 impl HeapAm {
     /// The access method on `open.storage`, with autovacuum started when `vacuum.autovacuum`
-    /// (and garbage collection is on). A new database starts with no tables. A database that
+    /// and the design's `autovacuum` switch are on (and garbage collection is on). A new database starts with no tables. A database that
     /// existed is opened on storage that [`crate::recovery::redo`] has replayed: the clog
     /// from its file and the commit and abort records redo found (xids that did neither are
     /// marked aborted, counted in `redone.report.transactions_aborted`), and the tables of
@@ -167,8 +167,12 @@ impl HeapAm {
         });
         let hook: Weak<dyn CheckpointHook> = Arc::downgrade(&am) as Weak<dyn CheckpointHook>;
         am.storage.set_checkpoint_hook(hook);
+        // The worker runs when both the storage settings and the design's `autovacuum`
+        // switch say so, and not at all with garbage collection off. Switching it off
+        // leaves pruning on access (`make_table`), as `autovacuum = off` in PostgreSQL
+        // leaves pruneheap.c `heap_page_prune_opt` to every backend that reads a page.
         let gc_on = am.design.garbage_collection != crate::design::GarbageCollection::Off;
-        let handle = (am.vacuum.autovacuum && gc_on).then(|| {
+        let handle = (am.vacuum.autovacuum && am.design.autovacuum && gc_on).then(|| {
             let weak: Weak<HeapAm> = Arc::downgrade(&am);
             let stop = am.stop.clone();
             let nap = Duration::from_millis(am.vacuum.naptime_ms.max(1));

@@ -12,6 +12,7 @@ use super::tuple::{self as ht, HeaderRead, Tid};
 use super::visibility::satisfies_mvcc;
 use crate::access::{Statement, TableRead};
 use crate::btree::{BTree, ScanDirection};
+use crate::buffer::strategy::{with_ring, RingKind};
 use crate::buffer::{mark_dirty_hint, WritePageGuard};
 use crate::catalog::{Row, Value};
 use crate::error::{Error, Result};
@@ -189,15 +190,54 @@ impl HeapTable {
     /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged tuple; storage errors.
     pub fn seq_scan(&self, ctx: &Ctx<'_>, dir: ScanDirection, limit: usize) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
+        if limit == 0 {
+            return Ok(rows);
+        }
+        self.seq_scan_visit(ctx, dir, &mut |r| {
+            rows.push(r);
+            Ok(rows.len() < limit)
+        })?;
+        Ok(rows)
+    }
+
+    /// The sequential scan of [`HeapTable::seq_scan`], each visible row handed to `f`
+    /// until it returns false, one page's rows at a time (nothing else is kept). A table
+    /// of more than a quarter of the pool's frames is read through the bulk-read ring
+    /// (heapam.c `initscan`: `rs_nblocks > NBuffers / 4` → `GetAccessStrategy
+    /// (BAS_BULKREAD)`, freelist.c, 256 KiB), so a large scan does not evict the working
+    /// set.
+    ///
+    /// Errors: what `f` returns; as [`HeapTable::seq_scan`].
+    pub fn seq_scan_visit(
+        &self,
+        ctx: &Ctx<'_>,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
+        let frames = self.pool.config().frames;
+        if n_blocks as usize > frames / 4 {
+            let page_bytes = self.pool.store().page_size().bytes();
+            with_ring(RingKind::BulkRead, page_bytes, || {
+                self.seq_scan_blocks(ctx, n_blocks, dir, f)
+            })
+        } else {
+            self.seq_scan_blocks(ctx, n_blocks, dir, f)
+        }
+    }
+
+    fn seq_scan_blocks(
+        &self,
+        ctx: &Ctx<'_>,
+        n_blocks: u32,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
         let mut blocks: Vec<u32> = (0..n_blocks).collect();
         if dir == ScanDirection::Backward {
             blocks.reverse();
         }
         for block in blocks {
-            if rows.len() >= limit {
-                break;
-            }
             let mut g = self.pool.fetch_read_held(self.page_id(block))?;
             if self.wants_pruning(ctx.tm, g.data()) {
                 drop(g);
@@ -238,11 +278,13 @@ impl HeapTable {
                     self.apply_hints(&mut w, &hints)?;
                 }
             }
-            for t in visible.iter().take(limit - rows.len()) {
-                rows.push(self.decode(t)?);
+            for t in &visible {
+                if !f(self.decode(t)?)? {
+                    return Ok(());
+                }
             }
         }
-        Ok(rows)
+        Ok(())
     }
 
     pub(super) fn fetch_by_key(
@@ -345,5 +387,13 @@ impl TableRead for HeapTable {
             Ok((rows.len() < limit, all_dead))
         })?;
         Ok(rows)
+    }
+
+    fn seq_scan_each(
+        &self,
+        st: &Statement<'_>,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.seq_scan_visit(&Ctx::from(st), ScanDirection::Forward, f)
     }
 }

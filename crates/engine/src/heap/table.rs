@@ -95,7 +95,9 @@ pub struct HeapTable {
     pub hot: bool,
     /// Prune pages on access, mark index entries dead from scans and delete them before a
     /// leaf splits (all off when the design's garbage collection is off, so that
-    /// `version_chain`-style experiments see every version until a vacuum).
+    /// `version_chain`'s GC-off what-if sees every version until a vacuum; on with the
+    /// `autovacuum` switch off, as PostgreSQL prunes in pruneheap.c `heap_page_prune_opt`
+    /// whatever `autovacuum` is set to).
     pub prune_on_access: bool,
     /// pg_stat_user_tables-style counters.
     pub counters: TableCounters,

@@ -1,0 +1,197 @@
+//! The named experiments on the real engines (issue 24): `update_hot_set` and
+//! `version_chain` with `real:postgresql`, `real:mariadb` (and `update_hot_set` with
+//! `real:myrocks`) beside the presets, small,
+//! each server on mvcclab's FUSE device. Checks that the report holds the real columns
+//! (the same phases, the server's own counters and the device's counts by file class per
+//! phase) and the preset / real ratios, and that no mount is left behind.
+//!
+//! The packages (postgresql-15, mariadb-server, mariadb-plugin-rocksdb, fuse3) come from
+//! `.ci/run` and the README.
+
+use mvcclab::result::ExperimentReport;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Mounts under a folder, from /proc/self/mountinfo.
+fn mounts_under(dir: &Path) -> Vec<String> {
+    let prefix = dir.to_string_lossy().to_string();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
+        .filter(|m| m.starts_with(&prefix))
+        .collect()
+}
+
+/// Detaches every mount left under its folder when dropped; the test then fails.
+struct NoMountLeft(PathBuf);
+impl Drop for NoMountLeft {
+    fn drop(&mut self) {
+        let left = mounts_under(&self.0);
+        for m in &left {
+            let c = std::ffi::CString::new(m.as_str()).unwrap();
+            // SAFETY: a valid NUL-terminated path; umount2 reads only it.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+        if !std::thread::panicking() {
+            assert!(left.is_empty(), "mounts left behind: {left:?}");
+        }
+    }
+}
+
+fn experiment(args: &[&str], dir: &Path) -> ExperimentReport {
+    let mut a = vec!["experiment"];
+    a.extend_from_slice(args);
+    a.extend([
+        "--report-interval",
+        "0",
+        "--quiet",
+        "--format",
+        "json",
+        "--server-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let out = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(&a)
+        .output()
+        .expect("run mvcclab");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("report JSON")
+}
+
+/// Every real run has its server section and, per phase, the server's counters and the
+/// device's counts by file class; every preset has a ratio for each phase of its pair.
+fn check_real_columns(r: &ExperimentReport, pairs: &[(&str, &str)], wal_class: &[&str]) {
+    for (preset, real) in pairs {
+        let p = r.runs.iter().find(|x| x.design.name == *preset).unwrap();
+        let q = r.runs.iter().find(|x| x.design.name == *real).unwrap();
+        assert!(p.server.is_none());
+        assert!(q.server.as_ref().is_some_and(|s| !s.version.is_empty()));
+        let names = |x: &mvcclab::result::ExperimentRun| -> Vec<String> {
+            x.phases.iter().map(|ph| ph.name.clone()).collect()
+        };
+        assert_eq!(names(p), names(q), "{real}");
+        for ph in &q.phases {
+            let s = ph.server.as_ref().expect("the server's phase section");
+            assert!(!s.counters.is_empty(), "{real} {}", ph.name);
+            assert!(
+                wal_class.iter().any(|c| s.by_file_class.contains_key(*c)),
+                "{real} {}: {:?}",
+                ph.name,
+                s.by_file_class.keys()
+            );
+            if ph.ops > 0 {
+                assert!(ph.total.write_blocks_4k > 0, "{real} {}", ph.name);
+            }
+            let rows: Vec<_> = r
+                .ratios
+                .iter()
+                .filter(|x| x.workload == ph.name && x.preset == *preset && x.real == *real)
+                .collect();
+            assert!(
+                rows.iter()
+                    .any(|x| x.metric == "device writes, 4 KiB blocks / stmt"),
+                "{real} {}: {rows:?}",
+                ph.name
+            );
+        }
+    }
+}
+
+#[test]
+fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _guard = NoMountLeft(tmp.path().to_path_buf());
+    let r = experiment(
+        &[
+            "update_hot_set",
+            "--designs",
+            "postgres,real:postgresql,innodb,real:mariadb,real:myrocks",
+            "--rows",
+            "2000",
+            "--updates",
+            "200",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(r.runs.len(), 5);
+    check_real_columns(
+        &r,
+        &[("postgres", "real:postgresql"), ("innodb", "real:mariadb")],
+        &["pg_wal", "ib_logfile0"],
+    );
+    for run in &r.runs {
+        for ph in &run.phases {
+            assert_eq!(ph.ops, 200, "{} {}", run.design.name, ph.name);
+        }
+    }
+    // MyRocks: the RocksDB plugin loaded, the table in RocksDB (its WAL and SST files
+    // written), its own counters; no preset, so no ratios.
+    let m = r
+        .runs
+        .iter()
+        .find(|x| x.design.name == "real:myrocks")
+        .unwrap();
+    let settings = &m.server.as_ref().unwrap().settings;
+    assert_eq!(
+        settings.get("default_storage_engine").map(String::as_str),
+        Some("ROCKSDB")
+    );
+    assert!(settings.contains_key("rocksdb_use_direct_reads"));
+    for ph in &m.phases {
+        let s = ph.server.as_ref().unwrap();
+        assert!(
+            s.by_file_class.contains_key("rocksdb_wal"),
+            "{:?}",
+            s.by_file_class.keys()
+        );
+        assert!(s.counters["global_status.Rocksdb_wal_bytes"] > 0.0);
+        assert_eq!(
+            ph.total.wal_bytes as f64,
+            s.counters["global_status.Rocksdb_wal_bytes"]
+        );
+    }
+    assert!(r.ratios.iter().all(|x| x.real != "real:myrocks"));
+    // version_chain as the seed ran it, on PostgreSQL: autovacuum off on the server too.
+    let r = experiment(
+        &[
+            "version_chain",
+            "--designs",
+            "postgres,real:postgresql",
+            "--table-size",
+            "1000",
+            "--updates",
+            "500",
+            "--selects",
+            "200",
+            "--variants",
+            "seed",
+        ],
+        tmp.path(),
+    );
+    check_real_columns(&r, &[("postgres", "real:postgresql")], &["pg_wal"]);
+    let q = r
+        .runs
+        .iter()
+        .find(|x| x.design.name == "real:postgresql")
+        .unwrap();
+    assert!(!q.design.autovacuum);
+    assert_eq!(
+        q.server.as_ref().unwrap().settings.get("autovacuum"),
+        Some(&"off".to_string())
+    );
+    let names: Vec<&str> = q.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "update_autovacuum_off",
+            "select_before_vacuum",
+            "vacuum",
+            "select_after_vacuum"
+        ]
+    );
+}

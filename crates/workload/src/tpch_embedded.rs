@@ -1,0 +1,743 @@
+//! TPC-H on the engine: the load ([`load`]) and Q1, Q6 and Q18 executed on a preset over
+//! its own access paths, each as the plan its real engine chooses at its defaults
+//! ([`run_query`]; the plans are transcribed by hand from the `EXPLAIN` output checked in
+//! under `crates/workload/plans/`, and [`preset_plan_shape`] names the shape each function
+//! follows so that a test can hold it against the real engine's).
+//!
+//! The operators are the executors' own, written as small functions over the engine API:
+//!
+//! * sequential scan: [`Transaction::seq_scan`] (PostgreSQL `Seq Scan`, heapam.c
+//!   `heapgettup_pagemode` through the bulk-read ring; MariaDB `type: ALL`, a full scan of
+//!   the clustered index);
+//! * index scan / `ref` / `eq_ref`: [`Transaction::get`] and [`Transaction::scan`] over a
+//!   primary-key range;
+//! * hash join and hash aggregate: a `HashMap` built from the inner input (PostgreSQL
+//!   nodeHash.c / nodeAgg.c `agg_fill_hash_table`), its size counted against `work_mem`
+//!   ([`WorkMem`]);
+//! * MariaDB's GROUP BY through an internal temporary table (sql_select.cc
+//!   `create_tmp_table`), counted against `tmp_memory_table_size` (16 MiB by default);
+//! * sort: in memory, counted against `work_mem` (PostgreSQL tuplesort.c).
+//!
+//! What a hash, a sort or a temporary table holds past its limit is counted as the bytes
+//! a spill would write (`temp_spill_bytes` in [`QueryRun`]); the temp files themselves are
+//! not written to the device yet (docs/experiments.md, issue 28).
+
+use crate::tpch::{plain_text, table_defs, TpchIndexes, TpchTable};
+use mvcclab_engine::btree::ScanDirection;
+use mvcclab_engine::catalog::{pg_days_of_ymd, Decimal, Row, Value};
+use mvcclab_engine::db::{Database, TableId, Transaction};
+use mvcclab_engine::design::TableLayout;
+use mvcclab_engine::error::Error;
+use std::collections::HashMap;
+use std::ops::Bound;
+
+/// The loaded tables' ids, in [`TpchTable::ALL`] order.
+#[derive(Clone, Debug)]
+pub struct TpchTables(pub Vec<TableId>);
+
+impl TpchTables {
+    /// The id of table `t`.
+    pub fn id(&self, t: TpchTable) -> TableId {
+        self.0[t as usize]
+    }
+
+    /// The tables of a database loaded before (by name).
+    ///
+    /// Errors: a table missing, as text.
+    pub fn open(db: &Database) -> Result<TpchTables, String> {
+        TpchTable::ALL
+            .iter()
+            .map(|t| db.table_id(t.name()).map_err(|e| e.to_string()))
+            .collect::<Result<Vec<_>, _>>()
+            .map(TpchTables)
+    }
+}
+
+/// Which engine's schema and plans a design gets: the heap (`postgres`) is PostgreSQL's,
+/// the clustered table (`innodb`) MariaDB's.
+pub fn engine_of(db: &Database) -> TpchEngine {
+    match db.design().table_layout {
+        TableLayout::Heap => TpchEngine::PostgreSql,
+        _ => TpchEngine::MariaDb,
+    }
+}
+
+/// The real engine a preset's plans follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TpchEngine {
+    /// PostgreSQL 15.
+    PostgreSql,
+    /// MariaDB 10.11 (InnoDB).
+    MariaDb,
+}
+
+impl TpchEngine {
+    /// The secondary indexes the engine gives the schema.
+    pub fn indexes(self) -> TpchIndexes {
+        match self {
+            TpchEngine::PostgreSql => TpchIndexes::PrimaryKeysOnly,
+            TpchEngine::MariaDb => TpchIndexes::ForeignKeyIndexes,
+        }
+    }
+}
+
+/// Rows per load transaction.
+const LOAD_BATCH_ROWS: usize = 1_000;
+
+/// Creates the eight tables (with the secondary indexes of the design's engine, deferred)
+/// and loads them at scale factor `sf` from `tpchgen`, 1,000 rows per transaction, then
+/// builds the secondary indexes (CREATE INDEX after the load, as COPY / LOAD DATA loads
+/// are followed by), runs garbage collection and, on the heap, ANALYZE.
+///
+/// Errors: a bad scale factor; the engine's, as text.
+pub fn load(db: &Database, sf: f64) -> Result<TpchTables, String> {
+    crate::tpch::check_scale_factor(sf)?;
+    let e = |e: Error| e.to_string();
+    let engine = engine_of(db);
+    let mut ids = Vec::new();
+    for (t, def) in TpchTable::ALL.iter().zip(table_defs(engine.indexes())) {
+        let id = db.create_table_for_load(def).map_err(e)?;
+        let mut tx: Option<Transaction> = None;
+        let mut n = 0usize;
+        crate::tpch::rows::<String>(*t, sf, &mut |row| {
+            let x = tx.get_or_insert_with(|| db.begin());
+            x.insert(id, row).map_err(e)?;
+            n += 1;
+            if n % LOAD_BATCH_ROWS == 0 {
+                if let Some(x) = tx.take() {
+                    x.commit().map_err(e)?;
+                }
+            }
+            Ok(())
+        })?;
+        if let Some(x) = tx.take() {
+            x.commit().map_err(e)?;
+        }
+        db.build_secondary_indexes(id).map_err(e)?;
+        ids.push(id);
+    }
+    for &id in &ids {
+        db.gc(id).map_err(e)?;
+        if engine == TpchEngine::PostgreSql {
+            db.analyze(id).map_err(e)?;
+        }
+    }
+    Ok(TpchTables(ids))
+}
+
+/// PostgreSQL's `work_mem` default (guc_tables.c: 4 MB) and MariaDB's
+/// `tmp_memory_table_size` default (16 MiB), the memory limits of the operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkMem {
+    /// Bytes a hash table or sort may hold before it spills.
+    pub limit_bytes: u64,
+}
+
+impl WorkMem {
+    /// The engine's default limit.
+    pub fn default_for(engine: TpchEngine) -> WorkMem {
+        WorkMem {
+            limit_bytes: match engine {
+                TpchEngine::PostgreSql => 4 << 20,
+                TpchEngine::MariaDb => 16 << 20,
+            },
+        }
+    }
+}
+
+/// One query's run on a preset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryRun {
+    /// The result rows, each value as the engine's text output (`numeric`/`DECIMAL` with
+    /// its scale, dates `YYYY-MM-DD`).
+    pub rows: Vec<Vec<String>>,
+    /// The plan followed ([`preset_plan_shape`]).
+    pub plan: Vec<String>,
+    /// Rows read from tables (every row a scan or lookup returned).
+    pub rows_read: u64,
+    /// Bytes the operators held past their memory limit: what a spill would write.
+    pub temp_spill_bytes: u64,
+}
+
+/// Memory of an operator, counted as PostgreSQL's hash and sort nodes count it (a
+/// tuple's width plus its header and the hash entry; nodeHash.c
+/// `ExecHashTableInsert`'s `HJTUPLE_OVERHEAD + MINIMAL_TUPLE`): 48 bytes of overhead per
+/// entry plus the values' bytes.
+fn entry_bytes(values: &[&Value]) -> u64 {
+    48 + values
+        .iter()
+        .map(|v| match v {
+            Value::Text(s) => s.len() as u64 + 4,
+            Value::Decimal(_) => 16,
+            _ => 8,
+        })
+        .sum::<u64>()
+}
+
+/// The Q18 quantity: `sum(l_quantity) > q`.
+fn units2(v: &Value) -> Result<i128, String> {
+    match v {
+        Value::Decimal(d) => d
+            .to_units(2)
+            .ok_or_else(|| format!("decimal {d} does not fit scale 2")),
+        other => Err(format!("expected a decimal, got {other:?}")),
+    }
+}
+
+fn dec_text(units: i128, scale: u8) -> String {
+    Decimal::from_units(units, scale).to_string()
+}
+
+/// The plan shape each preset follows for query `n` on `engine`: node types and relations,
+/// outermost first, in the form [`crate::tpch_plans::shape_of_postgresql`] and
+/// [`crate::tpch_plans::shape_of_mariadb`] extract from the real engine's `EXPLAIN` JSON.
+/// `None` for a query the presets do not run.
+pub fn preset_plan_shape(engine: TpchEngine, n: u32) -> Option<&'static [&'static str]> {
+    crate::tpch_plans::preset_shape(engine, n)
+}
+
+/// Runs query `n` (1, 6 or 18) with parameters `p` on `db` as the plan of the design's
+/// engine, in one read-only transaction (read committed on postgres, repeatable read on
+/// innodb: each design's default).
+///
+/// Errors: a query the presets do not run; the engine's, as text.
+pub fn run_query(
+    db: &Database,
+    tables: &TpchTables,
+    n: u32,
+    p: &crate::tpch::QueryParams,
+) -> Result<QueryRun, String> {
+    let engine = engine_of(db);
+    let mut tx = db.begin();
+    let mut run = QueryRun {
+        rows: Vec::new(),
+        plan: preset_plan_shape(engine, n)
+            .ok_or_else(|| {
+                format!("--query {n}: the presets run Q1, Q6 and Q18 (the real servers run all 22)")
+            })?
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        rows_read: 0,
+        temp_spill_bytes: 0,
+    };
+    let mem = WorkMem::default_for(engine);
+    match (n, engine) {
+        (1, _) => q1(&mut tx, tables, engine, mem, &mut run)?,
+        (6, _) => q6(&mut tx, tables, &mut run)?,
+        (18, TpchEngine::PostgreSql) => {
+            q18_postgresql(&mut tx, tables, q18_quantity(p), mem, &mut run)?
+        }
+        (18, TpchEngine::MariaDb) => q18_mariadb(&mut tx, tables, q18_quantity(p), mem, &mut run)?,
+        _ => unreachable!("preset_plan_shape has no plan for it"),
+    }
+    tx.commit().map_err(|e| e.to_string())?;
+    Ok(run)
+}
+
+fn q18_quantity(p: &crate::tpch::QueryParams) -> i128 {
+    p.q18_quantity.unwrap_or(300) as i128 * 100
+}
+
+/// Sequential scan of `t`, each row to `f`; counts rows read.
+fn seq_scan(
+    tx: &mut Transaction,
+    t: TableId,
+    rows_read: &mut u64,
+    f: &mut dyn FnMut(Row) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut err = None;
+    let mut n = 0u64;
+    tx.seq_scan(t, &mut |r| {
+        n += 1;
+        match f(r) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                err = Some(e);
+                Ok(false)
+            }
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    *rows_read += n;
+    err.map_or(Ok(()), Err)
+}
+
+/// Holds `bytes` more in an operator limited by `mem`; what passes the limit is counted
+/// as spilled.
+fn hold(used: &mut u64, bytes: u64, mem: WorkMem, spilled: &mut u64) {
+    *used += bytes;
+    if *used > mem.limit_bytes {
+        *spilled += bytes;
+    }
+}
+
+const L_ORDERKEY: usize = 0;
+const L_QUANTITY: usize = 4;
+const L_EXTENDEDPRICE: usize = 5;
+const L_DISCOUNT: usize = 6;
+const L_TAX: usize = 7;
+const L_RETURNFLAG: usize = 8;
+const L_LINESTATUS: usize = 9;
+const L_SHIPDATE: usize = 10;
+const O_ORDERKEY: usize = 0;
+const O_CUSTKEY: usize = 1;
+const O_TOTALPRICE: usize = 3;
+const O_ORDERDATE: usize = 4;
+const C_CUSTKEY: usize = 0;
+const C_NAME: usize = 1;
+
+fn date_days(v: &Value) -> Result<i32, String> {
+    match v {
+        Value::Date(d) => Ok(*d),
+        other => Err(format!("expected a date, got {other:?}")),
+    }
+}
+
+fn text_of(v: &Value) -> Result<&str, String> {
+    match v {
+        Value::Text(s) => Ok(s),
+        other => Err(format!("expected text, got {other:?}")),
+    }
+}
+
+/// Days since 2000-01-01 of `y-m-d` (the engine's date value).
+fn days(y: i64, m: i64, d: i64) -> i32 {
+    pg_days_of_ymd(y, m, d) as i32
+}
+
+/// Q18 the way PostgreSQL 15 runs it at its defaults (plans/postgresql-q18-sf0.01.json):
+///
+/// ```text
+/// Limit
+///   Sort (o_totalprice DESC, o_orderdate)
+///     HashAggregate (c_custkey, o_orderkey)
+///       Hash Join (o_custkey = c_custkey)
+///         Hash Join (l_orderkey = o_orderkey)
+///           Hash Join (lineitem.l_orderkey = lineitem_1.l_orderkey)
+///             Seq Scan on lineitem
+///             Hash
+///               HashAggregate (l_orderkey) Filter: sum(l_quantity) > q
+///                 Seq Scan on lineitem lineitem_1
+///           Hash
+///             Seq Scan on orders
+///         Hash
+///           Seq Scan on customer
+/// ```
+///
+/// Each hash join builds its inner side before it reads its outer one (nodeHashjoin.c
+/// `HJ_BUILD_HASHTABLE`; the outer-first probe for an empty outer is not modelled), so the
+/// order of reads is customer, orders, lineitem (the subquery), then lineitem again as
+/// the outer of the innermost join. The hashes of customer and orders hold every row of
+/// their table; what passes `work_mem` is counted as spilled (a multi-batch join writes
+/// both sides of the spilled batches to base/pgsql_tmp).
+fn q18_postgresql(
+    tx: &mut Transaction,
+    t: &TpchTables,
+    quantity: i128,
+    mem: WorkMem,
+    run: &mut QueryRun,
+) -> Result<(), String> {
+    // Hash of customer (c_custkey).
+    let mut customers: HashMap<i32, Row> = HashMap::new();
+    let mut used = 0u64;
+    seq_scan(
+        tx,
+        t.id(TpchTable::Customer),
+        &mut run.rows_read,
+        &mut |r| {
+            let refs: Vec<&Value> = r.iter().collect();
+            hold(
+                &mut used,
+                entry_bytes(&refs),
+                mem,
+                &mut run.temp_spill_bytes,
+            );
+            customers.insert(int_of(&r[C_CUSTKEY])?, r);
+            Ok(())
+        },
+    )?;
+    // Hash of orders (o_orderkey).
+    let mut orders: HashMap<i32, Row> = HashMap::new();
+    let mut used = 0u64;
+    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |r| {
+        let refs: Vec<&Value> = r.iter().collect();
+        hold(
+            &mut used,
+            entry_bytes(&refs),
+            mem,
+            &mut run.temp_spill_bytes,
+        );
+        orders.insert(int_of(&r[O_ORDERKEY])?, r);
+        Ok(())
+    })?;
+    // Hash of the subquery: HashAggregate l_orderkey → sum(l_quantity), filtered.
+    let mut sums: HashMap<i32, i128> = HashMap::new();
+    let mut used = 0u64;
+    seq_scan(
+        tx,
+        t.id(TpchTable::LineItem),
+        &mut run.rows_read,
+        &mut |r| {
+            let k = int_of(&r[L_ORDERKEY])?;
+            let q = units2(&r[L_QUANTITY])?;
+            if !sums.contains_key(&k) {
+                let b = entry_bytes(&[&r[L_ORDERKEY], &r[L_QUANTITY]]);
+                hold(&mut used, b, mem, &mut run.temp_spill_bytes);
+            }
+            *sums.entry(k).or_insert(0) += q;
+            Ok(())
+        },
+    )?;
+    sums.retain(|_, s| *s > quantity);
+    // The outer lineitem through the three joins into the HashAggregate of the group by.
+    let mut groups: HashMap<i32, i128> = HashMap::new();
+    seq_scan(
+        tx,
+        t.id(TpchTable::LineItem),
+        &mut run.rows_read,
+        &mut |r| {
+            let k = int_of(&r[L_ORDERKEY])?;
+            if sums.contains_key(&k) {
+                if let Some(o) = orders.get(&k) {
+                    if customers.contains_key(&int_of(&o[O_CUSTKEY])?) {
+                        *groups.entry(k).or_insert(0) += units2(&r[L_QUANTITY])?;
+                    }
+                }
+            }
+            Ok(())
+        },
+    )?;
+    let mut out = Vec::new();
+    for (k, sum) in groups {
+        let o = &orders[&k];
+        let c = &customers[&int_of(&o[O_CUSTKEY])?];
+        out.push(q18_row(c, o, sum)?);
+    }
+    finish_q18(out, run)
+}
+
+/// Q18 the way MariaDB 10.11 runs it at its defaults (plans/mariadb-q18-sf0.01.json), a
+/// nested loop in the order of the plan's tables, its rows grouped in an internal
+/// temporary table, then filesort:
+///
+/// ```text
+/// customer     ALL                          full scan of the clustered index
+/// orders       ref  orders_o_custkey_fkey   secondary index, then the clustered record
+/// <subquery2>  eq_ref distinct_key          the materialised IN subquery, by its unique key
+///   (materialized: lineitem index PRIMARY, a full scan in l_orderkey order, grouped)
+/// lineitem     ref  PRIMARY                 the clustered index's l_orderkey prefix
+/// ```
+///
+/// The subquery is materialised the first time it is probed (sql_select.cc / opt_subselect
+/// `setup_sj_materialization`), its keys in a temporary table with a unique key.
+fn q18_mariadb(
+    tx: &mut Transaction,
+    t: &TpchTables,
+    quantity: i128,
+    mem: WorkMem,
+    run: &mut QueryRun,
+) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let mut customers = Vec::new();
+    seq_scan(
+        tx,
+        t.id(TpchTable::Customer),
+        &mut run.rows_read,
+        &mut |r| {
+            customers.push(r);
+            Ok(())
+        },
+    )?;
+    let mut materialized: Option<std::collections::HashSet<i32>> = None;
+    let mut tmp_used = 0u64;
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for c in &customers {
+        let orders = tx
+            .get_by_index(t.id(TpchTable::Orders), 0, &[c[C_CUSTKEY].clone()])
+            .map_err(e)?;
+        run.rows_read += orders.len() as u64;
+        for o in &orders {
+            let k = int_of(&o[O_ORDERKEY])?;
+            if materialized.is_none() {
+                materialized = Some(materialize_q18_subquery(tx, t, quantity, mem, run)?);
+            }
+            if !materialized.as_ref().is_some_and(|m| m.contains(&k)) {
+                continue;
+            }
+            let lines = tx
+                .scan(
+                    t.id(TpchTable::LineItem),
+                    Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
+                    Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
+                    ScanDirection::Forward,
+                    usize::MAX,
+                )
+                .map_err(e)?;
+            run.rows_read += lines.len() as u64;
+            if lines.is_empty() {
+                continue;
+            }
+            let mut sum = 0i128;
+            for l in &lines {
+                sum += units2(&l[L_QUANTITY])?;
+            }
+            let row = q18_row(c, o, sum)?;
+            let b = 48 + row.iter().map(|v| v.len() as u64 + 4).sum::<u64>();
+            hold(&mut tmp_used, b, mem, &mut run.temp_spill_bytes);
+            groups.push(row);
+        }
+    }
+    finish_q18(groups, run)
+}
+
+/// The IN subquery of Q18 as MariaDB materialises it: lineitem by a full scan of its
+/// primary key (rows come in l_orderkey order, so the GROUP BY needs no temporary table),
+/// the keys whose `sum(l_quantity) > q` kept in a temporary table with a unique key.
+fn materialize_q18_subquery(
+    tx: &mut Transaction,
+    t: &TpchTables,
+    quantity: i128,
+    mem: WorkMem,
+    run: &mut QueryRun,
+) -> Result<std::collections::HashSet<i32>, String> {
+    let mut keys = std::collections::HashSet::new();
+    let mut cur: Option<(i32, i128)> = None;
+    let mut used = 0u64;
+    let mut close =
+        |cur: Option<(i32, i128)>, keys: &mut std::collections::HashSet<i32>, spilled: &mut u64| {
+            if let Some((k, s)) = cur {
+                if s > quantity {
+                    keys.insert(k);
+                    hold(&mut used, 48 + 8, mem, spilled);
+                }
+            }
+        };
+    seq_scan(
+        tx,
+        t.id(TpchTable::LineItem),
+        &mut run.rows_read,
+        &mut |r| {
+            let k = int_of(&r[L_ORDERKEY])?;
+            let q = units2(&r[L_QUANTITY])?;
+            match &mut cur {
+                Some((ck, s)) if *ck == k => *s += q,
+                _ => {
+                    close(cur.take(), &mut keys, &mut run.temp_spill_bytes);
+                    cur = Some((k, q));
+                }
+            }
+            Ok(())
+        },
+    )?;
+    close(cur.take(), &mut keys, &mut run.temp_spill_bytes);
+    Ok(keys)
+}
+
+fn int_of(v: &Value) -> Result<i32, String> {
+    match v {
+        Value::Integer(i) => Ok(*i),
+        other => Err(format!("expected an integer, got {other:?}")),
+    }
+}
+
+/// c_name, c_custkey, o_orderkey, o_orderdate, o_totalprice, sum(l_quantity).
+fn q18_row(c: &Row, o: &Row, sum: i128) -> Result<Vec<String>, String> {
+    Ok(vec![
+        text_of(&c[C_NAME])?.to_string(),
+        plain_text(&c[C_CUSTKEY]),
+        plain_text(&o[O_ORDERKEY]),
+        plain_text(&o[O_ORDERDATE]),
+        plain_text(&o[O_TOTALPRICE]),
+        dec_text(sum, 2),
+    ])
+}
+
+/// Sort on o_totalprice desc, o_orderdate; limit 100.
+fn finish_q18(mut out: Vec<Vec<String>>, run: &mut QueryRun) -> Result<(), String> {
+    let price = |r: &Vec<String>| -> i128 {
+        r[4].parse::<Decimal>()
+            .ok()
+            .and_then(|d| d.to_units(2))
+            .unwrap_or(0)
+    };
+    out.sort_by(|a, b| {
+        price(b)
+            .cmp(&price(a))
+            .then_with(|| a[3].cmp(&b[3]))
+            .then_with(|| a[2].cmp(&b[2]))
+    });
+    out.truncate(100);
+    run.rows = out;
+    Ok(())
+}
+
+/// Q6: a Seq Scan (PostgreSQL) / full table scan (MariaDB: no index leads with
+/// l_shipdate) of lineitem with the filter, summed.
+fn q6(tx: &mut Transaction, t: &TpchTables, run: &mut QueryRun) -> Result<(), String> {
+    let (lo, hi) = (days(1994, 1, 1), days(1995, 1, 1));
+    let mut sum = 0i128;
+    let mut any = false;
+    seq_scan(
+        tx,
+        t.id(TpchTable::LineItem),
+        &mut run.rows_read,
+        &mut |r| {
+            let d = date_days(&r[L_SHIPDATE])?;
+            let disc = units2(&r[L_DISCOUNT])?;
+            let q = units2(&r[L_QUANTITY])?;
+            if d >= lo && d < hi && (5..=7).contains(&disc) && q < 2400 {
+                sum += units2(&r[L_EXTENDEDPRICE])? * disc;
+                any = true;
+            }
+            Ok(())
+        },
+    )?;
+    run.rows = vec![vec![if any { dec_text(sum, 4) } else { "NULL".into() }]];
+    Ok(())
+}
+
+/// Q1: a Seq Scan / full table scan of lineitem with `l_shipdate <= 1998-09-02`, grouped
+/// by (l_returnflag, l_linestatus) — PostgreSQL: HashAggregate then Sort; MariaDB: an
+/// internal temporary table then filesort — the sums exact, the averages rounded as each
+/// engine prints them (PostgreSQL numeric division: at least 16 significant digits,
+/// numeric.c `select_div_scale`; MariaDB: the argument's scale + 4,
+/// `div_precision_increment`).
+fn q1(
+    tx: &mut Transaction,
+    t: &TpchTables,
+    engine: TpchEngine,
+    mem: WorkMem,
+    run: &mut QueryRun,
+) -> Result<(), String> {
+    let cutoff = days(1998, 9, 2);
+    #[derive(Default)]
+    struct G {
+        qty: i128,
+        base: i128,
+        disc_price: i128,
+        charge: i128,
+        disc: i128,
+        n: i128,
+    }
+    let mut groups: HashMap<(String, String), G> = HashMap::new();
+    let mut used = 0u64;
+    seq_scan(
+        tx,
+        t.id(TpchTable::LineItem),
+        &mut run.rows_read,
+        &mut |r| {
+            if date_days(&r[L_SHIPDATE])? > cutoff {
+                return Ok(());
+            }
+            let key = (
+                text_of(&r[L_RETURNFLAG])?.to_string(),
+                text_of(&r[L_LINESTATUS])?.to_string(),
+            );
+            if !groups.contains_key(&key) {
+                hold(
+                    &mut used,
+                    entry_bytes(&[&r[L_RETURNFLAG], &r[L_LINESTATUS]]) + 6 * 16,
+                    mem,
+                    &mut run.temp_spill_bytes,
+                );
+            }
+            let g = groups.entry(key).or_default();
+            let (q, p, d, tax) = (
+                units2(&r[L_QUANTITY])?,
+                units2(&r[L_EXTENDEDPRICE])?,
+                units2(&r[L_DISCOUNT])?,
+                units2(&r[L_TAX])?,
+            );
+            g.qty += q;
+            g.base += p;
+            g.disc_price += p * (100 - d);
+            g.charge += p * (100 - d) * (100 + tax);
+            g.disc += d;
+            g.n += 1;
+            Ok(())
+        },
+    )?;
+    let mut keys: Vec<_> = groups.keys().cloned().collect();
+    keys.sort();
+    let avg = |sum: i128, scale: u8, n: i128| -> String {
+        match engine {
+            TpchEngine::PostgreSql => pg_avg(sum, scale, n),
+            TpchEngine::MariaDb => round_div(sum, n, scale, scale + 4),
+        }
+    };
+    for k in keys {
+        let g = &groups[&k];
+        run.rows.push(vec![
+            k.0.clone(),
+            k.1.clone(),
+            dec_text(g.qty, 2),
+            dec_text(g.base, 2),
+            dec_text(g.disc_price, 4),
+            dec_text(g.charge, 6),
+            avg(g.qty, 2, g.n),
+            avg(g.base, 2, g.n),
+            avg(g.disc, 2, g.n),
+            g.n.to_string(),
+        ]);
+    }
+    Ok(())
+}
+
+/// `sum × 10^-scale / n` rounded half away from zero to `out_scale` digits.
+fn round_div(sum: i128, n: i128, scale: u8, out_scale: u8) -> String {
+    let num = sum * 10i128.pow((out_scale - scale) as u32) * 2;
+    let q = num / n;
+    let r = (q + q.signum()) / 2;
+    dec_text(r, out_scale)
+}
+
+/// PostgreSQL's `avg(numeric)`: the sum divided by the count at the scale numeric.c
+/// `select_div_scale` picks: 16 significant digits (`NUMERIC_MIN_SIG_DIGITS`) from the
+/// quotient's estimated weight in base-10000 digits, at least the dividend's scale, then
+/// rounded half away from zero (`div_var` with `round`).
+fn pg_avg(sum: i128, scale: u8, n: i128) -> String {
+    let (w1, f1) = nbase_weight_first(sum, scale);
+    let (w2, f2) = nbase_weight_first(n, 0);
+    let mut qweight = w1 - w2;
+    if f1 <= f2 {
+        qweight -= 1;
+    }
+    let rscale = (16 - qweight * 4).max(scale as i32).clamp(0, 30) as u8;
+    round_div(sum, n, scale, rscale)
+}
+
+/// The weight and first digit of `units × 10^-scale` in PostgreSQL's base-10000
+/// `NumericVar` (numeric.c: digit groups aligned at the decimal point).
+fn nbase_weight_first(units: i128, scale: u8) -> (i32, i128) {
+    let v = units.unsigned_abs();
+    if v == 0 {
+        return (0, 0);
+    }
+    let p = 10u128.pow(scale as u32);
+    let (int, frac) = (v / p, v % p);
+    if int > 0 {
+        let mut w = 0;
+        let mut first = int;
+        while first >= 10_000 {
+            first /= 10_000;
+            w += 1;
+        }
+        return (w, first as i128);
+    }
+    // Fraction digits, padded on the right to whole groups of four.
+    let mut digits = format!("{:0width$}", frac, width = scale as usize);
+    while digits.len() % 4 != 0 {
+        digits.push('0');
+    }
+    for (i, g) in digits.as_bytes().chunks(4).enumerate() {
+        let g: i128 = std::str::from_utf8(g)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        if g != 0 {
+            return (-(i as i32) - 1, g);
+        }
+    }
+    (0, 0)
+}

@@ -1,0 +1,259 @@
+//! The real engines' TPC-H plans as checked-in `EXPLAIN` JSON (`crates/workload/plans/`,
+//! one file per engine, query and scale factor), their shapes, and the shape each preset's
+//! executor follows ([`preset_shape`]).
+//!
+//! A shape is the plan without its estimates: one line per node, indented two spaces per
+//! level, outermost first.
+//!
+//! * PostgreSQL (`EXPLAIN (FORMAT JSON)`, PostgreSQL 15 manual "EXPLAIN"): the node type,
+//!   then the aggregate strategy, join type, relation and index where the node has them:
+//!   `Hash Join Inner`, `Seq Scan on lineitem`, `Aggregate Hashed`.
+//! * MariaDB (`EXPLAIN FORMAT=JSON`, MariaDB KB "EXPLAIN FORMAT=JSON"): the blocks that
+//!   shape execution — `query_block`, `filesort`, `temporary_table`, `materialized`,
+//!   `block-nl-join`, `subqueries` — and each table with its access type and key:
+//!   `table lineitem ref PRIMARY`.
+
+use crate::tpch_embedded::TpchEngine;
+use serde_json::Value as Json;
+
+/// The shape of a PostgreSQL `EXPLAIN (FORMAT JSON)` output (an array of one object with
+/// a `Plan`).
+///
+/// Errors: JSON of another form, named.
+pub fn shape_of_postgresql(explain: &Json) -> Result<Vec<String>, String> {
+    let plan = explain
+        .get(0)
+        .and_then(|p| p.get("Plan"))
+        .ok_or("PostgreSQL EXPLAIN JSON without [0].Plan")?;
+    let mut out = Vec::new();
+    pg_node(plan, 0, &mut out)?;
+    Ok(out)
+}
+
+fn pg_node(n: &Json, depth: usize, out: &mut Vec<String>) -> Result<(), String> {
+    let ty = n
+        .get("Node Type")
+        .and_then(Json::as_str)
+        .ok_or("PostgreSQL plan node without \"Node Type\"")?;
+    let mut line = format!("{}{ty}", "  ".repeat(depth));
+    for (key, prefix) in [
+        ("Strategy", " "),
+        ("Join Type", " "),
+        ("Relation Name", " on "),
+        ("Index Name", " using "),
+    ] {
+        if let Some(v) = n.get(key).and_then(Json::as_str) {
+            line.push_str(prefix);
+            line.push_str(v);
+        }
+    }
+    out.push(line);
+    if let Some(children) = n.get("Plans").and_then(Json::as_array) {
+        for c in children {
+            pg_node(c, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Blocks of MariaDB's EXPLAIN JSON that change how a query runs; the rest (costs,
+/// filters, row estimates) is left out of a shape.
+const MARIADB_BLOCKS: [&str; 7] = [
+    "query_block",
+    "filesort",
+    "temporary_table",
+    "materialized",
+    "block-nl-join",
+    "subqueries",
+    "duplicates_removal",
+];
+
+/// The shape of a MariaDB `EXPLAIN FORMAT=JSON` output.
+///
+/// Errors: JSON of another form, named.
+pub fn shape_of_mariadb(explain: &Json) -> Result<Vec<String>, String> {
+    if explain.get("query_block").is_none() {
+        return Err("MariaDB EXPLAIN JSON without query_block".into());
+    }
+    let mut out = Vec::new();
+    my_node(explain, 0, &mut out);
+    Ok(out)
+}
+
+fn my_node(n: &Json, depth: usize, out: &mut Vec<String>) {
+    match n {
+        Json::Object(m) => {
+            if let Some(name) = m.get("table_name").and_then(Json::as_str) {
+                let access = m.get("access_type").and_then(Json::as_str).unwrap_or("?");
+                let mut line = format!("{}table {name} {access}", "  ".repeat(depth));
+                if let Some(k) = m.get("key").and_then(Json::as_str) {
+                    line.push(' ');
+                    line.push_str(k);
+                }
+                out.push(line);
+            }
+            for (k, v) in m {
+                if MARIADB_BLOCKS.contains(&k.as_str()) {
+                    out.push(format!("{}{k}", "  ".repeat(depth)));
+                    my_node(v, depth + 1, out);
+                } else if v.is_object() || v.is_array() {
+                    my_node(v, depth, out);
+                }
+            }
+        }
+        Json::Array(a) => {
+            for v in a {
+                my_node(v, depth, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The checked-in EXPLAIN JSON of query `n` on `engine` at scale factor `sf`, if there is
+/// one (`plans/<engine>-q<n>-sf<sf>.json`).
+pub fn checked_in(engine: TpchEngine, n: u32, sf: f64) -> Option<&'static str> {
+    let key = (engine, n, format!("{sf}"));
+    PLANS
+        .iter()
+        .find(|(e, q, s, _)| (*e, *q, s.to_string()) == key)
+        .map(|p| p.3)
+}
+
+/// (engine, query, scale factor, EXPLAIN JSON).
+const PLANS: &[(TpchEngine, u32, &str, &str)] = &[
+    (
+        TpchEngine::PostgreSql,
+        1,
+        "0.01",
+        include_str!("../plans/postgresql-q1-sf0.01.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        6,
+        "0.01",
+        include_str!("../plans/postgresql-q6-sf0.01.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        18,
+        "0.01",
+        include_str!("../plans/postgresql-q18-sf0.01.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        1,
+        "0.01",
+        include_str!("../plans/mariadb-q1-sf0.01.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        6,
+        "0.01",
+        include_str!("../plans/mariadb-q6-sf0.01.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        18,
+        "0.01",
+        include_str!("../plans/mariadb-q18-sf0.01.json"),
+    ),
+];
+
+/// The shape each preset's executor ([`crate::tpch_embedded::run_query`]) follows for
+/// query `n`: the real engine's plan at SF 0.01, as [`shape_of_postgresql`] /
+/// [`shape_of_mariadb`] print it. `None` for a query the presets do not run.
+pub fn preset_shape(engine: TpchEngine, n: u32) -> Option<&'static [&'static str]> {
+    match (engine, n) {
+        (TpchEngine::PostgreSql, 18) => Some(PG_Q18),
+        (TpchEngine::MariaDb, 18) => Some(MY_Q18),
+        (TpchEngine::PostgreSql, 1) => {
+            Some(&["Sort", "  Aggregate Hashed", "    Seq Scan on lineitem"])
+        }
+        (TpchEngine::MariaDb, 1) => Some(&[
+            "query_block",
+            "  filesort",
+            "    temporary_table",
+            "      table lineitem ALL",
+        ]),
+        (TpchEngine::PostgreSql, 6) => Some(&["Aggregate Plain", "  Seq Scan on lineitem"]),
+        (TpchEngine::MariaDb, 6) => Some(&["query_block", "  table lineitem ALL"]),
+        _ => None,
+    }
+}
+
+const PG_Q18: &[&str] = &[
+    "Limit",
+    "  Sort",
+    "    Aggregate Hashed",
+    "      Hash Join Inner",
+    "        Hash Join Inner",
+    "          Hash Join Inner",
+    "            Seq Scan on lineitem",
+    "            Hash",
+    "              Aggregate Hashed",
+    "                Seq Scan on lineitem",
+    "          Hash",
+    "            Seq Scan on orders",
+    "        Hash",
+    "          Seq Scan on customer",
+];
+const MY_Q18: &[&str] = &[
+    "query_block",
+    "  filesort",
+    "    temporary_table",
+    "      table customer ALL",
+    "      table orders ref orders_o_custkey_fkey",
+    "      table <subquery2> eq_ref distinct_key",
+    "      materialized",
+    "        query_block",
+    "          table lineitem index PRIMARY",
+    "      table lineitem ref PRIMARY",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checked_in_plans_have_the_shapes_the_presets_follow() {
+        for (engine, n, sf, text) in PLANS {
+            let json: Json = serde_json::from_str(text).unwrap();
+            let shape = match engine {
+                TpchEngine::PostgreSql => shape_of_postgresql(&json),
+                TpchEngine::MariaDb => shape_of_mariadb(&json),
+            }
+            .unwrap();
+            let preset: Vec<String> = preset_shape(*engine, *n)
+                .unwrap()
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            assert_eq!(shape, preset, "{engine:?} Q{n} SF {sf}");
+        }
+    }
+
+    #[test]
+    fn shapes_ignore_estimates_and_fail_on_another_form() {
+        let a: Json = serde_json::from_str(
+            r#"[{"Plan": {"Node Type": "Limit", "Total Cost": 1.0, "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 5}]}}]"#,
+        )
+        .unwrap();
+        assert_eq!(
+            shape_of_postgresql(&a).unwrap(),
+            ["Limit", "  Seq Scan on t"]
+        );
+        assert!(shape_of_postgresql(&Json::Null).is_err());
+        let m: Json = serde_json::from_str(
+            r#"{"query_block": {"select_id": 1, "cost": 3.5, "nested_loop": [
+                {"table": {"table_name": "t", "access_type": "ALL", "rows": 9}}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            shape_of_mariadb(&m).unwrap(),
+            ["query_block", "  table t ALL"]
+        );
+        assert!(shape_of_mariadb(&Json::Null).is_err());
+    }
+}
