@@ -137,8 +137,8 @@ pub struct RunReport {
     /// absent in reports written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<RunCpu>,
-    /// CPU use of a real server's processes in the measured phase (absent for the
-    /// embedded engine, and for a `--url` server other than `mvcclab serve`).
+    /// CPU use of a managed real server's processes in the measured phase (absent for the
+    /// embedded engine and for a `--url` server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuReport>,
     /// Where, when and how this run was made, when that was another process than the
@@ -183,11 +183,10 @@ impl CpuRates {
     }
 }
 
-/// The `cpu` section of a run: the server's CPU use over the measured phase, read from
-/// /proc for a managed server (the root process, its live children, and its exited
-/// children through the root's cumulative fields `cutime`, `cstime`, `cminflt`,
-/// `cmajflt`; crates/servers/src/cpu.rs) or from `SELECT * FROM mvcclab_stat_cpu` for
-/// `mvcclab serve` (its `getrusage(RUSAGE_SELF)`).
+/// The `cpu` section of a run: a managed server's CPU use over the measured phase, read
+/// from /proc (the root process, its live children, and its exited children through the
+/// root's cumulative fields `cutime`, `cstime`, `cminflt`, `cmajflt`;
+/// crates/servers/src/cpu.rs).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuReport {
     /// Whose CPU it is and how it was read.

@@ -187,7 +187,38 @@ fn postgresql_counters_match_the_statements_sent() {
     assert!(!r.measured("io.total.read_blocks_4k"));
     assert!(r.measured("io.total.wal_fpi"));
     assert!(r.space.table_pages > 0 && r.space.index_pages > 0);
+    assert_eq!(
+        r.space.pages_by_table["sbtest1"],
+        (r.space.table_pages, r.space.index_pages)
+    );
     check_series(&r, "pg_stat_database.xact_commit");
+    // CPU: the phase's 150 transactions ran in backends that have exited when the final
+    // counters are read, so their CPU is the postmaster's cumulative child figures.
+    let cpu = r.cpu.as_ref().expect("cpu section of a managed server");
+    let exited = cpu.by_kind["exited"];
+    assert!(exited.user_us + exited.system_us > 0, "{cpu:?}");
+    assert!(exited.minor_faults > 0, "{cpu:?}");
+    assert!(cpu.by_kind.contains_key("postmaster") && cpu.by_kind.contains_key("checkpointer"));
+    assert!(cpu.total.task_clock_us() >= exited.task_clock_us());
+    assert!(cpu.per_txn.task_clock_us > 0.0 && cpu.cpus_utilised > 0.0);
+    assert!(cpu.ctxt_switches_of_exited_missing);
+}
+
+/// `--fillfactor` on a real PostgreSQL: sysbench's table and both its indexes carry the
+/// storage parameter, and the report's design says it.
+#[test]
+fn postgresql_fillfactor_reaches_every_table_and_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = real_run_with(
+        "postgresql",
+        &["--workload", "oltp_point_select", "--fillfactor", "60"],
+        20,
+        dir.path(),
+    );
+    assert_eq!((r.design.fillfactor, r.design.index_fillfactor), (60, 60));
+    // At fill factor 60 the 2,000 rows take more heap pages than at 100 (about 1 / 0.6):
+    // sysbench's rows are ~190 bytes, 39 to a full 8 KiB page, 23 at 60 %.
+    assert!(r.space.table_pages >= 2000 / 24, "{:?}", r.space);
 }
 
 /// The load's last inserts reach the statistics before its VACUUM ANALYZE, so no autovacuum
@@ -231,6 +262,8 @@ fn mariadb_counters_match_the_statements_sent() {
     assert!(r.io.total.buffer_hits > 150 * 14);
     assert!(!r.measured("engine.dead_tuples"));
     check_series(&r, "global_status.Com_commit");
+    let cpu = r.cpu.as_ref().expect("cpu section of a managed server");
+    assert!(cpu.by_kind["server"].task_clock_us() > 0, "{cpu:?}");
 }
 
 #[test]

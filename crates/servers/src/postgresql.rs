@@ -235,31 +235,13 @@ impl PostgreSql {
         Ok(s)
     }
 
-    /// The server's CPU use as `cpu.*` entries: a managed server's process tree from /proc
-    /// (the postmaster, its live children by kind, its exited children through its
-    /// cumulative child fields; [`crate::cpu::tree_cpu`]); a `--url` server that is
-    /// `mvcclab serve` from `SELECT * FROM mvcclab_stat_cpu` (its own `getrusage`, all
-    /// threads, exited ones included), as kind `server`. Nothing for another `--url`
-    /// server, whose processes are not ours to read.
+    /// A managed server's CPU use as `cpu.*` entries, from its process tree in /proc (the
+    /// postmaster, its live children by kind, its exited children through its cumulative
+    /// child fields; [`crate::cpu::tree_cpu`]). Nothing for a `--url` server, whose
+    /// processes are not ours to read.
     fn read_cpu(&self, s: &mut Snapshot) {
         if let Some(pid) = self.managed.as_ref().and_then(|m| m.pid()) {
             if let Ok(t) = crate::cpu::tree_cpu(pid) {
-                crate::cpu::snapshot_entries(&t, s);
-            }
-            return;
-        }
-        let Ok(msgs) = self.admin().simple_query("SELECT * FROM mvcclab_stat_cpu") else {
-            return;
-        };
-        for m in msgs {
-            if let SimpleQueryMessage::Row(r) = m {
-                let u = crate::cpu::from_fields(|n| r.get(n).and_then(|v| v.parse().ok()));
-                let t = crate::cpu::TreeCpu {
-                    total: u,
-                    by_kind: [("server".to_string(), u)].into_iter().collect(),
-                    processes: 1,
-                    ctxt_switches_of_exited_missing: false,
-                };
                 crate::cpu::snapshot_entries(&t, s);
             }
         }

@@ -556,19 +556,15 @@ fn cpu_report(
     results: &RunResult,
 ) -> Option<CpuReport> {
     let (total, by_kind) = mvcclab_servers::cpu::from_counters(counters)?;
-    let source = match server.managed() {
-        Some(m) => format!(
-            "/proc of the managed {} (pid {}) and its descendants; exited children through \
-             the root's cutime, cstime, cminflt, cmajflt; context switches of live \
-             threads only (no cumulative field for exited ones). Only software perf events \
-             exist on this machine: TLB misses cannot be measured here",
-            kind.name(),
-            m.pid().map_or("?".into(), |p| p.to_string())
-        ),
-        None => "SELECT * FROM mvcclab_stat_cpu: mvcclab serve's own getrusage(RUSAGE_SELF), \
-                 every thread, exited ones included"
-            .into(),
-    };
+    let m = server.managed()?;
+    let source = format!(
+        "/proc of the managed {} (pid {}) and its descendants; exited children through the \
+         root's cutime, cstime, cminflt, cmajflt; context switches of live threads only (no \
+         cumulative field for exited ones). Only software perf events exist on this \
+         machine: TLB misses cannot be measured here",
+        kind.name(),
+        m.pid().map_or("?".into(), |p| p.to_string())
+    );
     let s = results.elapsed_s;
     Some(CpuReport {
         source,
@@ -581,7 +577,7 @@ fn cpu_report(
         },
         total,
         by_kind,
-        ctxt_switches_of_exited_missing: server.managed().is_some(),
+        ctxt_switches_of_exited_missing: true,
     })
 }
 
