@@ -114,7 +114,8 @@ pub struct TpchRun {
     /// (default 1 s) of wall time, divided by the interval (presets).
     pub read_blocks_4k_per_s: Vec<f64>,
     /// Bytes the preset's hash, sort or temporary-table operators held past their memory
-    /// limit (work_mem / tmp_memory_table_size): what a spill would write.
+    /// limit (work_mem / tmp_memory_table_size), written to and read back from a temporary
+    /// file (cause `temp`).
     pub temp_spill_bytes: u64,
     /// What the run's figures mean and leave out.
     pub notes: Vec<String>,
@@ -252,7 +253,7 @@ impl LoadedPreset {
             temp_spill_bytes: r.temp_spill_bytes,
             notes: vec![
                 "plan: the real engine's at SF 0.01 (crates/workload/plans), executed over the preset's access paths".into(),
-                "temp_spill_bytes is counted, not written to the device yet".into(),
+                "temp: spills written and read back after the operators finish (their blocks sit at the end of the series)".into(),
             ],
         })
     }
