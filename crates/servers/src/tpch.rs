@@ -235,18 +235,13 @@ impl TpchServer {
                 for (t, def) in TpchTable::ALL.iter().zip(&defs) {
                     my_exec(c, &create_table_sql(def, dialect))?;
                     let path = dir.join(format!("load-{}.tsv", t.name()));
-                    let n = {
-                        let f = std::fs::File::create(&path).map_err(|e| {
-                            ServerError::io(&format!("creating {}", path.display()), e)
-                        })?;
-                        let mut w = std::io::BufWriter::new(f);
-                        let n = write_rows(*t, sf, &mut w)
-                            .and_then(|n| w.flush().map(|_| n))
-                            .map_err(|e| {
-                                ServerError::io(&format!("writing {}", path.display()), e)
-                            })?;
-                        n
-                    };
+                    let f = std::fs::File::create(&path)
+                        .map_err(|e| ServerError::io(&format!("creating {}", path.display()), e))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    let n = write_rows(*t, sf, &mut w)
+                        .and_then(|n| w.flush().map(|_| n))
+                        .map_err(|e| ServerError::io(&format!("writing {}", path.display()), e))?;
+                    drop(w);
                     let r = my_exec(
                         c,
                         &format!(

@@ -80,6 +80,25 @@ pub enum TpchIndexes {
     ForeignKeyIndexes,
 }
 
+/// The real engine a preset's plans follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TpchEngine {
+    /// PostgreSQL 15.
+    PostgreSql,
+    /// MariaDB 10.11 (InnoDB).
+    MariaDb,
+}
+
+impl TpchEngine {
+    /// The secondary indexes the engine gives the schema.
+    pub fn indexes(self) -> TpchIndexes {
+        match self {
+            TpchEngine::PostgreSql => TpchIndexes::PrimaryKeysOnly,
+            TpchEngine::MariaDb => TpchIndexes::ForeignKeyIndexes,
+        }
+    }
+}
+
 /// The largest scale factor whose keys fit the schema's INTEGER columns (o_orderkey runs
 /// to 6,000,000 × SF).
 pub const MAX_SCALE_FACTOR: f64 = 300.0;
@@ -112,7 +131,7 @@ fn def(name: &str, columns: Vec<Column>, pk: &[&str]) -> TableDef {
     TableDef {
         name: name.into(),
         primary_key: pk.iter().map(|c| pos(c)).collect(),
-        columns: columns.clone(),
+        columns,
         indexes: Vec::new(),
         foreign_keys: Vec::new(),
     }

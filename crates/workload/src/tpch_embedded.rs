@@ -23,7 +23,8 @@
 //! and read back once, under the cause `temp`, when the query's operators are done (the
 //! totals are the engines'; the time series puts those blocks at the end of the query).
 
-use crate::tpch::{plain_text, table_defs, TpchIndexes, TpchTable};
+pub use crate::tpch::TpchEngine;
+use crate::tpch::{plain_text, table_defs, TpchTable};
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::{pg_days_of_ymd, Decimal, Row, Value};
 use mvcclab_engine::db::{Database, TableId, Transaction};
@@ -60,25 +61,6 @@ pub fn engine_of(db: &Database) -> TpchEngine {
     match db.design().table_layout {
         TableLayout::Heap => TpchEngine::PostgreSql,
         _ => TpchEngine::MariaDb,
-    }
-}
-
-/// The real engine a preset's plans follow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TpchEngine {
-    /// PostgreSQL 15.
-    PostgreSql,
-    /// MariaDB 10.11 (InnoDB).
-    MariaDb,
-}
-
-impl TpchEngine {
-    /// The secondary indexes the engine gives the schema.
-    pub fn indexes(self) -> TpchIndexes {
-        match self {
-            TpchEngine::PostgreSql => TpchIndexes::PrimaryKeysOnly,
-            TpchEngine::MariaDb => TpchIndexes::ForeignKeyIndexes,
-        }
     }
 }
 
@@ -809,4 +791,43 @@ fn nbase_weight_first(units: i128, scale: u8) -> (i32, i128) {
         }
     }
     (0, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mvcclab_engine::db::DatabaseConfig;
+    use mvcclab_engine::design::DesignConfig;
+    use mvcclab_engine::stats::Cause;
+
+    #[test]
+    fn spills_are_the_excess_on_postgresql_and_the_whole_table_on_mariadb() {
+        let pg = WorkMem::default_for(TpchEngine::PostgreSql);
+        let (mut used, mut spilled) = (pg.limit_bytes - 10, 0);
+        hold(&mut used, 100, pg, &mut spilled);
+        assert_eq!(spilled, 100);
+        let my = WorkMem::default_for(TpchEngine::MariaDb);
+        let (mut used, mut spilled) = (my.limit_bytes - 10, 0);
+        hold(&mut used, 100, my, &mut spilled);
+        assert_eq!(spilled, my.limit_bytes + 90);
+        hold(&mut used, 100, my, &mut spilled);
+        assert_eq!(spilled, my.limit_bytes + 190);
+    }
+
+    #[test]
+    fn a_spill_writes_and_reads_its_blocks_under_temp() {
+        for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
+            let mut cfg = DatabaseConfig::new(design);
+            // No OS page cache: the device sees the writes and reads at once.
+            cfg.storage.os_cache.size_bytes = 0;
+            let db = Database::open(cfg).unwrap();
+            let before = db.storage().stats().snapshot();
+            spill_to_temp_file(&db, 20_000).unwrap();
+            let d = db.storage().stats().snapshot().delta(&before);
+            let t = d.cause(Cause::Temp);
+            assert_eq!(t.write_bytes, 3 * 8192);
+            assert_eq!(t.read_bytes, 3 * 8192);
+            db.close().unwrap();
+        }
+    }
 }

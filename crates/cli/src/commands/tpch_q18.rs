@@ -188,15 +188,7 @@ impl LoadedPreset {
         warm: bool,
         interval_s: f64,
     ) -> Result<TpchRun> {
-        if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query)
-            .is_none()
-        {
-            return Err(UsageError(format!(
-                "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
-                t.query
-            ))
-            .into());
-        }
+        check_preset_query(t)?;
         let db = Arc::new(open_at(&self.design, dev, &self.dir, bandwidth)?);
         let tables = TpchTables::open(&db).map_err(anyhow::Error::msg)?;
         let p = t.params();
@@ -257,6 +249,20 @@ impl LoadedPreset {
             ],
         })
     }
+}
+
+/// Refuses a query the presets do not run, before anything is loaded.
+///
+/// Errors: [`UsageError`] naming `--query`.
+fn check_preset_query(t: &TpchArgs) -> Result<()> {
+    if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query).is_none() {
+        return Err(UsageError(format!(
+            "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
+            t.query
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn open_at(
@@ -361,6 +367,7 @@ pub fn run_query_command(design: &str, c: &CommonArgs, t: &TpchArgs) -> Result<(
             false,
         )?,
         RunSpec::Embedded(d) => {
+            check_preset_query(t)?;
             let loaded = LoadedPreset::load(&d, &c.device, t.scale_factor)?;
             loaded.run(
                 &c.device,
@@ -480,6 +487,7 @@ pub fn run(a: TpchQ18Args) -> Result<()> {
     for d in &a.designs {
         match crate::bench::resolve_spec(d, &[])? {
             RunSpec::Embedded(design) => {
+                check_preset_query(&a.tpch)?;
                 eprintln!(
                     "tpch_q18: loading {} at SF {}",
                     design.name, a.tpch.scale_factor
