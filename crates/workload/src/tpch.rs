@@ -103,13 +103,19 @@ impl TpchEngine {
 /// to 6,000,000 × SF).
 pub const MAX_SCALE_FACTOR: f64 = 300.0;
 
-/// Checks a scale factor: finite, above 0 and at most [`MAX_SCALE_FACTOR`].
+/// The smallest scale factor whose rows keep their keys unique: below it dbgen's
+/// PARTSUPP formula (TPC-H §4.2.3, `ps_suppkey` from `ps_partkey` and the supplier count)
+/// repeats (ps_partkey, ps_suppkey) pairs, which no engine can load under its primary key
+/// (SF 0.002 gives (101, 2) twice).
+pub const MIN_SCALE_FACTOR: f64 = 0.01;
+
+/// Checks a scale factor: from [`MIN_SCALE_FACTOR`] to [`MAX_SCALE_FACTOR`].
 ///
 /// Errors: a message naming the value.
 pub fn check_scale_factor(sf: f64) -> Result<(), String> {
-    if !(sf.is_finite() && sf > 0.0 && sf <= MAX_SCALE_FACTOR) {
+    if !(sf.is_finite() && (MIN_SCALE_FACTOR..=MAX_SCALE_FACTOR).contains(&sf)) {
         return Err(format!(
-            "--scale-factor {sf}: must be above 0 and at most {MAX_SCALE_FACTOR}"
+            "--scale-factor {sf}: must be from {MIN_SCALE_FACTOR} to {MAX_SCALE_FACTOR}"
         ));
     }
     Ok(())
