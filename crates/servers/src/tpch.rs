@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub const PG_PARALLEL_WORKERS_PER_GATHER: u32 = 0;
 
 enum Conn {
-    Pg(postgres::Client),
+    Pg(Box<postgres::Client>),
     My(mysql::Conn),
 }
 
@@ -158,7 +158,7 @@ impl TpchServer {
                         "SET max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
                     ),
                 )?;
-                Conn::Pg(c)
+                Conn::Pg(Box::new(c))
             }
             ServerKind::MariaDb => {
                 let b = mysql::OptsBuilder::new()

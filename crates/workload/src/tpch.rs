@@ -393,8 +393,8 @@ pub fn rows<E>(
                 f(vec![
                     int(p.p_partkey),
                     text(&p.p_name),
-                    text(&p.p_mfgr),
-                    text(&p.p_brand),
+                    text(p.p_mfgr),
+                    text(p.p_brand),
                     text(p.p_type),
                     Value::Integer(p.p_size),
                     text(p.p_container),
@@ -407,7 +407,7 @@ pub fn rows<E>(
             for s in SupplierGenerator::new(sf, 1, 1).iter() {
                 f(vec![
                     int(s.s_suppkey),
-                    text(&s.s_name),
+                    text(s.s_name),
                     text(&s.s_address),
                     int(s.s_nationkey),
                     text(&s.s_phone),
@@ -431,7 +431,7 @@ pub fn rows<E>(
             for c in CustomerGenerator::new(sf, 1, 1).iter() {
                 f(vec![
                     int(c.c_custkey),
-                    text(&c.c_name),
+                    text(c.c_name),
                     text(&c.c_address),
                     int(c.c_nationkey),
                     text(&c.c_phone),
@@ -446,11 +446,11 @@ pub fn rows<E>(
                 f(vec![
                     int(o.o_orderkey),
                     int(o.o_custkey),
-                    text(&o.o_orderstatus),
+                    text(o.o_orderstatus),
                     money(o.o_totalprice),
                     date(o.o_orderdate),
                     text(o.o_orderpriority),
-                    text(&o.o_clerk),
+                    text(o.o_clerk),
                     Value::Integer(o.o_shippriority),
                     text(o.o_comment),
                 ])?;

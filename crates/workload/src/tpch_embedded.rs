@@ -86,7 +86,7 @@ pub fn load(db: &Database, sf: f64) -> Result<TpchTables, String> {
             let x = tx.get_or_insert_with(|| db.begin());
             x.insert(id, row).map_err(e)?;
             n += 1;
-            if n % LOAD_BATCH_ROWS == 0 {
+            if n.is_multiple_of(LOAD_BATCH_ROWS) {
                 if let Some(x) = tx.take() {
                     x.commit().map_err(e)?;
                 }
