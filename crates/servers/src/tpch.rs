@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub const PG_PARALLEL_WORKERS_PER_GATHER: u32 = 0;
 
 enum Conn {
-    Pg(postgres::Client),
+    Pg(Box<postgres::Client>),
     My(mysql::Conn),
 }
 
@@ -166,7 +166,7 @@ impl TpchServer {
                         "SET max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
                     ),
                 )?;
-                Conn::Pg(c)
+                Conn::Pg(Box::new(c))
             }
             ServerKind::MariaDb | ServerKind::MyRocks => {
                 let b = mysql::OptsBuilder::new()
@@ -245,18 +245,13 @@ impl TpchServer {
                 for (t, def) in TpchTable::ALL.iter().zip(&defs) {
                     my_exec(c, &create_table_sql(def, dialect))?;
                     let path = dir.join(format!("load-{}.tsv", t.name()));
-                    let n = {
-                        let f = std::fs::File::create(&path).map_err(|e| {
-                            ServerError::io(&format!("creating {}", path.display()), e)
-                        })?;
-                        let mut w = std::io::BufWriter::new(f);
-                        let n = write_rows(*t, sf, &mut w)
-                            .and_then(|n| w.flush().map(|_| n))
-                            .map_err(|e| {
-                                ServerError::io(&format!("writing {}", path.display()), e)
-                            })?;
-                        n
-                    };
+                    let f = std::fs::File::create(&path)
+                        .map_err(|e| ServerError::io(&format!("creating {}", path.display()), e))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    let n = write_rows(*t, sf, &mut w)
+                        .and_then(|n| w.flush().map(|_| n))
+                        .map_err(|e| ServerError::io(&format!("writing {}", path.display()), e))?;
+                    drop(w);
                     let r = my_exec(
                         c,
                         &format!(

@@ -80,17 +80,42 @@ pub enum TpchIndexes {
     ForeignKeyIndexes,
 }
 
+/// The real engine a preset's plans follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TpchEngine {
+    /// PostgreSQL 15.
+    PostgreSql,
+    /// MariaDB 10.11 (InnoDB).
+    MariaDb,
+}
+
+impl TpchEngine {
+    /// The secondary indexes the engine gives the schema.
+    pub fn indexes(self) -> TpchIndexes {
+        match self {
+            TpchEngine::PostgreSql => TpchIndexes::PrimaryKeysOnly,
+            TpchEngine::MariaDb => TpchIndexes::ForeignKeyIndexes,
+        }
+    }
+}
+
 /// The largest scale factor whose keys fit the schema's INTEGER columns (o_orderkey runs
 /// to 6,000,000 × SF).
 pub const MAX_SCALE_FACTOR: f64 = 300.0;
 
-/// Checks a scale factor: finite, above 0 and at most [`MAX_SCALE_FACTOR`].
+/// The smallest scale factor whose rows keep their keys unique: below it dbgen's
+/// PARTSUPP formula (TPC-H §4.2.3, `ps_suppkey` from `ps_partkey` and the supplier count)
+/// repeats (ps_partkey, ps_suppkey) pairs, which no engine can load under its primary key
+/// (SF 0.002 gives (101, 2) twice).
+pub const MIN_SCALE_FACTOR: f64 = 0.01;
+
+/// Checks a scale factor: from [`MIN_SCALE_FACTOR`] to [`MAX_SCALE_FACTOR`].
 ///
 /// Errors: a message naming the value.
 pub fn check_scale_factor(sf: f64) -> Result<(), String> {
-    if !(sf.is_finite() && sf > 0.0 && sf <= MAX_SCALE_FACTOR) {
+    if !(sf.is_finite() && (MIN_SCALE_FACTOR..=MAX_SCALE_FACTOR).contains(&sf)) {
         return Err(format!(
-            "--scale-factor {sf}: must be above 0 and at most {MAX_SCALE_FACTOR}"
+            "--scale-factor {sf}: must be from {MIN_SCALE_FACTOR} to {MAX_SCALE_FACTOR}"
         ));
     }
     Ok(())
@@ -112,7 +137,7 @@ fn def(name: &str, columns: Vec<Column>, pk: &[&str]) -> TableDef {
     TableDef {
         name: name.into(),
         primary_key: pk.iter().map(|c| pos(c)).collect(),
-        columns: columns.clone(),
+        columns,
         indexes: Vec::new(),
         foreign_keys: Vec::new(),
     }
@@ -368,8 +393,8 @@ pub fn rows<E>(
                 f(vec![
                     int(p.p_partkey),
                     text(&p.p_name),
-                    text(&p.p_mfgr),
-                    text(&p.p_brand),
+                    text(p.p_mfgr),
+                    text(p.p_brand),
                     text(p.p_type),
                     Value::Integer(p.p_size),
                     text(p.p_container),
@@ -382,7 +407,7 @@ pub fn rows<E>(
             for s in SupplierGenerator::new(sf, 1, 1).iter() {
                 f(vec![
                     int(s.s_suppkey),
-                    text(&s.s_name),
+                    text(s.s_name),
                     text(&s.s_address),
                     int(s.s_nationkey),
                     text(&s.s_phone),
@@ -406,7 +431,7 @@ pub fn rows<E>(
             for c in CustomerGenerator::new(sf, 1, 1).iter() {
                 f(vec![
                     int(c.c_custkey),
-                    text(&c.c_name),
+                    text(c.c_name),
                     text(&c.c_address),
                     int(c.c_nationkey),
                     text(&c.c_phone),
@@ -421,11 +446,11 @@ pub fn rows<E>(
                 f(vec![
                     int(o.o_orderkey),
                     int(o.o_custkey),
-                    text(&o.o_orderstatus),
+                    text(o.o_orderstatus),
                     money(o.o_totalprice),
                     date(o.o_orderdate),
                     text(o.o_orderpriority),
-                    text(&o.o_clerk),
+                    text(o.o_clerk),
                     Value::Integer(o.o_shippriority),
                     text(o.o_comment),
                 ])?;

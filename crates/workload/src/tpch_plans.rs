@@ -13,7 +13,7 @@
 //!   `block-nl-join`, `subqueries` — and each table with its access type and key:
 //!   `table lineitem ref PRIMARY`.
 
-use crate::tpch_embedded::TpchEngine;
+use crate::tpch::TpchEngine;
 use serde_json::Value as Json;
 
 /// The shape of a PostgreSQL `EXPLAIN (FORMAT JSON)` output (an array of one object with

@@ -114,7 +114,8 @@ pub struct TpchRun {
     /// (default 1 s) of wall time, divided by the interval (presets).
     pub read_blocks_4k_per_s: Vec<f64>,
     /// Bytes the preset's hash, sort or temporary-table operators held past their memory
-    /// limit (work_mem / tmp_memory_table_size): what a spill would write.
+    /// limit (work_mem / tmp_memory_table_size), written to and read back from a temporary
+    /// file (cause `temp`).
     pub temp_spill_bytes: u64,
     /// What the run's figures mean and leave out.
     pub notes: Vec<String>,
@@ -187,15 +188,7 @@ impl LoadedPreset {
         warm: bool,
         interval_s: f64,
     ) -> Result<TpchRun> {
-        if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query)
-            .is_none()
-        {
-            return Err(UsageError(format!(
-                "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
-                t.query
-            ))
-            .into());
-        }
+        check_preset_query(t)?;
         let db = Arc::new(open_at(&self.design, dev, &self.dir, bandwidth)?);
         let tables = TpchTables::open(&db).map_err(anyhow::Error::msg)?;
         let p = t.params();
@@ -252,10 +245,24 @@ impl LoadedPreset {
             temp_spill_bytes: r.temp_spill_bytes,
             notes: vec![
                 "plan: the real engine's at SF 0.01 (crates/workload/plans), executed over the preset's access paths".into(),
-                "temp_spill_bytes is counted, not written to the device yet".into(),
+                "temp: spills written and read back after the operators finish (their blocks sit at the end of the series)".into(),
             ],
         })
     }
+}
+
+/// Refuses a query the presets do not run, before anything is loaded.
+///
+/// Errors: [`UsageError`] naming `--query`.
+fn check_preset_query(t: &TpchArgs) -> Result<()> {
+    if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query).is_none() {
+        return Err(UsageError(format!(
+            "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
+            t.query
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 fn open_at(
@@ -360,6 +367,7 @@ pub fn run_query_command(design: &str, c: &CommonArgs, t: &TpchArgs) -> Result<(
             false,
         )?,
         RunSpec::Embedded(d) => {
+            check_preset_query(t)?;
             let loaded = LoadedPreset::load(&d, &c.device, t.scale_factor)?;
             loaded.run(
                 &c.device,
@@ -479,6 +487,7 @@ pub fn run(a: TpchQ18Args) -> Result<()> {
     for d in &a.designs {
         match crate::bench::resolve_spec(d, &[])? {
             RunSpec::Embedded(design) => {
+                check_preset_query(&a.tpch)?;
                 eprintln!(
                     "tpch_q18: loading {} at SF {}",
                     design.name, a.tpch.scale_factor

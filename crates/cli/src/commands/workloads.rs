@@ -51,6 +51,7 @@ pub fn run() -> Result<()> {
             .collect();
         out += &format!("| {name} | {} | {} |\n", mix.join(", "), options_of(kind));
     }
+    out += "| tpch | one TPC-H query (`mvcclab run` only; Q1, Q6, Q18 on the presets, all 22 on real servers) | --query --scale-factor --query-timeout --q18-quantity |\n";
     out += &format!(
         "\nDefaults (sysbench 1.0.20): --tables {} --table-size {} --range-size {} --point-selects {} --simple-ranges {} --sum-ranges {} --order-ranges {} --distinct-ranges {} --index-updates {} --non-index-updates {} --delete-inserts {} --random-points {} --number-of-ranges {} --delta {} --rand-type {}.\n\
          `mvcclab run` and `compare` default to --table-size 100000 (a quarter of it fits the default 8MiB buffer pool).\n",

@@ -72,6 +72,7 @@ mod doublewrite;
 mod guard;
 mod lru_midpoint;
 mod pool;
+pub mod read_ahead;
 mod replacer;
 pub mod strategy;
 pub mod vacuum_cost;

@@ -202,6 +202,9 @@ pub struct BufferPoolConfig {
     pub replacer: ReplacerConfig,
     /// Background writer / page cleaner.
     pub page_cleaner: PageCleanerConfig,
+    /// InnoDB's linear read-ahead (`None`: off, PostgreSQL has none).
+    #[serde(default)]
+    pub linear_read_ahead: Option<super::read_ahead::LinearReadAheadConfig>,
 }
 
 impl Default for BufferPoolConfig {
@@ -210,6 +213,7 @@ impl Default for BufferPoolConfig {
             frames: 1024,
             replacer: ReplacerConfig::ClockSweep,
             page_cleaner: PageCleanerConfig::default(),
+            linear_read_ahead: None,
         }
     }
 }
@@ -264,6 +268,8 @@ pub struct BufferPool {
     cleaner_wake: Condvar,
     /// The background writer's state between rounds (clock sweep only).
     bgwriter: Mutex<BgWriterState>,
+    /// Linear read-ahead's state (InnoDB), from `cfg.linear_read_ahead`.
+    linear_ra: Option<super::read_ahead::LinearReadAhead>,
     cfg: BufferPoolConfig,
 }
 
@@ -340,6 +346,9 @@ impl BufferPool {
             cleaner_bell: Mutex::new(false),
             cleaner_wake: Condvar::new(),
             bgwriter: Mutex::new(BgWriterState::default()),
+            linear_ra: cfg
+                .linear_read_ahead
+                .and_then(super::read_ahead::LinearReadAhead::new),
             cfg,
         })
     }
@@ -629,6 +638,44 @@ impl BufferPool {
     /// buffer ([`BufferPool::fetch_read_held`]) is a nested pin: counted as a hit, without
     /// raising the usage count.
     fn pin_counted(
+        &self,
+        id: PageId,
+        create: bool,
+        access: Access,
+    ) -> StorageResult<(FrameId, bool)> {
+        let r = self.pin_counted_inner(id, create, access)?;
+        if access == Access::Counted && !create {
+            if let Some(ra) = &self.linear_ra {
+                if let Some(first) = ra.on_access(id, !r.1, |p| self.is_resident(p)) {
+                    self.read_ahead_area(id.rel, first, ra.area_pages());
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Reads the pages `first..first + n` of `rel` that exist and are not in the pool into
+    /// it, without an access of the replacement policy (InnoDB reads them to the LRU
+    /// list's midpoint and leaves `access_time` unset), under the cause `read_ahead`
+    /// (read_ahead.rs). A page that cannot be read is skipped, as InnoDB ignores a failed
+    /// read-ahead.
+    fn read_ahead_area(&self, rel: FileId, first: u32, n: u32) {
+        let Ok(n_blocks) = self.store.n_blocks(rel) else {
+            return;
+        };
+        let _c = crate::stats::enter(crate::stats::Cause::ReadAhead);
+        for block in first..first.saturating_add(n).min(n_blocks) {
+            let id = PageId { rel, block };
+            if self.is_resident(id) {
+                continue;
+            }
+            if let Ok((f, _)) = self.pin_counted_inner(id, false, Access::Fix) {
+                self.unpin(f);
+            }
+        }
+    }
+
+    fn pin_counted_inner(
         &self,
         id: PageId,
         create: bool,

@@ -61,6 +61,10 @@ impl DatabaseConfig {
             pc.lru_scan_pages = 0;
             pc.free_target = Some(crate::buffer::FreeTarget::ScaledLruScanDepth);
             pc.max_dirty_pct = Some(90);
+            // Linear read-ahead at MariaDB's defaults (buf0rea.cc buf_read_ahead_linear:
+            // 64-page areas, innodb_read_ahead_threshold 56).
+            storage.buffer_pool.linear_read_ahead =
+                Some(crate::buffer::read_ahead::LinearReadAheadConfig::innodb_default());
         }
         DatabaseConfig {
             design,
