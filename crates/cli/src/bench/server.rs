@@ -54,7 +54,11 @@ pub struct ServerRun {
 /// counters in the schema's terms with the device fields from the FUSE device, the
 /// device's counts by file class and process and per second.
 struct Measured {
+    /// The snapshot at the end.
+    after: Snapshot,
     counters: Snapshot,
+    /// The names in `counters` that are state values.
+    state_counters: Vec<String>,
     f: SchemaFigures,
     device: Option<DeviceCounts>,
     by_file_class: BTreeMap<String, FileIo>,
@@ -213,15 +217,23 @@ impl ServerRun {
         })
     }
 
-    /// The figures from `before` to the snapshot `after` (the server's counters, the
+    /// The figures from `before` to a snapshot taken now (the server's counters, the
     /// device's by file class, by process and per second).
-    fn measured(&self, before: &ServerMark, after: &Snapshot) -> Result<Measured> {
+    fn measured(&self, before: &ServerMark) -> Result<Measured> {
         let (server, label) = (&self.server, &self.label);
+        let after = server
+            .snapshot()
+            .with_context(|| format!("{label}: counters"))?;
         let device = match (&before.device, server.device()) {
             (Some(b), Some(d)) => Some(d.counts().since(b)),
             _ => None,
         };
-        let counters = delta(&**server, &before.counters, after);
+        let counters = delta(&**server, &before.counters, &after);
+        let state_counters = counters
+            .keys()
+            .filter(|k| server.is_state(k))
+            .cloned()
+            .collect();
         let mut f = figures(self.kind, &counters);
         let mut by_file_class = BTreeMap::new();
         let mut by_process = BTreeMap::new();
@@ -264,7 +276,9 @@ impl ServerRun {
             per_second = d.per_second.clone();
         }
         Ok(Measured {
+            after,
             counters,
+            state_counters,
             f,
             device,
             by_file_class,
@@ -549,18 +563,8 @@ impl Subject for ServerRun {
         results: RunResult,
     ) -> Result<RunReport> {
         let label = &self.label;
-        let after = self
-            .server
-            .snapshot()
-            .with_context(|| format!("{label}: counters"))?;
-        let Measured {
-            counters,
-            f,
-            device,
-            by_file_class,
-            by_process,
-            per_second,
-        } = self.measured(&before, &after)?;
+        let m = self.measured(&before)?;
+        let (f, device) = (m.f, m.device);
         let txns = results.transactions;
         let io = Io {
             per_txn: per(&f.total, txns),
@@ -568,22 +572,18 @@ impl Subject for ServerRun {
             per_txn_by_cause: blocks_per_txn_by_cause(&f.by_cause, txns),
             by_cause: f.by_cause.clone(),
             per_op: BTreeMap::new(),
-            by_file_class,
-            by_process,
-            per_second,
+            by_file_class: m.by_file_class,
+            by_process: m.by_process,
+            per_second: m.per_second,
         };
         let wal_by_record = self
             .server
-            .wal_by_record(&before.counters, &after)
+            .wal_by_record(&before.counters, &m.after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
         let engine = engine_report(&io.total, f.tables, f.undo, results.reads, wal_by_record);
         let mut info = self.server_info(device.as_ref());
-        info.state_counters = counters
-            .keys()
-            .filter(|k| self.server.is_state(k))
-            .cloned()
-            .collect();
-        info.counters = counters;
+        info.state_counters = m.state_counters;
+        info.counters = m.counters;
         info.not_measured = f.not_measured.clone();
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let device_info = self.device_info(device.as_ref());
@@ -718,23 +718,14 @@ impl Subject for ServerRun {
         ops: u64,
         elapsed_s: f64,
     ) -> Result<PhaseReport> {
-        let label = &self.label;
-        let after = self
-            .server
-            .snapshot()
-            .with_context(|| format!("{label}: counters"))?;
         let Measured {
             counters,
+            state_counters,
             f,
             by_file_class,
             by_process,
             ..
-        } = self.measured(&before, &after)?;
-        let state_counters = counters
-            .keys()
-            .filter(|k| self.server.is_state(k))
-            .cloned()
-            .collect();
+        } = self.measured(&before)?;
         Ok(PhaseReport {
             name: name.to_string(),
             ops,
