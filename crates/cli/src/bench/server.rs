@@ -287,12 +287,13 @@ impl ServerRun {
         })
     }
 
-    /// The report's server section without counters, with how the device was measured
-    /// (`measured_s` seconds, the daemon's CPU seconds) when on the FUSE device.
+    /// The report's server section without counters, with how the FUSE device measured
+    /// it when the server is on it (and, given `device`, the seconds measured and the
+    /// daemon's CPU seconds).
     fn server_info(&self, device: Option<&DeviceCounts>) -> ServerInfo {
         let server = &self.server;
         let mut info = server.info();
-        if let (Some(d), Some(m)) = (device, server.device()) {
+        if let Some(m) = server.device() {
             let mode = match server.managed().and_then(|s| s.loop_device()) {
                 Some(l) => format!(
                     "block-device mode: ext4 on {} (direct I/O, rotational {}) over the \
@@ -308,8 +309,7 @@ impl ServerRun {
             };
             info.device_io = format!(
                 "exact: mvcclab's FUSE device at {} ({mode}), write-through \
-                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}; {:.1} s \
-                 measured, daemon CPU {:.2} s",
+                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}{}",
                 m.dir().display(),
                 m.bdi().map_or("?".into(), |b| b.0.to_string()),
                 m.bdi().map_or("?".into(), |b| b.1.to_string()),
@@ -317,8 +317,10 @@ impl ServerRun {
                     .data_dir
                     .as_ref()
                     .map_or("in memory".into(), |p| format!("in {}", p.display())),
-                d.at_s,
-                d.daemon_cpu_s
+                device.map_or(String::new(), |d| format!(
+                    "; {:.1} s measured, daemon CPU {:.2} s",
+                    d.at_s, d.daemon_cpu_s
+                ))
             );
         }
         info
