@@ -275,7 +275,8 @@ fn compare_puts_presets_and_real_servers_side_by_side() {
 fn bad_real_targets_are_usage_errors() {
     let out = mvcclab(&["compare", "--designs", "postgres,real:oracle"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("real:postgresql or real:mariadb"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("real:postgresql, real:mariadb or real:myrocks"));
     let out = mvcclab(&["run", "--target", "sqlite"]);
     assert_eq!(out.status.code(), Some(2));
     let out = mvcclab(&["run", "--target", "postgresql", "--url", "http://x"]);
