@@ -1,6 +1,9 @@
 //! The docs' data stay true: the example design files in docs/designs load and differ from
 //! their base preset, and docs/fidelity.md renders docs/fidelity/fidelity.json.
 
+mod common;
+
+use common::mvcclab_ok;
 use mvcclab::design_arg::load_design_file;
 use mvcclab_engine::design::DesignConfig;
 
@@ -32,19 +35,16 @@ fn every_example_design_file_loads_and_changes_its_base() {
 #[test]
 fn fidelity_doc_table_is_rendered_from_the_committed_run() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mvcclab"))
-        .args(["fidelity", "--from"])
-        .arg(root.join("docs/fidelity/fidelity.json"))
-        .args(["--format", "md"])
-        .output()
-        .expect("run mvcclab");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let from = root.join("docs/fidelity/fidelity.json");
+    let stdout = mvcclab_ok(&[
+        "fidelity".as_ref(),
+        "--from".as_ref(),
+        from.as_os_str(),
+        "--format".as_ref(),
+        "md".as_ref(),
+    ]);
     let doc = std::fs::read_to_string(root.join("docs/fidelity.md")).unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&stdout);
     let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
     assert!(rows.len() > 50, "{text}");
     for l in rows {

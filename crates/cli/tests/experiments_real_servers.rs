@@ -9,35 +9,10 @@
 //! `.ci/run` and the README.
 
 use mvcclab::result::ExperimentReport;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-/// Mounts under a folder, from /proc/self/mountinfo.
-fn mounts_under(dir: &Path) -> Vec<String> {
-    let prefix = dir.to_string_lossy().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
-        .filter(|m| m.starts_with(&prefix))
-        .collect()
-}
-
-/// Detaches every mount left under its folder when dropped; the test then fails.
-struct NoMountLeft(PathBuf);
-impl Drop for NoMountLeft {
-    fn drop(&mut self) {
-        let left = mounts_under(&self.0);
-        for m in &left {
-            let c = std::ffi::CString::new(m.as_str()).unwrap();
-            // SAFETY: a valid NUL-terminated path; umount2 reads only it.
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        }
-        if !std::thread::panicking() {
-            assert!(left.is_empty(), "mounts left behind: {left:?}");
-        }
-    }
-}
+use common::{mvcclab_ok, NoMountLeft};
+use std::path::Path;
 
 fn experiment(args: &[&str], dir: &Path) -> ExperimentReport {
     let mut a = vec!["experiment"];
@@ -51,16 +26,7 @@ fn experiment(args: &[&str], dir: &Path) -> ExperimentReport {
         "--server-dir",
         dir.to_str().unwrap(),
     ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
-        .args(&a)
-        .output()
-        .expect("run mvcclab");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("report JSON")
+    serde_json::from_slice(&mvcclab_ok(&a)).expect("report JSON")
 }
 
 /// Every real run has its server section and, per phase, the server's counters and the

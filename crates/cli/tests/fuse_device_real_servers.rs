@@ -9,35 +9,11 @@
 //! The packages (postgresql-15, mariadb-server, fuse3) come from `.ci/run` and the README.
 
 use mvcclab::result::{Report, RunReport};
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{mvcclab_ok, NoMountLeft};
+use std::path::Path;
 use std::process::Command;
-
-/// Mounts under a folder, from /proc/self/mountinfo.
-fn mounts_under(dir: &Path) -> Vec<String> {
-    let prefix = dir.to_string_lossy().to_string();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split(' ').nth(4).map(str::to_string))
-        .filter(|m| m.starts_with(&prefix))
-        .collect()
-}
-
-/// Detaches every mount left under its folder when dropped; the test then fails (c).
-struct NoMountLeft(PathBuf);
-impl Drop for NoMountLeft {
-    fn drop(&mut self) {
-        let left = mounts_under(&self.0);
-        for m in &left {
-            let c = std::ffi::CString::new(m.as_str()).unwrap();
-            // SAFETY: a valid NUL-terminated path; umount2 reads only it.
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-        }
-        if !std::thread::panicking() {
-            assert!(left.is_empty(), "mounts left behind: {left:?}");
-        }
-    }
-}
 
 fn run_on_device(target: &str, extra: &[&str], dir: &Path) -> RunReport {
     let mut args = vec![
@@ -63,16 +39,7 @@ fn run_on_device(target: &str, extra: &[&str], dir: &Path) -> RunReport {
         dir.to_str().unwrap(),
     ];
     args.extend_from_slice(extra);
-    let out = Command::new(env!("CARGO_BIN_EXE_mvcclab"))
-        .args(&args)
-        .output()
-        .expect("run mvcclab");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut report: Report = serde_json::from_slice(&out.stdout).expect("report JSON");
+    let mut report: Report = serde_json::from_slice(&mvcclab_ok(&args)).expect("report JSON");
     report.runs.remove(0)
 }
 

@@ -73,6 +73,39 @@ impl EmbeddedRun {
     }
 }
 
+/// The report of an experiment's phase named `name` on a design, which ran `ops`
+/// statements in `elapsed_s` seconds and did `d` (no time series).
+pub fn phase_report_of(name: &str, ops: u64, elapsed_s: f64, d: PhaseDelta) -> PhaseReport {
+    let PhaseDelta {
+        storage,
+        tables,
+        engine: undo,
+        pages,
+        ..
+    } = d;
+    let total = storage.counters.total();
+    PhaseReport {
+        name: name.to_string(),
+        ops,
+        elapsed_s,
+        per_op: PerOpIo::of(&total, ops),
+        per_op_by_cause: storage
+            .counters
+            .by_cause
+            .iter()
+            .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
+            .collect(),
+        versions_traversed_per_op: tables.versions_traversed as f64 / ops.max(1) as f64,
+        total,
+        by_cause: storage.counters.by_cause,
+        tables,
+        undo,
+        pages,
+        timeseries: Vec::new(),
+        server: None,
+    }
+}
+
 /// Waits until purge has emptied the history list (designs with purge on), at most 120 s,
 /// as the experiments close a phase (purge works in the background in InnoDB too).
 pub fn wait_for_purge(db: &Database) {
@@ -260,34 +293,12 @@ impl Subject for EmbeddedRun {
         ops: u64,
         elapsed_s: f64,
     ) -> Result<PhaseReport> {
-        let PhaseDelta {
-            storage: d,
-            tables: stats,
-            engine: undo,
-            pages,
-            ..
-        } = mark.since(&self.db, &tables)?;
-        let total = d.counters.total();
-        Ok(PhaseReport {
-            name: name.to_string(),
+        Ok(phase_report_of(
+            name,
             ops,
             elapsed_s,
-            per_op: PerOpIo::of(&total, ops),
-            per_op_by_cause: d
-                .counters
-                .by_cause
-                .iter()
-                .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
-                .collect(),
-            versions_traversed_per_op: stats.versions_traversed as f64 / ops.max(1) as f64,
-            total,
-            by_cause: d.counters.by_cause,
-            tables: stats,
-            undo,
-            pages,
-            timeseries: Vec::new(),
-            server: None,
-        })
+            mark.since(&self.db, &tables)?,
+        ))
     }
 }
 

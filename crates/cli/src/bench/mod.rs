@@ -42,7 +42,7 @@ pub use args::{
     ServerArgs,
 };
 pub use config::{buffer_pool_frames, database_config, open_database, open_database_on, PoolSize};
-pub use embedded::{wait_for_purge, EmbeddedRun};
+pub use embedded::{phase_report_of, wait_for_purge, EmbeddedRun};
 pub use figures::{blocks_per_txn_by_cause, engine_report, io_report};
 pub use grid::{
     parse_shard, point_label, point_path, run_shard, shard_dir, write_atomically, Grid,

@@ -69,7 +69,11 @@ pub struct StartOptions {
 /// counters in the schema's terms with the device fields from the FUSE device, the
 /// device's counts by file class and process and per second.
 struct Measured {
+    /// The snapshot at the end.
+    after: Snapshot,
     counters: Snapshot,
+    /// The names in `counters` that are state values.
+    state_counters: Vec<String>,
     f: SchemaFigures,
     device: Option<DeviceCounts>,
     by_file_class: BTreeMap<String, FileIo>,
@@ -259,15 +263,23 @@ impl ServerRun {
         })
     }
 
-    /// The figures from `before` to the snapshot `after` (the server's counters, the
+    /// The figures from `before` to a snapshot taken now (the server's counters, the
     /// device's by file class, by process and per second).
-    fn measured(&self, before: &ServerMark, after: &Snapshot) -> Result<Measured> {
+    fn measured(&self, before: &ServerMark) -> Result<Measured> {
         let (server, label) = (&self.server, &self.label);
+        let after = server
+            .snapshot()
+            .with_context(|| format!("{label}: counters"))?;
         let device = match (&before.device, server.device()) {
             (Some(b), Some(d)) => Some(d.counts().since(b)),
             _ => None,
         };
-        let counters = delta(&**server, &before.counters, after);
+        let counters = delta(&**server, &before.counters, &after);
+        let state_counters = counters
+            .keys()
+            .filter(|k| server.is_state(k))
+            .cloned()
+            .collect();
         let mut f = figures(self.kind, &counters);
         let mut by_file_class = BTreeMap::new();
         let mut by_process = BTreeMap::new();
@@ -310,7 +322,9 @@ impl ServerRun {
             per_second = d.per_second.clone();
         }
         Ok(Measured {
+            after,
             counters,
+            state_counters,
             f,
             device,
             by_file_class,
@@ -319,12 +333,13 @@ impl ServerRun {
         })
     }
 
-    /// The report's server section without counters, with how the device was measured
-    /// (`measured_s` seconds, the daemon's CPU seconds) when on the FUSE device.
+    /// The report's server section without counters, with how the FUSE device measured
+    /// it when the server is on it (and, given `device`, the seconds measured and the
+    /// daemon's CPU seconds).
     fn server_info(&self, device: Option<&DeviceCounts>) -> ServerInfo {
         let server = &self.server;
         let mut info = server.info();
-        if let (Some(d), Some(m)) = (device, server.device()) {
+        if let Some(m) = server.device() {
             let mode = match server.managed().and_then(|s| s.loop_device()) {
                 Some(l) => format!(
                     "block-device mode: ext4 on {} (direct I/O, rotational {}) over the \
@@ -340,8 +355,7 @@ impl ServerRun {
             };
             info.device_io = format!(
                 "exact: mvcclab's FUSE device at {} ({mode}), write-through \
-                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}; {:.1} s \
-                 measured, daemon CPU {:.2} s",
+                 (no writeback_cache; mount readahead {} KiB, max_ratio {} %), bytes {}{}",
                 m.dir().display(),
                 m.bdi().map_or("?".into(), |b| b.0.to_string()),
                 m.bdi().map_or("?".into(), |b| b.1.to_string()),
@@ -349,8 +363,10 @@ impl ServerRun {
                     .data_dir
                     .as_ref()
                     .map_or("in memory".into(), |p| format!("in {}", p.display())),
-                d.at_s,
-                d.daemon_cpu_s
+                device.map_or(String::new(), |d| format!(
+                    "; {:.1} s measured, daemon CPU {:.2} s",
+                    d.at_s, d.daemon_cpu_s
+                ))
             );
         }
         if let Some((cache, failcnt)) = server.managed().and_then(|m| m.cgroup_memory()) {
@@ -706,18 +722,8 @@ impl Subject for ServerRun {
         results: RunResult,
     ) -> Result<RunReport> {
         let label = &self.label;
-        let after = self
-            .server
-            .snapshot()
-            .with_context(|| format!("{label}: counters"))?;
-        let Measured {
-            counters,
-            f,
-            device,
-            by_file_class,
-            by_process,
-            per_second,
-        } = self.measured(&before, &after)?;
+        let m = self.measured(&before)?;
+        let (f, device) = (m.f, m.device);
         let txns = results.transactions;
         let io = Io {
             per_txn: per(&f.total, txns),
@@ -725,13 +731,13 @@ impl Subject for ServerRun {
             per_txn_by_cause: blocks_per_txn_by_cause(&f.by_cause, txns),
             by_cause: f.by_cause.clone(),
             per_op: BTreeMap::new(),
-            by_file_class,
-            by_process,
-            per_second,
+            by_file_class: m.by_file_class,
+            by_process: m.by_process,
+            per_second: m.per_second,
         };
         let wal_by_record = self
             .server
-            .wal_by_record(&before.counters, &after)
+            .wal_by_record(&before.counters, &m.after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
         let engine = engine_report(
             &io.total,
@@ -741,12 +747,8 @@ impl Subject for ServerRun {
             wal_by_record,
         );
         let mut info = self.server_info(device.as_ref());
-        info.state_counters = counters
-            .keys()
-            .filter(|k| self.server.is_state(k))
-            .cloned()
-            .collect();
-        info.counters = counters;
+        info.state_counters = m.state_counters;
+        info.counters = m.counters;
         info.not_measured = f.not_measured.clone();
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let device_info = self.device_info(device.as_ref());
@@ -896,23 +898,14 @@ impl Subject for ServerRun {
         ops: u64,
         elapsed_s: f64,
     ) -> Result<PhaseReport> {
-        let label = &self.label;
-        let after = self
-            .server
-            .snapshot()
-            .with_context(|| format!("{label}: counters"))?;
         let Measured {
             counters,
+            state_counters,
             f,
             by_file_class,
             by_process,
             ..
-        } = self.measured(&before, &after)?;
-        let state_counters = counters
-            .keys()
-            .filter(|k| self.server.is_state(k))
-            .cloned()
-            .collect();
+        } = self.measured(&before)?;
         Ok(PhaseReport {
             name: name.to_string(),
             ops,

@@ -6,16 +6,17 @@
 //! neither imports the other.
 
 use crate::bench::{
-    close, parse_report_interval, parse_shard, resolve_spec, sampled, wait_for_purge,
-    CounterReading, DeviceArgs, Mark, PhaseDelta, Reading, RunSpec, ServerArgs, Shard,
+    close, parse_report_interval, parse_shard, phase_report_of, resolve_spec, sampled,
+    wait_for_purge, CounterReading, DeviceArgs, Mark, Reading, RunSpec, ServerArgs, Shard,
 };
 use crate::design_arg::resolve_design;
 use crate::export::OutputArgs;
-use crate::result::{PerOpIo, PhaseReport};
+use crate::result::PhaseReport;
 use anyhow::Result;
 use clap::Args;
 use mvcclab_engine::db::{Database, TableId};
 use mvcclab_engine::design::DesignConfig;
+use mvcclab_engine::stats::Counters;
 use mvcclab_workload::driver::RunControl;
 use std::sync::atomic::Ordering;
 
@@ -90,42 +91,16 @@ pub fn phase(
         latency: ctl.take_interval_latency(),
         counters: CounterReading::default(),
     };
-    let PhaseDelta {
-        storage: d,
-        tables,
-        engine: undo,
-        pages,
-        ..
-    } = mark.since(db, &[t])?;
-    let total = d.counters.total();
-    let timeseries = if interval_s > 0.0 {
+    let mut report = phase_report_of(name, ops, elapsed_s, mark.since(db, &[t])?);
+    if interval_s > 0.0 {
         let mut last = last;
-        last.counters.total = total;
-        last.counters.counters = d.counters.clone();
-        close(name, readings, last, &|_| false)
-    } else {
-        Vec::new()
-    };
-    Ok(PhaseReport {
-        name: name.to_string(),
-        ops,
-        elapsed_s,
-        per_op: PerOpIo::of(&total, ops),
-        per_op_by_cause: d
-            .counters
-            .by_cause
-            .iter()
-            .map(|(c, cc)| (*c, PerOpIo::of(cc, ops)))
-            .collect(),
-        versions_traversed_per_op: tables.versions_traversed as f64 / ops.max(1) as f64,
-        total,
-        by_cause: d.counters.by_cause,
-        tables,
-        undo,
-        pages,
-        timeseries,
-        server: None,
-    })
+        last.counters.total = report.total;
+        last.counters.counters = Counters {
+            by_cause: report.by_cause.clone(),
+        };
+        report.timeseries = close(name, readings, last, &|_| false);
+    }
+    Ok(report)
 }
 
 /// The designs and real servers `--designs` names, with `--set` applied to the designs.

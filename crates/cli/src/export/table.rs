@@ -57,6 +57,24 @@ pub fn to_table(report: &Report) -> String {
 }
 
 /// Causes with any block or request in some phase of some run.
+/// The classes of real servers' files that moved blocks in any phase, sorted.
+fn file_classes(runs: &[ExperimentRun]) -> Vec<String> {
+    let mut v: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.phases.iter())
+        .filter_map(|p| p.server.as_ref())
+        .flat_map(|s| {
+            s.by_file_class
+                .iter()
+                .filter(|(_, c)| c.io.read_blocks_4k + c.io.write_blocks_4k > 0)
+                .map(|(k, _)| k.clone())
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 fn causes(runs: &[ExperimentRun]) -> Vec<Cause> {
     let mut v: Vec<Cause> = runs
         .iter()
@@ -132,14 +150,17 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
     add("full-page images / stmt".into(), &|p| {
         per_total(p, p.total.wal_fpi)
     });
-    add("versions traversed / stmt".into(), &|p| {
-        format!("{:.2}", p.versions_traversed_per_op)
+    // A real server counts neither (its phase's `server.not_measured`).
+    add("versions traversed / stmt".into(), &|p| match p.server {
+        Some(_) => "-".into(),
+        None => format!("{:.2}", p.versions_traversed_per_op),
     });
     add("HOT updates / updates".into(), &|p| {
         format!("{}/{}", p.tables.n_tup_hot_upd, p.tables.n_tup_upd)
     });
-    add("index entries inserted".into(), &|p| {
-        p.tables.index_entries_inserted.to_string()
+    add("index entries inserted".into(), &|p| match p.server {
+        Some(_) => "-".into(),
+        None => p.tables.index_entries_inserted.to_string(),
     });
     add("pages (table, indexes) at end".into(), &|p| {
         format!("{}, {}", p.pages.0, p.pages.1)
@@ -161,6 +182,23 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
                 format!("{}/{} (total)", c.read_blocks_4k, c.write_blocks_4k)
             } else {
                 format!("{:.3}/{:.3}", x.read_blocks_4k, x.write_blocks_4k)
+            }
+        });
+    }
+    for class in file_classes(&r.runs) {
+        add(format!("blocks r/w / stmt: file {class}"), &|p| {
+            let Some(c) = p.server.as_ref().and_then(|s| s.by_file_class.get(&class)) else {
+                return "-".into();
+            };
+            if p.ops == 0 {
+                format!("{}/{} (total)", c.io.read_blocks_4k, c.io.write_blocks_4k)
+            } else {
+                let n = p.ops as f64;
+                format!(
+                    "{:.3}/{:.3}",
+                    c.io.read_blocks_4k as f64 / n,
+                    c.io.write_blocks_4k as f64 / n
+                )
             }
         });
     }
