@@ -589,16 +589,14 @@ impl RealServer for PostgreSql {
             format!("{:X}/{:X}", v >> 32, v & 0xFFFF_FFFF)
         };
         let wal_dir = m.data_dir().join("pg_wal");
-        // The segment holding the start, named: without it pg_waldump takes the segment
-        // size from the first WAL file its directory listing returns, which may be a
-        // pre-allocated segment of zeros (pg_waldump.c `search_directory`), as after a
-        // data directory copied back (bench/loaded.rs). The end's segment is named too:
-        // given a start segment alone, pg_waldump requires the end inside it ("end WAL
-        // location is not inside file"); `pg_walfile_name` of the end is the segment that
-        // holds it, or the one before when it lies on a boundary, which pg_waldump.c
-        // accepts as well.
-        let seg_sql = "SELECT pg_walfile_name(($1::text::pg_lsn) + 1), \
-                       pg_walfile_name($2::text::pg_lsn)";
+        // The segments holding the start and the end, named: without them pg_waldump
+        // takes the segment size from the first WAL file its directory listing returns,
+        // which may be a pre-allocated segment of zeros (pg_waldump.c `search_directory`),
+        // as after a data directory copied back (bench/loaded.rs). With a start segment it
+        // wants the end's too when the range crosses into a later one; `pg_walfile_name`
+        // of an end position names the segment holding the byte before it.
+        let seg_sql =
+            "SELECT pg_walfile_name(($1::text::pg_lsn) + 1), pg_walfile_name($2::text::pg_lsn)";
         let row = self
             .admin()
             .query_one(seg_sql, &[&lsn(from), &lsn(to)])
@@ -607,15 +605,8 @@ impl RealServer for PostgreSql {
         let out = std::process::Command::new(PG_WALDUMP)
             .arg("-p")
             .arg(&wal_dir)
-            .args([
-                "-s",
-                &lsn(from),
-                "-e",
-                &lsn(to),
-                "--stats=record",
-                &start_seg,
-                &end_seg,
-            ])
+            .args(["-s", &lsn(from), "-e", &lsn(to), "--stats=record"])
+            .args([&start_seg, &end_seg])
             .output()
             .map_err(|e| ServerError::Counters(format!("running {PG_WALDUMP}: {e}")))?;
         if !out.status.success() {

@@ -132,6 +132,9 @@ pub fn open_database_on(
     device: Option<Arc<dyn Device>>,
 ) -> Result<(Arc<Database>, serde_json::Value, DeviceInfo)> {
     let (mut cfg, mut info) = database_config(design, c, bandwidth)?;
+    // The report's storage settings name the memory backing: a copy-on-write device is
+    // one, holding a saved load.
+    let storage_json = serde_json::to_value(&cfg.storage)?;
     if let Some(d) = device {
         cfg.storage.backing = Backing::shared(d);
         info.data_dir = None;
@@ -142,7 +145,6 @@ pub fn open_database_on(
             std::fs::remove_dir_all(d).with_context(|| format!("clearing {}", d.display()))?;
         }
     }
-    let storage_json = serde_json::to_value(&cfg.storage)?;
     let db = Database::open(cfg).map_err(engine_error)?;
     Ok((Arc::new(db), storage_json, device))
 }

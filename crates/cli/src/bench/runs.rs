@@ -145,9 +145,16 @@ pub fn run_specs_sharded(
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;
     let grid = spec_grid(command, designs, specs, c);
+    let once = c.device.bandwidth.len() > 1;
     run_shard(&grid, shard, dir, c.out.quiet, |p| {
         let i = p.index % specs.len();
-        let run = run_spec(&specs[i], c, p.bandwidth_mib_s, &ctl)?;
+        // As unsharded (run_specs_with_loads): a point of a bandwidth grid starts from a
+        // saved load, here its own, so that both give the same starting state.
+        let run = if once && can_load_once(&specs[i], c) {
+            run_from_load(&mut load_once(&specs[i], c)?, c, p.bandwidth_mib_s, &ctl)?
+        } else {
+            run_spec(&specs[i], c, p.bandwidth_mib_s, &ctl)?
+        };
         if ctl.stop.load(Ordering::Relaxed) || run.results.interrupted {
             return Ok(None);
         }

@@ -235,6 +235,12 @@ impl HeapAm {
     /// ([`crate::buffer::vacuum_cost`]), its balance reset per table (vacuum.c `vacuum`).
     fn autovacuum_round(&self, stop: &Arc<StopSignal>) -> Result<()> {
         for t in self.shared.tables.all() {
+            // Shutting down: no further table (autovacuum.c `do_autovacuum` checks
+            // `ShutdownRequestPending`/interrupts between relations; the postmaster's
+            // SIGTERM ends a worker at its next CHECK_FOR_INTERRUPTS).
+            if stop.is_raised() {
+                break;
+            }
             let s = t.counters.snapshot();
             let ins = t.counters.n_ins_since_vacuum.load(Ordering::Relaxed).max(0) as u64;
             let vacuum = self.vacuum.needs_vacuum(s.n_live_tup, s.n_dead_tup, ins);
