@@ -43,6 +43,16 @@ use std::time::{Duration, SystemTime};
 /// daemon, so the cache is never stale for long; 1 s is what libfuse's examples use.
 const TTL: Duration = Duration::from_secs(1);
 
+/// Open flags of a file: FOPEN_KEEP_CACHE, so that the kernel keeps a file's page cache
+/// across opens, as it does on a block-device file system. Without it Linux drops the
+/// cache at every open (fs/fuse/file.c `fuse_finish_open` → `invalidate_inode_pages2`),
+/// and each new PostgreSQL process that opens a relation file (a backend, an autovacuum
+/// worker) would send every later read of it to the device. Every write reaches the
+/// files through this mount, so the kept pages stay true.
+fn keep_cache() -> FopenFlags {
+    FopenFlags::FOPEN_KEEP_CACHE
+}
+
 /// The device file that directory syncs are counted against (a directory has no bytes).
 const DIR_SYNC_FILE: FileId = 0;
 
@@ -697,7 +707,7 @@ impl Filesystem for FsHandle {
         match self.0.tree.write().nodes.get_mut(&ino.0) {
             Some(n) => {
                 n.open += 1;
-                reply.opened(FileHandle(0), FopenFlags::empty())
+                reply.opened(FileHandle(0), keep_cache())
             }
             None => reply.error(Errno::ENOENT),
         }
@@ -917,7 +927,7 @@ impl Filesystem for FsHandle {
                 if let Some(n) = self.0.tree.write().nodes.get_mut(&a.ino.0) {
                     n.open += 1;
                 }
-                reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty())
+                reply.created(&TTL, &a, Generation(0), FileHandle(0), keep_cache())
             }
             Err(e) => reply.error(e),
         }
