@@ -148,7 +148,7 @@ pub enum Plan {
     },
     /// TRUNCATE a, b, ….
     Truncate(Vec<String>),
-    /// VACUUM [ANALYZE] [tables] / ANALYZE [tables]: garbage collection and, for heap
+    /// `VACUUM [ANALYZE] [tables]` / `ANALYZE [tables]`: garbage collection and, for heap
     /// tables, ANALYZE.
     Vacuum {
         /// The tables (all when empty).

@@ -37,9 +37,9 @@ pub struct EmbeddedRun {
 
 impl EmbeddedRun {
     /// Opens `design` with the memory and device flags of `c` at `bandwidth`
-    /// ([`open_database`]).
+    /// ([`open_database_on`] without a device of its own).
     ///
-    /// Errors: as [`open_database`].
+    /// Errors: as [`open_database_on`].
     pub fn open(design: &DesignConfig, c: &CommonArgs, bandwidth: Option<f64>) -> Result<Self> {
         Self::open_on(design, &c.device, bandwidth, None)
     }

@@ -157,7 +157,7 @@ fn with_device_fields(mut t: CauseCounts, d: &CauseCounts) -> CauseCounts {
 
 impl ServerRun {
     /// Starts a managed `kind` server, or connects to the `--url` given for its engine; on
-    /// the FUSE device ([`fuse_device`]) with `bandwidth` MiB/s per direction.
+    /// the FUSE device ([`fuse_device_of`]) with `bandwidth` MiB/s per direction.
     ///
     /// Errors: a machine that cannot mount the FUSE device ([`crate::UsageError`], exit 2,
     /// naming what to install); the server failing to start or accept the connection (the

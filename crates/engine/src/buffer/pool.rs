@@ -1176,7 +1176,7 @@ impl BufferPool {
     }
 
     /// [`BufferPool::lru_batch`] with neighbour flushing `neighbors`: a dirty page is written
-    /// with its dirty neighbours ([`BufferPool::with_neighbors`]) while at least half the
+    /// with its dirty neighbours (buf0flu.cc `buf_flush_try_neighbors`) while at least half the
     /// free-page target is free (buf0flu.cc `buf_flush_LRU_list_batch`: "Skip
     /// neighbourhood flush from LRU list if we haven't yet reached half of the free page
     /// target").
