@@ -686,16 +686,24 @@ impl Subject for ServerRun {
                 e.write_blocks_4k += io.io.write_blocks_4k;
             };
             if !before.classes.is_empty() {
+                // Files made since the mark (a new WAL segment), named in one call.
+                let new: Vec<&str> = phase
+                    .by_file
+                    .keys()
+                    .filter(|p| !before.classes.contains_key(*p))
+                    .map(String::as_str)
+                    .collect();
+                let named_now = if new.is_empty() {
+                    BTreeMap::new()
+                } else {
+                    self.server.file_classes(&new).unwrap_or_default()
+                };
                 for (path, io) in &phase.by_file {
-                    let class = match before.classes.get(path) {
-                        Some(c) => c.clone(),
-                        None => self
-                            .server
-                            .file_classes(&[path.as_str()])
-                            .ok()
-                            .and_then(|m| m.into_values().next())
-                            .unwrap_or_else(|| "other".into()),
-                    };
+                    let class = before
+                        .classes
+                        .get(path)
+                        .or_else(|| named_now.get(path))
+                        .map_or("other", String::as_str);
                     add(format!("file {class}"), io);
                 }
             }
