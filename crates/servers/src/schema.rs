@@ -83,6 +83,20 @@ const DEVICE: &[&str] = &[
     "io.total.syncs",
 ];
 
+/// Rows written, updated and deleted as MariaDB's SQL layer counts them (`Handler_write`,
+/// `_update`, `_delete`), for InnoDB and MyRocks alike: MariaDB 10.11 no longer has
+/// Innodb_rows_*, and the handler counters include internal temporary tables, which
+/// sysbench's statements do not use.
+fn handler_rows(d: &Snapshot) -> TableStats {
+    let h = |k: &str| u(d, &format!("global_status.Handler_{k}"));
+    TableStats {
+        n_tup_ins: h("write"),
+        n_tup_upd: h("update"),
+        n_tup_del: h("delete"),
+        ..Default::default()
+    }
+}
+
 fn u(d: &Snapshot, k: &str) -> u64 {
     d.get(k).copied().unwrap_or(0.0).max(0.0).round() as u64
 }
@@ -174,16 +188,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             t.wal_syncs = g("os_log_fsyncs");
             t.doublewrite_pages = g("dblwr_pages_written");
             t.doublewrite_batches = g("dblwr_writes");
-            // MariaDB 10.11 no longer has Innodb_rows_*; the handler counters count the
-            // rows the SQL layer wrote, updated and deleted (internal temporary tables
-            // included, which sysbench's statements do not use).
-            let h = |k: &str| u(d, &format!("global_status.Handler_{k}"));
-            f.tables = TableStats {
-                n_tup_ins: h("write"),
-                n_tup_upd: h("update"),
-                n_tup_del: h("delete"),
-                ..Default::default()
-            };
+            f.tables = handler_rows(d);
             let purged = m("purge_del_mark_records") + m("purge_upd_exist_or_extern_records");
             f.undo = EngineCounters {
                 purge_records: purged,
@@ -237,13 +242,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             t.wal_bytes = r("wal_bytes");
             t.wal_syncs = r("wal_synced");
             t.wal_writes = r("write_wal");
-            let h = |k: &str| u(d, &format!("global_status.Handler_{k}"));
-            f.tables = TableStats {
-                n_tup_ins: h("write"),
-                n_tup_upd: h("update"),
-                n_tup_del: h("delete"),
-                ..Default::default()
-            };
+            f.tables = handler_rows(d);
             not.extend_from_slice(&[
                 "io.total.buffer_pages_written",
                 "io.total.doublewrite_pages",
