@@ -311,6 +311,29 @@ fn seq_scan(
 
 /// Holds `bytes` more in an operator limited by `mem`; what passes the limit is counted
 /// as spilled.
+/// A hash join's build side: every row of table `t` by its integer column `key`, each
+/// entry held against `mem` (PostgreSQL nodeHash.c `MultiExecHash` over a Seq Scan).
+///
+/// Errors: the scan's, or a key that is not an integer.
+fn hash_build(
+    tx: &mut Transaction,
+    t: TableId,
+    key: usize,
+    mem: WorkMem,
+    run: &mut QueryRun,
+) -> Result<HashMap<i32, Row>, String> {
+    let mut table: HashMap<i32, Row> = HashMap::new();
+    let mut used = 0u64;
+    let spilled = &mut run.temp_spill_bytes;
+    seq_scan(tx, t, &mut run.rows_read, &mut |r| {
+        let refs: Vec<&Value> = r.iter().collect();
+        hold(&mut used, entry_bytes(&refs), mem, spilled);
+        table.insert(int_of(&r[key])?, r);
+        Ok(())
+    })?;
+    Ok(table)
+}
+
 fn hold(used: &mut u64, bytes: u64, mem: WorkMem, spilled: &mut u64) {
     let before = *used;
     *used += bytes;
@@ -389,39 +412,9 @@ fn q18_postgresql(
     mem: WorkMem,
     run: &mut QueryRun,
 ) -> Result<(), String> {
-    // Hash of customer (c_custkey).
-    let mut customers: HashMap<i32, Row> = HashMap::new();
-    let mut used = 0u64;
-    seq_scan(
-        tx,
-        t.id(TpchTable::Customer),
-        &mut run.rows_read,
-        &mut |r| {
-            let refs: Vec<&Value> = r.iter().collect();
-            hold(
-                &mut used,
-                entry_bytes(&refs),
-                mem,
-                &mut run.temp_spill_bytes,
-            );
-            customers.insert(int_of(&r[C_CUSTKEY])?, r);
-            Ok(())
-        },
-    )?;
-    // Hash of orders (o_orderkey).
-    let mut orders: HashMap<i32, Row> = HashMap::new();
-    let mut used = 0u64;
-    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |r| {
-        let refs: Vec<&Value> = r.iter().collect();
-        hold(
-            &mut used,
-            entry_bytes(&refs),
-            mem,
-            &mut run.temp_spill_bytes,
-        );
-        orders.insert(int_of(&r[O_ORDERKEY])?, r);
-        Ok(())
-    })?;
+    // Hash of customer (c_custkey), and of orders (o_orderkey).
+    let customers = hash_build(tx, t.id(TpchTable::Customer), C_CUSTKEY, mem, run)?;
+    let orders = hash_build(tx, t.id(TpchTable::Orders), O_ORDERKEY, mem, run)?;
     // Hash of the subquery: HashAggregate l_orderkey → sum(l_quantity), filtered.
     let mut sums: HashMap<i32, i128> = HashMap::new();
     let mut used = 0u64;
