@@ -263,21 +263,29 @@ impl BTree {
         let id = g.page_id();
         if mode == Mode::Replace {
             // An entry that keeps its size is patched in place and only the bytes that
-            // changed are logged, as MariaDB logs an in-place update (`mtr_t::memcpy
-            // <MAYBE_NOP>` in `btr_cur_upd_rec_in_place`): `k=k+1` logs its 4 bytes plus the
-            // changed system columns, not the whole record. Nothing changed, nothing logged.
-            let span = {
+            // changed are logged, as MariaDB logs an in-place update: btr0cur.cc
+            // `btr_cur_upd_rec_sys` writes DB_TRX_ID and DB_ROLL_PTR with one
+            // `mtr_t::memcpy<MAYBE_NOP>`, `btr_cur_upd_rec_in_place` each updated field with
+            // another, and mtr0log.h `mtr_t::memcpy` skips the leading bytes that did not
+            // change. One PATCH_VALUE carries every run of changed bytes, so `status=status+1`
+            // logs the system columns' changed tail and the column's last byte, not the six
+            // unchanged columns between them. Nothing changed, nothing logged.
+            let spans = {
                 let n = self.node(g.data(), id, Some(0))?;
                 let (k, old) = n.entry(slot)?;
-                (k == key && old.len() == value.len()).then(|| changed_span(old, value))
+                (k == key && old.len() == value.len()).then(|| changed_spans(old, value))
             };
-            if let Some(span) = span {
-                let Some((a, b)) = span else { return Ok(()) };
-                node::patch_value(g.data_mut(), id, slot, a, &value[a..b])?;
+            if let Some(spans) = spans {
+                if spans.is_empty() {
+                    return Ok(());
+                }
+                for &(a, b) in &spans {
+                    node::patch_value(g.data_mut(), id, slot, a, &value[a..b])?;
+                }
                 let rec = RecordBuilder::new(rmgr::BTREE, info::PATCH_VALUE).block(
                     id,
                     false,
-                    &bwal::encode_patch(slot, a, &value[a..b]),
+                    &bwal::encode_patch(slot, value, &spans),
                 );
                 log_change(self.pool.wal(), &rec, &mut [g])?;
                 return Ok(());
@@ -677,15 +685,21 @@ fn render_key(k: &[u8]) -> String {
     s
 }
 
-/// The byte range `a..b` outside of which `old` and `new` (of equal length) agree: the
-/// span an in-place patch must write; `None` when they are equal.
-fn changed_span(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
-    let a = old.iter().zip(new).position(|(x, y)| x != y)?;
-    let b = old.len()
-        - old
-            .iter()
-            .rev()
-            .zip(new.iter().rev())
-            .position(|(x, y)| x != y)?;
-    Some((a, b))
+/// The runs of bytes in which `old` and `new` (of equal length) differ, as ascending,
+/// disjoint ranges `a..b`: the spans an in-place patch must write; empty when they are
+/// equal. Two runs whose gap of equal bytes is no longer than a span's header in the
+/// record (`at u16 | len u16`, [`bwal::PATCH_SPAN_HEADER_BYTES`]) are written as one, the
+/// equal bytes between them costing no more than a second header. (MariaDB writes one
+/// redo record per changed field, from its first changed byte: mtr0log.h
+/// `mtr_t::memcpy<MAYBE_NOP>`; a run here ends at the last changed byte instead of at
+/// the field's end.)
+fn changed_spans(old: &[u8], new: &[u8]) -> Vec<(usize, usize)> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, _) in old.iter().zip(new).enumerate().filter(|(_, (x, y))| x != y) {
+        match spans.last_mut() {
+            Some((_, b)) if i - *b <= bwal::PATCH_SPAN_HEADER_BYTES => *b = i + 1,
+            _ => spans.push((i, i + 1)),
+        }
+    }
+    spans
 }

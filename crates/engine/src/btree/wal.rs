@@ -19,6 +19,7 @@
 //! | 0x00 | INSERT_LEAF  | 0: leaf, `slot_entry` (insert before slot) | — |
 //! | 0x10 | INSERT_UPPER | 0: internal page, `slot_entry` (separator, child u32); 1: left child, empty (clears INCOMPLETE_SPLIT) | — |
 //! | 0x20 | UPDATE_VALUE | 0: leaf, `slot_entry` (replaces the entry at slot) | — |
+//! | 0x40 | PATCH_VALUE  | 0: leaf, `slot u16 | n u16 | n × (at u16 | len u16 | bytes)` (overwrites bytes `at..at+len` of the value of the entry at slot, for each of the `n` spans; the entry keeps its size) | — |
 //! | 0x30 | SPLIT        | 0: left page (the page split), `split_left`; 1: new right page, will_init, `node_image`; then, as `which` says, the old right sibling (`new left u32`) and the child whose split this completes (empty; clears INCOMPLETE_SPLIT) | `geometry`, `which u8` (bit 0: old right sibling, bit 1: child), `sep_len u16`, separator |
 //! | 0x50 | DELETE_DEAD  | 0: leaf, `n u16 | n × slot u16` (ascending: entries removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × slot_entry` (ascending: entries rewritten first, slots as before the record) | `latest_removed_xid u32` |
 //! | 0x60 | BUILD        | 0: a page of a sorted build, will_init, `node_image`; 1 (on the last page only): meta page, will_init, meta fields | `geometry` |
@@ -41,7 +42,13 @@
 //! records' inserts into the new page and a few header writes on the old one
 //! (btr0btr.cc `btr_page_split_and_insert` → `page_move_rec_list_end`). UPDATE_VALUE
 //! (InnoDB's update-in-place redo, `MLOG_REC_UPDATE_IN_PLACE`) and CREATE (PostgreSQL logs
-//! a new index's pages as full images) are mvcclab's. DELETE_DEAD is PostgreSQL's
+//! a new index's pages as full images) are mvcclab's. PATCH_VALUE is the in-place update as
+//! MariaDB 10.5+ logs it: btr0cur.cc `btr_cur_upd_rec_sys` writes DB_TRX_ID and
+//! DB_ROLL_PTR and `btr_cur_upd_rec_in_place` each updated field, each through mtr0log.h
+//! `mtr_t::memcpy<MAYBE_NOP>`, which skips the field's leading unchanged bytes and logs
+//! nothing for an unchanged one; mvcclab puts every changed run of the record in one
+//! record (MariaDB: one WRITE record per field, in one mini-transaction), under a code
+//! PostgreSQL gives to XLOG_BTREE_SPLIT_R (SPLIT covers both sides here). DELETE_DEAD is PostgreSQL's
 //! XLOG_BTREE_DELETE of simple and bottom-up deletion (nbtxlog.h `xl_btree_delete`: the
 //! conflict horizon, then the deleted offsets), under a code PostgreSQL gives to
 //! XLOG_BTREE_INSERT_META, which mvcclab does not write. INSERT_POST and DEDUP are
@@ -72,9 +79,10 @@ pub mod info {
     pub const INSERT_UPPER: u8 = 0x10;
     /// Replace a leaf entry's value in place.
     pub const UPDATE_VALUE: u8 = 0x20;
-    /// Overwrite the changed bytes of a leaf entry's value in place, the entry keeping its
-    /// size (MariaDB logs an in-place update as the changed bytes only:
-    /// `btr_cur_upd_rec_in_place` writes each field with `mtr_t::memcpy<MAYBE_NOP>`).
+    /// Overwrite the runs of changed bytes of a leaf entry's value in place, the entry
+    /// keeping its size (MariaDB logs an in-place update as the changed bytes only:
+    /// btr0cur.cc `btr_cur_upd_rec_sys` and `btr_cur_upd_rec_in_place` write the system
+    /// columns and each updated field with `mtr_t::memcpy<MAYBE_NOP>`).
     pub const PATCH_VALUE: u8 = 0x40;
     /// Split a page in two (PostgreSQL XLOG_BTREE_SPLIT_L / _R).
     pub const SPLIT: u8 = 0x30;
@@ -176,14 +184,25 @@ pub fn encode_slot_entry(slot: usize, key: &[u8], value: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `slot u16 | at u16 | len u16 | bytes`: bytes `at..at+len` of the value of the entry at
-/// `slot`.
-pub fn encode_patch(slot: usize, at: usize, bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(6 + bytes.len());
+/// Bytes of a PATCH_VALUE span's header in the block data: `at u16 | len u16`.
+pub const PATCH_SPAN_HEADER_BYTES: usize = 4;
+
+/// `slot u16 | n u16 | n × (at u16 | len u16 | bytes)`: the block data of PATCH_VALUE,
+/// bytes `at..at+len` of `value` (the entry's new value) for each span `(at, at+len)` of
+/// `spans` (ascending, disjoint, inside `value`).
+pub fn encode_patch(slot: usize, value: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
+    let bytes: usize = spans
+        .iter()
+        .map(|(a, b)| PATCH_SPAN_HEADER_BYTES + b - a)
+        .sum();
+    let mut out = Vec::with_capacity(4 + bytes);
     put16(&mut out, slot as u16);
-    put16(&mut out, at as u16);
-    put16(&mut out, bytes.len() as u16);
-    out.extend_from_slice(bytes);
+    put16(&mut out, spans.len() as u16);
+    for &(a, b) in spans {
+        put16(&mut out, a as u16);
+        put16(&mut out, (b - a) as u16);
+        out.extend_from_slice(&value[a..b]);
+    }
     out
 }
 
@@ -506,11 +525,13 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
         }
         (info::PATCH_VALUE, 0) => {
             let slot = r.u16()? as usize;
-            let at = r.u16()? as usize;
-            let n = r.u16()? as usize;
-            let bytes = r.bytes(n)?;
+            let spans = r.u16()?;
+            for _ in 0..spans {
+                let at = r.u16()? as usize;
+                let n = r.u16()? as usize;
+                node::patch_value(page, id, slot, at, r.bytes(n)?)?;
+            }
             r.end()?;
-            node::patch_value(page, id, slot, at, bytes)?;
         }
         (info::DELETE, 0) => {
             let slot = r.u16()? as usize;

@@ -95,8 +95,26 @@ fn wal_records_per_operation() {
     let patch = recs.iter().find(|r| r.rmgr == rmgr::BTREE).unwrap();
     assert_eq!(
         patch.blocks[0].data.len(),
-        6 + 4,
-        "slot, offset, length and bytes 100..104"
+        4 + 4 + 4,
+        "slot, one span (2 equal bytes between the changes cost less than a second span's \
+         header): offset, length and bytes 100..104"
+    );
+    assert_eq!(t.get(&k(2)).unwrap(), Some(v.clone()));
+    // Changes far apart (a record's system columns and its last column, say) are two spans,
+    // not the whole value between them (MariaDB's one WRITE per changed field).
+    v[10] = 9;
+    v[11] = 9;
+    v[499] = 5;
+    from = s.wal().insert_lsn();
+    assert!(t.update_value(&k(2), &v).unwrap());
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let patch = recs.iter().find(|r| r.rmgr == rmgr::BTREE).unwrap();
+    assert_eq!(patch.info, info::PATCH_VALUE);
+    assert_eq!(
+        patch.blocks[0].data.len(),
+        4 + (4 + 2) + (4 + 1),
+        "slot, n, then spans 10..12 and 499..500"
     );
     assert_eq!(t.get(&k(2)).unwrap(), Some(v));
     t.verify().unwrap();
