@@ -19,6 +19,12 @@
 //!    - a will-init block is rebuilt from the record on a zeroed page (`RBM_ZERO_AND_LOCK`);
 //!    - any other block is read (its checksum verified) and replayed only when its page
 //!      LSN is below the record's end (`BLK_NEEDS_REDO`; else `BLK_DONE`);
+//!    - with the doublewrite area (InnoDB), a block is skipped, its page not read, when a
+//!      later record in the redo range rebuilds the page whole (a will-init block): MariaDB
+//!      log0recv.cc `page_recv_t::will_not_read` drops a page's earlier records at an
+//!      INIT_PAGE. A page written since such an init skipped the doublewrite area
+//!      (`BufferPool`'s `reinit`, buf0flu.cc `buf_page_t::flush`), so a torn copy of it is
+//!      repaired by this rebuild, not from the area;
 //!    - relations are extended to cover the blocks named (extension is not logged).
 //!
 //!    Along the way it keeps the newest catalog (CATALOG records and the checkpoint
@@ -56,9 +62,10 @@ use crate::device::file_ids;
 use crate::error::{Error, Result};
 use crate::page::{identify, page_lsn, set_page_lsn, verify, PageId};
 use crate::stats::{enter, Cause};
+use crate::storage::TornPageProtection;
 use crate::storage::{parse_checkpoint_main_data, CatalogBlob, Storage};
 use crate::wal::{catalog_info, rmgr, xlog_info, WalRecord};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 /// The name of a WAL record type (resource manager and `info` code) in pg_waldump's
@@ -206,7 +213,17 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
     };
     out.report.redo_start_lsn = start.0;
     out.report.redo_end_lsn = end.0;
-    for rec in &records {
+    // The last record rebuilding each page whole (InnoDB: a page torn while written
+    // without the doublewrite area is rebuilt by it, never read).
+    let mut last_init: HashMap<PageId, usize> = HashMap::new();
+    if storage.config().torn_page_protection == TornPageProtection::Doublewrite {
+        for (i, rec) in records.iter().enumerate() {
+            for blk in rec.blocks.iter().filter(|b| b.will_init) {
+                last_init.insert(blk.page, i);
+            }
+        }
+    }
+    for (i, rec) in records.iter().enumerate() {
         out.max_xid = out.max_xid.max(rec.xid);
         match rec.rmgr {
             rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
@@ -253,7 +270,12 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
             }
             _ => {}
         }
-        redo_blocks(storage, rec, &mut out.report)?;
+        redo_blocks(
+            storage,
+            rec,
+            |page| last_init.get(&page).is_some_and(|&j| j > i),
+            &mut out.report,
+        )?;
         out.report.records_replayed += 1;
     }
     Ok(out)
@@ -265,10 +287,20 @@ fn newer_catalog(have: &mut CatalogBlob, found: CatalogBlob) {
     }
 }
 
-/// Replays every block of `rec` (see the module doc).
-fn redo_blocks(storage: &Storage, rec: &WalRecord, report: &mut RecoveryReport) -> Result<()> {
+/// Replays every block of `rec` (see the module doc) but those of the pages
+/// `rebuilt_later` names, which a later record rebuilds whole (counted skipped).
+fn redo_blocks(
+    storage: &Storage,
+    rec: &WalRecord,
+    rebuilt_later: impl Fn(PageId) -> bool,
+    report: &mut RecoveryReport,
+) -> Result<()> {
     let pool = storage.pool();
     for (b, blk) in rec.blocks.iter().enumerate() {
+        if rebuilt_later(blk.page) {
+            report.blocks_skipped += 1;
+            continue;
+        }
         if let Some(image) = &blk.image {
             let mut g = pool.fetch_for_overwrite(blk.page)?;
             image.restore(g.data_mut())?;

@@ -16,7 +16,8 @@ pub struct RecoveryReport {
     pub records_replayed: u64,
     /// Blocks changed by replaying a record.
     pub blocks_redone: u64,
-    /// Blocks skipped because their page LSN was already at or past the record's end.
+    /// Blocks skipped because their page LSN was already at or past the record's end, or
+    /// (doublewrite designs) because a later record rebuilds the page whole.
     pub blocks_skipped: u64,
     /// Blocks restored from a full-page image.
     pub full_page_images_restored: u64,

@@ -93,6 +93,12 @@ impl WritePageGuard<'_> {
 
     /// Records that a WAL record ending at `lsn` changed this page: the frame's oldest
     /// unflushed change (`rec_lsn`, InnoDB's `oldest_modification`) is set if unset.
+    /// Notes that a WAL record rebuilding the whole page (a `will_init` block) was logged
+    /// for it: its next write may skip the doublewrite area (the frame's `reinit`).
+    pub(crate) fn note_reinit(&self) {
+        self.frame_ref().reinit.store(true, Ordering::Release);
+    }
+
     pub(crate) fn note_logged(&self, lsn: Lsn) {
         let _ = self.frame_ref().rec_lsn.compare_exchange(
             0,

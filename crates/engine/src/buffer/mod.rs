@@ -109,8 +109,11 @@ pub fn log_change(
         let mut pages: Vec<&mut [u8]> = guards.iter_mut().map(|g| g.data_mut()).collect();
         wal.insert(rec, &mut pages)?
     };
-    for g in guards.iter() {
+    for (g, (_, will_init, _)) in guards.iter().zip(&rec.blocks) {
         g.note_logged(lsn);
+        if *will_init {
+            g.note_reinit();
+        }
     }
     Ok(lsn)
 }

@@ -239,6 +239,13 @@ pub(super) struct Frame {
     pub(super) writing: AtomicBool,
     valid: AtomicBool,
     pub(super) rec_lsn: AtomicU64,
+    /// The page was (re)initialized by a WAL record that rebuilds it whole (a `will_init`
+    /// block) since its last write: redo can recreate it without reading it, so its next
+    /// write skips the doublewrite area (MariaDB's REINIT state: mtr0mtr.cc `mtr_t::init`
+    /// → `buf_page_t::set_reinit` with the INIT_PAGE record; buf0flu.cc
+    /// `buf_page_t::flush` writes a REINIT page directly, not through `buf_dblwr`).
+    /// Set by [`super::log_change`], cleared by the write or when the page is dropped.
+    pub(super) reinit: AtomicBool,
     data: RwLock<Box<[u8]>>,
 }
 
@@ -320,6 +327,7 @@ impl BufferPool {
                 writing: AtomicBool::new(false),
                 valid: AtomicBool::new(false),
                 rec_lsn: AtomicU64::new(0),
+                reinit: AtomicBool::new(false),
                 data: RwLock::new(vec![0u8; page_bytes].into_boxed_slice()),
             })
             .collect();
@@ -908,6 +916,7 @@ impl BufferPool {
     ) -> StorageResult<usize> {
         let _in_flight = self.writes_in_flight.read();
         let mut copies: Vec<(PageId, Vec<u8>)> = Vec::with_capacity(fs.len());
+        let mut reinit: Vec<bool> = Vec::with_capacity(fs.len());
         let mut written_frames = Vec::with_capacity(fs.len());
         let mut max_lsn = 0;
         for &f in fs {
@@ -937,6 +946,7 @@ impl BufferPool {
                 continue;
             }
             fr.rec_lsn.store(0, Ordering::Release);
+            reinit.push(fr.reinit.swap(false, Ordering::SeqCst));
             max_lsn = max_lsn.max(page_lsn(&g).0);
             copies.push((id, g.to_vec()));
             written_frames.push(f);
@@ -945,29 +955,68 @@ impl BufferPool {
             return Ok(0);
         }
         let n = copies.len();
-        let r = self.write_copies(&mut copies, max_lsn);
-        for f in written_frames {
+        let r = self.write_copies(&mut copies, &reinit, max_lsn);
+        for (f, reinit) in written_frames.into_iter().zip(reinit) {
             if r.is_err() {
                 self.frames[f].dirty.store(true, Ordering::SeqCst);
+                if reinit {
+                    self.frames[f].reinit.store(true, Ordering::SeqCst);
+                }
             }
             self.frames[f].writing.store(false, Ordering::SeqCst);
         }
         r.map(|_| n)
     }
 
-    fn write_copies(&self, copies: &mut [(PageId, Vec<u8>)], max_lsn: u64) -> StorageResult<()> {
+    /// Writes `copies` home, WAL first. With a doublewrite area, the copies whose `reinit`
+    /// is set go straight home (their relations synced at the next checkpoint, as without
+    /// the area) and the others through the area (MariaDB buf0flu.cc `buf_page_t::flush`:
+    /// `(s & LRU_MASK) == REINIT || !space->use_doublewrite()` → `space->io`, else
+    /// `buf_dblwr.add_to_batch`).
+    fn write_copies(
+        &self,
+        copies: &mut [(PageId, Vec<u8>)],
+        reinit: &[bool],
+        max_lsn: u64,
+    ) -> StorageResult<()> {
         self.wal.flush(Lsn(max_lsn))?;
         debug_assert!(self.wal.durable_lsn().0 >= max_lsn, "WAL-before-data");
-        match &self.dblwr {
-            Some(d) => d.write_through(copies, |id, copy| self.store.write_page(id, copy))?,
-            None => {
-                for (id, copy) in copies.iter_mut() {
-                    self.store.write_page(*id, copy)?;
-                }
-                self.unsynced_rels
-                    .lock()
-                    .extend(copies.iter().map(|(id, _)| id.rel));
+        let direct = |copies: &mut [(PageId, Vec<u8>)]| -> StorageResult<()> {
+            for (id, copy) in copies.iter_mut() {
+                self.store.write_page(*id, copy)?;
             }
+            self.unsynced_rels
+                .lock()
+                .extend(copies.iter().map(|(id, _)| id.rel));
+            Ok(())
+        };
+        match &self.dblwr {
+            Some(d) if reinit.contains(&true) => {
+                // Split without copying: the pages move into two lists and back.
+                let (mut init, mut through) = (Vec::new(), Vec::new());
+                for ((id, copy), &r) in copies.iter_mut().zip(reinit) {
+                    let page = (*id, std::mem::take(copy));
+                    if r {
+                        init.push(page);
+                    } else {
+                        through.push(page);
+                    }
+                }
+                let r = if through.is_empty() {
+                    Ok(())
+                } else {
+                    d.write_through(&mut through, |id, copy| self.store.write_page(id, copy))
+                };
+                let r = r.and_then(|_| direct(&mut init));
+                let (mut init, mut through) = (init.into_iter(), through.into_iter());
+                for ((_, copy), &r) in copies.iter_mut().zip(reinit) {
+                    let back = if r { init.next() } else { through.next() };
+                    *copy = back.expect("each page returns to its place").1;
+                }
+                r?;
+            }
+            Some(d) => d.write_through(copies, |id, copy| self.store.write_page(id, copy))?,
+            None => direct(copies)?,
         }
         self.stats
             .add(Metric::buffer_pages_written, copies.len() as u64);
@@ -1390,6 +1439,7 @@ impl BufferPool {
         fr.valid.store(false, Ordering::Release);
         fr.dirty.store(false, Ordering::Release);
         fr.rec_lsn.store(0, Ordering::Release);
+        fr.reinit.store(false, Ordering::Release);
         drop(t);
         self.replacer.removed(f);
         self.unpin(f);
@@ -1416,6 +1466,7 @@ impl BufferPool {
         let fr = &self.frames[f];
         fr.dirty.store(false, Ordering::Release);
         fr.rec_lsn.store(0, Ordering::Release);
+        fr.reinit.store(false, Ordering::Release);
         drop(t);
         self.unpin(f);
         true
