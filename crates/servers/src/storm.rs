@@ -577,6 +577,76 @@ pub fn load_statements(protocol: &Protocol, rows: u32, seed: u64) -> Vec<String>
     out
 }
 
+/// Whose count of pages read from outside the buffer pool [`pages_read_outside_pool`]
+/// reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolEngine {
+    /// `sum(pg_stat_database.blks_read)`: 8 KiB pages read through the OS page cache.
+    PostgreSql,
+    /// `Innodb_buffer_pool_reads`: 16 KiB pages read with O_DIRECT.
+    MariaDb,
+    /// `mvcclab serve`: `sum(buffer_misses)` of `mvcclab_stat_io`.
+    Serve,
+}
+
+/// The engine's own count, since it started, of pages it read from outside its buffer
+/// pool, from a new admin connection to 127.0.0.1:`port` (PostgreSQL and serve as
+/// `postgres`, MariaDB as `root`). `None` when it cannot be read.
+pub fn pages_read_outside_pool(engine: PoolEngine, port: u16) -> Option<u64> {
+    let pg = |sql: &str, column: &str| -> Option<u64> {
+        let mut c = postgres::Config::new()
+            .host("127.0.0.1")
+            .port(port)
+            .user("postgres")
+            .dbname("postgres")
+            .connect(postgres::NoTls)
+            .ok()?;
+        let rows = c.simple_query(sql).ok()?;
+        Some(
+            rows.iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => r.get(column)?.parse::<u64>().ok(),
+                    _ => None,
+                })
+                .sum(),
+        )
+    };
+    match engine {
+        PoolEngine::PostgreSql => pg(
+            "SELECT sum(blks_read)::bigint AS blks_read FROM pg_stat_database",
+            "blks_read",
+        ),
+        PoolEngine::Serve => pg("SELECT * FROM mvcclab_stat_io", "buffer_misses"),
+        PoolEngine::MariaDb => {
+            use mysql::prelude::Queryable;
+            let mut c = mysql::Conn::new(
+                mysql::OptsBuilder::new()
+                    .ip_or_hostname(Some("127.0.0.1"))
+                    .tcp_port(port)
+                    .user(Some("root")),
+            )
+            .ok()?;
+            let v: Option<(String, u64)> = c
+                .query_first("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'")
+                .ok()?;
+            v.map(|(_, n)| n)
+        }
+    }
+}
+
+/// The soft limit of open files of this process (`getrlimit(RLIMIT_NOFILE)`), or `None`
+/// when it cannot be read.
+pub fn open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0).then_some(limit.rlim_cur as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
