@@ -112,11 +112,7 @@ impl PgBouncer {
                 b.child = None;
                 return Err(ServerError::Start {
                     server: "pgbouncer".into(),
-                    detail: format!(
-                        "exited with {st}; {}\n{}",
-                        log_tail(&out),
-                        log_tail(&log)
-                    ),
+                    detail: format!("exited with {st}; {}\n{}", log_tail(&out), log_tail(&log)),
                 });
             }
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {

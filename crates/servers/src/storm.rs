@@ -161,7 +161,10 @@ async fn pg_message(s: &mut BufReader<TcpStream>) -> Res<(u8, Vec<u8>)> {
     let h = read_exact(s, 5).await?;
     let len = u32::from_be_bytes([h[1], h[2], h[3], h[4]]) as usize;
     if !(4..=(1 << 30)).contains(&len) {
-        return Err(format!("bad message length {len} (type {:?})", h[0] as char));
+        return Err(format!(
+            "bad message length {len} (type {:?})",
+            h[0] as char
+        ));
     }
     Ok((h[0], read_exact(s, len - 4).await?))
 }
@@ -207,9 +210,9 @@ async fn pg_connect(addr: SocketAddr, user: &str, database: &str) -> Res<Conn> {
         let (t, b) = pg_message(&mut s).await?;
         match t {
             b'R' => {
-                let code = b.get(..4).map_or(u32::MAX, |c| {
-                    u32::from_be_bytes([c[0], c[1], c[2], c[3]])
-                });
+                let code = b
+                    .get(..4)
+                    .map_or(u32::MAX, |c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
                 if code != 0 {
                     return Err(format!(
                         "authentication method {code} asked: the storm client logs in with \
@@ -567,9 +570,7 @@ pub fn load_statements(protocol: &Protocol, rows: u32, seed: u64) -> Vec<String>
     let mut id = 1;
     while id <= rows {
         let last = (id + 999).min(rows);
-        let batch: Vec<_> = (id..=last)
-            .map(|i| load_row(&mut rng, &opts, i))
-            .collect();
+        let batch: Vec<_> = (id..=last).map(|i| load_row(&mut rng, &opts, i)).collect();
         out.push(sql::bulk_insert(1, false, &batch));
         id = last + 1;
     }

@@ -41,8 +41,8 @@ use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
 use mvcclab_servers::perf_stat::{Cgroup, PerfCounts, PerfStat};
 use mvcclab_servers::pgbouncer::PgBouncer;
 use mvcclab_servers::storm::{
-    load_statements, open_files_limit, pages_read_outside_pool, run_statements, run_storm, PoolEngine, Protocol,
-    StormOutcome, StormPlan, StormVariant, STORM_QUERY,
+    load_statements, open_files_limit, pages_read_outside_pool, run_statements, run_storm,
+    PoolEngine, Protocol, StormOutcome, StormPlan, StormVariant, STORM_QUERY,
 };
 use mvcclab_servers::ServerKind;
 use serde::{Deserialize, Serialize};
@@ -306,11 +306,7 @@ fn start_target(a: &ConnectionStormArgs, target: &str) -> Result<Started> {
                     ),
                 )
             } else {
-                (
-                    None,
-                    local(s.port()),
-                    "process per connection".to_string(),
-                )
+                (None, local(s.port()), "process per connection".to_string())
             };
             Started {
                 addr,
@@ -368,22 +364,16 @@ fn start_target(a: &ConnectionStormArgs, target: &str) -> Result<Started> {
             }
         }
         other => {
-            return Err(UsageError(format!(
-                "--targets {other}: one of {}",
-                TARGETS.join(", ")
-            ))
-            .into())
+            return Err(
+                UsageError(format!("--targets {other}: one of {}", TARGETS.join(", "))).into(),
+            )
         }
     })
 }
 
 /// The engine's pages read from outside its pool so far (see [`StormRun`]).
 fn pool_misses(target: &str, s: &Started) -> Option<u64> {
-    let port = s
-        .server
-        .as_ref()
-        .map(|m| m.port())
-        .unwrap_or(s.addr.port());
+    let port = s.server.as_ref().map(|m| m.port()).unwrap_or(s.addr.port());
     let engine = match target {
         "postgresql" | "pgbouncer" => PoolEngine::PostgreSql,
         "serve" | "serve_pool" => PoolEngine::Serve,
@@ -419,7 +409,11 @@ fn one_run(
         &s.protocol,
         &mut load_statements(&s.protocol, a.table_size, 1).into_iter(),
     )?;
-    run_statements(s.addr, &s.protocol, &mut std::iter::once(STORM_QUERY.into()))?;
+    run_statements(
+        s.addr,
+        &s.protocol,
+        &mut std::iter::once(STORM_QUERY.into()),
+    )?;
     let stamp = format!("mvcclab-storm-{}-{}", std::process::id(), target);
     let groups: Vec<Cgroup> = s
         .trees
@@ -583,16 +577,16 @@ fn check(a: &ConnectionStormArgs) -> Result<Vec<StormVariant>> {
         .into());
     }
     if a.table_size < 20 {
-        return Err(UsageError("--table-size: at least 20 (the query reads 20 rows)".into()).into());
+        return Err(
+            UsageError("--table-size: at least 20 (the query reads 20 rows)".into()).into(),
+        );
     }
     if a.format != "md" && a.format != "json" {
         return Err(UsageError(format!("--format {}: md or json", a.format)).into());
     }
     for t in &a.targets {
         if !TARGETS.contains(&t.as_str()) {
-            return Err(
-                UsageError(format!("--targets {t}: one of {}", TARGETS.join(", "))).into(),
-            );
+            return Err(UsageError(format!("--targets {t}: one of {}", TARGETS.join(", "))).into());
         }
     }
     // Each user holds one socket here and one in the server (PgBouncer: two).
@@ -609,9 +603,7 @@ fn check(a: &ConnectionStormArgs) -> Result<Vec<StormVariant>> {
         .map(|v| match v.as_str() {
             "persistent" => Ok(StormVariant::Persistent),
             "per_query" => Ok(StormVariant::PerQuery),
-            other => {
-                Err(UsageError(format!("--variants {other}: persistent or per_query")).into())
-            }
+            other => Err(UsageError(format!("--variants {other}: persistent or per_query")).into()),
         })
         .collect()
 }
@@ -623,8 +615,7 @@ fn check(a: &ConnectionStormArgs) -> Result<Vec<StormVariant>> {
 pub fn run(a: ConnectionStormArgs) -> Result<()> {
     let variants = check(&a)?;
     let scratch = a.server_dir.clone().unwrap_or_else(std::env::temp_dir);
-    std::fs::create_dir_all(&scratch)
-        .with_context(|| format!("creating {}", scratch.display()))?;
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let mut runs = Vec::new();
     for t in &a.targets {
         for &v in &variants {

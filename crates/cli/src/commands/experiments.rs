@@ -730,7 +730,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             Experiment::FillfactorCompression(_)
             | Experiment::BandwidthSweep(_)
             | Experiment::TpchQ18(_)
-        | Experiment::ConnectionStorm(_) => {
+            | Experiment::ConnectionStorm(_) => {
                 unreachable!("handled above")
             }
         }
