@@ -645,7 +645,7 @@ pub fn open_files_limit() -> Option<u64> {
     // SAFETY: getrlimit writes into the struct we own.
     #[allow(unsafe_code)]
     let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
-    (rc == 0).then_some(limit.rlim_cur as u64)
+    (rc == 0).then_some(limit.rlim_cur)
 }
 
 #[cfg(test)]
