@@ -244,6 +244,45 @@ pub fn tree_cpu(root: u32) -> std::io::Result<TreeCpu> {
     Ok(tree)
 }
 
+/// The direct children of process `pid` now (from each process's parent in
+/// `/proc/N/stat`).
+pub fn children_of(pid: u32) -> std::collections::BTreeSet<u32> {
+    let mut out = std::collections::BTreeSet::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Some(c) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if stat_fields(&e.path()).is_some_and(|f| f.len() > 1 && f[1] as u32 == pid) {
+                out.insert(c);
+            }
+        }
+    }
+    out
+}
+
+/// Waits (up to `timeout`) until every child of `root` that is not in `keep` has been
+/// reaped — gone from /proc, its use added to `root`'s cumulative child fields (a
+/// PostgreSQL backend whose session ended exits and is then waited for by the
+/// postmaster, postmaster.c `reaper()`). Until then an exiting backend is in no reading
+/// that [`tree_cpu`] can subtract cleanly. Returns whether all were reaped in time.
+pub fn wait_children_reaped(
+    root: u32,
+    keep: &std::collections::BTreeSet<u32>,
+    timeout: std::time::Duration,
+) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if children_of(root).iter().all(|c| keep.contains(c)) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The six figures of a [`CpuUse`] by their field names, in a fixed order.
 pub fn fields(u: &CpuUse) -> [(&'static str, u64); 6] {
     [
@@ -376,5 +415,21 @@ mod tests {
         assert!(exited.minor_faults > 0, "{d:?}");
         assert!(after.processes >= 1);
         assert!(after.ctxt_switches_of_exited_missing);
+    }
+
+    #[test]
+    fn waiting_for_reaping_ends_when_the_new_children_are_gone() {
+        let me = std::process::id();
+        let keep = children_of(me);
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(children_of(me).contains(&child.id()));
+        let short = std::time::Duration::from_millis(100);
+        assert!(!wait_children_reaped(me, &keep, short));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(wait_children_reaped(me, &keep, short));
     }
 }

@@ -15,6 +15,10 @@
 //!   flush to zero dirty pages) and their counters;
 //! * [`cpu`]: CPU time, page faults and context switches of a server's process tree
 //!   from /proc, exited children included;
+//! * [`perf_stat`]: `perf stat` over a cgroup v2 group of a server's processes (software
+//!   events and the page-cache read tracepoint), as seed 002 measured;
+//! * [`storm`]: seed 002's connection storm, an async raw-protocol client for PostgreSQL
+//!   and MariaDB; [`pgbouncer`]: PgBouncer in front of a managed PostgreSQL;
 //! * [`tpch`]: TPC-H loaded on a managed server (COPY / LOAD DATA), its 22 queries with
 //!   a statement timeout, and their EXPLAIN JSON;
 //! * [`schema`]: the counters put into the result schema's fields where the meaning is the
@@ -45,8 +49,11 @@ pub mod file_class;
 pub mod loopdev;
 pub mod managed;
 pub mod mariadb;
+pub mod perf_stat;
+pub mod pgbouncer;
 pub mod postgresql;
 pub mod schema;
+pub mod storm;
 pub mod tpch;
 
 mod error;

@@ -77,6 +77,10 @@ pub struct ManagedOptions {
     /// (DESIGN.md "Page cache and memory, stated"); root only. The FUSE daemon is
     /// mvcclab's own thread and stays outside it.
     pub memory_limit_bytes: Option<u64>,
+    /// More server settings, after mvcclab's own (so they win): PostgreSQL `-c NAME=VALUE`,
+    /// MariaDB `--NAME=VALUE` (`max_connections`, `thread_handling=pool-of-threads` for
+    /// `experiment connection_storm`).
+    pub extra_settings: Vec<(String, String)>,
 }
 
 /// A memory cgroup (v1) holding a managed server's processes; removed on drop, after
@@ -138,6 +142,7 @@ impl Default for ManagedOptions {
             rotational: false,
             restore_from: None,
             memory_limit_bytes: None,
+            extra_settings: Vec::new(),
         }
     }
 }
@@ -166,7 +171,7 @@ pub struct ManagedServer {
 }
 
 /// A system user: (uid, gid).
-fn system_user(name: &str) -> Option<(u32, u32)> {
+pub(crate) fn system_user(name: &str) -> Option<(u32, u32)> {
     let passwd = fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|l| {
         let f: Vec<&str> = l.split(':').collect();
@@ -174,7 +179,7 @@ fn system_user(name: &str) -> Option<(u32, u32)> {
     })
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
@@ -190,7 +195,7 @@ pub fn free_port() -> Result<u16, ServerError> {
         .port())
 }
 
-fn chown(path: &Path, owner: Option<(u32, u32)>) -> Result<(), ServerError> {
+pub(crate) fn chown(path: &Path, owner: Option<(u32, u32)>) -> Result<(), ServerError> {
     if let Some((uid, gid)) = owner {
         std::os::unix::fs::chown(path, Some(uid), Some(gid))
             .map_err(|e| ServerError::io(&format!("chown {}", path.display()), e))?;
@@ -200,7 +205,7 @@ fn chown(path: &Path, owner: Option<(u32, u32)>) -> Result<(), ServerError> {
 
 /// A command run as `owner` (when root), in its own process group, killed with `deathsig`
 /// if mvcclab dies.
-fn command(program: &Path, owner: Option<(u32, u32)>, deathsig: i32) -> Command {
+pub(crate) fn command(program: &Path, owner: Option<(u32, u32)>, deathsig: i32) -> Command {
     let mut c = Command::new(program);
     if let Some((uid, gid)) = owner {
         // std clears the supplementary groups before setuid (setgroups(0)).
@@ -248,7 +253,7 @@ pub fn log_tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
-fn require(path: &str, package: &str) -> Result<PathBuf, ServerError> {
+pub(crate) fn require(path: &str, package: &str) -> Result<PathBuf, ServerError> {
     let p = PathBuf::from(path);
     if p.exists() {
         Ok(p)
@@ -386,6 +391,7 @@ impl ManagedServer {
                     ]
                     .map(|(k, v)| (k.to_string(), v)),
                 );
+                settings.extend(o.extra_settings.iter().cloned());
                 let mut c = command(&programs[1], owner, libc::SIGQUIT);
                 c.arg("-D").arg(&data);
                 for (k, v) in &settings {
@@ -456,6 +462,7 @@ impl ManagedServer {
                         .map(|(k, v)| (k.to_string(), v)),
                     );
                 }
+                settings.extend(o.extra_settings.iter().cloned());
                 let mut c = command(&programs[1], owner, libc::SIGKILL);
                 c.arg("--no-defaults")
                     .arg(format!("--datadir={}", data.display()));

@@ -20,7 +20,9 @@ use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::stats::Counters;
-use mvcclab_servers::cpu::{process_cpu, tree_cpu, CpuUse, TreeCpu};
+use mvcclab_servers::cpu::{
+    children_of, process_cpu, tree_cpu, wait_children_reaped, CpuUse, TreeCpu,
+};
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
@@ -217,6 +219,11 @@ pub fn run_loaded<S: Subject>(
         || measure(s.target(), kind, &opts, c, s.label(), ctl, Some(&live)),
     );
     let results = results?;
+    // The phase's sessions have closed: wait for their backends to be reaped, so that
+    // their CPU is in the postmaster's cumulative child fields at the last reading.
+    if let Some(pid) = s.server_pid() {
+        wait_children_reaped(pid, &cpu_before.children, std::time::Duration::from_secs(5));
+    }
     let cpu = CpuNow::take(s.server_pid()).since(&cpu_before, end_s);
     // The last reading: the driver's final counts and the counters the report's totals
     // come from (series.rs, invariant 2); `reading` only for what the report does not
@@ -258,6 +265,9 @@ pub fn run_loaded<S: Subject>(
 struct CpuNow {
     own: CpuUse,
     server: Option<TreeCpu>,
+    /// The server's direct children at the reading (PostgreSQL's auxiliary processes and
+    /// the sessions open then).
+    children: std::collections::BTreeSet<u32>,
 }
 
 impl CpuNow {
@@ -265,6 +275,7 @@ impl CpuNow {
         CpuNow {
             own: process_cpu(std::process::id()).unwrap_or_default(),
             server: server_pid.and_then(|p| tree_cpu(p).ok()),
+            children: server_pid.map(children_of).unwrap_or_default(),
         }
     }
 

@@ -88,6 +88,12 @@ pub enum Experiment {
     /// bandwidth and cache state, blocks by cause (`tpch_q18.rs`).
     #[command(name = "tpch_q18", alias = "tpch-q18")]
     TpchQ18(Box<super::tpch_q18::TpchQ18Args>),
+    /// Seed 002: U users connecting over T seconds, each looping `SELECT * FROM sbtest1
+    /// LIMIT 20`; CPU, context switches and page faults of real PostgreSQL (alone and
+    /// behind PgBouncer), MariaDB (thread per connection, pool of threads) and `mvcclab
+    /// serve` (`connection_storm.rs`).
+    #[command(name = "connection_storm", alias = "connection-storm")]
+    ConnectionStorm(Box<super::connection_storm::ConnectionStormArgs>),
 }
 
 /// Flags of `update_hot_set`.
@@ -632,6 +638,7 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         Experiment::FillfactorCompression(x) => return super::fillfactor_compression::run(*x),
         Experiment::BandwidthSweep(x) => return super::bandwidth_sweep::run(*x),
         Experiment::TpchQ18(x) => return super::tpch_q18::run(*x),
+        Experiment::ConnectionStorm(x) => return super::connection_storm::run(*x),
         which => ExperimentArgs { which },
     };
     let ctl = RunControl::default();
@@ -673,7 +680,8 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         }
         Experiment::FillfactorCompression(_)
         | Experiment::BandwidthSweep(_)
-        | Experiment::TpchQ18(_) => {
+        | Experiment::TpchQ18(_)
+        | Experiment::ConnectionStorm(_) => {
             unreachable!("handled above")
         }
     };
@@ -721,7 +729,8 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             }
             Experiment::FillfactorCompression(_)
             | Experiment::BandwidthSweep(_)
-            | Experiment::TpchQ18(_) => {
+            | Experiment::TpchQ18(_)
+            | Experiment::ConnectionStorm(_) => {
                 unreachable!("handled above")
             }
         }

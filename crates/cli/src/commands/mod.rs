@@ -3,6 +3,7 @@
 //! what it runs, calls the layer below, and writes the result.
 
 pub mod bandwidth_sweep;
+pub mod connection_storm;
 pub mod crashtest;
 pub mod designs;
 pub mod device;
