@@ -310,6 +310,27 @@ impl ClusteredTable {
         locks.insert(pk.to_vec(), ctx.xid);
     }
 
+    /// The record with primary key `pk` that an update, a delete or a locking read works
+    /// on, read under the row's stripe lock: `Ok(Some(record))` when it exists, is not
+    /// delete-marked and no other running transaction holds it; `Ok(None)` when there is
+    /// no such row; `Err(x)` when transaction `x` holds it (wait for `x`).
+    ///
+    /// Errors: storage and decoding errors.
+    fn record_to_change(
+        &self,
+        ctx: &RowCtx<'_>,
+        pk: &[u8],
+    ) -> Result<std::result::Result<Option<CompactRecord>, Xid>> {
+        let Some(rec) = self.clustered.get(pk)? else {
+            return Ok(Ok(None));
+        };
+        let r = decode_compact_record(&self.def, pk, &rec)?;
+        if let Some(x) = self.holder(ctx, pk, r.trx_id) {
+            return Ok(Err(x));
+        }
+        Ok(Ok((!r.delete_marked).then_some(r)))
+    }
+
     fn render_pk(&self, pk: &[u8]) -> String {
         if !self.def.has_primary_key() {
             return row_id_of_key(pk).map_or("?".into(), |id| format!("DB_ROW_ID {id}"));
@@ -908,14 +929,11 @@ impl TableWrite for ClusteredTable {
         self.check_not_deferred("an update")?;
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, &pk, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
+            let r = match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(Attempt::Done(false)),
+                Err(x) => return Ok(Attempt::Wait(x)),
+            };
             let mut new_row = r.row.clone();
             Assign::apply(set, &mut new_row)?;
             let new_row = self.def.normalize_row(&new_row);
@@ -976,16 +994,11 @@ impl TableWrite for ClusteredTable {
         self.check_not_deferred("a delete")?;
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else {
-                return Ok(Attempt::Done(false));
+            let r = match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(Attempt::Done(false)),
+                Err(x) => return Ok(Attempt::Wait(x)),
             };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, &pk, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
             let ord: Vec<usize> = {
                 let mut v: Vec<usize> = self
                     .def
@@ -1035,18 +1048,14 @@ impl TableWrite for ClusteredTable {
         let ctx = &RowCtx::from(st);
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else {
-                return Ok(Attempt::Done(None));
-            };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, &pk, r.trx_id) {
-                return Ok(Attempt::Wait(x));
+            match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => {
+                    self.lock_record(ctx, &pk);
+                    Ok(Attempt::Done(Some(r.row)))
+                }
+                Ok(None) => Ok(Attempt::Done(None)),
+                Err(x) => Ok(Attempt::Wait(x)),
             }
-            if r.delete_marked {
-                return Ok(Attempt::Done(None));
-            }
-            self.lock_record(ctx, &pk);
-            Ok(Attempt::Done(Some(r.row)))
         })
     }
 }
