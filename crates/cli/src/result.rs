@@ -126,7 +126,7 @@ pub struct RunReport {
     /// Engine counters of the measured phase (state counters such as dead tuples and
     /// history list length are values at its end).
     pub engine: EngineReport,
-    /// Space at the end of the run.
+    /// Space at the end of the run, and at the end of the load (`after_load`).
     pub space: Space,
     /// The real server of a `real:` run (absent for the embedded engine): version,
     /// settings, page-cache and device-I/O state, its own counters by their own names, and
@@ -530,7 +530,7 @@ pub struct EngineReport {
     pub wal_by_record: BTreeMap<String, RecordTypeCounts>,
 }
 
-/// Space at the end of the run.
+/// Space at the end of the run, and at the end of the load (`after_load`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Space {
     /// Heap pages, or clustered-index pages.
@@ -562,6 +562,13 @@ pub struct Space {
     /// MariaDB).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pages_by_table: BTreeMap<String, (u64, u64)>,
+    /// The same figures at the end of the load, after the settle step (a checkpoint; a
+    /// real server's VACUUM ANALYZE and CHECKPOINT) and before the warm-up: the space a
+    /// freshly loaded database takes, as seed 001 reports it (its own `after_load` is
+    /// always absent). Absent where the run did not load and settle (an experiment's
+    /// phases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_load: Option<Box<Space>>,
 }
 
 impl Space {
@@ -577,6 +584,7 @@ impl Space {
             compression_ratio: if c.physical_bytes == 0 { 1.0 } else { c.ratio },
             by_file_kind: BTreeMap::new(),
             pages_by_table: BTreeMap::new(),
+            after_load: None,
         }
     }
 }

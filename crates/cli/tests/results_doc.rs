@@ -18,7 +18,11 @@ fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<Stri
                     }
                     p if p.ends_with(".timeseries[].server_counters") => ("<name>".into(), None),
                     p if p.ends_with(".cpu_seconds.server_s") => ("<kind>".into(), None),
-                    p if p.ends_with(".space.pages_by_table") => ("<table>".into(), None),
+                    p if p.ends_with(".space.pages_by_table")
+                        || p.ends_with(".space.after_load.pages_by_table") =>
+                    {
+                        ("<table>".into(), None)
+                    }
                     p if p.ends_with(".timeseries[].device_blocks") => ("<key>".into(), None),
                     p if p.ends_with(".io.per_op") => ("<op>".into(), Some(k.clone())),
                     p if p.ends_with(".space.pages_by_table") => ("<table>".into(), None),

@@ -11,14 +11,14 @@
 //! an `Assign::Add`/`AddDecimal`, and stock-level's join a nested loop over the order
 //! lines with a `stock` lookup by primary key per distinct item.
 //!
-//! Two differences, both because the engine has no locking read (`SELECT ... FOR
-//! UPDATE`): new-order increments `d_next_o_id` first and then reads it (so two
-//! new-orders of a district never take the same order id: the second waits, as at the
-//! FOR UPDATE, and at repeatable read fails with a serialization failure on the
-//! postgres preset); and new-order's stock update sets the quantity computed from a
-//! plain read, so on the innodb preset two concurrent orders of one item can lose one
-//! decrement (InnoDB would have serialized them at the FOR UPDATE). Neither is in the
-//! consistency checks 1–4.
+//! The script's locking reads (`SELECT ... FOR UPDATE`: district and stock in new-order,
+//! customer in payment, the oldest new order in delivery) are `get_for_update`, which
+//! locks the row until the end of the transaction as each real engine does (postgres:
+//! `heap_lock_tuple`, the lock in xmax, WAL-logged; innodb: a record X lock, nothing
+//! logged): so two new-orders of a district wait for each other at the district row
+//! and never take the same order id, and two orders of one item never lose a stock
+//! decrement. Delivery's `ORDER BY no_o_id LIMIT 1 FOR UPDATE` is the range scan's first
+//! row, then `get_for_update` of it.
 
 use crate::driver::OpError;
 use crate::sysbench::SysbenchOptions;
@@ -256,16 +256,20 @@ fn new_order(
             .map_err(op)?,
         "warehouse",
     )?;
-    // SELECT d_next_o_id, d_tax ... FOR UPDATE; UPDATE district SET d_next_o_id = +1
-    // (increment first, then read: see the module doc).
+    // SELECT d_next_o_id, d_tax ... FOR UPDATE; UPDATE district SET d_next_o_id = ?
     let dk = [small(w), tiny(d)];
-    tx.update(set.t(TpccTable::District), &dk, &[Assign::Add(10, 1)])
-        .map_err(op)?;
     let dist = need(
-        tx.get(set.t(TpccTable::District), &dk).map_err(op)?,
+        tx.get_for_update(set.t(TpccTable::District), &dk)
+            .map_err(op)?,
         "district",
     )?;
-    let o_id = as_i64(&dist[10]) - 1;
+    let o_id = as_i64(&dist[10]);
+    tx.update(
+        set.t(TpccTable::District),
+        &dk,
+        &[Assign::Set(10, Value::Integer(o_id as i32 + 1))],
+    )
+    .map_err(op)?;
     let o_id_v = Value::Integer(o_id as i32);
     tx.insert(
         set.t(TpccTable::Orders),
@@ -294,12 +298,15 @@ fn new_order(
             .get(set.t(TpccTable::Item), &[Value::Integer(i_id)])
             .map_err(op)?;
         let Some(item) = item else {
-            return Err(fail(
-                "new_order: item not found (the script's 1 % rollback)".into(),
-            ));
+            return Err(fail("item not found (the script's 1 % rollback)".into()));
         };
         let sk = [small(sup), Value::Integer(i_id)];
-        let stock = need(tx.get(set.t(TpccTable::Stock), &sk).map_err(op)?, "stock")?;
+        // SELECT s_quantity, s_data, s_dist_NN ... FOR UPDATE
+        let stock = need(
+            tx.get_for_update(set.t(TpccTable::Stock), &sk)
+                .map_err(op)?,
+            "stock",
+        )?;
         let s_qty = as_i64(&stock[2]);
         let q = qty as i64;
         let new_qty = if s_qty > q { s_qty - q } else { s_qty - q + 91 };
@@ -394,7 +401,8 @@ fn payment(
     let ck = [small(c_w), tiny(c_d), int(c_id)];
     // SELECT ... FROM customer ... FOR UPDATE
     let cust = need(
-        tx.get(set.t(TpccTable::Customer), &ck).map_err(op)?,
+        tx.get_for_update(set.t(TpccTable::Customer), &ck)
+            .map_err(op)?,
         "customer",
     )?;
     let neg = Decimal::from_i64(-(h_amount as i64));
@@ -461,9 +469,7 @@ fn order_status(
         .get_by_index(set.t(TpccTable::Orders), 0, &[small(w), tiny(d), int(c_id)])
         .map_err(op)?;
     if orders.is_empty() {
-        return Err(fail(format!(
-            "order_status: customer {w}/{d}/{c_id} has no order"
-        )));
+        return Err(fail(format!("customer {w}/{d}/{c_id} has no order")));
     }
     // The script's order-line query binds d_id as ol_o_id (see the module doc of tpcc).
     let o = d as i32;
@@ -502,6 +508,7 @@ fn order_lines(
 fn delivery(tx: &mut Transaction, set: &TpccSet, w: u32, carrier: u32) -> R {
     for d in 1..=DIST_PER_WARE {
         // SELECT no_o_id FROM new_orders WHERE no_d_id, no_w_id ORDER BY no_o_id LIMIT 1
+        // FOR UPDATE: the first row of the range, then locked
         let first = tx
             .scan(
                 set.t(TpccTable::NewOrders),
@@ -516,6 +523,13 @@ fn delivery(tx: &mut Transaction, set: &TpccSet, w: u32, carrier: u32) -> R {
         };
         let o = as_i64(&no[0]) as i32;
         let ok = [small(w), tiny(d), Value::Integer(o)];
+        if tx
+            .get_for_update(set.t(TpccTable::NewOrders), &ok)
+            .map_err(op)?
+            .is_none()
+        {
+            continue;
+        }
         if !tx.delete(set.t(TpccTable::NewOrders), &ok).map_err(op)? {
             continue;
         }

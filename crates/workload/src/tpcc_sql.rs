@@ -428,9 +428,7 @@ fn new_order(
             "SELECT i_price, i_name, i_data FROM item{t} WHERE i_id = {i_id}"
         ))?;
         let Some(item) = item.into_iter().next() else {
-            return Err(fail(
-                "new_order: item not found (the script's 1 % rollback)".into(),
-            ));
+            return Err(fail("item not found (the script's 1 % rollback)".into()));
         };
         let s = row(
             c,

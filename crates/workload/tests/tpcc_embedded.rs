@@ -1,7 +1,8 @@
 //! TPC-C (sysbench-tpcc) on both presets: a small database (2 warehouses, 2 table sets,
 //! 200 items, 60 customers per district) loaded, 600 transactions of the mix from 3
 //! threads, then `tpcc_check.lua`'s consistency checks 1–4 pass; a check that is fed a
-//! broken database fails.
+//! broken database fails. The script's `SELECT ... FOR UPDATE` reads lock rows: on the
+//! postgres preset each is a Heap/LOCK WAL record, as in PostgreSQL.
 
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig};
@@ -46,6 +47,13 @@ fn tpcc_runs_the_mix_and_passes_checks_1_to_4_on_both_presets() {
             before.iter().all(|c| c.problems.is_empty()),
             "{name}: {before:?}"
         );
+        let heap_locks = |t: &Embedded| {
+            t.database()
+                .wal_record_types()
+                .get("Heap/LOCK")
+                .map_or(0, |c| c.records)
+        };
+        let locks_before = heap_locks(&t);
         let r = run(
             &t,
             WorkloadKind::Tpcc,
@@ -75,6 +83,23 @@ fn tpcc_runs_the_mix_and_passes_checks_1_to_4_on_both_presets() {
         }
         // Errors: the 1 % of new-orders that roll back, and conflicts between threads.
         assert!(r.transactions >= 400, "{name}: {:?}", r.error_samples);
+        assert!(
+            r.error_samples
+                .iter()
+                .all(|e| !e.contains("new_order: new_order")),
+            "{name}: the operation's name once: {:?}",
+            r.error_samples
+        );
+        if name == "postgres" {
+            // heap_lock_tuple: district and ~10 stock rows per new-order, a customer per
+            // payment, each a Heap/LOCK record.
+            let new_orders = r.ops_by_kind.get("new_order").copied().unwrap_or(0);
+            assert!(
+                heap_locks(&t) - locks_before >= new_orders,
+                "{name}: {} Heap/LOCK records for {new_orders} new-orders",
+                heap_locks(&t) - locks_before
+            );
+        }
         let after = t.tpcc_check().unwrap();
         let failed: Vec<_> = after.iter().filter(|c| !c.problems.is_empty()).collect();
         assert!(failed.is_empty(), "{name}: {failed:?}");

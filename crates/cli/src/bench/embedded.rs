@@ -22,7 +22,7 @@ use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::embedded::Embedded;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A design opened for one run at one device bandwidth.
@@ -33,6 +33,8 @@ pub struct EmbeddedRun {
     storage_config: serde_json::Value,
     device: DeviceInfo,
     label: String,
+    /// The space at the end of the load, taken by [`Subject::settle`].
+    after_load: OnceLock<Space>,
 }
 
 impl EmbeddedRun {
@@ -64,6 +66,7 @@ impl EmbeddedRun {
             storage_config,
             device,
             label: label(&design.name, bandwidth),
+            after_load: OnceLock::new(),
         })
     }
 
@@ -160,8 +163,14 @@ impl Subject for EmbeddedRun {
             .map_err(|e| anyhow::anyhow!("prepare: {e}"))
     }
 
-    fn settle(&self, _c: &CommonArgs) -> Result<()> {
+    fn settle(&self, c: &CommonArgs) -> Result<()> {
         self.db.storage().checkpoint()?;
+        // The loaded tables' space after the checkpoint: the run's `space.after_load`.
+        let (tables, mark) = self.mark(c)?;
+        let d = mark.since(&self.db, &tables)?;
+        let _ = self
+            .after_load
+            .set(space(&self.db, &d, self.device.page_size_bytes));
         Ok(())
     }
 
@@ -208,7 +217,8 @@ impl Subject for EmbeddedRun {
     ) -> Result<RunReport> {
         let db = &self.db;
         let d = mark.since(db, &tables)?;
-        let space = space(db, &d, self.device.page_size_bytes);
+        let mut space = space(db, &d, self.device.page_size_bytes);
+        space.after_load = self.after_load.into_inner().map(Box::new);
         let io = io_report(
             &d.storage.counters,
             &results.ops_by_kind,

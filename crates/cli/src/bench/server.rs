@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 use mvcclab_devfs::{check_fuse, BlockMap, DeviceConfig, DeviceCounts, FileIo, SecondIo};
 use mvcclab_engine::catalog::{ColumnType, TableDef, Value};
 use mvcclab_engine::design::DesignConfig;
-use mvcclab_engine::device::Compression;
+use mvcclab_engine::device::{Compression, CompressionTotals};
 use mvcclab_engine::stats::{CauseCounts, Counters};
 use mvcclab_servers::managed::ManagedOptions;
 use mvcclab_servers::schema::{figures, SchemaFigures};
@@ -39,6 +39,7 @@ use mvcclab_workload::driver::{RunResult, Target};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// A real server started (or connected to) for one run.
 pub struct ServerRun {
@@ -54,6 +55,8 @@ pub struct ServerRun {
     bound_os_cache: bool,
     /// The fillfactor it was given (`--fillfactor`).
     fillfactor: Option<u8>,
+    /// The space at the end of the load, taken by [`Subject::settle`].
+    after_load: OnceLock<Space>,
 }
 
 /// How a server starts beyond its flags ([`ServerRun::open_with`]).
@@ -260,6 +263,7 @@ impl ServerRun {
             device_args: device_args.clone(),
             bound_os_cache,
             fillfactor: start.fillfactor,
+            after_load: OnceLock::new(),
         })
     }
 
@@ -441,6 +445,33 @@ impl ServerRun {
         // before the first phase (its first worker would come a naptime later anyway).
         std::thread::sleep(std::time::Duration::from_millis(200));
         Ok(())
+    }
+
+    /// The space now: pages from the server's `space.*` state counters in `counters`
+    /// (a snapshot, or a delta, which keeps state values), the device's `compression`
+    /// totals, and, on the FUSE device, its bytes by file kind
+    /// (`mvcclab_servers::file_class::space_by_kind`).
+    fn space_of(&self, counters: &Snapshot, compression: CompressionTotals) -> Space {
+        let pages = |k: &str| counters.get(k).copied().unwrap_or(0.0) as u64;
+        let page = self.kind.page_size_bytes();
+        let mut space = Space::new(
+            (pages("space.table_pages"), pages("space.index_pages")),
+            0,
+            page,
+            compression,
+        );
+        for (k, v) in counters {
+            if let Some(t) = k.strip_prefix("space.table_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().0 = *v as u64;
+            } else if let Some(t) = k.strip_prefix("space.index_pages.") {
+                space.pages_by_table.entry(t.to_string()).or_default().1 = *v as u64;
+            }
+        }
+        if let Some(m) = self.server.device() {
+            space.by_file_kind =
+                mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
+        }
+        space
     }
 
     /// The server's counters (and the FUSE device's) now.
@@ -645,6 +676,17 @@ impl Subject for ServerRun {
         self.server
             .settle(c.server.drop_caches)
             .with_context(|| format!("{label}: checkpoint before the run"))?;
+        // The loaded tables' space after the checkpoint: the run's `space.after_load`.
+        let counters = self
+            .server
+            .snapshot()
+            .with_context(|| format!("{label}: counters after the load"))?;
+        let compression = self
+            .server
+            .device()
+            .map(|d| d.counts().compression)
+            .unwrap_or_default();
+        let _ = self.after_load.set(self.space_of(&counters, compression));
         // Setup ran unthrottled; the device is throttled from the warm-up on.
         if let Some(d) = self.server.device() {
             d.set_throttling(true);
@@ -760,23 +802,12 @@ impl Subject for ServerRun {
         info.not_measured = f.not_measured.clone();
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let device_info = self.device_info(device.as_ref());
-        let page = self.kind.page_size_bytes();
         let design = self.design()?;
         let storage_config = serde_json::to_value(&info.settings)?;
         let target = self.kind.name().to_string();
         let cpu = cpu_report(self.kind, &*self.server, &info.counters, &results);
-        let mut space = Space::new(f.pages, 0, page, compression_totals);
-        for (k, v) in &info.counters {
-            if let Some(t) = k.strip_prefix("space.table_pages.") {
-                space.pages_by_table.entry(t.to_string()).or_default().0 = *v as u64;
-            } else if let Some(t) = k.strip_prefix("space.index_pages.") {
-                space.pages_by_table.entry(t.to_string()).or_default().1 = *v as u64;
-            }
-        }
-        if let Some(m) = self.server.device() {
-            space.by_file_kind =
-                mvcclab_servers::file_class::space_by_kind(&m.compression_by_path());
-        }
+        let mut space = self.space_of(&info.counters, compression_totals);
+        space.after_load = self.after_load.get().cloned().map(Box::new);
         drop(self);
         Ok(RunReport {
             target,

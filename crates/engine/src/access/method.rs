@@ -139,6 +139,21 @@ pub trait TableWrite {
     ///
     /// Errors: as [`TableWrite::update`].
     fn delete(&self, st: &Statement<'_>, state: &mut Self::TxnState, pk: &[Value]) -> Result<bool>;
+    /// `SELECT ... FOR UPDATE` of the row with primary key `pk`: locks it exclusively
+    /// until the transaction ends (writers and other locking reads wait; plain reads do
+    /// not) and returns the version a locking read returns, `None` when there is no such
+    /// row. PostgreSQL: `heap_lock_tuple` (the lock in the tuple's xmax, WAL-logged),
+    /// the newest version at read committed; InnoDB: a record X lock in the lock system
+    /// (lock0lock.cc `lock_clust_rec_read_check_and_lock`), nothing on the page, and the
+    /// newest committed version whatever the read view (row0sel.cc `row_search_mvcc`).
+    ///
+    /// Errors: as [`TableWrite::update`].
+    fn lock_row(
+        &self,
+        st: &Statement<'_>,
+        state: &mut Self::TxnState,
+        pk: &[Value],
+    ) -> Result<Option<Row>>;
 }
 
 /// A design's tables, transactions and garbage collection (see the module doc). Every

@@ -24,6 +24,7 @@ use crate::error::TxnError;
 use crate::error::{Error, Result};
 use crate::mvcc::{xid_of_trx_id, Snapshot, TransactionManager, TrxId, Xid, XidStatus};
 use parking_lot::{Mutex, MutexGuard};
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -94,7 +95,16 @@ pub struct ClusteredTable {
     /// The design-wide `DB_ROW_ID` counter (used by a table without a primary key).
     row_ids: Arc<RowIdSequence>,
     stripes: Box<[Mutex<()>]>,
+    /// Record X locks taken by locking reads (`SELECT ... FOR UPDATE`), by encoded primary
+    /// key: the lock system's explicit locks (lock0lock.cc `lock_rec_lock`), which leave
+    /// the page untouched. A lock lasts until its transaction ends (`lock_release` at
+    /// commit or rollback): an entry whose transaction is no longer running is stale and
+    /// counts for nothing ([`ClusteredTable::holder`]).
+    x_locks: Mutex<HashMap<Vec<u8>, Xid>>,
 }
+
+/// Entries of `x_locks` above which taking a lock first drops the stale ones.
+const X_LOCKS_PRUNE_AT: usize = 4096;
 
 fn record_bad(def: &TableDef, what: &str) -> Error {
     Error::corrupted(format!("table {}: {what}", def.name))
@@ -125,6 +135,7 @@ impl ClusteredTable {
             undo,
             row_ids,
             stripes: (0..ROW_STRIPES).map(|_| Mutex::new(())).collect(),
+            x_locks: Mutex::new(HashMap::new()),
         }
     }
 
@@ -278,11 +289,46 @@ impl ClusteredTable {
         }
     }
 
-    /// The implicit lock holder of a record: its DB_TRX_ID when that transaction is still
-    /// running and is not us (an id past the xid space names no running transaction).
-    fn holder(&self, ctx: &RowCtx<'_>, trx: TrxId) -> Option<Xid> {
-        let t = Xid::try_from(trx).ok()?;
-        (t != ctx.xid && ctx.tm.status(t) == XidStatus::InProgress).then_some(t)
+    /// The running transaction other than us that holds the record with primary key `pk`
+    /// and DB_TRX_ID `trx`: its implicit lock holder (DB_TRX_ID, when still running; an id
+    /// past the xid space names no running transaction), else the holder of its explicit
+    /// X lock (a locking read, `x_locks`).
+    fn holder(&self, ctx: &RowCtx<'_>, pk: &[u8], trx: TrxId) -> Option<Xid> {
+        let running = |t: Xid| t != ctx.xid && ctx.tm.status(t) == XidStatus::InProgress;
+        let implicit = Xid::try_from(trx).ok().filter(|&t| running(t));
+        implicit.or_else(|| self.x_locks.lock().get(pk).copied().filter(|&t| running(t)))
+    }
+
+    /// Takes the explicit X lock of the record with primary key `pk` for `ctx.xid`
+    /// (lock0lock.cc `lock_rec_lock`, LOCK_X | LOCK_REC_NOT_GAP), after [`Self::holder`]
+    /// found no other holder; stale entries are dropped when the table grows large.
+    fn lock_record(&self, ctx: &RowCtx<'_>, pk: &[u8]) {
+        let mut locks = self.x_locks.lock();
+        if locks.len() >= X_LOCKS_PRUNE_AT {
+            locks.retain(|_, t| ctx.tm.status(*t) == XidStatus::InProgress);
+        }
+        locks.insert(pk.to_vec(), ctx.xid);
+    }
+
+    /// The record with primary key `pk` that an update, a delete or a locking read works
+    /// on, read under the row's stripe lock: `Ok(Some(record))` when it exists, is not
+    /// delete-marked and no other running transaction holds it; `Ok(None)` when there is
+    /// no such row; `Err(x)` when transaction `x` holds it (wait for `x`).
+    ///
+    /// Errors: storage and decoding errors.
+    fn record_to_change(
+        &self,
+        ctx: &RowCtx<'_>,
+        pk: &[u8],
+    ) -> Result<std::result::Result<Option<CompactRecord>, Xid>> {
+        let Some(rec) = self.clustered.get(pk)? else {
+            return Ok(Ok(None));
+        };
+        let r = decode_compact_record(&self.def, pk, &rec)?;
+        if let Some(x) = self.holder(ctx, pk, r.trx_id) {
+            return Ok(Err(x));
+        }
+        Ok(Ok((!r.delete_marked).then_some(r)))
     }
 
     fn render_pk(&self, pk: &[u8]) -> String {
@@ -333,7 +379,7 @@ impl ClusteredTable {
         for other in others {
             if let Some(rec) = self.clustered.get(&other)? {
                 let r = decode_compact_record(&self.def, &other, &rec)?;
-                if let Some(x) = self.holder(ctx, r.trx_id) {
+                if let Some(x) = self.holder(ctx, &other, r.trx_id) {
                     return Ok(Some(x));
                 }
                 if !r.delete_marked {
@@ -825,7 +871,7 @@ impl TableWrite for ClusteredTable {
                 return Ok(Attempt::Done(()));
             };
             let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
+            if let Some(x) = self.holder(ctx, &pk, r.trx_id) {
                 return Ok(Attempt::Wait(x));
             }
             if !r.delete_marked {
@@ -883,14 +929,11 @@ impl TableWrite for ClusteredTable {
         self.check_not_deferred("an update")?;
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else { return Ok(Attempt::Done(false)) };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
+            let r = match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(Attempt::Done(false)),
+                Err(x) => return Ok(Attempt::Wait(x)),
+            };
             let mut new_row = r.row.clone();
             Assign::apply(set, &mut new_row)?;
             let new_row = self.def.normalize_row(&new_row);
@@ -951,16 +994,11 @@ impl TableWrite for ClusteredTable {
         self.check_not_deferred("a delete")?;
         let pk = self.pk_key(pk_vals)?;
         self.with_row_lock(ctx, &pk.clone(), || {
-            let Some(rec) = self.clustered.get(&pk)? else {
-                return Ok(Attempt::Done(false));
+            let r = match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(Attempt::Done(false)),
+                Err(x) => return Ok(Attempt::Wait(x)),
             };
-            let r = decode_compact_record(&self.def, &pk, &rec)?;
-            if let Some(x) = self.holder(ctx, r.trx_id) {
-                return Ok(Attempt::Wait(x));
-            }
-            if r.delete_marked {
-                return Ok(Attempt::Done(false));
-            }
             let ord: Vec<usize> = {
                 let mut v: Vec<usize> = self
                     .def
@@ -989,6 +1027,35 @@ impl TableWrite for ClusteredTable {
             }
             self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
             Ok(Attempt::Done(true))
+        })
+    }
+
+    /// `SELECT ... FOR UPDATE` by primary key (row0sel.cc `row_search_mvcc` with
+    /// `select_lock_type` LOCK_X → lock0lock.cc `lock_clust_rec_read_check_and_lock`):
+    /// waits for a running holder of the record (implicit or explicit), takes its explicit
+    /// X lock (`x_locks`: nothing is written to the page, the undo log or the redo log)
+    /// and returns the record's newest committed version, not the read view's (a
+    /// locking read does not read through the undo chain). `None` when there is no such
+    /// row or it is delete-marked.
+    ///
+    /// Errors: [`TxnError::Deadlock`](crate::error::TxnError::Deadlock); storage errors.
+    fn lock_row(
+        &self,
+        st: &Statement<'_>,
+        _: &mut TrxUndo,
+        pk_vals: &[Value],
+    ) -> Result<Option<Row>> {
+        let ctx = &RowCtx::from(st);
+        let pk = self.pk_key(pk_vals)?;
+        self.with_row_lock(ctx, &pk.clone(), || {
+            match self.record_to_change(ctx, &pk)? {
+                Ok(Some(r)) => {
+                    self.lock_record(ctx, &pk);
+                    Ok(Attempt::Done(Some(r.row)))
+                }
+                Ok(None) => Ok(Attempt::Done(None)),
+                Err(x) => Ok(Attempt::Wait(x)),
+            }
         })
     }
 }

@@ -49,6 +49,9 @@ pub trait EngineTxn: Send {
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool>;
     /// Deletes the row with a primary key; false if none.
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool>;
+    /// `SELECT ... FOR UPDATE` by primary key: the row, locked until the end of the
+    /// transaction ([`crate::access::TableWrite::lock_row`]); `None` if none.
+    fn get_for_update(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>>;
     /// Rows of a system-versioned table by declared primary key, `FOR SYSTEM_TIME when`.
     fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>>;
     /// Rows of a system-versioned table by secondary index key, `FOR SYSTEM_TIME when`.
@@ -518,6 +521,18 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
             self.core.count(t, 0, 0, 1);
         }
         Ok(done)
+    }
+
+    fn get_for_update(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        // A locking read takes an xid (PostgreSQL: the lock is the xid in xmax; InnoDB:
+        // row0sel.cc starts a locking read's transaction read-write).
+        self.vstmt(Cause::PointSelect, t, true, |tb, v, st, state| match v {
+            Some(_) => Err(crate::error::Error::Catalog(format!(
+                "table {}: SELECT ... FOR UPDATE on a system-versioned table is not modelled",
+                tb.def().name
+            ))),
+            None => tb.lock_row(st, state, pk),
+        })
     }
 
     fn get_system_time(&mut self, t: TableId, pk: &[Value], when: SystemTime) -> Result<Vec<Row>> {

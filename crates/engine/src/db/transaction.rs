@@ -112,6 +112,19 @@ impl Transaction {
         self.run(|x| x.update(t, pk, set))
     }
 
+    /// `SELECT ... FOR UPDATE` of the row with primary key `pk`: the row, locked until the
+    /// transaction ends (writers and other locking reads of it wait; plain reads do not),
+    /// `None` when there is none. postgres: the newest version (read committed; at
+    /// repeatable read one the snapshot sees, or a serialization failure), locked in its
+    /// xmax and WAL-logged (heapam.c `heap_lock_tuple`); innodb: the newest committed
+    /// version whatever the read view, with a record X lock of the lock system, nothing
+    /// logged (row0sel.cc `row_search_mvcc`). See [`crate::access::TableWrite::lock_row`].
+    ///
+    /// Errors: as [`Transaction::update`]; [`Error::Catalog`] on a system-versioned table.
+    pub fn get_for_update(&mut self, t: TableId, pk: &[Value]) -> Result<Option<Row>> {
+        self.run(|x| x.get_for_update(t, pk))
+    }
+
     /// Deletes the row with primary key `pk`; false when there is none.
     ///
     /// Errors: as [`Transaction::update`].

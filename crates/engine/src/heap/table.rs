@@ -59,12 +59,24 @@ impl<'a> From<&'a Statement<'a>> for Ctx<'a> {
     }
 }
 
-/// Outcome of one attempt to update or delete the tuple at a tid.
+/// Outcome of one attempt to update, delete or lock the tuple at a tid.
 enum Attempt {
-    Done,
+    /// Done; the row as it was before the change (a lock: the locked row).
+    Done(Row),
     Wait(Xid),
     Updated,
     Gone,
+}
+
+/// What [`HeapTable::modify`] does to the newest version of a row.
+#[derive(Clone, Copy)]
+enum Change<'a> {
+    /// `heap_update` with this SET list.
+    Update(&'a [Assign]),
+    /// `heap_delete`.
+    Delete,
+    /// `heap_lock_tuple` in LockTupleExclusive mode (`SELECT ... FOR UPDATE`).
+    Lock,
 }
 
 /// Stripes of the unique-check mutex (see `index.rs`, `insert_unique`).
@@ -269,11 +281,15 @@ impl HeapTable {
         )))
     }
 
-    fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], set: Option<&[Assign]>) -> Result<bool> {
-        self.check_not_deferred(if set.is_some() {
-            "an update"
-        } else {
-            "a delete"
+    /// Applies `change` to the newest version of the row with primary key `pk` the
+    /// statement finds, with ExecUpdate's (ExecLockRows') retry loop: wait for a running
+    /// changer, follow the update chain at read committed, fail at repeatable read.
+    /// Returns the row as it was (`None`: no such row).
+    fn modify(&self, ctx: &Ctx<'_>, pk: &[Value], change: Change<'_>) -> Result<Option<Row>> {
+        self.check_not_deferred(match change {
+            Change::Update(_) => "an update",
+            Change::Delete => "a delete",
+            Change::Lock => "a locking read",
         })?;
         let key = self.pk_key(pk)?;
         let Some((mut tid, _)) = self
@@ -281,16 +297,17 @@ impl HeapTable {
             .into_iter()
             .next()
         else {
-            return Ok(false);
+            return Ok(None);
         };
         loop {
-            let attempt = match set {
-                Some(set) => self.try_update(ctx, tid, &key, set)?,
-                None => self.try_delete(ctx, tid, &key)?,
+            let attempt = match change {
+                Change::Update(set) => self.try_update(ctx, tid, &key, set)?,
+                Change::Delete => self.try_delete(ctx, tid, &key)?,
+                Change::Lock => self.try_lock(ctx, tid, &key)?,
             };
             match attempt {
-                Attempt::Done => return Ok(true),
-                Attempt::Gone => return Ok(false),
+                Attempt::Done(row) => return Ok(Some(row)),
+                Attempt::Gone => return Ok(None),
                 Attempt::Wait(x) => ctx.tm.wait_for(ctx.xid, x)?,
                 Attempt::Updated => {
                     if ctx.repeatable_read {
@@ -301,7 +318,7 @@ impl HeapTable {
                     }
                     match self.latest_version(ctx, tid)? {
                         Some(next) => tid = next,
-                        None => return Ok(false),
+                        None => return Ok(None),
                     }
                 }
             }
@@ -343,7 +360,7 @@ impl HeapTable {
     }
 
     fn try_delete(&self, ctx: &Ctx<'_>, tid: Tid, pk_key: &[u8]) -> Result<Attempt> {
-        let (mut g, lp, _row) = match self.lock_for_change(ctx, tid, pk_key)? {
+        let (mut g, lp, row) = match self.lock_for_change(ctx, tid, pk_key)? {
             Ok(v) => v,
             Err(a) => return Ok(a),
         };
@@ -361,7 +378,53 @@ impl HeapTable {
             .main_data(&main);
         log_change(&self.wal, &rec, &mut [&mut g])?;
         self.counters.n_tup_del.fetch_add(1, Ordering::Relaxed);
-        Ok(Attempt::Done)
+        Ok(Attempt::Done(row))
+    }
+
+    /// Sets the row lock of transaction `ctx.xid` on the tuple at `lp` of the page `g`
+    /// (the tuple at `tid`): xmax = our xid with HEAP_XMAX_LOCK_ONLY, WAL-logged as
+    /// XLOG_HEAP_LOCK (heapam.c `heap_lock_tuple`, and `heap_update` before it releases
+    /// the page to put the new version elsewhere). Writers wait for a running locker
+    /// (`satisfies_update`: BeingModified); readers ignore the lock.
+    fn set_row_lock(
+        &self,
+        ctx: &Ctx<'_>,
+        g: &mut WritePageGuard<'_>,
+        lp: hp::ItemId,
+        tid: Tid,
+    ) -> Result<()> {
+        {
+            let t = hp::tuple_mut(g.data_mut(), lp);
+            ht::set_xmax(t, ctx.xid);
+            let m = (t.infomask() & !(ht::HEAP_XMAX_INVALID | ht::HEAP_XMAX_COMMITTED))
+                | ht::HEAP_XMAX_LOCK_ONLY;
+            ht::set_infomask(t, m);
+        }
+        let mut lock_main = ctx.xid.to_le_bytes().to_vec();
+        lock_main.extend_from_slice(&tid.offset.to_le_bytes());
+        let rec = RecordBuilder::new(rmgr::HEAP, info::LOCK)
+            .xid(ctx.xid)
+            .block(g.page_id(), false, &[])
+            .main_data(&lock_main);
+        log_change(&self.wal, &rec, &mut [g])?;
+        Ok(())
+    }
+
+    /// `SELECT ... FOR UPDATE` on the tuple at `tid` (heapam.c `heap_lock_tuple`,
+    /// LockTupleExclusive): the same checks as an update (`lock_for_change`), then the row
+    /// lock in xmax ([`HeapTable::set_row_lock`]); nothing to do when this transaction
+    /// holds the row already (`heap_lock_tuple`: "if we already hold the lock").
+    fn try_lock(&self, ctx: &Ctx<'_>, tid: Tid, pk_key: &[u8]) -> Result<Attempt> {
+        let (mut g, lp, row) = match self.lock_for_change(ctx, tid, pk_key)? {
+            Ok(v) => v,
+            Err(a) => return Ok(a),
+        };
+        let t = hp::tuple(g.data(), lp);
+        if t.infomask() & ht::HEAP_XMAX_LOCK_ONLY != 0 && t.xmax() == ctx.xid {
+            return Ok(Attempt::Done(row));
+        }
+        self.set_row_lock(ctx, &mut g, lp, tid)?;
+        Ok(Attempt::Done(row))
     }
 
     fn try_update(
@@ -466,26 +529,13 @@ impl HeapTable {
             } else {
                 self.insert_index_entries(ctx, &new_row, new_tid, Some(&old_row))?;
             }
-            return Ok(Attempt::Done);
+            return Ok(Attempt::Done(old_row));
         }
         // No room: mark the page full, lock the row with our xid (xmax, LOCK_ONLY, WAL-logged
         // as XLOG_HEAP_LOCK), release the page, find another page, and lock both in block order.
         let f = flags(g.data()) | hp::PD_PAGE_FULL;
         set_flags(g.data_mut(), f);
-        {
-            let t = hp::tuple_mut(g.data_mut(), lp);
-            ht::set_xmax(t, ctx.xid);
-            let m = (t.infomask() & !(ht::HEAP_XMAX_INVALID | ht::HEAP_XMAX_COMMITTED))
-                | ht::HEAP_XMAX_LOCK_ONLY;
-            ht::set_infomask(t, m);
-        }
-        let mut lock_main = ctx.xid.to_le_bytes().to_vec();
-        lock_main.extend_from_slice(&tid.offset.to_le_bytes());
-        let rec = RecordBuilder::new(rmgr::HEAP, info::LOCK)
-            .xid(ctx.xid)
-            .block(id, false, &[])
-            .main_data(&lock_main);
-        log_change(&self.wal, &rec, &mut [&mut g])?;
+        self.set_row_lock(ctx, &mut g, lp, tid)?;
         drop(g);
         let (new_g, new_page) = self.page_for_tuple(new_t.len(), Some(tid.block))?;
         let nb = new_g.page_id().block;
@@ -548,7 +598,7 @@ impl HeapTable {
         drop(og);
         self.counters.n_tup_upd.fetch_add(1, Ordering::Relaxed);
         self.insert_index_entries(ctx, &new_row, new_tid, Some(&old_row))?;
-        Ok(Attempt::Done)
+        Ok(Attempt::Done(old_row))
     }
 }
 
@@ -581,7 +631,7 @@ impl TableWrite for HeapTable {
     /// [`Error::InvalidValue`]; storage errors.
     fn update(&self, st: &Statement<'_>, _: &mut (), pk: &[Value], set: &[Assign]) -> Result<bool> {
         let ctx = &Ctx::from(st);
-        self.modify(ctx, pk, Some(set))
+        Ok(self.modify(ctx, pk, Change::Update(set))?.is_some())
     }
 
     /// Deletes the row with primary key `pk` (heapam.c `heap_delete`). Returns false when
@@ -590,7 +640,23 @@ impl TableWrite for HeapTable {
     /// Errors: as [`HeapTable::update`].
     fn delete(&self, st: &Statement<'_>, _: &mut (), pk: &[Value]) -> Result<bool> {
         let ctx = &Ctx::from(st);
-        self.modify(ctx, pk, None)
+        Ok(self.modify(ctx, pk, Change::Delete)?.is_some())
+    }
+
+    /// `SELECT ... FOR UPDATE` of the row with primary key `pk` (heapam.c
+    /// `heap_lock_tuple` in LockTupleExclusive mode, called by nodeLockRows.c
+    /// `ExecLockRows`): the newest version's xmax set to our xid with HEAP_XMAX_LOCK_ONLY
+    /// and WAL-logged as XLOG_HEAP_LOCK (with a full-page image when it is the page's
+    /// first change since the checkpoint), after waiting for a running updater or locker.
+    /// Returns that version (at read committed the newest, EvalPlanQual), `None` when no
+    /// visible row has that key.
+    ///
+    /// Errors: as [`HeapTable::update`] (at repeatable read, a row changed by a
+    /// transaction the snapshot does not see is a serialization failure, as PostgreSQL's
+    /// "could not serialize access due to concurrent update").
+    fn lock_row(&self, st: &Statement<'_>, _: &mut (), pk: &[Value]) -> Result<Option<Row>> {
+        let ctx = &Ctx::from(st);
+        self.modify(ctx, pk, Change::Lock)
     }
 }
 
