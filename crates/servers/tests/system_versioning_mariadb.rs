@@ -209,9 +209,14 @@ impl Emb {
 
     /// The number of rows of the preset's `transaction_registry`.
     fn registry_rows(&self) -> usize {
+        self.registry_transactions().len()
+    }
+
+    /// The preset's `transaction_registry` transaction ids in commit order.
+    fn registry_transactions(&self) -> Vec<i64> {
         let reg = self.db.table_id(TRANSACTION_REGISTRY).unwrap();
         let mut tx = self.db.begin();
-        let n = tx
+        let mut rows: Vec<(i64, i64)> = tx
             .scan(
                 reg,
                 Bound::Unbounded,
@@ -220,9 +225,15 @@ impl Emb {
                 usize::MAX,
             )
             .unwrap()
-            .len();
+            .iter()
+            .map(|r| match (&r[0], &r[1]) {
+                (Value::BigInt(t), Value::BigInt(c)) => (*c, *t),
+                other => panic!("registry row of another shape: {other:?}"),
+            })
+            .collect();
         tx.commit().unwrap();
-        n
+        rows.sort();
+        rows.into_iter().map(|(_, t)| t).collect()
     }
 
     fn by_id(&self, id: i32, when: SystemTime) -> Vec<R> {
@@ -362,6 +373,32 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
                     emb.by_owner(owner, ew),
                     want,
                     "{variant}: owner {owner} as of step {i}"
+                );
+            }
+        }
+        if variant == "trx_id" {
+            // AS OF TRANSACTION n for each step's transaction, by its id on each side
+            // (the registry's transaction_id in commit order).
+            let real_trx: Vec<u64> = real.read_registry().iter().map(|r| r.0).collect();
+            let emb_trx = emb.registry_transactions();
+            for (i, (rt, et)) in real_trx.iter().zip(&emb_trx).enumerate() {
+                let ew = SystemTime::AsOfTransaction(*et);
+                let rw = format!("AS OF TRANSACTION {rt}");
+                assert_eq!(
+                    emb.scan(ew),
+                    real.rows(&rw, ""),
+                    "trx_id: AS OF TRANSACTION of step {}",
+                    i + 1
+                );
+                assert_eq!(
+                    emb.by_owner("even", ew),
+                    {
+                        let mut v = real.rows(&rw, "WHERE owner = 'even'");
+                        v.sort();
+                        v
+                    },
+                    "trx_id: owner even AS OF TRANSACTION of step {}",
+                    i + 1
                 );
             }
         }
