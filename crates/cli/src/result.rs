@@ -867,12 +867,22 @@ const PHASE_METRICS: &[PhaseMetric] = &[
 pub fn experiment_ratios(runs: &[ExperimentRun]) -> Vec<FidelityRow> {
     let mut out = Vec::new();
     for preset in runs {
-        let Some(kind) = mvcclab_servers::ServerKind::of_preset(&preset.design.name) else {
+        // A run of one of an experiment's variants is named `PRESET/VARIANT...`
+        // (system_versioning: `innodb/timestamp/big_pool`); its real counterpart
+        // `real:NAME/VARIANT...`.
+        let (base, suffix) = match preset.design.name.split_once('/') {
+            Some((b, s)) => (b, Some(s)),
+            None => (preset.design.name.as_str(), None),
+        };
+        let Some(kind) = mvcclab_servers::ServerKind::of_preset(base) else {
             continue;
         };
+        let real_name = match suffix {
+            Some(s) => format!("{}/{s}", kind.design_name()),
+            None => kind.design_name(),
+        };
         let Some(real) = runs.iter().find(|r| {
-            r.design.name == kind.design_name()
-                && r.device.bandwidth_mib_s == preset.device.bandwidth_mib_s
+            r.design.name == real_name && r.device.bandwidth_mib_s == preset.device.bandwidth_mib_s
         }) else {
             continue;
         };
@@ -881,7 +891,7 @@ pub fn experiment_ratios(runs: &[ExperimentRun]) -> Vec<FidelityRow> {
                 continue;
             };
             for (metric, value, applies) in PHASE_METRICS {
-                if !applies(&preset.design.name) {
+                if !applies(base) {
                     continue;
                 }
                 let (Some(a), Some(b)) = (

@@ -1,6 +1,7 @@
 //! The named experiments on the real engines (issue 24): `update_hot_set` and
 //! `version_chain` with `real:postgresql`, `real:mariadb` (and `update_hot_set` with
-//! `real:myrocks`) beside the presets, small,
+//! `real:myrocks`), and `system_versioning` with `real:mariadb` (issue 29), beside the
+//! presets, small,
 //! each server on mvcclab's FUSE device. Checks that the report holds the real columns
 //! (the same phases, the server's own counters and the device's counts by file class per
 //! phase) and the preset / real ratios, and that no mount is left behind.
@@ -160,4 +161,74 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
             "select_after_vacuum"
         ]
     );
+}
+
+/// `system_versioning` beside a real MariaDB (issue 29), small: the history-partition
+/// variant, one iteration, the big pool only. Both sides ran the same phases; the server's
+/// phases count its own counters and the device's blocks by file, the history
+/// partition's file among them once updates move rows there; the preset's updates wrote
+/// one history row each; each phase has its preset / real ratios.
+#[test]
+fn system_versioning_reports_the_real_mariadb_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _guard = NoMountLeft(tmp.path().to_path_buf());
+    let r = experiment(
+        &[
+            "system_versioning",
+            "--designs",
+            "innodb,real:mariadb",
+            "--variants",
+            "partition",
+            "--rows",
+            "300",
+            "--iterations",
+            "1",
+            "--selects",
+            "20",
+            "--no-small-pool",
+        ],
+        tmp.path(),
+    );
+    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "innodb/partition/big_pool",
+            "real:mariadb/partition/big_pool"
+        ]
+    );
+    let (p, q) = (&r.runs[0], &r.runs[1]);
+    assert!(q.server.as_ref().is_some_and(|s| !s.version.is_empty()));
+    let phase_names = |x: &mvcclab::result::ExperimentRun| -> Vec<String> {
+        x.phases.iter().map(|ph| ph.name.clone()).collect()
+    };
+    assert_eq!(phase_names(p), phase_names(q));
+    assert_eq!(p.phases.len(), 10);
+    for ph in &q.phases {
+        let s = ph.server.as_ref().expect("the server's phase section");
+        assert!(!s.counters.is_empty(), "{}", ph.name);
+        if ph.name.starts_with("i1_update") || ph.name == "i1_delete_all" {
+            assert!(
+                s.by_file_class.contains_key("sbtest1#P#p_hist.ibd"),
+                "{}: {:?}",
+                ph.name,
+                s.by_file_class.keys()
+            );
+        }
+        assert!(
+            r.ratios.iter().any(|x| x.workload == ph.name
+                && x.preset == p.design.name
+                && x.real == q.design.name),
+            "{}",
+            ph.name
+        );
+    }
+    for ph in p
+        .phases
+        .iter()
+        .filter(|ph| ph.name.starts_with("i1_update"))
+    {
+        assert_eq!(ph.ops, 150, "{}", ph.name);
+        assert_eq!(ph.tables.n_tup_ins, 150, "{}: history rows", ph.name);
+    }
 }

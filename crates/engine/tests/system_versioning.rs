@@ -2,7 +2,8 @@
 //! both presets: `FOR SYSTEM_TIME AS OF t` returns the state committed at `t` after inserts,
 //! updates and deletes, for point, range and secondary-index reads; `BETWEEN` and `ALL`; a
 //! deleted key can be inserted again; a rolled-back change leaves no history; `DELETE
-//! HISTORY BEFORE`; the history survives a crash; and the switches' refusals.
+//! HISTORY BEFORE`; `AS OF TRANSACTION`; the history survives a crash; and the switches'
+//! refusals.
 
 mod common;
 use common::*;
@@ -394,6 +395,79 @@ fn as_of_returns_the_state_committed_at_each_step() {
         let (_, problems) = db.check_indexes(t).unwrap();
         assert!(problems.is_empty(), "{name}: {problems:?}");
     }
+}
+
+/// `AS OF TRANSACTION n` on a table versioned by transaction id: what each step's
+/// transaction saw as it committed (its own changes included) is the state after that
+/// step; a transaction not in the registry, and a table versioned by timestamp, are
+/// errors (MariaDB ER_VERS_NO_TRX_ID, ER_VERS_ENGINE_UNSUPPORTED).
+#[test]
+fn as_of_transaction_sees_what_the_transaction_saw() {
+    for d in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let mut design = d.clone();
+        design.system_versioning = SystemVersioning::TrxId;
+        let name = design.name.clone();
+        let db = open_db(design, 256);
+        let t = db.create_table(def()).unwrap();
+        let steps = run_steps(&db, t);
+        let reg = db.table_id("transaction_registry").unwrap();
+        let mut tx = db.begin();
+        let mut trx: Vec<(i64, i64)> = tx
+            .scan(
+                reg,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                100,
+            )
+            .unwrap()
+            .iter()
+            .map(|r| match (&r[0], &r[1]) {
+                (Value::BigInt(t), Value::BigInt(c)) => (*c, *t),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        trx.sort();
+        assert_eq!(trx.len(), 4, "{name}");
+        for (i, (_, n)) in trx.iter().enumerate() {
+            let rows = tx
+                .scan_system_time(
+                    t,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    ScanDirection::Forward,
+                    100,
+                    SystemTime::AsOfTransaction(*n),
+                )
+                .unwrap();
+            assert_eq!(
+                strip(rows),
+                steps[i + 1].1.values().cloned().collect::<Vec<_>>(),
+                "{name}: as of the transaction of step {}",
+                i + 1
+            );
+        }
+        let unknown = trx.iter().map(|x| x.1).max().unwrap() + 1_000;
+        let e = tx
+            .get_system_time(
+                t,
+                &[Value::Integer(1)],
+                SystemTime::AsOfTransaction(unknown),
+            )
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidValue(_)), "{name}: {e}");
+        // The first error aborted the transaction.
+        assert!(tx.commit().is_err(), "{name}");
+    }
+    let db = open_db(versioned(DesignConfig::innodb()), 256);
+    let t = db.create_table(def()).unwrap();
+    run_steps(&db, t);
+    let mut tx = db.begin();
+    let e = tx
+        .get_system_time(t, &[Value::Integer(1)], SystemTime::AsOfTransaction(1))
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
+    assert!(tx.commit().is_err());
 }
 
 #[test]

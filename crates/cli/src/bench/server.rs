@@ -474,6 +474,21 @@ impl ServerRun {
         space
     }
 
+    /// Runs one SQL statement on the server's admin connection, outside any transaction
+    /// block (an experiment's own DDL and single statements); returns the rows it changed.
+    ///
+    /// Errors: the server's, naming the server and the statement.
+    pub fn execute_sql(&self, sql: &str) -> Result<u64> {
+        self.server
+            .execute_sql(sql)
+            .with_context(|| format!("{}: {sql}", self.label))
+    }
+
+    /// The data directory of the server mvcclab started (`None` with `--url`).
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.server.managed().map(|m| m.data_dir())
+    }
+
     /// The server's counters (and the FUSE device's) now.
     fn mark_now(&self) -> Result<ServerMark> {
         let label = &self.label;

@@ -1,35 +1,57 @@
 //! `mvcclab experiment system_versioning`: MariaDB's benchmark of system-versioned tables
-//! (MDEV-15690, seed 003) on the embedded designs.
+//! (MDEV-15690, seed 003) on the embedded designs and beside a real MariaDB.
 //!
 //! Per variant — plain, versioned by timestamp, by transaction id, by timestamp with a
 //! history partition (the design switches `system_versioning` and `history_storage`; trx id
 //! with partitions is refused, MDEV-15951) — on an empty sbtest table (id PK, k indexed,
 //! c CHAR(120), pad CHAR(60)), `--iterations` times: insert N rows (10 per transaction);
-//! point selects, four kinds of range queries (simple, sum, order, distinct: 100 ids each,
-//! 8 per transaction) and selects by secondary key (10 per transaction); N/2 updates of the
-//! non-indexed `c` and N/2 of the indexed `k` (10 per transaction); the selects again;
-//! delete all current rows in one transaction. Each variant runs with the big pool
-//! (`--buffer-pool`) and then, unless `--no-small-pool`, with a small one: a quarter of
-//! the pages the variant's tables held at the end of the big run. Every step is a measured
-//! phase (`i{iteration}_{step}`) with throughput, 4 KiB blocks by cause and versions
-//! examined per statement.
+//! point selects, four kinds of range queries (sysbench's simple, sum, order and distinct
+//! ranges of 100 ids, 8 per transaction) and selects by secondary key (`k IN (?)`, 10 per
+//! transaction); N/2 updates of the non-indexed `c` and N/2 of the indexed `k` (10 per
+//! transaction); the selects again; `DELETE FROM sbtest1` (every current row, one
+//! statement; the phase's ops are the rows it deleted). One client thread (the seed ran
+//! 32).
+//!
+//! Every step is a measured phase (`i{iteration}_{step}`) of the run layer
+//! (`bench::experiment_phase`): the same statements, as sysbench's operations, go through
+//! the subject's driver target to a design (`EmbeddedRun`) or to a managed real server on
+//! mvcclab's FUSE device with the same device flags (`ServerRun`, `real:mariadb`); a
+//! phase's figures are throughput, 4 KiB blocks by cause (a server: by file class), pages
+//! and versions examined per statement (designs). The marked tables are the table, its
+//! history partition (`sbtest1#p_hist`) and `transaction_registry`, so history-partition
+//! pages count in the phases. On MariaDB the variants are the same table
+//! `WITH SYSTEM VERSIONING` (sql/handler.cc `Vers_parse_info`): by timestamp (implicit
+//! row_start/row_end), by transaction id (BIGINT UNSIGNED `GENERATED ALWAYS AS ROW
+//! START/END`), and `PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur
+//! CURRENT)`; `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
+//! versioning; the periods extension is not installed here).
+//!
+//! Each variant runs with a big pool that holds everything — sized before the run from
+//! the versions the run will have written ([`big_pool_bytes`]), and checked against the
+//! data at the end (a status line says when it did not fit) — then, unless
+//! `--no-small-pool`, with a small one: a quarter of the data the variant's tables held at
+//! the end of the big run on the same side (the preset's relations' pages, the server's
+//! `.ibd` files).
 
-use super::experiment_common::{phase, ExperimentCommon};
-use crate::bench::open_database;
+use crate::bench::{experiment_phase, EmbeddedRun, RunSpec, ServerRun, Subject};
 use crate::progress::status;
-use crate::result::ExperimentRun;
+use crate::result::{ExperimentRun, PhaseReport};
 use crate::UsageError;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{TableDef, Value};
-use mvcclab_engine::db::{Assign, Database, TableId};
+use mvcclab_engine::catalog::TableDef;
 use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
-use mvcclab_workload::driver::RunControl;
+use mvcclab_servers::ServerKind;
+use mvcclab_workload::driver::{RunControl, Session};
+use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::ops::Bound;
+use std::path::Path;
 use std::sync::atomic::Ordering;
+
+use super::experiment_common::ExperimentCommon;
 
 /// Flags of `system_versioning`.
 #[derive(Args, Debug)]
@@ -88,210 +110,320 @@ fn variant_design(base: &DesignConfig, variant: &str) -> Result<Option<DesignCon
     Ok(Some(d))
 }
 
-fn row(id: i32, k: i32, rng: &mut SmallRng) -> Vec<Value> {
+/// sysbench's `c` (119 characters: eleven groups of 11 digits joined by '-') and `pad`
+/// (59 digits) for one row (oltp_common.lua `get_c_value`, `get_pad_value`).
+fn c_pad(rng: &mut SmallRng) -> (String, String) {
     let c: String = (0..11)
         .map(|_| format!("{:011}", rng.random_range(0..100_000_000_000u64)))
         .collect::<Vec<_>>()
         .join("-");
-    vec![
-        Value::Integer(id),
-        Value::Integer(k),
-        Value::Text(c[..119].to_string()),
-        Value::Text(format!("{:059}", rng.random_range(0..u64::MAX))),
-    ]
+    (
+        c[..119].to_string(),
+        format!("{:059}", rng.random_range(0..u64::MAX)),
+    )
 }
 
-/// Runs `n` statements `op(tx, i)`, `per_txn` per transaction; returns `n`.
+/// What `system_versioning` needs of a subject beyond [`Subject`]: its table's DDL per
+/// variant, the one-statement DELETE, and the size of what it holds.
+trait SysverSubject: Subject {
+    /// Creates the empty `sbtest1` of `variant` and makes it the driver target's table.
+    ///
+    /// Errors: the engine's or the server's, naming the statement.
+    fn create_sbtest1(&self, variant: &str) -> Result<()>;
+    /// `DELETE FROM sbtest1`, one statement in one transaction; the rows it deleted.
+    ///
+    /// Errors: the engine's or the server's.
+    fn delete_all(&self) -> Result<u64>;
+    /// The tables a phase is counted on (the table, its history partition, the
+    /// transaction registry, where they exist).
+    fn phase_tables(&self) -> Vec<String>;
+    /// The bytes the variant's tables hold now.
+    ///
+    /// Errors: the engine's; reading the server's data directory.
+    fn data_bytes(&self) -> Result<u64>;
+}
+
+/// The relations of the experiment's table on a design: the table, its history
+/// partition, the transaction registry.
+const EMBEDDED_TABLES: [&str; 3] = ["sbtest1", "sbtest1#p_hist", "transaction_registry"];
+
+impl SysverSubject for EmbeddedRun {
+    fn create_sbtest1(&self, _variant: &str) -> Result<()> {
+        // The design's switches version the table (and make its history partition).
+        self.load_table(&TableDef::sbtest(1), &mut std::iter::empty())?;
+        self.attach(WorkloadKind::OltpInsert, &SysbenchOptions::default())
+    }
+
+    fn delete_all(&self) -> Result<u64> {
+        // DELETE FROM sbtest1: every current row, in key order, in one transaction.
+        let db = self.db();
+        let t = db.table_id("sbtest1")?;
+        let mut tx = db.begin();
+        let rows = tx.scan(
+            t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )?;
+        let mut k = 0;
+        for r in &rows {
+            if tx.delete(t, &r[..1])? {
+                k += 1;
+            }
+        }
+        tx.commit()?;
+        Ok(k)
+    }
+
+    fn phase_tables(&self) -> Vec<String> {
+        EMBEDDED_TABLES
+            .iter()
+            .filter(|n| self.db().table_id(n).is_ok())
+            .map(|n| n.to_string())
+            .collect()
+    }
+
+    fn data_bytes(&self) -> Result<u64> {
+        let db = self.db();
+        let mut pages = 0;
+        for name in self.phase_tables() {
+            let (h, i) = db.table_pages(db.table_id(&name)?)?;
+            pages += h + i;
+        }
+        Ok(pages * db.design().page_size.bytes() as u64)
+    }
+}
+
+/// MariaDB's DDL that turns the empty plain `sbtest1` into `variant` (MariaDB KB
+/// "System-Versioned Tables": `ADD SYSTEM VERSIONING`; transaction-precise history with
+/// BIGINT UNSIGNED `GENERATED ALWAYS AS ROW START/END` columns; `PARTITION BY SYSTEM_TIME`
+/// with one history and one current partition).
+fn mariadb_variant_ddl(variant: &str) -> Vec<&'static str> {
+    match variant {
+        "timestamp" => vec!["ALTER TABLE sbtest1 ADD SYSTEM VERSIONING"],
+        "trx_id" => vec![
+            "ALTER TABLE sbtest1 \
+             ADD COLUMN row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
+             ADD COLUMN row_end BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE, \
+             ADD PERIOD FOR SYSTEM_TIME(row_start, row_end), ADD SYSTEM VERSIONING",
+        ],
+        "partition" => vec![
+            "ALTER TABLE sbtest1 ADD SYSTEM VERSIONING",
+            "ALTER TABLE sbtest1 PARTITION BY SYSTEM_TIME \
+             (PARTITION p_hist HISTORY, PARTITION p_cur CURRENT)",
+        ],
+        _ => Vec::new(),
+    }
+}
+
+impl SysverSubject for ServerRun {
+    fn create_sbtest1(&self, variant: &str) -> Result<()> {
+        self.load_table(&TableDef::sbtest(1), &mut std::iter::empty())?;
+        for q in mariadb_variant_ddl(variant) {
+            self.execute_sql(q)?;
+        }
+        Ok(())
+    }
+
+    fn delete_all(&self) -> Result<u64> {
+        self.execute_sql("DELETE FROM sbtest1")
+    }
+
+    fn phase_tables(&self) -> Vec<String> {
+        // A server's phase counts every table (ServerRun::mark_tables).
+        vec!["sbtest1".into()]
+    }
+
+    fn data_bytes(&self) -> Result<u64> {
+        // The table's files (sbtest1.ibd, or sbtest1#P#p_hist.ibd and sbtest1#P#p_cur.ibd)
+        // and mysql/transaction_registry.ibd.
+        fn walk(dir: &Path, sum: &mut u64) -> std::io::Result<()> {
+            for e in std::fs::read_dir(dir)? {
+                let e = e?;
+                let name = e.file_name().to_string_lossy().into_owned();
+                let ft = e.file_type()?;
+                if ft.is_dir() {
+                    walk(&e.path(), sum)?;
+                } else if name.ends_with(".ibd")
+                    && (name.starts_with("sbtest1") || name == "transaction_registry.ibd")
+                {
+                    *sum += e.metadata()?.len();
+                }
+            }
+            Ok(())
+        }
+        let Some(dir) = self.data_dir() else {
+            return Ok(0);
+        };
+        let mut sum = 0;
+        walk(dir, &mut sum).with_context(|| format!("reading {}", dir.display()))?;
+        Ok(sum)
+    }
+}
+
+/// Runs `n` statements `op(i)` through `sess`, `per_txn` per transaction; returns `n`
+/// (fewer when stopped).
+///
+/// Errors: the first statement that fails (its transaction rolled back).
 fn batched(
-    db: &Database,
+    sess: &mut dyn Session,
     n: u64,
     per_txn: u64,
     ctl: &RunControl,
-    mut op: impl FnMut(&mut mvcclab_engine::db::Transaction, u64) -> Result<()>,
+    mut op: impl FnMut(u64) -> Op,
 ) -> Result<u64> {
     let mut done = 0;
+    let exec = |sess: &mut dyn Session, op: &Op| -> Result<()> {
+        sess.execute(op).map_err(|e| {
+            sess.rollback();
+            anyhow::anyhow!("{}: {}", op.kind(), e.message)
+        })
+    };
     while done < n && !ctl.stop.load(Ordering::Relaxed) {
-        let mut tx = db.begin();
+        exec(sess, &Op::Begin)?;
         let end = (done + per_txn).min(n);
         for i in done..end {
-            op(&mut tx, i)?;
+            exec(sess, &op(i))?;
             ctl.statements.fetch_add(1, Ordering::Relaxed);
         }
-        tx.commit()?;
+        exec(sess, &Op::Commit)?;
         ctl.completed.fetch_add(1, Ordering::Relaxed);
         done = end;
     }
     Ok(done)
 }
 
-/// One run: a variant with one pool. Returns its phases and the pages its relations held.
-fn one_run(
+/// One run of `variant` on subject `s` (one pool): the table created, then the
+/// iterations. Returns its phases and the bytes its tables held at the end.
+///
+/// Errors: the engine's or the server's.
+fn one_run<S: SysverSubject>(
+    s: &S,
     a: &SystemVersioningArgs,
-    db: &Database,
+    variant: &str,
     rows: u32,
     iterations: u32,
     ctl: &RunControl,
-) -> Result<(Vec<crate::result::PhaseReport>, u64)> {
+) -> Result<(Vec<PhaseReport>, u64)> {
     let c = &a.common;
-    let t: TableId = db.create_table(TableDef::sbtest(1))?;
+    s.create_sbtest1(variant)?;
+    s.end_phase()?;
+    let tables = s.phase_tables();
+    let target = s.target();
+    let mut sess = target
+        .session()
+        .map_err(|e| anyhow::anyhow!("{}: a session: {e}", s.label()))?;
+    let sess: &mut dyn Session = sess.as_mut();
     let mut rng = SmallRng::seed_from_u64(c.rand_seed);
     let n = rows as i32;
     let sel = a.selects as u64;
+    let table = 1;
     let mut phases = Vec::new();
-    let pk = |id: i32| [Value::Integer(id)];
-    for it in 1..=iterations {
-        let name = |s: &str| format!("i{it}_{s}");
-        status(
-            c.out.quiet,
-            &format!("{}: iteration {it}", db.design().name),
-        );
-        let mut r = SmallRng::seed_from_u64(c.rand_seed ^ it as u64);
-        phases.push(phase(
-            db,
-            t,
-            &name("insert"),
+    let mut phase = |name: String, f: &mut dyn FnMut() -> Result<u64>| -> Result<()> {
+        status(c.out.quiet, &format!("{} {name} ...", s.label()));
+        phases.push(experiment_phase(
+            s,
+            &tables,
+            &name,
             c.report_interval,
             ctl,
-            || {
-                batched(db, rows as u64, 10, ctl, |tx, i| {
-                    let id = i as i32 + 1;
-                    tx.insert(t, row(id, r.random_range(1..=n), &mut rng))?;
-                    Ok(())
-                })
-            },
+            f,
         )?);
+        Ok(())
+    };
+    for it in 1..=iterations {
+        let name = |st: &str| format!("i{it}_{st}");
+        let mut r = SmallRng::seed_from_u64(c.rand_seed ^ it as u64);
+        phase(name("insert"), &mut || {
+            batched(sess, rows as u64, 10, ctl, |i| {
+                let (c, pad) = c_pad(&mut rng);
+                Op::Insert {
+                    table,
+                    id: Some(i as i32 + 1),
+                    k: r.random_range(1..=n),
+                    c,
+                    pad,
+                }
+            })
+        })?;
         for round in ["first", "second"] {
             if round == "second" {
                 let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0xC ^ it as u64);
-                phases.push(phase(
-                    db,
-                    t,
-                    &name("update_non_index"),
-                    c.report_interval,
-                    ctl,
-                    || {
-                        batched(db, rows as u64 / 2, 10, ctl, |tx, _| {
-                            let id = r.random_range(1..=n);
-                            let v = row(id, 0, &mut r)[2].clone();
-                            tx.update(t, &pk(id), &[Assign::Set(2, v)])?;
-                            Ok(())
-                        })
-                    },
-                )?);
+                phase(name("update_non_index"), &mut || {
+                    batched(sess, rows as u64 / 2, 10, ctl, |_| {
+                        let id = r.random_range(1..=n);
+                        Op::NonIndexUpdate {
+                            table,
+                            id,
+                            c: c_pad(&mut r).0,
+                        }
+                    })
+                })?;
                 let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0xD ^ it as u64);
-                phases.push(phase(
-                    db,
-                    t,
-                    &name("update_index"),
-                    c.report_interval,
-                    ctl,
-                    || {
-                        batched(db, rows as u64 / 2, 10, ctl, |tx, _| {
-                            let id = r.random_range(1..=n);
-                            tx.update(t, &pk(id), &[Assign::Add(1, 1)])?;
-                            Ok(())
-                        })
-                    },
-                )?);
+                phase(name("update_index"), &mut || {
+                    batched(sess, rows as u64 / 2, 10, ctl, |_| Op::IndexUpdate {
+                        table,
+                        id: r.random_range(1..=n),
+                    })
+                })?;
             }
             let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0x5E1 ^ it as u64);
-            phases.push(phase(
-                db,
-                t,
-                &name(&format!("point_select_{round}")),
-                c.report_interval,
-                ctl,
-                || {
-                    batched(db, sel, 10, ctl, |tx, _| {
-                        tx.get(t, &pk(r.random_range(1..=n)))?;
-                        Ok(())
-                    })
-                },
-            )?);
+            phase(name(&format!("point_select_{round}")), &mut || {
+                batched(sess, sel, 10, ctl, |_| Op::PointSelect {
+                    table,
+                    id: r.random_range(1..=n),
+                })
+            })?;
             let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0x5E2 ^ it as u64);
-            phases.push(phase(
-                db,
-                t,
-                &name(&format!("range_select_{round}")),
-                c.report_interval,
-                ctl,
-                || {
-                    // sysbench's simple, sum, order and distinct ranges: 100 ids each, in id order
-                    // (the order and distinct kinds sort what the same range read returns).
-                    batched(db, sel, 8, ctl, |tx, i| {
-                        let lo = r.random_range(1..=n.saturating_sub(99).max(1));
-                        let hi = lo + 99;
-                        let dir = if i % 4 == 2 {
-                            ScanDirection::Backward
-                        } else {
-                            ScanDirection::Forward
-                        };
-                        tx.scan(
-                            t,
-                            Bound::Included(&pk(lo)[..]),
-                            Bound::Included(&pk(hi)[..]),
-                            dir,
-                            100,
-                        )?;
-                        Ok(())
-                    })
-                },
-            )?);
-            let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0x5E3 ^ it as u64);
-            phases.push(phase(
-                db,
-                t,
-                &name(&format!("secondary_select_{round}")),
-                c.report_interval,
-                ctl,
-                || {
-                    batched(db, sel, 10, ctl, |tx, _| {
-                        tx.get_by_index(t, 0, &[Value::Integer(r.random_range(1..=n))])?;
-                        Ok(())
-                    })
-                },
-            )?);
-        }
-        phases.push(phase(
-            db,
-            t,
-            &name("delete_all"),
-            c.report_interval,
-            ctl,
-            || {
-                // One statement: DELETE FROM sbtest1 (every current row, in key order).
-                let mut tx = db.begin();
-                let ids = tx.scan(
-                    t,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                )?;
-                let mut k = 0;
-                for r in &ids {
-                    if tx.delete(t, &r[..1])? {
-                        k += 1;
+            phase(name(&format!("range_select_{round}")), &mut || {
+                // sysbench's simple, sum, order and distinct ranges of 100 ids in turn.
+                batched(sess, sel, 8, ctl, |i| {
+                    let lo = r.random_range(1..=n.saturating_sub(99).max(1));
+                    let hi = lo + 99;
+                    match i % 4 {
+                        0 => Op::SimpleRange { table, lo, hi },
+                        1 => Op::SumRange { table, lo, hi },
+                        2 => Op::OrderRange { table, lo, hi },
+                        _ => Op::DistinctRange { table, lo, hi },
                     }
-                }
-                tx.commit()?;
-                ctl.statements.fetch_add(1, Ordering::Relaxed);
-                ctl.completed.fetch_add(1, Ordering::Relaxed);
-                Ok(k)
-            },
-        )?);
+                })
+            })?;
+            let mut r = SmallRng::seed_from_u64(c.rand_seed ^ 0x5E3 ^ it as u64);
+            phase(name(&format!("secondary_select_{round}")), &mut || {
+                batched(sess, sel, 10, ctl, |_| Op::RandomPoints {
+                    ks: vec![r.random_range(1..=n)],
+                })
+            })?;
+        }
+        // One statement; the phase's ops are the rows it deleted (per-row figures).
+        phase(name("delete_all"), &mut || {
+            let k = s.delete_all()?;
+            ctl.statements.fetch_add(1, Ordering::Relaxed);
+            ctl.completed.fetch_add(1, Ordering::Relaxed);
+            Ok(k)
+        })?;
         if ctl.stop.load(Ordering::Relaxed) {
             break;
         }
     }
-    let mut pages = 0;
-    for name in ["sbtest1", "sbtest1#p_hist", "transaction_registry"] {
-        if let Ok(id) = db.table_id(name) {
-            let (h, i) = db.table_pages(id)?;
-            pages += h + i;
-        }
-    }
-    Ok((phases, pages))
+    drop(phase);
+    Ok((phases, s.data_bytes()?))
+}
+
+/// The big pool of a run: what the tables will hold at its end, estimated from the row
+/// versions it writes — N rows per iteration for a plain table (each iteration deletes
+/// the last); for a versioned one every version stays: per iteration N inserted, N
+/// history rows from the updates, N ended by the DELETE — at 512 bytes a version (a
+/// 230-byte sbtest record with row_start/row_end, pages about half full where history
+/// rows land between current ones, and the secondary index), at least 64 MiB.
+pub fn big_pool_bytes(variant: &str, rows: u32, iterations: u32) -> u64 {
+    let versions = if variant == "plain" {
+        rows as u64
+    } else {
+        2 * rows as u64 * iterations as u64 + rows as u64
+    };
+    (versions * 512).max(64 << 20)
 }
 
 /// Checks the flags of `system_versioning` and returns the rows and iterations it runs
@@ -318,56 +450,109 @@ pub fn check_system_versioning(a: &SystemVersioningArgs) -> Result<(u32, u32)> {
     Ok((rows, iterations))
 }
 
-/// One grid point of `system_versioning`: design `base` with variant `v` at device
-/// bandwidth `bandwidth` (MiB/s, `None` = unthrottled), with the big pool and then, unless
-/// `--no-small-pool`, the small one: one run each. Empty when the variant does not exist
-/// for the design (a history partition on a heap design).
+/// One grid point of `system_versioning`: `spec` (a design, or a real server) with
+/// variant `v` at device bandwidth `bandwidth` (MiB/s, `None` = unthrottled), with the big
+/// pool and then, unless `--no-small-pool`, the small one: one run each, each on a fresh
+/// database or a freshly started server. Empty when the variant does not exist for it (a
+/// history partition on a heap design; any versioned variant on PostgreSQL; MyRocks).
 ///
-/// Errors: bad flags ([`UsageError`]); engine errors.
+/// Errors: bad flags ([`UsageError`]); engine or server errors.
 pub fn system_versioning_point(
     a: &SystemVersioningArgs,
-    base: DesignConfig,
+    spec: &RunSpec,
     v: &str,
     bandwidth: Option<f64>,
     ctl: &RunControl,
 ) -> Result<Vec<ExperimentRun>> {
     let c = &a.common;
     let (rows, iterations) = check_system_versioning(a)?;
-    let mut runs = Vec::new();
-    let Some(d) = variant_design(&base, v)? else {
+    let skip = |what: &str| {
         status(
             c.out.quiet,
-            &format!("{}: variant {v} does not exist for it; skipped", base.name),
+            &format!("{what}: variant {v} does not exist for it; skipped"),
         );
-        return Ok(runs);
+        Ok(Vec::new())
     };
+    let base = match spec {
+        RunSpec::Embedded(d) => d.clone(),
+        RunSpec::Real(k) => {
+            if *k == ServerKind::MyRocks || (*k == ServerKind::PostgreSql && v != "plain") {
+                return skip(&k.design_name());
+            }
+            let mut d = crate::design_arg::resolve_design(k.preset().unwrap_or("innodb"), &[])?;
+            d.name = k.design_name();
+            d
+        }
+    };
+    let Some(d) = variant_design(&base, v)? else {
+        return skip(&base.name);
+    };
+    let mut runs = Vec::new();
     let mut device_args = c.device.clone();
+    device_args.buffer_pool = big_pool_bytes(v, rows, iterations);
     let mut small = false;
     loop {
         if ctl.stop.load(Ordering::Relaxed) {
             return Ok(runs);
         }
-        let (db, _, device) = open_database(&d, &device_args, bandwidth)?;
-        let (phases, pages) = one_run(a, &db, rows, iterations, ctl)?;
-        let mut design = d.clone();
-        design.name = format!(
-            "{}/{}",
-            d.name,
-            if small { "small_pool" } else { "big_pool" }
+        let pool = device_args.buffer_pool;
+        let ((phases, data_bytes), device, server) = match spec {
+            RunSpec::Embedded(_) => {
+                let s = EmbeddedRun::open_on(&d, &device_args, bandwidth, None)?;
+                let r = one_run(&s, a, v, rows, iterations, ctl)?;
+                let (_, device, server) = s.describe();
+                (r, device, server)
+            }
+            RunSpec::Real(k) => {
+                let s = ServerRun::open_with(
+                    *k,
+                    &c.server,
+                    &device_args,
+                    true,
+                    c.out.quiet,
+                    bandwidth,
+                    Default::default(),
+                )?;
+                let r = one_run(&s, a, v, rows, iterations, ctl)?;
+                let (_, device, server) = s.describe();
+                (r, device, server)
+            }
+        };
+        let pool_name = if small { "small_pool" } else { "big_pool" };
+        status(
+            c.out.quiet,
+            &format!(
+                "{}/{pool_name}: the tables hold {:.1} MiB at the end, the pool is {:.1} MiB{}",
+                d.name,
+                data_bytes as f64 / 1048576.0,
+                pool as f64 / 1048576.0,
+                if !small && data_bytes > pool {
+                    " (the big pool did not hold everything)"
+                } else {
+                    ""
+                }
+            ),
         );
+        let mut design = d.clone();
+        design.name = format!("{}/{pool_name}", d.name);
         runs.push(ExperimentRun {
             design,
             device,
             phases,
             metadata: Vec::new(),
-            server: None,
+            server,
         });
         if small || a.no_small_pool {
             break;
         }
         small = true;
-        device_args.buffer_pool =
-            (pages * d.page_size.bytes() as u64 / 4).max(16 * d.page_size.bytes() as u64);
+        // A managed MariaDB gets at least 6 MiB (servers/src/managed.rs); the report
+        // says what it ran with.
+        let least = match spec {
+            RunSpec::Embedded(_) => 16 * d.page_size.bytes() as u64,
+            RunSpec::Real(_) => 6 << 20,
+        };
+        device_args.buffer_pool = (data_bytes / 4).max(least);
     }
     Ok(runs)
 }

@@ -686,14 +686,6 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
         }
     };
     let specs = specs_of(common)?;
-    if matches!(a.which, Experiment::SystemVersioning(_))
-        && specs.iter().any(|s| matches!(s, RunSpec::Real(_)))
-    {
-        return Err(UsageError(
-            "system_versioning runs on designs only (real servers: not yet)".into(),
-        )
-        .into());
-    }
     let (grid, specs) = experiment_grid(name, &params, variants, common, specs)?;
     let dir = common
         .shard
@@ -715,18 +707,13 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 })?;
                 version_chain_point(x, spec, variant, p.bandwidth_mib_s, &ctl)
             }
-            Experiment::SystemVersioning(x) => {
-                let RunSpec::Embedded(d) = spec else {
-                    anyhow::bail!("system_versioning runs on designs only");
-                };
-                super::experiment_sysver::system_versioning_point(
-                    x,
-                    d.clone(),
-                    &p.variant,
-                    p.bandwidth_mib_s,
-                    &ctl,
-                )
-            }
+            Experiment::SystemVersioning(x) => super::experiment_sysver::system_versioning_point(
+                x,
+                spec,
+                &p.variant,
+                p.bandwidth_mib_s,
+                &ctl,
+            ),
             Experiment::FillfactorCompression(_)
             | Experiment::BandwidthSweep(_)
             | Experiment::TpchQ18(_)
