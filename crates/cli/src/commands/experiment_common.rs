@@ -1,6 +1,6 @@
 //! What every `mvcclab experiment` shares: the common flags and the designs they name
-//! (the experiments' phases go through the run layer's `bench::experiment_phase`). Used by `experiments.rs` and `experiment_sysver.rs`, so that
-//! neither imports the other.
+//! (the experiments' phases go through the run layer's `bench::experiment_phase`). Used
+//! by `experiments.rs` and `experiment_sysver.rs`, so that neither imports the other.
 
 use crate::bench::{
     parse_report_interval, parse_shard, resolve_spec, DeviceArgs, RunSpec, ServerArgs, Shard,

@@ -407,7 +407,6 @@ fn one_run<S: SysverSubject>(
             break;
         }
     }
-    drop(phase);
     Ok((phases, s.data_bytes()?))
 }
 
