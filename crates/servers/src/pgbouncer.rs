@@ -16,7 +16,9 @@
 //! storm instead of the pooler), no Unix socket. Stopped by its pid with SIGTERM
 //! (immediate shutdown), SIGKILL after 10 s.
 
-use crate::managed::{chown, command, free_port, is_root, log_tail, require, system_user};
+use crate::managed::{
+    chown, command, free_port, is_root, log_tail, require, stop_child, system_user,
+};
 use crate::ServerError;
 use std::fs;
 use std::net::TcpStream;
@@ -153,27 +155,7 @@ impl PgBouncer {
     /// Errors: [`ServerError::Io`] when it cannot be waited for.
     pub fn stop(&mut self) -> Result<(), ServerError> {
         if let Some(mut c) = self.child.take() {
-            // SAFETY: kill has no memory preconditions; the pid is our own child's, not
-            // yet waited for, so it cannot have been reused.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGTERM)
-            };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                match c.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(50))
-                    }
-                    Ok(None) => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    Err(e) => return Err(ServerError::io("waiting for pgbouncer to stop", e)),
-                }
-            }
+            stop_child(&mut c, libc::SIGTERM, Duration::from_secs(10), "pgbouncer")?;
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ use crate::units::parse_size_bytes;
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
-use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
+use mvcclab_servers::managed::{stop_child, ManagedOptions, ManagedServer};
 use mvcclab_servers::perf_stat::{Cgroup, PerfCounts, PerfStat};
 use mvcclab_servers::pgbouncer::PgBouncer;
 use mvcclab_servers::storm::{
@@ -206,17 +206,12 @@ struct ServeChild {
 impl Drop for ServeChild {
     fn drop(&mut self) {
         // SIGTERM: serve stops its listener and exits.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = stop_child(
+            &mut self.child,
+            signal_hook::consts::SIGTERM,
+            Duration::from_secs(5),
+            "serve",
+        );
     }
 }
 
