@@ -43,7 +43,8 @@ fn connection_storm_counts_postgresql_and_serve() {
         String::from_utf8_lossy(&out.stderr)
     );
     let r: ConnectionStormReport = serde_json::from_slice(&out.stdout).expect("report JSON");
-    assert_eq!(r.runs.len(), 4);
+    assert_eq!(r.runs.len(), 4, "{:?}", r.failed);
+    assert!(r.failed.is_empty());
     for x in &r.runs {
         let what = format!("{} {}", x.target, x.variant);
         let c = &x.client;

@@ -419,17 +419,41 @@ mod tests {
 
     #[test]
     fn waiting_for_reaping_ends_when_the_new_children_are_gone() {
-        let me = std::process::id();
-        let keep = children_of(me);
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
+        // A parent of its own (this test process has other tests' children): a shell that
+        // waits for its `sleep` child, then becomes a `sleep` without children.
+        let mut sh = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("sleep 30 & wait; exec sleep 30")
             .spawn()
             .unwrap();
-        assert!(children_of(me).contains(&child.id()));
+        let root = sh.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let child = loop {
+            if let Some(&c) = children_of(root).iter().next() {
+                break c;
+            }
+            assert!(std::time::Instant::now() < deadline, "sh started no child");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let none = std::collections::BTreeSet::new();
         let short = std::time::Duration::from_millis(100);
-        assert!(!wait_children_reaped(me, &keep, short));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(wait_children_reaped(me, &keep, short));
+        assert!(!wait_children_reaped(root, &none, short));
+        assert!(wait_children_reaped(
+            root,
+            &[child].into_iter().collect(),
+            short
+        ));
+        // The shell reaps its killed child.
+        std::process::Command::new("kill")
+            .arg(child.to_string())
+            .status()
+            .unwrap();
+        assert!(wait_children_reaped(
+            root,
+            &none,
+            std::time::Duration::from_secs(10)
+        ));
+        sh.kill().unwrap();
+        sh.wait().unwrap();
     }
 }

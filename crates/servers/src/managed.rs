@@ -647,24 +647,7 @@ impl ManagedServer {
                 ServerKind::PostgreSql => libc::SIGINT,
                 ServerKind::MariaDb | ServerKind::MyRocks => libc::SIGTERM,
             };
-            // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet
-            // waited for, so it cannot have been reused.
-            unsafe { libc::kill(c.id() as libc::pid_t, sig) };
-            let deadline = Instant::now() + Duration::from_secs(60);
-            loop {
-                match c.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(50))
-                    }
-                    Ok(None) => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    Err(e) => return Err(ServerError::io("waiting for the server to stop", e)),
-                }
-            }
+            stop_child(&mut c, sig, Duration::from_secs(60), "the server")?;
         }
         Ok(())
     }
@@ -685,6 +668,29 @@ impl ManagedServer {
                 .map_err(|e| ServerError::Fuse(format!("unmounting: {e}")))?;
         }
         Ok(())
+    }
+}
+
+/// Stops child process `c` by its pid: signal `sig`, then SIGKILL if it has not exited
+/// after `grace`; waits for it either way.
+///
+/// Errors: [`ServerError::Io`] when it cannot be waited for (naming `what`).
+pub fn stop_child(c: &mut Child, sig: i32, grace: Duration, what: &str) -> Result<(), ServerError> {
+    // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet waited
+    // for, so it cannot have been reused.
+    unsafe { libc::kill(c.id() as libc::pid_t, sig) };
+    let deadline = Instant::now() + grace;
+    loop {
+        match c.try_wait() {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = c.kill();
+                let _ = c.wait();
+                return Ok(());
+            }
+            Err(e) => return Err(ServerError::io(&format!("waiting for {what} to stop"), e)),
+        }
     }
 }
 

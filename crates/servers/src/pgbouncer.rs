@@ -10,10 +10,15 @@
 //! `pool_mode = transaction` (a server connection is lent for one transaction, so U
 //! clients share `default_pool_size` backends; with the default `session` mode each
 //! client would hold a backend for its whole connection and the pool could not serve U
-//! persistent clients), `max_client_conn` sized for the storm, no Unix socket. Stopped
-//! by its pid with SIGTERM (immediate shutdown), SIGKILL after 10 s.
+//! persistent clients), `max_client_conn` sized for the storm, `listen_backlog` as large
+//! (up to 4096; with its default 128 a full accept queue makes the kernel drop new
+//! connections' SYNs, and the clients' retries, a second and more apart, would pace the
+//! storm instead of the pooler), no Unix socket. Stopped by its pid with SIGTERM
+//! (immediate shutdown), SIGKILL after 10 s.
 
-use crate::managed::{chown, command, free_port, is_root, log_tail, require, system_user};
+use crate::managed::{
+    chown, command, free_port, is_root, log_tail, require, stop_child, system_user,
+};
 use crate::ServerError;
 use std::fs;
 use std::net::TcpStream;
@@ -79,10 +84,12 @@ impl PgBouncer {
                  listen_addr = 127.0.0.1\nlisten_port = {port}\nunix_socket_dir =\n\
                  auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
                  max_client_conn = {max_client_conn}\ndefault_pool_size = {pool_size}\n\
+                 listen_backlog = {backlog}\n\
                  logfile = {}\nlog_connections = 0\nlog_disconnections = 0\n\
                  ignore_startup_parameters = extra_float_digits\n",
                 userlist.display(),
-                log.display()
+                log.display(),
+                backlog = max_client_conn.clamp(128, 4096),
             ),
         )
         .map_err(|e| ServerError::io("writing pgbouncer.ini", e))?;
@@ -148,27 +155,7 @@ impl PgBouncer {
     /// Errors: [`ServerError::Io`] when it cannot be waited for.
     pub fn stop(&mut self) -> Result<(), ServerError> {
         if let Some(mut c) = self.child.take() {
-            // SAFETY: kill has no memory preconditions; the pid is our own child's, not
-            // yet waited for, so it cannot have been reused.
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGTERM)
-            };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                match c.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(50))
-                    }
-                    Ok(None) => {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                        break;
-                    }
-                    Err(e) => return Err(ServerError::io("waiting for pgbouncer to stop", e)),
-                }
-            }
+            stop_child(&mut c, libc::SIGTERM, Duration::from_secs(10), "pgbouncer")?;
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ use crate::units::parse_size_bytes;
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
-use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
+use mvcclab_servers::managed::{stop_child, ManagedOptions, ManagedServer};
 use mvcclab_servers::perf_stat::{Cgroup, PerfCounts, PerfStat};
 use mvcclab_servers::pgbouncer::PgBouncer;
 use mvcclab_servers::storm::{
@@ -175,8 +175,12 @@ pub struct ConnectionStormReport {
     pub parameters: serde_json::Value,
     /// What the counts are and what they are not.
     pub notes: Vec<String>,
-    /// One run per target × variant.
+    /// One run per target × variant that completed.
     pub runs: Vec<StormRun>,
+    /// The runs that failed, each as `TARGET VARIANT: error` (the command then exits 1
+    /// after writing the report).
+    #[serde(default)]
+    pub failed: Vec<String>,
 }
 
 /// A target's server(s), stopped on drop.
@@ -202,17 +206,12 @@ struct ServeChild {
 impl Drop for ServeChild {
     fn drop(&mut self) {
         // SIGTERM: serve stops its listener and exits.
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        for _ in 0..100 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = stop_child(
+            &mut self.child,
+            signal_hook::consts::SIGTERM,
+            Duration::from_secs(5),
+            "serve",
+        );
     }
 }
 
@@ -330,6 +329,9 @@ fn start_target(a: &ConnectionStormArgs, target: &str) -> Result<Started> {
                 extra(&[
                     ("max-connections", max_conn),
                     ("thread-handling", handling.to_string()),
+                    // The listen queue (default 80 + max_connections / 5), as PostgreSQL's
+                    // (2 × max_connections) and PgBouncer's here: up to somaxconn.
+                    ("back-log", (a.users + 10).clamp(80, 4096).to_string()),
                 ]),
             )?;
             let pid = s.pid().context("MariaDB's pid")?;
@@ -555,6 +557,9 @@ pub fn summary_md(r: &ConnectionStormReport) -> String {
             }
         }
     }
+    for f in &r.failed {
+        s.push_str(&format!("\n- failed: {f}"));
+    }
     for n in &r.notes {
         s.push_str(&format!("\n- {n}"));
     }
@@ -617,10 +622,20 @@ pub fn run(a: ConnectionStormArgs) -> Result<()> {
     let scratch = a.server_dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let mut runs = Vec::new();
+    let mut failed = Vec::new();
     for t in &a.targets {
         for &v in &variants {
-            let r = one_run(&a, t, v, &scratch)
-                .with_context(|| format!("connection_storm: {t} {}", v.name()))?;
+            // A failed run is reported and the others still run: a storm at the seed's
+            // size takes minutes per run.
+            let r = match one_run(&a, t, v, &scratch) {
+                Ok(r) => r,
+                Err(e) => {
+                    let msg = format!("{t} {}: {e:#}", v.name());
+                    status(a.quiet, &format!("connection_storm: failed: {msg}"));
+                    failed.push(msg);
+                    continue;
+                }
+            };
             status(
                 a.quiet,
                 &format!(
@@ -659,6 +674,7 @@ pub fn run(a: ConnectionStormArgs) -> Result<()> {
                 .into(),
         ],
         runs,
+        failed: failed.clone(),
     };
     let json = serde_json::to_string_pretty(&report)? + "\n";
     let md = summary_md(&report);
@@ -668,6 +684,13 @@ pub fn run(a: ConnectionStormArgs) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(dir.join("connection_storm.json"), &json)?;
         std::fs::write(dir.join("summary.md"), &md)?;
+    }
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "connection_storm: {} run(s) failed (the report holds the others): {}",
+            failed.len(),
+            failed.join("; ")
+        );
     }
     Ok(())
 }
