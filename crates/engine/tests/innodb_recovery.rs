@@ -11,10 +11,11 @@ use mvcclab_engine::db::{Assign, Database, DatabaseConfig, TableId};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::CrashDevice;
 use mvcclab_engine::error::TxnError;
+use mvcclab_engine::page::PageId;
 use mvcclab_engine::recovery::pages_failing_checksum;
 use mvcclab_engine::storage::Backing;
 use mvcclab_engine::Error;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex};
 
@@ -56,6 +57,52 @@ fn counters_def() -> TableDef {
         indexes: vec![],
         foreign_keys: Vec::new(),
     }
+}
+
+/// Creates `accounts` in `db` with ids 0..1500 (balance 100, owners `owner-NNNNN` of 97),
+/// committed.
+fn load_accounts(db: &Database) -> TableId {
+    let t = db.create_table(accounts_def()).unwrap();
+    let mut tx = db.begin();
+    for id in 0..1500 {
+        tx.insert(t, account(id, 100, &format!("owner-{:05}", id % 97)))
+            .unwrap();
+    }
+    tx.commit().unwrap();
+    t
+}
+
+/// Cuts the power inside the `after_writes`-th relation write of a flush of every dirty
+/// page of `db` (the flush fails).
+fn cut_in_flush(db: &Database, dev: &CrashDevice, after_writes: u64, seed: u64) {
+    dev.arm_power_cut(after_writes, seed, true);
+    assert!(
+        db.storage().pool().flush_all().is_err(),
+        "seed {seed}: the power went"
+    );
+    assert!(dev.take_fired().is_some());
+}
+
+/// Drops `db` after a cut, turns the power on and reopens (recovery): the reopened
+/// database and the pages the cut tore. Asserts that recovery left no page failing its
+/// checksum.
+fn power_on_and_reopen(
+    db: Database,
+    dev: &Arc<CrashDevice>,
+    seed: u64,
+) -> (Database, BTreeSet<PageId>) {
+    let page_bytes = DesignConfig::innodb().page_size.bytes();
+    drop(db);
+    dev.power_on();
+    let torn = pages_failing_checksum(&**dev, page_bytes).unwrap();
+    let db = open(dev, 0);
+    assert!(
+        pages_failing_checksum(&**dev, page_bytes)
+            .unwrap()
+            .is_empty(),
+        "seed {seed}: torn pages left after recovery"
+    );
+    (db, torn)
 }
 
 /// Every row of `t` by its integer primary key, checking that the secondary index on
@@ -632,18 +679,11 @@ fn a_clean_close_and_reopen_keeps_everything() {
 /// change is there.
 #[test]
 fn a_home_write_torn_by_the_power_cut_is_restored_from_the_doublewrite_area() {
-    let page_bytes = DesignConfig::innodb().page_size.bytes();
     let mut torn_total = 0;
     for seed in 0..6u64 {
         let dev = Arc::new(CrashDevice::new());
         let db = open(&dev, 0);
-        let t = db.create_table(accounts_def()).unwrap();
-        let mut tx = db.begin();
-        for id in 0..1500 {
-            tx.insert(t, account(id, 100, &format!("owner-{:05}", id % 97)))
-                .unwrap();
-        }
-        tx.commit().unwrap();
+        let t = load_accounts(&db);
         db.storage().checkpoint().unwrap();
         let mut tx = db.begin();
         for id in 0..1500 {
@@ -652,25 +692,14 @@ fn a_home_write_torn_by_the_power_cut_is_restored_from_the_doublewrite_area() {
         }
         tx.commit().unwrap();
         // The cut fires inside the (seed % 3 + 1)-th home page write of the flush.
-        dev.arm_power_cut(seed % 3 + 1, seed, true);
-        assert!(db.storage().pool().flush_all().is_err(), "the power went");
-        assert!(dev.take_fired().is_some());
-        drop(db);
-        dev.power_on();
-        let torn = pages_failing_checksum(&*dev, page_bytes).unwrap();
+        cut_in_flush(&db, &dev, seed % 3 + 1, seed);
+        let (db, torn) = power_on_and_reopen(db, &dev, seed);
         torn_total += torn.len();
-        let db = open(&dev, 0);
         let report = db.recovery_report().clone();
         assert_eq!(
             report.doublewrite_pages_restored,
             torn.len() as u64,
             "seed {seed}: torn {torn:?}, {report:?}"
-        );
-        assert!(
-            pages_failing_checksum(&*dev, page_bytes)
-                .unwrap()
-                .is_empty(),
-            "seed {seed}"
         );
         let all = rows(&db, t, true);
         assert_eq!(all.len(), 1500);
@@ -690,23 +719,14 @@ fn a_home_write_torn_by_the_power_cut_is_restored_from_the_doublewrite_area() {
 /// checkpoint is such a page.
 #[test]
 fn a_torn_page_initialized_since_its_last_write_is_rebuilt_by_redo() {
-    let page_bytes = DesignConfig::innodb().page_size.bytes();
     let (mut torn_total, mut rebuilt_total) = (0, 0);
     for seed in 0..6u64 {
         let dev = Arc::new(CrashDevice::new());
         let db = open(&dev, 0);
         db.storage().checkpoint().unwrap();
-        let t = db.create_table(accounts_def()).unwrap();
-        let mut tx = db.begin();
-        for id in 0..1500 {
-            tx.insert(t, account(id, 100, &format!("owner-{:05}", id % 97)))
-                .unwrap();
-        }
-        tx.commit().unwrap();
+        let t = load_accounts(&db);
         let dblwr_before = db.storage().snapshot().counters.total().doublewrite_pages;
-        dev.arm_power_cut(seed * 2 + 1, seed, true);
-        assert!(db.storage().pool().flush_all().is_err(), "the power went");
-        assert!(dev.take_fired().is_some());
+        cut_in_flush(&db, &dev, seed * 2 + 1, seed);
         let dblwr = db.storage().snapshot().counters.total().doublewrite_pages - dblwr_before;
         // Only pages that existed at the checkpoint (the rollback segment's header) go
         // through the area.
@@ -714,23 +734,14 @@ fn a_torn_page_initialized_since_its_last_write_is_rebuilt_by_redo() {
             dblwr <= 2,
             "seed {seed}: {dblwr} pages through the doublewrite area"
         );
-        drop(db);
-        dev.power_on();
-        let torn = pages_failing_checksum(&*dev, page_bytes).unwrap();
+        let (db, torn) = power_on_and_reopen(db, &dev, seed);
         torn_total += torn.len();
-        let db = open(&dev, 0);
         let report = db.recovery_report().clone();
         assert_eq!(
             report.doublewrite_pages_restored, 0,
             "seed {seed}: {report:?}"
         );
         rebuilt_total += report.blocks_skipped;
-        assert!(
-            pages_failing_checksum(&*dev, page_bytes)
-                .unwrap()
-                .is_empty(),
-            "seed {seed}"
-        );
         let all = rows(&db, t, true);
         assert_eq!(all.len(), 1500, "seed {seed}");
         for (id, r) in &all {
@@ -747,7 +758,6 @@ fn a_torn_page_initialized_since_its_last_write_is_rebuilt_by_redo() {
 /// `page_recv_t::will_not_read`): those are skipped and the page rebuilt from the init.
 #[test]
 fn redo_skips_a_reinitialized_page_s_earlier_records() {
-    let page_bytes = DesignConfig::innodb().page_size.bytes();
     let mut torn_total = 0;
     for seed in 0..4u64 {
         let dev = Arc::new(CrashDevice::new());
@@ -774,40 +784,10 @@ fn redo_skips_a_reinitialized_page_s_earlier_records() {
                 .unwrap();
         }
         tx.commit().unwrap();
-        dev.arm_power_cut(seed * 6 + 1, seed, true);
-        assert!(
-            db.storage().pool().flush_all().is_err(),
-            "seed {seed}: the power went"
-        );
-        assert!(dev.take_fired().is_some());
-        drop(db);
-        dev.power_on();
-        torn_total += pages_failing_checksum(&*dev, page_bytes).unwrap().len();
-        let db = open(&dev, 0);
-        assert!(
-            pages_failing_checksum(&*dev, page_bytes)
-                .unwrap()
-                .is_empty(),
-            "seed {seed}"
-        );
-        let mut tx = db.begin();
-        let all = tx
-            .scan(
-                t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                mvcclab_engine::btree::ScanDirection::Forward,
-                usize::MAX,
-            )
-            .unwrap();
-        tx.commit().unwrap();
-        let ids: Vec<i32> = all
-            .iter()
-            .map(|r| match r[0] {
-                Value::Integer(id) => id,
-                _ => panic!("{r:?}"),
-            })
-            .collect();
+        cut_in_flush(&db, &dev, seed * 6 + 1, seed);
+        let (db, torn) = power_on_and_reopen(db, &dev, seed);
+        torn_total += torn.len();
+        let ids: Vec<i32> = rows(&db, t, false).into_keys().collect();
         let want: Vec<i32> = (11_000..12_000).chain(20_000..31_000).collect();
         assert_eq!(ids, want, "seed {seed}");
     }
