@@ -246,6 +246,45 @@ fn run_setup(mut c: Command, what: &str, log: &Path) -> Result<(), ServerError> 
     Ok(())
 }
 
+/// Waits until a process started in the background listens on 127.0.0.1:`port`, polling
+/// every 50 ms for at most `timeout`; `child` becomes `None` if the process exits first.
+/// `logs` gives the text (log tails) an error message ends with.
+///
+/// Errors: [`ServerError::Start`] naming `server` when the process exits while starting
+/// (with its exit status) or is not listening after `timeout`.
+pub(crate) fn wait_listening(
+    child: &mut Option<Child>,
+    port: u16,
+    timeout: Duration,
+    server: &str,
+    logs: &dyn Fn() -> String,
+) -> Result<(), ServerError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(Ok(Some(status))) = child.as_mut().map(|c| c.try_wait()) {
+            *child = None;
+            return Err(ServerError::Start {
+                server: server.to_string(),
+                detail: format!("exited with {status} while starting; {}", logs()),
+            });
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(ServerError::Start {
+                server: server.to_string(),
+                detail: format!(
+                    "not listening on 127.0.0.1:{port} after {} s; {}",
+                    timeout.as_secs(),
+                    logs()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// The last lines of a log file, for error messages.
 pub fn log_tail(log: &Path) -> String {
     let text = fs::read_to_string(log).unwrap_or_default();
@@ -523,38 +562,16 @@ impl ManagedServer {
     }
 
     fn wait_ready(&mut self, log: &Path) -> Result<(), ServerError> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    self.child = None;
-                    return Err(ServerError::Start {
-                        server: self.kind.name().to_string(),
-                        detail: format!(
-                            "exited with {status} while starting; its log:\n{}",
-                            log_tail(log)
-                        ),
-                    });
-                }
-            }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                // A port accepting connections is not yet a server accepting queries
-                // (PostgreSQL answers "the database system is starting up"); the targets
-                // retry their first connection.
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(ServerError::Start {
-                    server: self.kind.name().to_string(),
-                    detail: format!(
-                        "not listening on 127.0.0.1:{} after 120 s; its log:\n{}",
-                        self.port,
-                        log_tail(log)
-                    ),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        // A port accepting connections is not yet a server accepting queries (PostgreSQL
+        // answers "the database system is starting up"); the targets retry their first
+        // connection.
+        wait_listening(
+            &mut self.child,
+            self.port,
+            Duration::from_secs(120),
+            self.kind.name(),
+            &|| format!("its log:\n{}", log_tail(log)),
+        )
     }
 
     /// The port it listens on (127.0.0.1).

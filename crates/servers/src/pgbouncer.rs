@@ -17,14 +17,13 @@
 //! (immediate shutdown), SIGKILL after 10 s.
 
 use crate::managed::{
-    chown, command, free_port, is_root, log_tail, require, stop_child, system_user,
+    chown, command, free_port, is_root, log_tail, require, stop_child, system_user, wait_listening,
 };
 use crate::ServerError;
 use std::fs;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Debian's PgBouncer binary.
 const PGBOUNCER: &str = "/usr/sbin/pgbouncer";
@@ -113,26 +112,14 @@ impl PgBouncer {
             dir,
             _scratch: scratch,
         };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(Ok(Some(st))) = b.child.as_mut().map(|c| c.try_wait()) {
-                b.child = None;
-                return Err(ServerError::Start {
-                    server: "pgbouncer".into(),
-                    detail: format!("exited with {st}; {}\n{}", log_tail(&out), log_tail(&log)),
-                });
-            }
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(b);
-            }
-            if Instant::now() > deadline {
-                return Err(ServerError::Start {
-                    server: "pgbouncer".into(),
-                    detail: format!("not listening after 30 s; {}", log_tail(&log)),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_listening(
+            &mut b.child,
+            port,
+            Duration::from_secs(30),
+            "pgbouncer",
+            &|| format!("{}\n{}", log_tail(&out), log_tail(&log)),
+        )?;
+        Ok(b)
     }
 
     /// The port it listens on (127.0.0.1).
