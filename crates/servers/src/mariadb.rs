@@ -59,7 +59,10 @@ pub struct MariaDb {
     managed: Option<ManagedServer>,
 }
 
-fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
+/// Connects with `opts`, retrying every 200 ms for up to `wait` (a server still starting).
+///
+/// Errors: [`ServerError::Connect`] once `wait` has passed.
+pub(crate) fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
     let deadline = Instant::now() + wait;
     loop {
         match Conn::new(opts.clone()) {

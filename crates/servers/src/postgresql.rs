@@ -62,7 +62,11 @@ pub struct PostgreSql {
     managed: Option<ManagedServer>,
 }
 
-fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
+/// Connects with `config`, retrying for up to `wait` while the server is starting
+/// (SQLSTATE 57P03 or a refused socket).
+///
+/// Errors: [`ServerError::Connect`] for any other failure, or once `wait` has passed.
+pub(crate) fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
     let deadline = Instant::now() + wait;
     loop {
         match config.connect(NoTls) {

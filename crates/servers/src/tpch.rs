@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 /// PostgreSQL's `max_parallel_workers_per_gather` in every TPC-H run (its default is 2).
 pub const PG_PARALLEL_WORKERS_PER_GATHER: u32 = 0;
 
+/// How long a connection to the freshly started server is retried.
+const CONNECT_WAIT: Duration = Duration::from_secs(60);
+
 enum Conn {
     Pg(Box<postgres::Client>),
     My(mysql::Conn),
@@ -156,10 +159,10 @@ impl TpchServer {
                     .port(managed.port())
                     .user("postgres")
                     .dbname("postgres");
-                let mut c = pg_connect(&cfg)?;
+                let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
                 pg_exec(&mut c, "CREATE DATABASE tpch")?;
                 cfg.dbname("tpch");
-                let mut c = pg_connect(&cfg)?;
+                let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
                 pg_exec(
                     &mut c,
                     &format!(
@@ -174,9 +177,12 @@ impl TpchServer {
                     .tcp_port(managed.port())
                     .user(Some("root"))
                     .prefer_socket(false);
-                let mut c = my_connect(mysql::Opts::from(b.clone()))?;
+                let mut c = crate::mariadb::connect(&mysql::Opts::from(b.clone()), CONNECT_WAIT)?;
                 my_exec(&mut c, "CREATE DATABASE tpch")?;
-                let c = my_connect(mysql::Opts::from(b.db_name(Some("tpch"))))?;
+                let c = crate::mariadb::connect(
+                    &mysql::Opts::from(b.db_name(Some("tpch"))),
+                    CONNECT_WAIT,
+                )?;
                 Conn::My(c)
             }
         };
@@ -492,44 +498,4 @@ fn pg_exec(c: &mut postgres::Client, sql: &str) -> Result<(), ServerError> {
 fn my_exec(c: &mut mysql::Conn, sql: &str) -> Result<(), ServerError> {
     c.query_drop(sql)
         .map_err(|e| ServerError::sql(ServerKind::MariaDb, sql, e))
-}
-
-fn pg_connect(cfg: &postgres::Config) -> Result<postgres::Client, ServerError> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match cfg.connect(postgres::NoTls) {
-            Ok(c) => return Ok(c),
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Err(e) => {
-                return Err(ServerError::Connect {
-                    server: "postgresql".into(),
-                    address: format!("{:?}", cfg.get_ports()),
-                    message: e.to_string(),
-                })
-            }
-        }
-    }
-}
-
-fn my_connect(o: mysql::Opts) -> Result<mysql::Conn, ServerError> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        match mysql::Conn::new(o.clone()) {
-            Ok(c) => return Ok(c),
-            Err(e) if Instant::now() < deadline => {
-                let _ = e;
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            Err(e) => {
-                return Err(ServerError::Connect {
-                    server: "mariadb".into(),
-                    address: format!("{:?}", o.get_tcp_port()),
-                    message: e.to_string(),
-                })
-            }
-        }
-    }
 }
