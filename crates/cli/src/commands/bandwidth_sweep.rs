@@ -141,18 +141,20 @@ impl SweepSize {
             }),
             // About the seed's 3.75 : 1 data to memory (4 × 250,000 rows ≈ 260 MiB as
             // PostgreSQL heap and indexes, over 64 MiB), one thread per core of this
-            // 2-core machine, and a grid of 16× (more than the seed's 5.3×) from 3 MiB/s,
-            // where every design is device-bound, to 48 MiB/s, above the block-device
-            // mode's own ceiling for random 4–8 KiB requests (docs/benchmarks.md), so
-            // that the real servers are not device-bound there (docs/experiments.md).
+            // 2-core machine, and a grid of 64× (wider than the seed's 5.3×, which any
+            // two points 2–3 steps apart span) from 1 MiB/s, where a probe run found every
+            // preset at ≥ 89 % of the limit, to 64 MiB/s, where none used more than 27 %
+            // and the real servers 6 % (docs/experiments.md, "bandwidth_sweep", how the
+            // grid was found). 5 points × 4 designs × 40 s plus the loads and restarts
+            // take about 30 minutes on a quiet machine.
             "small" => Ok(SweepSize {
                 tables: 4,
                 table_size: 250_000,
                 memory_bytes: 64 << 20,
                 threads: 2,
                 warmup_s: 10.0,
-                time_s: 40.0,
-                bandwidths_mib_s: vec![3.0, 6.0, 12.0, 24.0, 48.0],
+                time_s: 30.0,
+                bandwidths_mib_s: vec![1.0, 3.0, 8.0, 24.0, 64.0],
             }),
             other => Err(UsageError(format!("--size '{other}': small or seed")).into()),
         }
