@@ -310,34 +310,10 @@ fn deadlock_is_detected_and_one_victim_aborted() {
     for design in designs() {
         let db = Arc::new(open_db(design, 64));
         let t = setup(&db);
-        let barrier = Arc::new(std::sync::Barrier::new(2));
-        let run = |first: i32, second: i32| {
-            let (db, barrier) = (db.clone(), barrier.clone());
-            std::thread::spawn(move || {
-                let mut tx = db.begin();
-                tx.update(t, &[Value::Integer(first)], &[Assign::Add(1, 1)])
-                    .unwrap();
-                barrier.wait();
-                match tx.update(t, &[Value::Integer(second)], &[Assign::Add(1, 1)]) {
-                    Ok(_) => tx.commit().map(|_| true),
-                    Err(e) => Err(e),
-                }
-            })
-        };
-        let a = run(10, 11);
-        let b = run(11, 10);
-        let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
-        let deadlocks = [&ra, &rb]
-            .iter()
-            .filter(|r| matches!(r, Err(Error::Txn(TxnError::Deadlock(_)))))
-            .count();
-        assert_eq!(deadlocks, 1, "exactly one victim: {ra:?} {rb:?}");
-        assert!(ra.is_ok() || rb.is_ok());
-        let msg = [ra, rb]
-            .into_iter()
-            .find_map(|r| r.err())
-            .unwrap()
-            .to_string();
+        let msg = lock_cycle(&db, (10, 11), move |tx, k| {
+            tx.update(t, &[Value::Integer(k)], &[Assign::Add(1, 1)])
+                .map(|_| ())
+        });
         assert!(msg.contains("deadlock detected"), "{msg}");
     }
 }

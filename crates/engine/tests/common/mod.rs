@@ -154,3 +154,51 @@ pub fn ids_by_index(tx: &mut Transaction, t: TableId, index: usize, key: &[Value
     ids.sort_unstable();
     ids
 }
+
+/// Two threads close a lock cycle on `db`: each begins a transaction, runs `lock` on its
+/// first key (`keys.0`, resp. `keys.1`), waits for the other at a barrier, then runs
+/// `lock` on the other's key and commits. Asserts that exactly one of the two is the
+/// deadlock victim (`TxnError::Deadlock`) and that the other committed; returns the
+/// victim's error message.
+///
+/// Panics (test failure) when the first `lock` fails or the outcome is not one victim.
+pub fn lock_cycle<F>(
+    db: &std::sync::Arc<mvcclab_engine::db::Database>,
+    keys: (i32, i32),
+    lock: F,
+) -> String
+where
+    F: Fn(&mut Transaction, i32) -> mvcclab_engine::Result<()> + Copy + Send + 'static,
+{
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let run = |first: i32, second: i32| {
+        let (db, barrier) = (db.clone(), barrier.clone());
+        std::thread::spawn(move || {
+            let mut tx = db.begin();
+            lock(&mut tx, first).unwrap();
+            barrier.wait();
+            lock(&mut tx, second).and_then(|_| tx.commit())
+        })
+    };
+    let a = run(keys.0, keys.1);
+    let b = run(keys.1, keys.0);
+    let (ra, rb) = (a.join().unwrap(), b.join().unwrap());
+    let victims = [&ra, &rb]
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Err(mvcclab_engine::Error::Txn(
+                    mvcclab_engine::error::TxnError::Deadlock(_)
+                ))
+            )
+        })
+        .count();
+    assert_eq!(victims, 1, "exactly one victim: {ra:?} {rb:?}");
+    assert!(ra.is_ok() || rb.is_ok(), "the other commits: {ra:?} {rb:?}");
+    [ra, rb]
+        .into_iter()
+        .find_map(|r| r.err())
+        .unwrap()
+        .to_string()
+}
