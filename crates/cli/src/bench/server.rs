@@ -77,6 +77,8 @@ struct PageCacheSeen {
     limit_bytes: u64,
     /// Bounds set (one per measured phase).
     bounds: u64,
+    /// The page cache read just before the first bound (the load's).
+    before_first_bound_file_bytes: u64,
 }
 
 /// How a server starts beyond its flags ([`ServerRun::open_with`]).
@@ -414,6 +416,15 @@ impl ServerRun {
                 m.rss_bytes,
                 m.failcnt
             ));
+            for (k, v) in [
+                ("page_cache_before_first_bound_bytes", seen.before_first_bound_file_bytes),
+                ("page_cache_max_bytes", seen.max_file_bytes),
+                ("own_bytes", seen.own_bytes),
+                ("phase_limit_bytes", seen.limit_bytes),
+            ] {
+                info.settings
+                    .insert(format!("memory_cgroup_{k}"), v.to_string());
+            }
         }
         info
     }
@@ -449,6 +460,9 @@ impl ServerRun {
             .with_context(|| format!("{label}: bounding the page cache to --os-cache"))?
         {
             let mut seen = self.page_cache.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.bounds == 0 {
+                seen.before_first_bound_file_bytes = mem.file_bytes;
+            }
             seen.own_bytes = mem.own_bytes();
             seen.limit_bytes = limit;
             seen.bounds += 1;
