@@ -137,6 +137,9 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
             "200",
             "--variants",
             "seed",
+            "--bound-os-cache",
+            "--os-cache",
+            "4MiB",
         ],
         tmp.path(),
     );
@@ -150,6 +153,30 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
     assert_eq!(
         q.server.as_ref().unwrap().settings.get("autovacuum"),
         Some(&"off".to_string())
+    );
+    // --bound-os-cache: the page cache the load left is cut to --os-cache (4 MiB) at the
+    // first phase's start and stays there (memory.stat's file lists, read at every mark,
+    // reading and phase end; 1 MiB for the kernel's per-CPU charge batches).
+    let mem = |k: &str| -> u64 {
+        q.server.as_ref().unwrap().settings[&format!("memory_cgroup_{k}")]
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        mem("page_cache_before_first_bound_bytes") > 5 << 20,
+        "the load left only {} bytes of page cache: nothing to bound",
+        mem("page_cache_before_first_bound_bytes")
+    );
+    assert!(mem("page_cache_max_bytes") > 0);
+    assert!(
+        mem("page_cache_max_bytes") <= 5 << 20,
+        "page cache {} bytes under a 4 MiB bound",
+        mem("page_cache_max_bytes")
+    );
+    assert_eq!(
+        mem("phase_limit_bytes"),
+        mem("own_bytes") + (4 << 20),
+        "limit = the server's own memory + --os-cache"
     );
     let names: Vec<&str> = q.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(

@@ -112,13 +112,81 @@ impl MemoryCgroup {
         fs::write(&p, value).map_err(|e| ServerError::io(&format!("writing {}", p.display()), e))
     }
 
-    /// The cgroup's `memory.stat` value `key` (`cache`, `rss`, ...) and `memory.failcnt`.
-    fn stat(&self, key: &str) -> Option<u64> {
-        let text = fs::read_to_string(self.dir.join("memory.stat")).ok()?;
-        text.lines().find_map(|l| {
-            let (k, v) = l.split_once(' ')?;
-            (k == key).then(|| v.trim().parse().ok())?
-        })
+    fn read_u64(&self, file: &str) -> Option<u64> {
+        fs::read_to_string(self.dir.join(file))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    }
+
+    /// The cgroup's memory now: `memory.usage_in_bytes`, `memory.stat`, `memory.limit_in_bytes`
+    /// and `memory.failcnt`; `None` when the files cannot be read.
+    fn memory(&self) -> Option<CgroupMemory> {
+        let stat = fs::read_to_string(self.dir.join("memory.stat")).ok()?;
+        Some(CgroupMemory::from_stat(
+            self.read_u64("memory.usage_in_bytes")?,
+            &stat,
+            self.read_u64("memory.limit_in_bytes").unwrap_or(u64::MAX),
+            self.read_u64("memory.failcnt").unwrap_or(0),
+        ))
+    }
+}
+
+/// A memory cgroup's (v1) memory at one moment, bytes: what
+/// [`ManagedServer::bound_page_cache`] derives the limit from and the report shows.
+///
+/// The page cache of the server's files is the file LRU lists, `memory.stat`
+/// `active_file + inactive_file` (mm/memcontrol-v1.c `memcg1_stat_format`): v1's `cache`
+/// also holds shared memory (PostgreSQL's shared buffers, on the anon LRU lists since shmem
+/// is swap-backed), so it is not the page cache. Everything else charged to the group —
+/// anonymous memory, shared memory, kernel memory (v1 charges kmem to
+/// `memory.usage_in_bytes` too) — is the server's own memory, `usage − file`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CgroupMemory {
+    /// `memory.usage_in_bytes`: everything charged to the group.
+    pub usage_bytes: u64,
+    /// The page cache of files: `memory.stat` `active_file + inactive_file`.
+    pub file_bytes: u64,
+    /// `memory.stat` `shmem` (PostgreSQL's shared memory).
+    pub shmem_bytes: u64,
+    /// `memory.stat` `rss` (anonymous memory of its processes).
+    pub rss_bytes: u64,
+    /// `memory.limit_in_bytes`.
+    pub limit_bytes: u64,
+    /// `memory.failcnt`: times the limit was hit.
+    pub failcnt: u64,
+}
+
+impl CgroupMemory {
+    /// From `memory.usage_in_bytes` (`usage_bytes`), the text of `memory.stat` (`stat`:
+    /// `KEY VALUE` lines; a missing key counts 0), the limit and the failure count.
+    pub fn from_stat(usage_bytes: u64, stat: &str, limit_bytes: u64, failcnt: u64) -> Self {
+        let get = |key: &str| {
+            stat.lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(' ')?;
+                    (k == key).then(|| v.trim().parse::<u64>().ok())?
+                })
+                .unwrap_or(0)
+        };
+        CgroupMemory {
+            usage_bytes,
+            file_bytes: get("active_file") + get("inactive_file"),
+            shmem_bytes: get("shmem"),
+            rss_bytes: get("rss"),
+            limit_bytes,
+            failcnt,
+        }
+    }
+
+    /// The server's own memory: everything charged but the page cache, `usage − file`.
+    pub fn own_bytes(&self) -> u64 {
+        self.usage_bytes.saturating_sub(self.file_bytes)
+    }
+
+    /// The limit that leaves the server `page_cache_bytes` of page cache beside its own
+    /// memory as it is now: `own_bytes + page_cache_bytes`.
+    pub fn limit_for_page_cache(&self, page_cache_bytes: u64) -> u64 {
+        self.own_bytes().saturating_add(page_cache_bytes)
     }
 }
 
@@ -626,16 +694,43 @@ impl ManagedServer {
         self.device.as_ref()
     }
 
-    /// The memory cgroup's page cache (`memory.stat` `cache`) and the times its limit was
-    /// hit (`memory.failcnt`), bytes and a count; `None` without
-    /// [`ManagedOptions::memory_limit_bytes`].
-    pub fn cgroup_memory(&self) -> Option<(u64, u64)> {
-        let g = self.cgroup.as_ref()?;
-        let failcnt = fs::read_to_string(g.dir.join("memory.failcnt"))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0);
-        Some((g.stat("cache").unwrap_or(0), failcnt))
+    /// The memory cgroup's memory now ([`CgroupMemory`]: usage, page cache, limit, times
+    /// the limit was hit); `None` without [`ManagedOptions::memory_limit_bytes`] or when its
+    /// files cannot be read.
+    pub fn cgroup_memory(&self) -> Option<CgroupMemory> {
+        self.cgroup.as_ref()?.memory()
+    }
+
+    /// Bounds the server's page cache to `page_cache_bytes`: sets the memory cgroup's
+    /// `memory.limit_in_bytes` to the server's own memory now (everything charged but the
+    /// page cache, [`CgroupMemory::own_bytes`]) + `page_cache_bytes`, so that the kernel's
+    /// cache of its files is as large as the preset's emulated OS cache, whatever its
+    /// processes use (shared buffers, backends' private memory, kernel memory). A limit
+    /// below the usage makes the kernel reclaim page cache first (clean file pages; v1
+    /// `mem_cgroup_resize_max`). Called at the start of each measured phase, when the
+    /// server's memory is what the phase starts with; a backend started in the phase adds
+    /// its memory and takes that much from the page cache (the reports show the page cache
+    /// read during the phase). Returns the memory read before and the limit set; `None`
+    /// without a cgroup.
+    ///
+    /// Errors: [`ServerError::Io`] when the cgroup's files cannot be read or the limit
+    /// written (the kernel refuses a limit it cannot reclaim down to with EBUSY).
+    pub fn bound_page_cache(
+        &self,
+        page_cache_bytes: u64,
+    ) -> Result<Option<(CgroupMemory, u64)>, ServerError> {
+        let Some(g) = self.cgroup.as_ref() else {
+            return Ok(None);
+        };
+        let m = g.memory().ok_or_else(|| {
+            ServerError::io(
+                &format!("reading the memory cgroup {}", g.dir.display()),
+                std::io::Error::other("memory.usage_in_bytes or memory.stat unreadable"),
+            )
+        })?;
+        let limit = m.limit_for_page_cache(page_cache_bytes);
+        g.write("memory.limit_in_bytes", &limit.to_string())?;
+        Ok(Some((m, limit)))
     }
 
     /// Whether its data directory was copied from a saved one
@@ -762,6 +857,37 @@ mod tests {
         let e = require("/nonexistent/bin/postgres", "postgresql-15").unwrap_err();
         let m = e.to_string();
         assert!(m.contains("apt-get install -y postgresql-15"), "{m}");
+    }
+
+    /// A real PostgreSQL group's memory.stat (read during a version_chain run, 2026-11-26):
+    /// 16 MiB of shared memory on the anon lists is in v1's `cache` but not page cache.
+    const PG_STAT: &str = "cache 167772160\nrss 9437184\nrss_huge 0\nshmem 16777216\n\
+        mapped_file 18874368\ninactive_anon 16777216\nactive_anon 9437184\n\
+        inactive_file 100663296\nactive_file 50331648\nunevictable 0\n";
+
+    #[test]
+    fn page_cache_is_the_file_lists_not_v1_cache() {
+        let usage = 9437184 + 167772160 + (2 << 20);
+        let m = CgroupMemory::from_stat(usage, PG_STAT, u64::MAX, 0);
+        assert_eq!(m.file_bytes, 100663296 + 50331648);
+        assert_eq!(m.shmem_bytes, 16 << 20);
+        // Shared memory, anonymous and kernel memory are the server's own.
+        assert_eq!(m.own_bytes(), (9 << 20) + (16 << 20) + (2 << 20));
+    }
+
+    #[test]
+    fn the_limit_leaves_exactly_the_requested_page_cache() {
+        let usage = 9437184 + 167772160 + (2 << 20);
+        let m = CgroupMemory::from_stat(usage, PG_STAT, u64::MAX, 0);
+        let limit = m.limit_for_page_cache(64 << 20);
+        // Under the limit, the page cache can take what the server's own memory leaves.
+        assert_eq!(limit - m.own_bytes(), 64 << 20);
+        // The old fixed headroom (pool 8 + cache 64 + 96 MiB) left 141 MiB.
+        assert_eq!((8u64 + 64 + 96) * (1 << 20) - m.own_bytes(), 141 << 20);
+        // A group with more page cache than usage (cannot happen) does not underflow.
+        let odd = CgroupMemory::from_stat(1, PG_STAT, u64::MAX, 0);
+        assert_eq!(odd.own_bytes(), 0);
+        assert_eq!(odd.limit_for_page_cache(64 << 20), 64 << 20);
     }
 
     #[test]

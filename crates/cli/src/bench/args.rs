@@ -254,17 +254,20 @@ pub struct ServerArgs {
     /// Folder for managed servers' folders (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,
-    /// Bound a managed PostgreSQL's memory, the kernel's page cache of its files included,
-    /// with a memory cgroup (v1, root) of --buffer-pool + --os-cache + 96 MiB for its
-    /// processes' own memory, so that its OS cache is the preset's (experiment
+    /// Bound a managed PostgreSQL's page cache to --os-cache, as the preset's emulated OS
+    /// cache, with a memory cgroup (v1, root): started with a limit of --buffer-pool +
+    /// --os-cache + 96 MiB (the load), then at the start of each measured phase the limit
+    /// is set to the server's own memory measured then (usage - active_file -
+    /// inactive_file: shared buffers, processes, kernel) + --os-cache (experiment
     /// bandwidth_sweep sets it). MariaDB (O_DIRECT) is not bounded.
     #[arg(long)]
     pub bound_os_cache: bool,
 }
 
-/// Memory a cgroup-bounded PostgreSQL gets beyond shared_buffers and the OS cache, for
-/// its processes' private memory (postmaster, background processes and a few backends
-/// at some MiB each; an estimate, not a measurement).
+/// Memory a cgroup-bounded PostgreSQL gets at start-up beyond shared_buffers and the OS
+/// cache, for its processes' private memory during the load (an estimate, not a
+/// measurement; each measured phase replaces it by the measured memory,
+/// `ManagedServer::bound_page_cache`).
 pub const SERVER_HEADROOM_BYTES: u64 = 96 << 20;
 
 fn parse_on_off(s: &str) -> Result<bool, String> {

@@ -53,10 +53,32 @@ pub struct ServerRun {
     /// Its page cache is bounded by a memory cgroup to `--os-cache` (PostgreSQL with
     /// `--bound-os-cache`).
     bound_os_cache: bool,
+    /// With `bound_os_cache`: the cgroup's page cache as read (marks, readings and phase
+    /// ends), its largest and last value, and the server's own memory and the limit set at
+    /// the last mark ([`ManagedServer::bound_page_cache`]); bytes.
+    page_cache: std::sync::Mutex<PageCacheSeen>,
     /// The fillfactor it was given (`--fillfactor`).
     fillfactor: Option<u8>,
     /// The space at the end of the load, taken by [`Subject::settle`].
     after_load: OnceLock<Space>,
+}
+
+/// What a bounded server's memory cgroup showed during the run, bytes (the report's
+/// `server.device_io` line).
+#[derive(Clone, Copy, Debug, Default)]
+struct PageCacheSeen {
+    /// The largest page cache (`active_file + inactive_file`) read after the first bound.
+    max_file_bytes: u64,
+    /// The page cache at the last read.
+    last_file_bytes: u64,
+    /// The server's own memory (usage − page cache) when the limit was last set.
+    own_bytes: u64,
+    /// The limit last set.
+    limit_bytes: u64,
+    /// Bounds set (one per measured phase).
+    bounds: u64,
+    /// The page cache read just before the first bound (the load's).
+    before_first_bound_file_bytes: u64,
 }
 
 /// How a server starts beyond its flags ([`ServerRun::open_with`]).
@@ -262,6 +284,7 @@ impl ServerRun {
             bandwidth,
             device_args: device_args.clone(),
             bound_os_cache,
+            page_cache: Default::default(),
             fillfactor: start.fillfactor,
             after_load: OnceLock::new(),
         })
@@ -271,6 +294,7 @@ impl ServerRun {
     /// device's by file class, by process and per second).
     fn measured(&self, before: &ServerMark) -> Result<Measured> {
         let (server, label) = (&self.server, &self.label);
+        self.note_page_cache();
         let after = server
             .snapshot()
             .with_context(|| format!("{label}: counters"))?;
@@ -373,12 +397,78 @@ impl ServerRun {
                 ))
             );
         }
-        if let Some((cache, failcnt)) = server.managed().and_then(|m| m.cgroup_memory()) {
+        if let Some(m) = server.managed().and_then(|m| m.cgroup_memory()) {
+            let seen = self.note_page_cache();
             info.device_io.push_str(&format!(
-                "; memory cgroup at the end: page cache {cache} bytes, limit hit {failcnt} times"
+                "; memory cgroup (v1): page cache bounded to --os-cache {} bytes, the limit set \
+                 at each measured phase's start ({} times) to the server's own memory then \
+                 (usage - active_file - inactive_file; last {} bytes) + --os-cache (last \
+                 limit {} bytes); page cache (active_file + inactive_file) at most {} bytes \
+                 in the phases' readings, {} at the end; shared memory {} bytes, rss {} bytes \
+                 at the end; limit hit {} times",
+                self.device_args.os_cache,
+                seen.bounds,
+                seen.own_bytes,
+                seen.limit_bytes,
+                seen.max_file_bytes,
+                m.file_bytes,
+                m.shmem_bytes,
+                m.rss_bytes,
+                m.failcnt
             ));
+            for (k, v) in [
+                ("page_cache_before_first_bound_bytes", seen.before_first_bound_file_bytes),
+                ("page_cache_max_bytes", seen.max_file_bytes),
+                ("own_bytes", seen.own_bytes),
+                ("phase_limit_bytes", seen.limit_bytes),
+            ] {
+                info.settings
+                    .insert(format!("memory_cgroup_{k}"), v.to_string());
+            }
         }
         info
+    }
+
+    /// Reads the bounded server's page cache into `page_cache` (after the first bound:
+    /// the load's cache before it is not the measured phases'); what was seen so far.
+    fn note_page_cache(&self) -> PageCacheSeen {
+        let mut seen = self.page_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if self.bound_os_cache && seen.bounds > 0 {
+            if let Some(m) = self.server.managed().and_then(|m| m.cgroup_memory()) {
+                seen.max_file_bytes = seen.max_file_bytes.max(m.file_bytes);
+                seen.last_file_bytes = m.file_bytes;
+            }
+        }
+        *seen
+    }
+
+    /// With `--bound-os-cache`: sets the memory cgroup's limit so that the page cache
+    /// left beside the server's own memory now is `--os-cache`
+    /// ([`ManagedServer::bound_page_cache`]), as the preset's emulated OS cache is.
+    ///
+    /// Errors: the cgroup's files unreadable or the limit refused.
+    fn bound_page_cache(&self) -> Result<()> {
+        if !self.bound_os_cache {
+            return Ok(());
+        }
+        let Some(m) = self.server.managed() else {
+            return Ok(());
+        };
+        let label = &self.label;
+        if let Some((mem, limit)) = m
+            .bound_page_cache(self.device_args.os_cache)
+            .with_context(|| format!("{label}: bounding the page cache to --os-cache"))?
+        {
+            let mut seen = self.page_cache.lock().unwrap_or_else(|e| e.into_inner());
+            if seen.bounds == 0 {
+                seen.before_first_bound_file_bytes = mem.file_bytes;
+            }
+            seen.own_bytes = mem.own_bytes();
+            seen.limit_bytes = limit;
+            seen.bounds += 1;
+        }
+        self.note_page_cache();
+        Ok(())
     }
 
     /// The report's device section (`device`: the device's counts of the measured phase,
@@ -492,6 +582,7 @@ impl ServerRun {
     /// The server's counters (and the FUSE device's) now.
     fn mark_now(&self) -> Result<ServerMark> {
         let label = &self.label;
+        self.bound_page_cache()?;
         let counters = self
             .server
             .snapshot()
@@ -731,6 +822,7 @@ impl Subject for ServerRun {
             .server
             .sample()
             .with_context(|| format!("{label}: counters"))?;
+        self.note_page_cache();
         let counters = delta(&*self.server, &before.counters, &now);
         let mut f = figures(self.kind, &counters);
         let mut device_blocks: BTreeMap<String, BlocksRw> = BTreeMap::new();

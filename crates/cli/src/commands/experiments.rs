@@ -125,6 +125,12 @@ pub struct VersionChainArgs {
     /// Random distribution of the rows updated and read (sysbench --rand-type).
     #[arg(long, default_value = "special", value_parser = |s: &str| s.parse::<mvcclab_workload::rand::RandType>())]
     pub rand_type: mvcclab_workload::rand::RandType,
+    /// Statements per second in the update and select phases, as sysbench's --rate
+    /// (Poisson arrivals; 0 = as fast as the target goes). The same rate on a preset and a
+    /// real server makes the time-driven work per statement alike (purge woken once a
+    /// second, the page cleaner's and autovacuum's rounds).
+    #[arg(long, default_value_t = 0.0)]
+    pub rate: f64,
     /// Variants, comma-separated: seed (the seed's procedure: autovacuum off, pruning on;
     /// purge on for InnoDB), autovacuum_on (the update phase with autovacuum on; vacuum
     /// designs only), gc_off_what_if (garbage collection off altogether; presets only).
@@ -436,6 +442,9 @@ fn check_version_chain(a: &VersionChainArgs) -> Result<()> {
             UsageError("--table-size, --updates and --selects must be at least 1".into()).into(),
         );
     }
+    if !(a.rate >= 0.0 && a.rate.is_finite()) {
+        return Err(UsageError(format!("--rate ({}) must be 0 or more", a.rate)).into());
+    }
     Ok(())
 }
 
@@ -515,7 +524,7 @@ fn chain_on<S: Subject>(
         time_s: 0.0,
         events,
         rand_seed: seed,
-        rate_tps: 0.0,
+        rate_tps: a.rate,
     };
     status(
         c.out.quiet,
@@ -661,7 +670,8 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 "version_chain",
                 serde_json::json!({"table_size": x.table_size, "updates": x.updates,
                     "selects": x.selects, "rand_type": x.rand_type.to_string(),
-                    "variants": chain_variants, "rand_seed": x.common.rand_seed}),
+                    "rate_tps": x.rate, "variants": chain_variants,
+                    "rand_seed": x.common.rand_seed}),
                 &x.common,
                 &chain_variants[..],
             )
