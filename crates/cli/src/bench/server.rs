@@ -417,7 +417,10 @@ impl ServerRun {
                 m.failcnt
             ));
             for (k, v) in [
-                ("page_cache_before_first_bound_bytes", seen.before_first_bound_file_bytes),
+                (
+                    "page_cache_before_first_bound_bytes",
+                    seen.before_first_bound_file_bytes,
+                ),
                 ("page_cache_max_bytes", seen.max_file_bytes),
                 ("own_bytes", seen.own_bytes),
                 ("phase_limit_bytes", seen.limit_bytes),
