@@ -579,6 +579,7 @@ mod tests {
             rows: vec![row("tps", 1.0, 1.0)],
             commands: vec![],
             report,
+            scales: vec![],
         };
         let md = fidelity_markdown(&f);
         assert!(
