@@ -57,7 +57,8 @@ pub struct FidelityArgs {
     /// 4 threads, 64 MiB pools), `4m` (4 × 1,000,000 rows, 4 threads, 256 MiB pools),
     /// `sweep` (`experiment bandwidth_sweep --size small`'s tables, rows, threads and
     /// memory split). Every scale but `base` bounds real PostgreSQL's page cache
-    /// (`--bound-os-cache`). With more than one, the report has a table per scale and the
+    /// (`--bound-os-cache`) and, as root, drops the OS page cache before each warm-up
+    /// (`--drop-caches`). With more than one, the report has a table per scale and the
     /// scale grid (docs/fidelity.md, "Scale grid").
     #[arg(long, value_delimiter = ',', default_value = "base")]
     pub scales: Vec<String>,
@@ -143,7 +144,21 @@ fn scale_flags(c: &CommonArgs, s: &FidelityScale, preset: &str) -> CommonArgs {
     x.threads = s.threads;
     (x.device.buffer_pool, x.device.os_cache) = s.memory_of(preset);
     x.server.bound_os_cache = s.bound_os_cache;
+    // A bounded page cache means nothing if the restored or loaded files are still cached
+    // outside the server's cgroup (the copy back of `--load-once` is made by mvcclab, so
+    // its pages are charged to mvcclab's cgroup and the server reads them from memory:
+    // 0 device reads at `sweep` before this, docs/fidelity.md "Scale grid"). Drop them
+    // before each warm-up where this process may, as `experiment bandwidth_sweep` does.
+    x.server.drop_caches |= s.bound_os_cache && may_drop_caches();
     x
+}
+
+/// Whether this process may write `/proc/sys/vm/drop_caches` (root).
+fn may_drop_caches() -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .is_ok()
 }
 
 /// The scale of `scales` a run of `r`'s shape ran at (tables, rows and threads tell the
@@ -263,6 +278,9 @@ fn run_flags(c: &CommonArgs, workload: &str) -> String {
     );
     if c.server.bound_os_cache {
         s += " --bound-os-cache";
+    }
+    if c.server.drop_caches {
+        s += " --drop-caches";
     }
     if c.server.fuse_device {
         s += &format!(" --fuse-device --fuse-mode {}", c.server.fuse_mode);
