@@ -726,6 +726,10 @@ pub struct FidelityRow {
     pub equal_zero: bool,
     /// The ratio lies outside 0.8–1.25 (or one side is 0 and the other not).
     pub outside: bool,
+    /// The scale of `mvcclab fidelity --scales` the pair ran at (`base`, `1m`, `4m`,
+    /// `sweep`); absent in experiments' ratios and in reports from before the scale grid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<String>,
 }
 
 /// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
@@ -768,6 +772,7 @@ impl FidelityRow {
             ratio,
             equal_zero,
             outside,
+            scale: None,
         }
     }
 }
@@ -923,6 +928,85 @@ pub struct FidelityReport {
     pub commands: Vec<String>,
     /// Every run in the result schema (docs/results.md).
     pub report: Report,
+    /// The scales of `--scales` in the order they ran; absent in reports from before the
+    /// scale grid (one scale, the flags').
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scales: Vec<FidelityScale>,
+}
+
+/// One scale of `mvcclab fidelity --scales`: the size, threads and memory both sides of
+/// every pair ran with (docs/fidelity.md, "Scale grid").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FidelityScale {
+    /// `base`, `1m`, `4m` or `sweep`.
+    pub name: String,
+    /// sysbench tables.
+    pub tables: u32,
+    /// Rows per table.
+    pub table_size: u32,
+    /// Client threads.
+    pub threads: u32,
+    /// Buffer pool and OS page cache per preset; its real server gets the same
+    /// (`shared_buffers`, `innodb_buffer_pool_size`; the OS cache bounds real PostgreSQL's
+    /// page cache only with `bound_os_cache`).
+    pub memory: Vec<ScaleMemory>,
+    /// Real PostgreSQL's page cache bounded by a memory cgroup (`--bound-os-cache`).
+    pub bound_os_cache: bool,
+}
+
+/// A preset's memory at one [`FidelityScale`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScaleMemory {
+    /// The preset (`postgres`, `innodb`).
+    pub preset: String,
+    /// Buffer pool in bytes.
+    pub buffer_pool_bytes: u64,
+    /// Emulated OS page cache in bytes (used by designs that have one: postgres).
+    pub os_cache_bytes: u64,
+}
+
+impl FidelityScale {
+    /// (buffer pool, OS cache) bytes of `preset` at this scale; (0, 0) for a preset the
+    /// scale does not list.
+    pub fn memory_of(&self, preset: &str) -> (u64, u64) {
+        self.memory
+            .iter()
+            .find(|m| m.preset == preset)
+            .map_or((0, 0), |m| (m.buffer_pool_bytes, m.os_cache_bytes))
+    }
+
+    /// The scale as one line: rows, threads and each preset's memory.
+    pub fn shape(&self) -> String {
+        let mib = |b: u64| crate::units::format_size_bytes(b);
+        let memory: Vec<String> = self
+            .memory
+            .iter()
+            .map(|m| {
+                if m.preset == "postgres" {
+                    format!(
+                        "{}: pool {} + OS cache {}",
+                        m.preset,
+                        mib(m.buffer_pool_bytes),
+                        mib(m.os_cache_bytes)
+                    )
+                } else {
+                    format!("{}: pool {}", m.preset, mib(m.buffer_pool_bytes))
+                }
+            })
+            .collect();
+        format!(
+            "{} × {} rows, {} threads; {}{}",
+            self.tables,
+            self.table_size,
+            self.threads,
+            memory.join(", "),
+            if self.bound_os_cache {
+                "; real PostgreSQL's page cache bounded"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 /// The grid a point belongs to: what every point of one sweep shares (`--shard`,

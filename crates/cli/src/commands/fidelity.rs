@@ -11,13 +11,15 @@
 //! docs/fidelity.md explains each flagged ratio of the measured table.
 
 use crate::bench::{
-    check_common, resolve_spec, run_specs_with, version_switches, CommonArgs, RunSpec,
+    check_common, load_once, resolve_spec, run_from_load, run_specs_with, version_switches,
+    CommonArgs, Loaded, RunSpec,
 };
+use crate::commands::bandwidth_sweep::{memory_split, SweepSize};
 use crate::export::{
     emit, fidelity_csv, fidelity_markdown, fidelity_table, to_json, write_report_dir, Format,
 };
 use crate::progress::{install_ctrl_c, status};
-use crate::result::{FidelityReport, FidelityRow, Report, RunReport};
+use crate::result::{FidelityReport, FidelityRow, FidelityScale, Report, RunReport, ScaleMemory};
 use crate::UsageError;
 use anyhow::Result;
 use clap::Args;
@@ -50,9 +52,126 @@ pub struct FidelityArgs {
     /// transactions per second on both sides).
     #[arg(long)]
     pub no_rate_match: bool,
+    /// Scales, comma-separated: `base` (the flags' own tables, rows, threads and memory;
+    /// by default 1 × 100,000 rows, 4 threads, 8 MiB pools), `1m` (1 × 1,000,000 rows,
+    /// 4 threads, 64 MiB pools), `4m` (4 × 1,000,000 rows, 4 threads, 256 MiB pools),
+    /// `sweep` (`experiment bandwidth_sweep --size small`'s tables, rows, threads and
+    /// memory split). Every scale but `base` bounds real PostgreSQL's page cache
+    /// (`--bound-os-cache`) and, as root, drops the OS page cache before each warm-up
+    /// (`--drop-caches`). With more than one, the report has a table per scale and the
+    /// scale grid (docs/fidelity.md, "Scale grid").
+    #[arg(long, value_delimiter = ',', default_value = "base")]
+    pub scales: Vec<String>,
+    /// Load each side's tables once per scale and start every workload's run from that
+    /// load (a preset's device image, a real server's saved data directory; bench/loaded.rs)
+    /// instead of loading before each run. The three OLTP write workloads share sysbench's
+    /// schema, so their loads are the same.
+    #[arg(long)]
+    pub load_once: bool,
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// The names `--scales` accepts.
+pub const SCALES: &[&str] = &["base", "1m", "4m", "sweep"];
+
+/// The scale `name` with the flags `c` (`base` takes tables, rows, threads, buffer pool
+/// and OS cache from them; the others fix their own, `sweep` from
+/// [`SweepSize`]`::of("small")` and [`memory_split`], so that it cannot drift from the
+/// sweep's configuration).
+///
+/// Errors: [`UsageError`] for a name not in [`SCALES`].
+pub fn scale(name: &str, c: &CommonArgs) -> Result<FidelityScale> {
+    let same = |pool: u64, os_cache: u64| {
+        ["postgres", "innodb"]
+            .iter()
+            .map(|p| ScaleMemory {
+                preset: p.to_string(),
+                buffer_pool_bytes: pool,
+                os_cache_bytes: os_cache,
+            })
+            .collect()
+    };
+    let (tables, table_size, threads, memory, bound_os_cache) = match name {
+        "base" => (
+            c.tables,
+            c.table_size,
+            c.threads,
+            same(c.device.buffer_pool, c.device.os_cache),
+            c.server.bound_os_cache,
+        ),
+        "1m" => (1, 1_000_000, 4, same(64 << 20, 64 << 20), true),
+        "4m" => (4, 1_000_000, 4, same(256 << 20, 256 << 20), true),
+        "sweep" => {
+            let size = SweepSize::of("small")?;
+            let memory = [("postgres", true), ("innodb", false)]
+                .iter()
+                .map(|&(p, os)| {
+                    let (pool, os_cache) = memory_split(os, size.memory_bytes);
+                    ScaleMemory {
+                        preset: p.to_string(),
+                        buffer_pool_bytes: pool,
+                        os_cache_bytes: os_cache,
+                    }
+                })
+                .collect();
+            (size.tables, size.table_size, size.threads, memory, true)
+        }
+        other => {
+            return Err(UsageError(format!(
+                "--scales '{other}': expected one of {}",
+                SCALES.join(", ")
+            ))
+            .into())
+        }
+    };
+    Ok(FidelityScale {
+        name: name.to_string(),
+        tables,
+        table_size,
+        threads,
+        memory,
+        bound_os_cache,
+    })
+}
+
+/// The flags `c` at scale `s` for `preset` and its real server.
+fn scale_flags(c: &CommonArgs, s: &FidelityScale, preset: &str) -> CommonArgs {
+    let mut x = c.clone();
+    x.tables = s.tables;
+    x.table_size = s.table_size;
+    x.threads = s.threads;
+    (x.device.buffer_pool, x.device.os_cache) = s.memory_of(preset);
+    x.server.bound_os_cache = s.bound_os_cache;
+    // A bounded page cache means nothing if the restored or loaded files are still cached
+    // outside the server's cgroup (the copy back of `--load-once` is made by mvcclab, so
+    // its pages are charged to mvcclab's cgroup and the server reads them from memory:
+    // 0 device reads at `sweep` before this, docs/fidelity.md "Scale grid"). Drop them
+    // before each warm-up where this process may, as `experiment bandwidth_sweep` does.
+    x.server.drop_caches |= s.bound_os_cache && may_drop_caches();
+    x
+}
+
+/// Whether this process may write `/proc/sys/vm/drop_caches` (root).
+fn may_drop_caches() -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/proc/sys/vm/drop_caches")
+        .is_ok()
+}
+
+/// The scale of `scales` a run of `r`'s shape ran at (tables, rows and threads tell the
+/// scales apart); `None` when none matches.
+fn scale_of(scales: &[FidelityScale], r: &RunReport) -> Option<String> {
+    scales
+        .iter()
+        .find(|s| {
+            s.tables == r.workload.options.tables
+                && s.table_size == r.workload.options.table_size
+                && s.threads == r.driver.threads
+        })
+        .map(|s| s.name.clone())
 }
 
 pub use crate::result::{NOISE_FLOOR, NOISE_FLOOR_BYTES};
@@ -145,17 +264,31 @@ pub fn compare_pair(workload: &str, preset: &RunReport, real: &RunReport) -> Vec
 
 /// The flags that fix a fidelity run's workload, size, threads, time, memory and seed.
 fn run_flags(c: &CommonArgs, workload: &str) -> String {
-    format!(
+    let mut s = format!(
         "--workload {workload} --tables {} --table-size {} --threads {} --time {} --warmup {} \
-         --buffer-pool {} --rand-seed {}",
+         --buffer-pool {} --os-cache {} --rand-seed {}",
         c.tables,
         c.table_size,
         c.threads,
         c.time,
         c.warmup,
         crate::units::format_size_bytes(c.device.buffer_pool),
+        crate::units::format_size_bytes(c.device.os_cache),
         c.rand_seed
-    )
+    );
+    if c.server.bound_os_cache {
+        s += " --bound-os-cache";
+    }
+    if c.server.drop_caches {
+        s += " --drop-caches";
+    }
+    if c.server.fuse_device {
+        s += &format!(" --fuse-device --fuse-mode {}", c.server.fuse_mode);
+    }
+    if c.device.rotational {
+        s += " --rotational";
+    }
+    s
 }
 
 fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String {
@@ -203,9 +336,24 @@ pub fn run(a: FidelityArgs) -> Result<()> {
             .runs
             .chunks(2)
             .filter(|p| p.len() == 2)
-            .flat_map(|p| compare_pair(&p[0].workload.name, &p[0], &p[1]))
+            .flat_map(|p| {
+                let scale = scale_of(&f.scales, &p[0]);
+                let mut rows = compare_pair(&p[0].workload.name, &p[0], &p[1]);
+                for r in &mut rows {
+                    r.scale.clone_from(&scale);
+                }
+                rows
+            })
             .collect();
         return output(&f, c);
+    }
+    let mut scales: Vec<FidelityScale> = Vec::new();
+    for n in &a.scales {
+        let s = scale(n, c)?;
+        if scales.iter().any(|x| x.name == s.name) {
+            return Err(UsageError(format!("--scales: '{n}' is given twice")).into());
+        }
+        scales.push(s);
     }
     let mut pairs = Vec::new();
     for p in &a.presets {
@@ -214,80 +362,132 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                 "--presets '{p}': expected postgres or innodb (the presets that model a real engine)"
             ))
         })?;
-        pairs.push((resolve_spec(p, &c.set)?, RunSpec::Real(real)));
+        pairs.push((p.clone(), resolve_spec(p, &c.set)?, RunSpec::Real(real)));
     }
     for w in &a.workloads {
         let _: WorkloadKind = w.parse().map_err(UsageError)?;
     }
-    let all: Vec<RunSpec> = pairs
-        .iter()
-        .flat_map(|(p, r)| [p.clone(), r.clone()])
-        .collect();
-    check_common(c, &all)?;
+    for s in &scales {
+        for (name, p, r) in &pairs {
+            check_common(&scale_flags(c, s, name), &[p.clone(), r.clone()])?;
+        }
+    }
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;
     let mut rows = Vec::new();
     let mut commands = Vec::new();
     let mut runs = Vec::new();
-    'all: for w in &a.workloads {
-        let mut cw = c.clone();
-        cw.workload = w.clone();
-        for (p, r) in &pairs {
-            if ctl.stop.load(Ordering::Relaxed) {
-                status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
-                break 'all;
-            }
-            if a.no_rate_match {
-                let got = run_specs_with(&[p.clone(), r.clone()], &cw, &ctl)?;
-                if got.len() == 2 {
-                    rows.extend(compare_pair(w, &got[0], &got[1]));
+    let mut load_reports = Vec::new();
+    'all: for s in &scales {
+        // Per pair: the real server's load and the preset's (`--load-once`), made at the
+        // pair's first run of this scale.
+        let mut loads: Vec<[Option<Loaded>; 2]> = pairs.iter().map(|_| [None, None]).collect();
+        for w in &a.workloads {
+            for ((name, p, r), [real_load, preset_load]) in pairs.iter().zip(loads.iter_mut()) {
+                if ctl.stop.load(Ordering::Relaxed) {
+                    status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
+                    break 'all;
                 }
-                commands.push(reproduce(&cw, w, &p.name(), &r.name()));
-                runs.extend(got);
-                continue;
+                let mut cw = scale_flags(c, s, name);
+                cw.workload = w.clone();
+                if scales.len() > 1 {
+                    status(
+                        c.out.quiet,
+                        &format!("scale {}: {}, {w}", s.name, s.shape()),
+                    );
+                }
+                let mut pair_rows = Vec::new();
+                if a.no_rate_match {
+                    let Some(real) = run_one(r, &cw, a.load_once.then_some(real_load), &ctl)?
+                    else {
+                        break 'all;
+                    };
+                    let Some(preset) = run_one(p, &cw, a.load_once.then_some(preset_load), &ctl)?
+                    else {
+                        break 'all;
+                    };
+                    pair_rows.extend(compare_pair(w, &preset, &real));
+                    commands.push(reproduce(&cw, w, &p.name(), &r.name()));
+                    runs.extend([preset, real]);
+                } else {
+                    // The real server first; the preset then at the server's rate.
+                    let Some(real) = run_one(r, &cw, a.load_once.then_some(real_load), &ctl)?
+                    else {
+                        break 'all;
+                    };
+                    let mut cp = cw.clone();
+                    cp.rate = (real.results.tps * 100.0).round() / 100.0;
+                    let sets = version_switches(&real, &c.set);
+                    let (p, preset_load) = if sets.is_empty() {
+                        (p.clone(), a.load_once.then_some(preset_load))
+                    } else {
+                        status(
+                            c.out.quiet,
+                            &format!(
+                                "{}: --set {} to model {} (see `mvcclab designs`)",
+                                p.name(),
+                                sets.join(" --set "),
+                                real.server.as_ref().map_or("", |s| s.version.as_str())
+                            ),
+                        );
+                        let mut all = c.set.clone();
+                        all.extend(sets.iter().cloned());
+                        // Its load was of the preset without the switches: load per run.
+                        (resolve_spec(&p.name(), &all)?, None)
+                    };
+                    let Some(preset) = run_one(&p, &cp, preset_load, &ctl)? else {
+                        break 'all;
+                    };
+                    pair_rows.extend(compare_pair(w, &preset, &real));
+                    commands.push(reproduce_at_rate(
+                        &cw,
+                        w,
+                        &p.name(),
+                        &r.name(),
+                        cp.rate,
+                        &sets,
+                    ));
+                    runs.extend([preset, real]);
+                }
+                for row in &mut pair_rows {
+                    row.scale = Some(s.name.clone());
+                }
+                rows.extend(pair_rows);
             }
-            // The real server first; the preset then at the server's rate.
-            let mut got = run_specs_with(std::slice::from_ref(r), &cw, &ctl)?;
-            let Some(real) = got.pop() else { break 'all };
-            let mut cp = cw.clone();
-            cp.rate = (real.results.tps * 100.0).round() / 100.0;
-            let sets = version_switches(&real, &c.set);
-            let p = if sets.is_empty() {
-                p.clone()
-            } else {
-                status(
-                    c.out.quiet,
-                    &format!(
-                        "{}: --set {} to model {} (see `mvcclab designs`)",
-                        p.name(),
-                        sets.join(" --set "),
-                        real.server.as_ref().map_or("", |s| s.version.as_str())
-                    ),
-                );
-                let mut all = c.set.clone();
-                all.extend(sets.iter().cloned());
-                resolve_spec(&p.name(), &all)?
-            };
-            let mut mine = run_specs_with(std::slice::from_ref(&p), &cp, &ctl)?;
-            let Some(preset) = mine.pop() else { break 'all };
-            rows.extend(compare_pair(w, &preset, &real));
-            commands.push(reproduce_at_rate(
-                &cw,
-                w,
-                &p.name(),
-                &r.name(),
-                cp.rate,
-                &sets,
-            ));
-            runs.extend([preset, real]);
         }
+        load_reports.extend(loads.into_iter().flatten().flatten().map(|l| l.report));
     }
+    let mut report = Report::new("fidelity", runs);
+    report.loads = load_reports;
     let f = FidelityReport {
         rows,
         commands,
-        report: Report::new("fidelity", runs),
+        report,
+        scales,
     };
     output(&f, c)
+}
+
+/// One run of `spec` under the flags `c`: from its saved load when `load` is given (made
+/// here at the first run), else loading first ([`run_specs_with`]); `None` when Ctrl-C
+/// stopped it before it ran.
+///
+/// Errors: the load, restore or run failing.
+fn run_one(
+    spec: &RunSpec,
+    c: &CommonArgs,
+    load: Option<&mut Option<Loaded>>,
+    ctl: &RunControl,
+) -> Result<Option<RunReport>> {
+    let Some(slot) = load else {
+        return Ok(run_specs_with(std::slice::from_ref(spec), c, ctl)?.pop());
+    };
+    let l = match slot {
+        Some(l) => l,
+        empty => empty.insert(load_once(spec, c)?),
+    };
+    let bandwidth = c.device.bandwidth.first().copied();
+    Ok(Some(run_from_load(l, c, bandwidth, ctl)?))
 }
 
 /// Rows, tables, threads, measured time and buffer pool of the runs behind `f`: the first
@@ -397,6 +597,7 @@ mod tests {
             rows: vec![row("tps", 1.0, 1.0)],
             commands: vec![],
             report,
+            scales: vec![],
         };
         let md = fidelity_markdown(&f);
         assert!(

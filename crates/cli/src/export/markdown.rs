@@ -3,9 +3,9 @@
 
 use super::exporter::Exporter;
 use super::summary::{
-    fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
+    fidelity_grid, fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
 };
-use crate::result::{FidelityReport, Report, RunReport};
+use crate::result::{FidelityReport, FidelityRow, Report, RunReport};
 use anyhow::Result;
 
 /// A Markdown table: a header of `first` and the labels, one row per entry.
@@ -96,25 +96,24 @@ pub fn to_markdown(report: &Report, plots: &[&str]) -> String {
     out
 }
 
-/// The Markdown view of `mvcclab fidelity`: the servers, one table per workload, then the
-/// commands.
-pub fn fidelity_markdown(f: &FidelityReport) -> String {
-    let mut out = String::new();
-    let servers = server_versions(&f.report);
-    if !servers.is_empty() {
-        out += &format!("Servers: {}.\n\n", servers.join("; "));
-    }
+/// One Markdown table per workload of `rows` (in the order the workloads first appear):
+/// preset, real and ratio per figure.
+fn workload_tables(rows: &[FidelityRow]) -> String {
     let labels = vec![
         "preset".to_string(),
         "real".to_string(),
         "preset / real".to_string(),
     ];
-    let mut workloads: Vec<&str> = f.rows.iter().map(|r| r.workload.as_str()).collect();
-    workloads.dedup();
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in rows {
+        if !workloads.contains(&r.workload.as_str()) {
+            workloads.push(&r.workload);
+        }
+    }
+    let mut out = String::new();
     for w in workloads {
         out += &format!("### {w}\n\n");
-        let rows: Vec<(String, Vec<String>)> = f
-            .rows
+        let table: Vec<(String, Vec<String>)> = rows
             .iter()
             .filter(|r| r.workload == w)
             .map(|r| {
@@ -128,8 +127,38 @@ pub fn fidelity_markdown(f: &FidelityReport) -> String {
                 )
             })
             .collect();
-        out += &markdown_table("figure", &labels, &rows);
+        out += &markdown_table("figure", &labels, &table);
         out += "\n";
+    }
+    out
+}
+
+/// The Markdown view of `mvcclab fidelity`: the servers, one table per workload (per scale
+/// and workload with several scales, then the scale grid: [`fidelity_grid`]), then the
+/// commands.
+pub fn fidelity_markdown(f: &FidelityReport) -> String {
+    let mut out = String::new();
+    let servers = server_versions(&f.report);
+    if !servers.is_empty() {
+        out += &format!("Servers: {}.\n\n", servers.join("; "));
+    }
+    if f.scales.len() > 1 {
+        for s in &f.scales {
+            out += &format!("## Scale {}: {}\n\n", s.name, s.shape());
+            let rows: Vec<FidelityRow> = f
+                .rows
+                .iter()
+                .filter(|r| r.scale.as_deref() == Some(s.name.as_str()))
+                .cloned()
+                .collect();
+            out += &workload_tables(&rows);
+        }
+        let (labels, rows) = fidelity_grid(f);
+        out += "## Scale grid: preset / real per transaction (! = outside 0.8–1.25)\n\n";
+        out += &markdown_table("workload · pair · figure", &labels, &rows);
+        out += "\n";
+    } else {
+        out += &workload_tables(&f.rows);
     }
     out += "Commands that reproduce each pair:\n\n```sh\n";
     for c in &f.commands {

@@ -31,7 +31,7 @@ pub use merge::{join_experiment_runs, merge_points, read_points, Merged};
 pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
 pub use report_dir::{write_experiment_dir, write_report_dir};
 pub use summary::{
-    causes_with_blocks, label, ratio_text, run_label, server_versions, summary_rows,
+    causes_with_blocks, fidelity_grid, label, ratio_text, run_label, server_versions, summary_rows,
     wal_record_types_shown,
 };
 pub use svg::plot_blocks_per_second;

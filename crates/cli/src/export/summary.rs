@@ -2,7 +2,7 @@
 //! the heading, and one row per figure, with `n/m` for a figure a real server does not
 //! measure; and the cells and server versions of the fidelity views.
 
-use crate::result::{FidelityRow, Report, RunReport};
+use crate::result::{FidelityReport, FidelityRow, Report, RunReport};
 use mvcclab_engine::stats::Cause;
 use std::collections::BTreeMap;
 
@@ -240,6 +240,38 @@ pub fn ratio_text(r: &FidelityRow) -> String {
         Some(x) => format!("{x:.2}{flag}"),
         None => format!("real 0{flag}"),
     }
+}
+
+/// The scale grid of a `mvcclab fidelity --scales` report: the scale names as column
+/// labels, and one row per workload, pair and figure (in the order they first appear)
+/// with its ratio at each scale ([`ratio_text`], `-` where that scale has no such row).
+pub fn fidelity_grid(f: &FidelityReport) -> (Vec<String>, Vec<(String, Vec<String>)>) {
+    let labels: Vec<String> = f.scales.iter().map(|s| s.name.clone()).collect();
+    let key =
+        |r: &FidelityRow| format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric);
+    let mut keys: Vec<String> = Vec::new();
+    for r in &f.rows {
+        let k = key(r);
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let rows = keys
+        .into_iter()
+        .map(|k| {
+            let cells = labels
+                .iter()
+                .map(|scale| {
+                    f.rows
+                        .iter()
+                        .find(|r| r.scale.as_deref() == Some(scale.as_str()) && key(r) == k)
+                        .map_or_else(|| "-".to_string(), ratio_text)
+                })
+                .collect();
+            (k, cells)
+        })
+        .collect();
+    (labels, rows)
 }
 
 /// The real servers that ran, one `target: version` per distinct pair in run order, from

@@ -4,7 +4,7 @@
 use super::exporter::Exporter;
 use super::markdown::markdown_table;
 use super::summary::{
-    fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
+    fidelity_grid, fidelity_value, heading, ratio_text, run_label, server_versions, summary_rows,
 };
 use crate::result::{
     ExperimentReport, ExperimentRun, FidelityReport, FidelityRow, PerOpIo, PhaseReport, Report,
@@ -231,7 +231,7 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
         "real".to_string(),
         "preset / real".to_string(),
     ];
-    let ratio_rows = table_rows(&r.ratios);
+    let ratio_rows = table_rows(&r.ratios, false);
     if markdown {
         let mut out = format!("# {title}\n\n{}", markdown_table("", &labels, &rows));
         if !r.ratios.is_empty() {
@@ -251,12 +251,20 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
     }
 }
 
-/// Rows of the text and Markdown tables: (workload · metric, [preset, real, ratio]).
-fn table_rows(rows: &[FidelityRow]) -> Vec<(String, Vec<String>)> {
+/// Rows of the text and Markdown tables: ([scale · ]workload · metric, [preset, real,
+/// ratio]); the scale only when `scales` is set.
+fn table_rows(rows: &[FidelityRow], scales: bool) -> Vec<(String, Vec<String>)> {
     rows.iter()
         .map(|r| {
+            let scale = match (&r.scale, scales) {
+                (Some(s), true) => format!("{s} · "),
+                _ => String::new(),
+            };
             (
-                format!("{} · {} vs {} · {}", r.workload, r.preset, r.real, r.metric),
+                format!(
+                    "{scale}{} · {} vs {} · {}",
+                    r.workload, r.preset, r.real, r.metric
+                ),
                 vec![
                     fidelity_value(r.preset_value),
                     fidelity_value(r.real_value),
@@ -275,7 +283,7 @@ pub fn fidelity_table(f: &FidelityReport, shape: &str) -> String {
         "real".to_string(),
         "preset / real".to_string(),
     ];
-    side_by_side(
+    let mut out = side_by_side(
         &format!(
             "fidelity: preset / real per transaction ({}{}); ! = outside 0.8–1.25",
             shape,
@@ -285,11 +293,23 @@ pub fn fidelity_table(f: &FidelityReport, shape: &str) -> String {
                 .collect::<String>()
         ),
         &labels,
-        &table_rows(&f.rows),
+        &table_rows(&f.rows, f.scales.len() > 1),
         12,
-    ) + "\nreproduce with:\n"
-        + &f.commands.join("\n")
-        + "\n"
+    );
+    if f.scales.len() > 1 {
+        let (labels, rows) = fidelity_grid(f);
+        out += "\n";
+        out += &side_by_side(
+            "scale grid: preset / real per transaction; ! = outside 0.8–1.25",
+            &labels,
+            &rows,
+            10,
+        );
+        for s in &f.scales {
+            out += &format!("{}: {}\n", s.name, s.shape());
+        }
+    }
+    out + "\nreproduce with:\n" + &f.commands.join("\n") + "\n"
 }
 
 /// `--format table`.

@@ -1,0 +1,97 @@
+//! `mvcclab fidelity --scales`: the scale grid's rendering from a saved report (`--from`,
+//! no server needed) and the usage error for a scale it does not know.
+
+use serde_json::{json, Value};
+use std::process::Command;
+
+fn mvcclab(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_mvcclab"))
+        .args(args)
+        .output()
+        .expect("run mvcclab")
+}
+
+/// A run of the sample report as `design` at `table_size` rows with WAL bytes `wal`.
+fn run(design: &str, table_size: u64, wal: u64) -> Value {
+    let mut r: Value =
+        serde_json::from_str(include_str!("data/run_report.json")).expect("sample report");
+    r["design"]["name"] = json!(design);
+    r["workload"]["options"]["table_size"] = json!(table_size);
+    r["io"]["total"]["wal_bytes"] = json!(wal);
+    r
+}
+
+fn scale(name: &str, table_size: u64) -> Value {
+    json!({
+        "name": name, "tables": 1, "table_size": table_size, "threads": 1,
+        "memory": [{"preset": "postgres", "buffer_pool_bytes": 8388608, "os_cache_bytes": 0}],
+        "bound_os_cache": false
+    })
+}
+
+/// Two scales (the sample run at 500 and 1,000 rows): one table per scale, and a grid with
+/// one column per scale whose cells are each scale's own ratio.
+#[test]
+fn the_scale_grid_has_one_column_per_scale() {
+    let report = json!({
+        "rows": [],
+        "commands": [],
+        "report": {
+            "schema_version": 1, "mvcclab_version": "test", "command": "fidelity",
+            "runs": [
+                run("postgres", 500, 200_000), run("real:postgresql", 500, 100_000),
+                run("postgres", 1000, 100_000), run("real:postgresql", 1000, 100_000),
+            ]
+        },
+        "scales": [scale("base", 500), scale("sweep", 1000)]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fidelity.json");
+    std::fs::write(&file, serde_json::to_string(&report).unwrap()).unwrap();
+    let out = mvcclab(&[
+        "fidelity",
+        "--from",
+        file.to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(md.contains("## Scale base: 1 × 500 rows"), "{md}");
+    assert!(md.contains("## Scale sweep: 1 × 1000 rows"), "{md}");
+    let grid = md.split("## Scale grid").nth(1).expect("a grid section");
+    let header = grid
+        .lines()
+        .find(|l| l.starts_with("| "))
+        .expect("a header");
+    assert_eq!(header, "| workload · pair · figure | base | sweep |");
+    let wal = grid
+        .lines()
+        .find(|l| l.contains("WAL/redo bytes / txn"))
+        .expect("a WAL row");
+    assert_eq!(wal.matches(" | ").count(), 2, "{wal}");
+    assert!(wal.ends_with("| 2.00 ! | 1.00 |"), "{wal}");
+    // The table view carries the same grid.
+    let out = mvcclab(&[
+        "fidelity",
+        "--from",
+        file.to_str().unwrap(),
+        "--format",
+        "table",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("scale grid"), "{text}");
+}
+
+#[test]
+fn an_unknown_scale_exits_2_naming_the_valid_ones() {
+    let out = mvcclab(&["fidelity", "--scales", "base,huge", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'huge'"), "{err}");
+    assert!(err.contains("base, 1m, 4m, sweep"), "{err}");
+}
