@@ -246,6 +246,40 @@ impl TpchServer {
         }
     }
 
+    /// Runs one statement of text and returns its rows as text (NULL as `NULL`) and its
+    /// duration in µs (client side, rows received included): for a figure taken by hand,
+    /// such as `SELECT count(*) FROM lineitem`.
+    ///
+    /// Errors: [`ServerError::Sql`].
+    pub fn query_text(&mut self, sql: &str) -> Result<(Vec<Vec<String>>, u64), ServerError> {
+        let kind = self.kind;
+        let t0 = Instant::now();
+        let rows = match &mut self.conn {
+            Conn::None => return Err(not_connected(kind)),
+            Conn::Pg(c) => c
+                .simple_query(sql)
+                .map_err(|e| ServerError::sql(kind, sql, pg_message(&e)))?
+                .iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => Some(
+                        (0..r.len())
+                            .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect(),
+            Conn::My(c) => {
+                let rows: Vec<mysql::Row> =
+                    c.query(sql).map_err(|e| ServerError::sql(kind, sql, e))?;
+                rows.into_iter()
+                    .map(|r| r.unwrap().into_iter().map(my_text).collect())
+                    .collect()
+            }
+        };
+        Ok((rows, t0.elapsed().as_micros() as u64))
+    }
+
     /// Saves the data directory to `to` for a later start with
     /// [`ManagedOptions::restore_from`] ([`ManagedServer::save_data`]: the server is
     /// stopped first, with its shutdown checkpoint, and stays stopped).
@@ -509,7 +543,7 @@ impl TpchServer {
     pub fn read_blocks_4k(&mut self) -> Result<u64, ServerError> {
         let kind = self.kind;
         match &mut self.conn {
-            Conn::None => return Err(not_connected(self.kind)),
+            Conn::None => Err(not_connected(self.kind)),
             Conn::Pg(c) => {
                 pg_exec(c, "SELECT pg_stat_force_next_flush()")?;
                 let sql = "SELECT sum(blks_read)::bigint FROM pg_stat_database";
