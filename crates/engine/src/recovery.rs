@@ -79,6 +79,7 @@ pub fn record_type_name(rmgr_id: u8, info: u8) -> String {
     let known = match rmgr_id {
         rmgr::XLOG => match info {
             xlog_info::CHECKPOINT => Some("XLOG/CHECKPOINT".to_string()),
+            xlog_info::CHECKPOINT_SHUTDOWN => Some("XLOG/CHECKPOINT_SHUTDOWN".to_string()),
             xlog_info::FPI_FOR_HINT => Some("XLOG/FPI_FOR_HINT".to_string()),
             _ => None,
         },
@@ -226,7 +227,10 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
     for (i, rec) in records.iter().enumerate() {
         out.max_xid = out.max_xid.max(rec.xid);
         match rec.rmgr {
-            rmgr::XLOG if rec.info == xlog_info::CHECKPOINT => {
+            rmgr::XLOG
+                if rec.info == xlog_info::CHECKPOINT
+                    || rec.info == xlog_info::CHECKPOINT_SHUTDOWN =>
+            {
                 let (_, state, c) =
                     parse_checkpoint_main_data(&rec.main_data).ok_or_else(|| {
                         Error::corrupted(format!(
@@ -278,6 +282,11 @@ pub fn redo(storage: &Storage) -> Result<Redone> {
         )?;
         out.report.records_replayed += 1;
     }
+    // xlog.c `StartupXLOG`: a shutdown checkpoint with nothing after it needs no recovery.
+    out.clean_shutdown = matches!(
+        records.as_slice(),
+        [only] if only.rmgr == rmgr::XLOG && only.info == xlog_info::CHECKPOINT_SHUTDOWN
+    );
     Ok(out)
 }
 

@@ -339,6 +339,12 @@ struct Checkpointer {
 
 impl Checkpointer {
     fn run(&self, timed: bool) -> Result<Lsn> {
+        self.run_as(timed, xlog_info::CHECKPOINT)
+    }
+
+    /// A checkpoint whose record carries `info` ([`xlog_info::CHECKPOINT`], or
+    /// [`xlog_info::CHECKPOINT_SHUTDOWN`] at a clean close).
+    fn run_as(&self, timed: bool, info: u8) -> Result<Lsn> {
         let _cause = enter(Cause::Checkpointer);
         let mut last = self.lock.lock();
         self.stats.add(
@@ -364,7 +370,7 @@ impl Checkpointer {
             None => Vec::new(),
         };
         let main = checkpoint_main_data(redo, &engine_state, &self.catalog.lock());
-        let rec = RecordBuilder::new(rmgr::XLOG, xlog_info::CHECKPOINT).main_data(&main);
+        let rec = RecordBuilder::new(rmgr::XLOG, info).main_data(&main);
         let start = self.wal.insert_lsn();
         let end = self.wal.insert(&rec, &mut [])?;
         self.wal.flush(end)?;
@@ -736,8 +742,23 @@ impl Storage {
     ///
     /// Errors: those of the checkpoint.
     pub fn shutdown(&self) -> Result<()> {
+        self.shutdown_marked(true)
+    }
+
+    /// [`Storage::shutdown`], its checkpoint record marked a shutdown checkpoint
+    /// ([`xlog_info::CHECKPOINT_SHUTDOWN`]: the next open skips the B+tree walk for
+    /// incomplete splits) when `clean`, or an ordinary one (the next open walks them, as
+    /// after a crash) when an error left a split incomplete in the running engine.
+    ///
+    /// Errors: those of the checkpoint.
+    pub fn shutdown_marked(&self, clean: bool) -> Result<()> {
         self.stop_background();
-        self.checkpointer.run(false).map(|_| ())
+        let info = if clean {
+            xlog_info::CHECKPOINT_SHUTDOWN
+        } else {
+            xlog_info::CHECKPOINT
+        };
+        self.checkpointer.run_as(false, info).map(|_| ())
     }
 }
 

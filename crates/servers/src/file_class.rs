@@ -15,8 +15,8 @@
 //! tablespace: doublewrite buffer, undo logs with the default
 //! `innodb_undo_tablespaces=0`, change buffer) — in file-system mode split into
 //! `ibdata1 doublewrite`, `ibdata1 undo` and `ibdata1 system` by what each request touches
-//! ([`system_tablespace_parts`]) —, `undo001`... (`undo`), `ibtmp1` and
-//! `#sql*` files (`temp`), every `.ibd` file by its name (`sbtest1.ibd`), the rest
+//! ([`system_tablespace_parts`]) —, `undo001`... (`undo`), `ibtmp1`, `#sql*` files and
+//! everything in the `tmp/` tmpdir (`temp`), every `.ibd` file by its name (`sbtest1.ibd`), the rest
 //! (`.frm`, Aria's logs, `mysql/` system tables) `other`.
 
 use crate::error::ServerError;
@@ -183,7 +183,12 @@ pub fn mariadb_class(path: &str) -> String {
     if name.starts_with("undo") && name[4..].chars().all(|c| c.is_ascii_digit()) && name.len() > 4 {
         return "undo".into();
     }
-    if name == "ibtmp1" || name.starts_with("#sql") || p.starts_with("#innodb_temp/") {
+    // `tmp/`: the tmpdir a managed server on the device gets (managed.rs invariant 5).
+    if name == "ibtmp1"
+        || name.starts_with("#sql")
+        || p.starts_with("#innodb_temp/")
+        || path.starts_with("tmp/")
+    {
         return "temp".into();
     }
     if name.ends_with(".ibd") && !p.starts_with("mysql/") {
@@ -269,6 +274,7 @@ mod tests {
             "ibdata1 doublewrite"
         );
         assert_eq!(mariadb_class("data/ibtmp1"), "temp");
+        assert_eq!(mariadb_class("tmp/MYfd=42"), "temp");
         assert_eq!(mariadb_class("data/sbtest/sbtest1.ibd"), "sbtest1.ibd");
         assert_eq!(mariadb_class("data/mysql/innodb_table_stats.ibd"), "other");
         assert_eq!(mariadb_class("data/sbtest/sbtest1.frm"), "other");

@@ -16,8 +16,10 @@
 //! 5. With a FUSE device ([`ManagedOptions::device`]) the data directory (and with it
 //!    PostgreSQL's `pg_wal`, InnoDB's redo log, undo and system tablespace) lives on the
 //!    mount, `device/data` in the server's folder (in block-device mode on ext4 over a loop
-//!    device over `device/device.img`, mounted at `mnt`); the socket, the pid file and the
-//!    log stay off it, in the folder itself. The device is mounted unthrottled: whoever runs the
+//!    device over `device/device.img`, mounted at `mnt`), and so do the temporary files of
+//!    queries: PostgreSQL's `base/pgsql_tmp` is inside the data directory, MariaDB's
+//!    `tmpdir` is set to `tmp` beside it (also on the loop device of `exact_device_io`);
+//!    the socket, the pid file and the log stay off it, in the folder itself. The device is mounted unthrottled: whoever runs the
 //!    workload turns the throttle on after the load ([`ManagedServer::device`]). It is
 //!    unmounted after the server has stopped.
 //!
@@ -236,6 +238,40 @@ pub struct ManagedServer {
     restored: bool,
     /// The memory cgroup bounding it ([`ManagedOptions::memory_limit_bytes`]).
     cgroup: Option<MemoryCgroup>,
+    /// How the server process was started, for [`ManagedServer::restart`].
+    launch: Launch,
+}
+
+/// The server process's command line: program, its user, parent-death signal, arguments
+/// and log, kept so that [`ManagedServer::restart`] starts the same server again.
+#[derive(Debug)]
+struct Launch {
+    program: PathBuf,
+    owner: Option<(u32, u32)>,
+    deathsig: i32,
+    args: Vec<std::ffi::OsString>,
+    log: PathBuf,
+}
+
+impl Launch {
+    /// Starts the process, its output appended to the log.
+    fn spawn(&self) -> Result<Child, ServerError> {
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| ServerError::io(&format!("creating {}", self.log.display()), e))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| ServerError::io("duplicating a log handle", e))?;
+        command(&self.program, self.owner, self.deathsig)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| ServerError::io(&format!("starting {}", self.program.display()), e))
+    }
 }
 
 /// A system user: (uid, gid).
@@ -466,7 +502,7 @@ impl ManagedServer {
         let port = free_port()?;
         let log = dir.join("server.log");
         let mut settings: Vec<(String, String)> = Vec::new();
-        let mut server = match kind {
+        let (deathsig, args) = match kind {
             ServerKind::PostgreSql => {
                 let mut init = command(&programs[0], owner, libc::SIGKILL);
                 init.arg("-D")
@@ -499,12 +535,12 @@ impl ManagedServer {
                     .map(|(k, v)| (k.to_string(), v)),
                 );
                 settings.extend(o.extra_settings.iter().cloned());
-                let mut c = command(&programs[1], owner, libc::SIGQUIT);
-                c.arg("-D").arg(&data);
+                let mut args = vec!["-D".into(), data.clone().into_os_string()];
                 for (k, v) in &settings {
-                    c.arg("-c").arg(format!("{k}={v}"));
+                    args.push("-c".into());
+                    args.push(format!("{k}={v}").into());
                 }
-                c
+                (libc::SIGQUIT, args)
             }
             ServerKind::MariaDb | ServerKind::MyRocks => {
                 if let Some(saved) = &o.restore_from {
@@ -569,30 +605,35 @@ impl ManagedServer {
                         .map(|(k, v)| (k.to_string(), v)),
                     );
                 }
-                settings.extend(o.extra_settings.iter().cloned());
-                let mut c = command(&programs[1], owner, libc::SIGKILL);
-                c.arg("--no-defaults")
-                    .arg(format!("--datadir={}", data.display()));
-                for (k, v) in &settings {
-                    c.arg(format!("--{k}={v}"));
+                if home != dir {
+                    // Invariant 5: internal temporary tables and sort files that spill
+                    // (`tmpdir`, MariaDB KB "Server System Variables") go to the device
+                    // too, as PostgreSQL's base/pgsql_tmp does inside the data directory.
+                    let tmp = home.join("tmp");
+                    fs::create_dir_all(&tmp)
+                        .map_err(|e| ServerError::io("creating the tmpdir", e))?;
+                    chown(&tmp, owner)?;
+                    settings.push(("tmpdir".into(), tmp.display().to_string()));
                 }
-                c
+                settings.extend(o.extra_settings.iter().cloned());
+                let mut args: Vec<std::ffi::OsString> = vec![
+                    "--no-defaults".into(),
+                    format!("--datadir={}", data.display()).into(),
+                ];
+                for (k, v) in &settings {
+                    args.push(format!("--{k}={v}").into());
+                }
+                (libc::SIGKILL, args)
             }
         };
-        let out = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(|e| ServerError::io(&format!("creating {}", log.display()), e))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| ServerError::io("duplicating a log handle", e))?;
-        let child = server
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| ServerError::io(&format!("starting {}", programs[1].display()), e))?;
+        let launch = Launch {
+            program: programs[1].clone(),
+            owner,
+            deathsig,
+            args,
+            log: log.clone(),
+        };
+        let child = launch.spawn()?;
         let cgroup = match o.memory_limit_bytes {
             Some(limit) => {
                 let g = MemoryCgroup::create(&format!("mvcclab-{}-{port}", kind.name()), limit);
@@ -624,9 +665,45 @@ impl ManagedServer {
             settings,
             restored: o.restore_from.is_some(),
             cgroup,
+            launch,
         };
         m.wait_ready(&log)?;
         Ok(m)
+    }
+
+    /// Stops the server process (PostgreSQL's shutdown checkpoint; InnoDB's shutdown),
+    /// runs `while_down` (e.g. [`crate::load::drop_os_page_cache`], for a cold kernel
+    /// cache), and starts it again on the same data directory, port and settings, its
+    /// devices left mounted, so that its buffer pool starts empty (a cold start). Clients
+    /// must connect again.
+    ///
+    /// Errors: [`ServerError::Io`] when the process cannot be stopped or started;
+    /// [`ServerError::Usage`] after [`ManagedServer::stop`]; `while_down`'s (the server
+    /// then stays down); a server that does not come up (with its log's tail).
+    pub fn restart_with(
+        &mut self,
+        while_down: impl FnOnce() -> Result<(), ServerError>,
+    ) -> Result<(), ServerError> {
+        if self.child.is_none() {
+            return Err(ServerError::Usage(format!(
+                "{}: restarting a server that was stopped",
+                self.kind.name()
+            )));
+        }
+        self.stop_process()?;
+        while_down()?;
+        let child = self.launch.spawn()?;
+        if let Some(g) = &self.cgroup {
+            if let Err(e) = g.write("cgroup.procs", &child.id().to_string()) {
+                let mut child = child;
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+        self.child = Some(child);
+        let log = self.launch.log.clone();
+        self.wait_ready(&log)
     }
 
     fn wait_ready(&mut self, log: &Path) -> Result<(), ServerError> {

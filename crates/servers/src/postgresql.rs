@@ -665,27 +665,7 @@ impl RealServer for PostgreSql {
     /// Relation files are named from the catalog of the run's database:
     /// `pg_relation_filenode` of every `pg_class` row (mapped catalogs included).
     fn file_classes(&self, paths: &[&str]) -> Result<BTreeMap<String, String>, ServerError> {
-        let sql_db = "SELECT oid::int8 FROM pg_database WHERE datname = current_database()";
-        let db: i64 = self
-            .admin()
-            .query_one(sql_db, &[])
-            .map_err(|e| ServerError::sql(KIND, sql_db, db_message(&e)))?
-            .get(0);
-        let sql = "SELECT pg_relation_filenode(c.oid)::int8, c.relname::text, c.relkind::text, \
-                   n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                   WHERE pg_relation_filenode(c.oid) IS NOT NULL";
-        let rows = self
-            .admin()
-            .query(sql, &[])
-            .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))?;
-        let relations: PgRelations = rows
-            .iter()
-            .map(|r| (r.get::<_, i64>(0) as u32, (r.get(1), r.get(2), r.get(3))))
-            .collect();
-        Ok(paths
-            .iter()
-            .map(|p| (p.to_string(), postgresql_class(p, db as u32, &relations)))
-            .collect())
+        file_classes_of(&mut self.admin(), paths)
     }
 
     fn execute_sql(&self, sql: &str) -> Result<u64, ServerError> {
@@ -710,6 +690,36 @@ impl RealServer for PostgreSql {
         )
         .map_err(|e| ServerError::sql(KIND, "tpcc_check.lua checks 1-4", e))
     }
+}
+
+/// The class of each of `paths` on the FUSE device ([`postgresql_class`]), relation
+/// files named from the catalog of `c`'s database: `pg_relation_filenode` of every
+/// `pg_class` row (mapped catalogs included).
+///
+/// Errors: [`ServerError::Sql`].
+pub(crate) fn file_classes_of(
+    c: &mut Client,
+    paths: &[&str],
+) -> Result<BTreeMap<String, String>, ServerError> {
+    let sql_db = "SELECT oid::int8 FROM pg_database WHERE datname = current_database()";
+    let db: i64 = c
+        .query_one(sql_db, &[])
+        .map_err(|e| ServerError::sql(KIND, sql_db, db_message(&e)))?
+        .get(0);
+    let sql = "SELECT pg_relation_filenode(c.oid)::int8, c.relname::text, c.relkind::text, \
+               n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+               WHERE pg_relation_filenode(c.oid) IS NOT NULL";
+    let rows = c
+        .query(sql, &[])
+        .map_err(|e| ServerError::sql(KIND, sql, db_message(&e)))?;
+    let relations: PgRelations = rows
+        .iter()
+        .map(|r| (r.get::<_, i64>(0) as u32, (r.get(1), r.get(2), r.get(3))))
+        .collect();
+    Ok(paths
+        .iter()
+        .map(|p| (p.to_string(), postgresql_class(p, db as u32, &relations)))
+        .collect())
 }
 
 #[cfg(test)]

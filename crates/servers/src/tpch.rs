@@ -31,6 +31,52 @@ const CONNECT_WAIT: Duration = Duration::from_secs(60);
 enum Conn {
     Pg(Box<postgres::Client>),
     My(mysql::Conn),
+    /// Between a restart's shutdown and its new connection.
+    None,
+}
+
+fn not_connected(kind: ServerKind) -> ServerError {
+    ServerError::Usage(format!("{}: not connected (a restart failed)", kind.name()))
+}
+
+/// Connects to database `tpch` of the server on 127.0.0.1:`port`, creating it first when
+/// `create`; PostgreSQL's session gets [`PG_PARALLEL_WORKERS_PER_GATHER`].
+fn connect(kind: ServerKind, port: u16, create: bool) -> Result<Conn, ServerError> {
+    Ok(match kind {
+        ServerKind::PostgreSql => {
+            let mut cfg = postgres::Config::new();
+            cfg.host("127.0.0.1")
+                .port(port)
+                .user("postgres")
+                .dbname("postgres");
+            if create {
+                let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
+                pg_exec(&mut c, "CREATE DATABASE tpch")?;
+            }
+            cfg.dbname("tpch");
+            let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
+            pg_exec(
+                &mut c,
+                &format!("SET max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"),
+            )?;
+            Conn::Pg(Box::new(c))
+        }
+        ServerKind::MariaDb | ServerKind::MyRocks => {
+            let b = mysql::OptsBuilder::new()
+                .ip_or_hostname(Some("127.0.0.1"))
+                .tcp_port(port)
+                .user(Some("root"))
+                .prefer_socket(false);
+            if create {
+                let mut c = crate::mariadb::connect(&mysql::Opts::from(b.clone()), CONNECT_WAIT)?;
+                my_exec(&mut c, "CREATE DATABASE tpch")?;
+            }
+            Conn::My(crate::mariadb::connect(
+                &mysql::Opts::from(b.db_name(Some("tpch"))),
+                CONNECT_WAIT,
+            )?)
+        }
+    })
 }
 
 /// A managed real server holding the TPC-H database.
@@ -135,7 +181,8 @@ fn write_rows(t: TpchTable, sf: f64, w: &mut dyn std::io::Write) -> std::io::Res
 
 impl TpchServer {
     /// Starts a managed `kind` server with options `o` (a 0 buffer pool becomes 128 MiB,
-    /// both engines' default) and creates database `tpch`.
+    /// both engines' default) and creates database `tpch` (or, with
+    /// [`ManagedOptions::restore_from`], finds it in the restored data directory).
     ///
     /// Errors: [`ServerError::Usage`] for MyRocks (TPC-H is not built for it: its tables
     /// would need `ENGINE=ROCKSDB` and its own plans); [`ServerError`] from start-up or
@@ -152,45 +199,95 @@ impl TpchServer {
             o.buffer_pool_bytes = 128 << 20;
         }
         let managed = ManagedServer::start(kind, &o)?;
-        let conn = match kind {
-            ServerKind::PostgreSql => {
-                let mut cfg = postgres::Config::new();
-                cfg.host("127.0.0.1")
-                    .port(managed.port())
-                    .user("postgres")
-                    .dbname("postgres");
-                let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
-                pg_exec(&mut c, "CREATE DATABASE tpch")?;
-                cfg.dbname("tpch");
-                let mut c = crate::postgresql::connect(&cfg, CONNECT_WAIT)?;
-                pg_exec(
-                    &mut c,
-                    &format!(
-                        "SET max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
-                    ),
-                )?;
-                Conn::Pg(Box::new(c))
-            }
-            ServerKind::MariaDb | ServerKind::MyRocks => {
-                let b = mysql::OptsBuilder::new()
-                    .ip_or_hostname(Some("127.0.0.1"))
-                    .tcp_port(managed.port())
-                    .user(Some("root"))
-                    .prefer_socket(false);
-                let mut c = crate::mariadb::connect(&mysql::Opts::from(b.clone()), CONNECT_WAIT)?;
-                my_exec(&mut c, "CREATE DATABASE tpch")?;
-                let c = crate::mariadb::connect(
-                    &mysql::Opts::from(b.db_name(Some("tpch"))),
-                    CONNECT_WAIT,
-                )?;
-                Conn::My(c)
-            }
-        };
+        // A restored data directory holds database `tpch` already.
+        let conn = connect(kind, managed.port(), o.restore_from.is_none())?;
         Ok(TpchServer {
             kind,
             conn,
             managed,
         })
+    }
+
+    /// Restarts the server ([`ManagedServer::restart`]: a clean shutdown, then the same
+    /// server on the same data directory, its buffer pool empty) and connects again;
+    /// with `drop_os_page_cache` the kernel's page cache is dropped while it is down
+    /// ([`crate::load::drop_os_page_cache`], root). A cold start for the next query.
+    ///
+    /// Errors: as [`ManagedServer::restart`]; [`ServerError::Io`] when the page cache
+    /// cannot be dropped; the connection's.
+    pub fn restart(&mut self, drop_os_page_cache: bool) -> Result<(), ServerError> {
+        // The old connection goes first, so that shutdown does not wait for it.
+        self.conn = Conn::None;
+        self.managed.restart_with(|| {
+            if drop_os_page_cache {
+                crate::load::drop_os_page_cache()?;
+            }
+            Ok(())
+        })?;
+        self.conn = connect(self.kind, self.managed.port(), false)?;
+        Ok(())
+    }
+
+    /// The class of each file on the FUSE device ([`crate::file_class`]): PostgreSQL's
+    /// relation files named from the `tpch` database's catalog, MariaDB's by path.
+    ///
+    /// Errors: [`ServerError::Sql`].
+    pub fn file_classes(
+        &mut self,
+        paths: &[&str],
+    ) -> Result<std::collections::BTreeMap<String, String>, ServerError> {
+        match &mut self.conn {
+            Conn::Pg(c) => crate::postgresql::file_classes_of(c, paths),
+            Conn::My(_) => Ok(paths
+                .iter()
+                .map(|p| (p.to_string(), crate::file_class::mariadb_class(p)))
+                .collect()),
+            Conn::None => Err(not_connected(self.kind)),
+        }
+    }
+
+    /// Runs one statement of text and returns its rows as text (NULL as `NULL`) and its
+    /// duration in µs (client side, rows received included): for a figure taken by hand,
+    /// such as `SELECT count(*) FROM lineitem`.
+    ///
+    /// Errors: [`ServerError::Sql`].
+    pub fn query_text(&mut self, sql: &str) -> Result<(Vec<Vec<String>>, u64), ServerError> {
+        let kind = self.kind;
+        let t0 = Instant::now();
+        let rows = match &mut self.conn {
+            Conn::None => return Err(not_connected(kind)),
+            Conn::Pg(c) => c
+                .simple_query(sql)
+                .map_err(|e| ServerError::sql(kind, sql, pg_message(&e)))?
+                .iter()
+                .filter_map(|m| match m {
+                    postgres::SimpleQueryMessage::Row(r) => Some(
+                        (0..r.len())
+                            .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                            .collect(),
+                    ),
+                    _ => None,
+                })
+                .collect(),
+            Conn::My(c) => {
+                let rows: Vec<mysql::Row> =
+                    c.query(sql).map_err(|e| ServerError::sql(kind, sql, e))?;
+                rows.into_iter()
+                    .map(|r| r.unwrap().into_iter().map(my_text).collect())
+                    .collect()
+            }
+        };
+        Ok((rows, t0.elapsed().as_micros() as u64))
+    }
+
+    /// Saves the data directory to `to` for a later start with
+    /// [`ManagedOptions::restore_from`] ([`ManagedServer::save_data`]: the server is
+    /// stopped first, with its shutdown checkpoint, and stays stopped).
+    ///
+    /// Errors: as [`ManagedServer::save_data`].
+    pub fn save_data(&mut self, to: &std::path::Path) -> Result<(), ServerError> {
+        self.conn = Conn::None;
+        self.managed.save_data(to)
     }
 
     /// Which engine.
@@ -222,6 +319,7 @@ impl TpchServer {
         let mut loaded = Vec::new();
         let dir = self.managed.dir().to_path_buf();
         match &mut self.conn {
+            Conn::None => return Err(not_connected(self.kind)),
             Conn::Pg(c) => {
                 for (t, def) in TpchTable::ALL.iter().zip(&defs) {
                     pg_exec(c, &create_table_sql(def, dialect))?;
@@ -306,6 +404,7 @@ impl TpchServer {
         let mut rows = Vec::new();
         let mut timed_out = false;
         match &mut self.conn {
+            Conn::None => return Err(not_connected(self.kind)),
             Conn::Pg(c) => {
                 pg_exec(
                     c,
@@ -402,6 +501,7 @@ impl TpchServer {
         for s in &stmts {
             let query = s.starts_with("select");
             match &mut self.conn {
+                Conn::None => return Err(not_connected(self.kind)),
                 Conn::Pg(c) => {
                     if !query {
                         pg_exec(c, s)?;
@@ -443,6 +543,7 @@ impl TpchServer {
     pub fn read_blocks_4k(&mut self) -> Result<u64, ServerError> {
         let kind = self.kind;
         match &mut self.conn {
+            Conn::None => Err(not_connected(self.kind)),
             Conn::Pg(c) => {
                 pg_exec(c, "SELECT pg_stat_force_next_flush()")?;
                 let sql = "SELECT sum(blks_read)::bigint FROM pg_stat_database";

@@ -163,3 +163,72 @@ fn write_plans() {
         s.stop().unwrap();
     }
 }
+
+/// docs/benchmarks.md "Sequential scan": `SELECT count(*) FROM lineitem` on real
+/// PostgreSQL (`max_parallel_workers_per_gather` = 0, as in every TPC-H run here) beside a
+/// sequential scan counting the same rows on each preset (`Transaction::seq_scan`: the
+/// heap through the bulk-read ring / the clustered index leaf by leaf), warm, on an
+/// unthrottled in-memory device (presets) and the machine's storage (the server), with
+/// 128 MiB pools so that the table fits. A recorded figure, not a test: it prints the
+/// median of five runs and asserts only the counts. Run with `cargo test --release -p
+/// mvcclab-servers --test tpch_real_engines -- --ignored --nocapture
+/// seq_scan_figure` (`MVCCLAB_SCAN_SF`, default 0.1).
+#[test]
+#[ignore = "a recorded figure (docs/benchmarks.md), release build"]
+fn seq_scan_figure() {
+    let sf: f64 = std::env::var("MVCCLAB_SCAN_SF")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.1);
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let mut pg = TpchServer::start(
+        ServerKind::PostgreSql,
+        &ManagedOptions {
+            buffer_pool_bytes: 128 << 20,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    pg.load(sf).unwrap();
+    let sql = "SELECT count(*) FROM lineitem";
+    let (rows, _) = pg.query_text(sql).unwrap();
+    let n: u64 = rows[0][0].parse().unwrap();
+    let us = median((0..5).map(|_| pg.query_text(sql).unwrap().1).collect());
+    println!(
+        "real:postgresql SF {sf}: {n} rows in {us} µs: {:.0} rows/s",
+        n as f64 * 1e6 / us as f64
+    );
+    pg.stop().unwrap();
+    for design in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let name = design.name.clone();
+        let page = design.page_size.bytes();
+        let mut cfg = DatabaseConfig::new(design);
+        cfg.storage.buffer_pool.frames = (128 << 20) / page;
+        let db = Database::open(cfg).unwrap();
+        let t = tpch_embedded::load(&db, sf).unwrap();
+        let lineitem = t.id(mvcclab_workload::tpch::TpchTable::LineItem);
+        let count = || {
+            let mut tx = db.begin();
+            let mut k = 0u64;
+            let t0 = std::time::Instant::now();
+            tx.seq_scan(lineitem, &mut |_| {
+                k += 1;
+                Ok(true)
+            })
+            .unwrap();
+            let us = t0.elapsed().as_micros() as u64;
+            tx.commit().unwrap();
+            (k, us)
+        };
+        assert_eq!(count().0, n, "{name}");
+        let us = median((0..5).map(|_| count().1).collect());
+        println!(
+            "{name} SF {sf}: {n} rows in {us} µs: {:.0} rows/s",
+            n as f64 * 1e6 / us as f64
+        );
+        db.close().unwrap();
+    }
+}

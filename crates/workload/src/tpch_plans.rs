@@ -158,7 +158,33 @@ const PLANS: &[(TpchEngine, u32, &str, &str)] = &[
         "0.01",
         include_str!("../plans/mariadb-q18-sf0.01.json"),
     ),
+    (
+        TpchEngine::PostgreSql,
+        1,
+        "1",
+        include_str!("../plans/postgresql-q1-sf1.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        6,
+        "1",
+        include_str!("../plans/postgresql-q6-sf1.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        18,
+        "1",
+        include_str!("../plans/postgresql-q18-sf1.json"),
+    ),
 ];
+
+/// Checked-in plans the presets do not follow (yet): (engine, query, scale factor). At
+/// SF 1 PostgreSQL 15 plans Q18 without hash aggregation of lineitem: a GroupAggregate
+/// over lineitem_pkey (`Aggregate Sorted` over `Index Scan`) hashed against a Seq Scan of
+/// orders, sorted on o_custkey, merge-joined with customer_pkey, then a nested loop into
+/// lineitem_pkey and an Incremental Sort; the preset runs the SF 0.01 plan at every
+/// scale factor.
+pub const PLANS_NOT_FOLLOWED: &[(TpchEngine, u32, &str)] = &[(TpchEngine::PostgreSql, 18, "1")];
 
 /// The shape each preset's executor ([`crate::tpch_embedded::run_query`]) follows for
 /// query `n`: the real engine's plan at SF 0.01, as [`shape_of_postgresql`] /
@@ -229,7 +255,13 @@ mod tests {
                 .iter()
                 .map(|s| s.to_string())
                 .collect();
-            assert_eq!(shape, preset, "{engine:?} Q{n} SF {sf}");
+            if PLANS_NOT_FOLLOWED.contains(&(*engine, *n, *sf)) {
+                // Listed as not followed: it must really differ (remove it from the list
+                // once the preset follows it).
+                assert_ne!(shape, preset, "{engine:?} Q{n} SF {sf}");
+            } else {
+                assert_eq!(shape, preset, "{engine:?} Q{n} SF {sf}");
+            }
         }
     }
 

@@ -39,7 +39,7 @@ mod versions;
 
 pub use args::{
     driver_info, parse_bandwidth, parse_report_interval, sysbench_options, CommonArgs, DeviceArgs,
-    ServerArgs,
+    ServerArgs, SERVER_HEADROOM_BYTES,
 };
 pub use config::{buffer_pool_frames, database_config, open_database, open_database_on, PoolSize};
 pub use embedded::{phase_report_of, wait_for_purge, EmbeddedRun};

@@ -6,18 +6,27 @@
 //! A preset is loaded once, unthrottled, into a data directory (`--data-dir`, or a
 //! temporary one), closed, and reopened for each run with the run's bandwidth: "cold"
 //! is a fresh open (empty buffer pool and emulated OS page cache), "warm" runs the query
-//! once unmeasured first. A real server is a managed one (mvcclab_servers::tpch), loaded
-//! with COPY / LOAD DATA and ANALYZE; its reads are the engine's own counters
+//! once unmeasured first. Since a clean close writes a shutdown checkpoint, the reopen
+//! reads no index page (only each tree's meta page). A real server is a managed one
+//! (mvcclab_servers::tpch), loaded with COPY / LOAD DATA and ANALYZE; its engine reads
+//! are its own counters
 //! (PostgreSQL `pg_stat_database.blks_read` in 8 KiB pages; InnoDB
 //! `Innodb_buffer_pool_reads` plus read-ahead in 16 KiB pages), converted to 4 KiB
-//! blocks. Throttling a real server needs the FUSE device (not wired into this command
-//! yet): its runs are unthrottled and say so.
+//! blocks, beside what the device saw. A real server runs on mvcclab's FUSE device
+//! (file-system mode), its temporary files too (PostgreSQL's base/pgsql_tmp is in the
+//! data directory; MariaDB's tmpdir is set onto the device): it is loaded once
+//! unthrottled and saved, and each bandwidth restores it onto a device throttled from
+//! the start; "cold" restarts the server and drops the OS page cache (root), "warm" runs
+//! the query once unmeasured first (or follows a run). Its reads and writes are the
+//! device's, by file class.
 
+use crate::bench::SERVER_HEADROOM_BYTES;
 use crate::bench::{database_config, CommonArgs, DeviceArgs, RunSpec};
 use crate::error::engine_error;
 use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
+use mvcclab_devfs::{check_fuse, DeviceConfig};
 use mvcclab_engine::db::Database;
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::stats::Cause;
@@ -105,17 +114,31 @@ pub struct TpchRun {
     /// The plan followed (presets: the shape of the real engine's plan; servers: the
     /// shape of their own EXPLAIN).
     pub plan: Vec<String>,
-    /// 4 KiB blocks read from the device during the query, by cause (presets), or the
-    /// engine's own read counter converted to 4 KiB blocks under `engine_reads` (servers).
+    /// 4 KiB blocks read from the device during the query, by cause (presets) or by file
+    /// class (servers: `heap lineitem`, `lineitem.ibd`, `temp`, ...).
     pub read_blocks_4k_by_cause: BTreeMap<String, u64>,
-    /// 4 KiB blocks written during the query, by cause (presets).
+    /// 4 KiB blocks written during the query, by cause (presets) or file class (servers).
     pub write_blocks_4k_by_cause: BTreeMap<String, u64>,
     /// 4 KiB blocks read per second of the query, one value per `--report-interval`
-    /// (default 1 s) of wall time, divided by the interval (presets).
+    /// (default 1 s) of wall time, divided by the interval (presets), or per second of
+    /// the device (servers).
     pub read_blocks_4k_per_s: Vec<f64>,
+    /// Microseconds requests waited for the device's throttle during the query (presets:
+    /// every cause; servers: the FUSE device's).
+    pub device_wait_us: u64,
+    /// Real servers: the engine's own read counter over the query, in 4 KiB blocks
+    /// (PostgreSQL `blks_read` × 2, OS page-cache hits included; InnoDB
+    /// `Innodb_pages_read` × 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_read_blocks_4k: Option<u64>,
+    /// Real servers: the settings given on the server's command line (shared_buffers,
+    /// tmpdir ...).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_settings: BTreeMap<String, String>,
     /// Bytes the preset's hash, sort or temporary-table operators held past their memory
     /// limit (work_mem / tmp_memory_table_size), written to and read back from a temporary
-    /// file (cause `temp`).
+    /// file (cause `temp`); servers: bytes written to temporary files on the device
+    /// (PostgreSQL base/pgsql_tmp, MariaDB's tmpdir).
     pub temp_spill_bytes: u64,
     /// What the run's figures mean and leave out.
     pub notes: Vec<String>,
@@ -243,6 +266,9 @@ impl LoadedPreset {
             write_blocks_4k_by_cause: writes,
             read_blocks_4k_per_s: series,
             temp_spill_bytes: r.temp_spill_bytes,
+            device_wait_us: delta.total().device_wait_us,
+            engine_read_blocks_4k: None,
+            server_settings: BTreeMap::new(),
             notes: vec![
                 "plan: the real engine's at SF 0.01 (crates/workload/plans), executed over the preset's access paths".into(),
                 "temp: spills written and read back after the operators finish (their blocks sit at the end of the series)".into(),
@@ -279,71 +305,209 @@ fn open_at(
     Database::open(cfg).map_err(engine_error)
 }
 
-/// Runs query `t.query` on a managed real server loaded at `t.scale_factor`; `warm` runs
-/// it once unmeasured first. Unthrottled (see the module doc).
-///
-/// Errors: the server's.
-pub fn server_run(
+/// A real server loaded once at the scale factor on mvcclab's FUSE device (unthrottled;
+/// COPY / LOAD DATA, ANALYZE), its data directory saved after a clean shutdown; each
+/// bandwidth starts it again from the saved copy on a device with that bandwidth
+/// (bandwidth_sweep's restore path: `bench/loaded.rs`).
+pub struct LoadedServer {
     kind: ServerKind,
-    buffer_pool_bytes: u64,
-    server_dir: Option<PathBuf>,
-    t: &TpchArgs,
-    warm: bool,
-) -> Result<TpchRun> {
-    let mut s = TpchServer::start(
-        kind,
-        &ManagedOptions {
-            buffer_pool_bytes,
-            base_dir: server_dir,
+    /// The saved data directory (`data` inside).
+    saved: tempfile::TempDir,
+    /// The shape of the engine's own plan (EXPLAIN at load time, so that no run's cache
+    /// holds what EXPLAIN read).
+    plan: Vec<String>,
+}
+
+/// How the managed servers of a tpch run are started.
+#[derive(Clone, Debug)]
+pub struct ServerSetup {
+    /// Where managed servers keep their folders (default: the system's temp directory).
+    pub server_dir: Option<PathBuf>,
+    /// Drop the OS page cache before each cold run (root).
+    pub drop_caches: bool,
+}
+
+impl ServerSetup {
+    /// The managed options of `kind` on a FUSE device with `bandwidth` (throttled once
+    /// turned on), `dev`'s pool, latency and compression; PostgreSQL's memory bounded by
+    /// a cgroup of pool + OS cache + [`SERVER_HEADROOM_BYTES`] when root, so that its
+    /// kernel page cache is the preset's OS cache (as `--bound-os-cache`).
+    fn options(
+        &self,
+        kind: ServerKind,
+        dev: &DeviceArgs,
+        bandwidth: Option<f64>,
+        restore_from: Option<PathBuf>,
+    ) -> ManagedOptions {
+        let mut d = DeviceConfig::new(bandwidth, dev.latency_us, dev.compression);
+        d.data_dir = dev.data_dir.as_ref().map(|p| p.join(kind.name()));
+        ManagedOptions {
+            buffer_pool_bytes: dev.buffer_pool,
+            base_dir: self.server_dir.clone(),
+            device: Some(d),
+            restore_from,
+            memory_limit_bytes: (kind == ServerKind::PostgreSql && is_root())
+                .then_some(dev.buffer_pool + dev.os_cache + SERVER_HEADROOM_BYTES),
             ..Default::default()
-        },
-    )?;
-    s.load(t.scale_factor)?;
-    let p = t.params();
-    let timeout = Duration::from_secs_f64(t.query_timeout);
-    if warm {
-        s.run_query(t.query, &p, timeout)?;
-    }
-    let plan = match kind {
-        ServerKind::PostgreSql => {
-            mvcclab_workload::tpch_plans::shape_of_postgresql(&s.explain_json(t.query, &p)?)
-        }
-        ServerKind::MariaDb | ServerKind::MyRocks => {
-            mvcclab_workload::tpch_plans::shape_of_mariadb(&s.explain_json(t.query, &p)?)
         }
     }
-    .map_err(anyhow::Error::msg)?;
-    let before = s.read_blocks_4k()?;
-    let r = s.run_query(t.query, &p, timeout)?;
-    let after = s.read_blocks_4k()?;
-    s.stop()?;
-    let mut notes = vec![
-        "unthrottled: the FUSE device is not wired into tpch runs yet".to_string(),
-        "reads: the engine's own counter (not device blocks)".to_string(),
-    ];
-    if kind == ServerKind::PostgreSql {
-        notes.push(format!(
-            "max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
-        ));
+}
+
+/// Whether this process runs as root (the OS page cache can be dropped, cgroups made).
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
+}
+
+impl LoadedServer {
+    /// Starts `kind` on an unthrottled FUSE device, loads TPC-H at `t.scale_factor`, takes
+    /// the plan of `t.query`, and saves the data directory (under `--server-dir`).
+    ///
+    /// Errors: a machine without FUSE ([`UsageError`] through `mount_error`); the
+    /// server's.
+    pub fn load(
+        kind: ServerKind,
+        dev: &DeviceArgs,
+        setup: &ServerSetup,
+        t: &TpchArgs,
+    ) -> Result<LoadedServer> {
+        check_fuse().map_err(crate::commands::device::mount_error)?;
+        let base = setup.server_dir.clone().unwrap_or_else(std::env::temp_dir);
+        std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+        let saved = tempfile::Builder::new()
+            .prefix(&format!("mvcclab-tpch-{}-saved-", kind.name()))
+            .tempdir_in(&base)
+            .with_context(|| format!("creating a folder in {}", base.display()))?;
+        let mut s = TpchServer::start(kind, &setup.options(kind, dev, None, None))?;
+        s.load(t.scale_factor)?;
+        let json = s.explain_json(t.query, &t.params())?;
+        let plan = match kind {
+            ServerKind::PostgreSql => mvcclab_workload::tpch_plans::shape_of_postgresql(&json),
+            ServerKind::MariaDb | ServerKind::MyRocks => {
+                mvcclab_workload::tpch_plans::shape_of_mariadb(&json)
+            }
+        }
+        .map_err(anyhow::Error::msg)?;
+        s.save_data(&saved.path().join("data"))?;
+        s.stop()?;
+        Ok(LoadedServer { kind, saved, plan })
     }
-    Ok(TpchRun {
-        design: format!("real:{}", kind.name()),
-        scale_factor: t.scale_factor,
-        query: t.query,
-        bandwidth_mib_s: None,
-        cache: if warm { "warm" } else { "cold" }.into(),
-        duration_us: r.duration_us,
-        timed_out: r.timed_out,
-        rows_returned: r.rows.len(),
-        plan,
-        read_blocks_4k_by_cause: [("engine_reads".to_string(), after.saturating_sub(before))]
-            .into_iter()
-            .collect(),
-        write_blocks_4k_by_cause: BTreeMap::new(),
-        read_blocks_4k_per_s: Vec::new(),
-        temp_spill_bytes: 0,
-        notes,
-    })
+
+    /// Runs query `t.query` once per cache state of `caches` (in order) on the server
+    /// restored onto a device with `bandwidth`, throttled from its start on. `cold`: the
+    /// server restarted (unless nothing ran since it started) and the OS page cache
+    /// dropped (with `setup.drop_caches`); `warm`: the query ran once before (the run
+    /// before it, or an unmeasured one). Reads and writes are the device's, by file class.
+    ///
+    /// Errors: the server's; a cache state other than cold or warm.
+    pub fn runs(
+        &self,
+        dev: &DeviceArgs,
+        setup: &ServerSetup,
+        t: &TpchArgs,
+        bandwidth: Option<f64>,
+        caches: &[String],
+    ) -> Result<Vec<TpchRun>> {
+        let kind = self.kind;
+        let mut s = TpchServer::start(
+            kind,
+            &setup.options(kind, dev, bandwidth, Some(self.saved.path().join("data"))),
+        )?;
+        let settings: BTreeMap<String, String> = s.managed().settings.iter().cloned().collect();
+        let device = s
+            .managed()
+            .device()
+            .context("the server is not on the FUSE device")?;
+        device.set_throttling(true);
+        let p = t.params();
+        let timeout = Duration::from_secs_f64(t.query_timeout);
+        let mut used = false;
+        let mut runs = Vec::new();
+        for c in caches {
+            match c.as_str() {
+                "cold" if used => s.restart(setup.drop_caches)?,
+                "cold" if setup.drop_caches => mvcclab_servers::drop_os_page_cache()?,
+                "cold" => {}
+                "warm" if !used => {
+                    s.run_query(t.query, &p, timeout)?;
+                }
+                "warm" => {}
+                other => return Err(UsageError(format!("--caches {other}: cold or warm")).into()),
+            }
+            let engine_before = s.read_blocks_4k()?;
+            let before = device_counts(&s)?;
+            let r = s.run_query(t.query, &p, timeout)?;
+            let d = device_counts(&s)?.since(&before);
+            let engine_reads = s.read_blocks_4k()?.saturating_sub(engine_before);
+            used = true;
+            let paths: Vec<&str> = d.by_file.keys().map(String::as_str).collect();
+            let classes = s.file_classes(&paths)?;
+            let by_class = mvcclab_servers::file_class::by_class(&d.by_file, |p| {
+                classes.get(p).cloned().unwrap_or_else(|| "other".into())
+            });
+            let blocks = |f: fn(&mvcclab_devfs::FileIo) -> u64| -> BTreeMap<String, u64> {
+                by_class
+                    .iter()
+                    .map(|(k, v)| (k.clone(), f(v) / 4096))
+                    .filter(|(_, n)| *n > 0)
+                    .collect()
+            };
+            let mut notes = vec![
+                format!(
+                    "files on mvcclab's FUSE device (file-system mode), throttled to {}; reads and writes are the device's, by file class",
+                    bandwidth.map_or("no limit".to_string(), |b| format!("{b} MiB/s"))
+                ),
+                format!(
+                    "cold: {}",
+                    if setup.drop_caches {
+                        "server restarted, OS page cache dropped"
+                    } else {
+                        "server restarted, OS page cache kept (not root or --no-drop-caches)"
+                    }
+                ),
+                "read blocks per second: the device's, one value per second".into(),
+            ];
+            if kind == ServerKind::PostgreSql {
+                notes.push(format!(
+                    "max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
+                ));
+            }
+            runs.push(TpchRun {
+                design: format!("real:{}", kind.name()),
+                scale_factor: t.scale_factor,
+                query: t.query,
+                bandwidth_mib_s: bandwidth,
+                cache: c.clone(),
+                duration_us: r.duration_us,
+                timed_out: r.timed_out,
+                rows_returned: r.rows.len(),
+                plan: self.plan.clone(),
+                read_blocks_4k_by_cause: blocks(|f| f.io.read_bytes),
+                write_blocks_4k_by_cause: blocks(|f| f.io.write_bytes),
+                read_blocks_4k_per_s: d
+                    .per_second
+                    .iter()
+                    .map(|x| x.read_bytes as f64 / 4096.0)
+                    .collect(),
+                device_wait_us: d.total.io.device_wait_us,
+                engine_read_blocks_4k: Some(engine_reads),
+                temp_spill_bytes: by_class.get("temp").map_or(0, |f| f.io.write_bytes),
+                server_settings: settings.clone(),
+                notes,
+            });
+        }
+        s.stop()?;
+        Ok(runs)
+    }
+}
+
+/// The FUSE device's counts of a server on it, now.
+fn device_counts(s: &TpchServer) -> Result<mvcclab_devfs::DeviceCounts> {
+    Ok(s.managed()
+        .device()
+        .context("the server is not on the FUSE device")?
+        .counts())
 }
 
 /// `mvcclab run --workload tpch`: query `t.query` on `design` (a preset name, or
@@ -359,13 +523,21 @@ pub fn run_query_command(design: &str, c: &CommonArgs, t: &TpchArgs) -> Result<(
         1.0
     };
     let run = match crate::bench::resolve_spec(design, &c.set)? {
-        RunSpec::Real(kind) => server_run(
-            kind,
-            c.device.buffer_pool,
-            c.server.server_dir.clone(),
-            t,
-            false,
-        )?,
+        RunSpec::Real(kind) => {
+            let setup = ServerSetup {
+                server_dir: c.server.server_dir.clone(),
+                drop_caches: c.server.drop_caches,
+            };
+            let loaded = LoadedServer::load(kind, &c.device, &setup, t)?;
+            let mut runs = loaded.runs(
+                &c.device,
+                &setup,
+                t,
+                c.device.bandwidth.first().copied(),
+                &["cold".to_string()],
+            )?;
+            runs.remove(0)
+        }
         RunSpec::Embedded(d) => {
             check_preset_query(t)?;
             let loaded = LoadedPreset::load(&d, &c.device, t.scale_factor)?;
@@ -406,9 +578,14 @@ pub struct TpchQ18Args {
     /// Also write DIR/tpch_q18.json and DIR/summary.md.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
-    /// Where managed servers keep their folders (default: the system's temp directory).
+    /// Where managed servers keep their folders and saved loads (default: the system's
+    /// temp directory).
     #[arg(long)]
     pub server_dir: Option<PathBuf>,
+    /// Keep the OS page cache before a real server's cold run (it is dropped by default
+    /// when running as root).
+    #[arg(long)]
+    pub no_drop_caches: bool,
     /// TPC-H flags.
     #[command(flatten)]
     pub tpch: TpchArgs,
@@ -431,7 +608,7 @@ pub struct TpchQ18Report {
 /// The Markdown summary of a report: one row per run.
 pub fn summary_md(r: &TpchQ18Report) -> String {
     let mut s = String::from(
-        "| design | bandwidth MiB/s | cache | duration s | rows | read 4 KiB blocks | by cause | read blocks/s (mean) | temp spill MiB |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| design | bandwidth MiB/s | cache | duration s | rows | read 4 KiB blocks | by cause (presets) / file class (servers) | read blocks/s (mean) | device wait s | engine reads (4 KiB) | temp spill MiB |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for x in &r.runs {
         let total: u64 = x.read_blocks_4k_by_cause.values().sum();
@@ -442,7 +619,7 @@ pub fn summary_md(r: &TpchQ18Report) -> String {
             .collect();
         let secs = x.duration_us as f64 / 1e6;
         s.push_str(&format!(
-            "| {} | {} | {} | {:.3}{} | {} | {} | {} | {:.0} | {:.1} |\n",
+            "| {} | {} | {} | {:.3}{} | {} | {} | {} | {:.0} | {:.3} | {} | {:.1} |\n",
             x.design,
             x.bandwidth_mib_s
                 .map_or("unthrottled".to_string(), |b| format!("{b}")),
@@ -453,6 +630,9 @@ pub fn summary_md(r: &TpchQ18Report) -> String {
             total,
             causes.join(", "),
             if secs > 0.0 { total as f64 / secs } else { 0.0 },
+            x.device_wait_us as f64 / 1e6,
+            x.engine_read_blocks_4k
+                .map_or("—".to_string(), |n| n.to_string()),
             x.temp_spill_bytes as f64 / (1 << 20) as f64,
         ));
     }
@@ -508,20 +688,27 @@ pub fn run(a: TpchQ18Args) -> Result<()> {
                 }
             }
             RunSpec::Real(kind) => {
-                for c in &a.caches {
-                    let r = server_run(
-                        kind,
-                        a.device.buffer_pool,
-                        a.server_dir.clone(),
-                        &a.tpch,
-                        c == "warm",
-                    )?;
-                    eprintln!(
-                        "tpch_q18: real:{} {c}: {:.3} s",
-                        kind.name(),
-                        r.duration_us as f64 / 1e6
-                    );
-                    runs.push(r);
+                let setup = ServerSetup {
+                    server_dir: a.server_dir.clone(),
+                    drop_caches: !a.no_drop_caches && is_root(),
+                };
+                eprintln!(
+                    "tpch_q18: loading real:{} at SF {}",
+                    kind.name(),
+                    a.tpch.scale_factor
+                );
+                let loaded = LoadedServer::load(kind, &a.device, &setup, &a.tpch)?;
+                for &b in &bandwidths {
+                    for r in loaded.runs(&a.device, &setup, &a.tpch, b, &a.caches)? {
+                        eprintln!(
+                            "tpch_q18: real:{} {:?} MiB/s {}: {:.3} s",
+                            kind.name(),
+                            b,
+                            r.cache,
+                            r.duration_us as f64 / 1e6
+                        );
+                        runs.push(r);
+                    }
                 }
             }
         }

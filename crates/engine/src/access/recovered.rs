@@ -51,6 +51,11 @@ pub struct Redone {
     /// The largest `DB_ROW_ID` counter value a `Catalog/ROW_ID` record replayed wrote to
     /// the dictionary header (0 if none; `crate::clustered::RowIdSequence`).
     pub dict_hdr_row_id: u64,
+    /// Redo found only a shutdown checkpoint
+    /// ([`crate::wal::xlog_info::CHECKPOINT_SHUTDOWN`]): the database was closed cleanly,
+    /// so no B+tree split can be incomplete and recovery's tree walk is skipped (xlog.c
+    /// `StartupXLOG` leaves `InRecovery` false after a clean shutdown).
+    pub clean_shutdown: bool,
     /// Counts so far (the engine adds its own).
     pub report: RecoveryReport,
     /// When recovery started.

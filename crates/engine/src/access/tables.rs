@@ -122,6 +122,14 @@ impl<T: Catalogued> TableList<T> {
         Ok(n)
     }
 
+    /// True when an error left a split incomplete in any tree of any table
+    /// ([`crate::btree::BTree::left_incomplete_split`]).
+    pub fn incomplete_split_left(&self) -> bool {
+        self.all()
+            .iter()
+            .any(|t| t.trees().iter().any(|tree| tree.left_incomplete_split()))
+    }
+
     /// Splits and merges of every tree of every table, summed
     /// ([`crate::btree::BTree::ops`]).
     pub fn btree_ops(&self) -> crate::btree::BTreeOps {

@@ -408,7 +408,12 @@ impl BTree {
         }
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
         let (sep, right) = self.split(&mut g, hdr, combined, fill, None, &held)?;
-        self.insert_into_parent(wp, g, sep, right, 0)?;
+        if let Err(e) = self.insert_into_parent(wp, g, sep, right, 0) {
+            // The SPLIT record is logged and the cascade stopped: a page below keeps
+            // INCOMPLETE_SPLIT until recovery finishes it (see `left_incomplete_split`).
+            self.split_left_incomplete.store(true, Ordering::Release);
+            return Err(e);
+        }
         Ok(true)
     }
 

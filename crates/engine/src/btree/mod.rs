@@ -158,7 +158,10 @@
 //! as in PostgreSQL: a crash between them leaves the left page of the lower split with
 //! INCOMPLETE_SPLIT set and its right page reachable only through the right link; redo
 //! ([`wal::redo_block`]) replays what was logged, and recovery then calls
-//! [`BTree::finish_incomplete_splits`] before the tree is used: it walks every level from
+//! [`BTree::finish_incomplete_splits`] before the tree is used (only after a crash: a
+//! clean close writes a shutdown checkpoint, after which there is none to finish, unless
+//! an error stopped a cascade, [`BTree::left_incomplete_split`], and the close then
+//! writes an ordinary checkpoint instead): it walks every level from
 //! the root's down, left to right along the right links, and inserts each missing
 //! downlink with the records a split's parent insertion writes (INSERT_UPPER, or SPLIT of
 //! a full parent, or NEWROOT when the root split), clearing the flag in the same record,

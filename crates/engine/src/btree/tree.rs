@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::wal::{rmgr, RecordBuilder};
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// How a B+tree sizes and splits its pages.
@@ -217,6 +217,10 @@ pub struct BTree {
     /// (`rd_amcache`, nbtpage.c `_bt_getroot`), InnoDB the root page number in the
     /// dictionary (`dict_index_t::page`), so neither reads the meta page per descent.
     pub(super) root_cache: AtomicU64,
+    /// An error stopped a split cascade in this tree since it was opened, leaving a page
+    /// with INCOMPLETE_SPLIT (invariant 6's exception): the database's close then writes
+    /// an ordinary checkpoint instead of a shutdown one, so the next open finishes it.
+    pub(super) split_left_incomplete: AtomicBool,
 }
 
 #[derive(Default)]
@@ -375,6 +379,7 @@ impl BTree {
             new_postings: cfg.deduplicate,
             ops: OpCounters::default(),
             root_cache: AtomicU64::new(0),
+            split_left_incomplete: AtomicBool::new(false),
             cfg,
             pool,
         })
@@ -397,6 +402,14 @@ impl BTree {
     /// The configuration.
     pub fn config(&self) -> &BTreeConfig {
         &self.cfg
+    }
+
+    /// True when an error stopped a split cascade in this tree since it was opened, so a
+    /// page may still carry INCOMPLETE_SPLIT (in memory; the flag on the page is what
+    /// [`BTree::finish_incomplete_splits`] looks for). A clean close then writes no
+    /// shutdown checkpoint ([`crate::wal::xlog_info::CHECKPOINT_SHUTDOWN`]).
+    pub fn left_incomplete_split(&self) -> bool {
+        self.split_left_incomplete.load(Ordering::Acquire)
     }
 
     /// Splits and merges since the tree was opened (in memory: zero again after a

@@ -420,7 +420,10 @@ impl ClusteredAm {
         // Splits a crash interrupted are finished before rollback searches the trees
         // (mvcclab readers do not move right; MariaDB's B-tree changes are atomic
         // mini-transactions and need no such step).
-        redone.report.splits_finished += inner.shared.tables.finish_incomplete_splits()?;
+        // Not after a clean shutdown, which leaves none (see `Database::open`).
+        if !redone.clean_shutdown {
+            redone.report.splits_finished += inner.shared.tables.finish_incomplete_splits()?;
+        }
         for (trx, mut undo) in found.active {
             let (r, applied) = inner.rollback(trx, &undo);
             r?;

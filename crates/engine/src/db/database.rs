@@ -176,7 +176,11 @@ impl Database {
             engine,
             recovery: recovery::RecoveryReport::default(),
         };
-        if !fresh {
+        if !fresh && !redone.clean_shutdown {
+            // Only after a crash (or a close that an error left with a split incomplete):
+            // a shutdown checkpoint guarantees none, and the walk would read every page of
+            // every tree (PostgreSQL runs no recovery after a clean shutdown, xlog.c
+            // `StartupXLOG`; MariaDB's B-tree changes are atomic mini-transactions).
             let _c = crate::stats::enter(crate::stats::Cause::Recovery);
             redone.report.splits_finished += db.engine.finish_incomplete_splits()?;
         }
@@ -385,8 +389,10 @@ impl Database {
     pub fn close(self) -> Result<()> {
         self.engine.shutdown();
         // The shutdown checkpoint runs while the engine lives, so that its checkpoint hook
-        // (the clog) takes part.
-        self.storage.shutdown()
+        // (the clog) takes part. It is marked a shutdown checkpoint unless an error left a
+        // B+tree split incomplete, which the next open must then finish.
+        let clean = !self.engine.incomplete_split_left();
+        self.storage.shutdown_marked(clean)
     }
 }
 

@@ -121,6 +121,9 @@ pub trait Engine: Send + Sync {
     /// ([`crate::btree::BTree::finish_incomplete_splits`]); returns how many. Recovery
     /// calls it after redo, before the tables are used.
     fn finish_incomplete_splits(&self) -> Result<u64>;
+    /// True when an error left a B+tree split incomplete in the running engine
+    /// ([`crate::btree::BTree::left_incomplete_split`]).
+    fn incomplete_split_left(&self) -> bool;
     /// Creates `transaction_registry` when tables are versioned by transaction id and it
     /// does not exist yet; true when it was created (the catalog must then be logged).
     fn ensure_transaction_registry(&self) -> Result<bool>;
@@ -271,6 +274,10 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
 
     fn finish_incomplete_splits(&self) -> Result<u64> {
         self.am.tables().finish_incomplete_splits()
+    }
+
+    fn incomplete_split_left(&self) -> bool {
+        self.am.tables().incomplete_split_left()
     }
 
     fn ensure_transaction_registry(&self) -> Result<bool> {

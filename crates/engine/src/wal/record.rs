@@ -166,6 +166,14 @@ pub mod xlog_info {
     /// XLOG_FPI_FOR_HINT; written only with full-page writes on, as PostgreSQL does when
     /// data checksums or wal_log_hints are on). One block with its image, no data.
     pub const FPI_FOR_HINT: u8 = 2;
+    /// The shutdown checkpoint a clean close writes ([`CHECKPOINT`]'s main data; PostgreSQL
+    /// pg_control.h XLOG_CHECKPOINT_SHUTDOWN, written by xlog.c `CreateCheckPoint` with
+    /// CHECKPOINT_IS_SHUTDOWN). When it is the only record redo finds, the database was
+    /// shut down cleanly and recovery has nothing to finish (xlog.c `StartupXLOG`:
+    /// `wasShutdown` with the redo pointer at the record itself leaves `InRecovery` false).
+    /// Not written when a B+tree split was left incomplete by an error
+    /// ([`crate::btree::BTree::left_incomplete_split`]), so that the next open finishes it.
+    pub const CHECKPOINT_SHUTDOWN: u8 = 3;
 }
 
 /// Bytes of the record header (XLogRecord, `SizeOfXLogRecord`).
