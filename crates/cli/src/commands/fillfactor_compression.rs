@@ -111,6 +111,20 @@ fn space_cells(s: &Space) -> String {
     )
 }
 
+/// B-tree page splits per 1,000 committed transactions of `r`: its WAL's `Btree/SPLIT*`
+/// records (the preset's `Btree/SPLIT`; pg_waldump's `Btree/SPLIT_L` and `SPLIT_R`,
+/// nbtxlog.h), 0 where the WAL was not read by record type.
+fn splits_per_1k_txn(r: &RunReport) -> f64 {
+    let splits: u64 = r
+        .engine
+        .wal_by_record
+        .iter()
+        .filter(|(k, _)| k.starts_with("Btree/SPLIT"))
+        .map(|(_, v)| v.records)
+        .sum();
+    1000.0 * splits as f64 / r.results.run.transactions.max(1) as f64
+}
+
 /// The point of run `r` as the summary's first column: its design, with ` @ B MiB/s` when
 /// the device was throttled and ` seed S` when `seeds` (the runs hold several seeds).
 fn point(r: &RunReport, seeds: bool) -> String {
@@ -173,7 +187,7 @@ fn change(a: f64, b: f64, decimals: usize) -> String {
 fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
     let seeds = several_seeds(runs);
     let mut out = String::from(
-        "| design | compression | fillfactor | TPS | data MiB at load (pages × page size) | data files physical MiB at load | data files physical MiB at the end | HOT % | write blocks/txn | WAL bytes/txn |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| design | compression | fillfactor | TPS | data MiB at load (pages × page size) | data files physical MiB at load | data files physical MiB at the end | HOT % | write blocks/txn | WAL bytes/txn | FPIs/txn | B-tree splits/1,000 txn |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let find = |r0: &RunReport, ff: u8| {
         runs.iter()
@@ -196,8 +210,10 @@ fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
             let wal = |r: &RunReport| {
                 r.engine.wal_bytes as f64 / r.results.run.transactions.max(1) as f64
             };
+            let fpi =
+                |r: &RunReport| r.engine.wal_fpi as f64 / r.results.run.transactions.max(1) as f64;
             out += &format!(
-                "| {} | {} | {} → {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} → {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 point(a, seeds),
                 a.device.compression,
                 base,
@@ -217,6 +233,8 @@ fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
                 change(hot_pct(a), hot_pct(b), 1),
                 change(per(a, "write_blocks_4k"), per(b, "write_blocks_4k"), 1),
                 change(wal(a), wal(b), 0),
+                change(fpi(a), fpi(b), 2),
+                change(splits_per_1k_txn(a), splits_per_1k_txn(b), 0),
             );
         }
     }
@@ -585,6 +603,27 @@ mod tests {
         other.push(seeded(75, 1000.0, 1, Some(80.0)));
         assert!(summary(&other, &[100, 75])
             .contains("| postgres @ 40 MiB/s seed 1 | lz4 | 100 → 75 | 100.0 → 110.0 (+10.0 %) |"));
+    }
+
+    #[test]
+    fn splits_count_every_btree_split_record_per_1000_transactions() {
+        let mut r = run("real:postgresql", 100, 1.0, 1);
+        r.results.run.transactions = 200;
+        r.engine.wal_by_record.clear();
+        for (k, n) in [
+            ("Btree/SPLIT_L", 3),
+            ("Btree/SPLIT_R", 7),
+            ("Btree/INSERT_LEAF", 50),
+        ] {
+            r.engine.wal_by_record.insert(
+                k.into(),
+                mvcclab_engine::wal::RecordTypeCounts {
+                    records: n,
+                    ..Default::default()
+                },
+            );
+        }
+        assert_eq!(splits_per_1k_txn(&r), 50.0);
     }
 
     #[test]
