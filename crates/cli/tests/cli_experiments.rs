@@ -196,3 +196,21 @@ fn version_chain_runs_the_seeds_procedure_autovacuum_off_pruning_on_and_purge_on
         }
     }
 }
+
+#[test]
+fn fillfactor_compression_refuses_bad_repeats_scale_and_bandwidth_before_running() {
+    for (flag, value) in [("--repeats", "0"), ("--scale", "0"), ("--bandwidth", "0")] {
+        let out = mvcclab(&[
+            "experiment",
+            "fillfactor_compression",
+            "--designs",
+            "postgres",
+            flag,
+            value,
+            "--quiet",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {err}");
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
+}

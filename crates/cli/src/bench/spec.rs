@@ -2,7 +2,7 @@
 //! `real:postgresql` / `real:mariadb`), and the checks of the shared flags made before the
 //! first (long) run.
 
-use super::args::{CommonArgs, DeviceArgs, ServerArgs};
+use super::args::{sysbench_options, CommonArgs, DeviceArgs, ServerArgs};
 use crate::design_arg::resolve_design;
 use crate::UsageError;
 use anyhow::Result;
@@ -80,8 +80,15 @@ pub fn apply_fillfactor(spec: RunSpec, n: Option<u8>) -> Result<RunSpec> {
 ///
 /// Errors: [`UsageError`] naming the flag.
 pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
-    let _: WorkloadKind = c.workload.parse().map_err(UsageError)?;
+    let kind: WorkloadKind = c.workload.parse().map_err(UsageError)?;
     let bad = |m: &str| -> Result<()> { Err(UsageError(m.to_string()).into()) };
+    if kind == WorkloadKind::Tpcc {
+        // Before any design opens or server starts, not at its load (`--scale 0`).
+        sysbench_options(c)
+            .tpcc_size()
+            .validate()
+            .map_err(UsageError)?;
+    }
     if c.rand_spec_iter == 0 {
         bad("--rand-spec-iter must be at least 1")?;
     }

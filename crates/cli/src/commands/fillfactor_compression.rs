@@ -15,11 +15,19 @@
 //! block with the same codec and accounting as the preset's: the summary's data and WAL
 //! columns (`space.by_file_kind`) put the preset's compression ratio beside PostgreSQL's
 //! own files'. Both are measured in the same invocation, one after the other.
+//!
+//! `--repeats N` runs every point N times, the i-th with `--rand-seed` + i (repeats
+//! outermost, so that the two fill factors of one seed run next to each other), and adds
+//! the run-to-run spread of TPS and the fill factor's change per seed to the summary.
+//! `--bandwidth` and `--scale` (common flags) give the seed's other condition: several
+//! warehouses on a device whose writes cost time (the preset's device throttled from the
+//! load on, a real server's FUSE device from the warm-up on, bench/server.rs).
 
 use crate::bench::{apply_fillfactor, resolve_spec, run_specs_with, CommonArgs, RunSpec};
-use crate::export::write_report;
+use crate::export::{label, write_report};
 use crate::progress::{install_ctrl_c, status};
 use crate::result::{Report, RunReport, Space};
+use crate::UsageError;
 use anyhow::{Context, Result};
 use clap::Args;
 use mvcclab_engine::device::{Compression, CompressionTotals};
@@ -44,6 +52,10 @@ pub struct FillfactorCompressionArgs {
     #[arg(long, default_value = "none,lz4,zstd", value_delimiter = ',',
           value_parser = |s: &str| s.parse::<Compression>())]
     pub compressions: Vec<Compression>,
+    /// Runs of every point (design × fill factor × compression × bandwidth), the i-th
+    /// (from 0) with `--rand-seed` + i, for the run-to-run spread of TPS (1..=100).
+    #[arg(long, default_value_t = 1)]
+    pub repeats: u32,
     /// Workload, driver, device and output flags (`--workload` is always tpcc;
     /// `--fillfactor` and `--compression` are set per run from the lists above).
     #[command(flatten)]
@@ -99,12 +111,51 @@ fn space_cells(s: &Space) -> String {
     )
 }
 
+/// B-tree page splits per 1,000 committed transactions of `r`: its WAL's `Btree/SPLIT*`
+/// records (the preset's `Btree/SPLIT`; pg_waldump's `Btree/SPLIT_L` and `SPLIT_R`,
+/// nbtxlog.h), 0 where the WAL was not read by record type.
+fn splits_per_1k_txn(r: &RunReport) -> f64 {
+    let splits: u64 = r
+        .engine
+        .wal_by_record
+        .iter()
+        .filter(|(k, _)| k.starts_with("Btree/SPLIT"))
+        .map(|(_, v)| v.records)
+        .sum();
+    1000.0 * splits as f64 / r.results.run.transactions.max(1) as f64
+}
+
+/// The point of run `r` as the summary's first column: its design, with ` @ B MiB/s` when
+/// the device was throttled and ` seed S` when `seeds` (the runs hold several seeds).
+fn point(r: &RunReport, seeds: bool) -> String {
+    let mut s = label(&r.design.name, r.device.bandwidth_mib_s);
+    if seeds {
+        s += &format!(" seed {}", r.driver.rand_seed);
+    }
+    s
+}
+
+/// Whether `runs` were made with more than one `--rand-seed` (`--repeats`).
+fn several_seeds(runs: &[RunReport]) -> bool {
+    runs.iter()
+        .any(|r| r.driver.rand_seed != runs[0].driver.rand_seed)
+}
+
+/// Whether `a` and `b` are the same point but for the fill factor: design, compression,
+/// bandwidth and seed.
+fn same_point(a: &RunReport, b: &RunReport) -> bool {
+    a.design.name == b.design.name
+        && a.device.compression == b.device.compression
+        && a.device.bandwidth_mib_s == b.device.bandwidth_mib_s
+        && a.driver.rand_seed == b.driver.rand_seed
+}
+
 /// One row of the run table: the run's figures at its end.
-fn row(r: &RunReport) -> String {
+fn row(r: &RunReport, seeds: bool) -> String {
     let per = |k: &str| r.io.per_txn.get(k).copied().unwrap_or(0.0);
     format!(
         "| {} | {} | {} | {} | {:.1} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
-        r.design.name,
+        point(r, seeds),
         r.device.compression,
         r.design.fillfactor,
         r.design.index_fillfactor,
@@ -131,17 +182,16 @@ fn change(a: f64, b: f64, decimals: usize) -> String {
 /// against each other, on the figures seed 001 reports (TPS, logical space, physical
 /// space at the end of the load) and the block-level causes beside them. A run is
 /// matched by its design name, compression and `index_fillfactor` (the experiment's fill
-/// factor on every design: PostgreSQL's `fillfactor`, InnoDB's `innodb_fill_factor`).
+/// factor on every design: PostgreSQL's `fillfactor`, InnoDB's `innodb_fill_factor`),
+/// bandwidth and seed.
 fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
+    let seeds = several_seeds(runs);
     let mut out = String::from(
-        "| design | compression | fillfactor | TPS | data MiB at load (pages × page size) | data files physical MiB at load | data files physical MiB at the end | HOT % | write blocks/txn | WAL bytes/txn |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| design | compression | fillfactor | TPS | data MiB at load (pages × page size) | data files physical MiB at load | data files physical MiB at the end | HOT % | write blocks/txn | WAL bytes/txn | FPIs/txn | B-tree splits/1,000 txn |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     let find = |r0: &RunReport, ff: u8| {
-        runs.iter().find(|r| {
-            r.design.name == r0.design.name
-                && r.device.compression == r0.device.compression
-                && r.design.index_fillfactor == ff
-        })
+        runs.iter()
+            .find(|r| same_point(r, r0) && r.design.index_fillfactor == ff)
     };
     let Some((&base, others)) = ffs.split_first() else {
         return out;
@@ -160,9 +210,11 @@ fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
             let wal = |r: &RunReport| {
                 r.engine.wal_bytes as f64 / r.results.run.transactions.max(1) as f64
             };
+            let fpi =
+                |r: &RunReport| r.engine.wal_fpi as f64 / r.results.run.transactions.max(1) as f64;
             out += &format!(
-                "| {} | {} | {} → {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                a.design.name,
+                "| {} | {} | {} → {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                point(a, seeds),
                 a.device.compression,
                 base,
                 b.design.index_fillfactor,
@@ -181,6 +233,8 @@ fn changes(runs: &[RunReport], ffs: &[u8]) -> String {
                 change(hot_pct(a), hot_pct(b), 1),
                 change(per(a, "write_blocks_4k"), per(b, "write_blocks_4k"), 1),
                 change(wal(a), wal(b), 0),
+                change(fpi(a), fpi(b), 2),
+                change(splits_per_1k_txn(a), splits_per_1k_txn(b), 0),
             );
         }
     }
@@ -207,6 +261,7 @@ fn pages_by_table(runs: &[RunReport], at_load: bool) -> String {
     if tables.is_empty() {
         return String::new();
     }
+    let seeds = several_seeds(runs);
     let mut out = String::from("| design | compression | fillfactor |");
     for t in &tables {
         out += &format!(" {t} |");
@@ -218,7 +273,9 @@ fn pages_by_table(runs: &[RunReport], at_load: bool) -> String {
         let Some(s) = space(r) else { continue };
         out += &format!(
             "| {} | {} | {} |",
-            r.design.name, r.device.compression, r.design.index_fillfactor
+            point(r, seeds),
+            r.device.compression,
+            r.design.index_fillfactor
         );
         for t in &tables {
             match s.pages_by_table.get(t) {
@@ -231,6 +288,111 @@ fn pages_by_table(runs: &[RunReport], at_load: bool) -> String {
     out
 }
 
+/// Mean, smallest, largest and sample standard deviation of `xs` (not empty).
+fn stats(xs: &[f64]) -> (f64, f64, f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, min, max, var.sqrt())
+}
+
+/// The run-to-run spread (`--repeats`): for each point but the seed, the runs' TPS (mean,
+/// range, sample standard deviation and its share of the mean) and mean blocks per
+/// transaction; then, per seed, TPS at each other fill factor of `ffs` against the first's
+/// of the same seed. Empty when no point ran more than once.
+fn spread(runs: &[RunReport], ffs: &[u8]) -> String {
+    // One group per point but the seed, in the order the runs came.
+    let mut groups: Vec<Vec<&RunReport>> = Vec::new();
+    for r in runs {
+        let same = |g: &Vec<&RunReport>| {
+            let a = g[0];
+            a.design.name == r.design.name
+                && a.device.compression == r.device.compression
+                && a.device.bandwidth_mib_s == r.device.bandwidth_mib_s
+                && a.design.index_fillfactor == r.design.index_fillfactor
+        };
+        match groups.iter_mut().find(|g| same(g)) {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    if groups.iter().all(|g| g.len() < 2) {
+        return String::new();
+    }
+    let per = |r: &RunReport, k: &str| r.io.per_txn.get(k).copied().unwrap_or(0.0);
+    let mut out = String::from(
+        "\nRun-to-run spread (each point run once per seed):\n\n| design | compression | fillfactor | runs | TPS mean | TPS min – max | TPS sd (of mean) | read blocks/txn | write blocks/txn | HOT % |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for g in &groups {
+        let (mean, min, max, sd) = stats(&g.iter().map(|r| r.results.run.tps).collect::<Vec<_>>());
+        let avg =
+            |f: &dyn Fn(&RunReport) -> f64| stats(&g.iter().map(|r| f(r)).collect::<Vec<_>>()).0;
+        out += &format!(
+            "| {} | {} | {} | {} | {mean:.1} | {min:.1} – {max:.1} | {sd:.1} ({:.1} %) | {:.1} | {:.1} | {:.1} |\n",
+            label(&g[0].design.name, g[0].device.bandwidth_mib_s),
+            g[0].device.compression,
+            g[0].design.index_fillfactor,
+            g.len(),
+            100.0 * sd / mean.max(f64::MIN_POSITIVE),
+            avg(&|r| per(r, "read_blocks_4k")),
+            avg(&|r| per(r, "write_blocks_4k")),
+            avg(&hot_pct),
+        );
+    }
+    let Some((&base, others)) = ffs.split_first() else {
+        return out;
+    };
+    out += "\nTPS change from the first fill factor, seed by seed (same design, compression, bandwidth and seed):\n\n| design | compression | fillfactor | change per seed | mean change | min – max |\n|---|---|---|---|---|---|\n";
+    for g in groups
+        .iter()
+        .filter(|g| g[0].design.index_fillfactor == base)
+    {
+        for &ff in others {
+            let pairs: Vec<(u64, f64)> = g
+                .iter()
+                .filter_map(|a| {
+                    let b = runs
+                        .iter()
+                        .find(|b| same_point(a, b) && b.design.index_fillfactor == ff)?;
+                    let ta = a.results.run.tps;
+                    (ta > 0.0).then(|| (a.driver.rand_seed, 100.0 * (b.results.run.tps - ta) / ta))
+                })
+                .collect();
+            if pairs.is_empty() {
+                continue;
+            }
+            let (mean, min, max, _) = stats(&pairs.iter().map(|p| p.1).collect::<Vec<_>>());
+            let each: Vec<String> = pairs
+                .iter()
+                .map(|(seed, c)| format!("{seed}: {c:+.1} %"))
+                .collect();
+            out += &format!(
+                "| {} | {} | {base} → {ff} | {} | {mean:+.1} % | {min:+.1} % – {max:+.1} % |\n",
+                label(&g[0].design.name, g[0].device.bandwidth_mib_s),
+                g[0].device.compression,
+                each.join(", "),
+            );
+        }
+    }
+    out
+}
+
+/// `--repeats`: at least one run per point, at most 100.
+///
+/// Errors: [`UsageError`] naming the flag when `n` is 0 or above 100.
+fn check_repeats(n: u32) -> Result<()> {
+    if !(1..=100).contains(&n) {
+        return Err(UsageError(format!("--repeats {n}: runs per point must be 1 to 100")).into());
+    }
+    Ok(())
+}
+
 /// Header of the space columns ([`space_cells`]).
 const SPACE_HEADER: &str = "table pages | index pages | data MiB | data files MiB | data files physical MiB (ratio) | WAL MiB | WAL physical MiB (ratio)";
 
@@ -241,8 +403,9 @@ pub fn summary(runs: &[RunReport], ffs: &[u8]) -> String {
     let mut out = format!(
         "At the end of the run:\n\n| design | compression | fillfactor | index fillfactor | TPS | {SPACE_HEADER} | HOT % | read blocks/txn | write blocks/txn | WAL bytes/txn |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
+    let seeds = several_seeds(runs);
     for r in runs {
-        out += &row(r);
+        out += &row(r, seeds);
         out.push('\n');
     }
     if runs.iter().any(|r| r.space.after_load.is_some()) {
@@ -253,7 +416,7 @@ pub fn summary(runs: &[RunReport], ffs: &[u8]) -> String {
             if let Some(s) = &r.space.after_load {
                 out += &format!(
                     "| {} | {} | {} | {} |\n",
-                    r.design.name,
+                    point(r, seeds),
                     r.device.compression,
                     r.design.index_fillfactor,
                     space_cells(s)
@@ -265,6 +428,7 @@ pub fn summary(runs: &[RunReport], ffs: &[u8]) -> String {
         out += "\nFill factor changes (seed 001: TPS +33 %, space +22 % on a normal SSD, +6 % physical on a compressing one):\n\n";
         out += &changes(runs, ffs);
     }
+    out += &spread(runs, ffs);
     let at_load = pages_by_table(runs, true);
     if !at_load.is_empty() {
         out += "\nPages per table at the end of the load (table + index pages):\n\n";
@@ -282,6 +446,7 @@ pub fn summary(runs: &[RunReport], ffs: &[u8]) -> String {
 ///
 /// Errors: bad flags (usage errors), a design failing.
 pub fn run(a: FillfactorCompressionArgs) -> Result<()> {
+    check_repeats(a.repeats)?;
     let mut c = a.common.clone();
     c.workload = "tpcc".into();
     // A real server runs on mvcclab's device, compressing or not, so that its files are
@@ -292,18 +457,30 @@ pub fn run(a: FillfactorCompressionArgs) -> Result<()> {
     let ctl = RunControl::default();
     install_ctrl_c(&ctl.stop)?;
     let mut runs = Vec::new();
-    for comp in &a.compressions {
-        for &ff in &a.fillfactors {
-            c.device.compression = *comp;
-            c.fillfactor = Some(ff);
-            let specs: Vec<RunSpec> = a
-                .designs
-                .iter()
-                .map(|d| resolve_spec(d, &c.set).and_then(|s| apply_fillfactor(s, Some(ff))))
-                .collect::<Result<_>>()?;
-            crate::bench::check_common(&c, &specs)?;
-            status(c.out.quiet, &format!("fillfactor {ff}, compression {comp}"));
-            runs.extend(run_specs_with(&specs, &c, &ctl)?);
+    let first_seed = c.rand_seed;
+    for rep in 0..u64::from(a.repeats) {
+        c.rand_seed = first_seed.wrapping_add(rep);
+        for comp in &a.compressions {
+            for &ff in &a.fillfactors {
+                c.device.compression = *comp;
+                c.fillfactor = Some(ff);
+                let specs: Vec<RunSpec> = a
+                    .designs
+                    .iter()
+                    .map(|d| resolve_spec(d, &c.set).and_then(|s| apply_fillfactor(s, Some(ff))))
+                    .collect::<Result<_>>()?;
+                crate::bench::check_common(&c, &specs)?;
+                let seed = if a.repeats > 1 {
+                    format!(", seed {}", c.rand_seed)
+                } else {
+                    String::new()
+                };
+                status(
+                    c.out.quiet,
+                    &format!("fillfactor {ff}, compression {comp}{seed}"),
+                );
+                runs.extend(run_specs_with(&specs, &c, &ctl)?);
+            }
         }
     }
     let table = summary(&runs, &a.fillfactors);
@@ -380,5 +557,84 @@ mod tests {
         assert!(s.contains("| postgres | lz4 | 75 | 122 + 1 |"), "{s}");
         // One fill factor: nothing to compare.
         assert!(!summary(&runs[..1], &[100]).contains("Fill factor changes"));
+        // One run per point: no spread, no seed in the first column.
+        assert!(!s.contains("Run-to-run spread"), "{s}");
+        assert!(!s.contains("postgres seed"), "{s}");
+    }
+
+    /// `run` with `--rand-seed seed` at `bandwidth`.
+    fn seeded(ff: u8, tps: f64, seed: u64, bandwidth: Option<f64>) -> RunReport {
+        let mut r = run("postgres", ff, tps, 100);
+        r.driver.rand_seed = seed;
+        r.device.bandwidth_mib_s = bandwidth;
+        r
+    }
+
+    #[test]
+    fn repeats_pair_each_seed_and_give_the_spread() {
+        let b = Some(40.0);
+        let runs = [
+            seeded(100, 100.0, 1, b),
+            seeded(75, 110.0, 1, b),
+            seeded(100, 200.0, 2, b),
+            seeded(75, 180.0, 2, b),
+            seeded(100, 150.0, 3, b),
+            seeded(75, 165.0, 3, b),
+        ];
+        let s = summary(&runs, &[100, 75]);
+        // Each seed against its own seed, not the first run of the design.
+        assert!(
+            s.contains("| postgres @ 40 MiB/s seed 2 | lz4 | 100 → 75 | 200.0 → 180.0 (-10.0 %) |"),
+            "{s}"
+        );
+        // TPS 100, 200, 150: mean 150, sd 50.
+        assert!(
+            s.contains(
+                "| postgres @ 40 MiB/s | lz4 | 100 | 3 | 150.0 | 100.0 – 200.0 | 50.0 (33.3 %) |"
+            ),
+            "{s}"
+        );
+        assert!(
+            s.contains("| postgres @ 40 MiB/s | lz4 | 100 → 75 | 1: +10.0 %, 2: -10.0 %, 3: +10.0 % | +3.3 % | -10.0 % – +10.0 % |"),
+            "{s}"
+        );
+        // Another bandwidth is another point, never paired with these.
+        let mut other = runs.to_vec();
+        other.push(seeded(75, 1000.0, 1, Some(80.0)));
+        assert!(summary(&other, &[100, 75])
+            .contains("| postgres @ 40 MiB/s seed 1 | lz4 | 100 → 75 | 100.0 → 110.0 (+10.0 %) |"));
+    }
+
+    #[test]
+    fn splits_count_every_btree_split_record_per_1000_transactions() {
+        let mut r = run("real:postgresql", 100, 1.0, 1);
+        r.results.run.transactions = 200;
+        r.engine.wal_by_record.clear();
+        for (k, n) in [
+            ("Btree/SPLIT_L", 3),
+            ("Btree/SPLIT_R", 7),
+            ("Btree/INSERT_LEAF", 50),
+        ] {
+            r.engine.wal_by_record.insert(
+                k.into(),
+                mvcclab_engine::wal::RecordTypeCounts {
+                    records: n,
+                    ..Default::default()
+                },
+            );
+        }
+        assert_eq!(splits_per_1k_txn(&r), 50.0);
+    }
+
+    #[test]
+    fn repeats_out_of_range_are_usage_errors() {
+        for bad in [0, 101] {
+            let e = check_repeats(bad).unwrap_err();
+            assert!(e.downcast_ref::<UsageError>().is_some(), "{e}");
+            assert!(e.to_string().contains("--repeats"), "{e}");
+        }
+        for good in [1, 3, 100] {
+            check_repeats(good).unwrap();
+        }
     }
 }
