@@ -256,19 +256,10 @@ impl TpchServer {
         let t0 = Instant::now();
         let rows = match &mut self.conn {
             Conn::None => return Err(not_connected(kind)),
-            Conn::Pg(c) => c
-                .simple_query(sql)
-                .map_err(|e| ServerError::sql(kind, sql, pg_message(&e)))?
-                .iter()
-                .filter_map(|m| match m {
-                    postgres::SimpleQueryMessage::Row(r) => Some(
-                        (0..r.len())
-                            .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                            .collect(),
-                    ),
-                    _ => None,
-                })
-                .collect(),
+            Conn::Pg(c) => pg_text_rows(
+                &c.simple_query(sql)
+                    .map_err(|e| ServerError::sql(kind, sql, pg_message(&e)))?,
+            ),
             Conn::My(c) => {
                 let rows: Vec<mysql::Row> =
                     c.query(sql).map_err(|e| ServerError::sql(kind, sql, e))?;
@@ -413,19 +404,8 @@ impl TpchServer {
                 for s in &stmts {
                     match c.simple_query(s) {
                         Ok(msgs) => {
-                            let r: Vec<Vec<String>> = msgs
-                                .iter()
-                                .filter_map(|m| match m {
-                                    postgres::SimpleQueryMessage::Row(r) => Some(
-                                        (0..r.len())
-                                            .map(|i| r.get(i).unwrap_or("NULL").to_string())
-                                            .collect(),
-                                    ),
-                                    _ => None,
-                                })
-                                .collect();
                             if s.starts_with("select") {
-                                rows = r;
+                                rows = pg_text_rows(&msgs);
                             }
                         }
                         Err(e) if e.code() == Some(&postgres::error::SqlState::QUERY_CANCELED) => {
@@ -570,6 +550,20 @@ impl TpchServer {
     pub fn stop(mut self) -> Result<(), ServerError> {
         self.managed.stop()
     }
+}
+
+/// The rows of a simple-protocol reply as text (NULL as `NULL`).
+fn pg_text_rows(msgs: &[postgres::SimpleQueryMessage]) -> Vec<Vec<String>> {
+    msgs.iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => Some(
+                (0..r.len())
+                    .map(|i| r.get(i).unwrap_or("NULL").to_string())
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
 }
 
 fn my_text(v: mysql::Value) -> String {
