@@ -141,13 +141,18 @@ fn several_seeds(runs: &[RunReport]) -> bool {
         .any(|r| r.driver.rand_seed != runs[0].driver.rand_seed)
 }
 
-/// Whether `a` and `b` are the same point but for the fill factor: design, compression,
-/// bandwidth and seed.
-fn same_point(a: &RunReport, b: &RunReport) -> bool {
+/// Whether `a` and `b` ran the same design on the same device: design, compression and
+/// bandwidth.
+fn same_design_and_device(a: &RunReport, b: &RunReport) -> bool {
     a.design.name == b.design.name
         && a.device.compression == b.device.compression
         && a.device.bandwidth_mib_s == b.device.bandwidth_mib_s
-        && a.driver.rand_seed == b.driver.rand_seed
+}
+
+/// Whether `a` and `b` are the same point but for the fill factor: design, compression,
+/// bandwidth and seed.
+fn same_point(a: &RunReport, b: &RunReport) -> bool {
+    same_design_and_device(a, b) && a.driver.rand_seed == b.driver.rand_seed
 }
 
 /// One row of the run table: the run's figures at its end.
@@ -311,11 +316,8 @@ fn spread(runs: &[RunReport], ffs: &[u8]) -> String {
     let mut groups: Vec<Vec<&RunReport>> = Vec::new();
     for r in runs {
         let same = |g: &Vec<&RunReport>| {
-            let a = g[0];
-            a.design.name == r.design.name
-                && a.device.compression == r.device.compression
-                && a.device.bandwidth_mib_s == r.device.bandwidth_mib_s
-                && a.design.index_fillfactor == r.design.index_fillfactor
+            same_design_and_device(g[0], r)
+                && g[0].design.index_fillfactor == r.design.index_fillfactor
         };
         match groups.iter_mut().find(|g| same(g)) {
             Some(g) => g.push(r),
