@@ -208,12 +208,12 @@ impl TpchServer {
         })
     }
 
-    /// Restarts the server ([`ManagedServer::restart`]: a clean shutdown, then the same
+    /// Restarts the server ([`ManagedServer::restart_with`]: a clean shutdown, then the same
     /// server on the same data directory, its buffer pool empty) and connects again;
     /// with `drop_os_page_cache` the kernel's page cache is dropped while it is down
     /// ([`crate::load::drop_os_page_cache`], root). A cold start for the next query.
     ///
-    /// Errors: as [`ManagedServer::restart`]; [`ServerError::Io`] when the page cache
+    /// Errors: as [`ManagedServer::restart_with`]; [`ServerError::Io`] when the page cache
     /// cannot be dropped; the connection's.
     pub fn restart(&mut self, drop_os_page_cache: bool) -> Result<(), ServerError> {
         // The old connection goes first, so that shutdown does not wait for it.
