@@ -156,6 +156,9 @@ pub struct CgroupMemory {
     pub limit_bytes: u64,
     /// `memory.failcnt`: times the limit was hit.
     pub failcnt: u64,
+    /// Shared memory the server has mapped but not yet touched, so not yet charged
+    /// ([`ManagedServer::bound_page_cache`] fills it in; 0 from `memory.stat` alone).
+    pub untouched_shared_bytes: u64,
 }
 
 impl CgroupMemory {
@@ -177,12 +180,17 @@ impl CgroupMemory {
             rss_bytes: get("rss"),
             limit_bytes,
             failcnt,
+            untouched_shared_bytes: 0,
         }
     }
 
-    /// The server's own memory: everything charged but the page cache, `usage − file`.
+    /// The server's own memory: everything charged but the page cache, `usage − file`,
+    /// plus the shared memory it will be charged for when first touched
+    /// (`untouched_shared_bytes`).
     pub fn own_bytes(&self) -> u64 {
-        self.usage_bytes.saturating_sub(self.file_bytes)
+        self.usage_bytes
+            .saturating_sub(self.file_bytes)
+            .saturating_add(self.untouched_shared_bytes)
     }
 
     /// The limit that leaves the server `page_cache_bytes` of page cache beside its own
@@ -215,6 +223,25 @@ impl Default for ManagedOptions {
             extra_settings: Vec::new(),
         }
     }
+}
+
+/// The bytes of shared anonymous and System V shared memory mapped by a process, from the
+/// text of its `/proc/PID/maps`: lines naming `/dev/zero (deleted)` (how Linux shows a
+/// `MAP_SHARED | MAP_ANONYMOUS` mapping, PostgreSQL's main segment: sysv_shmem.c
+/// `CreateAnonymousSegment`) or `SYSV` (its small System V header segment), each
+/// `end - start`. Lines that do not parse count 0.
+pub fn shared_mapping_bytes(maps: &str) -> u64 {
+    maps.lines()
+        .filter(|l| l.ends_with("/dev/zero (deleted)") || l.contains(" /SYSV"))
+        .filter_map(|l| {
+            let (a, b) = l.split_whitespace().next()?.split_once('-')?;
+            Some(
+                u64::from_str_radix(b, 16)
+                    .ok()?
+                    .saturating_sub(u64::from_str_radix(a, 16).ok()?),
+            )
+        })
+        .sum()
 }
 
 /// A server process mvcclab started; stopped (fast shutdown, then SIGKILL after 60 s) and
@@ -805,6 +832,19 @@ impl ManagedServer {
                 std::io::Error::other("memory.usage_in_bytes or memory.stat unreadable"),
             )
         })?;
+        // Shared memory is charged to the group when a page of it is first touched: after
+        // a restart few of PostgreSQL's shared buffers have been, and those touched during
+        // the phase would come out of the page cache. Count the part not yet charged as
+        // the server's own (its main process's shared mappings − the group's `shmem`).
+        let mapped = self
+            .pid()
+            .and_then(|pid| fs::read_to_string(format!("/proc/{pid}/maps")).ok())
+            .map(|t| shared_mapping_bytes(&t))
+            .unwrap_or(0);
+        let m = CgroupMemory {
+            untouched_shared_bytes: mapped.saturating_sub(m.shmem_bytes),
+            ..m
+        };
         let limit = m.limit_for_page_cache(page_cache_bytes);
         g.write("memory.limit_in_bytes", &limit.to_string())?;
         Ok(Some((m, limit)))
@@ -921,6 +961,28 @@ impl Drop for ManagedServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PostgreSQL's main segment (a shared anonymous mapping) and its System V header are
+    /// counted; private anonymous memory, files and malformed lines are not.
+    #[test]
+    fn shared_mappings_of_a_maps_file() {
+        let maps = "\
+55d1a0000000-55d1a0100000 r-xp 00000000 08:01 123 /usr/lib/postgresql/15/bin/postgres
+7f0000000000-7f0001600000 rw-s 00000000 00:01 6734                       /dev/zero (deleted)
+7f0002000000-7f0002001000 rw-s 00000000 00:01 32769                      /SYSV0052e2c1 (deleted)
+7f0003000000-7f0003800000 rw-p 00000000 00:00 0
+zzzz-yyyy rw-s 00000000 00:01 1 /dev/zero (deleted)
+";
+        assert_eq!(shared_mapping_bytes(maps), 0x1600000 + 0x1000);
+        let m = CgroupMemory {
+            usage_bytes: 40 << 20,
+            file_bytes: 10 << 20,
+            untouched_shared_bytes: 8 << 20,
+            ..Default::default()
+        };
+        assert_eq!(m.own_bytes(), 38 << 20);
+        assert_eq!(m.limit_for_page_cache(48 << 20), 86 << 20);
+    }
 
     #[test]
     fn free_ports_are_bindable() {

@@ -79,6 +79,10 @@ struct PageCacheSeen {
     bounds: u64,
     /// The page cache read just before the first bound (the load's).
     before_first_bound_file_bytes: u64,
+    /// The largest shared memory mapped but not yet touched at a bound, counted as own
+    /// memory (`CgroupMemory::untouched_shared_bytes`, servers/managed.rs): until the
+    /// server touches it, the page cache may exceed `--os-cache` by up to this much.
+    untouched_shared_max_bytes: u64,
 }
 
 /// How a server starts beyond its flags ([`ServerRun::open_with`]).
@@ -423,6 +427,10 @@ impl ServerRun {
                 ),
                 ("page_cache_max_bytes", seen.max_file_bytes),
                 ("own_bytes", seen.own_bytes),
+                (
+                    "untouched_shared_max_bytes",
+                    seen.untouched_shared_max_bytes,
+                ),
                 ("phase_limit_bytes", seen.limit_bytes),
             ] {
                 info.settings
@@ -467,6 +475,9 @@ impl ServerRun {
                 seen.before_first_bound_file_bytes = mem.file_bytes;
             }
             seen.own_bytes = mem.own_bytes();
+            seen.untouched_shared_max_bytes = seen
+                .untouched_shared_max_bytes
+                .max(mem.untouched_shared_bytes);
             seen.limit_bytes = limit;
             seen.bounds += 1;
         }
