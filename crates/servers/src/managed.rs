@@ -270,7 +270,7 @@ pub struct ManagedServer {
 }
 
 /// The server process's command line: program, its user, parent-death signal, arguments
-/// and log, kept so that [`ManagedServer::restart`] starts the same server again.
+/// and log, kept so that [`ManagedServer::restart_with`] starts the same server again.
 #[derive(Debug)]
 struct Launch {
     program: PathBuf,
@@ -281,8 +281,13 @@ struct Launch {
 }
 
 impl Launch {
-    /// Starts the process, its output appended to the log.
-    fn spawn(&self) -> Result<Child, ServerError> {
+    /// Starts the process, its output appended to the log, and moves it into `cgroup`
+    /// (`cgroup.procs`); if that fails the process is killed and reaped, so that no server
+    /// runs outside the bound it was given.
+    ///
+    /// Errors: [`ServerError::Io`] when the log cannot be opened, the program cannot be
+    /// started or `cgroup.procs` cannot be written.
+    fn spawn_into(&self, cgroup: Option<&MemoryCgroup>) -> Result<Child, ServerError> {
         let out = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -291,13 +296,21 @@ impl Launch {
         let err = out
             .try_clone()
             .map_err(|e| ServerError::io("duplicating a log handle", e))?;
-        command(&self.program, self.owner, self.deathsig)
+        let mut child = command(&self.program, self.owner, self.deathsig)
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
             .spawn()
-            .map_err(|e| ServerError::io(&format!("starting {}", self.program.display()), e))
+            .map_err(|e| ServerError::io(&format!("starting {}", self.program.display()), e))?;
+        if let Some(g) = cgroup {
+            if let Err(e) = g.write("cgroup.procs", &child.id().to_string()) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+        Ok(child)
     }
 }
 
@@ -660,26 +673,14 @@ impl ManagedServer {
             args,
             log: log.clone(),
         };
-        let child = launch.spawn()?;
-        let cgroup = match o.memory_limit_bytes {
-            Some(limit) => {
-                let g = MemoryCgroup::create(&format!("mvcclab-{}-{port}", kind.name()), limit);
-                let g = g.and_then(|g| g.write("cgroup.procs", &child.id().to_string()).map(|_| g));
-                match g {
-                    Ok(g) => {
-                        settings.push(("memory_cgroup_limit_bytes".into(), limit.to_string()));
-                        Some(g)
-                    }
-                    Err(e) => {
-                        let mut child = child;
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        return Err(e);
-                    }
-                }
-            }
-            None => None,
-        };
+        let cgroup = o
+            .memory_limit_bytes
+            .map(|limit| MemoryCgroup::create(&format!("mvcclab-{}-{port}", kind.name()), limit))
+            .transpose()?;
+        let child = launch.spawn_into(cgroup.as_ref())?;
+        if let Some(limit) = o.memory_limit_bytes {
+            settings.push(("memory_cgroup_limit_bytes".into(), limit.to_string()));
+        }
         let mut m = ManagedServer {
             kind,
             child: Some(child),
@@ -719,16 +720,7 @@ impl ManagedServer {
         }
         self.stop_process()?;
         while_down()?;
-        let child = self.launch.spawn()?;
-        if let Some(g) = &self.cgroup {
-            if let Err(e) = g.write("cgroup.procs", &child.id().to_string()) {
-                let mut child = child;
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        }
-        self.child = Some(child);
+        self.child = Some(self.launch.spawn_into(self.cgroup.as_ref())?);
         let log = self.launch.log.clone();
         self.wait_ready(&log)
     }
@@ -807,7 +799,8 @@ impl ManagedServer {
 
     /// Bounds the server's page cache to `page_cache_bytes`: sets the memory cgroup's
     /// `memory.limit_in_bytes` to the server's own memory now (everything charged but the
-    /// page cache, [`CgroupMemory::own_bytes`]) + `page_cache_bytes`, so that the kernel's
+    /// page cache, plus the shared memory its main process has mapped but not yet touched:
+    /// [`CgroupMemory::own_bytes`], [`shared_mapping_bytes`]) + `page_cache_bytes`, so that the kernel's
     /// cache of its files is as large as the preset's emulated OS cache, whatever its
     /// processes use (shared buffers, backends' private memory, kernel memory). A limit
     /// below the usage makes the kernel reclaim page cache first (clean file pages; v1
