@@ -323,7 +323,9 @@ pub(crate) fn system_user(name: &str) -> Option<(u32, u32)> {
     })
 }
 
-pub(crate) fn is_root() -> bool {
+/// Whether this process runs as root (effective uid 0): the OS page cache can be dropped,
+/// memory cgroups made, loop devices set up and servers started as their system users.
+pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }

@@ -187,13 +187,6 @@ struct DefaultRunFlags {
     c: CommonArgs,
 }
 
-/// Whether this process runs as root (the OS page cache can be dropped).
-fn is_root() -> bool {
-    std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap_or(false)
-}
-
 /// A run's device utilisation: the busier direction's bytes over what the limit allows in
 /// the measured time (the report's own figure for a real server on the device).
 fn utilisation(r: &RunReport) -> Option<f64> {
@@ -522,7 +515,7 @@ pub fn run(a: BandwidthSweepArgs) -> Result<()> {
     base.server.fuse_mode = a.fuse_mode.clone();
     base.server.server_dir = a.server_dir.clone();
     base.server.bound_os_cache = true;
-    base.server.drop_caches = !a.no_drop_caches && is_root();
+    base.server.drop_caches = !a.no_drop_caches && mvcclab_servers::managed::is_root();
     base.out = a.out.clone();
     base.out.report = None;
     let memory = a.memory.unwrap_or(size.memory_bytes);

@@ -346,18 +346,12 @@ impl ServerSetup {
             base_dir: self.server_dir.clone(),
             device: Some(d),
             restore_from,
-            memory_limit_bytes: (kind == ServerKind::PostgreSql && is_root())
-                .then_some(dev.buffer_pool + dev.os_cache + SERVER_HEADROOM_BYTES),
+            memory_limit_bytes: (kind == ServerKind::PostgreSql
+                && mvcclab_servers::managed::is_root())
+            .then_some(dev.buffer_pool + dev.os_cache + SERVER_HEADROOM_BYTES),
             ..Default::default()
         }
     }
-}
-
-/// Whether this process runs as root (the OS page cache can be dropped, cgroups made).
-pub fn is_root() -> bool {
-    std::fs::metadata("/proc/self")
-        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-        .unwrap_or(false)
 }
 
 impl LoadedServer {
@@ -690,7 +684,7 @@ pub fn run(a: TpchQ18Args) -> Result<()> {
             RunSpec::Real(kind) => {
                 let setup = ServerSetup {
                     server_dir: a.server_dir.clone(),
-                    drop_caches: !a.no_drop_caches && is_root(),
+                    drop_caches: !a.no_drop_caches && mvcclab_servers::managed::is_root(),
                 };
                 eprintln!(
                     "tpch_q18: loading real:{} at SF {}",
