@@ -163,6 +163,11 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
             .parse()
             .unwrap()
     };
+    // The load ran with no limit (issue 24 a: the limit is the measured phases' only).
+    assert_eq!(
+        q.server.as_ref().unwrap().settings["memory_cgroup_limit_bytes"],
+        "none until the first bound"
+    );
     assert!(
         mem("page_cache_before_first_bound_bytes") > 5 << 20,
         "the load left only {} bytes of page cache: nothing to bound",

@@ -77,7 +77,9 @@ pub struct ManagedOptions {
     /// `/sys/fs/cgroup/memory/mvcclab-KIND-PORT`, `memory.limit_in_bytes`), so that the
     /// kernel's cache of its files is as large as the emulated OS cache of the preset
     /// (DESIGN.md "Page cache and memory, stated"); root only. The FUSE daemon is
-    /// mvcclab's own thread and stays outside it.
+    /// mvcclab's own thread and stays outside it. `u64::MAX`: no limit at start-up (the
+    /// group only holds the processes, so that a load is not slowed by a small page
+    /// cache) until [`ManagedServer::bound_page_cache`] sets one.
     pub memory_limit_bytes: Option<u64>,
     /// More server settings, after mvcclab's own (so they win): PostgreSQL `-c NAME=VALUE`,
     /// MariaDB `--NAME=VALUE` (`max_connections`, `thread_handling=pool-of-threads` for
@@ -92,7 +94,9 @@ struct MemoryCgroup {
 }
 
 impl MemoryCgroup {
-    /// Creates `/sys/fs/cgroup/memory/NAME` with `memory.limit_in_bytes` = `limit`.
+    /// Creates `/sys/fs/cgroup/memory/NAME` with `memory.limit_in_bytes` = `limit`
+    /// (`u64::MAX`: `-1`, no limit; mm/memcontrol-v1.c `mem_cgroup_write` →
+    /// `page_counter_memparse`).
     fn create(name: &str, limit: u64) -> Result<MemoryCgroup, ServerError> {
         let dir = Path::new("/sys/fs/cgroup/memory").join(name);
         fs::create_dir_all(&dir).map_err(|e| {
@@ -105,7 +109,7 @@ impl MemoryCgroup {
             )
         })?;
         let g = MemoryCgroup { dir };
-        g.write("memory.limit_in_bytes", &limit.to_string())?;
+        g.write("memory.limit_in_bytes", &limit_text(limit))?;
         Ok(g)
     }
 
@@ -130,6 +134,15 @@ impl MemoryCgroup {
             self.read_u64("memory.limit_in_bytes").unwrap_or(u64::MAX),
             self.read_u64("memory.failcnt").unwrap_or(0),
         ))
+    }
+}
+
+/// `limit` as `memory.limit_in_bytes` takes it: bytes, or `-1` (no limit) for `u64::MAX`.
+fn limit_text(limit: u64) -> String {
+    if limit == u64::MAX {
+        "-1".into()
+    } else {
+        limit.to_string()
     }
 }
 
@@ -681,7 +694,12 @@ impl ManagedServer {
             .transpose()?;
         let child = launch.spawn_into(cgroup.as_ref())?;
         if let Some(limit) = o.memory_limit_bytes {
-            settings.push(("memory_cgroup_limit_bytes".into(), limit.to_string()));
+            let text = if limit == u64::MAX {
+                "none until the first bound".to_string()
+            } else {
+                limit.to_string()
+            };
+            settings.push(("memory_cgroup_limit_bytes".into(), text));
         }
         let mut m = ManagedServer {
             kind,
@@ -1022,6 +1040,12 @@ zzzz-yyyy rw-s 00000000 00:01 1 /dev/zero (deleted)
         let odd = CgroupMemory::from_stat(1, PG_STAT, u64::MAX, 0);
         assert_eq!(odd.own_bytes(), 0);
         assert_eq!(odd.limit_for_page_cache(64 << 20), 64 << 20);
+    }
+
+    #[test]
+    fn no_limit_is_written_as_minus_one() {
+        assert_eq!(limit_text(u64::MAX), "-1");
+        assert_eq!(limit_text(176160768), "176160768");
     }
 
     #[test]

@@ -255,8 +255,8 @@ pub struct ServerArgs {
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,
     /// Bound a managed PostgreSQL's page cache to --os-cache, as the preset's emulated OS
-    /// cache, with a memory cgroup (v1, root): started with a limit of --buffer-pool +
-    /// --os-cache + 96 MiB (the load), then at the start of each measured phase the limit
+    /// cache, with a memory cgroup (v1, root): started with no limit (the load is not
+    /// measured), then after the load and at the start of each measured phase the limit
     /// is set to the server's own memory measured then (usage - active_file -
     /// inactive_file: shared buffers, processes, kernel) + --os-cache (experiment
     /// bandwidth_sweep sets it). MariaDB (O_DIRECT) is not bounded.
@@ -265,9 +265,9 @@ pub struct ServerArgs {
 }
 
 /// Memory a cgroup-bounded PostgreSQL gets at start-up beyond shared_buffers and the OS
-/// cache, for its processes' private memory during the load (an estimate, not a
-/// measurement; each measured phase replaces it by the measured memory,
-/// `ManagedServer::bound_page_cache`).
+/// cache, for its processes' private memory (an estimate, not a measurement): the
+/// whole-run limit of `experiment tpch_q18`. `--bound-os-cache` runs start with no limit
+/// and replace it by the measured memory (`ManagedServer::bound_page_cache`).
 pub const SERVER_HEADROOM_BYTES: u64 = 96 << 20;
 
 fn parse_on_off(s: &str) -> Result<bool, String> {

@@ -15,7 +15,7 @@
 //! measured phase — the same device fields as a preset's, by file class and by process,
 //! and per second — in place of the server's own estimates.
 
-use super::args::{driver_info, CommonArgs, DeviceArgs, ServerArgs, SERVER_HEADROOM_BYTES};
+use super::args::{driver_info, CommonArgs, DeviceArgs, ServerArgs};
 use super::figures::{blocks_per_txn_by_cause, engine_report, read_events};
 use super::series::CounterReading;
 use super::spec::fuse_device_of;
@@ -75,9 +75,10 @@ struct PageCacheSeen {
     own_bytes: u64,
     /// The limit last set.
     limit_bytes: u64,
-    /// Bounds set (one per measured phase).
+    /// Bounds set (one per measured phase, and one after the load when the run settles).
     bounds: u64,
-    /// The page cache read just before the first bound (the load's).
+    /// The page cache read just before the first bound (the load's, which ran with no
+    /// limit).
     before_first_bound_file_bytes: u64,
     /// The largest shared memory mapped but not yet touched at a bound, counted as own
     /// memory (`CgroupMemory::untouched_shared_bytes`, servers/managed.rs): until the
@@ -272,9 +273,11 @@ impl ServerRun {
                     rotational: device_args.rotational,
                     device,
                     restore_from: start.restore_from,
-                    memory_limit_bytes: bound_os_cache.then_some(
-                        device_args.buffer_pool + device_args.os_cache + SERVER_HEADROOM_BYTES,
-                    ),
+                    // No limit while the load runs (it is not measured; under a
+                    // page cache of --os-cache a million rows with six random-UUID
+                    // indexes loaded at ~250 rows/s); `bound_page_cache` sets one after
+                    // the load (settle) and at each measured phase's start (mark).
+                    memory_limit_bytes: bound_os_cache.then_some(u64::MAX),
                     ..Default::default()
                 },
                 fillfactor: start.fillfactor,
@@ -404,8 +407,9 @@ impl ServerRun {
         if let Some(m) = server.managed().and_then(|m| m.cgroup_memory()) {
             let seen = self.note_page_cache();
             info.device_io.push_str(&format!(
-                "; memory cgroup (v1): page cache bounded to --os-cache {} bytes, the limit set \
-                 at each measured phase's start ({} times) to the server's own memory then \
+                "; memory cgroup (v1): page cache bounded to --os-cache {} bytes, no limit \
+                 during the load, the limit set after it and at each measured phase's start \
+                 ({} times) to the server's own memory then \
                  (usage - active_file - inactive_file; last {} bytes) + --os-cache (last \
                  limit {} bytes); page cache (active_file + inactive_file) at most {} bytes \
                  in the phases' readings, {} at the end; shared memory {} bytes, rss {} bytes \
@@ -807,6 +811,10 @@ impl Subject for ServerRun {
             .map(|d| d.counts().compression)
             .unwrap_or_default();
         let _ = self.after_load.set(self.space_of(&counters, compression));
+        // The load ran with no page-cache limit; the warm-up runs with the bound, as the
+        // preset's warm-up runs with its OS cache (the mark sets it again before the
+        // measured phase).
+        self.bound_page_cache()?;
         // Setup ran unthrottled; the device is throttled from the warm-up on.
         if let Some(d) = self.server.device() {
             d.set_throttling(true);
