@@ -87,6 +87,16 @@ pub struct ManagedOptions {
     pub extra_settings: Vec<(String, String)>,
 }
 
+/// A managed PostgreSQL's `checkpoint_timeout`, seconds: one day, so that no timed
+/// checkpoint falls inside a run (its phases checkpoint when they ask; postgresql.conf
+/// "Checkpoints"). A preset run beside it takes the same (cli `DeviceArgs`
+/// `checkpoints_as_managed_postgresql`).
+pub const PG_CHECKPOINT_TIMEOUT_S: u64 = 86_400;
+
+/// A managed PostgreSQL's `max_wal_size`, bytes (100 GB): no checkpoint by WAL volume
+/// inside a run either.
+pub const PG_MAX_WAL_SIZE_BYTES: u64 = 100 << 30;
+
 /// A memory cgroup (v1) holding a managed server's processes; removed on drop, after
 /// the server has stopped.
 struct MemoryCgroup {
@@ -582,8 +592,8 @@ impl ManagedServer {
                         ("listen_addresses", "127.0.0.1".into()),
                         ("unix_socket_directories", dir.display().to_string()),
                         ("shared_buffers", format!("{shared_buffers_kb}kB")),
-                        ("checkpoint_timeout", "1d".into()),
-                        ("max_wal_size", "100GB".into()),
+                        ("checkpoint_timeout", format!("{PG_CHECKPOINT_TIMEOUT_S}s")),
+                        ("max_wal_size", format!("{}MB", PG_MAX_WAL_SIZE_BYTES >> 20)),
                         ("log_checkpoints", "on".into()),
                         ("log_autovacuum_min_duration", "0".into()),
                     ]

@@ -12,7 +12,7 @@ use mvcclab_engine::db::{Database, DatabaseConfig};
 use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::device::{Device, ThrottleConfig};
 use mvcclab_engine::page::PageSize;
-use mvcclab_engine::storage::{Backing, StorageConfig};
+use mvcclab_engine::storage::{Backing, StorageConfig, TornPageProtection};
 use std::sync::Arc;
 
 /// How a command gives the buffer pool's size.
@@ -75,6 +75,14 @@ pub fn database_config(
         latency_us: c.latency_us,
         queue_depth: None,
     };
+    if c.checkpoints_as_managed_postgresql {
+        use mvcclab_servers::managed::{PG_CHECKPOINT_TIMEOUT_S, PG_MAX_WAL_SIZE_BYTES};
+        let cp = &mut cfg.storage.checkpoint;
+        cp.interval_ms = Some(PG_CHECKPOINT_TIMEOUT_S * 1000);
+        if design.torn_page_protection == TornPageProtection::FullPageWrites {
+            cp.wal_bytes = Some(PG_MAX_WAL_SIZE_BYTES);
+        }
+    }
     if c.no_background {
         let quiet = StorageConfig::without_background(cfg.storage.buffer_pool.frames);
         cfg.storage.buffer_pool.page_cleaner.enabled = false;
@@ -147,4 +155,53 @@ pub fn open_database_on(
     }
     let db = Database::open(cfg).map_err(engine_error)?;
     Ok((Arc::new(db), storage_json, device))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use mvcclab_engine::storage::CheckpointConfig;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        device: DeviceArgs,
+    }
+
+    fn checkpoints(preset: &str, as_managed: bool) -> CheckpointConfig {
+        let mut device = Flags::parse_from(["t"]).device;
+        device.checkpoints_as_managed_postgresql = as_managed;
+        let design = crate::design_arg::resolve_design(preset, &[]).unwrap();
+        database_config(&design, &device, None)
+            .unwrap()
+            .0
+            .storage
+            .checkpoint
+    }
+
+    /// Issue 24 c: the postgres preset beside a managed PostgreSQL takes its
+    /// checkpoint_timeout (1 day) and max_wal_size (100 GB); innodb loses the timed
+    /// checkpoint InnoDB does not have and keeps its WAL-volume one; by default both keep
+    /// PostgreSQL's 5 min and 1 GiB.
+    #[test]
+    fn presets_beside_servers_take_the_managed_checkpoint_schedule() {
+        let default = CheckpointConfig::default();
+        assert_eq!(checkpoints("postgres", false), default);
+        assert_eq!(checkpoints("innodb", false), default);
+        assert_eq!(
+            checkpoints("postgres", true),
+            CheckpointConfig {
+                interval_ms: Some(86_400_000),
+                wal_bytes: Some(100 << 30),
+            }
+        );
+        assert_eq!(
+            checkpoints("innodb", true),
+            CheckpointConfig {
+                interval_ms: Some(86_400_000),
+                wal_bytes: default.wal_bytes,
+            }
+        );
+    }
 }

@@ -20,15 +20,17 @@
 //! Every phase ends by waiting for purge to empty the history list (when purge is on; it
 //! works in the background in InnoDB too) and then a checkpoint, so the page writes a phase
 //! causes are counted in that phase (under `checkpointer`, `doublewrite`, `purge`...), not
-//! in the next. Loads are not measured. Output: a table, or JSON (`--format json`) whose
+//! in the next. No timed checkpoint falls inside a phase: the presets take the managed
+//! PostgreSQL's `checkpoint_timeout` of a day (`preset_device`), as the real servers
+//! beside them have it. Loads are not measured. Output: a table, or JSON (`--format json`) whose
 //! fields docs/results.md describes under "Experiments" (the schema's types are in
 //! result.rs, the views in export/).
 
 use super::experiment_common::specs_of;
 pub use super::experiment_common::ExperimentCommon;
 use crate::bench::{
-    bandwidth_list, experiment_phase, run_shard, shard_dir, EmbeddedRun, Grid, PointResult,
-    PointSpec, RunSpec, ServerRun, Subject,
+    bandwidth_list, experiment_phase, run_shard, shard_dir, DeviceArgs, EmbeddedRun, Grid,
+    PointResult, PointSpec, RunSpec, ServerRun, Subject,
 };
 use crate::design_arg::resolve_design;
 use crate::error::driver_error;
@@ -46,6 +48,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, TableDef, Value};
 use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_servers::managed::PG_CHECKPOINT_TIMEOUT_S;
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions};
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
@@ -352,7 +355,7 @@ fn hot_set_point(
     let c = &a.common;
     match spec {
         RunSpec::Embedded(d) => {
-            let s = EmbeddedRun::open_on(d, &c.device, bandwidth, None)?;
+            let s = EmbeddedRun::open_on(d, &preset_device(c), bandwidth, None)?;
             hot_set_on(&s, a, d.clone(), ctl)
         }
         RunSpec::Real(k) => {
@@ -360,6 +363,16 @@ fn hot_set_point(
             let design = s.describe().0;
             hot_set_on(&s, a, design, ctl)
         }
+    }
+}
+
+/// The memory and device flags a preset opens with here: `c.device` with the checkpoint
+/// schedule of a managed PostgreSQL (`DeviceArgs::checkpoints_as_managed_postgresql`:
+/// no timed checkpoint inside a phase), as the real servers beside it have.
+fn preset_device(c: &ExperimentCommon) -> DeviceArgs {
+    DeviceArgs {
+        checkpoints_as_managed_postgresql: true,
+        ..c.device.clone()
     }
 }
 
@@ -487,7 +500,7 @@ fn version_chain_point(
     };
     let run = match spec {
         RunSpec::Embedded(_) => {
-            let s = EmbeddedRun::open_on(&d, &c.device, bandwidth, None)?;
+            let s = EmbeddedRun::open_on(&d, &preset_device(c), bandwidth, None)?;
             chain_on(&s, a, &base, d, variant, &steps, ctl)?
         }
         RunSpec::Real(k) => {
@@ -658,7 +671,8 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
             check_hot_set(x)?;
             (
                 "update_hot_set",
-                serde_json::json!({"rows": x.rows, "updates": x.updates, "rand_seed": x.common.rand_seed}),
+                serde_json::json!({"rows": x.rows, "updates": x.updates, "rand_seed": x.common.rand_seed,
+                    "preset_checkpoint_timeout_s": PG_CHECKPOINT_TIMEOUT_S}),
                 &x.common,
                 &[""],
             )
@@ -671,7 +685,8 @@ pub fn run(a: ExperimentArgs) -> Result<()> {
                 serde_json::json!({"table_size": x.table_size, "updates": x.updates,
                     "selects": x.selects, "rand_type": x.rand_type.to_string(),
                     "rate_tps": x.rate, "variants": chain_variants,
-                    "rand_seed": x.common.rand_seed}),
+                    "rand_seed": x.common.rand_seed,
+                    "preset_checkpoint_timeout_s": PG_CHECKPOINT_TIMEOUT_S}),
                 &x.common,
                 &chain_variants[..],
             )
