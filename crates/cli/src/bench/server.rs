@@ -440,6 +440,14 @@ impl ServerRun {
                 info.settings
                     .insert(format!("memory_cgroup_{k}"), v.to_string());
             }
+            // The limit it started (and loaded) with.
+            if let Some((k, v)) = self.server.managed().and_then(|m| {
+                m.settings
+                    .iter()
+                    .find(|(k, _)| k == "memory_cgroup_limit_bytes")
+            }) {
+                info.settings.insert(k.clone(), v.clone());
+            }
         }
         info
     }
