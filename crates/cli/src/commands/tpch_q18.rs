@@ -36,6 +36,7 @@ use mvcclab_servers::tpch::{TpchServer, PG_PARALLEL_WORKERS_PER_GATHER};
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::tpch::{check_scale_factor, QueryParams};
 use mvcclab_workload::tpch_embedded::{self, TpchTables};
+use mvcclab_workload::tpch_plans;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -213,6 +214,7 @@ impl LoadedPreset {
     ) -> Result<TpchRun> {
         check_preset_query(t)?;
         let db = Arc::new(open_at(&self.design, dev, &self.dir, bandwidth)?);
+        let engine = tpch_embedded::engine_of(&db);
         let tables = TpchTables::open(&db).map_err(anyhow::Error::msg)?;
         let p = t.params();
         if warm {
@@ -270,7 +272,10 @@ impl LoadedPreset {
             engine_read_blocks_4k: None,
             server_settings: BTreeMap::new(),
             notes: vec![
-                "plan: the real engine's at SF 0.01 (crates/workload/plans), executed over the preset's access paths".into(),
+                format!(
+                    "plan: the real engine's at SF {} (crates/workload/plans), executed over the preset's access paths",
+                    tpch_plans::followed_scale_factor(engine, t.query, t.scale_factor)
+                ),
                 "temp: spills written and read back after the operators finish (their blocks sit at the end of the series)".into(),
             ],
         })
@@ -281,7 +286,13 @@ impl LoadedPreset {
 ///
 /// Errors: [`UsageError`] naming `--query`.
 fn check_preset_query(t: &TpchArgs) -> Result<()> {
-    if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query).is_none() {
+    if tpch_embedded::preset_plan_shape(
+        tpch_embedded::TpchEngine::PostgreSql,
+        t.query,
+        t.scale_factor,
+    )
+    .is_none()
+    {
         return Err(UsageError(format!(
             "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
             t.query
