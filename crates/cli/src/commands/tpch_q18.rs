@@ -440,6 +440,13 @@ impl LoadedServer {
                 "warm" => {}
                 other => return Err(UsageError(format!("--caches {other}: cold or warm")).into()),
             }
+            // PostgreSQL's page cache from here on is the preset's OS cache, whatever its
+            // processes hold (ManagedServer::bound_page_cache, as `--bound-os-cache` does
+            // at a measured phase's start); the start-up limit left it more.
+            let page_cache = match kind {
+                ServerKind::PostgreSql => s.managed().bound_page_cache(dev.os_cache)?,
+                _ => None,
+            };
             let engine_before = s.read_blocks_4k()?;
             let before = device_counts(&s)?;
             let r = s.run_query(t.query, &p, timeout)?;
@@ -476,6 +483,13 @@ impl LoadedServer {
             if kind == ServerKind::PostgreSql {
                 notes.push(format!(
                     "max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
+                ));
+            }
+            if let Some((m, limit)) = page_cache {
+                notes.push(format!(
+                    "page cache bounded to {} MiB at the query's start: memory cgroup limit {limit} bytes = own memory {} bytes + the OS cache",
+                    dev.os_cache >> 20,
+                    m.own_bytes()
                 ));
             }
             runs.push(TpchRun {
