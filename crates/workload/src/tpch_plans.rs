@@ -161,6 +161,42 @@ const PLANS: &[(TpchEngine, u32, &str, &str)] = &[
     (
         TpchEngine::PostgreSql,
         1,
+        "0.1",
+        include_str!("../plans/postgresql-q1-sf0.1.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        6,
+        "0.1",
+        include_str!("../plans/postgresql-q6-sf0.1.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        18,
+        "0.1",
+        include_str!("../plans/postgresql-q18-sf0.1.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        1,
+        "0.1",
+        include_str!("../plans/mariadb-q1-sf0.1.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        6,
+        "0.1",
+        include_str!("../plans/mariadb-q6-sf0.1.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        18,
+        "0.1",
+        include_str!("../plans/mariadb-q18-sf0.1.json"),
+    ),
+    (
+        TpchEngine::PostgreSql,
+        1,
         "1",
         include_str!("../plans/postgresql-q1-sf1.json"),
     ),
@@ -179,20 +215,108 @@ const PLANS: &[(TpchEngine, u32, &str, &str)] = &[
 ];
 
 /// Checked-in plans the presets do not follow (yet): (engine, query, scale factor). At
-/// SF 1 PostgreSQL 15 plans Q18 without hash aggregation of lineitem: a GroupAggregate
-/// over lineitem_pkey (`Aggregate Sorted` over `Index Scan`) hashed against a Seq Scan of
-/// orders, sorted on o_custkey, merge-joined with customer_pkey, then a nested loop into
-/// lineitem_pkey and an Incremental Sort; the preset runs the SF 0.01 plan at every
-/// scale factor.
+/// SF 1 PostgreSQL 15 plans Q18 differently again: the GroupAggregate over lineitem_pkey
+/// (`Aggregate Sorted` over `Index Scan`) hashed against a Seq Scan of orders, sorted on
+/// o_custkey, merge-joined with customer_pkey, then a nested loop into lineitem_pkey and
+/// an Incremental Sort; the preset runs the SF 0.1 plan ([`Q18Plan::PgSortedSubquery`])
+/// there ([`q18_plan`]).
 pub const PLANS_NOT_FOLLOWED: &[(TpchEngine, u32, &str)] = &[(TpchEngine::PostgreSql, 18, "1")];
 
+/// The scale factor whose checked-in plan of query `n` a preset modelling `engine`
+/// follows at scale factor `sf`: the largest checked in at or below `sf` that the preset
+/// follows (not in [`PLANS_NOT_FOLLOWED`]), else the smallest checked in; "none" for a
+/// query without a checked-in plan.
+pub fn followed_scale_factor(engine: TpchEngine, n: u32, sf: f64) -> &'static str {
+    let mut followed: Vec<(f64, &'static str)> = PLANS
+        .iter()
+        .filter(|(e, q, s, _)| {
+            *e == engine && *q == n && !PLANS_NOT_FOLLOWED.contains(&(*e, *q, *s))
+        })
+        .filter_map(|(_, _, s, _)| s.parse::<f64>().ok().map(|v| (v, *s)))
+        .collect();
+    followed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    followed
+        .iter()
+        .rev()
+        .find(|(v, _)| *v <= sf)
+        .or(followed.first())
+        .map_or("none", |p| p.1)
+}
+
+/// The Q18 plans the presets execute ([`crate::tpch_embedded::run_query`]), one per shape a
+/// real engine was seen to choose (the EXPLAIN JSON checked in under `plans/`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Q18Plan {
+    /// PostgreSQL 15 at SF 0.01 (`plans/postgresql-q18-sf0.01.json`): the IN subquery as a
+    /// HashAggregate over a Seq Scan of lineitem, hashed; customer and orders hashed; the
+    /// outer lineitem's Seq Scan probes the three.
+    PgHashedSubquery,
+    /// PostgreSQL 15 at SF 0.1 (`plans/postgresql-q18-sf0.1.json`): the IN subquery as a
+    /// GroupAggregate over an Index Scan of lineitem_pkey (lineitem in l_orderkey order, no
+    /// hash table to spill), hashed and probed by a Seq Scan of orders, that joined with
+    /// the hash of customer, the result hashed and probed by the outer lineitem's Seq Scan.
+    PgSortedSubquery,
+    /// MariaDB 10.11 at SF 0.01 (`plans/mariadb-q18-sf0.01.json`): a nested loop from
+    /// customer (ALL) into orders by its o_custkey index, the materialised IN subquery
+    /// and lineitem by its primary key.
+    MyCustomerFirst,
+    /// MariaDB 10.11 at SF 0.1 (`plans/mariadb-q18-sf0.1.json`): a nested loop from
+    /// lineitem (ALL) into orders (eq_ref PRIMARY), the materialised IN subquery (eq_ref
+    /// distinct_key) and customer (eq_ref PRIMARY).
+    MyLineitemFirst,
+}
+
+/// From which scale factor each Q18 plan is followed, per engine, ascending: the scale
+/// factor its EXPLAIN was checked in at. Where between two checked-in scale factors the
+/// real engine switches is not known; the lower one's plan is followed up to the next.
+const Q18_PLANS: &[(TpchEngine, f64, Q18Plan)] = &[
+    (TpchEngine::PostgreSql, 0.0, Q18Plan::PgHashedSubquery),
+    (TpchEngine::PostgreSql, 0.1, Q18Plan::PgSortedSubquery),
+    (TpchEngine::MariaDb, 0.0, Q18Plan::MyCustomerFirst),
+    (TpchEngine::MariaDb, 0.1, Q18Plan::MyLineitemFirst),
+];
+
+/// The Q18 plan a preset modelling `engine` follows at scale factor `sf`: the one checked
+/// in at the largest scale factor not above `sf` ([`Q18_PLANS`]), SF 0.01's below 0.1.
+pub fn q18_plan(engine: TpchEngine, sf: f64) -> Q18Plan {
+    Q18_PLANS
+        .iter()
+        .rfind(|(e, from, _)| *e == engine && *from <= sf)
+        .or_else(|| Q18_PLANS.iter().find(|(e, _, _)| *e == engine))
+        .map(|p| p.2)
+        .unwrap_or(match engine {
+            TpchEngine::PostgreSql => Q18Plan::PgHashedSubquery,
+            TpchEngine::MariaDb => Q18Plan::MyCustomerFirst,
+        })
+}
+
+impl Q18Plan {
+    /// The engine whose plan it is.
+    pub fn engine(self) -> TpchEngine {
+        match self {
+            Q18Plan::PgHashedSubquery | Q18Plan::PgSortedSubquery => TpchEngine::PostgreSql,
+            Q18Plan::MyCustomerFirst | Q18Plan::MyLineitemFirst => TpchEngine::MariaDb,
+        }
+    }
+
+    /// Its shape, as [`shape_of_postgresql`] / [`shape_of_mariadb`] print it.
+    pub fn shape(self) -> &'static [&'static str] {
+        match self {
+            Q18Plan::PgHashedSubquery => PG_Q18_HASHED_SUBQUERY,
+            Q18Plan::PgSortedSubquery => PG_Q18_SORTED_SUBQUERY,
+            Q18Plan::MyCustomerFirst => MY_Q18_CUSTOMER_FIRST,
+            Q18Plan::MyLineitemFirst => MY_Q18_LINEITEM_FIRST,
+        }
+    }
+}
+
 /// The shape each preset's executor ([`crate::tpch_embedded::run_query`]) follows for
-/// query `n`: the real engine's plan at SF 0.01, as [`shape_of_postgresql`] /
+/// query `n` at scale factor `sf`: its real engine's plan (Q1 and Q6 have one shape at
+/// every scale factor checked in; Q18 by [`q18_plan`]), as [`shape_of_postgresql`] /
 /// [`shape_of_mariadb`] print it. `None` for a query the presets do not run.
-pub fn preset_shape(engine: TpchEngine, n: u32) -> Option<&'static [&'static str]> {
+pub fn preset_shape(engine: TpchEngine, n: u32, sf: f64) -> Option<&'static [&'static str]> {
     match (engine, n) {
-        (TpchEngine::PostgreSql, 18) => Some(PG_Q18),
-        (TpchEngine::MariaDb, 18) => Some(MY_Q18),
+        (_, 18) => Some(q18_plan(engine, sf).shape()),
         (TpchEngine::PostgreSql, 1) => {
             Some(&["Sort", "  Aggregate Hashed", "    Seq Scan on lineitem"])
         }
@@ -208,7 +332,7 @@ pub fn preset_shape(engine: TpchEngine, n: u32) -> Option<&'static [&'static str
     }
 }
 
-const PG_Q18: &[&str] = &[
+const PG_Q18_HASHED_SUBQUERY: &[&str] = &[
     "Limit",
     "  Sort",
     "    Aggregate Hashed",
@@ -224,7 +348,23 @@ const PG_Q18: &[&str] = &[
     "        Hash",
     "          Seq Scan on customer",
 ];
-const MY_Q18: &[&str] = &[
+const PG_Q18_SORTED_SUBQUERY: &[&str] = &[
+    "Limit",
+    "  Sort",
+    "    Aggregate Hashed",
+    "      Hash Join Inner",
+    "        Seq Scan on lineitem",
+    "        Hash",
+    "          Hash Join Inner",
+    "            Hash Join Inner",
+    "              Seq Scan on orders",
+    "              Hash",
+    "                Aggregate Sorted",
+    "                  Index Scan on lineitem using lineitem_pkey",
+    "            Hash",
+    "              Seq Scan on customer",
+];
+const MY_Q18_CUSTOMER_FIRST: &[&str] = &[
     "query_block",
     "  filesort",
     "    temporary_table",
@@ -235,6 +375,18 @@ const MY_Q18: &[&str] = &[
     "        query_block",
     "          table lineitem index PRIMARY",
     "      table lineitem ref PRIMARY",
+];
+const MY_Q18_LINEITEM_FIRST: &[&str] = &[
+    "query_block",
+    "  filesort",
+    "    temporary_table",
+    "      table lineitem ALL",
+    "      table orders eq_ref PRIMARY",
+    "      table <subquery2> eq_ref distinct_key",
+    "      materialized",
+    "        query_block",
+    "          table lineitem index PRIMARY",
+    "      table customer eq_ref PRIMARY",
 ];
 
 #[cfg(test)]
@@ -250,7 +402,8 @@ mod tests {
                 TpchEngine::MariaDb => shape_of_mariadb(&json),
             }
             .unwrap();
-            let preset: Vec<String> = preset_shape(*engine, *n)
+            let sf_value: f64 = sf.parse().unwrap();
+            let preset: Vec<String> = preset_shape(*engine, *n, sf_value)
                 .unwrap()
                 .iter()
                 .map(|s| s.to_string())
@@ -263,6 +416,46 @@ mod tests {
                 assert_eq!(shape, preset, "{engine:?} Q{n} SF {sf}");
             }
         }
+    }
+
+    #[test]
+    fn q18_plans_are_picked_by_scale_factor() {
+        use Q18Plan::*;
+        for (sf, pg, my) in [
+            (0.001, PgHashedSubquery, MyCustomerFirst),
+            (0.01, PgHashedSubquery, MyCustomerFirst),
+            (0.05, PgHashedSubquery, MyCustomerFirst),
+            (0.1, PgSortedSubquery, MyLineitemFirst),
+            (1.0, PgSortedSubquery, MyLineitemFirst),
+        ] {
+            assert_eq!(q18_plan(TpchEngine::PostgreSql, sf), pg, "SF {sf}");
+            assert_eq!(q18_plan(TpchEngine::MariaDb, sf), my, "SF {sf}");
+            assert_eq!(pg.engine(), TpchEngine::PostgreSql);
+            assert_eq!(my.engine(), TpchEngine::MariaDb);
+        }
+        // Each engine's Q18 changes shape between SF 0.01 and SF 0.1 (checked in).
+        for e in [TpchEngine::PostgreSql, TpchEngine::MariaDb] {
+            assert_ne!(preset_shape(e, 18, 0.01), preset_shape(e, 18, 0.1), "{e:?}");
+            for sf in ["0.01", "0.1"] {
+                assert!(
+                    checked_in(e, 18, sf.parse().unwrap()).is_some(),
+                    "{e:?} {sf}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_followed_scale_factor_is_the_largest_checked_in_below_and_followed() {
+        let pg = TpchEngine::PostgreSql;
+        assert_eq!(followed_scale_factor(pg, 18, 0.001), "0.01");
+        assert_eq!(followed_scale_factor(pg, 18, 0.05), "0.01");
+        assert_eq!(followed_scale_factor(pg, 18, 0.1), "0.1");
+        // SF 1's Q18 is not followed: the preset runs SF 0.1's plan there.
+        assert_eq!(followed_scale_factor(pg, 18, 1.0), "0.1");
+        assert_eq!(followed_scale_factor(pg, 6, 1.0), "1");
+        assert_eq!(followed_scale_factor(TpchEngine::MariaDb, 18, 1.0), "0.1");
+        assert_eq!(followed_scale_factor(pg, 9, 1.0), "none");
     }
 
     #[test]

@@ -36,6 +36,7 @@ use mvcclab_servers::tpch::{TpchServer, PG_PARALLEL_WORKERS_PER_GATHER};
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::tpch::{check_scale_factor, QueryParams};
 use mvcclab_workload::tpch_embedded::{self, TpchTables};
+use mvcclab_workload::tpch_plans;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -213,6 +214,7 @@ impl LoadedPreset {
     ) -> Result<TpchRun> {
         check_preset_query(t)?;
         let db = Arc::new(open_at(&self.design, dev, &self.dir, bandwidth)?);
+        let engine = tpch_embedded::engine_of(&db);
         let tables = TpchTables::open(&db).map_err(anyhow::Error::msg)?;
         let p = t.params();
         if warm {
@@ -270,7 +272,10 @@ impl LoadedPreset {
             engine_read_blocks_4k: None,
             server_settings: BTreeMap::new(),
             notes: vec![
-                "plan: the real engine's at SF 0.01 (crates/workload/plans), executed over the preset's access paths".into(),
+                format!(
+                    "plan: the real engine's at SF {} (crates/workload/plans), executed over the preset's access paths",
+                    tpch_plans::followed_scale_factor(engine, t.query, t.scale_factor)
+                ),
                 "temp: spills written and read back after the operators finish (their blocks sit at the end of the series)".into(),
             ],
         })
@@ -281,7 +286,13 @@ impl LoadedPreset {
 ///
 /// Errors: [`UsageError`] naming `--query`.
 fn check_preset_query(t: &TpchArgs) -> Result<()> {
-    if tpch_embedded::preset_plan_shape(tpch_embedded::TpchEngine::PostgreSql, t.query).is_none() {
+    if tpch_embedded::preset_plan_shape(
+        tpch_embedded::TpchEngine::PostgreSql,
+        t.query,
+        t.scale_factor,
+    )
+    .is_none()
+    {
         return Err(UsageError(format!(
             "--query {}: the presets run Q1, Q6 and Q18 (the real servers run all 22)",
             t.query
@@ -429,6 +440,13 @@ impl LoadedServer {
                 "warm" => {}
                 other => return Err(UsageError(format!("--caches {other}: cold or warm")).into()),
             }
+            // PostgreSQL's page cache from here on is the preset's OS cache, whatever its
+            // processes hold (ManagedServer::bound_page_cache, as `--bound-os-cache` does
+            // at a measured phase's start); the start-up limit left it more.
+            let page_cache = match kind {
+                ServerKind::PostgreSql => s.managed().bound_page_cache(dev.os_cache)?,
+                _ => None,
+            };
             let engine_before = s.read_blocks_4k()?;
             let before = device_counts(&s)?;
             let r = s.run_query(t.query, &p, timeout)?;
@@ -465,6 +483,13 @@ impl LoadedServer {
             if kind == ServerKind::PostgreSql {
                 notes.push(format!(
                     "max_parallel_workers_per_gather = {PG_PARALLEL_WORKERS_PER_GATHER}"
+                ));
+            }
+            if let Some((m, limit)) = page_cache {
+                notes.push(format!(
+                    "page cache bounded to {} MiB at the query's start: memory cgroup limit {limit} bytes = own memory {} bytes + the OS cache",
+                    dev.os_cache >> 20,
+                    m.own_bytes()
                 ));
             }
             runs.push(TpchRun {
