@@ -21,6 +21,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The readahead limit a loop device is given, KiB (`queue/read_ahead_kb`): the kernel's
+/// default `VM_READAHEAD_PAGES` (include/linux/mm.h, 128 KiB), which a block device
+/// without an optimal I/O size presents (block/blk-settings.c `blk_apply_bdi_limits`: the
+/// larger of twice `io_opt` and that default), as an NVMe SSD does and as the postgres
+/// preset's emulated page cache assumes (`OsCacheConfig::max_readahead_blocks`, 32 blocks
+/// of 4 KiB). The loop driver's own value was 2,560 KiB on this machine's kernel (6.18), a
+/// window 20 times the preset's for every sequential read of real PostgreSQL's files
+/// (docs/fidelity.md, "Scale grid").
+pub const READ_AHEAD_KB: u64 = 128;
+
 /// A sparse file attached to a loop device, formatted ext4 and mounted.
 #[derive(Debug)]
 pub struct LoopDevice {
@@ -108,7 +118,7 @@ impl LoopDevice {
     /// driver then reads and writes the image with O_DIRECT, so no second page cache sits
     /// between ext4 and the device). `rotational` sets `queue/rotational` (`Some(false)`: 0,
     /// as an NVMe device presents itself; `Some(true)`: 1, as a hard disk; `None`: the loop
-    /// driver's own value is left).
+    /// driver's own value is left). The readahead limit is set to [`READ_AHEAD_KB`].
     ///
     /// Errors: as [`LoopDevice::create`].
     pub fn create_on(
@@ -138,14 +148,21 @@ impl LoopDevice {
         }
         args.push(&image);
         let device = PathBuf::from(run("losetup", &args)?);
+        let name = device
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
         if let Some(rot) = rotational {
-            let name = device
-                .file_name()
-                .map(|n| n.to_string_lossy().to_string())
-                .unwrap_or_default();
             let flag = if rot { "1" } else { "0" };
             let _ = fs::write(format!("/sys/block/{name}/queue/rotational"), flag);
         }
+        // Before mkfs and mount: ext4's files take their readahead limit from the device's
+        // bdi when opened (mm/readahead.c `file_ra_state_init`). A refused write leaves the
+        // loop driver's value, which `read_ahead_kb` reports.
+        let _ = fs::write(
+            format!("/sys/block/{name}/queue/read_ahead_kb"),
+            READ_AHEAD_KB.to_string(),
+        );
         let mount_point = dir.join("mnt");
         let l = LoopDevice {
             device,
@@ -207,6 +224,15 @@ impl LoopDevice {
         let text =
             fs::read_to_string(&p).map_err(|e| ServerError::io(&format!("reading {p}"), e))?;
         BlockStat::parse(&text)
+    }
+
+    /// The device's readahead limit now, KiB (`/sys/block/loopN/queue/read_ahead_kb`, the
+    /// bdi's `ra_pages` that bounds every readahead window of ext4's files on it);
+    /// [`READ_AHEAD_KB`] once attached by [`LoopDevice::create_on`].
+    pub fn read_ahead_kb(&self) -> Option<u64> {
+        let name = self.device.file_name()?.to_string_lossy().to_string();
+        let t = fs::read_to_string(format!("/sys/block/{name}/queue/read_ahead_kb")).ok()?;
+        t.trim().parse().ok()
     }
 
     /// Whether the kernel shows the device as rotational (`/sys/block/loopN/queue/

@@ -377,12 +377,13 @@ impl ServerRun {
         if let Some(m) = server.device() {
             let mode = match server.managed().and_then(|s| s.loop_device()) {
                 Some(l) => format!(
-                    "block-device mode: ext4 on {} (direct I/O, rotational {}) over the \
-                     mount's device.img; journal and metadata included, blocks given to files \
-                     by their extents, the rest fs_metadata",
+                    "block-device mode: ext4 on {} (direct I/O, rotational {}, read_ahead_kb \
+                     {}) over the mount's device.img; journal and metadata included, blocks \
+                     given to files by their extents, the rest fs_metadata",
                     l.device().display(),
                     l.rotational()
-                        .map_or("?".into(), |r| u8::from(r).to_string())
+                        .map_or("?".into(), |r| u8::from(r).to_string()),
+                    l.read_ahead_kb().map_or("?".into(), |k| k.to_string())
                 ),
                 None => "file-system mode: the server's files are files of the device; no \
                          file-system journal or metadata I/O"

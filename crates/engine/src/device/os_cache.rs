@@ -11,8 +11,13 @@
 //!   `max_readahead_blocks`, the device's `read_ahead_kb` 128 KiB = 32 blocks by default)
 //!   and reads the missing ones in one request; a read that reaches the window's
 //!   `PG_readahead` mark (the first block of its asynchronous part) reads the next window,
-//!   of `get_next_ra_size` blocks (×4 while small, ×2, at most the maximum). A read that
-//!   does not continue the previous one reads only what it asked for. Blocks read beyond
+//!   of `get_next_ra_size` blocks (×4 while small, ×2, at most the maximum). A missed read
+//!   that does not continue the previous one but follows more cached blocks than it asks
+//!   for (counted back to the first hole, at most the maximum: `page_cache_prev_miss`)
+//!   opens a window of that run plus the request, at most the maximum, whose mark is its
+//!   last block (context readahead: `try_context_readahead` up to v6.9, the same rule in
+//!   `page_cache_sync_ra` since v6.10). Any other read reads only what it asked for.
+//!   Blocks read beyond
 //!   what the reader asked for count under the cause `read_ahead`; the kernel puts them in
 //!   the same request, here they are a request of their own.
 //! - A read whose blocks are all cached costs no device I/O and counts `os_cache_read_hits`
@@ -352,6 +357,23 @@ impl OsPageCache {
         }
         let n_blocks = flen.div_ceil(BLOCK_4K);
         let mut inner = self.inner.lock();
+        // page_cache_prev_miss(mapping, index - 1, max_pages): the cached blocks right
+        // before this read, counted back to the first hole, at most `max`; `None` when the
+        // count reached block 0 within `max` (the kernel's ULONG_MAX: the file is cached
+        // from its start).
+        let contig_before = if missed {
+            let mut n = 0;
+            while n < max && n < first && inner.map.contains_key(&(file, first - 1 - n)) {
+                n += 1;
+            }
+            if n < max && n == first {
+                None
+            } else {
+                Some(n)
+            }
+        } else {
+            Some(0)
+        };
         let ra = inner.ra.entry(file).or_default();
         let sequential = match ra.prev_block {
             Some(p) => first == p + 1 || first == p,
@@ -381,6 +403,30 @@ impl OsPageCache {
                 prev_block: Some(last),
             };
             (size > req).then(|| (last + 1, first + size - 1))
+        } else if missed {
+            // page_cache_sync_ra's context readahead (try_context_readahead before v6.10):
+            // a miss that continues no read of this file but follows more cached blocks
+            // than it asks for is taken for a stream whose state was lost (interleaved
+            // readers, another open file); the window is the cached run plus the request
+            // (twice the run when the file is cached from its start), at most `max`, its
+            // mark on its last block. Otherwise a standalone random read: as asked.
+            let req = last - first + 1;
+            let contig = match contig_before {
+                None => 2 * first,
+                Some(n) => n,
+            };
+            if contig <= req {
+                None
+            } else {
+                let size = (contig + req).min(max).max(req);
+                *ra = RaState {
+                    start: first,
+                    size,
+                    async_size: 1,
+                    prev_block: Some(last),
+                };
+                (size > req).then(|| (last + 1, first + size - 1))
+            }
         } else {
             None
         };
@@ -753,6 +799,40 @@ mod tests {
         let d = nvme.stats().snapshot().delta(&before);
         assert_eq!(d.cause(Cause::ReadAhead).read_bytes, 0);
         assert_eq!(d.cause(Cause::Other).read_bytes, 8 * BLOCK_4K);
+    }
+
+    #[test]
+    fn a_miss_after_a_cached_run_reads_ahead_by_context() {
+        let f: FileId = 1;
+        let ahead_of = |cached: std::ops::Range<u64>, page: u64| {
+            let (nvme, cache) = setup_ra(1 << 20, 32);
+            nvme.write_at(f, 0, &vec![7u8; 128 * B]).unwrap();
+            // The cached run, put there by writes (no read yet: no stream state).
+            let n = (cached.end - cached.start) as usize;
+            if n > 0 {
+                cache
+                    .write(&nvme, f, cached.start * BLOCK_4K, &vec![7u8; n * B])
+                    .unwrap();
+            }
+            let before = nvme.stats().snapshot();
+            let mut buf = vec![0u8; 2 * B];
+            cache.read(&nvme, f, page * 2 * BLOCK_4K, &mut buf).unwrap();
+            let d = nvme.stats().snapshot().delta(&before);
+            (
+                d.cause(Cause::Other).read_bytes / BLOCK_4K,
+                d.cause(Cause::ReadAhead).read_bytes / BLOCK_4K,
+            )
+        };
+        // Blocks 40..=47 cached, page 24 (blocks 48, 49) missed: a window of 8 + 2 blocks.
+        assert_eq!(ahead_of(40..48, 24), (2, 8));
+        // Blocks 46, 47 only: a run no longer than the request, a random read.
+        assert_eq!(ahead_of(46..48, 24), (2, 0));
+        // A run of 40 blocks: the window stops at the maximum, 32.
+        assert_eq!(ahead_of(8..48, 24), (2, 30));
+        // Cached from the file's start (blocks 0..=3): twice the run plus the request.
+        assert_eq!(ahead_of(0..4, 2), (2, 8));
+        // Nothing cached before it.
+        assert_eq!(ahead_of(0..0, 24), (2, 0));
     }
 
     #[test]
