@@ -664,9 +664,34 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             let k = self.period.with_end(key, self.period.max());
             return self.table.get_by_index(self.st, ix, &k);
         }
+        // The part of the FOR SYSTEM_TIME condition on row_end, which every secondary
+        // entry carries (row_end is in the primary key): pushed down to the index, as
+        // MariaDB's optimizer does (EXPLAIN shows `index_condition: row_end = TIMESTAMP
+        // '2038-01-19 03:14:07.999999'` for a current read), so that history entries cost
+        // no clustered look-up ([`TableRead::get_by_index_icp`]).
+        let max = self.period.max();
+        let trx = self.period.trx;
+        let end_ok = move |end: i64| -> bool {
+            match when {
+                SystemTime::Current => end == max,
+                SystemTime::AsOf(t) if !trx => end > t,
+                SystemTime::Between(a, _) | SystemTime::FromTo(a, _) if !trx => end > a,
+                _ => true,
+            }
+        };
+        let period = self.period;
+        let icp = move |pk: &[Value]| -> bool {
+            match pk.last() {
+                Some(v) => match (period.trx, v) {
+                    (false, Value::Timestamp(e)) | (true, Value::BigInt(e)) => end_ok(*e),
+                    _ => true,
+                },
+                None => true,
+            }
+        };
         let mut keep = Vec::new();
         for rel in self.relations(when) {
-            for r in rel.get_by_index(self.st, ix, key)? {
+            for r in rel.get_by_index_icp(self.st, ix, key, &def.primary_key, &icp)? {
                 let (s, e) = self.period.times(&r)?;
                 if self.sees(when, s, e)? {
                     keep.push(r);
