@@ -18,12 +18,15 @@
 //! mvcclab's FUSE device with the same device flags (`ServerRun`, `real:mariadb`); a
 //! phase's figures are throughput, 4 KiB blocks by cause (a server: by file class), pages
 //! and versions examined per statement (designs). The marked tables are the table, its
-//! history partition (`sbtest1#p_hist`) and `transaction_registry`, so history-partition
-//! pages count in the phases. On MariaDB the variants are the same table
+//! history partitions (`sbtest1#p_hist`, or `sbtest1#p0`..) and `transaction_registry`,
+//! so history-partition pages count in the phases. On MariaDB the variants are the same table
 //! `WITH SYSTEM VERSIONING` (sql/handler.cc `Vers_parse_info`): by timestamp (implicit
 //! row_start/row_end), by transaction id (BIGINT UNSIGNED `GENERATED ALWAYS AS ROW
 //! START/END`), and `PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur
-//! CURRENT)`; `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
+//! CURRENT)` — or, with `--history-partitions K`, `PARTITION BY SYSTEM_TIME LIMIT n
+//! (PARTITION p0 HISTORY, ..., PARTITION pn CURRENT)` with K history partitions of
+//! `--partition-limit` rows, the preset's switches `history_partitions` and
+//! `history_partition_limit` alike (run `innodb/partitionK`); `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
 //! versioning; the periods extension is not installed here).
 //!
 //! Each variant runs with a big pool that holds everything — sized before the run from
