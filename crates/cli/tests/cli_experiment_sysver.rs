@@ -84,6 +84,8 @@ fn bad_sizes_and_variants_are_usage_errors() {
         &["--variants", "bitemporal"][..],
         &["--size", "huge"][..],
         &["--rows", "5"][..],
+        &["--history-partitions", "3", "--partition-limit", "0"][..],
+        &["--history-partitions", "0"][..],
     ] {
         let mut a = vec![
             "experiment",
@@ -101,4 +103,57 @@ fn bad_sizes_and_variants_are_usage_errors() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// `--history-partitions 3`: the partition variant runs with three history partitions
+/// rotated by LIMIT (the design's switches say so), and its range selects still pass no
+/// history rows.
+#[test]
+fn several_history_partitions_are_a_flag() {
+    let out = mvcclab(&[
+        "experiment",
+        "system_versioning",
+        "--rows",
+        "300",
+        "--iterations",
+        "2",
+        "--selects",
+        "40",
+        "--designs",
+        "innodb",
+        "--variants",
+        "plain,partition",
+        "--history-partitions",
+        "3",
+        "--partition-limit",
+        "200",
+        "--no-small-pool",
+        "--report-interval",
+        "0",
+        "--quiet",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: mvcclab::result::ExperimentReport = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["innodb/plain/big_pool", "innodb/partition3/big_pool"]
+    );
+    let d = &r.runs[1].design;
+    assert_eq!((d.history_partitions, d.history_partition_limit), (3, 200));
+    let versions = |run: usize| -> f64 {
+        r.runs[run]
+            .phases
+            .iter()
+            .find(|p| p.name == "i2_range_select_second")
+            .unwrap()
+            .versions_traversed_per_op
+    };
+    assert!(versions(1) < 1.1 * versions(0));
 }

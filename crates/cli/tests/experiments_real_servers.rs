@@ -198,10 +198,11 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
 }
 
 /// `system_versioning` beside a real MariaDB (issue 29), small: the history-partition
-/// variant, one iteration, the big pool only. Both sides ran the same phases; the server's
-/// phases count its own counters and the device's blocks by file, the history
-/// partition's file among them once updates move rows there; the preset's updates wrote
-/// one history row each; each phase has its preset / real ratios.
+/// variant with two history partitions of LIMIT 100 rows, one iteration, the big pool
+/// only. Both sides ran the same phases; the server's phases count its own counters and
+/// the device's blocks by file: the first history partition's file once updates move rows
+/// there, the second's in the DELETE (the first holds 100 rows by then); the preset's
+/// updates wrote one history row each; each phase has its preset / real ratios.
 #[test]
 fn system_versioning_reports_the_real_mariadb_column() {
     let tmp = tempfile::tempdir().unwrap();
@@ -213,6 +214,10 @@ fn system_versioning_reports_the_real_mariadb_column() {
             "innodb,real:mariadb",
             "--variants",
             "partition",
+            "--history-partitions",
+            "2",
+            "--partition-limit",
+            "100",
             "--rows",
             "300",
             "--iterations",
@@ -227,8 +232,8 @@ fn system_versioning_reports_the_real_mariadb_column() {
     assert_eq!(
         names,
         [
-            "innodb/partition/big_pool",
-            "real:mariadb/partition/big_pool"
+            "innodb/partition2/big_pool",
+            "real:mariadb/partition2/big_pool"
         ]
     );
     let (p, q) = (&r.runs[0], &r.runs[1]);
@@ -241,9 +246,14 @@ fn system_versioning_reports_the_real_mariadb_column() {
     for ph in &q.phases {
         let s = ph.server.as_ref().expect("the server's phase section");
         assert!(!s.counters.is_empty(), "{}", ph.name);
-        if ph.name.starts_with("i1_update") || ph.name == "i1_delete_all" {
+        let hist_file = match ph.name.as_str() {
+            "i1_update_non_index" => Some("sbtest1#P#p0.ibd"),
+            "i1_delete_all" => Some("sbtest1#P#p1.ibd"),
+            _ => None,
+        };
+        if let Some(f) = hist_file {
             assert!(
-                s.by_file_class.contains_key("sbtest1#P#p_hist.ibd"),
+                s.by_file_class.contains_key(f),
                 "{}: {:?}",
                 ph.name,
                 s.by_file_class.keys()

@@ -22,6 +22,8 @@
 //! | purge_resets_trx_id | on, off | off (n/a) | off (MariaDB ≥ 10.11.15; on for ≤ 10.11.14) |
 //! | system_versioning | off, timestamp, trx_id | off | off |
 //! | history_storage | same_index, partition, history_table | same_index | same_index |
+//! | history_partitions | 1–1024 (history partitions of `partition`) | 1 | 1 |
+//! | history_partition_limit | 0 (no LIMIT), rows | 0 | 0 |
 //! | flush_neighbors | off, contiguous, area (only on a rotational device) | off | contiguous |
 //! | autovacuum | on, off | on | off (n/a) |
 //!
@@ -149,6 +151,16 @@ pub const SWITCHES: &[Switch] = &[
         values: "same_index, partition (table_layout=clustered), history_table (table_layout=heap); anything but same_index needs system_versioning",
     },
     Switch {
+        name: "history_partitions",
+        meaning: "history partitions of a table with history_storage=partition (MariaDB PARTITION BY SYSTEM_TIME with several HISTORY partitions before the CURRENT one): history rows go to one of them at a time, which rotates to the next when it holds history_partition_limit rows (sql/partition_info.cc vers_set_hist_part); a history partition can be dropped (ALTER TABLE ... DROP PARTITION), the current one cannot",
+        values: "1..=1024 (more than 1 needs history_storage=partition and history_partition_limit; INTERVAL rotation is not built)",
+    },
+    Switch {
+        name: "history_partition_limit",
+        meaning: "PARTITION BY SYSTEM_TIME LIMIT n: a DML statement that writes history starts a new history partition when the last non-empty one holds n rows or more (sql/partition_info.cc vers_set_hist_part); the last history partition takes the rest; 0: no LIMIT",
+        values: "0, or rows (needs history_storage=partition)",
+    },
+    Switch {
         name: "flush_neighbors",
         meaning: "the page cleaner writes a dirty page's dirty neighbours in the same flush area with it (MariaDB innodb_flush_neighbors 1 = contiguous run, 2 = whole area; buf0flu.cc buf_flush_try_neighbors), which MariaDB does only on rotational storage: it applies only when the device is configured rotational (NvmeConfig::rotational, --rotational); PostgreSQL has no such mechanism",
         values: "off, contiguous, area",
@@ -163,6 +175,10 @@ pub const SWITCHES: &[Switch] = &[
 /// Most rollback segments a design may have (InnoDB TRX_SYS_N_RSEGS: a roll pointer has 7
 /// bits for the rollback segment id).
 pub const MAX_ROLLBACK_SEGMENTS: u8 = 128;
+
+/// Most history partitions a design may give a table (MariaDB allows up to 8,192
+/// partitions, MAX_PARTITIONS; mvcclab keeps each one a relation of its own).
+pub const MAX_HISTORY_PARTITIONS: u16 = 1024;
 
 /// Where a table's rows live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,6 +336,17 @@ pub struct DesignConfig {
     /// written before the switch existed (read as same_index).
     #[serde(default)]
     pub history_storage: HistoryStorage,
+    /// History partitions of a table with `history_storage=partition` (MariaDB
+    /// `PARTITION BY SYSTEM_TIME ... (PARTITION p0 HISTORY, ..., PARTITION pn CURRENT)`;
+    /// [`crate::db::history_partitions`]). Missing in design files and reports written
+    /// before the switch existed (read as 1, the behaviour then).
+    #[serde(default = "history_partitions_default")]
+    pub history_partitions: u16,
+    /// `PARTITION BY SYSTEM_TIME LIMIT n`: rows of a history partition after which the
+    /// next history-writing statement moves on to the next partition; 0: no LIMIT.
+    /// Missing in design files and reports written before the switch existed (read as 0).
+    #[serde(default)]
+    pub history_partition_limit: u64,
     /// Neighbour flushing of the page cleaner on a rotational device (MariaDB
     /// `innodb_flush_neighbors`; [`crate::buffer::FlushNeighbors`]). Missing in design
     /// files and reports written before the switch existed (read as off).
@@ -333,6 +360,11 @@ pub struct DesignConfig {
     /// never had the worker).
     #[serde(default = "autovacuum_default")]
     pub autovacuum: bool,
+}
+
+/// The `history_partitions` switch of designs written before it existed: one.
+fn history_partitions_default() -> u16 {
+    1
 }
 
 /// The `autovacuum` switch of designs written before it existed: on.
@@ -582,6 +614,30 @@ impl DesignConfig {
                 "PARTITION BY SYSTEM_TIME is MariaDB's; PostgreSQL keeps a separate history table (history_table)",
             );
         }
+        if !(1..=MAX_HISTORY_PARTITIONS).contains(&self.history_partitions) {
+            return Err(Error::InvalidConfig(format!(
+                "switch history_partitions must be 1..={MAX_HISTORY_PARTITIONS}, got {}",
+                self.history_partitions
+            )));
+        }
+        if (self.history_partitions > 1 || self.history_partition_limit > 0)
+            && self.history_storage != HistoryStorage::Partition
+        {
+            return bad(
+                "history_partitions / history_partition_limit",
+                "history_storage=same_index / history_table",
+                "history partitions and their LIMIT are PARTITION BY SYSTEM_TIME's",
+            );
+        }
+        if self.history_partitions > 1 && self.history_partition_limit == 0 {
+            // MariaDB also rotates by INTERVAL (not built here), and without either keeps
+            // writing the first history partition.
+            return Err(Error::InvalidConfig(format!(
+                "switch history_partitions={} needs history_partition_limit (PARTITION BY \
+                 SYSTEM_TIME LIMIT n): rotation by INTERVAL is not built",
+                self.history_partitions
+            )));
+        }
         if self.btree_merge_threshold > 50 {
             return Err(Error::InvalidConfig(format!(
                 "switch btree_merge_threshold must be 0 (never merge) or 1..=50, got {}",
@@ -647,6 +703,8 @@ mod tests {
             ("purge_resets_trx_id", "off", "off"),
             ("system_versioning", "off", "off"),
             ("history_storage", "same_index", "same_index"),
+            ("history_partitions", "1", "1"),
+            ("history_partition_limit", "0", "0"),
             ("flush_neighbors", "off", "contiguous"),
             ("autovacuum", "on", "off"),
         ];

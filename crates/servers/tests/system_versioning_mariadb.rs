@@ -4,6 +4,8 @@
 //! both; each side records its own time after each step's commit, and `FOR SYSTEM_TIME AS
 //! OF` reads on each side use its own time between two steps. The rows each side returns
 //! for every step must be equal, for full, point and secondary-index reads, and `ALL`.
+//! With three history partitions rotated by `LIMIT 2`, each partition's rows must be equal
+//! after every step, and the reads equal after `DROP PARTITION` of the oldest one.
 //!
 //! A trap of the real server, found here (issue 29): on a MariaDB 10.11.19 started afresh,
 //! `FOR SYSTEM_TIME AS OF TIMESTAMP t` on a table versioned by transaction id returns the
@@ -418,5 +420,162 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
             "{variant}: BETWEEN"
         );
     }
+    server.stop().expect("stop the managed MariaDB");
+}
+
+/// `PARTITION BY SYSTEM_TIME LIMIT 2` with three history partitions on both sides: after
+/// each step every history partition holds the same rows on each side (rotation by
+/// LIMIT, sql/partition_info.cc `vers_set_hist_part`); `ALTER TABLE ... DROP PARTITION pn`
+/// (the current one) is refused by both; after `DROP PARTITION p0`, AS OF every step, ALL
+/// and a read by the secondary key return the same rows on each side, and history goes on
+/// into the remaining partitions alike.
+#[test]
+fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
+    let mut server = match ManagedServer::start(ServerKind::MariaDb, &ManagedOptions::default()) {
+        Ok(s) => s,
+        Err(e) => panic!("starting MariaDB (apt-get install mariadb-server): {e}"),
+    };
+    let opts = OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(server.port())
+        .user(Some("root"))
+        .prefer_socket(false);
+    let mut conn = None;
+    for _ in 0..300 {
+        if let Ok(c) = Conn::new(opts.clone()) {
+            conn = Some(c);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let mut admin = conn.expect("connect to the managed MariaDB");
+    admin.query_drop("CREATE DATABASE sv_parts").unwrap();
+    let mut real = Real {
+        conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some("sv_parts"))).unwrap(),
+    };
+    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
+                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
+    real.conn
+        .query_drop(format!(
+            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+             PARTITION BY SYSTEM_TIME LIMIT 2 (PARTITION p0 HISTORY, PARTITION p1 HISTORY, \
+             PARTITION p2 HISTORY, PARTITION pn CURRENT)"
+        ))
+        .unwrap();
+    let mut d = design("partition");
+    d.history_partitions = 3;
+    d.history_partition_limit = 2;
+    let mut cfg = DatabaseConfig::new(d);
+    cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
+    let db = Database::open(cfg).unwrap();
+    let t = db.create_table(def()).unwrap();
+    let mut emb = Emb { db, t };
+
+    // The rows of each history partition on each side, by id then row_end.
+    fn real_part(real: &mut Real, p: &str) -> Vec<R> {
+        real.conn
+            .query(format!(
+                // A history partition named alone returns its rows; FOR SYSTEM_TIME is
+                // refused there (ER_VERS_QUERY_IN_PARTITION).
+                "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) \
+                 ORDER BY id, row_end"
+            ))
+            .unwrap()
+    }
+    fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
+        let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
+        let mut tx = emb.db.begin();
+        let rows = tx
+            .scan_system_time(
+                h,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                usize::MAX,
+                SystemTime::All,
+            )
+            .unwrap();
+        tx.commit().unwrap();
+        rows.iter().map(of_row).collect()
+    }
+
+    use Op::*;
+    let mut all_steps = steps();
+    all_steps.push(vec![AddBalance(1, 5), AddBalance(5, 5)]);
+    all_steps.push(vec![Delete(1)]);
+    let mut real_times = vec![real.now()];
+    let mut emb_times = vec![system_time_now_us()];
+    for (i, ops) in all_steps.iter().enumerate() {
+        real.step(ops);
+        emb.step(ops);
+        real_times.push(real.now());
+        emb_times.push(system_time_now_us());
+        for p in ["p0", "p1", "p2"] {
+            assert_eq!(
+                emb_part(&emb, p),
+                real_part(&mut real, p),
+                "partition {p} after step {}",
+                i + 1
+            );
+        }
+    }
+    // LIMIT 2 filled p0 and p1 with two rows each, and the last one took three.
+    let sizes: Vec<usize> = ["p0", "p1", "p2"]
+        .iter()
+        .map(|p| real_part(&mut real, p).len())
+        .collect();
+    assert_eq!(sizes, vec![2, 2, 3], "MariaDB's partitions");
+
+    // The current partition cannot be dropped, on either side (ER_VERS_WRONG_PARTS).
+    let e = real
+        .conn
+        .query_drop("ALTER TABLE accounts DROP PARTITION pn")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("Wrong partitions"), "MariaDB: {e}");
+    let e = emb.db.drop_partition(t, "pn").unwrap_err().to_string();
+    assert!(e.contains("wrong partitions"), "preset: {e}");
+
+    real.conn
+        .query_drop("ALTER TABLE accounts DROP PARTITION p0")
+        .unwrap();
+    assert_eq!(emb.db.drop_partition(t, "p0").unwrap(), 2);
+    for (i, (rt, et)) in real_times.iter().zip(&emb_times).enumerate() {
+        let rw = format!("AS OF TIMESTAMP'{rt}'");
+        let ew = SystemTime::AsOf(*et);
+        assert_eq!(
+            emb.scan(ew),
+            real.rows(&rw, ""),
+            "after the drop: all rows as of step {i}"
+        );
+        let mut want = real.rows(&rw, "WHERE owner = 'even'");
+        want.sort();
+        assert_eq!(
+            emb.by_owner("even", ew),
+            want,
+            "after the drop: owner even as of step {i}"
+        );
+    }
+    assert_eq!(
+        emb.scan(SystemTime::All),
+        real.rows("ALL", ""),
+        "ALL after the drop"
+    );
+    // History after the drop goes on alike (p1 is full: the last partition).
+    let ops = vec![AddBalance(2, 100), Delete(5)];
+    real.step(&ops);
+    emb.step(&ops);
+    for p in ["p1", "p2"] {
+        assert_eq!(
+            emb_part(&emb, p),
+            real_part(&mut real, p),
+            "partition {p} after the drop"
+        );
+    }
+    assert_eq!(
+        emb.scan(SystemTime::All),
+        real.rows("ALL", ""),
+        "ALL at the end"
+    );
     server.stop().expect("stop the managed MariaDB");
 }

@@ -18,12 +18,15 @@
 //! mvcclab's FUSE device with the same device flags (`ServerRun`, `real:mariadb`); a
 //! phase's figures are throughput, 4 KiB blocks by cause (a server: by file class), pages
 //! and versions examined per statement (designs). The marked tables are the table, its
-//! history partition (`sbtest1#p_hist`) and `transaction_registry`, so history-partition
-//! pages count in the phases. On MariaDB the variants are the same table
+//! history partitions (`sbtest1#p_hist`, or `sbtest1#p0`..) and `transaction_registry`,
+//! so history-partition pages count in the phases. On MariaDB the variants are the same table
 //! `WITH SYSTEM VERSIONING` (sql/handler.cc `Vers_parse_info`): by timestamp (implicit
 //! row_start/row_end), by transaction id (BIGINT UNSIGNED `GENERATED ALWAYS AS ROW
 //! START/END`), and `PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur
-//! CURRENT)`; `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
+//! CURRENT)` — or, with `--history-partitions K`, `PARTITION BY SYSTEM_TIME LIMIT n
+//! (PARTITION p0 HISTORY, ..., PARTITION pn CURRENT)` with K history partitions of
+//! `--partition-limit` rows, the preset's switches `history_partitions` and
+//! `history_partition_limit` alike (run `innodb/partitionK`); `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
 //! versioning; the periods extension is not installed here).
 //!
 //! Each variant runs with a big pool that holds everything — sized before the run from
@@ -41,7 +44,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::TableDef;
-use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
+use mvcclab_engine::db::history_partitions::{history_relation_names, partition_names};
+use mvcclab_engine::design::{
+    DesignConfig, HistoryStorage, SystemVersioning, MAX_HISTORY_PARTITIONS,
+};
 use mvcclab_servers::ServerKind;
 use mvcclab_workload::driver::{RunControl, Session};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
@@ -78,15 +84,41 @@ pub struct SystemVersioningArgs {
     /// Skip the second run with a small buffer pool.
     #[arg(long)]
     pub no_small_pool: bool,
+    /// History partitions of the `partition` variant (design switch `history_partitions`;
+    /// MariaDB `PARTITION BY SYSTEM_TIME LIMIT n (PARTITION p0 HISTORY, ..., PARTITION pn
+    /// CURRENT)`), rotated by `--partition-limit`.
+    #[arg(long, default_value_t = 1)]
+    pub history_partitions: u16,
+    /// The LIMIT in rows of each history partition of the `partition` variant (switch
+    /// `history_partition_limit`); default with several partitions: --rows (an iteration
+    /// writes 2 N history rows: its updates' and its DELETE's), with one: none.
+    #[arg(long)]
+    pub partition_limit: Option<u64>,
     /// Common flags (`--designs` defaults to both presets; `partition` runs on innodb only).
     #[command(flatten)]
     pub common: ExperimentCommon,
 }
 
-/// The design of `variant` on `base`, or `None` when the variant does not exist for it.
+/// History partitions of the `partition` variant: how many, and their LIMIT in rows (0:
+/// none), from `--history-partitions` and `--partition-limit` (default with several: the
+/// rows per iteration).
+pub fn partitioning(a: &SystemVersioningArgs, rows: u32) -> (u16, u64) {
+    let parts = a.history_partitions;
+    let limit = a
+        .partition_limit
+        .unwrap_or(if parts > 1 { rows as u64 } else { 0 });
+    (parts, limit)
+}
+
+/// The design of `variant` on `base` (the `partition` variant with `parts` = (history
+/// partitions, LIMIT rows)), or `None` when the variant does not exist for it.
 ///
 /// Errors: [`UsageError`] for an unknown variant.
-fn variant_design(base: &DesignConfig, variant: &str) -> Result<Option<DesignConfig>> {
+fn variant_design(
+    base: &DesignConfig,
+    variant: &str,
+    parts: (u16, u64),
+) -> Result<Option<DesignConfig>> {
     let mut d = base.clone();
     match variant {
         "plain" => {}
@@ -95,6 +127,7 @@ fn variant_design(base: &DesignConfig, variant: &str) -> Result<Option<DesignCon
         "partition" => {
             d.system_versioning = SystemVersioning::Timestamp;
             d.history_storage = HistoryStorage::Partition;
+            (d.history_partitions, d.history_partition_limit) = parts;
         }
         other => {
             return Err(UsageError(format!(
@@ -106,7 +139,11 @@ fn variant_design(base: &DesignConfig, variant: &str) -> Result<Option<DesignCon
     if d.validate().is_err() {
         return Ok(None);
     }
-    d.name = format!("{}/{variant}", base.name);
+    d.name = if variant == "partition" && parts.0 > 1 {
+        format!("{}/partition{}", base.name, parts.0)
+    } else {
+        format!("{}/{variant}", base.name)
+    };
     Ok(Some(d))
 }
 
@@ -126,10 +163,11 @@ fn c_pad(rng: &mut SmallRng) -> (String, String) {
 /// What `system_versioning` needs of a subject beyond [`Subject`]: its table's DDL per
 /// variant, the one-statement DELETE, and the size of what it holds.
 trait SysverSubject: Subject {
-    /// Creates the empty `sbtest1` of `variant` and makes it the driver target's table.
+    /// Creates the empty `sbtest1` of `variant` (`parts`: the `partition` variant's history
+    /// partitions and LIMIT, [`partitioning`]) and makes it the driver target's table.
     ///
     /// Errors: the engine's or the server's, naming the statement.
-    fn create_sbtest1(&self, variant: &str) -> Result<()>;
+    fn create_sbtest1(&self, variant: &str, parts: (u16, u64)) -> Result<()>;
     /// `DELETE FROM sbtest1`, one statement in one transaction; the rows it deleted.
     ///
     /// Errors: the engine's or the server's.
@@ -143,12 +181,8 @@ trait SysverSubject: Subject {
     fn data_bytes(&self) -> Result<u64>;
 }
 
-/// The relations of the experiment's table on a design: the table, its history
-/// partition, the transaction registry.
-const EMBEDDED_TABLES: [&str; 3] = ["sbtest1", "sbtest1#p_hist", "transaction_registry"];
-
 impl SysverSubject for EmbeddedRun {
-    fn create_sbtest1(&self, _variant: &str) -> Result<()> {
+    fn create_sbtest1(&self, _variant: &str, _parts: (u16, u64)) -> Result<()> {
         // The design's switches version the table (and make its history partition).
         self.load_table(&TableDef::sbtest(1), &mut std::iter::empty())?;
         self.attach(WorkloadKind::OltpInsert, &SysbenchOptions::default())
@@ -177,11 +211,17 @@ impl SysverSubject for EmbeddedRun {
     }
 
     fn phase_tables(&self) -> Vec<String> {
-        EMBEDDED_TABLES
-            .iter()
-            .filter(|n| self.db().table_id(n).is_ok())
-            .map(|n| n.to_string())
-            .collect()
+        // The table, its history partitions, the transaction registry.
+        let db = self.db();
+        let mut names = vec!["sbtest1".to_string()];
+        names.extend(history_relation_names(
+            HistoryStorage::Partition,
+            db.design().history_partitions,
+            "sbtest1",
+        ));
+        names.push("transaction_registry".into());
+        names.retain(|n| db.table_id(n).is_ok());
+        names
     }
 
     fn data_bytes(&self) -> Result<u64> {
@@ -198,30 +238,45 @@ impl SysverSubject for EmbeddedRun {
 /// MariaDB's DDL that turns the empty plain `sbtest1` into `variant` (MariaDB KB
 /// "System-Versioned Tables": `ADD SYSTEM VERSIONING`; transaction-precise history with
 /// BIGINT UNSIGNED `GENERATED ALWAYS AS ROW START/END` columns; `PARTITION BY SYSTEM_TIME`
-/// with one history and one current partition).
-fn mariadb_variant_ddl(variant: &str) -> Vec<&'static str> {
+/// with one history and one current partition, or with `parts.0` history partitions and
+/// `LIMIT parts.1`, named as the preset names them).
+fn mariadb_variant_ddl(variant: &str, parts: (u16, u64)) -> Vec<String> {
     match variant {
-        "timestamp" => vec!["ALTER TABLE sbtest1 ADD SYSTEM VERSIONING"],
-        "trx_id" => vec![
-            "ALTER TABLE sbtest1 \
+        "timestamp" => vec!["ALTER TABLE sbtest1 ADD SYSTEM VERSIONING".into()],
+        "trx_id" => vec!["ALTER TABLE sbtest1 \
              ADD COLUMN row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
              ADD COLUMN row_end BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE, \
-             ADD PERIOD FOR SYSTEM_TIME(row_start, row_end), ADD SYSTEM VERSIONING",
-        ],
-        "partition" => vec![
-            "ALTER TABLE sbtest1 ADD SYSTEM VERSIONING",
-            "ALTER TABLE sbtest1 PARTITION BY SYSTEM_TIME \
-             (PARTITION p_hist HISTORY, PARTITION p_cur CURRENT)",
-        ],
+             ADD PERIOD FOR SYSTEM_TIME(row_start, row_end), ADD SYSTEM VERSIONING"
+            .into()],
+        "partition" => {
+            let (hist, cur) = partition_names(parts.0);
+            let limit = if parts.1 > 0 {
+                format!("LIMIT {} ", parts.1)
+            } else {
+                String::new()
+            };
+            let list: Vec<String> = hist
+                .iter()
+                .map(|p| format!("PARTITION {p} HISTORY"))
+                .chain([format!("PARTITION {cur} CURRENT")])
+                .collect();
+            vec![
+                "ALTER TABLE sbtest1 ADD SYSTEM VERSIONING".into(),
+                format!(
+                    "ALTER TABLE sbtest1 PARTITION BY SYSTEM_TIME {limit}({})",
+                    list.join(", ")
+                ),
+            ]
+        }
         _ => Vec::new(),
     }
 }
 
 impl SysverSubject for ServerRun {
-    fn create_sbtest1(&self, variant: &str) -> Result<()> {
+    fn create_sbtest1(&self, variant: &str, parts: (u16, u64)) -> Result<()> {
         self.load_table(&TableDef::sbtest(1), &mut std::iter::empty())?;
-        for q in mariadb_variant_ddl(variant) {
-            self.execute_sql(q)?;
+        for q in mariadb_variant_ddl(variant, parts) {
+            self.execute_sql(&q)?;
         }
         Ok(())
     }
@@ -307,7 +362,7 @@ fn one_run<S: SysverSubject>(
     ctl: &RunControl,
 ) -> Result<(Vec<PhaseReport>, u64)> {
     let c = &a.common;
-    s.create_sbtest1(variant)?;
+    s.create_sbtest1(variant, partitioning(a, rows))?;
     s.end_phase()?;
     let tables = s.phase_tables();
     let target = s.target();
@@ -442,9 +497,18 @@ pub fn check_system_versioning(a: &SystemVersioningArgs) -> Result<(u32, u32)> {
         )
         .into());
     }
+    let parts = partitioning(a, rows);
+    if !(1..=MAX_HISTORY_PARTITIONS).contains(&parts.0) || (parts.0 > 1 && parts.1 == 0) {
+        return Err(UsageError(format!(
+            "--history-partitions must be 1..={MAX_HISTORY_PARTITIONS}, and more than 1 needs \
+             a --partition-limit above 0 (rotation by INTERVAL is not built); got {} and {}",
+            parts.0, parts.1
+        ))
+        .into());
+    }
     for v in &a.variants {
         // Refuse an unknown variant before anything runs.
-        variant_design(&DesignConfig::innodb(), v)?;
+        variant_design(&DesignConfig::innodb(), v, parts)?;
     }
     Ok((rows, iterations))
 }
@@ -483,7 +547,7 @@ pub fn system_versioning_point(
             d
         }
     };
-    let Some(d) = variant_design(&base, v)? else {
+    let Some(d) = variant_design(&base, v, partitioning(a, rows))? else {
         return skip(&base.name);
     };
     let mut runs = Vec::new();

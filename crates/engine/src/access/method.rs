@@ -76,6 +76,31 @@ pub trait TableRead {
     /// Errors: as [`TableRead::get`]; [`Error::Catalog`] while the secondary indexes are
     /// deferred.
     fn get_by_index(&self, st: &Statement<'_>, index: usize, key: &[Value]) -> Result<Vec<Row>>;
+    /// [`TableRead::get_by_index`] with an index condition on the primary key: `icp` gets
+    /// the values of the primary-key columns (positions `pk` in the row), and the rows whose
+    /// key fails it are not returned. A design whose secondary entries carry the primary
+    /// key tests it on the entry, before the row is fetched — the clustered one, as
+    /// MariaDB's index condition pushdown does (row0sel.cc `row_search_mvcc` calls
+    /// `row_search_idx_cond_check` on the secondary record before the clustered look-up).
+    /// This default fetches every row and tests it afterwards (a heap index entry holds a
+    /// TID, not the key).
+    ///
+    /// Errors: as [`TableRead::get_by_index`].
+    fn get_by_index_icp(
+        &self,
+        st: &Statement<'_>,
+        index: usize,
+        key: &[Value],
+        pk: &[usize],
+        icp: &dyn Fn(&[Value]) -> bool,
+    ) -> Result<Vec<Row>> {
+        let mut rows = self.get_by_index(st, index, key)?;
+        rows.retain(|r| {
+            let vals: Vec<Value> = pk.iter().map(|&c| r[c].clone()).collect();
+            icp(&vals)
+        });
+        Ok(rows)
+    }
     /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`. On a table
     /// without a primary key both bounds must be unbounded, and the rows come in storage
     /// order, reversed for `Backward`: the heap's block then line-pointer order (a

@@ -661,6 +661,73 @@ impl ClusteredTable {
             None => Ok(None),
         }
     }
+    /// A consistent read through secondary index `ix` (the whole key `key` or a leading
+    /// part of it), with `icp`, when given, tested on each entry's primary-key values
+    /// before its clustered record is read (MariaDB's index condition pushdown:
+    /// row0sel.cc `row_search_mvcc` runs `row_search_idx_cond_check` on the secondary
+    /// record, and goes to the clustered index only for a record that passes).
+    ///
+    /// Errors: [`Error::Catalog`] for an unknown index or deferred secondary indexes;
+    /// storage errors.
+    fn get_by_index_where(
+        &self,
+        st: &Statement<'_>,
+        ix: usize,
+        key: &[Value],
+        icp: Option<&dyn Fn(&[Value]) -> bool>,
+    ) -> Result<Vec<Row>> {
+        let ctx = &RowCtx::from(st);
+        self.check_not_deferred("a secondary index read")?;
+        let idx =
+            self.def.indexes.get(ix).ok_or_else(|| {
+                Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
+            })?;
+        // The whole key or a leading part of it (row0sel.cc searches a secondary index with
+        // a partial tuple, PAGE_CUR_GE, and stops at the first record that no longer
+        // matches it).
+        let prefix = self.def.key_prefix_from_values(&idx.columns, key)?;
+        let cols = &idx.columns[..key.len()];
+        let types = self.def.key_columns(&idx.columns)?;
+        let pk_types = match icp {
+            Some(_) => self.def.key_columns(&self.def.primary_key)?,
+            None => Vec::new(),
+        };
+        let mut pks = Vec::new();
+        let mut hi = prefix.clone();
+        hi.push(0xFF);
+        self.indexes[ix].scan(
+            Bound::Included(&prefix),
+            Bound::Excluded(&hi),
+            ScanDirection::Forward,
+            &mut |k, _| {
+                // The primary key follows the whole secondary key.
+                let (_, sec_len) = decode_key_prefix(&types, k)?;
+                let pk = &k[sec_len..];
+                if let Some(icp) = icp {
+                    // Index condition pushdown: the entry's key columns tested before the
+                    // clustered look-up (row_search_idx_cond_check); a failing entry
+                    // costs no clustered read.
+                    let (vals, _) = decode_key_prefix(&pk_types, pk)?;
+                    if !icp(&vals) {
+                        return Ok(true);
+                    }
+                }
+                pks.push(pk.to_vec());
+                Ok(true)
+            },
+        )?;
+        let mut rows = Vec::new();
+        for pk in pks {
+            if let Some(rec) = self.clustered.get(&pk)? {
+                if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
+                    if key_of(&self.def, cols, &row)? == prefix {
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+        Ok(rows)
+    }
 }
 
 /// The clustered table's reads (row0sel.cc `row_search_mvcc`).
@@ -683,43 +750,26 @@ impl TableRead for ClusteredTable {
     ///
     /// Errors: [`Error::Catalog`] for an unknown index; storage errors.
     fn get_by_index(&self, st: &Statement<'_>, ix: usize, key: &[Value]) -> Result<Vec<Row>> {
-        let ctx = &RowCtx::from(st);
-        self.check_not_deferred("a secondary index read")?;
-        let idx =
-            self.def.indexes.get(ix).ok_or_else(|| {
-                Error::Catalog(format!("table {} has no index #{ix}", self.def.name))
-            })?;
-        // The whole key or a leading part of it (row0sel.cc searches a secondary index with
-        // a partial tuple, PAGE_CUR_GE, and stops at the first record that no longer
-        // matches it).
-        let prefix = self.def.key_prefix_from_values(&idx.columns, key)?;
-        let cols = &idx.columns[..key.len()];
-        let types = self.def.key_columns(&idx.columns)?;
-        let mut pks = Vec::new();
-        let mut hi = prefix.clone();
-        hi.push(0xFF);
-        self.indexes[ix].scan(
-            Bound::Included(&prefix),
-            Bound::Excluded(&hi),
-            ScanDirection::Forward,
-            &mut |k, _| {
-                // The primary key follows the whole secondary key.
-                let (_, sec_len) = decode_key_prefix(&types, k)?;
-                pks.push(k[sec_len..].to_vec());
-                Ok(true)
-            },
-        )?;
-        let mut rows = Vec::new();
-        for pk in pks {
-            if let Some(rec) = self.clustered.get(&pk)? {
-                if let Some(row) = self.visible_version(ctx, &pk, &rec)? {
-                    if key_of(&self.def, cols, &row)? == prefix {
-                        rows.push(row);
-                    }
-                }
-            }
+        self.get_by_index_where(st, ix, key, None)
+    }
+
+    /// The index condition tested on each secondary entry's primary key before the
+    /// clustered look-up ([`ClusteredTable::get_by_index_where`]).
+    fn get_by_index_icp(
+        &self,
+        st: &Statement<'_>,
+        ix: usize,
+        key: &[Value],
+        pk: &[usize],
+        icp: &dyn Fn(&[Value]) -> bool,
+    ) -> Result<Vec<Row>> {
+        if pk != self.def.primary_key.as_slice() || pk.is_empty() {
+            // Not this table's key (or DB_ROW_ID): test the rows afterwards.
+            let mut rows = self.get_by_index(st, ix, key)?;
+            rows.retain(|r| icp(&pk.iter().map(|&c| r[c].clone()).collect::<Vec<_>>()));
+            return Ok(rows);
         }
-        Ok(rows)
+        self.get_by_index_where(st, ix, key, Some(icp))
     }
 
     /// Consistent read of a primary-key range. On a table without a primary key only the

@@ -155,13 +155,21 @@ impl Database {
             (TableLayout::Heap, VersionStorage::AppendO2n) => {
                 Box::new(
                     PostgresEngine::new(HeapAm::open(open, cfg.vacuum.clone())?)
-                        .with_system_versioning(versioned, by_trx_id),
+                        .with_system_versioning(versioned, by_trx_id)
+                        .with_history_partitions(
+                            cfg.design.history_partitions,
+                            cfg.design.history_partition_limit,
+                        ),
                 )
             }
             (TableLayout::Clustered, VersionStorage::UndoDelta) => {
                 Box::new(
                     InnodbEngine::new(ClusteredAm::open(open, cfg.purge.clone())?)
-                        .with_system_versioning(versioned, by_trx_id),
+                        .with_system_versioning(versioned, by_trx_id)
+                        .with_history_partitions(
+                            cfg.design.history_partitions,
+                            cfg.design.history_partition_limit,
+                        ),
                 )
             }
             (layout, vs) => {
@@ -284,6 +292,32 @@ impl Database {
     pub fn build_secondary_indexes(&self, t: TableId) -> Result<u64> {
         let n = self.engine.build_secondary_indexes(t)?;
         self.log_catalog()?;
+        Ok(n)
+    }
+
+    /// `ALTER TABLE t DROP PARTITION partition` of a history partition of a table
+    /// partitioned BY SYSTEM_TIME (`history_storage=partition`; partition names from
+    /// [`super::history_partitions::partition_names`]), in a transaction of its own: its
+    /// rows deleted and the drop recorded in `dropped_partitions` (created, cause `ddl`,
+    /// the first time), so that history goes to the remaining partitions and reads no
+    /// longer see the dropped rows ([`super::history_partitions`]). Returns the rows
+    /// removed.
+    ///
+    /// Errors: [`Error::Catalog`] for the current partition or the last history partition
+    /// (MariaDB ER_VERS_WRONG_PARTS), a name that is no (remaining) history partition
+    /// (ER_DROP_PARTITION_NON_EXISTENT), a table not partitioned BY SYSTEM_TIME; the
+    /// transaction's errors (it is rolled back).
+    pub fn drop_partition(&self, t: TableId, partition: &str) -> Result<u64> {
+        let created = {
+            let _c = crate::stats::enter(crate::stats::Cause::Ddl);
+            self.engine.ensure_dropped_partitions()?
+        };
+        if created {
+            self.log_catalog()?;
+        }
+        let mut tx = self.begin();
+        let n = tx.drop_history_partition(t, partition)?;
+        tx.commit()?;
         Ok(n)
     }
 

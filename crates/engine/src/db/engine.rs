@@ -7,9 +7,13 @@
 //! # Locking
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
+use super::history_partitions::{
+    dropped_partitions_def, history_relation_names, partition_names, vers_set_hist_part,
+    PartitionCounts, DROPPED_PARTITIONS,
+};
 use super::versioning::{
-    history_relation_name, system_time_now_us, transaction_registry_def, versioned_def, Period,
-    SystemTime, Versioned, TRANSACTION_REGISTRY,
+    system_time_now_us, transaction_registry_def, versioned_def, Period, SystemTime, Versioned,
+    TRANSACTION_REGISTRY,
 };
 use crate::access::TableStats;
 use crate::access::{
@@ -76,6 +80,10 @@ pub trait EngineTxn: Send {
     ) -> Result<Vec<Row>>;
     /// `DELETE HISTORY FROM t BEFORE SYSTEM_TIME before`; returns the rows removed.
     fn delete_history(&mut self, t: TableId, before: i64) -> Result<u64>;
+    /// `ALTER TABLE t DROP PARTITION partition` of a history partition
+    /// ([`super::history_partitions`]): its rows deleted and the drop recorded in
+    /// `dropped_partitions` (which must exist); returns the rows removed.
+    fn drop_history_partition(&mut self, t: TableId, partition: &str) -> Result<u64>;
     /// Commits.
     fn commit(&mut self) -> Result<()>;
     /// Rolls back.
@@ -127,6 +135,10 @@ pub trait Engine: Send + Sync {
     /// Creates `transaction_registry` when tables are versioned by transaction id and it
     /// does not exist yet; true when it was created (the catalog must then be logged).
     fn ensure_transaction_registry(&self) -> Result<bool>;
+    /// Creates `dropped_partitions` ([`super::history_partitions::DROPPED_PARTITIONS`])
+    /// when it does not exist yet; true when it was created (the catalog must then be
+    /// logged).
+    fn ensure_dropped_partitions(&self) -> Result<bool>;
 }
 
 /// A design: its access method behind the [`Engine`] trait. Dropping it stops the access
@@ -138,6 +150,18 @@ pub struct DesignEngine<A: TableAccessMethod> {
     versioning: Option<HistoryStorage>,
     /// Versioned by transaction id (`system_versioning=trx_id`).
     by_trx_id: bool,
+    /// History partitions of each table (`history_partitions`) and their LIMIT
+    /// (`history_partition_limit`).
+    parts: Partitioning,
+}
+
+/// A table's history partitions ([`super::history_partitions`]): how many, their LIMIT
+/// in rows (0: none), and their row counts and dropped set shared by every transaction.
+#[derive(Clone)]
+struct Partitioning {
+    count: u16,
+    limit: u64,
+    counts: Arc<PartitionCounts>,
 }
 
 impl<A: TableAccessMethod> DesignEngine<A> {
@@ -147,7 +171,21 @@ impl<A: TableAccessMethod> DesignEngine<A> {
             am,
             versioning: None,
             by_trx_id: false,
+            parts: Partitioning {
+                count: 1,
+                limit: 0,
+                counts: Arc::default(),
+            },
         }
+    }
+
+    /// The engine with `count` history partitions per table rotated by `limit` rows (0:
+    /// no LIMIT) when history is kept in partitions (design switches `history_partitions`,
+    /// `history_partition_limit`; [`super::history_partitions`]).
+    pub fn with_history_partitions(mut self, count: u16, limit: u64) -> Self {
+        self.parts.count = count.max(1);
+        self.parts.limit = limit;
+        self
     }
 
     /// The engine with every table created system-versioned ([`super::versioning`]), its
@@ -187,14 +225,19 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
                 .create(def, |id, def| self.am.create_table(id, def));
         };
         let def = versioned_def(def, self.by_trx_id)?;
-        if let Some(name) = history_relation_name(hs, &def.name) {
-            // The history partition or table: the same columns and keys, a relation of
-            // its own (MariaDB ha_partition's history partition; the periods extension's
-            // CREATE TABLE ... _history).
+        let names = history_relation_names(hs, self.parts.count, &def.name);
+        for (i, name) in names.into_iter().enumerate() {
+            // A history partition or the history table: the same columns and keys, a
+            // relation of its own (MariaDB ha_partition's history partitions; the periods
+            // extension's CREATE TABLE ... _history).
             let mut hist = def.clone();
             hist.name = name;
             for ix in &mut hist.indexes {
-                ix.name = format!("{}_h", ix.name);
+                ix.name = if i == 0 {
+                    format!("{}_h", ix.name)
+                } else {
+                    format!("{}_h{i}", ix.name)
+                };
             }
             self.am
                 .tables()
@@ -228,7 +271,9 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             state: A::TxnState::default(),
             cid: 0,
             versioning: self.versioning,
+            parts: self.parts.clone(),
             trt_begin_us: None,
+            partitions_touched: false,
         })
     }
 
@@ -280,6 +325,18 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
         self.am.tables().incomplete_split_left()
     }
 
+    fn ensure_dropped_partitions(&self) -> Result<bool> {
+        if self.am.tables().id_of(DROPPED_PARTITIONS).is_ok() {
+            return Ok(false);
+        }
+        self.am
+            .tables()
+            .create(dropped_partitions_def(), |id, def| {
+                self.am.create_table(id, def)
+            })?;
+        Ok(true)
+    }
+
     fn ensure_transaction_registry(&self) -> Result<bool> {
         if !self.by_trx_id || self.am.tables().id_of(TRANSACTION_REGISTRY).is_ok() {
             return Ok(false);
@@ -308,9 +365,71 @@ struct DesignTxn<A: TableAccessMethod> {
     cid: u32,
     /// Tables are system-versioned ([`super::versioning`]), with history where it says.
     versioning: Option<HistoryStorage>,
+    /// The engine's history partitions.
+    parts: Partitioning,
+    /// A statement wrote history into a partition, deleted history or dropped a
+    /// partition: a rollback makes the partitions' row counts unknown, and any end the
+    /// dropped set.
+    partitions_touched: bool,
     /// Set at the first change of a table versioned by transaction id (the begin_timestamp
     /// of its transaction_registry row): the commit then writes that row.
     trt_begin_us: Option<i64>,
+}
+
+/// The relations that hold table `def`'s history under `hs`, in partition order, with
+/// their ids: dropped history partitions ([`DROPPED_PARTITIONS`], read with statement
+/// `st` when the engine does not know them yet) and relations missing from the catalog
+/// are left out.
+///
+/// Errors: the catalog's and the access method's.
+#[allow(clippy::type_complexity)]
+fn history_relations<A: TableAccessMethod>(
+    am: &A,
+    parts: &Partitioning,
+    hs: HistoryStorage,
+    def: &TableDef,
+    st: &Statement<'_>,
+) -> Result<(Vec<Arc<A::Table>>, Vec<TableId>)> {
+    let names = history_relation_names(hs, parts.count, &def.name);
+    let mut rels = Vec::with_capacity(names.len());
+    let mut ids = Vec::with_capacity(names.len());
+    for name in names {
+        let Ok(id) = am.tables().id_of(&name) else {
+            continue;
+        };
+        if parts.count > 1
+            && parts.counts.is_dropped(&name, || {
+                let mut set = std::collections::HashSet::new();
+                if let Ok(d) = am.tables().id_of(DROPPED_PARTITIONS) {
+                    am.tables().get(d)?.seq_scan_each(st, &mut |r| {
+                        if let Value::Text(s) = &r[0] {
+                            set.insert(s.to_string());
+                        }
+                        Ok(true)
+                    })?;
+                }
+                Ok(set)
+            })?
+        {
+            continue;
+        }
+        rels.push(am.tables().get(id)?);
+        ids.push(id);
+    }
+    Ok((rels, ids))
+}
+
+/// The rows of relation `rel` that statement `st` sees (a history partition's count when
+/// the engine does not know it; InnoDB's `stat_n_rows`).
+///
+/// Errors: the access method's.
+fn count_rows<T: TableRead>(rel: &T, st: &Statement<'_>) -> Result<u64> {
+    let mut n = 0u64;
+    rel.seq_scan_each(st, &mut |_| {
+        n += 1;
+        Ok(true)
+    })?;
+    Ok(n)
 }
 
 /// The error of a `FOR SYSTEM_TIME` read or `DELETE HISTORY` on a plain table (MariaDB
@@ -369,7 +488,9 @@ impl<A: TableAccessMethod> DesignTxn<A> {
     ) -> Result<T> {
         let vs = self.versioning;
         let am = self.am.clone();
+        let parts = self.parts.clone();
         let mut trx_versioned = false;
+        let mut wrote_partition = false;
         let r = self.stmt(cause, t, writes, |tb, st, state| {
             let (Some(hs), Some(period)) = (vs, Period::of(tb.def())) else {
                 return f(tb, None, st, state);
@@ -380,16 +501,28 @@ impl<A: TableAccessMethod> DesignTxn<A> {
             } else {
                 None
             };
-            let history = match history_relation_name(hs, &tb.def().name) {
-                Some(name) => match am.tables().id_of(&name) {
-                    Ok(id) => Some(am.tables().get(id)?),
-                    Err(_) => None,
-                },
-                None => None,
-            };
-            let v = Versioned::new(tb, history.as_deref(), registry.as_deref(), period, st);
-            f(tb, Some(&v), st, state)
+            let (history, ids) = history_relations(&*am, &parts, hs, tb.def(), st)?;
+            // The working history partition, by LIMIT, for a statement that may write
+            // history (partition_info::vers_set_hist_part).
+            let mut hist_part = 0;
+            if writes && hs == HistoryStorage::Partition && parts.limit > 0 && ids.len() > 1 {
+                let mut records = Vec::with_capacity(ids.len());
+                for (h, &id) in history.iter().zip(&ids) {
+                    records.push(parts.counts.rows(id, || count_rows(&**h, st))?);
+                }
+                hist_part = vers_set_hist_part(&records, parts.limit);
+            }
+            let refs: Vec<&A::Table> = history.iter().map(|h| &**h).collect();
+            let v = Versioned::new(tb, refs, hist_part, registry.as_deref(), period, st);
+            let r = f(tb, Some(&v), st, state);
+            let n = v.hist_written.get();
+            if hs == HistoryStorage::Partition && n > 0 {
+                parts.counts.add(ids[hist_part], n);
+                wrote_partition = true;
+            }
+            r
         });
+        self.partitions_touched |= wrote_partition;
         if r.is_ok() && writes && trx_versioned && self.trt_begin_us.is_none() {
             self.trt_begin_us = Some(system_time_now_us());
         }
@@ -440,6 +573,12 @@ impl<A: TableAccessMethod> DesignTxn<A> {
             committed,
             changes,
         } = self.am.end_xact(&mut self.core, &mut self.state, commit);
+        if std::mem::take(&mut self.partitions_touched) {
+            if !committed {
+                self.parts.counts.forget_counts();
+            }
+            self.parts.counts.forget_dropped();
+        }
         for (t, (ins, upd, del)) in changes {
             if let Ok(table) = self.am.tables().get(t) {
                 table.counters().end_of_xact(committed, ins, upd, del);
@@ -582,6 +721,81 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
                 .delete_history(state, before)
         })?;
         self.core.count(t, 0, 0, n);
+        self.parts.counts.forget_counts();
+        self.partitions_touched = true;
+        Ok(n)
+    }
+
+    fn drop_history_partition(&mut self, t: TableId, partition: &str) -> Result<u64> {
+        use crate::error::Error;
+        let am = self.am.clone();
+        let parts = self.parts.clone();
+        let partitioned = self.versioning == Some(HistoryStorage::Partition);
+        let dropped_id = am.tables().id_of(DROPPED_PARTITIONS)?;
+        let n = self.stmt(Cause::Ddl, t, true, |tb, st, state| {
+            let def = tb.def();
+            if !partitioned || Period::of(def).is_none() {
+                // MariaDB ER_PARTITION_MGMT_ON_NONPARTITIONED.
+                return Err(Error::Catalog(format!(
+                    "table {}: DROP PARTITION needs a table partitioned BY SYSTEM_TIME \
+                     (system_versioning with history_storage=partition)",
+                    def.name
+                )));
+            }
+            let (hist, cur) = partition_names(parts.count);
+            let wrong_parts = || {
+                // ER_VERS_WRONG_PARTS (sql/sql_partition.cc prep_alter_part_table).
+                Error::Catalog(format!(
+                    "table {}: cannot drop partition {partition}: wrong partitions for `{}`: \
+                     must have at least one HISTORY and exactly one last CURRENT",
+                    def.name, def.name
+                ))
+            };
+            if partition == cur {
+                return Err(wrong_parts());
+            }
+            let not_there = || {
+                // ER_DROP_PARTITION_NON_EXISTENT.
+                Error::Catalog(format!(
+                    "table {}: error in list of partitions to DROP: no history partition \
+                     {partition} (partitions: {}, current {cur})",
+                    def.name,
+                    hist.join(", ")
+                ))
+            };
+            if !hist.iter().any(|h| h == partition) {
+                return Err(not_there());
+            }
+            let rel_name = format!("{}#{partition}", def.name);
+            let (live, ids) = history_relations(&*am, &parts, HistoryStorage::Partition, def, st)?;
+            let Some(pos) = live.iter().position(|h| h.def().name == rel_name) else {
+                return Err(not_there());
+            };
+            if live.len() == 1 {
+                return Err(wrong_parts());
+            }
+            let rel = &live[pos];
+            let _ = ids;
+            // The partition's rows, then the record of the drop, in this transaction.
+            let pk = &rel.def().primary_key;
+            let mut keys = Vec::new();
+            rel.seq_scan_each(st, &mut |r| {
+                keys.push(pk.iter().map(|&c| r[c].clone()).collect::<Vec<Value>>());
+                Ok(true)
+            })?;
+            let mut n = 0;
+            for k in keys {
+                if rel.delete(st, state, &k)? {
+                    n += 1;
+                }
+            }
+            am.tables()
+                .get(dropped_id)?
+                .insert(st, state, vec![Value::text(&rel_name)])?;
+            Ok(n)
+        })?;
+        self.parts.counts.forget_counts();
+        self.partitions_touched = true;
         Ok(n)
     }
 

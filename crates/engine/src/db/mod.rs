@@ -26,6 +26,7 @@
 
 mod database;
 mod engine;
+pub mod history_partitions;
 mod transaction;
 pub mod versioning;
 

@@ -188,6 +188,11 @@ impl Transaction {
         self.run(|x| x.delete_history(t, before))
     }
 
+    /// [`super::Database::drop_partition`]'s work in this transaction.
+    pub(crate) fn drop_history_partition(&mut self, t: TableId, partition: &str) -> Result<u64> {
+        self.run(|x| x.drop_history_partition(t, partition))
+    }
+
     /// Commits (the commit record is durable when this returns).
     ///
     /// Errors: [`TxnError::TransactionClosed`](crate::error::TxnError::TransactionClosed) when already ended; WAL errors.

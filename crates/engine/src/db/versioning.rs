@@ -63,8 +63,8 @@
 //! later). mvcclab's commit_id comes from the clock (below), so the id comparison
 //! cannot be made.
 //!
-//! Not modelled yet: rotation of several history partitions (`INTERVAL`/`LIMIT`) and
-//! dropping one; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
+//! Several history partitions, their rotation by LIMIT and DROP PARTITION:
+//! [`super::history_partitions`]. Not modelled yet: rotation by `INTERVAL`; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
 //! it). An UPDATE or DELETE writes as its history row the version
 //! its statement's snapshot read, which is the newest one unless a concurrent writer
 //! changed the row meanwhile; begin_timestamp is taken at the transaction's first change
@@ -76,7 +76,6 @@ use crate::catalog::{
     Column, ColumnType, Row, TableDef, Value, MARIADB_TIMESTAMP_MAX_UNIX_SECS,
     MARIADB_TIMESTAMP_MIN_UNIX_SECS, PG_EPOCH_UNIX_SECS, USECS_PER_SEC,
 };
-use crate::design::HistoryStorage;
 use crate::error::{Error, Result};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -326,27 +325,21 @@ impl Period {
     }
 }
 
-/// The name of the relation that holds `table`'s history under `storage`: `None` for
-/// `same_index`; `{table}#p_hist` for a history partition (MariaDB names a partition's
-/// relation `t#P#p`); `{table}_history` for a history table (the periods extension's
-/// default name).
-pub fn history_relation_name(storage: HistoryStorage, table: &str) -> Option<String> {
-    match storage {
-        HistoryStorage::SameIndex => None,
-        HistoryStorage::Partition => Some(format!("{table}#p_hist")),
-        HistoryStorage::HistoryTable => Some(format!("{table}_history")),
-    }
-}
-
 /// Where the system-versioned row operations run: a design's table, its separate history
 /// relation if any, and the statement.
 pub struct Versioned<'a, T> {
     /// The table (with the current rows, and the history rows when `history` is `None`).
     pub table: &'a T,
-    /// The history partition or history table (`history_storage` partition or
-    /// history_table): history rows go there, current reads never look at it, reads `FOR
-    /// SYSTEM_TIME` read both and merge them in key order.
-    pub history: Option<&'a T>,
+    /// The history partitions or the history table (`history_storage` partition or
+    /// history_table; empty for same_index), in partition order, dropped partitions left
+    /// out: history rows go to the working one (`hist_part`), current reads never look at
+    /// them, reads `FOR SYSTEM_TIME` read them all with the table and merge in key order.
+    pub history: Vec<&'a T>,
+    /// The working history partition of this statement, an index into `history`
+    /// ([`super::history_partitions::vers_set_hist_part`]).
+    pub hist_part: usize,
+    /// History rows this statement wrote into `history[hist_part]`.
+    pub hist_written: std::cell::Cell<u64>,
     /// `mysql.transaction_registry`, for a table versioned by transaction id.
     pub registry: Option<&'a T>,
     /// Its period.
@@ -366,11 +359,12 @@ struct TrxCache {
 }
 
 impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T> {
-    /// The view of `table` (with its `period`) for statement `st`, its history relation
-    /// and the transaction registry when there are.
+    /// The view of `table` (with its `period`) for statement `st`, its history relations
+    /// (with the working one, `hist_part`) and the transaction registry when there are.
     pub fn new(
         table: &'a T,
-        history: Option<&'a T>,
+        history: Vec<&'a T>,
+        hist_part: usize,
         registry: Option<&'a T>,
         period: Period,
         st: &'a Statement<'a>,
@@ -378,6 +372,8 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         Versioned {
             table,
             history,
+            hist_part,
+            hist_written: std::cell::Cell::new(0),
             registry,
             period,
             st,
@@ -602,15 +598,20 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         Ok(true)
     }
 
-    /// `vers_insert_history_row`: `old` with `row_end` = `now` into the history relation
-    /// (the table itself for same_index), unless its `row_start` is not before `now`.
+    /// `vers_insert_history_row`: `old` with `row_end` = `now` into the working history
+    /// relation (the table itself for same_index), unless its `row_start` is not before
+    /// `now`.
     fn write_history(&self, state: &mut T::TxnState, mut old: Row, now: i64) -> Result<()> {
         let (start, _) = self.period.times(&old)?;
         if start < now {
             old[self.period.end] = self.period.value(now);
-            self.history
-                .unwrap_or(self.table)
-                .insert(self.st, state, old)?;
+            match self.history.get(self.hist_part) {
+                Some(h) => {
+                    h.insert(self.st, state, old)?;
+                    self.hist_written.set(self.hist_written.get() + 1);
+                }
+                None => self.table.insert(self.st, state, old)?,
+            }
         }
         Ok(())
     }
@@ -620,7 +621,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     fn relations(&self, when: SystemTime) -> Vec<&'a T> {
         let mut v = vec![self.table];
         if when != SystemTime::Current {
-            v.extend(self.history);
+            v.extend(self.history.iter().copied());
         }
         v
     }
@@ -663,9 +664,34 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
             let k = self.period.with_end(key, self.period.max());
             return self.table.get_by_index(self.st, ix, &k);
         }
+        // The part of the FOR SYSTEM_TIME condition on row_end, which every secondary
+        // entry carries (row_end is in the primary key): pushed down to the index, as
+        // MariaDB's optimizer does (EXPLAIN shows `index_condition: row_end = TIMESTAMP
+        // '2038-01-19 03:14:07.999999'` for a current read), so that history entries cost
+        // no clustered look-up ([`TableRead::get_by_index_icp`]).
+        let max = self.period.max();
+        let trx = self.period.trx;
+        let end_ok = move |end: i64| -> bool {
+            match when {
+                SystemTime::Current => end == max,
+                SystemTime::AsOf(t) if !trx => end > t,
+                SystemTime::Between(a, _) | SystemTime::FromTo(a, _) if !trx => end > a,
+                _ => true,
+            }
+        };
+        let period = self.period;
+        let icp = move |pk: &[Value]| -> bool {
+            match pk.last() {
+                Some(v) => match (period.trx, v) {
+                    (false, Value::Timestamp(e)) | (true, Value::BigInt(e)) => end_ok(*e),
+                    _ => true,
+                },
+                None => true,
+            }
+        };
         let mut keep = Vec::new();
         for rel in self.relations(when) {
-            for r in rel.get_by_index(self.st, ix, key)? {
+            for r in rel.get_by_index_icp(self.st, ix, key, &def.primary_key, &icp)? {
                 let (s, e) = self.period.times(&r)?;
                 if self.sees(when, s, e)? {
                     keep.push(r);
@@ -807,22 +833,28 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     pub fn delete_history(&self, state: &mut T::TxnState, before: i64) -> Result<u64> {
         let def = self.def();
         def.require_primary_key("DELETE HISTORY")?;
-        let rel = self.history.unwrap_or(self.table);
-        let rows = self.scan_one(
-            rel,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            ScanDirection::Forward,
-            usize::MAX,
-            SystemTime::All,
-        )?;
+        let rels = if self.history.is_empty() {
+            vec![self.table]
+        } else {
+            self.history.clone()
+        };
         let mut n = 0;
-        for r in rows {
-            let (_, e) = self.period.times(&r)?;
-            if e != self.period.max() && self.ended_before(e, before)? {
-                let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
-                if rel.delete(self.st, state, &key)? {
-                    n += 1;
+        for rel in rels {
+            let rows = self.scan_one(
+                rel,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Forward,
+                usize::MAX,
+                SystemTime::All,
+            )?;
+            for r in rows {
+                let (_, e) = self.period.times(&r)?;
+                if e != self.period.max() && self.ended_before(e, before)? {
+                    let key: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
+                    if rel.delete(self.st, state, &key)? {
+                        n += 1;
+                    }
                 }
             }
         }
