@@ -570,23 +570,9 @@ fn q18_mariadb(
             if !materialized.as_ref().is_some_and(|m| m.contains(&k)) {
                 continue;
             }
-            let lines = tx
-                .scan(
-                    t.id(TpchTable::LineItem),
-                    Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
-                    Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
-                    ScanDirection::Forward,
-                    usize::MAX,
-                )
-                .map_err(e)?;
-            run.rows_read += lines.len() as u64;
-            if lines.is_empty() {
+            let Some(sum) = order_quantity(tx, t, k, &mut run.rows_read)? else {
                 continue;
-            }
-            let mut sum = 0i128;
-            for l in &lines {
-                sum += units2(&l[L_QUANTITY])?;
-            }
+            };
             let row = q18_row(c, o, sum)?;
             let b = 48 + row.iter().map(|v| v.len() as u64 + 4).sum::<u64>();
             hold(&mut tmp_used, b, mem, &mut run.temp_spill_bytes);
@@ -606,36 +592,9 @@ fn materialize_q18_subquery(
     mem: WorkMem,
     run: &mut QueryRun,
 ) -> Result<std::collections::HashSet<i32>, String> {
-    let mut keys = std::collections::HashSet::new();
-    let mut cur: Option<(i32, i128)> = None;
-    let mut used = 0u64;
-    let mut close =
-        |cur: Option<(i32, i128)>, keys: &mut std::collections::HashSet<i32>, spilled: &mut u64| {
-            if let Some((k, s)) = cur {
-                if s > quantity {
-                    keys.insert(k);
-                    hold(&mut used, 48 + 8, mem, spilled);
-                }
-            }
-        };
-    seq_scan(
-        tx,
-        t.id(TpchTable::LineItem),
-        &mut run.rows_read,
-        &mut |r| {
-            let k = int_of(&r[L_ORDERKEY])?;
-            let q = units2(&r[L_QUANTITY])?;
-            match &mut cur {
-                Some((ck, s)) if *ck == k => *s += q,
-                _ => {
-                    close(cur.take(), &mut keys, &mut run.temp_spill_bytes);
-                    cur = Some((k, q));
-                }
-            }
-            Ok(())
-        },
-    )?;
-    close(cur.take(), &mut keys, &mut run.temp_spill_bytes);
+    let mut spilled = 0u64;
+    let keys = orders_over_quantity(tx, t, quantity, mem, run, false, &mut spilled)?;
+    run.temp_spill_bytes += spilled;
     Ok(keys)
 }
 
@@ -703,53 +662,55 @@ fn pk_scan(
     }
 }
 
-/// Q18's IN subquery as PostgreSQL plans it from SF 0.1 on: a GroupAggregate over an Index
-/// Scan of lineitem_pkey (nodeAgg.c `agg_retrieve_direct`: groups in key order, one open at
-/// a time, no hash table), the groups whose `sum(l_quantity) > quantity` put into the Hash
-/// above it, each entry held against `mem` (what passes it added to `spilled`).
+/// Q18's IN subquery over lineitem in l_orderkey order, grouped one order at a time with
+/// no hash table: the orders whose `sum(l_quantity) > quantity`, each kept entry held
+/// against `mem` (what passes it added to `spilled`). `by_index`: PostgreSQL's
+/// GroupAggregate over an Index Scan of lineitem_pkey (nodeAgg.c `agg_retrieve_direct`;
+/// its plans from SF 0.1 on, the result then hashed); else MariaDB's materialisation
+/// reading the clustered index whole (`index PRIMARY`, the keys into a temporary table
+/// with a unique key).
 ///
 /// Errors: the engine's, as text; a value of another type than the schema's.
-fn sorted_subquery_hash(
+fn orders_over_quantity(
     tx: &mut Transaction,
     t: &TpchTables,
     quantity: i128,
     mem: WorkMem,
     run: &mut QueryRun,
+    by_index: bool,
     spilled: &mut u64,
 ) -> Result<std::collections::HashSet<i32>, String> {
     let mut keys: std::collections::HashSet<i32> = std::collections::HashSet::new();
     let mut used = 0u64;
     let mut cur: Option<(i32, i128)> = None;
-    let close = |cur: Option<(i32, i128)>,
-                 keys: &mut std::collections::HashSet<i32>,
-                 used: &mut u64,
-                 spilled: &mut u64| {
+    let mut close = |cur: Option<(i32, i128)>, keys: &mut std::collections::HashSet<i32>| {
         if let Some((k, sum)) = cur {
             if sum > quantity {
                 keys.insert(k);
-                hold(used, entry_bytes(&[&Value::Integer(k)]), mem, spilled);
+                hold(&mut used, entry_bytes(&[&Value::Integer(k)]), mem, spilled);
             }
         }
     };
-    pk_scan(
-        tx,
-        t.id(TpchTable::LineItem),
-        &[L_ORDERKEY, L_LINENUMBER],
-        &mut run.rows_read,
-        &mut |_, r| {
-            let k = int_of(&r[L_ORDERKEY])?;
-            let q = units2(&r[L_QUANTITY])?;
-            match &mut cur {
-                Some((ck, sum)) if *ck == k => *sum += q,
-                _ => {
-                    close(cur.take(), &mut keys, &mut used, spilled);
-                    cur = Some((k, q));
-                }
+    let mut step = |r: Row| -> Result<(), String> {
+        let k = int_of(&r[L_ORDERKEY])?;
+        let q = units2(&r[L_QUANTITY])?;
+        match &mut cur {
+            Some((ck, sum)) if *ck == k => *sum += q,
+            _ => {
+                close(cur.take(), &mut keys);
+                cur = Some((k, q));
             }
-            Ok(())
-        },
-    )?;
-    close(cur.take(), &mut keys, &mut used, spilled);
+        }
+        Ok(())
+    };
+    let lineitem = t.id(TpchTable::LineItem);
+    if by_index {
+        let pk = [L_ORDERKEY, L_LINENUMBER];
+        pk_scan(tx, lineitem, &pk, &mut run.rows_read, &mut |_, r| step(r))?;
+    } else {
+        seq_scan(tx, lineitem, &mut run.rows_read, &mut step)?;
+    }
+    close(cur.take(), &mut keys);
     Ok(keys)
 }
 
@@ -789,9 +750,8 @@ fn q18_postgresql_merge_join_customer(
     mem: WorkMem,
     run: &mut QueryRun,
 ) -> Result<(), String> {
-    let e = |e: Error| e.to_string();
     let mut spilled = 0u64;
-    let keys = sorted_subquery_hash(tx, t, quantity, mem, run, &mut spilled)?;
+    let keys = orders_over_quantity(tx, t, quantity, mem, run, true, &mut spilled)?;
     // Hash Join with orders' Seq Scan, then Sort on o_custkey (the Materialize keeps it).
     let mut by_cust: Vec<(i32, Row)> = Vec::new();
     let mut sort_used = 0u64;
@@ -845,24 +805,9 @@ fn q18_postgresql_merge_join_customer(
     let mut out = Vec::new();
     for (c, o) in &pairs {
         let k = int_of(&o[O_ORDERKEY])?;
-        let lines = tx
-            .scan(
-                t.id(TpchTable::LineItem),
-                Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
-                Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
-                ScanDirection::Forward,
-                usize::MAX,
-            )
-            .map_err(e)?;
-        run.rows_read += lines.len() as u64;
-        if lines.is_empty() {
-            continue;
+        if let Some(sum) = order_quantity(tx, t, k, &mut run.rows_read)? {
+            out.push(q18_row(c, o, sum)?);
         }
-        let mut sum = 0i128;
-        for l in &lines {
-            sum += units2(&l[L_QUANTITY])?;
-        }
-        out.push(q18_row(c, o, sum)?);
     }
     run.temp_spill_bytes += spilled;
     finish_q18(out, run)
@@ -915,7 +860,7 @@ fn q18_postgresql_sorted_subquery(
         run,
     )?;
     let mut spilled = 0u64;
-    let keys = sorted_subquery_hash(tx, t, quantity, mem, run, &mut spilled)?;
+    let keys = orders_over_quantity(tx, t, quantity, mem, run, true, &mut spilled)?;
     // Seq Scan of orders through both joins; the joined rows hashed by o_orderkey.
     let mut joined: HashMap<i32, (Row, Row)> = HashMap::new();
     let mut joined_used = 0u64;
@@ -1041,6 +986,37 @@ fn q18_mariadb_lineitem_first(
         out.push(q18_row(c, o, *sum)?);
     }
     finish_q18(out, run)
+}
+
+/// The line items of order `k` through lineitem's primary key (PostgreSQL's Index Scan of
+/// lineitem_pkey on `l_orderkey = k`, MariaDB's `ref PRIMARY`): their `sum(l_quantity)` in
+/// hundredths, `None` for an order without line items; counts the rows read.
+///
+/// Errors: the engine's, as text; a quantity that is not a decimal.
+fn order_quantity(
+    tx: &mut Transaction,
+    t: &TpchTables,
+    k: i32,
+    rows_read: &mut u64,
+) -> Result<Option<i128>, String> {
+    let lines = tx
+        .scan(
+            t.id(TpchTable::LineItem),
+            Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
+            Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
+            ScanDirection::Forward,
+            usize::MAX,
+        )
+        .map_err(|e| e.to_string())?;
+    *rows_read += lines.len() as u64;
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let mut sum = 0i128;
+    for l in &lines {
+        sum += units2(&l[L_QUANTITY])?;
+    }
+    Ok(Some(sum))
 }
 
 fn int_of(v: &Value) -> Result<i32, String> {
