@@ -679,6 +679,9 @@ impl BufferPool {
             }
             if let Ok((f, _)) = self.pin_counted_inner(id, false, Access::Fix) {
                 self.unpin(f);
+                if let Some(ra) = &self.linear_ra {
+                    ra.read_in(id);
+                }
             }
         }
     }
