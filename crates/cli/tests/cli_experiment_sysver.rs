@@ -10,9 +10,10 @@ fn mvcclab(args: &[&str]) -> std::process::Output {
         .expect("run mvcclab")
 }
 
-#[test]
-fn versioned_range_selects_step_over_history_and_partitions_keep_it_apart() {
-    let out = mvcclab(&[
+/// `experiment system_versioning` small (300 rows, 2 iterations, 40 selects, innodb, the
+/// big pool only) with `extra` flags; its JSON report.
+fn small_run(extra: &[&str]) -> mvcclab::result::ExperimentReport {
+    let mut a = vec![
         "experiment",
         "system_versioning",
         "--rows",
@@ -23,21 +24,26 @@ fn versioned_range_selects_step_over_history_and_partitions_keep_it_apart() {
         "40",
         "--designs",
         "innodb",
-        "--variants",
-        "plain,timestamp,trx_id,partition",
         "--no-small-pool",
         "--report-interval",
         "0",
         "--quiet",
         "--format",
         "json",
-    ]);
+    ];
+    a.extend_from_slice(extra);
+    let out = mvcclab(&a);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: mvcclab::result::ExperimentReport = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn versioned_range_selects_step_over_history_and_partitions_keep_it_apart() {
+    let r = small_run(&["--variants", "plain,timestamp,trx_id,partition"]);
     assert_eq!(r.experiment, "system_versioning");
     let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
     assert_eq!(
@@ -110,36 +116,14 @@ fn bad_sizes_and_variants_are_usage_errors() {
 /// history rows.
 #[test]
 fn several_history_partitions_are_a_flag() {
-    let out = mvcclab(&[
-        "experiment",
-        "system_versioning",
-        "--rows",
-        "300",
-        "--iterations",
-        "2",
-        "--selects",
-        "40",
-        "--designs",
-        "innodb",
+    let r = small_run(&[
         "--variants",
         "plain,partition",
         "--history-partitions",
         "3",
         "--partition-limit",
         "200",
-        "--no-small-pool",
-        "--report-interval",
-        "0",
-        "--quiet",
-        "--format",
-        "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: mvcclab::result::ExperimentReport = serde_json::from_slice(&out.stdout).unwrap();
     let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
     assert_eq!(
         names,

@@ -92,14 +92,9 @@ pub trait TableRead {
         index: usize,
         key: &[Value],
         pk: &[usize],
-        icp: &dyn Fn(&[Value]) -> bool,
+        icp: &IndexCondition,
     ) -> Result<Vec<Row>> {
-        let mut rows = self.get_by_index(st, index, key)?;
-        rows.retain(|r| {
-            let vals: Vec<Value> = pk.iter().map(|&c| r[c].clone()).collect();
-            icp(&vals)
-        });
-        Ok(rows)
+        Ok(retain_by_key(self.get_by_index(st, index, key)?, pk, icp))
     }
     /// Rows with primary key in `lo..hi`, in `dir` order, at most `limit`. On a table
     /// without a primary key both bounds must be unbounded, and the rows come in storage
@@ -248,4 +243,14 @@ pub trait TableAccessMethod: Send + Sync + 'static {
     }
     /// Stops the design's background threads (autovacuum, purge), waiting for each.
     fn shutdown(&self);
+}
+
+/// An index condition on a row's primary-key values ([`TableRead::get_by_index_icp`]).
+pub type IndexCondition = dyn Fn(&[Value]) -> bool;
+
+/// The rows whose values at positions `pk` pass `icp` ([`TableRead::get_by_index_icp`]
+/// tested after the fetch).
+pub fn retain_by_key(mut rows: Vec<Row>, pk: &[usize], icp: &IndexCondition) -> Vec<Row> {
+    rows.retain(|r| icp(&pk.iter().map(|&c| r[c].clone()).collect::<Vec<_>>()));
+    rows
 }

@@ -52,7 +52,9 @@ mod txn;
 pub use assign::Assign;
 pub use catalog_snapshot::{CatalogSnapshot, CatalogTable};
 pub use counters::{AnalyzeReport, EngineCounters, GcReport, VacuumReport};
-pub use method::{Statement, TableAccessMethod, TableRead, TableWrite, XactEnd};
+pub use method::{
+    retain_by_key, IndexCondition, Statement, TableAccessMethod, TableRead, TableWrite, XactEnd,
+};
 pub use recovered::{AmOpen, Recovering, RecoveryReport, Redone};
 pub use relations::{TableId, TableRelations};
 pub use stats::{TableCounters, TableStats};

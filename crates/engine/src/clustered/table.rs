@@ -674,7 +674,7 @@ impl ClusteredTable {
         st: &Statement<'_>,
         ix: usize,
         key: &[Value],
-        icp: Option<&dyn Fn(&[Value]) -> bool>,
+        icp: Option<&crate::access::IndexCondition>,
     ) -> Result<Vec<Row>> {
         let ctx = &RowCtx::from(st);
         self.check_not_deferred("a secondary index read")?;
@@ -761,13 +761,12 @@ impl TableRead for ClusteredTable {
         ix: usize,
         key: &[Value],
         pk: &[usize],
-        icp: &dyn Fn(&[Value]) -> bool,
+        icp: &crate::access::IndexCondition,
     ) -> Result<Vec<Row>> {
         if pk != self.def.primary_key.as_slice() || pk.is_empty() {
             // Not this table's key (or DB_ROW_ID): test the rows afterwards.
-            let mut rows = self.get_by_index(st, ix, key)?;
-            rows.retain(|r| icp(&pk.iter().map(|&c| r[c].clone()).collect::<Vec<_>>()));
-            return Ok(rows);
+            let rows = self.get_by_index(st, ix, key)?;
+            return Ok(crate::access::retain_by_key(rows, pk, icp));
         }
         self.get_by_index_where(st, ix, key, Some(icp))
     }

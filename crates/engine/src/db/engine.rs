@@ -214,6 +214,17 @@ impl<A: TableAccessMethod> DesignEngine<A> {
     fn table(&self, t: TableId) -> Result<Arc<A::Table>> {
         self.am.tables().get(t)
     }
+
+    /// Creates system table `def` unless a table of its name exists; true when created.
+    fn create_missing(&self, def: TableDef) -> Result<bool> {
+        if self.am.tables().id_of(&def.name).is_ok() {
+            return Ok(false);
+        }
+        self.am
+            .tables()
+            .create(def, |id, def| self.am.create_table(id, def))?;
+        Ok(true)
+    }
 }
 
 impl<A: TableAccessMethod> Engine for DesignEngine<A> {
@@ -326,27 +337,14 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
     }
 
     fn ensure_dropped_partitions(&self) -> Result<bool> {
-        if self.am.tables().id_of(DROPPED_PARTITIONS).is_ok() {
-            return Ok(false);
-        }
-        self.am
-            .tables()
-            .create(dropped_partitions_def(), |id, def| {
-                self.am.create_table(id, def)
-            })?;
-        Ok(true)
+        self.create_missing(dropped_partitions_def())
     }
 
     fn ensure_transaction_registry(&self) -> Result<bool> {
-        if !self.by_trx_id || self.am.tables().id_of(TRANSACTION_REGISTRY).is_ok() {
+        if !self.by_trx_id {
             return Ok(false);
         }
-        self.am
-            .tables()
-            .create(transaction_registry_def(), |id, def| {
-                self.am.create_table(id, def)
-            })?;
-        Ok(true)
+        self.create_missing(transaction_registry_def())
     }
 }
 
