@@ -730,7 +730,7 @@ impl ManagedServer {
     }
 
     /// Stops the server process (PostgreSQL's shutdown checkpoint; InnoDB's shutdown),
-    /// runs `while_down` (e.g. [`crate::load::drop_os_page_cache`], for a cold kernel
+    /// runs `while_down` (e.g. [`crate::PageCacheScope::drop`], for a cold kernel
     /// cache), and starts it again on the same data directory, port and settings, its
     /// devices left mounted, so that its buffer pool starts empty (a cold start). Clients
     /// must connect again.
@@ -808,6 +808,17 @@ impl ManagedServer {
             .or_else(|_| fs::read_to_string(format!("{base}/../queue/rotational")))
             .ok()?;
         Some(text.trim() == "1")
+    }
+
+    /// The files whose page cache is this server's ([`crate::PageCacheScope`]): the folder
+    /// holding its data directory (on the device when it has one, with MariaDB's `tmpdir`)
+    /// and its loop device. `page_cache_scope().drop()` makes its next reads cold without
+    /// touching other processes' cached files, as `drop_caches` would.
+    pub fn page_cache_scope(&self) -> crate::PageCacheScope {
+        crate::PageCacheScope {
+            home: self.data.parent().unwrap_or(&self.data).to_path_buf(),
+            block_device: self.loopdev.as_ref().map(|l| l.device().to_path_buf()),
+        }
     }
 
     /// The loop device holding its files, with `exact_device_io`.

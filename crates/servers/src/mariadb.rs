@@ -452,8 +452,12 @@ impl RealServer for MariaDb {
             self.exec("SET GLOBAL rocksdb_force_flush_memtable_now = 1")?;
         }
         if drop_caches {
-            // InnoDB uses O_DIRECT, but the redo log and the OS's other users do not.
-            crate::drop_os_page_cache()?;
+            // InnoDB uses O_DIRECT, but the redo log does not. A managed server's own
+            // files only; a `--url` server's are not ours to find.
+            match &self.managed {
+                Some(m) => m.page_cache_scope().drop()?,
+                None => crate::drop_os_page_cache()?,
+            }
         }
         Ok(())
     }

@@ -538,7 +538,12 @@ impl RealServer for PostgreSql {
     fn settle(&self, drop_caches: bool) -> Result<(), ServerError> {
         self.exec("CHECKPOINT")?;
         if drop_caches {
-            crate::drop_os_page_cache()?;
+            // A managed server's own files only; a `--url` server's files are not ours
+            // to find, so the whole machine's cache.
+            match &self.managed {
+                Some(m) => m.page_cache_scope().drop()?,
+                None => crate::drop_os_page_cache()?,
+            }
             self.caches_dropped.store(true, Ordering::Relaxed);
         }
         Ok(())

@@ -210,22 +210,31 @@ impl TpchServer {
 
     /// Restarts the server ([`ManagedServer::restart_with`]: a clean shutdown, then the same
     /// server on the same data directory, its buffer pool empty) and connects again;
-    /// with `drop_os_page_cache` the kernel's page cache is dropped while it is down
-    /// ([`crate::load::drop_os_page_cache`], root). A cold start for the next query.
+    /// with `drop_page_cache` the kernel's page cache of its files is dropped while it is
+    /// down ([`TpchServer::drop_page_cache`]). A cold start for the next query.
     ///
     /// Errors: as [`ManagedServer::restart_with`]; [`ServerError::Io`] when the page cache
     /// cannot be dropped; the connection's.
-    pub fn restart(&mut self, drop_os_page_cache: bool) -> Result<(), ServerError> {
+    pub fn restart(&mut self, drop_page_cache: bool) -> Result<(), ServerError> {
         // The old connection goes first, so that shutdown does not wait for it.
         self.conn = Conn::None;
+        let scope = self.managed.page_cache_scope();
         self.managed.restart_with(|| {
-            if drop_os_page_cache {
-                crate::load::drop_os_page_cache()?;
+            if drop_page_cache {
+                scope.drop()?;
             }
             Ok(())
         })?;
         self.conn = connect(self.kind, self.managed.port(), false)?;
         Ok(())
+    }
+
+    /// Drops the kernel's page cache of this server's files
+    /// ([`crate::PageCacheScope::drop`]), other processes' cached files left alone.
+    ///
+    /// Errors: [`ServerError::Io`] naming a file that cannot be read.
+    pub fn drop_page_cache(&self) -> Result<(), ServerError> {
+        self.managed.page_cache_scope().drop()
     }
 
     /// The class of each file on the FUSE device ([`crate::file_class`]): PostgreSQL's

@@ -239,7 +239,9 @@ pub struct ServerArgs {
     /// mysql://user:password@host:port/db); repeat for both engines.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
-    /// Drop the OS page cache after the load and checkpoint, before the warm-up (root).
+    /// Drop the OS page cache after the load and checkpoint, before the warm-up: of a
+    /// managed server's own files (posix_fadvise DONTNEED, other processes' cache kept), or
+    /// the whole machine's for a `--url` server (root).
     #[arg(long)]
     pub drop_caches: bool,
     /// Put each managed server's files on a loop device of its own and report its exact

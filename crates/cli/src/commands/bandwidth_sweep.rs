@@ -93,7 +93,8 @@ pub struct BandwidthSweepArgs {
     /// directory).
     #[arg(long, value_name = "DIR")]
     pub server_dir: Option<PathBuf>,
-    /// Keep the OS page cache before each warm-up (default: dropped, which needs root).
+    /// Keep the OS page cache before each warm-up (default: the page cache of each real
+    /// server's files is dropped, when running as root).
     #[arg(long)]
     pub no_drop_caches: bool,
     /// Report format and destination.

@@ -432,7 +432,7 @@ impl LoadedServer {
         for c in caches {
             match c.as_str() {
                 "cold" if used => s.restart(setup.drop_caches)?,
-                "cold" if setup.drop_caches => mvcclab_servers::drop_os_page_cache()?,
+                "cold" if setup.drop_caches => s.drop_page_cache()?,
                 "cold" => {}
                 "warm" if !used => {
                     s.run_query(t.query, &p, timeout)?;
@@ -473,7 +473,7 @@ impl LoadedServer {
                 format!(
                     "cold: {}",
                     if setup.drop_caches {
-                        "server restarted, OS page cache dropped"
+                        "server restarted, the OS page cache of its files dropped"
                     } else {
                         "server restarted, OS page cache kept (not root or --no-drop-caches)"
                     }
@@ -601,8 +601,8 @@ pub struct TpchQ18Args {
     /// temp directory).
     #[arg(long)]
     pub server_dir: Option<PathBuf>,
-    /// Keep the OS page cache before a real server's cold run (it is dropped by default
-    /// when running as root).
+    /// Keep the OS page cache before a real server's cold run (the page cache of its files
+    /// is dropped by default when running as root).
     #[arg(long)]
     pub no_drop_caches: bool,
     /// TPC-H flags.
