@@ -148,17 +148,10 @@ fn scale_flags(c: &CommonArgs, s: &FidelityScale, preset: &str) -> CommonArgs {
     // outside the server's cgroup (the copy back of `--load-once` is made by mvcclab, so
     // its pages are charged to mvcclab's cgroup and the server reads them from memory:
     // 0 device reads at `sweep` before this, docs/fidelity.md "Scale grid"). Drop them
-    // before each warm-up where this process may, as `experiment bandwidth_sweep` does.
-    x.server.drop_caches |= s.bound_os_cache && may_drop_caches();
+    // before each warm-up (the server's own files: `PageCacheScope`) when running as root,
+    // as `experiment bandwidth_sweep` does; the bound itself needs root for its cgroup.
+    x.server.drop_caches |= s.bound_os_cache && mvcclab_servers::managed::is_root();
     x
-}
-
-/// Whether this process may write `/proc/sys/vm/drop_caches` (root).
-fn may_drop_caches() -> bool {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/proc/sys/vm/drop_caches")
-        .is_ok()
 }
 
 /// The scale of `scales` a run of `r`'s shape ran at (tables, rows and threads tell the
