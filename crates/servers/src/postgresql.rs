@@ -649,9 +649,14 @@ impl RealServer for PostgreSql {
             settings,
             page_cache: format!(
                 "PostgreSQL reads and writes through the OS page cache: heap_blks_read/idx_blks_read \
-                 count pages read into shared_buffers, which the page cache may have served; the \
-                 host's page cache (not limited) was {} before the warm-up",
-                if dropped { "dropped (--drop-caches)" } else { "not dropped" }
+                 count pages read into shared_buffers, which the page cache may have served; \
+                 before the warm-up the page cache {} (its bound, if any: the settings' \
+                 memory_cgroup_*)",
+                match (dropped, self.managed.is_some()) {
+                    (true, true) => "of the server's files was dropped (--drop-caches)",
+                    (true, false) => "of the whole host was dropped (--drop-caches)",
+                    (false, _) => "was not dropped",
+                }
             ),
             device_io: device_io_text(self.managed.as_ref()),
             rotational: self.managed.as_ref().and_then(|m| m.rotational()),
