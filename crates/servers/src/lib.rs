@@ -63,8 +63,9 @@ mod server;
 
 pub use error::ServerError;
 pub use kind::ServerKind;
+pub use load::drop_os_page_cache;
 pub(crate) use load::{device_io_text, device_snapshot, load_sbtest, tpcc_tables};
-pub use load::{drop_os_page_cache, PageCacheScope};
+pub use managed::PageCacheScope;
 pub use server::{delta, RealServer, ServerInfo, ServerOptions, Snapshot};
 
 /// Opens the target for `kind`: connects to `o.url`, or starts a managed server.
