@@ -281,7 +281,7 @@ const Q18_PLANS: &[(TpchEngine, f64, Q18Plan)] = &[
 ];
 
 /// The Q18 plan a preset modelling `engine` follows at scale factor `sf`: the one checked
-/// in at the largest scale factor not above `sf` ([`Q18_PLANS`]), SF 0.01's below 0.1.
+/// in at the largest scale factor not above `sf` (`Q18_PLANS`), SF 0.01's below 0.1.
 pub fn q18_plan(engine: TpchEngine, sf: f64) -> Q18Plan {
     Q18_PLANS
         .iter()

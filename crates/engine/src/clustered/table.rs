@@ -754,7 +754,7 @@ impl TableRead for ClusteredTable {
     }
 
     /// The index condition tested on each secondary entry's primary key before the
-    /// clustered look-up ([`ClusteredTable::get_by_index_where`]).
+    /// clustered look-up (`ClusteredTable::get_by_index_where`).
     fn get_by_index_icp(
         &self,
         st: &Statement<'_>,
