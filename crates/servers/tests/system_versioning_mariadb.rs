@@ -293,9 +293,10 @@ fn design(variant: &str) -> DesignConfig {
     d
 }
 
-#[test]
-fn as_of_reads_match_a_real_mariadb_step_by_step() {
-    let mut server = match ManagedServer::start(ServerKind::MariaDb, &ManagedOptions::default()) {
+/// A managed MariaDB on a free port, a root connection to it (retried while it starts)
+/// and that connection's options, for more connections.
+fn start_mariadb() -> (ManagedServer, Conn, OptsBuilder) {
+    let server = match ManagedServer::start(ServerKind::MariaDb, &ManagedOptions::default()) {
         Ok(s) => s,
         Err(e) => panic!("starting MariaDB (apt-get install mariadb-server): {e}"),
     };
@@ -304,15 +305,18 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
         .tcp_port(server.port())
         .user(Some("root"))
         .prefer_socket(false);
-    let mut conn = None;
     for _ in 0..300 {
         if let Ok(c) = Conn::new(opts.clone()) {
-            conn = Some(c);
-            break;
+            return (server, c, opts);
         }
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    let mut admin = conn.expect("connect to the managed MariaDB");
+    panic!("connect to the managed MariaDB: no connection in 60 s");
+}
+
+#[test]
+fn as_of_reads_match_a_real_mariadb_step_by_step() {
+    let (mut server, mut admin, opts) = start_mariadb();
     for variant in ["trx_id", "timestamp", "partition"] {
         let db_name = format!("sv_{variant}");
         admin
@@ -431,24 +435,7 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
 /// into the remaining partitions alike.
 #[test]
 fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
-    let mut server = match ManagedServer::start(ServerKind::MariaDb, &ManagedOptions::default()) {
-        Ok(s) => s,
-        Err(e) => panic!("starting MariaDB (apt-get install mariadb-server): {e}"),
-    };
-    let opts = OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(server.port())
-        .user(Some("root"))
-        .prefer_socket(false);
-    let mut conn = None;
-    for _ in 0..300 {
-        if let Ok(c) = Conn::new(opts.clone()) {
-            conn = Some(c);
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let mut admin = conn.expect("connect to the managed MariaDB");
+    let (mut server, mut admin, opts) = start_mariadb();
     admin.query_drop("CREATE DATABASE sv_parts").unwrap();
     let mut real = Real {
         conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some("sv_parts"))).unwrap(),
