@@ -19,9 +19,11 @@
 //!    device over `device/device.img`, mounted at `mnt`), and so do the temporary files of
 //!    queries: PostgreSQL's `base/pgsql_tmp` is inside the data directory, MariaDB's
 //!    `tmpdir` is set to `tmp` beside it (also on the loop device of `exact_device_io`);
-//!    the socket, the pid file and the log stay off it, in the folder itself. The device is mounted unthrottled: whoever runs the
-//!    workload turns the throttle on after the load ([`ManagedServer::device`]). It is
-//!    unmounted after the server has stopped.
+//!    the socket, the pid file and the log stay off it, in the folder itself. The device
+//!    is mounted unthrottled: whoever runs the workload turns the throttle on after the
+//!    load ([`ManagedServer::device`]). It is unmounted after the server has stopped.
+//!    Without a device MariaDB's `tmpdir` is `tmp` in the server's folder: never the
+//!    environment's `TMPDIR`, which the server's user may not be able to write.
 //!
 //! # Crash safety
 //! None is needed: the folder is scratch, removed when the [`ManagedServer`] is dropped.
@@ -686,6 +688,17 @@ impl ManagedServer {
                 (libc::SIGQUIT, args)
             }
             ServerKind::MariaDb | ServerKind::MyRocks => {
+                // Invariant 5: internal temporary tables and sort files that spill
+                // (`tmpdir`, MariaDB KB "Server System Variables") go to `tmp` beside the
+                // data directory (on the device when there is one, as PostgreSQL's
+                // base/pgsql_tmp is inside its data directory), owned by the server's user.
+                // The bootstrap server of `mariadb-install-db` takes its tmpdir from
+                // `TMPDIR` (mysys `create_temp_file`); one its user cannot write, such as a
+                // root-owned 0755 folder, fails InnoDB's start ("Unable to create temporary
+                // file", errno 13) and with it the install, so it gets the same folder.
+                let tmp = home.join("tmp");
+                fs::create_dir_all(&tmp).map_err(|e| ServerError::io("creating the tmpdir", e))?;
+                chown(&tmp, owner)?;
                 if let Some(saved) = &o.restore_from {
                     copy_tree(saved, &data)?;
                 } else {
@@ -695,7 +708,8 @@ impl ManagedServer {
                     let mut init = command(&programs[0], owner, libc::SIGKILL);
                     init.arg("--no-defaults")
                         .arg(format!("--datadir={}", data.display()))
-                        .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+                        .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+                        .env("TMPDIR", &tmp);
                     run_setup(init, "mariadb-install-db", &dir.join("install-db.log"))?;
                 }
                 if let (Some(d), None) = (&device, &loopdev) {
@@ -748,16 +762,7 @@ impl ManagedServer {
                         .map(|(k, v)| (k.to_string(), v)),
                     );
                 }
-                if home != dir {
-                    // Invariant 5: internal temporary tables and sort files that spill
-                    // (`tmpdir`, MariaDB KB "Server System Variables") go to the device
-                    // too, as PostgreSQL's base/pgsql_tmp does inside the data directory.
-                    let tmp = home.join("tmp");
-                    fs::create_dir_all(&tmp)
-                        .map_err(|e| ServerError::io("creating the tmpdir", e))?;
-                    chown(&tmp, owner)?;
-                    settings.push(("tmpdir".into(), tmp.display().to_string()));
-                }
+                settings.push(("tmpdir".into(), tmp.display().to_string()));
                 settings.extend(o.extra_settings.iter().cloned());
                 let mut args: Vec<std::ffi::OsString> = vec![
                     "--no-defaults".into(),
