@@ -590,6 +590,80 @@ fn history_survives_a_crash() {
     }
 }
 
+/// `transaction_registry` as (transaction_id, commit_id) rows in commit-id order.
+fn registry(db: &Database) -> Vec<(i64, i64)> {
+    let reg = db.table_id("transaction_registry").unwrap();
+    let mut tx = db.begin();
+    let mut rows: Vec<(i64, i64)> = tx
+        .scan(
+            reg,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )
+        .unwrap()
+        .iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (Value::BigInt(t), Value::BigInt(c)) => (*t, *c),
+            other => panic!("registry row of another shape: {other:?}"),
+        })
+        .collect();
+    tx.commit().unwrap();
+    rows.sort_by_key(|r| r.1);
+    rows
+}
+
+/// Each registry row's commit_id is a value of the transaction id sequence taken at its
+/// commit, as MariaDB 10.11 takes it (ha_innodb.cc `innodb_prepare_commit_versioned`:
+/// `trx_sys.get_new_trx_id()`): above the transaction's own id and below the id of every
+/// transaction that began to write after that commit — also after a crash, when the next
+/// id recovery finds would otherwise equal the last commit id.
+#[test]
+fn commit_ids_come_from_the_transaction_id_sequence_also_after_a_crash() {
+    for d in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let mut design = d.clone();
+        design.system_versioning = SystemVersioning::TrxId;
+        let name = design.name.clone();
+        let dev = Arc::new(CrashDevice::new());
+        let db = Database::open(crash_db_config(design.clone(), &dev)).unwrap();
+        let t = db.create_table(def()).unwrap();
+        run_steps(&db, t);
+        let before = registry(&db);
+        assert_eq!(before.len(), 4, "{name}");
+        for (i, &(trx, commit)) in before.iter().enumerate() {
+            assert!(
+                trx < commit,
+                "{name}: row {i}: commit_id {commit} after trx {trx}"
+            );
+            if let Some(&(next, _)) = before.get(i + 1) {
+                assert!(
+                    commit < next,
+                    "{name}: row {i}: commit_id {commit} before the next transaction {next}"
+                );
+            }
+        }
+        db.storage().wal().flush_all().unwrap();
+        drop(db);
+        dev.power_cut(5);
+        let db = Database::open(crash_db_config(design, &dev)).unwrap();
+        let t = db.table_id("accounts").unwrap();
+        assert_eq!(registry(&db), before, "{name}: the registry survives");
+        let mut tx = db.begin();
+        assert!(tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap());
+        tx.commit().unwrap();
+        let after = registry(&db);
+        let (last_trx, last_commit) = *after.last().unwrap();
+        let prev_commit = before.last().unwrap().1;
+        assert!(
+            prev_commit < last_trx && last_trx < last_commit,
+            "{name}: after recovery {prev_commit} < {last_trx} < {last_commit}"
+        );
+    }
+}
+
 /// A current read by a secondary key on a table with history in the same index looks up
 /// only the entries whose row_end is the maximum: the condition on row_end is tested on
 /// the secondary entry (which ends with the primary key, row_end included) before the

@@ -211,11 +211,16 @@ impl Emb {
 
     /// The number of rows of the preset's `transaction_registry`.
     fn registry_rows(&self) -> usize {
-        self.registry_transactions().len()
+        self.registry().len()
     }
 
     /// The preset's `transaction_registry` transaction ids in commit order.
     fn registry_transactions(&self) -> Vec<i64> {
+        self.registry().into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// The preset's `transaction_registry` as (transaction_id, commit_id) in commit order.
+    fn registry(&self) -> Vec<(i64, i64)> {
         let reg = self.db.table_id(TRANSACTION_REGISTRY).unwrap();
         let mut tx = self.db.begin();
         let mut rows: Vec<(i64, i64)> = tx
@@ -235,7 +240,7 @@ impl Emb {
             .collect();
         tx.commit().unwrap();
         rows.sort();
-        rows.into_iter().map(|(_, t)| t).collect()
+        rows.into_iter().map(|(c, t)| (t, c)).collect()
     }
 
     fn by_id(&self, id: i32, when: SystemTime) -> Vec<R> {
@@ -350,12 +355,30 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
                 steps().len(),
                 "trx_id: registry rows on MariaDB"
             );
-            assert!(real_reg.iter().all(|&(trx, commit)| commit > trx));
             assert_eq!(
                 emb.registry_rows(),
                 steps().len(),
                 "trx_id: registry rows on the preset"
             );
+            // commit_id is a value of the transaction id sequence taken at the commit
+            // (ha_innodb.cc `innodb_prepare_commit_versioned`): above the transaction's
+            // id, below the next transaction's, on both sides.
+            let emb_reg: Vec<(u64, u64)> = emb
+                .registry()
+                .into_iter()
+                .map(|(t, c)| (t as u64, c as u64))
+                .collect();
+            for (side, reg) in [("MariaDB", &real_reg), ("preset", &emb_reg)] {
+                for (i, w) in reg.windows(2).enumerate() {
+                    let ((t0, c0), (t1, _)) = (w[0], w[1]);
+                    assert!(
+                        t0 < c0 && c0 < t1,
+                        "trx_id on {side}: registry rows {i} and {}: {reg:?}",
+                        i + 1
+                    );
+                }
+                eprintln!("trx_id on {side}: (transaction_id, commit_id) {reg:?}");
+            }
         }
         for (i, (rt, et)) in real_times.iter().zip(&emb_times).enumerate() {
             let rw = format!("AS OF TIMESTAMP'{rt}'");

@@ -135,6 +135,9 @@ pub trait Engine: Send + Sync {
     /// Creates `transaction_registry` when tables are versioned by transaction id and it
     /// does not exist yet; true when it was created (the catalog must then be logged).
     fn ensure_transaction_registry(&self) -> Result<bool>;
+    /// Moves the transaction id sequence past `commit_id`, the largest commit id found in
+    /// `transaction_registry` at open ([`crate::mvcc::TransactionManager::advance_next_xid_past`]).
+    fn advance_past_commit_id(&self, commit_id: crate::mvcc::Xid);
     /// Creates `dropped_partitions` ([`super::history_partitions::DROPPED_PARTITIONS`])
     /// when it does not exist yet; true when it was created (the catalog must then be
     /// logged).
@@ -346,6 +349,10 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
         }
         self.create_missing(transaction_registry_def())
     }
+
+    fn advance_past_commit_id(&self, commit_id: crate::mvcc::Xid) {
+        self.am.transactions().advance_next_xid_past(commit_id);
+    }
 }
 
 impl<A: TableAccessMethod> Drop for DesignEngine<A> {
@@ -529,22 +536,30 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
     /// The commit's `mysql.transaction_registry` row, in the committing transaction: its id,
     /// a commit id and commit timestamp, begin timestamp and isolation level (sql/handler.cc
-    /// `TR_table::update`, which MariaDB runs from the commit of a transaction that changed
-    /// a table versioned by transaction id). The commit id is a fresh value of the
-    /// never-repeating system clock, so commit ids order as commits do, also across a
-    /// restart (InnoDB uses the transaction serialisation number `trx->no`).
+    /// `TR_table::update`, which MariaDB runs from `ha_commit_trans` for a transaction that
+    /// changed a table versioned by transaction id). The commit id is a fresh value of the
+    /// transaction id sequence, as MariaDB 10.11 takes it just before writing the row
+    /// (storage/innobase/handler/ha_innodb.cc `innodb_prepare_commit_versioned`:
+    /// `trx_sys.get_new_trx_id()`): larger than the transaction's own id and than every id
+    /// handed out before, smaller than every id handed out after, so commit ids order as
+    /// commits take them. InnoDB then takes one more id for the serialisation number
+    /// `trx->no` (trx0trx.cc `trx_serialise`); the innodb preset numbers `trx->no` on a
+    /// counter of its own, so on MariaDB the next transaction's id is the commit id + 2
+    /// and here + 1. The commit timestamp is read after the id, as `TR_table::update`
+    /// sets it (`thd->set_time()`).
     fn write_transaction_registry(&mut self, begin_us: i64) -> Result<()> {
         let am = self.am.clone();
         let reg = am.tables().id_of(TRANSACTION_REGISTRY)?;
         let iso = i8::from(self.core.isolation() != Isolation::ReadCommitted);
         self.stmt(Cause::Commit, reg, true, |tb, st, state| {
+            let commit_id = am.transactions().new_trx_id();
             let commit = system_time_now_us();
             tb.insert(
                 st,
                 state,
                 vec![
                     Value::BigInt(st.xid as i64),
-                    Value::BigInt(commit),
+                    Value::BigInt(commit_id as i64),
                     Value::Timestamp(begin_us),
                     Value::Timestamp(commit),
                     Value::TinyInt(iso),

@@ -60,8 +60,10 @@
 //! t` takes the *transaction id* of the last commit at or before `t`; the two agree for
 //! transactions that did not overlap, and differ for overlapping ones (a transaction
 //! that began before another committed does not see it there, though it committed
-//! later). mvcclab's commit_id comes from the clock (below), so the id comparison
-//! cannot be made.
+//! later). The commit_id is, as on MariaDB, a value of the transaction id sequence
+//! taken at the commit (ha_innodb.cc `innodb_prepare_commit_versioned`; the engine's
+//! `write_transaction_registry`), so that comparison could be made; `sees` still judges
+//! by commit order (not built: `query_sees`'s rule for overlapping transactions).
 //!
 //! Several history partitions, their rotation by LIMIT and DROP PARTITION:
 //! [`super::history_partitions`]. Not modelled yet: rotation by `INTERVAL`; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
