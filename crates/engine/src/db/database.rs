@@ -159,6 +159,10 @@ impl Database {
                         .with_history_partitions(
                             cfg.design.history_partitions,
                             cfg.design.history_partition_limit,
+                        )
+                        .with_history_interval(
+                            cfg.design.history_partition_interval_s,
+                            cfg.design.history_partition_starts_unix_s,
                         ),
                 )
             }
@@ -169,6 +173,10 @@ impl Database {
                         .with_history_partitions(
                             cfg.design.history_partitions,
                             cfg.design.history_partition_limit,
+                        )
+                        .with_history_interval(
+                            cfg.design.history_partition_interval_s,
+                            cfg.design.history_partition_starts_unix_s,
                         ),
                 )
             }
