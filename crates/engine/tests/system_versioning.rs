@@ -254,25 +254,9 @@ fn as_of_returns_the_state_committed_at_each_step() {
         let steps = run_steps(&db, t);
         check_as_of(&db, t, &steps, &name);
         let trx = db.design().system_versioning == SystemVersioning::TrxId;
-        let registry_rows = |db: &Database| -> usize {
-            let r = db.table_id("transaction_registry").unwrap();
-            let mut tx = db.begin();
-            let n = tx
-                .scan(
-                    r,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                )
-                .unwrap()
-                .len();
-            tx.commit().unwrap();
-            n
-        };
         if trx {
             // One registry row per committed transaction that changed the table.
-            assert_eq!(registry_rows(&db), 4, "{name}");
+            assert_eq!(registry(&db).len(), 4, "{name}");
             assert_eq!(d.columns[4].ty, ColumnType::BigInt, "{name}");
         } else {
             assert!(db.table_id("transaction_registry").is_err(), "{name}");
@@ -368,7 +352,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         assert_eq!(all2, all, "{name}");
         tx.commit().unwrap();
         if trx {
-            assert_eq!(registry_rows(&db), 4, "{name}: none for a rollback");
+            assert_eq!(registry(&db).len(), 4, "{name}: none for a rollback");
         }
 
         // DELETE HISTORY BEFORE the last step removes the four history rows (two of row 2,
@@ -410,26 +394,11 @@ fn as_of_transaction_sees_what_the_transaction_saw() {
         let db = open_db(design, 256);
         let t = db.create_table(def()).unwrap();
         let steps = run_steps(&db, t);
-        let reg = db.table_id("transaction_registry").unwrap();
+        // (transaction_id, commit_id) in commit order.
+        let trx = registry(&db);
         let mut tx = db.begin();
-        let mut trx: Vec<(i64, i64)> = tx
-            .scan(
-                reg,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                100,
-            )
-            .unwrap()
-            .iter()
-            .map(|r| match (&r[0], &r[1]) {
-                (Value::BigInt(t), Value::BigInt(c)) => (*c, *t),
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        trx.sort();
         assert_eq!(trx.len(), 4, "{name}");
-        for (i, (_, n)) in trx.iter().enumerate() {
+        for (i, (n, _)) in trx.iter().enumerate() {
             let rows = tx
                 .scan_system_time(
                     t,
@@ -447,7 +416,7 @@ fn as_of_transaction_sees_what_the_transaction_saw() {
                 i + 1
             );
         }
-        let unknown = trx.iter().map(|x| x.1).max().unwrap() + 1_000;
+        let unknown = trx.iter().map(|x| x.0).max().unwrap() + 1_000;
         let e = tx
             .get_system_time(
                 t,

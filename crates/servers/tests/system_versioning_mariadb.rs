@@ -165,6 +165,15 @@ struct Emb {
 }
 
 impl Emb {
+    /// A quiet database of design `d` with the `accounts` table.
+    fn open(d: DesignConfig) -> Emb {
+        let mut cfg = DatabaseConfig::new(d);
+        cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
+        let db = Database::open(cfg).unwrap();
+        let t = db.create_table(def()).unwrap();
+        Emb { db, t }
+    }
+
     fn step(&mut self, ops: &[Op]) {
         let t = self.t;
         let mut tx = self.db.begin();
@@ -264,20 +273,52 @@ impl Emb {
     }
 }
 
+/// The declared columns and keys of `accounts` in MariaDB's DDL.
+const COLS: &str =
+    "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
+                    code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
+
+/// The rows of MariaDB's history partition `p`, by id then row_end. A history partition
+/// named alone returns its rows; FOR SYSTEM_TIME is refused there
+/// (ER_VERS_QUERY_IN_PARTITION).
+fn real_part(real: &mut Real, p: &str) -> Vec<R> {
+    real.conn
+        .query(format!(
+            "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) ORDER BY id, row_end"
+        ))
+        .unwrap()
+}
+
+/// The rows of the preset's history partition `p` (relation `accounts#p`), in key order.
+fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
+    let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
+    let mut tx = emb.db.begin();
+    let rows = tx
+        .scan_system_time(
+            h,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+            SystemTime::All,
+        )
+        .unwrap();
+    tx.commit().unwrap();
+    rows.iter().map(of_row).collect()
+}
+
 /// MariaDB's DDL of the variant: by timestamp (implicit row_start/row_end), by trx id
 /// (BIGINT UNSIGNED period columns), by timestamp with history and current partitions.
 fn mariadb_ddl(variant: &str) -> String {
-    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
-                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
     match variant {
-        "timestamp" => format!("CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING"),
+        "timestamp" => format!("CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING"),
         "trx_id" => format!(
-            "CREATE TABLE accounts ({cols}, row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
+            "CREATE TABLE accounts ({COLS}, row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
              row_end BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE, \
              PERIOD FOR SYSTEM_TIME(row_start, row_end)) ENGINE=InnoDB WITH SYSTEM VERSIONING"
         ),
         "partition" => format!(
-            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
              PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur CURRENT)"
         ),
         _ => unreachable!(),
@@ -331,11 +372,7 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
             conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some(db_name))).unwrap(),
         };
         real.conn.query_drop(mariadb_ddl(variant)).unwrap();
-        let mut cfg = DatabaseConfig::new(design(variant));
-        cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-        let db = Database::open(cfg).unwrap();
-        let t = db.create_table(def()).unwrap();
-        let mut emb = Emb { db, t };
+        let mut emb = Emb::open(design(variant));
 
         // Each side's own time after each step (and before the first).
         let mut real_times = vec![real.now()];
@@ -463,11 +500,9 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let mut real = Real {
         conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some("sv_parts"))).unwrap(),
     };
-    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
-                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
     real.conn
         .query_drop(format!(
-            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
              PARTITION BY SYSTEM_TIME LIMIT 2 (PARTITION p0 HISTORY, PARTITION p1 HISTORY, \
              PARTITION p2 HISTORY, PARTITION pn CURRENT)"
         ))
@@ -475,39 +510,8 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let mut d = design("partition");
     d.history_partitions = 3;
     d.history_partition_limit = 2;
-    let mut cfg = DatabaseConfig::new(d);
-    cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-    let db = Database::open(cfg).unwrap();
-    let t = db.create_table(def()).unwrap();
-    let mut emb = Emb { db, t };
-
-    // The rows of each history partition on each side, by id then row_end.
-    fn real_part(real: &mut Real, p: &str) -> Vec<R> {
-        real.conn
-            .query(format!(
-                // A history partition named alone returns its rows; FOR SYSTEM_TIME is
-                // refused there (ER_VERS_QUERY_IN_PARTITION).
-                "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) \
-                 ORDER BY id, row_end"
-            ))
-            .unwrap()
-    }
-    fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
-        let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
-        let mut tx = emb.db.begin();
-        let rows = tx
-            .scan_system_time(
-                h,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
-        tx.commit().unwrap();
-        rows.iter().map(of_row).collect()
-    }
+    let mut emb = Emb::open(d);
+    let t = emb.t;
 
     use Op::*;
     let mut all_steps = steps();
@@ -622,11 +626,9 @@ fn history_partitions_by_interval_match_a_real_mariadb() {
         .query_first(format!("SELECT CAST(FROM_UNIXTIME({starts}) AS CHAR)"))
         .unwrap()
         .unwrap();
-    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
-                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
     real.conn
         .query_drop(format!(
-            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
              PARTITION BY SYSTEM_TIME INTERVAL {INTERVAL_S} SECOND STARTS TIMESTAMP'{starts_text}' \
              (PARTITION p0 HISTORY, PARTITION p1 HISTORY, PARTITION p2 HISTORY, \
              PARTITION pn CURRENT)"
@@ -636,36 +638,8 @@ fn history_partitions_by_interval_match_a_real_mariadb() {
     d.history_partitions = 3;
     d.history_partition_interval_s = INTERVAL_S as u64;
     d.history_partition_starts_unix_s = starts;
-    let mut cfg = DatabaseConfig::new(d);
-    cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-    let db = Database::open(cfg).unwrap();
-    let t = db.create_table(def()).unwrap();
-    let mut emb = Emb { db, t };
-
-    fn real_part(real: &mut Real, p: &str) -> Vec<R> {
-        real.conn
-            .query(format!(
-                "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) \
-                 ORDER BY id, row_end"
-            ))
-            .unwrap()
-    }
-    fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
-        let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
-        let mut tx = emb.db.begin();
-        let rows = tx
-            .scan_system_time(
-                h,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
-        tx.commit().unwrap();
-        rows.iter().map(of_row).collect()
-    }
+    let mut emb = Emb::open(d);
+    let t = emb.t;
 
     use Op::*;
     let mut all_steps = steps();
