@@ -24,6 +24,8 @@
 //! | history_storage | same_index, partition, history_table | same_index | same_index |
 //! | history_partitions | 1–1024 (history partitions of `partition`) | 1 | 1 |
 //! | history_partition_limit | 0 (no LIMIT), rows | 0 | 0 |
+//! | history_partition_interval_s | 0 (no INTERVAL), seconds | 0 | 0 |
+//! | history_partition_starts_unix_s | 0 (none), seconds since 1970 (STARTS) | 0 | 0 |
 //! | flush_neighbors | off, contiguous, area (only on a rotational device) | off | contiguous |
 //! | autovacuum | on, off | on | off (n/a) |
 //!
@@ -153,12 +155,22 @@ pub const SWITCHES: &[Switch] = &[
     Switch {
         name: "history_partitions",
         meaning: "history partitions of a table with history_storage=partition (MariaDB PARTITION BY SYSTEM_TIME with several HISTORY partitions before the CURRENT one): history rows go to one of them at a time, which rotates to the next when it holds history_partition_limit rows (sql/partition_info.cc vers_set_hist_part); a history partition can be dropped (ALTER TABLE ... DROP PARTITION), the current one cannot",
-        values: "1..=1024 (more than 1 needs history_storage=partition and history_partition_limit; INTERVAL rotation is not built)",
+        values: "1..=1024 (more than 1 needs history_storage=partition and history_partition_limit or history_partition_interval_s)",
     },
     Switch {
         name: "history_partition_limit",
         meaning: "PARTITION BY SYSTEM_TIME LIMIT n: a DML statement that writes history starts a new history partition when the last non-empty one holds n rows or more (sql/partition_info.cc vers_set_hist_part); the last history partition takes the rest; 0: no LIMIT",
         values: "0, or rows (needs history_storage=partition)",
+    },
+    Switch {
+        name: "history_partition_interval_s",
+        meaning: "PARTITION BY SYSTEM_TIME INTERVAL n unit STARTS t: history partition k holds the history rows of statements that started before STARTS + (k+1) intervals, and the last one those after its end (sql/partition_info.cc vers_set_hist_part, its interval branch, by the statement's start in whole seconds; WARN_VERS_PART_FULL); only the oldest history partitions can be dropped (ER_VERS_DROP_PARTITION_INTERVAL); 0: no INTERVAL. Fixed-length units only (SECOND to WEEK as seconds; MONTH, QUARTER and YEAR are not modelled)",
+        values: "0, or seconds (needs history_storage=partition and history_partition_starts_unix_s; not with history_partition_limit)",
+    },
+    Switch {
+        name: "history_partition_starts_unix_s",
+        meaning: "STARTS of PARTITION BY SYSTEM_TIME INTERVAL, in seconds since 1970-01-01 UTC (MariaDB's my_time_t); MariaDB's default, the CREATE's time rounded down to the interval's unit (partition_info::vers_set_interval), is not modelled, so it must be given with an interval",
+        values: "0, or seconds since 1970 (only with history_partition_interval_s)",
     },
     Switch {
         name: "flush_neighbors",
@@ -347,6 +359,17 @@ pub struct DesignConfig {
     /// Missing in design files and reports written before the switch existed (read as 0).
     #[serde(default)]
     pub history_partition_limit: u64,
+    /// `PARTITION BY SYSTEM_TIME INTERVAL n`: the length of each history partition's
+    /// interval in seconds; 0: no INTERVAL ([`crate::db::history_partitions`]). Missing in
+    /// design files and reports written before the switch existed (read as 0).
+    #[serde(default)]
+    pub history_partition_interval_s: u64,
+    /// `STARTS` of `PARTITION BY SYSTEM_TIME INTERVAL`: where the first history
+    /// partition's interval begins, in seconds since 1970-01-01 UTC; 0 without an
+    /// INTERVAL. Missing in design files and reports written before the switch existed
+    /// (read as 0).
+    #[serde(default)]
+    pub history_partition_starts_unix_s: i64,
     /// Neighbour flushing of the page cleaner on a rotational device (MariaDB
     /// `innodb_flush_neighbors`; [`crate::buffer::FlushNeighbors`]). Missing in design
     /// files and reports written before the switch existed (read as off).
@@ -620,21 +643,37 @@ impl DesignConfig {
                 self.history_partitions
             )));
         }
-        if (self.history_partitions > 1 || self.history_partition_limit > 0)
+        let interval = self.history_partition_interval_s > 0;
+        if (self.history_partitions > 1 || self.history_partition_limit > 0 || interval)
             && self.history_storage != HistoryStorage::Partition
         {
             return bad(
-                "history_partitions / history_partition_limit",
+                "history_partitions / history_partition_limit / history_partition_interval_s",
                 "history_storage=same_index / history_table",
-                "history partitions and their LIMIT are PARTITION BY SYSTEM_TIME's",
+                "history partitions and their LIMIT or INTERVAL are PARTITION BY SYSTEM_TIME's",
             );
         }
-        if self.history_partitions > 1 && self.history_partition_limit == 0 {
-            // MariaDB also rotates by INTERVAL (not built here), and without either keeps
-            // writing the first history partition.
+        if interval && self.history_partition_limit > 0 {
+            // The grammar takes LIMIT or INTERVAL (sql/sql_yacc.yy opt_versioning_rotation).
+            return bad(
+                "history_partition_limit",
+                "history_partition_interval_s",
+                "PARTITION BY SYSTEM_TIME rotates by LIMIT or by INTERVAL, not both",
+            );
+        }
+        if interval != (self.history_partition_starts_unix_s > 0) {
+            return Err(Error::InvalidConfig(format!(
+                "switches history_partition_interval_s={} and history_partition_starts_unix_s={} \
+                 go together: an INTERVAL needs its STARTS (seconds since 1970, above 0; \
+                 MariaDB's default STARTS is not modelled) and STARTS needs an INTERVAL",
+                self.history_partition_interval_s, self.history_partition_starts_unix_s
+            )));
+        }
+        if self.history_partitions > 1 && self.history_partition_limit == 0 && !interval {
+            // Without LIMIT or INTERVAL MariaDB keeps writing the first history partition.
             return Err(Error::InvalidConfig(format!(
                 "switch history_partitions={} needs history_partition_limit (PARTITION BY \
-                 SYSTEM_TIME LIMIT n): rotation by INTERVAL is not built",
+                 SYSTEM_TIME LIMIT n) or history_partition_interval_s (INTERVAL n)",
                 self.history_partitions
             )));
         }
@@ -705,6 +744,8 @@ mod tests {
             ("history_storage", "same_index", "same_index"),
             ("history_partitions", "1", "1"),
             ("history_partition_limit", "0", "0"),
+            ("history_partition_interval_s", "0", "0"),
+            ("history_partition_starts_unix_s", "0", "0"),
             ("flush_neighbors", "off", "contiguous"),
             ("autovacuum", "on", "off"),
         ];

@@ -254,25 +254,9 @@ fn as_of_returns_the_state_committed_at_each_step() {
         let steps = run_steps(&db, t);
         check_as_of(&db, t, &steps, &name);
         let trx = db.design().system_versioning == SystemVersioning::TrxId;
-        let registry_rows = |db: &Database| -> usize {
-            let r = db.table_id("transaction_registry").unwrap();
-            let mut tx = db.begin();
-            let n = tx
-                .scan(
-                    r,
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                )
-                .unwrap()
-                .len();
-            tx.commit().unwrap();
-            n
-        };
         if trx {
             // One registry row per committed transaction that changed the table.
-            assert_eq!(registry_rows(&db), 4, "{name}");
+            assert_eq!(registry(&db).len(), 4, "{name}");
             assert_eq!(d.columns[4].ty, ColumnType::BigInt, "{name}");
         } else {
             assert!(db.table_id("transaction_registry").is_err(), "{name}");
@@ -368,7 +352,7 @@ fn as_of_returns_the_state_committed_at_each_step() {
         assert_eq!(all2, all, "{name}");
         tx.commit().unwrap();
         if trx {
-            assert_eq!(registry_rows(&db), 4, "{name}: none for a rollback");
+            assert_eq!(registry(&db).len(), 4, "{name}: none for a rollback");
         }
 
         // DELETE HISTORY BEFORE the last step removes the four history rows (two of row 2,
@@ -410,26 +394,11 @@ fn as_of_transaction_sees_what_the_transaction_saw() {
         let db = open_db(design, 256);
         let t = db.create_table(def()).unwrap();
         let steps = run_steps(&db, t);
-        let reg = db.table_id("transaction_registry").unwrap();
+        // (transaction_id, commit_id) in commit order.
+        let trx = registry(&db);
         let mut tx = db.begin();
-        let mut trx: Vec<(i64, i64)> = tx
-            .scan(
-                reg,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                100,
-            )
-            .unwrap()
-            .iter()
-            .map(|r| match (&r[0], &r[1]) {
-                (Value::BigInt(t), Value::BigInt(c)) => (*c, *t),
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        trx.sort();
         assert_eq!(trx.len(), 4, "{name}");
-        for (i, (_, n)) in trx.iter().enumerate() {
+        for (i, (n, _)) in trx.iter().enumerate() {
             let rows = tx
                 .scan_system_time(
                     t,
@@ -447,7 +416,7 @@ fn as_of_transaction_sees_what_the_transaction_saw() {
                 i + 1
             );
         }
-        let unknown = trx.iter().map(|x| x.1).max().unwrap() + 1_000;
+        let unknown = trx.iter().map(|x| x.0).max().unwrap() + 1_000;
         let e = tx
             .get_system_time(
                 t,
@@ -587,6 +556,80 @@ fn history_survives_a_crash() {
         db.gc(t).unwrap();
         let (_, problems) = db.check_indexes(t).unwrap();
         assert!(problems.is_empty(), "{name}: {problems:?}");
+    }
+}
+
+/// `transaction_registry` as (transaction_id, commit_id) rows in commit-id order.
+fn registry(db: &Database) -> Vec<(i64, i64)> {
+    let reg = db.table_id("transaction_registry").unwrap();
+    let mut tx = db.begin();
+    let mut rows: Vec<(i64, i64)> = tx
+        .scan(
+            reg,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+        )
+        .unwrap()
+        .iter()
+        .map(|r| match (&r[0], &r[1]) {
+            (Value::BigInt(t), Value::BigInt(c)) => (*t, *c),
+            other => panic!("registry row of another shape: {other:?}"),
+        })
+        .collect();
+    tx.commit().unwrap();
+    rows.sort_by_key(|r| r.1);
+    rows
+}
+
+/// Each registry row's commit_id is a value of the transaction id sequence taken at its
+/// commit, as MariaDB 10.11 takes it (ha_innodb.cc `innodb_prepare_commit_versioned`:
+/// `trx_sys.get_new_trx_id()`): above the transaction's own id and below the id of every
+/// transaction that began to write after that commit — also after a crash, when the next
+/// id recovery finds would otherwise equal the last commit id.
+#[test]
+fn commit_ids_come_from_the_transaction_id_sequence_also_after_a_crash() {
+    for d in [DesignConfig::postgres(), DesignConfig::innodb()] {
+        let mut design = d.clone();
+        design.system_versioning = SystemVersioning::TrxId;
+        let name = design.name.clone();
+        let dev = Arc::new(CrashDevice::new());
+        let db = Database::open(crash_db_config(design.clone(), &dev)).unwrap();
+        let t = db.create_table(def()).unwrap();
+        run_steps(&db, t);
+        let before = registry(&db);
+        assert_eq!(before.len(), 4, "{name}");
+        for (i, &(trx, commit)) in before.iter().enumerate() {
+            assert!(
+                trx < commit,
+                "{name}: row {i}: commit_id {commit} after trx {trx}"
+            );
+            if let Some(&(next, _)) = before.get(i + 1) {
+                assert!(
+                    commit < next,
+                    "{name}: row {i}: commit_id {commit} before the next transaction {next}"
+                );
+            }
+        }
+        db.storage().wal().flush_all().unwrap();
+        drop(db);
+        dev.power_cut(5);
+        let db = Database::open(crash_db_config(design, &dev)).unwrap();
+        let t = db.table_id("accounts").unwrap();
+        assert_eq!(registry(&db), before, "{name}: the registry survives");
+        let mut tx = db.begin();
+        assert!(tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap());
+        tx.commit().unwrap();
+        let after = registry(&db);
+        let (last_trx, last_commit) = *after.last().unwrap();
+        let prev_commit = before.last().unwrap().1;
+        assert!(
+            prev_commit < last_trx && last_trx < last_commit,
+            "{name}: after recovery {prev_commit} < {last_trx} < {last_commit}"
+        );
     }
 }
 

@@ -4,7 +4,10 @@
 //! its switches are refused): each history-writing statement fills the working partition
 //! until it holds LIMIT rows, the last takes the rest; a dropped partition's rows are gone
 //! from every read while the others' stay; the current partition and the last history
-//! partition cannot be dropped; the drop survives a crash.
+//! partition cannot be dropped; the drop survives a crash. Rotation by INTERVAL
+//! (`history_partition_interval_s` from `history_partition_starts_unix_s`, MariaDB
+//! `PARTITION BY SYSTEM_TIME INTERVAL n STARTS t`): history goes to the partition whose
+//! interval holds the statement's start, and only the oldest partition can be dropped.
 
 mod common;
 use common::*;
@@ -217,9 +220,70 @@ fn history_rotates_by_limit_and_a_dropped_partition_is_gone() {
     assert!(problems.is_empty(), "{problems:?}");
 }
 
+/// The innodb preset versioned by timestamp with `parts` history partitions rotated by
+/// an INTERVAL of `interval_s` seconds from `starts` (seconds since 1970).
+fn by_interval(parts: u16, interval_s: u64, starts: i64) -> DesignConfig {
+    DesignConfig {
+        history_partition_interval_s: interval_s,
+        history_partition_starts_unix_s: starts,
+        ..partitioned(parts, 0)
+    }
+}
+
+fn unix_now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// Rotation by INTERVAL (`PARTITION BY SYSTEM_TIME INTERVAL 1 HOUR STARTS t`): history
+/// goes to the partition whose hour holds the statement's start — p0 when STARTS is
+/// ahead, p1 when p0's hour has passed, the last when every hour has passed; only the
+/// oldest partition can be dropped (ER_VERS_DROP_PARTITION_INTERVAL), and after it is the
+/// others keep their hours. No waiting: STARTS is placed around the clock.
+#[test]
+fn history_rotates_by_interval_and_only_the_oldest_partition_drops() {
+    let hour = 3600;
+    let now = unix_now_s();
+    for (starts, want) in [
+        (now + hour, vec![2, 0, 0]),
+        (now - hour - 60, vec![0, 2, 0]),
+        (now - 10 * hour, vec![0, 0, 2]),
+    ] {
+        let db = open_db(by_interval(3, hour as u64, starts), 256);
+        let t = db.create_table(def()).unwrap();
+        let mut tx = db.begin();
+        tx.insert(
+            t,
+            vec![Value::Integer(1), Value::BigInt(0), Value::text("a")],
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        bump(&db, t, &[1]);
+        bump(&db, t, &[1]);
+        assert_eq!(
+            partition_rows(&db, 3),
+            want,
+            "STARTS now{:+}s",
+            starts - now
+        );
+        if want[1] == 2 {
+            let e = db.drop_partition(t, "p1").unwrap_err().to_string();
+            assert!(e.contains("oldest"), "{e}");
+            db.drop_partition(t, "p0").unwrap();
+            // p1 keeps its hour: history still goes there.
+            bump(&db, t, &[1]);
+            let h1 = db.table_id("items#p1").unwrap();
+            assert_eq!(all(&db, h1).len(), 3);
+            assert_eq!(scan(&db, t, SystemTime::All).len(), 4);
+        }
+    }
+}
+
 #[test]
 fn partition_switches_are_refused_where_they_do_not_apply() {
-    // Several partitions need a LIMIT (INTERVAL is not built).
+    // Several partitions need a LIMIT or an INTERVAL.
     let e = partitioned(3, 0).validate().unwrap_err().to_string();
     assert!(e.contains("history_partition_limit"), "{e}");
     // No partitions in the postgres preset, nor with history in the same index.
@@ -238,6 +302,21 @@ fn partition_switches_are_refused_where_they_do_not_apply() {
     }
     let e = partitioned(0, 0).validate().unwrap_err().to_string();
     assert!(e.contains("history_partitions must be"), "{e}");
+    // LIMIT or INTERVAL, not both; an INTERVAL needs its STARTS and STARTS its INTERVAL.
+    let both = DesignConfig {
+        history_partition_limit: 5,
+        ..by_interval(3, 60, 1_700_000_000)
+    };
+    let e = both.validate().unwrap_err().to_string();
+    assert!(e.contains("not both"), "{e}");
+    let e = by_interval(3, 60, 0).validate().unwrap_err().to_string();
+    assert!(e.contains("STARTS"), "{e}");
+    let e = by_interval(3, 0, 1_700_000_000)
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("STARTS needs an INTERVAL"), "{e}");
+    assert!(by_interval(3, 60, 1_700_000_000).validate().is_ok());
     // DROP PARTITION of a table without partitions BY SYSTEM_TIME, on both presets.
     for base in [DesignConfig::postgres(), DesignConfig::innodb()] {
         let name = base.name.clone();

@@ -165,6 +165,15 @@ struct Emb {
 }
 
 impl Emb {
+    /// A quiet database of design `d` with the `accounts` table.
+    fn open(d: DesignConfig) -> Emb {
+        let mut cfg = DatabaseConfig::new(d);
+        cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
+        let db = Database::open(cfg).unwrap();
+        let t = db.create_table(def()).unwrap();
+        Emb { db, t }
+    }
+
     fn step(&mut self, ops: &[Op]) {
         let t = self.t;
         let mut tx = self.db.begin();
@@ -211,11 +220,16 @@ impl Emb {
 
     /// The number of rows of the preset's `transaction_registry`.
     fn registry_rows(&self) -> usize {
-        self.registry_transactions().len()
+        self.registry().len()
     }
 
     /// The preset's `transaction_registry` transaction ids in commit order.
     fn registry_transactions(&self) -> Vec<i64> {
+        self.registry().into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// The preset's `transaction_registry` as (transaction_id, commit_id) in commit order.
+    fn registry(&self) -> Vec<(i64, i64)> {
         let reg = self.db.table_id(TRANSACTION_REGISTRY).unwrap();
         let mut tx = self.db.begin();
         let mut rows: Vec<(i64, i64)> = tx
@@ -235,7 +249,7 @@ impl Emb {
             .collect();
         tx.commit().unwrap();
         rows.sort();
-        rows.into_iter().map(|(_, t)| t).collect()
+        rows.into_iter().map(|(c, t)| (t, c)).collect()
     }
 
     fn by_id(&self, id: i32, when: SystemTime) -> Vec<R> {
@@ -259,20 +273,52 @@ impl Emb {
     }
 }
 
+/// The declared columns and keys of `accounts` in MariaDB's DDL.
+const COLS: &str =
+    "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
+                    code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
+
+/// The rows of MariaDB's history partition `p`, by id then row_end. A history partition
+/// named alone returns its rows; FOR SYSTEM_TIME is refused there
+/// (ER_VERS_QUERY_IN_PARTITION).
+fn real_part(real: &mut Real, p: &str) -> Vec<R> {
+    real.conn
+        .query(format!(
+            "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) ORDER BY id, row_end"
+        ))
+        .unwrap()
+}
+
+/// The rows of the preset's history partition `p` (relation `accounts#p`), in key order.
+fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
+    let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
+    let mut tx = emb.db.begin();
+    let rows = tx
+        .scan_system_time(
+            h,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Forward,
+            usize::MAX,
+            SystemTime::All,
+        )
+        .unwrap();
+    tx.commit().unwrap();
+    rows.iter().map(of_row).collect()
+}
+
 /// MariaDB's DDL of the variant: by timestamp (implicit row_start/row_end), by trx id
 /// (BIGINT UNSIGNED period columns), by timestamp with history and current partitions.
 fn mariadb_ddl(variant: &str) -> String {
-    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
-                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
     match variant {
-        "timestamp" => format!("CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING"),
+        "timestamp" => format!("CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING"),
         "trx_id" => format!(
-            "CREATE TABLE accounts ({cols}, row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
+            "CREATE TABLE accounts ({COLS}, row_start BIGINT UNSIGNED GENERATED ALWAYS AS ROW START INVISIBLE, \
              row_end BIGINT UNSIGNED GENERATED ALWAYS AS ROW END INVISIBLE, \
              PERIOD FOR SYSTEM_TIME(row_start, row_end)) ENGINE=InnoDB WITH SYSTEM VERSIONING"
         ),
         "partition" => format!(
-            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
              PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur CURRENT)"
         ),
         _ => unreachable!(),
@@ -326,11 +372,7 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
             conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some(db_name))).unwrap(),
         };
         real.conn.query_drop(mariadb_ddl(variant)).unwrap();
-        let mut cfg = DatabaseConfig::new(design(variant));
-        cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-        let db = Database::open(cfg).unwrap();
-        let t = db.create_table(def()).unwrap();
-        let mut emb = Emb { db, t };
+        let mut emb = Emb::open(design(variant));
 
         // Each side's own time after each step (and before the first).
         let mut real_times = vec![real.now()];
@@ -350,12 +392,30 @@ fn as_of_reads_match_a_real_mariadb_step_by_step() {
                 steps().len(),
                 "trx_id: registry rows on MariaDB"
             );
-            assert!(real_reg.iter().all(|&(trx, commit)| commit > trx));
             assert_eq!(
                 emb.registry_rows(),
                 steps().len(),
                 "trx_id: registry rows on the preset"
             );
+            // commit_id is a value of the transaction id sequence taken at the commit
+            // (ha_innodb.cc `innodb_prepare_commit_versioned`): above the transaction's
+            // id, below the next transaction's, on both sides.
+            let emb_reg: Vec<(u64, u64)> = emb
+                .registry()
+                .into_iter()
+                .map(|(t, c)| (t as u64, c as u64))
+                .collect();
+            for (side, reg) in [("MariaDB", &real_reg), ("preset", &emb_reg)] {
+                for (i, w) in reg.windows(2).enumerate() {
+                    let ((t0, c0), (t1, _)) = (w[0], w[1]);
+                    assert!(
+                        t0 < c0 && c0 < t1,
+                        "trx_id on {side}: registry rows {i} and {}: {reg:?}",
+                        i + 1
+                    );
+                }
+                eprintln!("trx_id on {side}: (transaction_id, commit_id) {reg:?}");
+            }
         }
         for (i, (rt, et)) in real_times.iter().zip(&emb_times).enumerate() {
             let rw = format!("AS OF TIMESTAMP'{rt}'");
@@ -440,11 +500,9 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let mut real = Real {
         conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some("sv_parts"))).unwrap(),
     };
-    let cols = "id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL, owner VARCHAR(32) NOT NULL, \
-                code INT NOT NULL, KEY accounts_owner (owner), UNIQUE KEY accounts_code (code)";
     real.conn
         .query_drop(format!(
-            "CREATE TABLE accounts ({cols}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
              PARTITION BY SYSTEM_TIME LIMIT 2 (PARTITION p0 HISTORY, PARTITION p1 HISTORY, \
              PARTITION p2 HISTORY, PARTITION pn CURRENT)"
         ))
@@ -452,39 +510,8 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let mut d = design("partition");
     d.history_partitions = 3;
     d.history_partition_limit = 2;
-    let mut cfg = DatabaseConfig::new(d);
-    cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-    let db = Database::open(cfg).unwrap();
-    let t = db.create_table(def()).unwrap();
-    let mut emb = Emb { db, t };
-
-    // The rows of each history partition on each side, by id then row_end.
-    fn real_part(real: &mut Real, p: &str) -> Vec<R> {
-        real.conn
-            .query(format!(
-                // A history partition named alone returns its rows; FOR SYSTEM_TIME is
-                // refused there (ER_VERS_QUERY_IN_PARTITION).
-                "SELECT id, balance, owner, code FROM accounts PARTITION ({p}) \
-                 ORDER BY id, row_end"
-            ))
-            .unwrap()
-    }
-    fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
-        let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
-        let mut tx = emb.db.begin();
-        let rows = tx
-            .scan_system_time(
-                h,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                SystemTime::All,
-            )
-            .unwrap();
-        tx.commit().unwrap();
-        rows.iter().map(of_row).collect()
-    }
+    let mut emb = Emb::open(d);
+    let t = emb.t;
 
     use Op::*;
     let mut all_steps = steps();
@@ -552,6 +579,129 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let ops = vec![AddBalance(2, 100), Delete(5)];
     real.step(&ops);
     emb.step(&ops);
+    for p in ["p1", "p2"] {
+        assert_eq!(
+            emb_part(&emb, p),
+            real_part(&mut real, p),
+            "partition {p} after the drop"
+        );
+    }
+    assert_eq!(
+        emb.scan(SystemTime::All),
+        real.rows("ALL", ""),
+        "ALL at the end"
+    );
+    server.stop().expect("stop the managed MariaDB");
+}
+
+/// `PARTITION BY SYSTEM_TIME INTERVAL 2 SECOND STARTS t` with three history partitions on
+/// both sides, the preset's switches `history_partition_interval_s` = 2 and
+/// `history_partition_starts_unix_s` = t: each step runs on both sides within one
+/// interval (it starts 0.2 s into the interval after the previous step's), so its history
+/// rows go to the partition whose interval holds the statement's start, and to the last
+/// one once every interval has passed (sql/partition_info.cc `vers_set_hist_part`, its
+/// interval branch); each partition holds the same rows on each side after every step.
+/// Dropping a history partition that is not the oldest is refused by both
+/// (ER_VERS_DROP_PARTITION_INTERVAL); after `DROP PARTITION p0` the AS OF reads, ALL and
+/// the later steps' history agree. The pauses only place the steps in their intervals;
+/// nothing is timed.
+#[test]
+fn history_partitions_by_interval_match_a_real_mariadb() {
+    const INTERVAL_S: i64 = 2;
+    let (mut server, mut admin, opts) = start_mariadb();
+    admin.query_drop("CREATE DATABASE sv_interval").unwrap();
+    let mut real = Real {
+        conn: Conn::new(OptsBuilder::from_opts(opts.clone()).db_name(Some("sv_interval"))).unwrap(),
+    };
+    // STARTS and NOW(6) in UTC, as the preset's seconds since 1970.
+    real.conn.query_drop("SET time_zone = '+00:00'").unwrap();
+    let unix_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+    };
+    let starts = unix_now().as_secs() as i64 + 1;
+    let starts_text: String = real
+        .conn
+        .query_first(format!("SELECT CAST(FROM_UNIXTIME({starts}) AS CHAR)"))
+        .unwrap()
+        .unwrap();
+    real.conn
+        .query_drop(format!(
+            "CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING \
+             PARTITION BY SYSTEM_TIME INTERVAL {INTERVAL_S} SECOND STARTS TIMESTAMP'{starts_text}' \
+             (PARTITION p0 HISTORY, PARTITION p1 HISTORY, PARTITION p2 HISTORY, \
+             PARTITION pn CURRENT)"
+        ))
+        .unwrap();
+    let mut d = design("partition");
+    d.history_partitions = 3;
+    d.history_partition_interval_s = INTERVAL_S as u64;
+    d.history_partition_starts_unix_s = starts;
+    let mut emb = Emb::open(d);
+    let t = emb.t;
+
+    use Op::*;
+    let mut all_steps = steps();
+    all_steps.push(vec![AddBalance(1, 5), AddBalance(5, 5)]);
+    let mut real_times = vec![real.now()];
+    let mut emb_times = vec![system_time_now_us()];
+    // Step j starts 0.2 s into interval j (STARTS + j intervals): steps 0 and 1 write
+    // into p0 and p1, steps 2 on into p2 (its interval, then every interval passed).
+    let run_in_interval = |j: usize, real: &mut Real, emb: &mut Emb, ops: &[Op]| {
+        let at = std::time::Duration::from_millis(
+            ((starts + j as i64 * INTERVAL_S) * 1000 + 200) as u64,
+        );
+        if let Some(wait) = at.checked_sub(unix_now()) {
+            std::thread::sleep(wait);
+        }
+        real.step(ops);
+        emb.step(ops);
+    };
+    for (j, ops) in all_steps.iter().enumerate() {
+        run_in_interval(j, &mut real, &mut emb, ops);
+        real_times.push(real.now());
+        emb_times.push(system_time_now_us());
+        for p in ["p0", "p1", "p2"] {
+            assert_eq!(
+                emb_part(&emb, p),
+                real_part(&mut real, p),
+                "partition {p} after step {j} (0.2 s into interval {j})"
+            );
+        }
+    }
+    let sizes: Vec<usize> = ["p0", "p1", "p2"]
+        .iter()
+        .map(|p| real_part(&mut real, p).len())
+        .collect();
+    assert!(
+        sizes[1] > 0 && sizes[2] > 0,
+        "MariaDB rotated into p1 and p2: {sizes:?}"
+    );
+
+    // Only the oldest history partitions can be dropped (ER_VERS_DROP_PARTITION_INTERVAL).
+    let e = real
+        .conn
+        .query_drop("ALTER TABLE accounts DROP PARTITION p1")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("oldest"), "MariaDB: {e}");
+    let e = emb.db.drop_partition(t, "p1").unwrap_err().to_string();
+    assert!(e.contains("oldest"), "preset: {e}");
+    real.conn
+        .query_drop("ALTER TABLE accounts DROP PARTITION p0")
+        .unwrap();
+    emb.db.drop_partition(t, "p0").unwrap();
+    for (i, (rt, et)) in real_times.iter().zip(&emb_times).enumerate() {
+        assert_eq!(
+            emb.scan(SystemTime::AsOf(*et)),
+            real.rows(&format!("AS OF TIMESTAMP'{rt}'"), ""),
+            "after the drop: all rows as of step {i}"
+        );
+    }
+    // History after the drop goes on alike: every interval has passed, p2 takes it.
+    let j = all_steps.len();
+    run_in_interval(j, &mut real, &mut emb, &[AddBalance(2, 100), Delete(5)]);
     for p in ["p1", "p2"] {
         assert_eq!(
             emb_part(&emb, p),

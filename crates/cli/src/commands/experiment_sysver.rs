@@ -501,7 +501,8 @@ pub fn check_system_versioning(a: &SystemVersioningArgs) -> Result<(u32, u32)> {
     if !(1..=MAX_HISTORY_PARTITIONS).contains(&parts.0) || (parts.0 > 1 && parts.1 == 0) {
         return Err(UsageError(format!(
             "--history-partitions must be 1..={MAX_HISTORY_PARTITIONS}, and more than 1 needs \
-             a --partition-limit above 0 (rotation by INTERVAL is not built); got {} and {}",
+             a --partition-limit above 0 (the experiment rotates by LIMIT; rotation by INTERVAL \
+             is the design switch history_partition_interval_s); got {} and {}",
             parts.0, parts.1
         ))
         .into());

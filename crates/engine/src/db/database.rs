@@ -159,6 +159,10 @@ impl Database {
                         .with_history_partitions(
                             cfg.design.history_partitions,
                             cfg.design.history_partition_limit,
+                        )
+                        .with_history_interval(
+                            cfg.design.history_partition_interval_s,
+                            cfg.design.history_partition_starts_unix_s,
                         ),
                 )
             }
@@ -169,6 +173,10 @@ impl Database {
                         .with_history_partitions(
                             cfg.design.history_partitions,
                             cfg.design.history_partition_limit,
+                        )
+                        .with_history_interval(
+                            cfg.design.history_partition_interval_s,
+                            cfg.design.history_partition_starts_unix_s,
                         ),
                 )
             }
@@ -204,11 +212,56 @@ impl Database {
             // More than the shutdown checkpoint's record: the database had crashed.
             db.storage.checkpoint()?;
         }
+        if by_trx_id && !registry_created {
+            db.advance_past_registry_commit_ids()?;
+        }
         db.storage.start_background();
         let mut db = db;
         redone.report.duration_us = redone.started.map_or(0, |t| t.elapsed().as_micros() as u64);
         db.recovery = redone.report;
         Ok(db)
+    }
+
+    /// Moves the transaction id sequence past the largest `commit_id` of
+    /// `transaction_registry`. Commit ids come from that sequence
+    /// ([`crate::mvcc::TransactionManager::new_trx_id`]) but no WAL record names them as a
+    /// transaction's id, so the next id that recovery finds may not be above the last
+    /// commit's. MariaDB keeps that order because the serialisation number `trx->no`,
+    /// taken from the same sequence after the commit id, is written in the undo log
+    /// header, from which trx0rseg.cc `trx_rseg_mem_restore` restores the sequence; the
+    /// preset numbers `trx->no` on its own counter, so it reads the registry instead.
+    ///
+    /// Errors: reading the registry; a registry row of another shape
+    /// ([`Error::Corrupted`]) or a commit id beyond the xid range ([`Error::InvalidValue`]).
+    fn advance_past_registry_commit_ids(&self) -> Result<()> {
+        let reg = self.table_id(super::versioning::TRANSACTION_REGISTRY)?;
+        let mut tx = self.begin();
+        let rows = tx.scan(
+            reg,
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Unbounded,
+            crate::btree::ScanDirection::Forward,
+            usize::MAX,
+        )?;
+        tx.commit()?;
+        let mut last = 0i64;
+        for r in &rows {
+            match r.get(1) {
+                Some(Value::BigInt(c)) => last = last.max(*c),
+                _ => {
+                    return Err(Error::corrupted(
+                        "transaction_registry row of another shape",
+                    ))
+                }
+            }
+        }
+        let last = crate::mvcc::Xid::try_from(last).map_err(|_| {
+            Error::InvalidValue(format!(
+                "transaction_registry holds commit_id {last}, beyond the transaction id range"
+            ))
+        })?;
+        self.engine.advance_past_commit_id(last);
+        Ok(())
     }
 
     /// Checks table `t`'s indexes against it, as a crash test does after recovery

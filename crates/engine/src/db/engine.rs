@@ -8,8 +8,8 @@
 //! None of its own: a statement holds no lock of the engine's while the access method runs.
 
 use super::history_partitions::{
-    dropped_partitions_def, history_relation_names, partition_names, vers_set_hist_part,
-    PartitionCounts, DROPPED_PARTITIONS,
+    dropped_partitions_def, history_relation_names, interval_partition_end_unix_s, partition_names,
+    vers_set_hist_part, vers_set_hist_part_by_interval, PartitionCounts, DROPPED_PARTITIONS,
 };
 use super::versioning::{
     system_time_now_us, transaction_registry_def, versioned_def, Period, SystemTime, Versioned,
@@ -21,7 +21,7 @@ use crate::access::{
     TableId, TableRead, TableRelations, TableWrite, TxnCore, XactEnd,
 };
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, TableDef, Value};
+use crate::catalog::{Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
 use crate::design::HistoryStorage;
 use crate::error::Result;
 use crate::mvcc::Isolation;
@@ -135,6 +135,9 @@ pub trait Engine: Send + Sync {
     /// Creates `transaction_registry` when tables are versioned by transaction id and it
     /// does not exist yet; true when it was created (the catalog must then be logged).
     fn ensure_transaction_registry(&self) -> Result<bool>;
+    /// Moves the transaction id sequence past `commit_id`, the largest commit id found in
+    /// `transaction_registry` at open ([`crate::mvcc::TransactionManager::advance_next_xid_past`]).
+    fn advance_past_commit_id(&self, commit_id: crate::mvcc::Xid);
     /// Creates `dropped_partitions` ([`super::history_partitions::DROPPED_PARTITIONS`])
     /// when it does not exist yet; true when it was created (the catalog must then be
     /// logged).
@@ -161,6 +164,9 @@ pub struct DesignEngine<A: TableAccessMethod> {
 struct Partitioning {
     count: u16,
     limit: u64,
+    /// INTERVAL in seconds (0: none) and its STARTS in seconds since 1970.
+    interval_s: u64,
+    starts_unix_s: i64,
     counts: Arc<PartitionCounts>,
 }
 
@@ -174,6 +180,8 @@ impl<A: TableAccessMethod> DesignEngine<A> {
             parts: Partitioning {
                 count: 1,
                 limit: 0,
+                interval_s: 0,
+                starts_unix_s: 0,
                 counts: Arc::default(),
             },
         }
@@ -185,6 +193,15 @@ impl<A: TableAccessMethod> DesignEngine<A> {
     pub fn with_history_partitions(mut self, count: u16, limit: u64) -> Self {
         self.parts.count = count.max(1);
         self.parts.limit = limit;
+        self
+    }
+
+    /// The engine with its history partitions rotated by an INTERVAL of `interval_s`
+    /// seconds from `starts_unix_s` (seconds since 1970; design switches
+    /// `history_partition_interval_s`, `history_partition_starts_unix_s`); 0: no INTERVAL.
+    pub fn with_history_interval(mut self, interval_s: u64, starts_unix_s: i64) -> Self {
+        self.parts.interval_s = interval_s;
+        self.parts.starts_unix_s = starts_unix_s;
         self
     }
 
@@ -346,6 +363,10 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
         }
         self.create_missing(transaction_registry_def())
     }
+
+    fn advance_past_commit_id(&self, commit_id: crate::mvcc::Xid) {
+        self.am.transactions().advance_next_xid_past(commit_id);
+    }
 }
 
 impl<A: TableAccessMethod> Drop for DesignEngine<A> {
@@ -500,8 +521,11 @@ impl<A: TableAccessMethod> DesignTxn<A> {
                 None
             };
             let (history, ids) = history_relations(&*am, &parts, hs, tb.def(), st)?;
-            // The working history partition, by LIMIT, for a statement that may write
-            // history (partition_info::vers_set_hist_part).
+            // The statement's time: its rows' row_start / row_end, and its start for
+            // INTERVAL (MariaDB's thd->query_start()).
+            let now = system_time_now_us();
+            // The working history partition, by LIMIT or by INTERVAL, for a statement
+            // that may write history (partition_info::vers_set_hist_part).
             let mut hist_part = 0;
             if writes && hs == HistoryStorage::Partition && parts.limit > 0 && ids.len() > 1 {
                 let mut records = Vec::with_capacity(ids.len());
@@ -509,9 +533,24 @@ impl<A: TableAccessMethod> DesignTxn<A> {
                     records.push(parts.counts.rows(id, || count_rows(&**h, st))?);
                 }
                 hist_part = vers_set_hist_part(&records, parts.limit);
+            } else if writes && hs == HistoryStorage::Partition && parts.interval_s > 0 {
+                let (names, _) = partition_names(parts.count);
+                let table = &tb.def().name;
+                let ends: Vec<i64> = history
+                    .iter()
+                    .map(|h| {
+                        let k = names
+                            .iter()
+                            .position(|p| h.def().name == format!("{table}#{p}"))
+                            .unwrap_or(0);
+                        interval_partition_end_unix_s(parts.starts_unix_s, parts.interval_s, k)
+                    })
+                    .collect();
+                let start_unix_s = now.div_euclid(USECS_PER_SEC) + PG_EPOCH_UNIX_SECS;
+                hist_part = vers_set_hist_part_by_interval(&ends, start_unix_s);
             }
             let refs: Vec<&A::Table> = history.iter().map(|h| &**h).collect();
-            let v = Versioned::new(tb, refs, hist_part, registry.as_deref(), period, st);
+            let v = Versioned::new(tb, refs, hist_part, registry.as_deref(), period, st, now);
             let r = f(tb, Some(&v), st, state);
             let n = v.hist_written.get();
             if hs == HistoryStorage::Partition && n > 0 {
@@ -529,22 +568,30 @@ impl<A: TableAccessMethod> DesignTxn<A> {
 
     /// The commit's `mysql.transaction_registry` row, in the committing transaction: its id,
     /// a commit id and commit timestamp, begin timestamp and isolation level (sql/handler.cc
-    /// `TR_table::update`, which MariaDB runs from the commit of a transaction that changed
-    /// a table versioned by transaction id). The commit id is a fresh value of the
-    /// never-repeating system clock, so commit ids order as commits do, also across a
-    /// restart (InnoDB uses the transaction serialisation number `trx->no`).
+    /// `TR_table::update`, which MariaDB runs from `ha_commit_trans` for a transaction that
+    /// changed a table versioned by transaction id). The commit id is a fresh value of the
+    /// transaction id sequence, as MariaDB 10.11 takes it just before writing the row
+    /// (storage/innobase/handler/ha_innodb.cc `innodb_prepare_commit_versioned`:
+    /// `trx_sys.get_new_trx_id()`): larger than the transaction's own id and than every id
+    /// handed out before, smaller than every id handed out after, so commit ids order as
+    /// commits take them. InnoDB then takes one more id for the serialisation number
+    /// `trx->no` (trx0trx.cc `trx_serialise`); the innodb preset numbers `trx->no` on a
+    /// counter of its own, so on MariaDB the next transaction's id is the commit id + 2
+    /// and here + 1. The commit timestamp is read after the id, as `TR_table::update`
+    /// sets it (`thd->set_time()`).
     fn write_transaction_registry(&mut self, begin_us: i64) -> Result<()> {
         let am = self.am.clone();
         let reg = am.tables().id_of(TRANSACTION_REGISTRY)?;
         let iso = i8::from(self.core.isolation() != Isolation::ReadCommitted);
         self.stmt(Cause::Commit, reg, true, |tb, st, state| {
+            let commit_id = am.transactions().new_trx_id();
             let commit = system_time_now_us();
             tb.insert(
                 st,
                 state,
                 vec![
                     Value::BigInt(st.xid as i64),
-                    Value::BigInt(commit),
+                    Value::BigInt(commit_id as i64),
                     Value::Timestamp(begin_us),
                     Value::Timestamp(commit),
                     Value::TinyInt(iso),
@@ -638,7 +685,7 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
 
     fn insert(&mut self, t: TableId, row: Row) -> Result<()> {
         self.vstmt(Cause::Insert, t, true, |tb, v, st, state| match v {
-            Some(v) => v.insert(state, row, system_time_now_us()),
+            Some(v) => v.insert(state, row, v.now_us),
             None => tb.insert(st, state, row),
         })?;
         self.core.count(t, 1, 0, 0);
@@ -647,7 +694,7 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
 
     fn update(&mut self, t: TableId, pk: &[Value], set: &[Assign]) -> Result<bool> {
         let done = self.vstmt(Cause::Update, t, true, |tb, v, st, state| match v {
-            Some(v) => v.update(state, pk, set, system_time_now_us()),
+            Some(v) => v.update(state, pk, set, v.now_us),
             None => tb.update(st, state, pk, set),
         })?;
         if done {
@@ -658,7 +705,7 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
 
     fn delete(&mut self, t: TableId, pk: &[Value]) -> Result<bool> {
         let done = self.vstmt(Cause::Delete, t, true, |tb, v, st, state| match v {
-            Some(v) => v.delete(state, pk, system_time_now_us()),
+            Some(v) => v.delete(state, pk, v.now_us),
             None => tb.delete(st, state, pk),
         })?;
         if done {
@@ -771,6 +818,15 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
             };
             if live.len() == 1 {
                 return Err(wrong_parts());
+            }
+            if parts.interval_s > 0 && pos > 0 {
+                // ER_VERS_DROP_PARTITION_INTERVAL (sql/sql_partition.cc
+                // prep_alter_part_table: a dropped partition must come before every kept one).
+                return Err(Error::Catalog(format!(
+                    "table {}: cannot drop partition {partition}: can only drop the oldest \
+                     history partitions when rotating by INTERVAL",
+                    def.name
+                )));
             }
             let rel = &live[pos];
             let _ = ids;

@@ -15,6 +15,21 @@
 //!   `vers_info->hist_part`), so a partition can exceed its LIMIT within a statement, and
 //!   the last one takes everything once full (MariaDB then warns WARN_VERS_PART_FULL).
 //!   [`vers_set_hist_part`] is that function over the partitions' row counts.
+//! - Rotation by INTERVAL (`PARTITION BY SYSTEM_TIME INTERVAL n unit STARTS t`; the
+//!   switches `history_partition_interval_s`, `history_partition_starts_unix_s`): history
+//!   partition k ends at STARTS + (k+1) intervals (its `range_value`, seconds since 1970),
+//!   and `vers_set_hist_part`'s interval branch moves the working partition on, from the
+//!   one it had, to the first whose end is after the statement's start
+//!   (`thd->query_start()`, whole seconds); when none is, the last history partition takes
+//!   the rows (WARN_VERS_PART_FULL). The ends grow with k and statement starts do not go
+//!   back, so that is the first remaining partition whose end is after the statement's
+//!   start ([`vers_set_hist_part_by_interval`]); a partition keeps its end when an older
+//!   one is dropped (sql/sql_partition.cc sets `interval.start` to the dropped one's
+//!   end). Only the oldest history partitions can be dropped
+//!   (ER_VERS_DROP_PARTITION_INTERVAL). Not modelled: units of varying length (MONTH,
+//!   QUARTER, YEAR: `date_add_interval` on the calendar), the default STARTS (the
+//!   CREATE's time rounded down to the unit, `partition_info::vers_set_interval`) and
+//!   AUTO partitions (created when the last one is full, `vers_create_partitions`).
 //! - Row counts: MariaDB reads each partition's `stats.records` (`ha_partition::part_records`
 //!   with HA_STATUS_OPEN), InnoDB's `stat_n_rows`, counted up by each insert and down by
 //!   each delete as they happen, committed or not (row0mysql.cc `dict_table_n_rows_inc` /
@@ -111,6 +126,27 @@ pub fn vers_set_hist_part(records: &[u64], limit: u64) -> usize {
     hist
 }
 
+/// The working history partition of a statement that writes history, by INTERVAL: the
+/// index into `range_ends_unix_s` (each remaining history partition's end, STARTS + (k+1)
+/// intervals for partition k, in order) of the first partition whose end is after
+/// `query_start_unix_s`, the statement's start in whole seconds since 1970
+/// (sql/partition_info.cc `vers_set_hist_part`: it moves on while `range_value <=
+/// thd->query_start()`); the last one when every end has passed (MariaDB then warns
+/// WARN_VERS_PART_FULL). Empty: 0.
+pub fn vers_set_hist_part_by_interval(range_ends_unix_s: &[i64], query_start_unix_s: i64) -> usize {
+    range_ends_unix_s
+        .iter()
+        .position(|&end| end > query_start_unix_s)
+        .unwrap_or(range_ends_unix_s.len().saturating_sub(1))
+}
+
+/// The end of history partition `k` (its position among all the table's history
+/// partitions, dropped ones included) of an INTERVAL of `interval_s` seconds from
+/// `starts_unix_s`: STARTS + (k+1) intervals, in seconds since 1970.
+pub fn interval_partition_end_unix_s(starts_unix_s: i64, interval_s: u64, k: usize) -> i64 {
+    starts_unix_s.saturating_add((interval_s as i64).saturating_mul(k as i64 + 1))
+}
+
 /// What the engine knows of its tables' history partitions between statements: the row
 /// count of each partition relation, and the dropped partitions (a cache of
 /// [`DROPPED_PARTITIONS`], read when first needed). Shared by the engine and its
@@ -188,6 +224,26 @@ impl PartitionCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hist_part_by_interval_is_the_first_partition_not_yet_ended() {
+        // STARTS 1000, INTERVAL 10: p0 ends 1010, p1 1020, p2 1030.
+        let ends: Vec<i64> = (0..3)
+            .map(|k| interval_partition_end_unix_s(1000, 10, k))
+            .collect();
+        assert_eq!(ends, vec![1010, 1020, 1030]);
+        // Before STARTS and within p0's interval: p0.
+        assert_eq!(vers_set_hist_part_by_interval(&ends, 990), 0);
+        assert_eq!(vers_set_hist_part_by_interval(&ends, 1009), 0);
+        // At p0's end (range_value <= query_start): p1.
+        assert_eq!(vers_set_hist_part_by_interval(&ends, 1010), 1);
+        assert_eq!(vers_set_hist_part_by_interval(&ends, 1029), 2);
+        // Every end passed: the last takes the rest.
+        assert_eq!(vers_set_hist_part_by_interval(&ends, 5000), 2);
+        // p0 dropped: the others keep their ends.
+        assert_eq!(vers_set_hist_part_by_interval(&ends[1..], 1005), 0);
+        assert_eq!(vers_set_hist_part_by_interval(&[], 1005), 0);
+    }
 
     #[test]
     fn hist_part_follows_vers_set_hist_part_by_limit() {

@@ -60,8 +60,10 @@
 //! t` takes the *transaction id* of the last commit at or before `t`; the two agree for
 //! transactions that did not overlap, and differ for overlapping ones (a transaction
 //! that began before another committed does not see it there, though it committed
-//! later). mvcclab's commit_id comes from the clock (below), so the id comparison
-//! cannot be made.
+//! later). The commit_id is, as on MariaDB, a value of the transaction id sequence
+//! taken at the commit (ha_innodb.cc `innodb_prepare_commit_versioned`; the engine's
+//! `write_transaction_registry`), so that comparison could be made; `sees` still judges
+//! by commit order (not built: `query_sees`'s rule for overlapping transactions).
 //!
 //! Several history partitions, their rotation by LIMIT and DROP PARTITION:
 //! [`super::history_partitions`]. Not modelled yet: rotation by `INTERVAL`; `FOR SYSTEM_TIME` reads through a unique secondary index (refused, naming
@@ -348,6 +350,9 @@ pub struct Versioned<'a, T> {
     pub st: &'a Statement<'a>,
     /// Registry lookups of this statement (trx_id versioning).
     cache: RefCell<TrxCache>,
+    /// The statement's time in µs since 2000-01-01 ([`system_time_now_us`], taken once):
+    /// the row_start / row_end it writes, as MariaDB's `thd->query_start()`.
+    pub now_us: i64,
 }
 
 /// What a statement looked up in the transaction registry: commit id and commit time by
@@ -359,8 +364,9 @@ struct TrxCache {
 }
 
 impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T> {
-    /// The view of `table` (with its `period`) for statement `st`, its history relations
-    /// (with the working one, `hist_part`) and the transaction registry when there are.
+    /// The view of `table` (with its `period`) for statement `st` at time `now_us`, its
+    /// history relations (with the working one, `hist_part`) and the transaction registry
+    /// when there are.
     pub fn new(
         table: &'a T,
         history: Vec<&'a T>,
@@ -368,8 +374,10 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         registry: Option<&'a T>,
         period: Period,
         st: &'a Statement<'a>,
+        now_us: i64,
     ) -> Self {
         Versioned {
+            now_us,
             table,
             history,
             hist_part,

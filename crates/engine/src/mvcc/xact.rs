@@ -237,6 +237,29 @@ impl TransactionManager {
         xid
     }
 
+    /// A fresh value of the xid sequence that no transaction gets as its xid: InnoDB's
+    /// `trx_sys.get_new_trx_id()` as MariaDB 10.11 takes it for a commit id
+    /// (storage/innobase/handler/ha_innodb.cc `innodb_prepare_commit_versioned`, called by
+    /// sql/handler.cc `ha_commit_trans` just before `TR_table::update` writes the
+    /// `mysql.transaction_registry` row). It is larger than every xid assigned before and
+    /// smaller than every xid assigned after. Taken under the proc-array lock as
+    /// [`TransactionManager::assign_xid`] takes an xid; its clog status is never set (no
+    /// tuple carries it: it reads as in progress, and as aborted after a crash's
+    /// `TrimCLOG`).
+    pub fn new_trx_id(&self) -> Xid {
+        let _pa = self.procs.lock();
+        self.next_xid.fetch_add(1, Ordering::AcqRel)
+    }
+
+    /// Moves the next xid past `used` when it is not already (an id handed out by
+    /// [`TransactionManager::new_trx_id`] and stored in a table, which recovery's own bound
+    /// does not see). Call before any transaction starts.
+    pub fn advance_next_xid_past(&self, used: Xid) {
+        let _pa = self.procs.lock();
+        self.next_xid
+            .fetch_max(used.saturating_add(1), Ordering::AcqRel);
+    }
+
     /// The xid of `proc` (0 if none yet).
     pub fn xid_of(&self, proc: ProcId) -> Xid {
         self.procs
@@ -404,6 +427,27 @@ mod tests {
         assert!(s.xid_in_progress(xc), "assigned after the snapshot");
         tm.end(c, false);
         assert_eq!(tm.status(xc), XidStatus::Aborted);
+    }
+
+    #[test]
+    fn new_trx_id_lies_between_the_xids_assigned_around_it() {
+        let tm = TransactionManager::new();
+        let a = tm.begin();
+        let xa = tm.assign_xid(a);
+        let commit_id = tm.new_trx_id();
+        tm.end(a, true);
+        let b = tm.begin();
+        let xb = tm.assign_xid(b);
+        assert!(
+            xa < commit_id && commit_id < xb,
+            "{xa} < {commit_id} < {xb}"
+        );
+        assert!(!tm.is_running(commit_id));
+        tm.end(b, true);
+        tm.advance_next_xid_past(xb + 10);
+        assert_eq!(tm.next_xid(), xb + 11);
+        tm.advance_next_xid_past(xa);
+        assert_eq!(tm.next_xid(), xb + 11, "never moves back");
     }
 
     #[test]
