@@ -695,7 +695,12 @@ impl ManagedServer {
                 // The bootstrap server of `mariadb-install-db` takes its tmpdir from
                 // `TMPDIR` (mysys `create_temp_file`); one its user cannot write, such as a
                 // root-owned 0755 folder, fails InnoDB's start ("Unable to create temporary
-                // file", errno 13) and with it the install, so it gets the same folder.
+                // file", errno 13) and with it the install, so it gets the same folder. A
+                // folder of its own also keeps concurrent installs apart: three
+                // `mariadb-install-db` at once sharing /tmp failed 4 of 12 times ("Unknown
+                // table 'mysql.tmp_user_sys'", the bootstrap script's temporary tables; the
+                // intermittent start failures of tests that start servers side by side),
+                // each with its own TMPDIR 0 of 15 (measured by hand, 2026-11-27).
                 let tmp = home.join("tmp");
                 fs::create_dir_all(&tmp).map_err(|e| ServerError::io("creating the tmpdir", e))?;
                 chown(&tmp, owner)?;
