@@ -324,16 +324,19 @@ fn q18_quantity(p: &crate::tpch::QueryParams) -> i128 {
     p.q18_quantity.unwrap_or(300) as i128 * 100
 }
 
-/// Sequential scan of `t`, each row to `f`; counts rows read.
+/// Sequential scan of `t`, each row to `f` with only the columns `cols` decoded (the
+/// columns the plan node's scan references: EXPLAIN VERBOSE's `Output` and `Filter`; the
+/// others are NULL); counts rows read.
 fn seq_scan(
     tx: &mut Transaction,
     t: TableId,
+    cols: &[usize],
     rows_read: &mut u64,
     f: &mut dyn FnMut(Row) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut err = None;
     let mut n = 0u64;
-    tx.seq_scan(t, &mut |r| {
+    tx.seq_scan_columns(t, cols, &mut |r| {
         n += 1;
         match f(r) {
             Ok(()) => Ok(true),
@@ -365,7 +368,9 @@ fn hash_build(
     let mut table: HashMap<i32, Row> = HashMap::new();
     let mut used = 0u64;
     let spilled = &mut run.temp_spill_bytes;
-    seq_scan(tx, t, &mut run.rows_read, &mut |r| {
+    let mut scanned = cols.to_vec();
+    scanned.push(key);
+    seq_scan(tx, t, &scanned, &mut run.rows_read, &mut |r| {
         let refs: Vec<&Value> = cols.iter().map(|&c| &r[c]).collect();
         hold(&mut used, entry_bytes(&refs), mem, spilled);
         table.insert(int_of(&r[key])?, r);
@@ -482,6 +487,7 @@ fn q18_postgresql(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -500,6 +506,7 @@ fn q18_postgresql(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -548,6 +555,7 @@ fn q18_mariadb(
     seq_scan(
         tx,
         t.id(TpchTable::Customer),
+        CUSTOMER_COLS,
         &mut run.rows_read,
         &mut |r| {
             customers.push(r);
@@ -708,7 +716,13 @@ fn orders_over_quantity(
         let pk = [L_ORDERKEY, L_LINENUMBER];
         pk_scan(tx, lineitem, &pk, &mut run.rows_read, &mut |_, r| step(r))?;
     } else {
-        seq_scan(tx, lineitem, &mut run.rows_read, &mut step)?;
+        seq_scan(
+            tx,
+            lineitem,
+            &[L_ORDERKEY, L_QUANTITY],
+            &mut run.rows_read,
+            &mut step,
+        )?;
     }
     close(cur.take(), &mut keys);
     Ok(keys)
@@ -755,14 +769,20 @@ fn q18_postgresql_merge_join_customer(
     // Hash Join with orders' Seq Scan, then Sort on o_custkey (the Materialize keeps it).
     let mut by_cust: Vec<(i32, Row)> = Vec::new();
     let mut sort_used = 0u64;
-    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |o| {
-        if keys.contains(&int_of(&o[O_ORDERKEY])?) {
-            let refs: Vec<&Value> = ORDERS_COLS.iter().map(|&i| &o[i]).collect();
-            hold(&mut sort_used, entry_bytes(&refs), mem, &mut spilled);
-            by_cust.push((int_of(&o[O_CUSTKEY])?, o));
-        }
-        Ok(())
-    })?;
+    seq_scan(
+        tx,
+        t.id(TpchTable::Orders),
+        ORDERS_COLS,
+        &mut run.rows_read,
+        &mut |o| {
+            if keys.contains(&int_of(&o[O_ORDERKEY])?) {
+                let refs: Vec<&Value> = ORDERS_COLS.iter().map(|&i| &o[i]).collect();
+                hold(&mut sort_used, entry_bytes(&refs), mem, &mut spilled);
+                by_cust.push((int_of(&o[O_CUSTKEY])?, o));
+            }
+            Ok(())
+        },
+    )?;
     by_cust.sort_by_key(|(c, _)| *c);
     // Merge Join: customer_pkey in key order up to the last o_custkey.
     let Some(last_cust) = by_cust.last().map(|(c, _)| *c) else {
@@ -864,24 +884,31 @@ fn q18_postgresql_sorted_subquery(
     // Seq Scan of orders through both joins; the joined rows hashed by o_orderkey.
     let mut joined: HashMap<i32, (Row, Row)> = HashMap::new();
     let mut joined_used = 0u64;
-    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |o| {
-        let k = int_of(&o[O_ORDERKEY])?;
-        if !keys.contains(&k) {
-            return Ok(());
-        }
-        if let Some(c) = customers.get(&int_of(&o[O_CUSTKEY])?) {
-            let mut refs: Vec<&Value> = CUSTOMER_COLS.iter().map(|&i| &c[i]).collect();
-            refs.extend(ORDERS_COLS.iter().map(|&i| &o[i]));
-            hold(&mut joined_used, entry_bytes(&refs), mem, &mut spilled);
-            joined.insert(k, (c.clone(), o));
-        }
-        Ok(())
-    })?;
+    seq_scan(
+        tx,
+        t.id(TpchTable::Orders),
+        ORDERS_COLS,
+        &mut run.rows_read,
+        &mut |o| {
+            let k = int_of(&o[O_ORDERKEY])?;
+            if !keys.contains(&k) {
+                return Ok(());
+            }
+            if let Some(c) = customers.get(&int_of(&o[O_CUSTKEY])?) {
+                let mut refs: Vec<&Value> = CUSTOMER_COLS.iter().map(|&i| &c[i]).collect();
+                refs.extend(ORDERS_COLS.iter().map(|&i| &o[i]));
+                hold(&mut joined_used, entry_bytes(&refs), mem, &mut spilled);
+                joined.insert(k, (c.clone(), o));
+            }
+            Ok(())
+        },
+    )?;
     // The outer lineitem into the HashAggregate of the GROUP BY.
     let mut groups: HashMap<i32, i128> = HashMap::new();
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -1066,6 +1093,7 @@ fn q6(tx: &mut Transaction, t: &TpchTables, run: &mut QueryRun) -> Result<(), St
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_SHIPDATE, L_DISCOUNT, L_QUANTITY, L_EXTENDEDPRICE],
         &mut run.rows_read,
         &mut |r| {
             let d = date_days(&r[L_SHIPDATE])?;
@@ -1110,6 +1138,15 @@ fn q1(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[
+            L_QUANTITY,
+            L_EXTENDEDPRICE,
+            L_DISCOUNT,
+            L_TAX,
+            L_RETURNFLAG,
+            L_LINESTATUS,
+            L_SHIPDATE,
+        ],
         &mut run.rows_read,
         &mut |r| {
             if date_days(&r[L_SHIPDATE])? > cutoff {

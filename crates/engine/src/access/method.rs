@@ -20,7 +20,7 @@ use super::relations::TableId;
 use super::tables::{AmShared, Catalogued, TableList};
 use super::txn::{Changes, TxnCore};
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, TableDef, Value};
+use crate::catalog::{Projection, Row, TableDef, Value};
 use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
@@ -125,6 +125,21 @@ pub trait TableRead {
     fn seq_scan_each(
         &self,
         st: &Statement<'_>,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.seq_scan_columns(st, &Projection::all(), f)
+    }
+    /// [`TableRead::seq_scan_each`] decoding only the columns `proj` needs: each row has
+    /// the table's width, the columns not needed [`Value::Null`] (PostgreSQL's
+    /// `slot_deform_heap_tuple` up to the last attribute the plan references; InnoDB's
+    /// `row_sel_store_mysql_rec` over the prebuilt template; see [`Projection`]). The
+    /// pages read, and their counts, are those of the whole-row scan.
+    ///
+    /// Errors: as [`TableRead::seq_scan_each`].
+    fn seq_scan_columns(
+        &self,
+        st: &Statement<'_>,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()>;
 }

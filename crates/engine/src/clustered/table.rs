@@ -17,8 +17,9 @@ use crate::access::TableCounters;
 use crate::access::{Assign, Catalogued, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
-    apply_delta, compact_delete_mark, decode_compact_record, decode_key_prefix, encode_compact,
-    encode_delta, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
+    apply_delta, compact_delete_mark, decode_compact_record, decode_compact_record_projected,
+    decode_key_prefix, encode_compact, encode_delta, key_of, set_compact_delete_mark,
+    CompactRecord, Projection, Row, TableDef, Value,
 };
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -241,6 +242,35 @@ impl ClusteredTable {
             }
         }
         Err(record_bad(&self.def, "undo chain does not end"))
+    }
+
+    /// [`ClusteredTable::visible_version`] decoding only the columns `proj` needs (the
+    /// others [`Value::Null`]; row0sel.cc `row_sel_store_mysql_rec` over the prebuilt
+    /// template). A record the view sees as it is (`lock_clust_rec_cons_read_sees`) is
+    /// decoded as `proj` says; one that needs an older version is rebuilt whole from undo
+    /// and masked. Counts `versions_traversed` as `visible_version` does.
+    fn visible_version_projected(
+        &self,
+        ctx: &RowCtx<'_>,
+        pk: &[u8],
+        rec: &[u8],
+        proj: &Projection,
+    ) -> Result<Option<Row>> {
+        if !proj.is_all() {
+            let v = decode_compact_record_projected(&self.def, pk, rec, proj)?;
+            let t = xid_of_trx_id(v.trx_id, "clustered record DB_TRX_ID")?;
+            if (ctx.xid != 0 && t == ctx.xid) || !ctx.view.xid_in_progress(t) {
+                self.counters
+                    .versions_traversed
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok((!v.delete_marked).then_some(v.row));
+            }
+        }
+        let mut row = self.visible_version(ctx, pk, rec)?;
+        if let Some(r) = &mut row {
+            proj.mask(r);
+        }
+        Ok(row)
     }
 
     /// trx_undo_prev_version_build: replaces version `v` of a record by the version before
@@ -829,10 +859,12 @@ impl TableRead for ClusteredTable {
     /// A full scan of the clustered index in primary-key order (MariaDB's `type: ALL`:
     /// ha_innobase::rnd_next → row0sel.cc `row_search_mvcc` from the first leaf), each
     /// visible version handed to `f` until it returns false, records copied out of the
-    /// tree a batch at a time so no page latch is held while `f` runs.
-    fn seq_scan_each(
+    /// tree a batch at a time so no page latch is held while `f` runs; only the columns
+    /// `proj` needs are decoded ([`ClusteredTable::visible_version_projected`]).
+    fn seq_scan_columns(
         &self,
         st: &Statement<'_>,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let ctx = &RowCtx::from(st);
@@ -850,7 +882,7 @@ impl TableRead for ClusteredTable {
             )?;
             let full = batch.len() == SCAN_BATCH;
             for (pk, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+                if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
                     if !f(row)? {
                         return Ok(());
                     }

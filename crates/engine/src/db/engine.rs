@@ -21,7 +21,7 @@ use crate::access::{
     TableId, TableRead, TableRelations, TableWrite, TxnCore, XactEnd,
 };
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, TableDef, Value};
+use crate::catalog::{Projection, Row, TableDef, Value};
 use crate::design::HistoryStorage;
 use crate::error::Result;
 use crate::mvcc::Isolation;
@@ -44,9 +44,15 @@ pub trait EngineTxn: Send {
         dir: ScanDirection,
         limit: usize,
     ) -> Result<Vec<Row>>;
-    /// Every visible row in storage order, handed to `f` until it returns false, counted
-    /// under [`Cause::SeqScan`] ([`crate::access::TableRead::seq_scan_each`]).
-    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()>;
+    /// Every visible row in storage order, handed to `f` until it returns false, with the
+    /// columns `proj` needs decoded, counted under [`Cause::SeqScan`]
+    /// ([`crate::access::TableRead::seq_scan_columns`]).
+    fn seq_scan(
+        &mut self,
+        t: TableId,
+        proj: &Projection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()>;
     /// Inserts a row.
     fn insert(&mut self, t: TableId, row: Row) -> Result<()>;
     /// Updates columns of the row with a primary key; false if none.
@@ -615,24 +621,33 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         })
     }
 
-    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
-        self.vstmt(Cause::SeqScan, t, false, |tb, v, st, _| match v {
-            Some(v) => {
-                let rows = v.scan(
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                    SystemTime::Current,
-                )?;
-                for r in rows {
-                    if !f(r)? {
-                        break;
+    fn seq_scan(
+        &mut self,
+        t: TableId,
+        proj: &Projection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.vstmt(Cause::SeqScan, t, false, |tb, v, st, _| {
+            proj.check_width(&tb.def().name, tb.def().columns.len())?;
+            match v {
+                Some(v) => {
+                    let rows = v.scan(
+                        Bound::Unbounded,
+                        Bound::Unbounded,
+                        ScanDirection::Forward,
+                        usize::MAX,
+                        SystemTime::Current,
+                    )?;
+                    for mut r in rows {
+                        proj.mask(&mut r);
+                        if !f(r)? {
+                            break;
+                        }
                     }
+                    Ok(())
                 }
-                Ok(())
+                None => tb.seq_scan_columns(st, proj, f),
             }
-            None => tb.seq_scan_each(st, f),
         })
     }
 

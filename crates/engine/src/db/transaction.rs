@@ -6,7 +6,7 @@ use super::engine::EngineTxn;
 use super::versioning::SystemTime;
 use crate::access::{Assign, TableId};
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, Value};
+use crate::catalog::{Projection, Row, Value};
 use crate::error::TxnError;
 use crate::error::{Error, Result};
 use std::ops::Bound;
@@ -92,7 +92,26 @@ impl Transaction {
     ///
     /// Errors: what `f` returns; as [`Transaction::get`].
     pub fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
-        self.run(|x| x.seq_scan(t, f))
+        self.run(|x| x.seq_scan(t, &Projection::all(), f))
+    }
+
+    /// [`Transaction::seq_scan`] decoding only the columns `cols` (column numbers of table
+    /// `t`; empty for none, as `count(*)` needs): each row has the table's width, the other
+    /// columns [`Value::Null`] (PostgreSQL's `slot_deform_heap_tuple` up to the last
+    /// attribute the plan references; InnoDB's `row_sel_store_mysql_rec` over the
+    /// template of the statement's columns; see [`Projection`]). The same pages are read
+    /// as by [`Transaction::seq_scan`].
+    ///
+    /// Errors: [`Error::InvalidValue`] for a column past the table's width; as
+    /// [`Transaction::seq_scan`].
+    pub fn seq_scan_columns(
+        &mut self,
+        t: TableId,
+        cols: &[usize],
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let proj = Projection::columns(cols);
+        self.run(|x| x.seq_scan(t, &proj, f))
     }
 
     /// Inserts `row`.
