@@ -1,15 +1,18 @@
-//! Sequential scans that decode only the columns a plan needs
-//! (`Transaction::seq_scan_columns`, PostgreSQL's `slot_deform_heap_tuple` up to the last
+//! Sequential and primary-key range scans that decode only the columns a plan needs
+//! (`Transaction::seq_scan_columns`, `Transaction::scan_columns`, PostgreSQL's `slot_deform_heap_tuple` up to the last
 //! attribute needed, InnoDB's `row_sel_store_mysql_rec` over the template's fields), in both
 //! presets: the same rows as the whole-row scan with the other columns NULL, also for a
-//! row whose visible version is rebuilt from undo, the same blocks under `seq_scan`, and
+//! row whose visible version is rebuilt from undo, the same blocks under `seq_scan` and
+//! `range_scan`, and
 //! a column past the table's width refused by name.
 
 mod common;
 use common::*;
+use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::{Column, ColumnType, Decimal, Row, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, TableId};
 use mvcclab_engine::stats::{Cause, CauseCounts};
+use std::ops::Bound;
 
 fn def() -> TableDef {
     TableDef {
@@ -83,6 +86,21 @@ fn scan(db: &Database, t: TableId, cols: Option<&[usize]>) -> (Vec<Row>, CauseCo
     (rows, d.cause(Cause::SeqScan))
 }
 
+fn range(db: &Database, t: TableId, cols: Option<&[usize]>) -> (Vec<Row>, CauseCounts) {
+    let before = db.storage().stats().snapshot();
+    let mut tx = db.begin();
+    let (lo, hi) = ([Value::Integer(100)], [Value::Integer(ROWS - 100)]);
+    let (lo, hi) = (Bound::Included(&lo[..]), Bound::Excluded(&hi[..]));
+    let rows = match cols {
+        None => tx.scan(t, lo, hi, ScanDirection::Forward, usize::MAX),
+        Some(c) => tx.scan_columns(t, lo, hi, ScanDirection::Forward, usize::MAX, c),
+    }
+    .unwrap();
+    tx.commit().unwrap();
+    let d = db.storage().stats().snapshot().delta(&before);
+    (rows, d.cause(Cause::RangeScan))
+}
+
 fn masked(rows: &[Row], cols: &[usize]) -> Vec<Row> {
     rows.iter()
         .map(|r| {
@@ -125,6 +143,19 @@ fn projected_scans_return_the_needed_columns_and_read_the_same_blocks() {
             all_counts,
             "{name}: the whole-row scan again"
         );
+        // The pool's state after a range scan is that of the next: warm up to it.
+        range(&db, t, None);
+        range(&db, t, None);
+        let (all, all_counts) = range(&db, t, None);
+        assert_eq!(all.len(), ROWS as usize - 200, "{name}");
+        for cols in [&[][..], &[1], &[4, 2]] {
+            let (got, counts) = range(&db, t, Some(cols));
+            assert_eq!(got, masked(&all, cols), "{name} {cols:?}: range");
+            assert_eq!(
+                counts, all_counts,
+                "{name} {cols:?}: blocks of the range scan"
+            );
+        }
         db.close().unwrap();
     }
 }

@@ -615,13 +615,15 @@ const PK_SCAN_BATCH: usize = 256;
 /// (from the first with `None`); `pk` are the primary key's columns. An index scan that
 /// must hand rows to other lookups between batches (the engine's scans take the
 /// transaction for their whole run): each batch descends the tree again from the last
-/// key, which costs buffer hits on the upper levels, not reads. Cause `range_scan`.
+/// key, which costs buffer hits on the upper levels, not reads. Cause `range_scan`. Only
+/// the columns `cols` and the key's are decoded (the others NULL).
 ///
 /// Errors: the engine's, as text.
 fn pk_batch(
     tx: &mut Transaction,
     t: TableId,
     pk: &[usize],
+    cols: &[usize],
     after: Option<&Row>,
     rows_read: &mut u64,
 ) -> Result<Vec<Row>, String> {
@@ -630,13 +632,15 @@ fn pk_batch(
         Some(k) => Bound::Excluded(k.as_slice()),
         None => Bound::Unbounded,
     };
+    let decoded: Vec<usize> = cols.iter().chain(pk).copied().collect();
     let rows = tx
-        .scan(
+        .scan_columns(
             t,
             lo,
             Bound::Unbounded,
             ScanDirection::Forward,
             PK_SCAN_BATCH,
+            &decoded,
         )
         .map_err(|e| e.to_string())?;
     *rows_read += rows.len() as u64;
@@ -653,12 +657,13 @@ fn pk_scan(
     tx: &mut Transaction,
     t: TableId,
     pk: &[usize],
+    cols: &[usize],
     rows_read: &mut u64,
     f: &mut dyn FnMut(&mut Transaction, Row) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut last: Option<Row> = None;
     loop {
-        let batch = pk_batch(tx, t, pk, last.as_ref(), rows_read)?;
+        let batch = pk_batch(tx, t, pk, cols, last.as_ref(), rows_read)?;
         let full = batch.len() == PK_SCAN_BATCH;
         for r in batch {
             last = Some(r.clone());
@@ -714,7 +719,14 @@ fn orders_over_quantity(
     let lineitem = t.id(TpchTable::LineItem);
     if by_index {
         let pk = [L_ORDERKEY, L_LINENUMBER];
-        pk_scan(tx, lineitem, &pk, &mut run.rows_read, &mut |_, r| step(r))?;
+        pk_scan(
+            tx,
+            lineitem,
+            &pk,
+            &[L_QUANTITY],
+            &mut run.rows_read,
+            &mut |_, r| step(r),
+        )?;
     } else {
         seq_scan(
             tx,
@@ -797,6 +809,7 @@ fn q18_postgresql_merge_join_customer(
             tx,
             t.id(TpchTable::Customer),
             &[C_CUSTKEY],
+            CUSTOMER_COLS,
             after.as_ref(),
             &mut run.rows_read,
         )?;
@@ -970,6 +983,7 @@ fn q18_mariadb_lineitem_first(
         tx,
         t.id(TpchTable::LineItem),
         &[L_ORDERKEY, L_LINENUMBER],
+        &[L_QUANTITY],
         &mut run.rows_read,
         &mut |tx, l| {
             let k = int_of(&l[L_ORDERKEY])?;
@@ -1027,12 +1041,13 @@ fn order_quantity(
     rows_read: &mut u64,
 ) -> Result<Option<i128>, String> {
     let lines = tx
-        .scan(
+        .scan_columns(
             t.id(TpchTable::LineItem),
             Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
             Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
             ScanDirection::Forward,
             usize::MAX,
+            &[L_QUANTITY],
         )
         .map_err(|e| e.to_string())?;
     *rows_read += lines.len() as u64;

@@ -111,6 +111,21 @@ pub trait TableRead {
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.scan_columns(st, lo, hi, dir, limit, &Projection::all())
+    }
+    /// [`TableRead::scan`] decoding only the columns `proj` needs (the others
+    /// [`Value::Null`]; see [`TableRead::seq_scan_columns`]). The same pages are read.
+    ///
+    /// Errors: as [`TableRead::scan`].
+    fn scan_columns(
+        &self,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>>;
     /// A full scan of the table in storage order, each row the statement sees handed to
     /// `f` until it returns false: the heap block by block and line pointer by line

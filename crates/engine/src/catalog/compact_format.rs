@@ -172,14 +172,17 @@ pub(super) enum Field {
 /// The fields a stored clustered record holds: [`clustered_fields`] without the primary key
 /// columns or DB_ROW_ID, which the B-tree entry's key holds (module doc).
 fn stored_fields(def: &TableDef) -> Vec<Field> {
-    clustered_fields(def)
-        .into_iter()
-        .filter(|f| match f {
-            Field::Col(c) => !def.primary_key.contains(c),
-            Field::RowId => false,
-            _ => true,
-        })
-        .collect()
+    // [`clustered_fields`] without the key's fields (primary key columns or DB_ROW_ID),
+    // built at once: decoders call this for every record.
+    let mut fields = Vec::with_capacity(def.columns.len() + 2);
+    fields.push(Field::TrxId);
+    fields.push(Field::RollPtr);
+    fields.extend(
+        (0..def.columns.len())
+            .filter(|c| !def.primary_key.contains(c))
+            .map(Field::Col),
+    );
+    fields
 }
 
 /// Fields of the clustered index in order (`dict_index_build_internal_clust`): primary key

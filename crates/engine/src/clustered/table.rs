@@ -32,6 +32,46 @@ use std::sync::Arc;
 
 const ROW_STRIPES: usize = 1024;
 const SCAN_BATCH: usize = 256;
+
+/// The records a scan copies out of the tree per batch (up to [`SCAN_BATCH`]), their keys
+/// and values in one buffer reused from batch to batch, so a scan allocates nothing per
+/// record.
+#[derive(Default)]
+struct RecordBatch {
+    bytes: Vec<u8>,
+    /// Per record: where its key starts, where its value starts, where it ends.
+    spans: Vec<(usize, usize, usize)>,
+}
+
+impl RecordBatch {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        let k = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        let v = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.spans.push((k, v, self.bytes.len()));
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The records in the order pushed, `(key, value)`.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.spans
+            .iter()
+            .map(|&(k, v, e)| (&self.bytes[k..v], &self.bytes[v..e]))
+    }
+
+    fn last_key(&self) -> Option<&[u8]> {
+        self.spans.last().map(|&(k, v, _)| &self.bytes[k..v])
+    }
+}
 /// Secondary entry value: live. The value of a secondary entry is the info-bits byte of
 /// InnoDB's record header (rem0rec.h `REC_INFO_DELETED_FLAG`), the one header byte the
 /// B-tree's 4-byte entry header does not stand for ([`crate::btree::BTreeConfig::innodb`]):
@@ -164,12 +204,22 @@ impl ClusteredTable {
         }
         let mut per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
         let mut failed = None;
+        // Only the indexed columns are converted (row0merge.cc
+        // `row_merge_read_clustered_index` → `row_build_index_entry_low`, which copies the
+        // index's fields out of the clustered record and nothing else).
+        let cols: Vec<usize> = self
+            .def
+            .indexes
+            .iter()
+            .flat_map(|ix| ix.columns.iter().copied())
+            .collect();
+        let proj = Projection::columns(&cols);
         self.clustered.scan(
             Bound::Unbounded,
             Bound::Unbounded,
             ScanDirection::Forward,
             &mut |pk, rec| {
-                let r = decode_compact_record(&self.def, pk, rec)?;
+                let r = decode_compact_record_projected(&self.def, pk, rec, &proj)?;
                 if r.delete_marked {
                     return Ok(true);
                 }
@@ -807,13 +857,14 @@ impl TableRead for ClusteredTable {
     ///
     /// Errors: storage errors; [`Error::Catalog`] for a bound on a table without a primary
     /// key.
-    fn scan(
+    fn scan_columns(
         &self,
         st: &Statement<'_>,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
         let ctx = &RowCtx::from(st);
         let conv = |b: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
@@ -825,30 +876,31 @@ impl TableRead for ClusteredTable {
         };
         let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
         let mut rows = Vec::new();
+        let mut batch = RecordBatch::default();
         while rows.len() < limit {
-            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            batch.clear();
             self.clustered.scan(
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
                 dir,
                 &mut |k, v| {
-                    batch.push((k.to_vec(), v.to_vec()));
+                    batch.push(k, v);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+            for (pk, rec) in batch.iter() {
+                if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
                     rows.push(row);
                     if rows.len() >= limit {
                         return Ok(rows);
                     }
                 }
             }
-            match (full, batch.last()) {
-                (true, Some((k, _))) => match dir {
-                    ScanDirection::Forward => lo = Bound::Excluded(k.clone()),
-                    ScanDirection::Backward => hi = Bound::Excluded(k.clone()),
+            match (full, batch.last_key()) {
+                (true, Some(k)) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k.to_vec()),
+                    ScanDirection::Backward => hi = Bound::Excluded(k.to_vec()),
                 },
                 _ => break,
             }
@@ -869,27 +921,28 @@ impl TableRead for ClusteredTable {
     ) -> Result<()> {
         let ctx = &RowCtx::from(st);
         let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
+        let mut batch = RecordBatch::default();
         loop {
-            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            batch.clear();
             self.clustered.scan(
                 lo.as_ref().map(|v| v.as_slice()),
                 Bound::Unbounded,
                 ScanDirection::Forward,
                 &mut |k, v| {
-                    batch.push((k.to_vec(), v.to_vec()));
+                    batch.push(k, v);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in &batch {
+            for (pk, rec) in batch.iter() {
                 if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
                     if !f(row)? {
                         return Ok(());
                     }
                 }
             }
-            match (full, batch.last()) {
-                (true, Some((k, _))) => lo = Bound::Excluded(k.clone()),
+            match (full, batch.last_key()) {
+                (true, Some(k)) => lo = Bound::Excluded(k.to_vec()),
                 _ => return Ok(()),
             }
         }

@@ -43,6 +43,19 @@ pub trait EngineTxn: Send {
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.scan_columns(t, lo, hi, dir, limit, &Projection::all())
+    }
+    /// Rows by primary-key range with only the columns `proj` needs decoded
+    /// ([`crate::access::TableRead::scan_columns`]).
+    fn scan_columns(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>>;
     /// Every visible row in storage order, handed to `f` until it returns false, with the
     /// columns `proj` needs decoded, counted under [`Cause::SeqScan`]
@@ -607,17 +620,25 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         })
     }
 
-    fn scan(
+    fn scan_columns(
         &mut self,
         t: TableId,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
-        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| match v {
-            Some(v) => v.scan(lo, hi, dir, limit, SystemTime::Current),
-            None => tb.scan(st, lo, hi, dir, limit),
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| {
+            proj.check_width(&tb.def().name, tb.def().columns.len())?;
+            match v {
+                Some(v) => {
+                    let mut rows = v.scan(lo, hi, dir, limit, SystemTime::Current)?;
+                    rows.iter_mut().for_each(|r| proj.mask(r));
+                    Ok(rows)
+                }
+                None => tb.scan_columns(st, lo, hi, dir, limit, proj),
+            }
         })
     }
 

@@ -84,6 +84,26 @@ impl Transaction {
         self.run(|x| x.scan(t, lo, hi, dir, limit))
     }
 
+    /// [`Transaction::scan`] decoding only the columns `cols` (column numbers of table
+    /// `t`): each row has the table's width, the other columns [`Value::Null`] (see
+    /// [`Transaction::seq_scan_columns`]). The same pages are read as by
+    /// [`Transaction::scan`].
+    ///
+    /// Errors: [`Error::InvalidValue`] for a column past the table's width; as
+    /// [`Transaction::scan`].
+    pub fn scan_columns(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        cols: &[usize],
+    ) -> Result<Vec<Row>> {
+        let proj = Projection::columns(cols);
+        self.run(|x| x.scan_columns(t, lo, hi, dir, limit, &proj))
+    }
+
     /// A sequential scan: every visible row of table `t` in storage order (postgres: heap
     /// block and line pointer, through the bulk-read ring on a table larger than a quarter
     /// of the pool; innodb: the clustered index in primary-key order), handed to `f` until

@@ -188,12 +188,18 @@ impl HeapTable {
     /// at once.
     ///
     /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged tuple; storage errors.
-    pub fn seq_scan(&self, ctx: &Ctx<'_>, dir: ScanDirection, limit: usize) -> Result<Vec<Row>> {
+    pub fn seq_scan(
+        &self,
+        ctx: &Ctx<'_>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
+    ) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
         if limit == 0 {
             return Ok(rows);
         }
-        self.seq_scan_visit(ctx, dir, &Projection::all(), &mut |r| {
+        self.seq_scan_visit(ctx, dir, proj, &mut |r| {
             rows.push(r);
             Ok(rows.len() < limit)
         })?;
@@ -360,17 +366,18 @@ impl TableRead for HeapTable {
     ///
     /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for a bound on a table without a
     /// primary key.
-    fn scan(
+    fn scan_columns(
         &self,
         st: &Statement<'_>,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
         let ctx = &Ctx::from(st);
         if !self.def.has_primary_key() && matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded)) {
-            return self.seq_scan(ctx, dir, limit);
+            return self.seq_scan(ctx, dir, limit, proj);
         }
         let lo = match lo {
             Bound::Included(v) => Bound::Included(self.pk_key(v)?),
@@ -390,7 +397,7 @@ impl TableRead for HeapTable {
         self.index_entries(self.pk_index()?, lo, hi, dir, &mut |tid| {
             let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
             if let Some((_, t)) = found {
-                rows.push(self.decode(&t)?);
+                rows.push(self.decode_projected(&t, proj)?);
             }
             Ok((rows.len() < limit, all_dead))
         })?;
