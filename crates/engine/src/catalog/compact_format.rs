@@ -172,8 +172,7 @@ pub(super) enum Field {
 /// The fields a stored clustered record holds: [`clustered_fields`] without the primary key
 /// columns or DB_ROW_ID, which the B-tree entry's key holds (module doc).
 fn stored_fields(def: &TableDef) -> Vec<Field> {
-    // [`clustered_fields`] without the key's fields (primary key columns or DB_ROW_ID),
-    // built at once: decoders call this for every record.
+    // Built in one allocation: decoders call this for every record.
     let mut fields = Vec::with_capacity(def.columns.len() + 2);
     fields.push(Field::TrxId);
     fields.push(Field::RollPtr);
@@ -193,13 +192,7 @@ pub(super) fn clustered_fields(def: &TableDef) -> Vec<Field> {
     if fields.is_empty() {
         fields.push(Field::RowId);
     }
-    fields.push(Field::TrxId);
-    fields.push(Field::RollPtr);
-    fields.extend(
-        (0..def.columns.len())
-            .filter(|c| !def.primary_key.contains(c))
-            .map(Field::Col),
-    );
+    fields.extend(stored_fields(def));
     fields
 }
 

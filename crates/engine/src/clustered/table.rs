@@ -207,13 +207,7 @@ impl ClusteredTable {
         // Only the indexed columns are converted (row0merge.cc
         // `row_merge_read_clustered_index` → `row_build_index_entry_low`, which copies the
         // index's fields out of the clustered record and nothing else).
-        let cols: Vec<usize> = self
-            .def
-            .indexes
-            .iter()
-            .flat_map(|ix| ix.columns.iter().copied())
-            .collect();
-        let proj = Projection::columns(&cols);
+        let proj = Projection::columns(&self.def.indexed_columns());
         self.clustered.scan(
             Bound::Unbounded,
             Bound::Unbounded,

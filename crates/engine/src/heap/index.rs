@@ -103,13 +103,7 @@ impl HeapTable {
         let mut per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
         // Only the indexed columns are deformed (index.c `FormIndexDatum` →
         // `slot_getattr` of each index attribute).
-        let cols: Vec<usize> = self
-            .def
-            .indexes
-            .iter()
-            .flat_map(|ix| ix.columns.iter().copied())
-            .collect();
-        let proj = Projection::columns(&cols);
+        let proj = Projection::columns(&self.def.indexed_columns());
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
         for block in 0..n_blocks {
             let g = self.pool.fetch_read(self.page_id(block))?;
