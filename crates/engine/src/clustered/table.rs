@@ -906,7 +906,7 @@ impl TableRead for ClusteredTable {
     /// ha_innobase::rnd_next → row0sel.cc `row_search_mvcc` from the first leaf), each
     /// visible version handed to `f` until it returns false, records copied out of the
     /// tree a batch at a time so no page latch is held while `f` runs; only the columns
-    /// `proj` needs are decoded ([`ClusteredTable::visible_version_projected`]).
+    /// `proj` needs are decoded (`ClusteredTable::visible_version_projected`).
     fn seq_scan_columns(
         &self,
         st: &Statement<'_>,
