@@ -940,9 +940,9 @@ fn q18_postgresql_sorted_subquery(
     finish_q18(out, run)
 }
 
-/// Q18 the way MariaDB 10.11 runs it at SF 0.1 (plans/mariadb-q18-sf0.1.json), a nested
-/// loop in the order of the plan's tables, its rows grouped in an internal temporary table,
-/// then filesort:
+/// Q18 the way MariaDB 10.11 runs it at SF 0.1 and SF 1 (plans/mariadb-q18-sf0.1.json,
+/// mariadb-q18-sf1.json), a nested loop in the order of the plan's tables, its rows grouped
+/// in an internal temporary table, then filesort:
 ///
 /// ```text
 /// lineitem     ALL                      full scan of the clustered index
