@@ -185,6 +185,13 @@ fn all_22_queries_run_on_both_real_engines_and_a_timeout_is_reported() {
     }
 }
 
+/// Writes each real engine's EXPLAIN JSON of Q1, Q6 and Q18 at `MVCCLAB_PLANS_SF` (default
+/// SF 0.01) into crates/workload/plans/, with 8 MiB pools (the experiments' default).
+/// `MVCCLAB_PLANS_KINDS` (`postgresql,mariadb` by default) picks the servers.
+/// `MVCCLAB_PLANS_LOAD_POOL_MIB` loads MariaDB with a larger buffer pool (an SF 1 load with
+/// 8 MiB took more than 45 minutes here), then shrinks it to 8 MiB online (`SET GLOBAL
+/// innodb_buffer_pool_size`, dynamic in MariaDB 10.11, buf0buf.cc `buf_pool_t::resize`)
+/// before the EXPLAINs, and prints the shapes explained with both sizes.
 #[test]
 #[ignore = "writes crates/workload/plans/ from the real servers; set MVCCLAB_WRITE_PLANS=1"]
 fn write_plans() {
@@ -200,9 +207,53 @@ fn write_plans() {
         q18_quantity: if sf == SF { Some(Q18_QUANTITY) } else { None },
     };
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../workload/plans");
+    let kinds = std::env::var("MVCCLAB_PLANS_KINDS").unwrap_or("postgresql,mariadb".into());
+    let load_pool_mib: Option<u64> = std::env::var("MVCCLAB_PLANS_LOAD_POOL_MIB").ok().map(|v| {
+        v.parse()
+            .expect("MVCCLAB_PLANS_LOAD_POOL_MIB: MiB, a number")
+    });
     for kind in [ServerKind::PostgreSql, ServerKind::MariaDb] {
-        let mut s = TpchServer::start(kind, &ManagedOptions::default()).unwrap();
+        if !kinds.split(',').any(|k| k == kind.name()) {
+            continue;
+        }
+        let default_pool = ManagedOptions::default().buffer_pool_bytes;
+        let mut o = ManagedOptions::default();
+        let big_pool = load_pool_mib.filter(|_| kind == ServerKind::MariaDb);
+        if let Some(mib) = big_pool {
+            o.buffer_pool_bytes = mib << 20;
+            // The pool shrinks by whole chunks (128 MiB by default): 1 MiB chunks let it
+            // reach 8 MiB.
+            o.extra_settings
+                .push(("innodb_buffer_pool_chunk_size".into(), "1048576".into()));
+        }
+        let mut s = TpchServer::start(kind, &o).unwrap();
+        let t0 = std::time::Instant::now();
         s.load(sf).unwrap();
+        println!(
+            "{} SF {sf} loaded in {:.0} s",
+            kind.name(),
+            t0.elapsed().as_secs_f64()
+        );
+        if big_pool.is_some() {
+            for n in [1, 6, 18] {
+                let j = s.explain_json(n, &p).unwrap();
+                println!("Q{n} with the load's pool:\n{}", shape(kind, &j).join("\n"));
+            }
+            s.query_text(&format!(
+                "SET GLOBAL innodb_buffer_pool_size = {default_pool}"
+            ))
+            .unwrap();
+            let mut size = 0u64;
+            for _ in 0..120 {
+                let (rows, _) = s.query_text("SELECT @@innodb_buffer_pool_size").unwrap();
+                size = rows[0][0].parse().unwrap();
+                if size == default_pool {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            println!("innodb_buffer_pool_size now {size} bytes");
+        }
         for n in [1, 6, 18] {
             let j = s.explain_json(n, &p).unwrap();
             let path = dir.join(format!("{}-q{n}-sf{sf}.json", kind.name()));
@@ -215,8 +266,9 @@ fn write_plans() {
 
 /// docs/benchmarks.md "Sequential scan": `SELECT count(*) FROM lineitem` on real
 /// PostgreSQL (`max_parallel_workers_per_gather` = 0, as in every TPC-H run here) beside a
-/// sequential scan counting the same rows on each preset (`Transaction::seq_scan`: the
-/// heap through the bulk-read ring / the clustered index leaf by leaf), warm, on an
+/// sequential scan counting the same rows on each preset (`Transaction::seq_scan_columns`
+/// with no column, as count(*) deforms none: the heap through the bulk-read ring / the
+/// clustered index leaf by leaf), warm, on an
 /// unthrottled in-memory device (presets) and the machine's storage (the server), with
 /// 128 MiB pools so that the table fits. A recorded figure, not a test: it prints the
 /// median of five runs and asserts only the counts. Run with `cargo test --release -p
@@ -263,7 +315,8 @@ fn seq_scan_figure() {
             let mut tx = db.begin();
             let mut k = 0u64;
             let t0 = std::time::Instant::now();
-            tx.seq_scan(lineitem, &mut |_| {
+            // count(*) references no column: none is decoded (Projection, no columns).
+            tx.seq_scan_columns(lineitem, &[], &mut |_| {
                 k += 1;
                 Ok(true)
             })

@@ -324,16 +324,19 @@ fn q18_quantity(p: &crate::tpch::QueryParams) -> i128 {
     p.q18_quantity.unwrap_or(300) as i128 * 100
 }
 
-/// Sequential scan of `t`, each row to `f`; counts rows read.
+/// Sequential scan of `t`, each row to `f` with only the columns `cols` decoded (the
+/// columns the plan node's scan references: EXPLAIN VERBOSE's `Output` and `Filter`; the
+/// others are NULL); counts rows read.
 fn seq_scan(
     tx: &mut Transaction,
     t: TableId,
+    cols: &[usize],
     rows_read: &mut u64,
     f: &mut dyn FnMut(Row) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut err = None;
     let mut n = 0u64;
-    tx.seq_scan(t, &mut |r| {
+    tx.seq_scan_columns(t, cols, &mut |r| {
         n += 1;
         match f(r) {
             Ok(()) => Ok(true),
@@ -365,7 +368,9 @@ fn hash_build(
     let mut table: HashMap<i32, Row> = HashMap::new();
     let mut used = 0u64;
     let spilled = &mut run.temp_spill_bytes;
-    seq_scan(tx, t, &mut run.rows_read, &mut |r| {
+    let mut scanned = cols.to_vec();
+    scanned.push(key);
+    seq_scan(tx, t, &scanned, &mut run.rows_read, &mut |r| {
         let refs: Vec<&Value> = cols.iter().map(|&c| &r[c]).collect();
         hold(&mut used, entry_bytes(&refs), mem, spilled);
         table.insert(int_of(&r[key])?, r);
@@ -482,6 +487,7 @@ fn q18_postgresql(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -500,6 +506,7 @@ fn q18_postgresql(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -548,6 +555,7 @@ fn q18_mariadb(
     seq_scan(
         tx,
         t.id(TpchTable::Customer),
+        CUSTOMER_COLS,
         &mut run.rows_read,
         &mut |r| {
             customers.push(r);
@@ -607,13 +615,15 @@ const PK_SCAN_BATCH: usize = 256;
 /// (from the first with `None`); `pk` are the primary key's columns. An index scan that
 /// must hand rows to other lookups between batches (the engine's scans take the
 /// transaction for their whole run): each batch descends the tree again from the last
-/// key, which costs buffer hits on the upper levels, not reads. Cause `range_scan`.
+/// key, which costs buffer hits on the upper levels, not reads. Cause `range_scan`. Only
+/// the columns `cols` and the key's are decoded (the others NULL).
 ///
 /// Errors: the engine's, as text.
 fn pk_batch(
     tx: &mut Transaction,
     t: TableId,
     pk: &[usize],
+    cols: &[usize],
     after: Option<&Row>,
     rows_read: &mut u64,
 ) -> Result<Vec<Row>, String> {
@@ -622,13 +632,15 @@ fn pk_batch(
         Some(k) => Bound::Excluded(k.as_slice()),
         None => Bound::Unbounded,
     };
+    let decoded: Vec<usize> = cols.iter().chain(pk).copied().collect();
     let rows = tx
-        .scan(
+        .scan_columns(
             t,
             lo,
             Bound::Unbounded,
             ScanDirection::Forward,
             PK_SCAN_BATCH,
+            &decoded,
         )
         .map_err(|e| e.to_string())?;
     *rows_read += rows.len() as u64;
@@ -645,12 +657,13 @@ fn pk_scan(
     tx: &mut Transaction,
     t: TableId,
     pk: &[usize],
+    cols: &[usize],
     rows_read: &mut u64,
     f: &mut dyn FnMut(&mut Transaction, Row) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut last: Option<Row> = None;
     loop {
-        let batch = pk_batch(tx, t, pk, last.as_ref(), rows_read)?;
+        let batch = pk_batch(tx, t, pk, cols, last.as_ref(), rows_read)?;
         let full = batch.len() == PK_SCAN_BATCH;
         for r in batch {
             last = Some(r.clone());
@@ -706,9 +719,22 @@ fn orders_over_quantity(
     let lineitem = t.id(TpchTable::LineItem);
     if by_index {
         let pk = [L_ORDERKEY, L_LINENUMBER];
-        pk_scan(tx, lineitem, &pk, &mut run.rows_read, &mut |_, r| step(r))?;
+        pk_scan(
+            tx,
+            lineitem,
+            &pk,
+            &[L_QUANTITY],
+            &mut run.rows_read,
+            &mut |_, r| step(r),
+        )?;
     } else {
-        seq_scan(tx, lineitem, &mut run.rows_read, &mut step)?;
+        seq_scan(
+            tx,
+            lineitem,
+            &[L_ORDERKEY, L_QUANTITY],
+            &mut run.rows_read,
+            &mut step,
+        )?;
     }
     close(cur.take(), &mut keys);
     Ok(keys)
@@ -755,14 +781,20 @@ fn q18_postgresql_merge_join_customer(
     // Hash Join with orders' Seq Scan, then Sort on o_custkey (the Materialize keeps it).
     let mut by_cust: Vec<(i32, Row)> = Vec::new();
     let mut sort_used = 0u64;
-    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |o| {
-        if keys.contains(&int_of(&o[O_ORDERKEY])?) {
-            let refs: Vec<&Value> = ORDERS_COLS.iter().map(|&i| &o[i]).collect();
-            hold(&mut sort_used, entry_bytes(&refs), mem, &mut spilled);
-            by_cust.push((int_of(&o[O_CUSTKEY])?, o));
-        }
-        Ok(())
-    })?;
+    seq_scan(
+        tx,
+        t.id(TpchTable::Orders),
+        ORDERS_COLS,
+        &mut run.rows_read,
+        &mut |o| {
+            if keys.contains(&int_of(&o[O_ORDERKEY])?) {
+                let refs: Vec<&Value> = ORDERS_COLS.iter().map(|&i| &o[i]).collect();
+                hold(&mut sort_used, entry_bytes(&refs), mem, &mut spilled);
+                by_cust.push((int_of(&o[O_CUSTKEY])?, o));
+            }
+            Ok(())
+        },
+    )?;
     by_cust.sort_by_key(|(c, _)| *c);
     // Merge Join: customer_pkey in key order up to the last o_custkey.
     let Some(last_cust) = by_cust.last().map(|(c, _)| *c) else {
@@ -777,6 +809,7 @@ fn q18_postgresql_merge_join_customer(
             tx,
             t.id(TpchTable::Customer),
             &[C_CUSTKEY],
+            CUSTOMER_COLS,
             after.as_ref(),
             &mut run.rows_read,
         )?;
@@ -864,24 +897,31 @@ fn q18_postgresql_sorted_subquery(
     // Seq Scan of orders through both joins; the joined rows hashed by o_orderkey.
     let mut joined: HashMap<i32, (Row, Row)> = HashMap::new();
     let mut joined_used = 0u64;
-    seq_scan(tx, t.id(TpchTable::Orders), &mut run.rows_read, &mut |o| {
-        let k = int_of(&o[O_ORDERKEY])?;
-        if !keys.contains(&k) {
-            return Ok(());
-        }
-        if let Some(c) = customers.get(&int_of(&o[O_CUSTKEY])?) {
-            let mut refs: Vec<&Value> = CUSTOMER_COLS.iter().map(|&i| &c[i]).collect();
-            refs.extend(ORDERS_COLS.iter().map(|&i| &o[i]));
-            hold(&mut joined_used, entry_bytes(&refs), mem, &mut spilled);
-            joined.insert(k, (c.clone(), o));
-        }
-        Ok(())
-    })?;
+    seq_scan(
+        tx,
+        t.id(TpchTable::Orders),
+        ORDERS_COLS,
+        &mut run.rows_read,
+        &mut |o| {
+            let k = int_of(&o[O_ORDERKEY])?;
+            if !keys.contains(&k) {
+                return Ok(());
+            }
+            if let Some(c) = customers.get(&int_of(&o[O_CUSTKEY])?) {
+                let mut refs: Vec<&Value> = CUSTOMER_COLS.iter().map(|&i| &c[i]).collect();
+                refs.extend(ORDERS_COLS.iter().map(|&i| &o[i]));
+                hold(&mut joined_used, entry_bytes(&refs), mem, &mut spilled);
+                joined.insert(k, (c.clone(), o));
+            }
+            Ok(())
+        },
+    )?;
     // The outer lineitem into the HashAggregate of the GROUP BY.
     let mut groups: HashMap<i32, i128> = HashMap::new();
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_ORDERKEY, L_QUANTITY],
         &mut run.rows_read,
         &mut |r| {
             let k = int_of(&r[L_ORDERKEY])?;
@@ -900,9 +940,9 @@ fn q18_postgresql_sorted_subquery(
     finish_q18(out, run)
 }
 
-/// Q18 the way MariaDB 10.11 runs it at SF 0.1 (plans/mariadb-q18-sf0.1.json), a nested
-/// loop in the order of the plan's tables, its rows grouped in an internal temporary table,
-/// then filesort:
+/// Q18 the way MariaDB 10.11 runs it at SF 0.1 and SF 1 (plans/mariadb-q18-sf0.1.json,
+/// mariadb-q18-sf1.json), a nested loop in the order of the plan's tables, its rows grouped
+/// in an internal temporary table, then filesort:
 ///
 /// ```text
 /// lineitem     ALL                      full scan of the clustered index
@@ -943,6 +983,7 @@ fn q18_mariadb_lineitem_first(
         tx,
         t.id(TpchTable::LineItem),
         &[L_ORDERKEY, L_LINENUMBER],
+        &[L_QUANTITY],
         &mut run.rows_read,
         &mut |tx, l| {
             let k = int_of(&l[L_ORDERKEY])?;
@@ -1000,12 +1041,13 @@ fn order_quantity(
     rows_read: &mut u64,
 ) -> Result<Option<i128>, String> {
     let lines = tx
-        .scan(
+        .scan_columns(
             t.id(TpchTable::LineItem),
             Bound::Included(&[Value::Integer(k), Value::Integer(i32::MIN)]),
             Bound::Included(&[Value::Integer(k), Value::Integer(i32::MAX)]),
             ScanDirection::Forward,
             usize::MAX,
+            &[L_QUANTITY],
         )
         .map_err(|e| e.to_string())?;
     *rows_read += lines.len() as u64;
@@ -1066,6 +1108,7 @@ fn q6(tx: &mut Transaction, t: &TpchTables, run: &mut QueryRun) -> Result<(), St
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[L_SHIPDATE, L_DISCOUNT, L_QUANTITY, L_EXTENDEDPRICE],
         &mut run.rows_read,
         &mut |r| {
             let d = date_days(&r[L_SHIPDATE])?;
@@ -1110,6 +1153,15 @@ fn q1(
     seq_scan(
         tx,
         t.id(TpchTable::LineItem),
+        &[
+            L_QUANTITY,
+            L_EXTENDEDPRICE,
+            L_DISCOUNT,
+            L_TAX,
+            L_RETURNFLAG,
+            L_LINESTATUS,
+            L_SHIPDATE,
+        ],
         &mut run.rows_read,
         &mut |r| {
             if date_days(&r[L_SHIPDATE])? > cutoff {

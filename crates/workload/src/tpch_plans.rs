@@ -195,6 +195,24 @@ const PLANS: &[(TpchEngine, u32, &str, &str)] = &[
         include_str!("../plans/mariadb-q18-sf0.1.json"),
     ),
     (
+        TpchEngine::MariaDb,
+        1,
+        "1",
+        include_str!("../plans/mariadb-q1-sf1.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        6,
+        "1",
+        include_str!("../plans/mariadb-q6-sf1.json"),
+    ),
+    (
+        TpchEngine::MariaDb,
+        18,
+        "1",
+        include_str!("../plans/mariadb-q18-sf1.json"),
+    ),
+    (
         TpchEngine::PostgreSql,
         1,
         "1",
@@ -263,9 +281,9 @@ pub enum Q18Plan {
     /// customer (ALL) into orders by its o_custkey index, the materialised IN subquery
     /// and lineitem by its primary key.
     MyCustomerFirst,
-    /// MariaDB 10.11 at SF 0.1 (`plans/mariadb-q18-sf0.1.json`): a nested loop from
-    /// lineitem (ALL) into orders (eq_ref PRIMARY), the materialised IN subquery (eq_ref
-    /// distinct_key) and customer (eq_ref PRIMARY).
+    /// MariaDB 10.11 at SF 0.1 and SF 1 (`plans/mariadb-q18-sf0.1.json`, `-sf1.json`): a
+    /// nested loop from lineitem (ALL) into orders (eq_ref PRIMARY), the materialised IN
+    /// subquery (eq_ref distinct_key) and customer (eq_ref PRIMARY).
     MyLineitemFirst,
 }
 
@@ -478,7 +496,8 @@ mod tests {
         assert_eq!(followed_scale_factor(pg, 18, 1.0), "1");
         assert_eq!(followed_scale_factor(pg, 18, 5.0), "1");
         assert_eq!(followed_scale_factor(pg, 6, 1.0), "1");
-        assert_eq!(followed_scale_factor(TpchEngine::MariaDb, 18, 1.0), "0.1");
+        assert_eq!(followed_scale_factor(TpchEngine::MariaDb, 18, 1.0), "1");
+        assert_eq!(followed_scale_factor(TpchEngine::MariaDb, 18, 0.5), "0.1");
         assert_eq!(followed_scale_factor(pg, 9, 1.0), "none");
     }
 

@@ -20,7 +20,7 @@ use super::relations::TableId;
 use super::tables::{AmShared, Catalogued, TableList};
 use super::txn::{Changes, TxnCore};
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, TableDef, Value};
+use crate::catalog::{Projection, Row, TableDef, Value};
 use crate::device::FileId;
 use crate::error::{Error, Result};
 use crate::mvcc::{Isolation, Snapshot, TransactionManager, Xid};
@@ -111,6 +111,21 @@ pub trait TableRead {
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.scan_columns(st, lo, hi, dir, limit, &Projection::all())
+    }
+    /// [`TableRead::scan`] decoding only the columns `proj` needs (the others
+    /// [`Value::Null`]; see [`TableRead::seq_scan_columns`]). The same pages are read.
+    ///
+    /// Errors: as [`TableRead::scan`].
+    fn scan_columns(
+        &self,
+        st: &Statement<'_>,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>>;
     /// A full scan of the table in storage order, each row the statement sees handed to
     /// `f` until it returns false: the heap block by block and line pointer by line
@@ -125,6 +140,21 @@ pub trait TableRead {
     fn seq_scan_each(
         &self,
         st: &Statement<'_>,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.seq_scan_columns(st, &Projection::all(), f)
+    }
+    /// [`TableRead::seq_scan_each`] decoding only the columns `proj` needs: each row has
+    /// the table's width, the columns not needed [`Value::Null`] (PostgreSQL's
+    /// `slot_deform_heap_tuple` up to the last attribute the plan references; InnoDB's
+    /// `row_sel_store_mysql_rec` over the prebuilt template; see [`Projection`]). The
+    /// pages read, and their counts, are those of the whole-row scan.
+    ///
+    /// Errors: as [`TableRead::seq_scan_each`].
+    fn seq_scan_columns(
+        &self,
+        st: &Statement<'_>,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()>;
 }

@@ -115,7 +115,7 @@
 use super::datetime::{pg_days_of_ymd, ymd_of_pg_days};
 use super::decimal::{bin2decimal, decimal2bin};
 use super::value::{check_value, pad_char, timestamp_in_domain, MAX_TEXT_BYTES, NUL_IN_TEXT};
-use super::{ColumnType, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
+use super::{ColumnType, Projection, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
 use crate::error::{Error, Result};
 use std::ops::Range;
 
@@ -172,14 +172,16 @@ pub(super) enum Field {
 /// The fields a stored clustered record holds: [`clustered_fields`] without the primary key
 /// columns or DB_ROW_ID, which the B-tree entry's key holds (module doc).
 fn stored_fields(def: &TableDef) -> Vec<Field> {
-    clustered_fields(def)
-        .into_iter()
-        .filter(|f| match f {
-            Field::Col(c) => !def.primary_key.contains(c),
-            Field::RowId => false,
-            _ => true,
-        })
-        .collect()
+    // Built in one allocation: decoders call this for every record.
+    let mut fields = Vec::with_capacity(def.columns.len() + 2);
+    fields.push(Field::TrxId);
+    fields.push(Field::RollPtr);
+    fields.extend(
+        (0..def.columns.len())
+            .filter(|c| !def.primary_key.contains(c))
+            .map(Field::Col),
+    );
+    fields
 }
 
 /// Fields of the clustered index in order (`dict_index_build_internal_clust`): primary key
@@ -190,13 +192,7 @@ pub(super) fn clustered_fields(def: &TableDef) -> Vec<Field> {
     if fields.is_empty() {
         fields.push(Field::RowId);
     }
-    fields.push(Field::TrxId);
-    fields.push(Field::RollPtr);
-    fields.extend(
-        (0..def.columns.len())
-            .filter(|c| !def.primary_key.contains(c))
-            .map(Field::Col),
-    );
+    fields.extend(stored_fields(def));
     fields
 }
 
@@ -715,6 +711,25 @@ pub fn encode_compact(def: &TableDef, row: &Row, trx_id: u64, roll_ptr: u64) -> 
 /// length or the type, invalid UTF-8 or a NUL character, non-canonical CHAR padding, an
 /// out-of-range timestamp; or a `key` that is not a primary key of the table. Never panics.
 pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<CompactRecord> {
+    decode_compact_record_projected(def, key, rec, &Projection::all())
+}
+
+/// Decodes only the columns `proj` needs from a clustered-index record (the others are
+/// [`Value::Null`]; the system columns and the delete mark always), as InnoDB copies only
+/// the prebuilt template's fields into the server's row (MariaDB 10.11 row0sel.cc
+/// `row_sel_store_mysql_rec` over `prebuilt->mysql_template`, built from the statement's
+/// `read_set` by ha_innodb.cc `ha_innobase::build_template`). The field offsets are
+/// computed for the whole record, as `rec_get_offsets` does. With [`Projection::all`]
+/// this is [`decode_compact_record`].
+///
+/// # Errors
+/// As [`decode_compact_record`], for the header, the offsets and the fields decoded.
+pub fn decode_compact_record_projected(
+    def: &TableDef,
+    key: &[u8],
+    rec: &[u8],
+    proj: &Projection,
+) -> Result<CompactRecord> {
     let fields = stored_fields(def);
     let offsets = rec_offsets(def, &fields, rec)?;
     let mut row = vec![Value::Null; def.columns.len()];
@@ -729,13 +744,16 @@ pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<C
     }
     let pk_values = match def.has_primary_key() {
         false => Vec::new(),
+        true if !def.primary_key.iter().any(|&c| proj.needs(c)) => Vec::new(),
         true => def
             .key_columns(&def.primary_key)
             .and_then(|types| super::decode_key(&types, key))
             .map_err(|e| corrupt(def, format_args!("primary key of the record: {e}")))?,
     };
     for (&c, v) in def.primary_key.iter().zip(pk_values) {
-        row[c] = v;
+        if proj.needs(c) {
+            row[c] = v;
+        }
     }
     let (mut trx_id, mut roll_ptr) = (0, 0);
     for (f, range) in fields.iter().zip(offsets) {
@@ -750,6 +768,7 @@ pub fn decode_compact_record(def: &TableDef, key: &[u8], rec: &[u8]) -> Result<C
                     ));
                 }
             }
+            (Field::Col(c), Some(_)) if !proj.needs(c) => {}
             (Field::Col(c), Some(r)) => {
                 let col = &def.columns[c];
                 row[c] = get_field(col.ty, &rec[r])

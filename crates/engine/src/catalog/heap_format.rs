@@ -65,7 +65,7 @@ use super::value::{
     check_value, date_in_domain, datetime6_in_domain, timestamp6_in_domain, timestamp_in_domain,
     MAX_TEXT_BYTES, NUL_IN_TEXT,
 };
-use super::{ColumnType, Row, TableDef, Value};
+use super::{ColumnType, Projection, Row, TableDef, Value};
 use crate::error::{Error, Result};
 
 /// Bytes of the fixed part of a heap tuple header, up to `t_bits`
@@ -447,6 +447,32 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    /// Steps over one present attribute of type `ty` without converting it (heaptuple.c
+    /// `att_addlength_pointer` after `att_align_pointer`).
+    fn skip(&mut self, ty: ColumnType, column: &str) -> Result<()> {
+        match ty {
+            ColumnType::Integer | ColumnType::Date => {
+                self.fixed::<4>(column)?;
+            }
+            ColumnType::BigInt
+            | ColumnType::Timestamp
+            | ColumnType::Timestamp6
+            | ColumnType::DateTime6 => {
+                self.fixed::<8>(column)?;
+            }
+            ColumnType::SmallInt | ColumnType::TinyInt => {
+                self.fixed::<2>(column)?;
+            }
+            ColumnType::Decimal { .. }
+            | ColumnType::Char(_)
+            | ColumnType::Varchar(_)
+            | ColumnType::Text => {
+                self.varlena(column)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reads a varlena payload (`att_align_pointer`, `VARSIZE_ANY`).
     fn varlena(&mut self, column: &str) -> Result<&[u8]> {
         if !self.off.is_multiple_of(4) && self.byte(column)? == 0 {
@@ -493,6 +519,25 @@ impl Reader<'_> {
 /// characters, a VARCHAR(n) longer than n, a timestamp outside the domain, or trailing bytes.
 /// Never panics.
 pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> Result<Row> {
+    decode_heap_projected(def, null_bitmap, data, &Projection::all())
+}
+
+/// Decodes only the columns `proj` needs from heap tuple data, as PostgreSQL deforms a
+/// tuple up to the last attribute a plan references (REL_15 execTuples.c
+/// `slot_deform_heap_tuple(slot, natts)`): the attributes before the last needed one are
+/// walked (their alignment and lengths decide where the next starts) but not converted,
+/// those after it not even walked. The row has the table's width; a column not needed is
+/// [`Value::Null`]. With [`Projection::all`] this is [`decode_heap`].
+///
+/// # Errors
+/// As [`decode_heap`], for the attributes walked (the bytes after the last needed
+/// attribute are not checked).
+pub fn decode_heap_projected(
+    def: &TableDef,
+    null_bitmap: Option<&[u8]>,
+    data: &[u8],
+    proj: &Projection,
+) -> Result<Row> {
     let natts = def.columns.len();
     let corrupt_bitmap = |problem: String| {
         Error::corrupted(format!("heap tuple of table \"{}\": {problem}", def.name))
@@ -531,14 +576,20 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
         off: 0,
         table: &def.name,
     };
+    let walk = proj.walk_width(natts);
     let mut row = Vec::with_capacity(natts);
-    for (i, col) in def.columns.iter().enumerate() {
+    for (i, col) in def.columns.iter().enumerate().take(walk) {
         let present = null_bitmap.is_none_or(|bm| bm[i / 8] & (1 << (i % 8)) != 0);
         let name = col.name.as_str();
         if !present {
             if !col.nullable {
                 return Err(r.corrupt(name, "NULL in a NOT NULL column"));
             }
+            row.push(Value::Null);
+            continue;
+        }
+        if !proj.needs(i) {
+            r.skip(col.ty, name)?;
             row.push(Value::Null);
             continue;
         }
@@ -617,6 +668,10 @@ pub fn decode_heap(def: &TableDef, null_bitmap: Option<&[u8]>, data: &[u8]) -> R
             }
         };
         row.push(v);
+    }
+    if walk < natts {
+        row.resize(natts, Value::Null);
+        return Ok(row);
     }
     if r.off != data.len() {
         return Err(Error::corrupted(format!(

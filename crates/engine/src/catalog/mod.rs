@@ -28,7 +28,8 @@
 //! | `Varchar(n)` | as `Char`, unpadded | 1–2 length bytes + bytes |
 //! | `Text` | as `Varchar` | 1–2 length bytes + bytes |
 //!
-//! Files: `value` (types, values, their domain), `decimal` (the DECIMAL value and MariaDB's
+//! Files: `value` (types, values, their domain), `projection` (the columns a scan
+//! decodes), `decimal` (the DECIMAL value and MariaDB's
 //! binary form), `datetime` (calendar arithmetic), `table_def` (columns, indexes, foreign
 //! keys, tables), `row_check` (the row check), and one file per codec.
 //!
@@ -91,6 +92,7 @@ mod decimal;
 mod delta_format;
 mod heap_format;
 mod key;
+mod projection;
 mod row_check;
 mod table_def;
 mod value;
@@ -100,10 +102,11 @@ mod tests;
 
 pub use compact_format::{
     compact_clustered_record_bytes, compact_delete_mark, compact_index_record_bytes,
-    compact_system_columns, decode_compact, decode_compact_record, encode_compact,
-    set_compact_delete_mark, set_compact_system_columns, CompactRecord, COMPACT_DELETED_FLAG,
-    DB_ROLL_PTR_BYTES, DB_ROW_ID_BYTES, DB_TRX_ID_BYTES, INNODB_REC_NEEDS_EXT_BYTES, MAX_ROLL_PTR,
-    MAX_ROW_ID, MAX_TRX_ID, REC_N_NEW_EXTRA_BYTES, REC_STORED_HEADER_BYTES,
+    compact_system_columns, decode_compact, decode_compact_record, decode_compact_record_projected,
+    encode_compact, set_compact_delete_mark, set_compact_system_columns, CompactRecord,
+    COMPACT_DELETED_FLAG, DB_ROLL_PTR_BYTES, DB_ROW_ID_BYTES, DB_TRX_ID_BYTES,
+    INNODB_REC_NEEDS_EXT_BYTES, MAX_ROLL_PTR, MAX_ROW_ID, MAX_TRX_ID, REC_N_NEW_EXTRA_BYTES,
+    REC_STORED_HEADER_BYTES,
 };
 pub use datetime::{
     format_date, pg_days_of_ymd, MAX_DATE_YMD, MIN_DATE_YMD, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY,
@@ -111,10 +114,11 @@ pub use datetime::{
 pub use decimal::{decimal_bin_size, Decimal, DECIMAL_MAX_PRECISION, DECIMAL_MAX_SCALE};
 pub use delta_format::{apply_delta, encode_delta, UNIV_SQL_NULL};
 pub use heap_format::{
-    decode_heap, encode_heap, maxalign, pg_index_tuple_bytes, HeapTupleData, MAXIMUM_ALIGNOF,
-    SIZEOF_HEAP_TUPLE_HEADER, SIZEOF_INDEX_TUPLE_HEADER, TOAST_TUPLE_THRESHOLD,
+    decode_heap, decode_heap_projected, encode_heap, maxalign, pg_index_tuple_bytes, HeapTupleData,
+    MAXIMUM_ALIGNOF, SIZEOF_HEAP_TUPLE_HEADER, SIZEOF_INDEX_TUPLE_HEADER, TOAST_TUPLE_THRESHOLD,
 };
 pub use key::{decode_key, decode_key_prefix, encode_key, KeyColumn, KEY_NOT_NULL, KEY_NULL};
+pub use projection::Projection;
 pub use table_def::{
     key_of, Column, ForeignKeyDef, IndexDef, Row, TableDef, MAX_CHAR_CHARS, MAX_COLUMNS,
     MAX_INDEX_COLUMNS, MAX_KEY_BYTES, MAX_MARIADB_ROW_BYTES, MAX_NAME_BYTES, MAX_SECONDARY_INDEXES,

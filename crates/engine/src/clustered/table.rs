@@ -17,8 +17,9 @@ use crate::access::TableCounters;
 use crate::access::{Assign, Catalogued, Statement, TableRead, TableWrite};
 use crate::btree::{BTree, ScanDirection};
 use crate::catalog::{
-    apply_delta, compact_delete_mark, decode_compact_record, decode_key_prefix, encode_compact,
-    encode_delta, key_of, set_compact_delete_mark, CompactRecord, Row, TableDef, Value,
+    apply_delta, compact_delete_mark, decode_compact_record, decode_compact_record_projected,
+    decode_key_prefix, encode_compact, encode_delta, key_of, set_compact_delete_mark,
+    CompactRecord, Projection, Row, TableDef, Value,
 };
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -31,6 +32,46 @@ use std::sync::Arc;
 
 const ROW_STRIPES: usize = 1024;
 const SCAN_BATCH: usize = 256;
+
+/// The records a scan copies out of the tree per batch (up to [`SCAN_BATCH`]), their keys
+/// and values in one buffer reused from batch to batch, so a scan allocates nothing per
+/// record.
+#[derive(Default)]
+struct RecordBatch {
+    bytes: Vec<u8>,
+    /// Per record: where its key starts, where its value starts, where it ends.
+    spans: Vec<(usize, usize, usize)>,
+}
+
+impl RecordBatch {
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        let k = self.bytes.len();
+        self.bytes.extend_from_slice(key);
+        let v = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.spans.push((k, v, self.bytes.len()));
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// The records in the order pushed, `(key, value)`.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.spans
+            .iter()
+            .map(|&(k, v, e)| (&self.bytes[k..v], &self.bytes[v..e]))
+    }
+
+    fn last_key(&self) -> Option<&[u8]> {
+        self.spans.last().map(|&(k, v, _)| &self.bytes[k..v])
+    }
+}
 /// Secondary entry value: live. The value of a secondary entry is the info-bits byte of
 /// InnoDB's record header (rem0rec.h `REC_INFO_DELETED_FLAG`), the one header byte the
 /// B-tree's 4-byte entry header does not stand for ([`crate::btree::BTreeConfig::innodb`]):
@@ -163,12 +204,16 @@ impl ClusteredTable {
         }
         let mut per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
         let mut failed = None;
+        // Only the indexed columns are converted (row0merge.cc
+        // `row_merge_read_clustered_index` → `row_build_index_entry_low`, which copies the
+        // index's fields out of the clustered record and nothing else).
+        let proj = Projection::columns(&self.def.indexed_columns());
         self.clustered.scan(
             Bound::Unbounded,
             Bound::Unbounded,
             ScanDirection::Forward,
             &mut |pk, rec| {
-                let r = decode_compact_record(&self.def, pk, rec)?;
+                let r = decode_compact_record_projected(&self.def, pk, rec, &proj)?;
                 if r.delete_marked {
                     return Ok(true);
                 }
@@ -241,6 +286,35 @@ impl ClusteredTable {
             }
         }
         Err(record_bad(&self.def, "undo chain does not end"))
+    }
+
+    /// [`ClusteredTable::visible_version`] decoding only the columns `proj` needs (the
+    /// others [`Value::Null`]; row0sel.cc `row_sel_store_mysql_rec` over the prebuilt
+    /// template). A record the view sees as it is (`lock_clust_rec_cons_read_sees`) is
+    /// decoded as `proj` says; one that needs an older version is rebuilt whole from undo
+    /// and masked. Counts `versions_traversed` as `visible_version` does.
+    fn visible_version_projected(
+        &self,
+        ctx: &RowCtx<'_>,
+        pk: &[u8],
+        rec: &[u8],
+        proj: &Projection,
+    ) -> Result<Option<Row>> {
+        if !proj.is_all() {
+            let v = decode_compact_record_projected(&self.def, pk, rec, proj)?;
+            let t = xid_of_trx_id(v.trx_id, "clustered record DB_TRX_ID")?;
+            if (ctx.xid != 0 && t == ctx.xid) || !ctx.view.xid_in_progress(t) {
+                self.counters
+                    .versions_traversed
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok((!v.delete_marked).then_some(v.row));
+            }
+        }
+        let mut row = self.visible_version(ctx, pk, rec)?;
+        if let Some(r) = &mut row {
+            proj.mask(r);
+        }
+        Ok(row)
     }
 
     /// trx_undo_prev_version_build: replaces version `v` of a record by the version before
@@ -777,13 +851,14 @@ impl TableRead for ClusteredTable {
     ///
     /// Errors: storage errors; [`Error::Catalog`] for a bound on a table without a primary
     /// key.
-    fn scan(
+    fn scan_columns(
         &self,
         st: &Statement<'_>,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
         let ctx = &RowCtx::from(st);
         let conv = |b: Bound<&[Value]>| -> Result<Bound<Vec<u8>>> {
@@ -795,30 +870,31 @@ impl TableRead for ClusteredTable {
         };
         let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
         let mut rows = Vec::new();
+        let mut batch = RecordBatch::default();
         while rows.len() < limit {
-            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            batch.clear();
             self.clustered.scan(
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
                 dir,
                 &mut |k, v| {
-                    batch.push((k.to_vec(), v.to_vec()));
+                    batch.push(k, v);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+            for (pk, rec) in batch.iter() {
+                if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
                     rows.push(row);
                     if rows.len() >= limit {
                         return Ok(rows);
                     }
                 }
             }
-            match (full, batch.last()) {
-                (true, Some((k, _))) => match dir {
-                    ScanDirection::Forward => lo = Bound::Excluded(k.clone()),
-                    ScanDirection::Backward => hi = Bound::Excluded(k.clone()),
+            match (full, batch.last_key()) {
+                (true, Some(k)) => match dir {
+                    ScanDirection::Forward => lo = Bound::Excluded(k.to_vec()),
+                    ScanDirection::Backward => hi = Bound::Excluded(k.to_vec()),
                 },
                 _ => break,
             }
@@ -829,35 +905,38 @@ impl TableRead for ClusteredTable {
     /// A full scan of the clustered index in primary-key order (MariaDB's `type: ALL`:
     /// ha_innobase::rnd_next → row0sel.cc `row_search_mvcc` from the first leaf), each
     /// visible version handed to `f` until it returns false, records copied out of the
-    /// tree a batch at a time so no page latch is held while `f` runs.
-    fn seq_scan_each(
+    /// tree a batch at a time so no page latch is held while `f` runs; only the columns
+    /// `proj` needs are decoded (`ClusteredTable::visible_version_projected`).
+    fn seq_scan_columns(
         &self,
         st: &Statement<'_>,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let ctx = &RowCtx::from(st);
         let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
+        let mut batch = RecordBatch::default();
         loop {
-            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            batch.clear();
             self.clustered.scan(
                 lo.as_ref().map(|v| v.as_slice()),
                 Bound::Unbounded,
                 ScanDirection::Forward,
                 &mut |k, v| {
-                    batch.push((k.to_vec(), v.to_vec()));
+                    batch.push(k, v);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in &batch {
-                if let Some(row) = self.visible_version(ctx, pk, rec)? {
+            for (pk, rec) in batch.iter() {
+                if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
                     if !f(row)? {
                         return Ok(());
                     }
                 }
             }
-            match (full, batch.last()) {
-                (true, Some((k, _))) => lo = Bound::Excluded(k.clone()),
+            match (full, batch.last_key()) {
+                (true, Some(k)) => lo = Bound::Excluded(k.to_vec()),
                 _ => return Ok(()),
             }
         }

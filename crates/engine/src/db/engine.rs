@@ -21,7 +21,7 @@ use crate::access::{
     TableId, TableRead, TableRelations, TableWrite, TxnCore, XactEnd,
 };
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
+use crate::catalog::{Projection, Row, TableDef, Value, PG_EPOCH_UNIX_SECS, USECS_PER_SEC};
 use crate::design::HistoryStorage;
 use crate::error::Result;
 use crate::mvcc::Isolation;
@@ -43,10 +43,29 @@ pub trait EngineTxn: Send {
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+    ) -> Result<Vec<Row>> {
+        self.scan_columns(t, lo, hi, dir, limit, &Projection::all())
+    }
+    /// Rows by primary-key range with only the columns `proj` needs decoded
+    /// ([`crate::access::TableRead::scan_columns`]).
+    fn scan_columns(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>>;
-    /// Every visible row in storage order, handed to `f` until it returns false, counted
-    /// under [`Cause::SeqScan`] ([`crate::access::TableRead::seq_scan_each`]).
-    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()>;
+    /// Every visible row in storage order, handed to `f` until it returns false, with the
+    /// columns `proj` needs decoded, counted under [`Cause::SeqScan`]
+    /// ([`crate::access::TableRead::seq_scan_columns`]).
+    fn seq_scan(
+        &mut self,
+        t: TableId,
+        proj: &Projection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()>;
     /// Inserts a row.
     fn insert(&mut self, t: TableId, row: Row) -> Result<()>;
     /// Updates columns of the row with a primary key; false if none.
@@ -648,38 +667,55 @@ impl<A: TableAccessMethod> EngineTxn for DesignTxn<A> {
         })
     }
 
-    fn scan(
+    fn scan_columns(
         &mut self,
         t: TableId,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
-        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| match v {
-            Some(v) => v.scan(lo, hi, dir, limit, SystemTime::Current),
-            None => tb.scan(st, lo, hi, dir, limit),
+        self.vstmt(Cause::RangeScan, t, false, |tb, v, st, _| {
+            proj.check_width(&tb.def().name, tb.def().columns.len())?;
+            match v {
+                Some(v) => {
+                    let mut rows = v.scan(lo, hi, dir, limit, SystemTime::Current)?;
+                    rows.iter_mut().for_each(|r| proj.mask(r));
+                    Ok(rows)
+                }
+                None => tb.scan_columns(st, lo, hi, dir, limit, proj),
+            }
         })
     }
 
-    fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
-        self.vstmt(Cause::SeqScan, t, false, |tb, v, st, _| match v {
-            Some(v) => {
-                let rows = v.scan(
-                    Bound::Unbounded,
-                    Bound::Unbounded,
-                    ScanDirection::Forward,
-                    usize::MAX,
-                    SystemTime::Current,
-                )?;
-                for r in rows {
-                    if !f(r)? {
-                        break;
+    fn seq_scan(
+        &mut self,
+        t: TableId,
+        proj: &Projection,
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        self.vstmt(Cause::SeqScan, t, false, |tb, v, st, _| {
+            proj.check_width(&tb.def().name, tb.def().columns.len())?;
+            match v {
+                Some(v) => {
+                    let rows = v.scan(
+                        Bound::Unbounded,
+                        Bound::Unbounded,
+                        ScanDirection::Forward,
+                        usize::MAX,
+                        SystemTime::Current,
+                    )?;
+                    for mut r in rows {
+                        proj.mask(&mut r);
+                        if !f(r)? {
+                            break;
+                        }
                     }
+                    Ok(())
                 }
-                Ok(())
+                None => tb.seq_scan_columns(st, proj, f),
             }
-            None => tb.seq_scan_each(st, f),
         })
     }
 

@@ -6,7 +6,7 @@ use super::engine::EngineTxn;
 use super::versioning::SystemTime;
 use crate::access::{Assign, TableId};
 use crate::btree::ScanDirection;
-use crate::catalog::{Row, Value};
+use crate::catalog::{Projection, Row, Value};
 use crate::error::TxnError;
 use crate::error::{Error, Result};
 use std::ops::Bound;
@@ -84,6 +84,26 @@ impl Transaction {
         self.run(|x| x.scan(t, lo, hi, dir, limit))
     }
 
+    /// [`Transaction::scan`] decoding only the columns `cols` (column numbers of table
+    /// `t`): each row has the table's width, the other columns [`Value::Null`] (see
+    /// [`Transaction::seq_scan_columns`]). The same pages are read as by
+    /// [`Transaction::scan`].
+    ///
+    /// Errors: [`Error::InvalidValue`] for a column past the table's width; as
+    /// [`Transaction::scan`].
+    pub fn scan_columns(
+        &mut self,
+        t: TableId,
+        lo: Bound<&[Value]>,
+        hi: Bound<&[Value]>,
+        dir: ScanDirection,
+        limit: usize,
+        cols: &[usize],
+    ) -> Result<Vec<Row>> {
+        let proj = Projection::columns(cols);
+        self.run(|x| x.scan_columns(t, lo, hi, dir, limit, &proj))
+    }
+
     /// A sequential scan: every visible row of table `t` in storage order (postgres: heap
     /// block and line pointer, through the bulk-read ring on a table larger than a quarter
     /// of the pool; innodb: the clustered index in primary-key order), handed to `f` until
@@ -92,7 +112,26 @@ impl Transaction {
     ///
     /// Errors: what `f` returns; as [`Transaction::get`].
     pub fn seq_scan(&mut self, t: TableId, f: &mut dyn FnMut(Row) -> Result<bool>) -> Result<()> {
-        self.run(|x| x.seq_scan(t, f))
+        self.run(|x| x.seq_scan(t, &Projection::all(), f))
+    }
+
+    /// [`Transaction::seq_scan`] decoding only the columns `cols` (column numbers of table
+    /// `t`; empty for none, as `count(*)` needs): each row has the table's width, the other
+    /// columns [`Value::Null`] (PostgreSQL's `slot_deform_heap_tuple` up to the last
+    /// attribute the plan references; InnoDB's `row_sel_store_mysql_rec` over the
+    /// template of the statement's columns; see [`Projection`]). The same pages are read
+    /// as by [`Transaction::seq_scan`].
+    ///
+    /// Errors: [`Error::InvalidValue`] for a column past the table's width; as
+    /// [`Transaction::seq_scan`].
+    pub fn seq_scan_columns(
+        &mut self,
+        t: TableId,
+        cols: &[usize],
+        f: &mut dyn FnMut(Row) -> Result<bool>,
+    ) -> Result<()> {
+        let proj = Projection::columns(cols);
+        self.run(|x| x.seq_scan(t, &proj, f))
     }
 
     /// Inserts `row`.

@@ -14,7 +14,7 @@ use crate::access::{Statement, TableRead};
 use crate::btree::{BTree, ScanDirection};
 use crate::buffer::strategy::{with_ring, RingKind};
 use crate::buffer::{mark_dirty_hint, WritePageGuard};
-use crate::catalog::{Row, Value};
+use crate::catalog::{Projection, Row, Value};
 use crate::error::{Error, Result};
 use crate::mvcc::{TransactionManager, Xid, INVALID_XID};
 use crate::page::PageId;
@@ -188,12 +188,18 @@ impl HeapTable {
     /// at once.
     ///
     /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged tuple; storage errors.
-    pub fn seq_scan(&self, ctx: &Ctx<'_>, dir: ScanDirection, limit: usize) -> Result<Vec<Row>> {
+    pub fn seq_scan(
+        &self,
+        ctx: &Ctx<'_>,
+        dir: ScanDirection,
+        limit: usize,
+        proj: &Projection,
+    ) -> Result<Vec<Row>> {
         let mut rows = Vec::new();
         if limit == 0 {
             return Ok(rows);
         }
-        self.seq_scan_visit(ctx, dir, &mut |r| {
+        self.seq_scan_visit(ctx, dir, proj, &mut |r| {
             rows.push(r);
             Ok(rows.len() < limit)
         })?;
@@ -201,7 +207,9 @@ impl HeapTable {
     }
 
     /// The sequential scan of [`HeapTable::seq_scan`], each visible row handed to `f`
-    /// until it returns false, one page's rows at a time (nothing else is kept). A table
+    /// until it returns false, one page's rows at a time (nothing else is kept), with only
+    /// the columns `proj` needs decoded (the others [`Value::Null`]; execTuples.c
+    /// `slot_deform_heap_tuple` up to the last attribute the plan needs). A table
     /// of more than a quarter of the pool's frames is read through the bulk-read ring
     /// (heapam.c `initscan`: `rs_nblocks > NBuffers / 4` → `GetAccessStrategy
     /// (BAS_BULKREAD)`, freelist.c, 256 KiB), so a large scan does not evict the working
@@ -212,6 +220,7 @@ impl HeapTable {
         &self,
         ctx: &Ctx<'_>,
         dir: ScanDirection,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
@@ -219,18 +228,23 @@ impl HeapTable {
         if n_blocks as usize > frames / 4 {
             let page_bytes = self.pool.store().page_size().bytes();
             with_ring(RingKind::BulkRead, page_bytes, || {
-                self.seq_scan_blocks(ctx, n_blocks, dir, f)
+                self.seq_scan_blocks(ctx, n_blocks, dir, proj, f)
             })
         } else {
-            self.seq_scan_blocks(ctx, n_blocks, dir, f)
+            self.seq_scan_blocks(ctx, n_blocks, dir, proj, f)
         }
     }
 
+    /// The page loop of [`HeapTable::seq_scan_visit`]. The visible tuples of a page are
+    /// decoded (as `proj` says) while its buffer is held, so no tuple is copied out;
+    /// `f` runs after the page is released and its hint bits set, as `heapgetpage`
+    /// collects a page's visible tuples before the scan returns them.
     fn seq_scan_blocks(
         &self,
         ctx: &Ctx<'_>,
         n_blocks: u32,
         dir: ScanDirection,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
         let mut blocks: Vec<u32> = (0..n_blocks).collect();
@@ -269,7 +283,7 @@ impl HeapTable {
                     hints.push((off, t.xmin(), t.xmax(), h));
                 }
                 if vis {
-                    visible.push(t.to_vec());
+                    visible.push(self.decode_projected(t, proj)?);
                 }
             }
             drop(g);
@@ -278,8 +292,8 @@ impl HeapTable {
                     self.apply_hints(&mut w, &hints)?;
                 }
             }
-            for t in &visible {
-                if !f(self.decode(t)?)? {
+            for row in visible {
+                if !f(row)? {
                     return Ok(());
                 }
             }
@@ -352,17 +366,18 @@ impl TableRead for HeapTable {
     ///
     /// Errors: as [`HeapTable::get`]; [`Error::Catalog`] for a bound on a table without a
     /// primary key.
-    fn scan(
+    fn scan_columns(
         &self,
         st: &Statement<'_>,
         lo: Bound<&[Value]>,
         hi: Bound<&[Value]>,
         dir: ScanDirection,
         limit: usize,
+        proj: &Projection,
     ) -> Result<Vec<Row>> {
         let ctx = &Ctx::from(st);
         if !self.def.has_primary_key() && matches!((lo, hi), (Bound::Unbounded, Bound::Unbounded)) {
-            return self.seq_scan(ctx, dir, limit);
+            return self.seq_scan(ctx, dir, limit, proj);
         }
         let lo = match lo {
             Bound::Included(v) => Bound::Included(self.pk_key(v)?),
@@ -382,18 +397,19 @@ impl TableRead for HeapTable {
         self.index_entries(self.pk_index()?, lo, hi, dir, &mut |tid| {
             let (found, all_dead) = self.hot_search(ctx, tid, &horizon)?;
             if let Some((_, t)) = found {
-                rows.push(self.decode(&t)?);
+                rows.push(self.decode_projected(&t, proj)?);
             }
             Ok((rows.len() < limit, all_dead))
         })?;
         Ok(rows)
     }
 
-    fn seq_scan_each(
+    fn seq_scan_columns(
         &self,
         st: &Statement<'_>,
+        proj: &Projection,
         f: &mut dyn FnMut(Row) -> Result<bool>,
     ) -> Result<()> {
-        self.seq_scan_visit(&Ctx::from(st), ScanDirection::Forward, f)
+        self.seq_scan_visit(&Ctx::from(st), ScanDirection::Forward, proj, f)
     }
 }

@@ -18,7 +18,7 @@ use super::visibility::{satisfies_dirty, satisfies_vacuum, DirtyStatus, VacuumSt
 use crate::btree::{
     BTree, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup, LeafRef, ScanDirection,
 };
-use crate::catalog::{key_of, Row};
+use crate::catalog::{key_of, Projection, Row};
 use crate::device::FileId;
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -101,6 +101,9 @@ impl HeapTable {
         }
         let horizon = Horizon::new(tm);
         let mut per_index: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
+        // Only the indexed columns are deformed (index.c `FormIndexDatum` →
+        // `slot_getattr` of each index attribute).
+        let proj = Projection::columns(&self.def.indexed_columns());
         let n_blocks = self.pool.store().n_blocks(self.heap_rel)?;
         for block in 0..n_blocks {
             let g = self.pool.fetch_read(self.page_id(block))?;
@@ -125,7 +128,7 @@ impl HeapTable {
                 else {
                     continue;
                 };
-                let row = self.decode(t)?;
+                let row = self.decode_projected(t, &proj)?;
                 for (ix, idx) in self.def.indexes.iter().enumerate() {
                     per_index[ix].push((
                         with_tid(key_of(&self.def, &idx.columns, &row)?, tid),

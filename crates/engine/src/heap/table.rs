@@ -19,7 +19,9 @@ use crate::access::TableCounters;
 use crate::access::{Assign, Catalogued, Statement, TableWrite};
 use crate::btree::BTree;
 use crate::buffer::{log_change, mark_dirty_hint, BufferPool, WritePageGuard};
-use crate::catalog::{decode_heap, encode_heap, key_of, Row, TableDef, Value};
+use crate::catalog::{
+    decode_heap_projected, encode_heap, key_of, Projection, Row, TableDef, Value,
+};
 use crate::device::FileId;
 use crate::error::TxnError;
 use crate::error::{Error, Result};
@@ -226,10 +228,16 @@ impl HeapTable {
     }
 
     pub(super) fn decode(&self, t: &[u8]) -> Result<Row> {
+        self.decode_projected(t, &Projection::all())
+    }
+
+    /// [`HeapTable::decode`] of only the columns `proj` needs (the others
+    /// [`crate::catalog::Value::Null`]; [`decode_heap_projected`]).
+    pub(super) fn decode_projected(&self, t: &[u8], proj: &Projection) -> Result<Row> {
         let (bitmap, data) = t
             .bitmap_and_data()
             .ok_or_else(|| Error::corrupted(format!("table {}: tuple header", self.def.name)))?;
-        decode_heap(&self.def, bitmap, data)
+        decode_heap_projected(&self.def, bitmap, data, proj)
     }
 
     pub(super) fn clear_all_visible(&self, g: &mut WritePageGuard<'_>) {
