@@ -188,7 +188,7 @@ fn a_long_reader_keeps_its_snapshot_while_purge_waits_then_history_empties() {
     );
     reader.commit().unwrap();
     db.gc(t).unwrap();
-    // Background purge threads may still be finishing logs they took.
+    // The background purge coordinator may still be finishing a batch.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while db.engine_counters().purged_logs < 200 {
         assert!(
