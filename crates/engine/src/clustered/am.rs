@@ -48,7 +48,7 @@ use crate::stop::StopSignal;
 use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -71,6 +71,9 @@ pub struct ClusteredAm {
     /// When the master task next wakes purge (`srv_master_callback`, every
     /// `wake_interval_ms`).
     next_wake: Mutex<Instant>,
+    /// The purge view of the last batch (`purge_sys.view` as `batch_cleanup` copies it to
+    /// `end_view`): the oldest xmin when the batch started, 0 before the first.
+    purge_view: AtomicU32,
     purge: PurgeConfig,
     stop: Arc<StopSignal>,
     /// The purge coordinator thread (joined at shutdown).
@@ -81,9 +84,19 @@ impl ClusteredAm {
     /// Truncates the rollback segments' history lists after a purge batch (srv0srv.cc
     /// `purge_coordinator_state::do_purge` → `trx_purge_truncate_history`; MariaDB runs it
     /// as `purge_truncation_task` beside the next batch, here it runs before it) and takes
-    /// the logs it removed off the history length. Called under the coordinator mutex.
+    /// the logs it removed off the history length. A rollback segment is truncated only
+    /// when purge "sees" its newest transaction (`purge_sys.sees(rseg.needs_purge)`, against
+    /// `end_view`: the last batch's view clamped to the purge head), so the limit is
+    /// [`truncation_limit`] of the last batch's view and the oldest log not yet purged, not
+    /// the oldest read view of now. Called under the coordinator mutex.
+    ///
+    /// Errors: storage errors.
     fn truncate_history(&self) -> Result<()> {
-        let removed = self.undo.truncate_history(self.shared.tm.oldest_xmin())?;
+        let limit = truncation_limit(
+            self.purge_view.load(Ordering::Acquire),
+            self.history.oldest_trx_id(),
+        );
+        let removed = self.undo.truncate_history(limit)?;
         self.history.truncated(removed);
         Ok(())
     }
@@ -153,6 +166,7 @@ impl ClusteredAm {
     /// Errors: storage errors (the first one of any task).
     fn trx_purge(&self) -> Result<u64> {
         let horizon = self.shared.tm.oldest_xmin();
+        self.purge_view.store(horizon, Ordering::Release);
         let (batch, pages) = self.history.take_batch(horizon, self.purge.batch_pages);
         self.undo
             .counters
@@ -248,6 +262,7 @@ impl ClusteredAm {
             coordinator: Mutex::new(()),
             purge_running: AtomicBool::new(false),
             next_wake: Mutex::new(Instant::now() + Duration::from_millis(purge.wake_interval_ms)),
+            purge_view: AtomicU32::new(0),
             purge,
             stop: Arc::new(StopSignal::default()),
             purge_threads: Mutex::new(Vec::new()),
@@ -495,6 +510,19 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
+/// The limit history truncation compares each rollback segment's newest transaction with
+/// (trx0purge.cc `free_history_rseg`: `purge_sys.sees(rseg.needs_purge)` against
+/// `end_view`, which `purge_sys_t::batch_cleanup` clamps to the purge head): the last
+/// batch's view `view`, lowered to the oldest transaction whose log is not yet purged
+/// (`oldest_unpurged`, if any), so that a rollback segment holding a log committed after
+/// the batch's view keeps its whole history until a later batch purges it.
+pub(super) fn truncation_limit(view: Xid, oldest_unpurged: Option<TrxId>) -> Xid {
+    match oldest_unpurged {
+        Some(t) => view.min(Xid::try_from(t).unwrap_or(Xid::MAX)),
+        None => view,
+    }
+}
+
 /// The B-tree configuration of a secondary index (and, with the fillfactor switch, of the
 /// clustered index): InnoDB's accounting with the design's merge threshold.
 fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
@@ -668,5 +696,27 @@ impl TableAccessMethod for ClusteredAm {
         for h in self.purge_threads.lock().drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncation_limit;
+
+    #[test]
+    fn truncation_waits_for_the_oldest_unpurged_log_below_the_batch_view() {
+        // Nothing left to purge: the batch's view is the limit.
+        assert_eq!(truncation_limit(500, None), 500);
+        // A log committed after the view: the view still limits.
+        assert_eq!(truncation_limit(500, Some(700)), 500);
+        // A log older than the view not yet purged (committed after the batch took its
+        // logs, or left for the next batch): a rollback segment whose newest transaction
+        // is that old or newer keeps its history.
+        assert_eq!(truncation_limit(500, Some(420)), 420);
+        assert_eq!(
+            truncation_limit(0, Some(7)),
+            0,
+            "no batch yet: nothing truncated"
+        );
     }
 }

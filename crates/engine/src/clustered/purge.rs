@@ -137,6 +137,12 @@ impl History {
         None
     }
 
+    /// The transaction of the oldest log not yet taken by purge (the purge head,
+    /// `purge_sys.head`), if any.
+    pub fn oldest_trx_id(&self) -> Option<TrxId> {
+        self.list.lock().front().map(|e| e.trx_id)
+    }
+
     /// The next purge batch (trx0purge.cc `trx_purge_attach_undo_recs`): the oldest logs
     /// older than `horizon`, in commit order, until their records and headers lie on
     /// `batch_pages` distinct undo pages (`purge_sys.n_pages_handled()`) or none is left.
