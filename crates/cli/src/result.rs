@@ -268,6 +268,12 @@ pub struct BlocksRw {
     pub write_blocks_4k: u64,
 }
 
+/// The embedded engine's history list length among a [`Sample`]'s `server_counters`, for a
+/// design with undo: a state value (its value at the interval's end), the preset's side of
+/// a real InnoDB's `innodb_metrics.trx_rseg_history_len`, so that the two are compared
+/// sample for sample (an exact peak is not comparable with samples).
+pub const ENGINE_HISTORY_LIST_LENGTH: &str = "engine.history_list_length";
+
 /// One interval of a phase's time series (`--report-interval`, default 1 s): what
 /// happened between two readings of the cumulative counters. The counts of a phase's
 /// samples add up exactly to the phase's totals (`results.transactions`,
@@ -309,7 +315,8 @@ pub struct Sample {
     pub wal_bytes: u64,
     /// A real server's counters over the interval, by their own names (as
     /// `server.counters`): counts are differences, state values the value at the
-    /// interval's end. Empty for the embedded engine.
+    /// interval's end. For the embedded engine only [`ENGINE_HISTORY_LIST_LENGTH`] (a
+    /// design with undo).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters: BTreeMap<String, f64>,
     /// 4 KiB blocks on mvcclab's device under a real server, keyed `FILE_CLASS/PROCESS`.
@@ -317,6 +324,21 @@ pub struct Sample {
     /// `bench::series::Reading::device_blocks`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub device_blocks: BTreeMap<String, BlocksRw>,
+}
+
+impl Sample {
+    /// The history list length at the interval's end under either side's name
+    /// ([`ENGINE_HISTORY_LIST_LENGTH`], `innodb_metrics.trx_rseg_history_len`); `None` in a
+    /// sample without one (a design without undo, PostgreSQL).
+    pub fn history_list_length(&self) -> Option<f64> {
+        self.server_counters
+            .get(ENGINE_HISTORY_LIST_LENGTH)
+            .or_else(|| {
+                self.server_counters
+                    .get("innodb_metrics.trx_rseg_history_len")
+            })
+            .copied()
+    }
 }
 
 /// The workload.

@@ -188,7 +188,7 @@ fn a_long_reader_keeps_its_snapshot_while_purge_waits_then_history_empties() {
     );
     reader.commit().unwrap();
     db.gc(t).unwrap();
-    // Background purge threads may still be finishing logs they took.
+    // The background purge coordinator may still be finishing a batch.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while db.engine_counters().purged_logs < 200 {
         assert!(
@@ -256,6 +256,73 @@ fn background_purge_waits_for_the_master_tick_then_drains_the_history() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert!(db.engine_counters().purged_logs >= 100);
+}
+
+/// The history length counts a log until history truncation removes it from its rollback
+/// segment's list, not until purge has processed it (MariaDB `trx_sys.history_size()`,
+/// decremented in trx0purge.cc `free_history_rseg`, which skips a rollback segment that a
+/// running transaction holds: `rseg.is_referenced()`).
+#[test]
+fn a_purged_log_stays_in_the_history_length_until_truncation_removes_it() {
+    let mut cfg = quiet_db_config(DesignConfig::innodb(), 256);
+    cfg.design.rollback_segments = 1;
+    cfg.purge.wake_interval_ms = 3_600_000; // only db.gc purges
+    let db = Database::open(cfg).unwrap();
+    let t = load(&db, 50);
+    db.gc(t).unwrap();
+    assert_eq!(db.engine_counters().history_list_length, 0);
+    for i in 0..10 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(i)], &[Assign::Add(1, 1)])
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    // A running transaction holds the only rollback segment: purge processes the ten logs,
+    // truncation cannot remove them.
+    let mut running = db.begin();
+    running
+        .update(t, &[Value::Integer(40)], &[Assign::Add(1, 1)])
+        .unwrap();
+    let before = db.engine_counters();
+    db.gc(t).unwrap();
+    let c = db.engine_counters();
+    assert_eq!(c.purged_logs - before.purged_logs, 10, "{c:?}");
+    assert_eq!(c.history_list_length, 10, "{c:?}");
+    running.commit().unwrap();
+    db.gc(t).unwrap();
+    assert_eq!(db.engine_counters().history_list_length, 0);
+}
+
+/// A purge batch ends at innodb_purge_batch_size distinct undo pages, and a run goes on
+/// batch after batch until one handles no page (trx0purge.cc `trx_purge_attach_undo_recs`,
+/// srv0srv.cc `do_purge`): logs that share a cached undo page make one batch, so the master
+/// tick's run purges 40 small logs of one rollback segment in one batch and an empty one.
+#[test]
+fn one_purge_batch_takes_every_log_on_the_undo_pages_it_handles() {
+    let mut cfg = quiet_db_config(DesignConfig::innodb(), 256);
+    cfg.design.rollback_segments = 1;
+    cfg.purge.batch_pages = 3;
+    cfg.purge.wake_interval_ms = 3_600_000; // only db.gc purges
+    let db = Database::open(cfg).unwrap();
+    let t = load(&db, 50);
+    db.gc(t).unwrap();
+    let before = db.engine_counters();
+    for i in 0..40 {
+        let mut tx = db.begin();
+        tx.update(t, &[Value::Integer(i)], &[Assign::Add(1, 1)])
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    let undo_pages = db.engine_counters().undo_pages_in_use;
+    assert!(undo_pages < 3, "40 small logs fill {undo_pages} undo pages");
+    db.gc(t).unwrap();
+    let c = db.engine_counters();
+    assert_eq!(c.purged_logs - before.purged_logs, 40, "{c:?}");
+    assert_eq!(
+        c.purge_batches - before.purge_batches,
+        2,
+        "one batch for the 40 logs, one that found nothing: {c:?}"
+    );
 }
 
 /// Purge of an update that changed no indexed column does not look the row up

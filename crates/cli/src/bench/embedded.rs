@@ -12,11 +12,12 @@ use crate::error::engine_error;
 use crate::export::label;
 use crate::result::{
     DeviceInfo, PerOpIo, PhaseReport, Results, RunReport, ServerInfo, Space, WorkloadInfo,
+    ENGINE_HISTORY_LIST_LENGTH,
 };
 use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, TableId};
-use mvcclab_engine::design::{DesignConfig, GarbageCollection};
+use mvcclab_engine::design::{DesignConfig, GarbageCollection, VersionStorage};
 use mvcclab_engine::device::Device;
 use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{RunResult, Target};
@@ -200,9 +201,15 @@ impl Subject for EmbeddedRun {
 
     fn reading(&self, (_, mark): &Self::Mark) -> Result<CounterReading> {
         let counters = mark.io_since(&self.db);
+        let mut server = mvcclab_servers::Snapshot::new();
+        if self.db.design().version_storage == VersionStorage::UndoDelta {
+            let len = self.db.engine_counters().history_list_length;
+            server.insert(ENGINE_HISTORY_LIST_LENGTH.to_string(), len as f64);
+        }
         Ok(CounterReading {
             total: counters.total(),
             counters,
+            server,
             ..Default::default()
         })
     }

@@ -25,7 +25,7 @@
 //! from the device's counters and [`close`] turns it into each sample's `device_blocks`.
 
 use crate::progress::LiveRates;
-use crate::result::{BlocksRw, Sample};
+use crate::result::{BlocksRw, Sample, ENGINE_HISTORY_LIST_LENGTH};
 use mvcclab_engine::stats::{CauseCounts, Counters};
 use mvcclab_servers::Snapshot;
 use mvcclab_workload::driver::{Latency, RunControl};
@@ -41,8 +41,9 @@ pub struct CounterReading {
     /// The counts by cause since the mark: for the embedded engine they add up to
     /// `total`; a real server attributes only some of its counts (`io.by_cause`).
     pub counters: Counters,
-    /// A real server's own counters: counts since the mark, state values as they are now
-    /// (empty for the embedded engine).
+    /// A real server's own counters: counts since the mark, state values as they are now;
+    /// for the embedded engine only its state value [`crate::result::ENGINE_HISTORY_LIST_LENGTH`] (a
+    /// design with undo).
     pub server: Snapshot,
     /// 4 KiB blocks on mvcclab's device by `file CLASS` and by `process KIND` since the
     /// mark (a real server on the FUSE device; see the module doc), empty otherwise.
@@ -195,7 +196,8 @@ fn sample(phase: &str, prev: &Reading, cur: &Reading, is_state: &dyn Fn(&str) ->
         .iter()
         .map(|(k, v)| {
             let before = prev.counters.server.get(k).copied().unwrap_or(0.0);
-            (k.clone(), if is_state(k) { *v } else { v - before })
+            let state = is_state(k) || k == ENGINE_HISTORY_LIST_LENGTH;
+            (k.clone(), if state { *v } else { v - before })
         })
         .collect();
     let device_blocks = cur

@@ -8,8 +8,10 @@ use super::summary::{
 };
 use crate::result::{
     ExperimentReport, ExperimentRun, FidelityReport, FidelityRow, PerOpIo, PhaseReport, Report,
+    Sample,
 };
 use anyhow::Result;
+use mvcclab_engine::design::VersionStorage;
 use mvcclab_engine::stats::Cause;
 
 /// Text table with the row names in the first column and one right-aligned column per
@@ -165,6 +167,37 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
     add("pages (table, indexes) at end".into(), &|p| {
         format!("{}, {}", p.pages.0, p.pages.1)
     });
+    // Undo designs and real InnoDB: purge's batches, the undo and rollback-segment pages it
+    // moved, and the history list length as sampled each `--report-interval` on both sides.
+    if r.runs
+        .iter()
+        .any(|run| run.design.version_storage == VersionStorage::UndoDelta)
+    {
+        add("purge batches (total)".into(), &|p| {
+            p.undo.purge_batches.to_string()
+        });
+        add("undo / rseg pages read (total)".into(), &|p| {
+            format!("{} / {}", p.undo.undo_pages_read, p.undo.rseg_pages_read)
+        });
+        add("undo / rseg pages written (total)".into(), &|p| {
+            format!(
+                "{} / {}",
+                p.undo.undo_pages_written, p.undo.rseg_pages_written
+            )
+        });
+        add("history list, samples: largest / mean".into(), &|p| {
+            let h: Vec<f64> = p
+                .timeseries
+                .iter()
+                .filter_map(Sample::history_list_length)
+                .collect();
+            if h.is_empty() {
+                return "-".into();
+            }
+            let max = h.iter().copied().fold(0.0, f64::max);
+            format!("{max:.0} / {:.0}", h.iter().sum::<f64>() / h.len() as f64)
+        });
+    }
     for cause in causes(&r.runs) {
         add(format!("requests r/w / stmt: {cause}"), &|p| {
             let x = p.per_op_by_cause.get(&cause).cloned().unwrap_or_default();

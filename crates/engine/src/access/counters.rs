@@ -31,9 +31,10 @@ pub struct EngineCounters {
     /// Purge batches, each ended by a truncation of the history that visits every
     /// rollback segment header (MariaDB: innodb_metrics `purge_invoked`, one per
     /// `trx_purge` call, after which `purge_truncation_task` runs
-    /// `trx_purge_truncate_history`, trx0purge.cc / srv0srv.cc). The preset counts the
-    /// batch ends of its purge threads (a batch ends at `innodb_purge_batch_size` undo
-    /// pages, or when a round finds nothing more to purge).
+    /// `trx_purge_truncate_history`, trx0purge.cc / srv0srv.cc). The preset counts its
+    /// purge coordinator's batches the same way: each ends at `innodb_purge_batch_size`
+    /// distinct undo pages or when nothing more is purgeable, the empty batch that ends a
+    /// run included.
     /// Reports written before this field existed read as 0.
     #[serde(default)]
     pub purge_batches: u64,

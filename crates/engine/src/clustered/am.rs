@@ -1,20 +1,38 @@
 //! The clustered table access method (MariaDB's `ha_innobase` handler over InnoDB): clustered
 //! tables ([`ClusteredTable`]), the transaction's undo logs in a rollback segment, InnoDB's
 //! end of transaction (the undo log's commit is the commit; trx0trx.cc `trx_t::commit_low`,
-//! rollback through the undo records, trx0roll.cc), the history list, purge threads and
-//! history truncation after each purge batch (srv0srv.cc `purge_coordinator_state::do_purge`,
-//! trx0purge.cc), and undo recovery at open. The `innodb` preset's engine is
+//! rollback through the undo records, trx0roll.cc), the history list, the purge coordinator
+//! and its batches with history truncation after each (srv0srv.cc `srv_master_callback`,
+//! `purge_coordinator_state::do_purge`; trx0purge.cc `trx_purge`), and undo recovery at
+//! open. The `innodb` preset's engine is
 //! [`crate::db::DesignEngine`] over it.
 //!
+//! # Purge scheduling (MariaDB 10.11 srv0srv.cc, trx0purge.cc)
+//! 1. The master task's tick (`srv_master_callback`, once a second) wakes the purge
+//!    coordinator when it is not running and the history is not empty
+//!    (`purge_sys_t::wake_if_not_active`); nothing else wakes it while the server runs (a
+//!    commit does not). Here the coordinator thread looks every `interval_ms` whether the
+//!    tick is due ([`ClusteredAm::purge_due`]).
+//! 2. A run (`purge_coordinator_state::do_purge`) runs batches until one handles no undo
+//!    page; the history is truncated after every batch, an empty one included.
+//! 3. A batch (`trx_purge`) takes the logs every read view has passed, in commit order,
+//!    until they span `batch_pages` distinct undo pages (innodb_purge_batch_size), reads
+//!    their records in the coordinator (`trx_purge_attach_undo_recs`), gives each table's
+//!    records to one task, and runs the tasks on the coordinator and up to
+//!    `threads − 1` workers (innodb_purge_threads): one table, one thread.
+//! 4. A log leaves the history length when truncation removes it from its rollback
+//!    segment's list, not when it is purged (`trx_sys.history_size()`).
+//!
 //! # Locking
-//! Purge threads hold a `Weak` reference and upgrade it per round. The truncation mutex
-//! (one truncating thread at a time, MariaDB's `purge_truncation_task`) is outermost; see
-//! the `clustered` module doc for the row stripe → rollback segment → page order.
+//! The purge coordinator thread holds a `Weak` reference and upgrades it per look. The
+//! coordinator mutex (MariaDB's `purge_coordinator_task_group(1)`: one run at a time, and
+//! `gc` waits for a run in progress) is outermost; see the `clustered` module doc for the
+//! row stripe → rollback segment → page order.
 
 use super::row_id::DICT_HDR_FIRST_ID;
 use super::{
-    purge_entry, ClusteredTable, History, HistoryEntry, PurgeConfig, RowIdSequence, TrxUndo,
-    UndoSpace,
+    purge_tasks, ClusteredTable, History, HistoryEntry, PurgeConfig, RowIdSequence, TrxUndo,
+    UndoRecord, UndoSpace,
 };
 use crate::access::{
     AmOpen, AmShared, EngineCounters, GcReport, Recovering, TableAccessMethod, TableId, TxnCore,
@@ -29,8 +47,8 @@ use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -44,52 +62,58 @@ pub struct ClusteredAm {
     /// The `DB_ROW_ID` counter of tables without a primary key (`dict_sys.row_id`).
     row_ids: Arc<RowIdSequence>,
     history: History,
-    /// Held by the thread truncating the history (MariaDB's purge_truncation_task, a task
-    /// group of one).
-    truncating: Mutex<()>,
-    /// A truncation was asked for while one ran: the running one repeats.
-    truncate_again: AtomicBool,
-    /// Undo pages purged since the last truncation (the purge batch so far).
-    batch_pages: AtomicU64,
-    /// History entries taken by a purge round and not yet purged (so that `gc` can wait
-    /// for other purge threads' work in flight).
-    in_flight: AtomicU64,
-    /// A purge run is under way: woken by the master tick, it lasts until a round finds
-    /// nothing purgeable (MariaDB's `purge_state.m_running`).
+    /// Held by a purge run or [`TableAccessMethod::gc`] while they run batches and truncate
+    /// (MariaDB's purge coordinator task, a task group of one).
+    coordinator: Mutex<()>,
+    /// A purge run is under way: woken by the master tick, it lasts until a batch handles
+    /// no undo page (MariaDB's `purge_state.m_running`).
     purge_running: AtomicBool,
     /// When the master task next wakes purge (`srv_master_callback`, every
     /// `wake_interval_ms`).
     next_wake: Mutex<Instant>,
+    /// The purge view of the last batch (`purge_sys.view` as `batch_cleanup` copies it to
+    /// `end_view`): the oldest xmin when the batch started, 0 before the first.
+    purge_view: AtomicU32,
     purge: PurgeConfig,
     stop: Arc<StopSignal>,
+    /// The purge coordinator thread (joined at shutdown).
     purge_threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl ClusteredAm {
-    /// Truncates the rollback segments' history lists (srv0srv.cc `purge_coordinator_state::
-    /// do_purge` submits `purge_truncation_task` after each `trx_purge` batch): one thread at
-    /// a time; a request made meanwhile makes the running thread go again.
+    /// Truncates the rollback segments' history lists after a purge batch (srv0srv.cc
+    /// `purge_coordinator_state::do_purge` → `trx_purge_truncate_history`; MariaDB runs it
+    /// as `purge_truncation_task` beside the next batch, here it runs before it) and takes
+    /// the logs it removed off the history length. A rollback segment is truncated only
+    /// when purge "sees" its newest transaction (`purge_sys.sees(rseg.needs_purge)`, against
+    /// `end_view`: the last batch's view clamped to the purge head), so the limit is
+    /// [`truncation_limit`] of the last batch's view and the oldest log not yet purged, not
+    /// the oldest read view of now. Called under the coordinator mutex.
+    ///
+    /// Errors: storage errors.
     fn truncate_history(&self) -> Result<()> {
-        let _c = enter(Cause::Purge);
-        self.truncate_again.store(true, Ordering::Release);
-        while self.truncate_again.load(Ordering::Acquire) {
-            let Some(_g) = self.truncating.try_lock() else {
-                break;
-            };
-            self.truncate_again.store(false, Ordering::Release);
-            self.undo.truncate_history(self.shared.tm.oldest_xmin())?;
-        }
+        let limit = truncation_limit(
+            self.purge_view.load(Ordering::Acquire),
+            self.history.oldest_trx_id(),
+        );
+        let removed = self.undo.truncate_history(limit)?;
+        self.history.truncated(removed);
         Ok(())
     }
 
-    /// Whether the purge threads should purge now: always with `wake_interval_ms` 0;
-    /// otherwise while a run is under way, and a run starts at the master task's tick when
-    /// there is history (srv0srv.cc `srv_master_callback` → `purge_sys_t::wake_if_not_active`:
-    /// `!purge_state.m_running && trx_sys.history_exists()`).
+    /// Whether the purge coordinator should run now: always with `wake_interval_ms` 0 when
+    /// there is history; otherwise while a run is under way, and a run starts at the master
+    /// task's tick when there is history (srv0srv.cc `srv_master_callback` →
+    /// `purge_sys_t::wake_if_not_active`: `!purge_state.m_running &&
+    /// trx_sys.history_exists()`).
     fn purge_due(&self) -> bool {
+        let has_history = || self.history.length.load(Ordering::Relaxed) > 0;
         let every_ms = self.purge.wake_interval_ms;
-        if every_ms == 0 || self.purge_running.load(Ordering::Acquire) {
+        if self.purge_running.load(Ordering::Acquire) {
             return true;
+        }
+        if every_ms == 0 {
+            return has_history();
         }
         let now = Instant::now();
         let mut next = self.next_wake.lock();
@@ -101,68 +125,117 @@ impl ClusteredAm {
             *next += every;
         }
         drop(next);
-        if self.history.length.load(Ordering::Relaxed) == 0 {
+        if !has_history() {
             return false;
         }
         self.purge_running.store(true, Ordering::Release);
         true
     }
 
-    /// Purges up to `max_logs` history entries older than every read view; returns how many
-    /// logs it purged. The purge threads' rounds together make MariaDB's purge batch: once
-    /// they have handled `batch_pages` undo pages, or a round found nothing more to purge,
-    /// the history is truncated (`do_purge`: `trx_purge`, then `purge_truncation_task`).
-    fn purge_round(&self, max_logs: usize) -> Result<u64> {
+    /// A purge run (srv0srv.cc `purge_coordinator_state::do_purge`): with no history, one
+    /// truncation and done; otherwise batches ([`Self::trx_purge`]), each followed by a
+    /// truncation, until a batch handles no undo page or the access method stops.
+    ///
+    /// Errors: storage errors.
+    fn do_purge(&self) -> Result<()> {
         let _c = enter(Cause::Purge);
-        let mut n = 0;
-        let mut pages = 0;
-        while n < max_logs as u64 {
-            self.in_flight.fetch_add(1, Ordering::AcqRel);
-            let Some(e) = self.history.pop_purgeable(self.shared.tm.oldest_xmin()) else {
-                self.in_flight.fetch_sub(1, Ordering::AcqRel);
-                break;
-            };
-            let _done = InFlight(&self.in_flight);
-            pages += e
-                .records
-                .iter()
-                .map(|rp| rp.page_no)
-                .collect::<HashSet<u32>>()
-                .len()
-                .max(1) as u64;
-            purge_entry(e, &self.undo, &self.history, &|u, trx| match self
-                .shared
-                .tables
-                .get(u.table)
-            {
-                Ok(t) => {
-                    let r = t.purge_record(u, trx, &self.shared.tm)?;
-                    // The old version this undo record kept is gone: one dead tuple
-                    // fewer (n_dead_tup counted it at the update's or delete's commit).
-                    t.counters.sub_dead(1);
-                    Ok(r)
+        let _g = self.coordinator.lock();
+        let r = (|| loop {
+            if self.history.length.load(Ordering::Relaxed) == 0 {
+                return self.truncate_history();
+            }
+            let pages = self.trx_purge()?;
+            self.truncate_history()?;
+            if pages == 0 || self.stop.is_raised() {
+                return Ok(());
+            }
+        })();
+        self.purge_running.store(false, Ordering::Release);
+        r
+    }
+
+    /// One purge batch (trx0purge.cc `trx_purge`): the purge view is the oldest read view
+    /// (`clone_oldest_view`); the batch's logs ([`History::take_batch`], up to `batch_pages`
+    /// undo pages) have their records read here, in commit order, as the coordinator does
+    /// (`trx_purge_attach_undo_recs`), and grouped by table; the coordinator purges the
+    /// first table and up to `threads − 1` workers the others ([`purge_tasks`]), each
+    /// table's records in order. Then the logs are marked purged for truncation. Returns the
+    /// undo pages the batch handled (`MONITOR_PURGE_N_PAGE_HANDLED`); counts the batch
+    /// (`MONITOR_PURGE_INVOKED`), an empty one too.
+    ///
+    /// Errors: storage errors (the first one of any task).
+    fn trx_purge(&self) -> Result<u64> {
+        let horizon = self.shared.tm.oldest_xmin();
+        self.purge_view.store(horizon, Ordering::Release);
+        let (batch, pages) = self.history.take_batch(horizon, self.purge.batch_pages);
+        self.undo
+            .counters
+            .purge_batches
+            .fetch_add(1, Ordering::Relaxed);
+        let mut by_table: BTreeMap<u32, Vec<(UndoRecord, TrxId)>> = BTreeMap::new();
+        let mut first_err = None;
+        'read: for e in &batch {
+            for rp in &e.records {
+                match self.undo.read_for_purge(*rp) {
+                    Ok(u) => by_table.entry(u.table).or_default().push((u, e.trx_id)),
+                    Err(err) => {
+                        first_err = Some(err);
+                        break 'read;
+                    }
                 }
-                Err(_) => Ok(0),
-            })?;
-            n += 1;
-        }
-        if n < max_logs as u64 {
-            // Nothing more is purgeable: the run ends (do_purge leaves its loop when a
-            // batch handled no page), until the master task wakes purge again.
-            self.purge_running.store(false, Ordering::Release);
-        }
-        if n > 0 {
-            let batch = self.batch_pages.fetch_add(pages, Ordering::AcqRel) + pages;
-            if batch >= self.purge.batch_pages as u64 || n < max_logs as u64 {
-                self.batch_pages.store(0, Ordering::Release);
-                self.undo
-                    .counters
-                    .purge_batches
-                    .fetch_add(1, Ordering::Relaxed);
-                self.truncate_history()?;
             }
         }
-        Ok(n)
+        if let Some(err) = first_err {
+            return Err(err);
+        }
+        let work: Vec<Vec<(UndoRecord, TrxId)>> = by_table.into_values().collect();
+        let tasks = purge_tasks(work.len(), self.purge.threads);
+        let queue = Mutex::new(work.into_iter());
+        let run_tasks = || -> Result<()> {
+            while let Some(records) = { queue.lock().next() } {
+                for (u, trx_id) in &records {
+                    self.purge_undo_record(u, *trx_id)?;
+                }
+            }
+            Ok(())
+        };
+        let result = std::thread::scope(|s| {
+            let workers: Vec<_> = (1..tasks)
+                .map(|_| {
+                    s.spawn(|| {
+                        let _c = enter(Cause::Purge);
+                        run_tasks()
+                    })
+                })
+                .collect();
+            let mine = run_tasks();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("purge worker panicked"))
+                .fold(mine, |acc, r| acc.and(r))
+        });
+        result?;
+        for e in &batch {
+            self.history.purged(e, &self.undo);
+        }
+        Ok(pages)
+    }
+
+    /// Purges one undo record of transaction `trx_id` in its table (row0purge.cc
+    /// `row_purge`); a record of a dropped table is skipped. Errors: storage errors.
+    fn purge_undo_record(&self, u: &UndoRecord, trx_id: TrxId) -> Result<()> {
+        let Ok(t) = self.shared.tables.get(u.table) else {
+            return Ok(());
+        };
+        let removed = t.purge_record(u, trx_id, &self.shared.tm)?;
+        // The old version this undo record kept is gone: one dead tuple fewer
+        // (n_dead_tup counted it at the update's or delete's commit).
+        t.counters.sub_dead(1);
+        self.history
+            .purge_removed
+            .fetch_add(removed, Ordering::Relaxed);
+        self.history.purge_records.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -186,12 +259,10 @@ impl ClusteredAm {
             undo,
             row_ids,
             history: History::default(),
-            truncating: Mutex::new(()),
-            truncate_again: AtomicBool::new(false),
-            in_flight: AtomicU64::new(0),
-            batch_pages: AtomicU64::new(0),
+            coordinator: Mutex::new(()),
             purge_running: AtomicBool::new(false),
             next_wake: Mutex::new(Instant::now() + Duration::from_millis(purge.wake_interval_ms)),
+            purge_view: AtomicU32::new(0),
             purge,
             stop: Arc::new(StopSignal::default()),
             purge_threads: Mutex::new(Vec::new()),
@@ -250,48 +321,42 @@ impl ClusteredAm {
         Ok(())
     }
 
-    /// Starts `inner`'s purge threads (none when garbage collection is off).
+    /// Starts `inner`'s purge coordinator (none when garbage collection is off or
+    /// `purge.threads` is 0, where only [`TableAccessMethod::gc`] purges): a thread
+    /// that looks every `interval_ms` whether the master task's tick wakes purge and then
+    /// runs it ([`Self::do_purge`]); the batches' workers are started per batch.
     fn start(inner: Arc<ClusteredAm>) -> Arc<ClusteredAm> {
         let stop = inner.stop.clone();
         let mut threads = Vec::new();
-        if inner.design.garbage_collection != GarbageCollection::Off {
-            for i in 0..inner.purge.threads {
-                let weak: Weak<ClusteredAm> = Arc::downgrade(&inner);
-                let stop = stop.clone();
-                let nap = Duration::from_millis(inner.purge.interval_ms.max(1));
-                threads.push(
-                    std::thread::Builder::new()
-                        .name(format!("purge_{i}"))
-                        .spawn(move || loop {
-                            let worked = match weak.upgrade() {
-                                Some(inner) if !inner.purge_due() => false,
-                                Some(inner) => match inner.purge_round(16) {
-                                    Ok(n) => n > 0,
-                                    Err(e) => {
-                                        eprintln!("purge thread stopped: {e}");
-                                        return;
-                                    }
-                                },
-                                None => return,
-                            };
-                            let stopped = if worked {
-                                stop.is_raised()
-                            } else {
-                                stop.sleep(nap)
-                            };
-                            if stopped {
-                                return;
+        if inner.design.garbage_collection != GarbageCollection::Off && inner.purge.threads > 0 {
+            let weak: Weak<ClusteredAm> = Arc::downgrade(&inner);
+            let nap = Duration::from_millis(inner.purge.interval_ms.max(1));
+            threads.push(
+                std::thread::Builder::new()
+                    .name("purge_coordinator".into())
+                    .spawn(move || loop {
+                        match weak.upgrade() {
+                            Some(inner) if inner.purge_due() => {
+                                if let Err(e) = inner.do_purge() {
+                                    eprintln!("purge coordinator stopped: {e}");
+                                    return;
+                                }
                             }
-                        })
-                        .expect("spawn purge thread"),
-                );
-            }
+                            Some(_) => {}
+                            None => return,
+                        }
+                        if stop.sleep(nap) {
+                            return;
+                        }
+                    })
+                    .expect("spawn purge coordinator"),
+            );
         }
         *inner.purge_threads.lock() = threads;
         inner
     }
 
-    /// The access method on `open.storage`, with `purge.threads` purge threads unless
+    /// The access method on `open.storage`, with its purge coordinator (`purge.threads` > 0) unless
     /// garbage collection is off. A new database gets a new undo space (errors: storage
     /// errors creating it). A database that existed is opened as follows.
     ///
@@ -445,12 +510,16 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
-/// Counts a taken history entry as done when dropped (also on an error).
-struct InFlight<'a>(&'a AtomicU64);
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+/// The limit history truncation compares each rollback segment's newest transaction with
+/// (trx0purge.cc `free_history_rseg`: `purge_sys.sees(rseg.needs_purge)` against
+/// `end_view`, which `purge_sys_t::batch_cleanup` clamps to the purge head): the last
+/// batch's view `view`, lowered to the oldest transaction whose log is not yet purged
+/// (`oldest_unpurged`, if any), so that a rollback segment holding a log committed after
+/// the batch's view keeps its whole history until a later batch purges it.
+pub(super) fn truncation_limit(view: Xid, oldest_unpurged: Option<TrxId>) -> Xid {
+    match oldest_unpurged {
+        Some(t) => view.min(Xid::try_from(t).unwrap_or(Xid::MAX)),
+        None => view,
     }
 }
 
@@ -562,21 +631,16 @@ impl TableAccessMethod for ClusteredAm {
     }
 
     /// Purges the whole history now (cause `purge`); the table is not looked at: purge is
-    /// database-wide.
+    /// database-wide. Waits for a background run in progress, then runs batches until one
+    /// handles no undo page, truncating after each, so that every purged log is off its
+    /// history list on return unless its rollback segment is in use.
     fn gc(&self, _table: &ClusteredTable) -> Result<GcReport> {
-        // Purge everything purgeable, waiting for entries other purge threads took, then
-        // truncate once more under the truncation lock (waiting for a truncation in
-        // progress), so that every purged log is off its history list on return.
-        loop {
-            while self.purge_round(usize::MAX)? > 0 {}
-            if self.in_flight.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
         let _c = enter(Cause::Purge);
-        let _g = self.truncating.lock();
-        self.undo.truncate_history(self.shared.tm.oldest_xmin())?;
+        let _g = self.coordinator.lock();
+        while self.trx_purge()? > 0 {
+            self.truncate_history()?;
+        }
+        self.truncate_history()?;
         Ok(GcReport { vacuum: None })
     }
 
@@ -632,5 +696,27 @@ impl TableAccessMethod for ClusteredAm {
         for h in self.purge_threads.lock().drain(..) {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncation_limit;
+
+    #[test]
+    fn truncation_waits_for_the_oldest_unpurged_log_below_the_batch_view() {
+        // Nothing left to purge: the batch's view is the limit.
+        assert_eq!(truncation_limit(500, None), 500);
+        // A log committed after the view: the view still limits.
+        assert_eq!(truncation_limit(500, Some(700)), 500);
+        // A log older than the view not yet purged (committed after the batch took its
+        // logs, or left for the next batch): a rollback segment whose newest transaction
+        // is that old or newer keeps its history.
+        assert_eq!(truncation_limit(500, Some(420)), 420);
+        assert_eq!(
+            truncation_limit(0, Some(7)),
+            0,
+            "no batch yet: nothing truncated"
+        );
     }
 }

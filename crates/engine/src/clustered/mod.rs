@@ -71,7 +71,7 @@
 //! trx0undo.cc), `undo_startup` (the undo space rebuilt from its pages at startup),
 //! `purge` (history list, purge and history truncation, trx0purge.cc), `table` (the
 //! clustered table, row0*.cc), `check` (its index check), `am` (the access method: end of
-//! transaction, purge threads and history truncation, undo recovery; ha_innodb.cc,
+//! transaction, the purge coordinator and history truncation, undo recovery; ha_innodb.cc,
 //! srv0srv.cc, trx0roll.cc).
 
 mod am;
@@ -87,7 +87,7 @@ mod undo_startup;
 pub mod undo_wal;
 
 pub use am::ClusteredAm;
-pub use purge::{purge_entry, History, HistoryEntry, PurgeConfig};
+pub use purge::{purge_tasks, History, HistoryEntry, PurgeConfig};
 pub use row_id::RowIdSequence;
 pub use rseg::{RsegInfo, PAGE_TYPE_RSEG};
 pub use table::{ClusteredTable, RowCtx};

@@ -1,45 +1,55 @@
 //! The history list and purge: the purge settings, the committed update undo logs in commit
-//! order as purge takes them ([`History`]), purging one log ([`purge_entry`]) and history
-//! truncation after a purge batch ([`UndoSpace::truncate_history`]), which frees the undo
-//! segments of the purged logs (MariaDB 10.11 storage/innobase/trx/trx0purge.cc
-//! `trx_purge_add_undo_to_history`, `purge_sys_t::choose_next_log`, `trx_purge`,
+//! order as purge takes them ([`History`]), a purge batch's logs ([`History::take_batch`],
+//! [`History::purged`]) and history truncation after each batch
+//! ([`UndoSpace::truncate_history`]), which frees the undo segments of the purged logs
+//! (MariaDB 10.11 storage/innobase/trx/trx0purge.cc `trx_purge_add_undo_to_history`,
+//! `purge_sys_t::choose_next_log`, `trx_purge`, `trx_purge_attach_undo_recs`,
 //! `trx_purge_truncate_history` → `purge_sys_t::iterator::free_history_rseg`; srv0srv.cc for
-//! the settings). What purge does to the rows: `ClusteredTable::purge_record` (row0purge.cc).
+//! the settings and the coordinator). What purge does to the rows:
+//! `ClusteredTable::purge_record` (row0purge.cc); who runs the batches: `ClusteredAm`'s purge
+//! coordinator (am.rs).
 
 use super::rseg::{self, FilAddr, FIL_NULL};
 use super::undo_log::{LogRef, UndoSpace};
 use super::undo_page::LOG_HIST_NEXT;
-use super::undo_rec::{RollPtr, UndoRecord};
+use super::undo_rec::RollPtr;
 use super::undo_wal::{put, WriteLog};
 use crate::error::Result;
 use crate::mvcc::{TrxId, Xid};
 use crate::page::PageId;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Purge settings (MariaDB system variables).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PurgeConfig {
-    /// innodb_purge_threads (MariaDB 10.11 default 4).
+    /// innodb_purge_threads (MariaDB 10.11 default 4): the purge tasks one batch may use.
+    /// The coordinator hands each table of the batch to one task and runs the first itself,
+    /// with `min(tables, threads) − 1` workers beside it (trx0purge.cc `trx_purge`), so a
+    /// batch of one table's history is purged by the coordinator alone ([`purge_tasks`]).
+    /// 0: no purge coordinator; only `gc` purges (MariaDB's minimum is 1).
     pub threads: usize,
-    /// Sleep of an idle purge thread in ms.
+    /// How often, in ms, the idle purge coordinator looks whether the master task's tick is
+    /// due (a polling step of the model; MariaDB's timer wakes it).
     pub interval_ms: u64,
     /// How often, in ms, purge is woken to run: MariaDB's master task wakes the purge
     /// coordinator once a second (srv0srv.cc `srv_master_callback` →
-    /// `purge_sys_t::wake_if_not_active`), which then runs batches until one finds nothing
-    /// left to purge (`purge_coordinator_state::do_purge`), so the history list grows
-    /// for a second and is purged in a burst (measured on MariaDB 10.11.19 under
-    /// oltp_update_non_index at 6,000 TPS: `trx_rseg_history_len` rises from about 100 to
-    /// 5,900 and falls back within 40 ms, once a second; docs/fidelity.md). 0: the purge
-    /// threads purge whenever something is purgeable.
+    /// `purge_sys_t::wake_if_not_active`, its only caller besides start-up and the end of
+    /// FLUSH TABLES FOR EXPORT), which then runs batches until one handles no undo page
+    /// (`purge_coordinator_state::do_purge`), so the history list grows for a second and is
+    /// purged in a burst (measured on MariaDB 10.11.19 under oltp_update_non_index at 6,000
+    /// TPS: `trx_rseg_history_len` rises from about 100 to 5,900 and falls back within
+    /// 40 ms, once a second; docs/fidelity.md). 0: the coordinator runs whenever the
+    /// history is not empty.
     #[serde(default = "default_wake_interval_ms")]
     pub wake_interval_ms: u64,
-    /// Undo pages a purge batch handles before the history is truncated
-    /// (innodb_purge_batch_size, MariaDB 10.11 default 127: srv0srv.cc
-    /// `purge_coordinator_state::do_purge` truncates after each `trx_purge` batch, which
-    /// ends at this many pages or when nothing more is purgeable).
+    /// Distinct undo pages a purge batch takes before it is run and the history truncated
+    /// (innodb_purge_batch_size, MariaDB 10.11 default 127: trx0purge.cc
+    /// `trx_purge_attach_undo_recs` stops when `purge_sys.n_pages_handled()`, the undo pages
+    /// the batch has fixed, reaches it). Logs that share a page (a cached undo segment
+    /// reused by later transactions) count it once.
     #[serde(default = "default_batch_pages")]
     pub batch_pages: usize,
 }
@@ -63,6 +73,14 @@ impl Default for PurgeConfig {
     }
 }
 
+/// The purge tasks that run a batch touching `n_tables` tables with `threads` purge threads:
+/// the coordinator and `min(n_tables, threads) − 1` workers (trx0purge.cc `trx_purge`: "we
+/// only submit at most n_tasks-1 worker task"; `trx_purge_attach_undo_recs` gives each
+/// table of the batch its own purge node). 0 for an empty batch.
+pub fn purge_tasks(n_tables: usize, threads: usize) -> usize {
+    n_tables.min(threads.max(1))
+}
+
 /// A committed transaction's update undo log in the history list.
 #[derive(Debug)]
 pub struct HistoryEntry {
@@ -78,17 +96,17 @@ pub struct HistoryEntry {
 /// counters. Each log is also in its rollback segment's history list (`UndoSpace`); this
 /// list stands for MariaDB's purge queue, which picks the rollback segment whose oldest log
 /// has the smallest commit number (trx0purge.cc `purge_sys_t::choose_next_log`), so purge
-/// sees the logs of all rollback segments in commit order. `length` stands for MariaDB's
-/// history length (`trx_sys.history_size()`, the rollback segments' history lengths): it
-/// counts a log from its commit until purge has finished with it. MariaDB counts it until
-/// history truncation removes it, which follows each purge batch; a log taken by a purge
-/// thread but not yet purged still counts in both, so a length of 0 means every committed
-/// log has been purged.
+/// sees the logs of all rollback segments in commit order. `length` is MariaDB's history
+/// length (`trx_sys.history_size()`, the sum of the rollback segments' `history_size`,
+/// INNODB_METRICS `trx_rseg_history_len`): a log counts from its commit
+/// (`trx_purge_add_undo_to_history`) until history truncation removes it from its
+/// rollback segment's list (`free_history_rseg`), which follows each purge batch and
+/// waits while the segment is in use or holds a transaction not yet purged.
 #[derive(Default)]
 pub struct History {
     list: Mutex<VecDeque<HistoryEntry>>,
-    /// Undo logs committed and not yet purged: in the list, or taken by a purge thread and
-    /// still being purged.
+    /// Undo logs on the rollback segments' history lists: committed and not yet removed
+    /// by history truncation.
     pub length: AtomicU64,
     /// Highest length seen.
     pub peak: AtomicU64,
@@ -110,7 +128,7 @@ impl History {
     }
 
     /// Takes the oldest log if its transaction is older than `horizon` (every read view sees
-    /// it committed). It stays in `length` until [`purge_entry`] has purged it.
+    /// it committed). It stays in `length` until history truncation removes it.
     pub fn pop_purgeable(&self, horizon: Xid) -> Option<HistoryEntry> {
         let mut l = self.list.lock();
         if l.front().is_some_and(|e| e.trx_id < TrxId::from(horizon)) {
@@ -118,30 +136,48 @@ impl History {
         }
         None
     }
-}
 
-/// Purges one history entry: reads each undo record (counted to the caller's cause, purge)
-/// and lets `apply` (record, the entry's transaction id) remove what it made obsolete, then
-/// marks the log purged, for history truncation ([`UndoSpace::truncate_history`]) to free.
-///
-/// Errors: storage errors.
-pub fn purge_entry(
-    e: HistoryEntry,
-    undo: &UndoSpace,
-    history: &History,
-    apply: &dyn Fn(&UndoRecord, u64) -> Result<u64>,
-) -> Result<()> {
-    for rp in &e.records {
-        let u = undo.read_for_purge(*rp)?;
-        history
-            .purge_removed
-            .fetch_add(apply(&u, e.trx_id)?, Ordering::Relaxed);
-        history.purge_records.fetch_add(1, Ordering::Relaxed);
+    /// The transaction of the oldest log not yet taken by purge (the purge head,
+    /// `purge_sys.head`), if any.
+    pub fn oldest_trx_id(&self) -> Option<TrxId> {
+        self.list.lock().front().map(|e| e.trx_id)
     }
-    undo.purged(e.log);
-    history.purged_logs.fetch_add(1, Ordering::Relaxed);
-    history.length.fetch_sub(1, Ordering::Relaxed);
-    Ok(())
+
+    /// The next purge batch (trx0purge.cc `trx_purge_attach_undo_recs`): the oldest logs
+    /// older than `horizon`, in commit order, until their records and headers lie on
+    /// `batch_pages` distinct undo pages (`purge_sys.n_pages_handled()`) or none is left.
+    /// Returns the logs and the distinct undo pages they touch (0 when none was taken: the
+    /// coordinator's run ends, `do_purge`).
+    pub fn take_batch(&self, horizon: Xid, batch_pages: usize) -> (Vec<HistoryEntry>, u64) {
+        let mut pages = HashSet::new();
+        let mut batch = Vec::new();
+        while pages.len() < batch_pages.max(1) {
+            let Some(e) = self.pop_purgeable(horizon) else {
+                break;
+            };
+            pages.insert(e.log.page);
+            pages.extend(e.records.iter().map(|rp| rp.page_no));
+            batch.push(e);
+        }
+        (batch, pages.len() as u64)
+    }
+
+    /// Purge has processed every record of `e`'s log: history truncation may remove it
+    /// ([`UndoSpace::purged`]).
+    pub fn purged(&self, e: &HistoryEntry, undo: &UndoSpace) {
+        undo.purged(e.log);
+        self.purged_logs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// History truncation removed `logs` logs from the rollback segments' lists
+    /// (`free_history_rseg`: `rseg.history_size--`).
+    pub fn truncated(&self, logs: u64) {
+        let _ = self
+            .length
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                Some(n.saturating_sub(logs))
+            });
+    }
 }
 
 impl UndoSpace {
@@ -347,6 +383,45 @@ mod tests {
             assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_FIRST), FilAddr::NULL);
             assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_LAST), FilAddr::NULL);
         }
+    }
+
+    #[test]
+    fn a_batch_counts_distinct_undo_pages_and_tasks_follow_its_tables() {
+        let h = History::default();
+        let entry = |trx_id: u64, page: u32| HistoryEntry {
+            trx_id,
+            records: vec![RollPtr::new(false, 0, page, 100)],
+            log: LogRef {
+                rseg: 0,
+                page,
+                offset: 60,
+                seq: trx_id,
+            },
+        };
+        // Ten logs on page 7, then logs on pages 8, 9, 10, 11.
+        for i in 0..10 {
+            h.push(entry(10 + i, 7));
+        }
+        for (i, page) in (8..12).enumerate() {
+            h.push(entry(20 + i as u64, page));
+        }
+        // Not past the purge view: nothing.
+        assert_eq!(h.take_batch(10, 3).1, 0);
+        let (batch, pages) = h.take_batch(Xid::MAX, 3);
+        assert_eq!(
+            (batch.len(), pages),
+            (12, 3),
+            "page 7's ten logs, then 8 and 9"
+        );
+        let (batch, pages) = h.take_batch(Xid::MAX, 3);
+        assert_eq!((batch.len(), pages), (2, 2));
+        assert_eq!(h.take_batch(Xid::MAX, 3).1, 0);
+        assert_eq!(h.length.load(Ordering::Relaxed), 14, "until truncation");
+        h.truncated(14);
+        assert_eq!(h.length.load(Ordering::Relaxed), 0);
+        // One table: the coordinator alone; more tables: up to innodb_purge_threads tasks.
+        assert_eq!([0, 1, 3, 10].map(|n| purge_tasks(n, 4)), [0, 1, 3, 4]);
+        assert_eq!(purge_tasks(5, 1), 1);
     }
 
     #[test]

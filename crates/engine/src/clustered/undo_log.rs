@@ -133,11 +133,11 @@ pub struct UndoCounters {
     pub segments_freed: AtomicU64,
     /// Logs removed from history lists by truncation.
     pub logs_truncated: AtomicU64,
-    /// History truncations (each latches every rollback segment header). Concurrent
-    /// requests coalesce, so there can be fewer than purge batches.
+    /// History truncations (each latches every rollback segment header): one after each
+    /// purge batch, and one at the end of `gc`.
     pub truncations: AtomicU64,
-    /// Purge batches ended (trx0purge.cc `trx_purge`, innodb_metrics `purge_invoked`),
-    /// counted by the purge threads of `db::innodb`.
+    /// Purge batches run (trx0purge.cc `trx_purge`, innodb_metrics `purge_invoked`), counted
+    /// by `ClusteredAm`'s purge coordinator and `gc`.
     pub purge_batches: AtomicU64,
 }
 
