@@ -229,7 +229,8 @@ impl Target for MariaDb {
     }
 
     fn session(&self) -> Result<Box<dyn Session + '_>, String> {
-        let conn = connect(&self.opts, Duration::from_secs(10)).map_err(|e| e.to_string())?;
+        let conn = connect(&session_opts(&self.opts), Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
         Ok(Box::new(MariaSession {
             conn,
             statements: HashMap::new(),
@@ -239,10 +240,28 @@ impl Target for MariaDb {
     }
 }
 
+/// `opts` for a driver thread's connection: the `mysql` crate's own statement cache off
+/// (size 0), so that [`MariaSession::statements`] alone holds the prepared statements and
+/// every one stays prepared for the connection's life, as sysbench keeps them
+/// (oltp_common.lua `prepare_statements`: each table's statements prepared once per
+/// thread, closed at disconnect).
+///
+/// With the crate's default cache of 32 (`mysql` 28, `DEFAULT_STMT_CACHE_SIZE`) a
+/// connection that prepares more statements than that (oltp_read_write's 9 per table on 4
+/// tables: 36) has the least recently used one closed on the server (`Conn::_prepare`
+/// sends COM_STMT_CLOSE for what the cache evicts), and the next execution of the handle
+/// kept here fails with ER_UNKNOWN_STMT_HANDLER 1243. That failed 7,203 transactions
+/// against 3,385 committed in the scale grid's `sweep` oltp_read_write (docs/fidelity.md),
+/// each after some of its reads had run.
+fn session_opts(opts: &Opts) -> Opts {
+    Opts::from(OptsBuilder::from_opts(opts.clone()).stmt_cache_size(Some(0)))
+}
+
 /// One driver thread's connection.
 struct MariaSession {
     conn: Conn,
-    /// Server-side prepared statements by SQL text.
+    /// Server-side prepared statements by SQL text, the connection's only statement cache
+    /// ([`session_opts`]).
     statements: HashMap<String, mysql::Statement>,
     in_transaction: bool,
     /// The TPC-C session settings have been sent (`tpcc_sql::session_setup`).
