@@ -30,19 +30,9 @@ fn inserts_until_second_split(page_garbage: bool) -> (u32, usize) {
 
 /// Free bytes of the leftmost leaf, read around the tree's code.
 fn leftmost_leaf_free(s: &Storage, t: &BTree) -> usize {
-    let pool = s.pool();
-    let meta_id = PageId::new(t.rel(), 0);
-    let meta = Meta::read(pool.fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
-    let mut b = meta.root;
-    loop {
-        let id = PageId::new(t.rel(), b);
-        let g = pool.fetch_read(id).unwrap();
-        let n = Node::parse(g.data(), id).unwrap();
-        if n.level() == 0 {
-            return n.free_bytes();
-        }
-        b = n.child(0).unwrap();
-    }
+    let id = PageId::new(t.rel(), leaves(s, t)[0].0);
+    let g = s.pool().fetch_read(id).unwrap();
+    Node::parse(g.data(), id).unwrap().free_bytes()
 }
 
 #[test]
