@@ -26,28 +26,6 @@
 
 use super::node::Node;
 use super::tree::BTree;
-use std::collections::HashMap;
-use std::sync::Mutex;
-
-/// The garbage of a tree's leaves by block (absent: none), under the leaf's latch.
-#[derive(Debug, Default)]
-pub(super) struct GarbageMap(Mutex<HashMap<u32, usize>>);
-
-impl GarbageMap {
-    fn get(&self, block: u32) -> usize {
-        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(&block).copied().unwrap_or(0)
-    }
-
-    fn set(&self, block: u32, bytes: usize) {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if bytes == 0 {
-            m.remove(&block);
-        } else {
-            m.insert(block, bytes);
-        }
-    }
-}
 
 impl BTree {
     /// `BTR_CUR_PAGE_REORGANIZE_LIMIT` (btr0cur.h: `srv_page_size / 32`).

@@ -12,7 +12,6 @@
 //! the rules they follow.
 
 use super::dedup::{self, TID_BYTES};
-use super::garbage::GarbageMap;
 use super::node::{
     self, usable_bytes, Geometry, Meta, Node, NodeHeader, FLAG_FREED, META_BLOCK, NO_BLOCK,
 };
@@ -24,8 +23,10 @@ use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::wal::{rmgr, RecordBuilder};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// How a B+tree sizes and splits its pages.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -234,6 +235,27 @@ pub struct BTree {
     pub(super) split_left_incomplete: AtomicBool,
     /// The leaves' `PAGE_GARBAGE` ([`BTreeConfig::page_garbage`]; `btree::garbage`).
     pub(super) garbage: GarbageMap,
+}
+
+/// The garbage of a tree's leaves by block (absent: none), each read and changed under the
+/// leaf's exclusive latch (InnoDB's `PAGE_GARBAGE`; `btree::garbage`).
+#[derive(Debug, Default)]
+pub(super) struct GarbageMap(Mutex<HashMap<u32, usize>>);
+
+impl GarbageMap {
+    pub(super) fn get(&self, block: u32) -> usize {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&block).copied().unwrap_or(0)
+    }
+
+    pub(super) fn set(&self, block: u32, bytes: usize) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if bytes == 0 {
+            m.remove(&block);
+        } else {
+            m.insert(block, bytes);
+        }
+    }
 }
 
 #[derive(Default)]
