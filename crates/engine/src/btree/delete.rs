@@ -60,7 +60,9 @@ impl BTree {
             log_change(self.pool.wal(), &rec, &mut [&mut g])?;
             return Ok(true);
         }
+        let space = self.node(g.data(), id, Some(0))?.entry_space(i)?;
         node::remove_at(g.data_mut(), id, i)?;
+        self.note_leaf_delete(id.block, space);
         let rec = RecordBuilder::new(rmgr::BTREE, info::DELETE).block(
             id,
             false,
@@ -206,13 +208,13 @@ impl BTree {
         next: Option<&mut WritePageGuard<'a>>,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
-        let (sh, mut all) = {
+        let (sh, mut all, survivor_free) = {
             let n = self.node(survivor.data(), sid, Some(0))?;
-            (n.header(), n.entries()?)
+            (n.header(), n.entries()?, n.free_bytes())
         };
-        let (vh, moved) = {
+        let (vh, moved, moved_bytes) = {
             let n = self.node(victim.data(), vid, Some(0))?;
-            (n.header(), n.entries()?)
+            (n.header(), n.entries()?, n.used_bytes())
         };
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::corrupted(format!(
@@ -240,6 +242,7 @@ impl BTree {
             bwal::freed_header(),
             &none,
         )?;
+        self.note_leaf_merge(sid.block, survivor_free, moved_bytes, vid.block);
         node::remove_at(parent.data_mut(), pid, slot)?;
         let mut rec = RecordBuilder::new(rmgr::BTREE, info::MERGE)
             .block(sid, false, &data)

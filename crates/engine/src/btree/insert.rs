@@ -165,7 +165,21 @@ impl BTree {
     ) -> Result<()> {
         match place {
             Place::Dup => Err(self.duplicate(key)),
-            Place::Before(i) => self.apply_leaf_change(g, Mode::Insert, i, key, value),
+            Place::Before(i) => {
+                let id = g.page_id();
+                let garbage = self.leaf_garbage(id.block) > 0;
+                let free_before = if garbage {
+                    self.node(g.data(), id, Some(0))?.free_bytes()
+                } else {
+                    0
+                };
+                self.apply_leaf_change(g, Mode::Insert, i, key, value)?;
+                if garbage {
+                    let need = self.geo.space(key.len() + value.len());
+                    self.note_leaf_insert(id.block, free_before, need);
+                }
+                Ok(())
+            }
             Place::Posting(s) => {
                 let id = g.page_id();
                 let tid = &key[key.len() - TID_BYTES..];
@@ -218,7 +232,7 @@ impl BTree {
         let need = self.geo.space(key.len() + value.len());
         let fits_now = |t: &Self, g: &WritePageGuard<'_>| -> Result<(Place, bool)> {
             let n = t.node(g.data(), id, Some(0))?;
-            Ok((t.place(&n, key)?, n.free_bytes() >= need))
+            Ok((t.place(&n, key)?, t.leaf_insert_fits(&n, id.block, need)))
         };
         let (place, fits) = fits_now(self, g)?;
         if place == Place::Dup {
@@ -361,7 +375,11 @@ impl BTree {
                 },
             };
             let need = self.geo.space(key.len() + value.len());
-            (place, n.len(), n.header(), n.free_bytes() + old >= need)
+            let fits = match mode {
+                Mode::Insert => self.leaf_insert_fits(&n, g.page_id().block, need),
+                Mode::Replace => n.free_bytes() + old >= need,
+            };
+            (place, n.len(), n.header(), fits)
         };
         if place == Place::Dup {
             return Err(self.duplicate(key));
@@ -599,10 +617,18 @@ impl BTree {
             right: hdr.right,
         };
         let (lp, rp) = (node::pairs(&combined), node::pairs(&right_entries));
-        let before = self.node(g.data(), lid, Some(hdr.level))?.entries()?;
+        let (before, free_before) = {
+            let n = self.node(g.data(), lid, Some(hdr.level))?;
+            (n.entries()?, n.free_bytes())
+        };
         let left_data = bwal::encode_split_left(left_h, &before, &lp);
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
         node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;
+        if leaf {
+            let free_after = self.node(g.data(), lid, Some(0))?.free_bytes();
+            let garbage = self.leaf_garbage(lid.block);
+            self.note_leaf_split(lid.block, free_before, garbage, free_after, rid.block);
+        }
         let mut which = 0;
         let mut rec = RecordBuilder::new(rmgr::BTREE, info::SPLIT)
             .block(lid, false, &left_data)

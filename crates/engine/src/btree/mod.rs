@@ -36,6 +36,8 @@
 //!   `_bt_delitems_delete_check`);
 //! - `delete.rs`: delete and the merge below the threshold (InnoDB btr0btr.cc
 //!   `btr_compress`: nbtree never merges);
+//! - `garbage.rs`: InnoDB's `PAGE_GARBAGE` of the leaves and the split it causes
+//!   (btr0cur.cc `btr_cur_optimistic_insert`; nbtree has none);
 //! - `vacuum.rs`: bulk delete (nbtree.c `btbulkdelete` → `btvacuumscan`);
 //! - `build.rs`: the sorted build (nbtsort.c);
 //! - `recovery.rs`: finishing incomplete splits (nbtinsert.c `_bt_finish_split`);
@@ -189,6 +191,7 @@ pub mod cleanup;
 pub mod dedup;
 mod delete;
 mod delete_dead;
+mod garbage;
 mod insert;
 pub mod node;
 mod recovery;

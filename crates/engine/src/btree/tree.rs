@@ -23,8 +23,10 @@ use crate::error::{Error, Result};
 use crate::page::PageId;
 use crate::wal::{rmgr, RecordBuilder};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// How a B+tree sizes and splits its pages.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +67,14 @@ pub struct BTreeConfig {
     /// (PostgreSQL nbtree never merges). 1..=50.
     #[serde(default)]
     pub merge_threshold_pct: Option<u8>,
+    /// Leaves keep InnoDB's `PAGE_GARBAGE`, the space of deleted entries not yet reused,
+    /// and an insert into a leaf that has garbage, less than a 32nd of the page free and
+    /// no contiguous room for the entry splits the leaf instead of reusing the garbage
+    /// (btr0cur.cc `btr_cur_optimistic_insert`, `BTR_CUR_PAGE_REORGANIZE_LIMIT`; see
+    /// `btree::garbage`). False: a leaf splits only when the entry does not fit
+    /// (PostgreSQL: nbtree pages are compacted by `PageIndexMultiDelete`).
+    #[serde(default)]
+    pub page_garbage: bool,
 }
 
 impl BTreeConfig {
@@ -85,13 +95,14 @@ impl BTreeConfig {
             suffix_truncation: true,
             deduplicate: true,
             merge_threshold_pct: None,
+            page_garbage: false,
         }
     }
 
     /// InnoDB's accounting: no alignment, 2 bytes of page directory per record (InnoDB
     /// has one 2-byte slot per 4 to 8 records, page0page.h `PAGE_DIR_SLOT_MAX_N_OWNED`),
     /// 15/16 fill on ascending inserts, whole keys in node pointers, leaves merged below
-    /// half a page (MERGE_THRESHOLD 50).
+    /// half a page (MERGE_THRESHOLD 50), leaves with `PAGE_GARBAGE`.
     ///
     /// The entry header is the 4-byte length pair. It stands for the 4 bytes of InnoDB's
     /// 5-byte record header (`REC_N_NEW_EXTRA_BYTES`) that the page layer uses (heap_no and
@@ -107,6 +118,7 @@ impl BTreeConfig {
             suffix_truncation: false,
             deduplicate: false,
             merge_threshold_pct: Some(50),
+            page_garbage: true,
         }
     }
 
@@ -221,6 +233,29 @@ pub struct BTree {
     /// with INCOMPLETE_SPLIT (invariant 6's exception): the database's close then writes
     /// an ordinary checkpoint instead of a shutdown one, so the next open finishes it.
     pub(super) split_left_incomplete: AtomicBool,
+    /// The leaves' `PAGE_GARBAGE` ([`BTreeConfig::page_garbage`]; `btree::garbage`).
+    pub(super) garbage: GarbageMap,
+}
+
+/// The garbage of a tree's leaves by block (absent: none), each read and changed under the
+/// leaf's exclusive latch (InnoDB's `PAGE_GARBAGE`; `btree::garbage`).
+#[derive(Debug, Default)]
+pub(super) struct GarbageMap(Mutex<HashMap<u32, usize>>);
+
+impl GarbageMap {
+    pub(super) fn get(&self, block: u32) -> usize {
+        let m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&block).copied().unwrap_or(0)
+    }
+
+    pub(super) fn set(&self, block: u32, bytes: usize) {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if bytes == 0 {
+            m.remove(&block);
+        } else {
+            m.insert(block, bytes);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -380,6 +415,7 @@ impl BTree {
             ops: OpCounters::default(),
             root_cache: AtomicU64::new(0),
             split_left_incomplete: AtomicBool::new(false),
+            garbage: GarbageMap::default(),
             cfg,
             pool,
         })

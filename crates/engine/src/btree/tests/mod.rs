@@ -25,6 +25,7 @@ mod incomplete_splits;
 mod insert_split;
 mod merge;
 mod model;
+mod page_garbage;
 mod posting_lists;
 mod scans;
 mod wal_records;
