@@ -309,6 +309,23 @@ fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
 
 /// MariaDB's DDL of the variant: by timestamp (implicit row_start/row_end), by trx id
 /// (BIGINT UNSIGNED period columns), by timestamp with history and current partitions.
+/// After `DROP PARTITION p0` and one more step: partitions p1 and p2, and `ALL`, equal on
+/// both sides.
+fn assert_partitions_and_all_after_the_drop(emb: &Emb, real: &mut Real) {
+    for p in ["p1", "p2"] {
+        assert_eq!(
+            emb_part(emb, p),
+            real_part(real, p),
+            "partition {p} after the drop"
+        );
+    }
+    assert_eq!(
+        emb.scan(SystemTime::All),
+        real.rows("ALL", ""),
+        "ALL at the end"
+    );
+}
+
 fn mariadb_ddl(variant: &str) -> String {
     match variant {
         "timestamp" => format!("CREATE TABLE accounts ({COLS}) ENGINE=InnoDB WITH SYSTEM VERSIONING"),
@@ -579,18 +596,7 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
     let ops = vec![AddBalance(2, 100), Delete(5)];
     real.step(&ops);
     emb.step(&ops);
-    for p in ["p1", "p2"] {
-        assert_eq!(
-            emb_part(&emb, p),
-            real_part(&mut real, p),
-            "partition {p} after the drop"
-        );
-    }
-    assert_eq!(
-        emb.scan(SystemTime::All),
-        real.rows("ALL", ""),
-        "ALL at the end"
-    );
+    assert_partitions_and_all_after_the_drop(&emb, &mut real);
     server.stop().expect("stop the managed MariaDB");
 }
 
@@ -702,17 +708,6 @@ fn history_partitions_by_interval_match_a_real_mariadb() {
     // History after the drop goes on alike: every interval has passed, p2 takes it.
     let j = all_steps.len();
     run_in_interval(j, &mut real, &mut emb, &[AddBalance(2, 100), Delete(5)]);
-    for p in ["p1", "p2"] {
-        assert_eq!(
-            emb_part(&emb, p),
-            real_part(&mut real, p),
-            "partition {p} after the drop"
-        );
-    }
-    assert_eq!(
-        emb.scan(SystemTime::All),
-        real.rows("ALL", ""),
-        "ALL at the end"
-    );
+    assert_partitions_and_all_after_the_drop(&emb, &mut real);
     server.stop().expect("stop the managed MariaDB");
 }
