@@ -157,34 +157,6 @@ pub struct RunResult {
     pub interrupted: bool,
 }
 
-impl RunResult {
-    /// A warning when events ended in errors that the target did not mark retryable
-    /// (deadlocks, serialization failures, lock wait timeouts: [`OpError::retryable`]),
-    /// `None` when none did. sysbench stops a thread at an error outside its ignore list
-    /// (`--mysql-ignore-errors`, default 1213, 1020, 1205); this driver counts the event
-    /// and goes on. A failed event's statements ran before it failed, but only completed
-    /// events count in `transactions`, so every per-transaction figure of such a run
-    /// carries the failed events' work (the MariaDB driver's stale prepared statements,
-    /// 226–6,456 failed events per point of a bandwidth sweep, hid that way). The text
-    /// gives `label`, the counts and the first error message.
-    pub fn non_retryable_error_warning(&self, label: &str) -> Option<String> {
-        let failed = self.errors.saturating_sub(self.retryable_errors);
-        if failed == 0 {
-            return None;
-        }
-        let first = self
-            .error_samples
-            .first()
-            .map_or(String::new(), |e| format!("; first: {e}"));
-        Some(format!(
-            "warning: {label}: {failed} events ended in errors that are not retryable \
-             (deadlocks, serialization failures, lock wait timeouts), against {} \
-             completed; figures per transaction include the failed events' work{first}",
-            self.transactions
-        ))
-    }
-}
-
 /// Shared between the driver and its caller while a run is under way: the caller sets
 /// `stop` (Ctrl-C) and reads `completed` (events finished so far) and `statements` to show
 /// live TPS and sample a time series; [`RunControl::take_interval_latency`] gives the

@@ -440,21 +440,3 @@ fn options_a_script_overrides_are_overridden_whatever_the_flag_says() {
         ["oltp_insert:table_size", "oltp_point_select:point_selects"]
     );
 }
-
-#[test]
-fn only_non_retryable_errors_give_a_warning_with_counts_and_the_first_message() {
-    use crate::driver::RunResult;
-    let mut r = RunResult {
-        transactions: 100,
-        errors: 7,
-        retryable_errors: 7,
-        ..RunResult::default()
-    };
-    assert_eq!(r.non_retryable_error_warning("real:mariadb"), None);
-    r.errors = 10;
-    r.error_samples = vec!["ERROR 1243 Unknown prepared statement handler".into()];
-    let w = r.non_retryable_error_warning("real:mariadb").unwrap();
-    assert!(w.contains("real:mariadb: 3 events"), "{w}");
-    assert!(w.contains("against 100 completed"), "{w}");
-    assert!(w.contains("ERROR 1243"), "{w}");
-}

@@ -219,9 +219,6 @@ pub fn run_loaded<S: Subject>(
         || measure(s.target(), kind, &opts, c, s.label(), ctl, Some(&live)),
     );
     let results = results?;
-    if let Some(w) = results.non_retryable_error_warning(s.label()) {
-        eprintln!("{w}");
-    }
     // The phase's sessions have closed: wait for their backends to be reaped, so that
     // their CPU is in the postmaster's cumulative child fields at the last reading.
     if let Some(pid) = s.server_pid() {
