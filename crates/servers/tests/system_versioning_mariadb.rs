@@ -309,6 +309,26 @@ fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
 
 /// MariaDB's DDL of the variant: by timestamp (implicit row_start/row_end), by trx id
 /// (BIGINT UNSIGNED period columns), by timestamp with history and current partitions.
+/// Rows in MariaDB's history partitions p0, p1 and p2.
+fn history_part_sizes(real: &mut Real) -> Vec<usize> {
+    ["p0", "p1", "p2"]
+        .iter()
+        .map(|p| real_part(real, p).len())
+        .collect()
+}
+
+/// `ALTER TABLE accounts DROP PARTITION part` on MariaDB and `drop_partition` on the
+/// preset, both expected to be refused: their error messages (MariaDB's, the preset's).
+fn drop_refused_on_both(real: &mut Real, emb: &Emb, t: TableId, part: &str) -> (String, String) {
+    let real_e = real
+        .conn
+        .query_drop(format!("ALTER TABLE accounts DROP PARTITION {part}"))
+        .unwrap_err()
+        .to_string();
+    let emb_e = emb.db.drop_partition(t, part).unwrap_err().to_string();
+    (real_e, emb_e)
+}
+
 /// After `DROP PARTITION p0` and one more step: partitions p1 and p2, and `ALL`, equal on
 /// both sides.
 fn assert_partitions_and_all_after_the_drop(emb: &Emb, real: &mut Real) {
@@ -551,21 +571,13 @@ fn history_partitions_by_limit_and_drop_partition_match_a_real_mariadb() {
         }
     }
     // LIMIT 2 filled p0 and p1 with two rows each, and the last one took three.
-    let sizes: Vec<usize> = ["p0", "p1", "p2"]
-        .iter()
-        .map(|p| real_part(&mut real, p).len())
-        .collect();
+    let sizes = history_part_sizes(&mut real);
     assert_eq!(sizes, vec![2, 2, 3], "MariaDB's partitions");
 
     // The current partition cannot be dropped, on either side (ER_VERS_WRONG_PARTS).
-    let e = real
-        .conn
-        .query_drop("ALTER TABLE accounts DROP PARTITION pn")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("Wrong partitions"), "MariaDB: {e}");
-    let e = emb.db.drop_partition(t, "pn").unwrap_err().to_string();
-    assert!(e.contains("wrong partitions"), "preset: {e}");
+    let (real_e, emb_e) = drop_refused_on_both(&mut real, &emb, t, "pn");
+    assert!(real_e.contains("Wrong partitions"), "MariaDB: {real_e}");
+    assert!(emb_e.contains("wrong partitions"), "preset: {emb_e}");
 
     real.conn
         .query_drop("ALTER TABLE accounts DROP PARTITION p0")
@@ -676,24 +688,16 @@ fn history_partitions_by_interval_match_a_real_mariadb() {
             );
         }
     }
-    let sizes: Vec<usize> = ["p0", "p1", "p2"]
-        .iter()
-        .map(|p| real_part(&mut real, p).len())
-        .collect();
+    let sizes = history_part_sizes(&mut real);
     assert!(
         sizes[1] > 0 && sizes[2] > 0,
         "MariaDB rotated into p1 and p2: {sizes:?}"
     );
 
     // Only the oldest history partitions can be dropped (ER_VERS_DROP_PARTITION_INTERVAL).
-    let e = real
-        .conn
-        .query_drop("ALTER TABLE accounts DROP PARTITION p1")
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("oldest"), "MariaDB: {e}");
-    let e = emb.db.drop_partition(t, "p1").unwrap_err().to_string();
-    assert!(e.contains("oldest"), "preset: {e}");
+    let (real_e, emb_e) = drop_refused_on_both(&mut real, &emb, t, "p1");
+    assert!(real_e.contains("oldest"), "MariaDB: {real_e}");
+    assert!(emb_e.contains("oldest"), "preset: {emb_e}");
     real.conn
         .query_drop("ALTER TABLE accounts DROP PARTITION p0")
         .unwrap();
