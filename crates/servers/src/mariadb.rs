@@ -62,7 +62,7 @@ pub struct MariaDb {
 /// Connects with `opts`, retrying every 200 ms for up to `wait` (a server still starting).
 ///
 /// Errors: [`ServerError::Connect`] once `wait` has passed.
-pub(crate) fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
+pub fn connect(opts: &Opts, wait: Duration) -> Result<Conn, ServerError> {
     let deadline = Instant::now() + wait;
     loop {
         match Conn::new(opts.clone()) {

@@ -9,10 +9,11 @@
 //! installed (`apt-get install mariadb-server`, README Set-up).
 
 use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
-use mvcclab_servers::ServerKind;
+use mvcclab_servers::{mariadb, ServerKind};
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder};
+use mysql::OptsBuilder;
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 #[test]
 fn mariadb_starts_with_a_tmpdir_its_user_cannot_write() {
@@ -39,14 +40,8 @@ fn mariadb_starts_with_a_tmpdir_its_user_cannot_write() {
         .tcp_port(server.port())
         .user(Some("root"))
         .prefer_socket(false);
-    let mut conn = (0..300)
-        .find_map(|_| {
-            Conn::new(conn_opts.clone()).ok().or_else(|| {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                None
-            })
-        })
-        .expect("connect to the managed MariaDB: no connection in 60 s");
+    let mut conn = mariadb::connect(&conn_opts.into(), Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("connect to the managed MariaDB: {e}"));
     let tmpdir: String = conn.query_first("SELECT @@tmpdir").unwrap().unwrap();
     assert!(
         std::path::Path::new(&tmpdir).starts_with(&base),

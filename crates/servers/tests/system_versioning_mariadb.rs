@@ -36,6 +36,7 @@ use mvcclab_servers::ServerKind;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 use std::ops::Bound;
+use std::time::Duration;
 
 /// (id, balance, owner, code): the declared columns both sides return.
 type R = (i32, i64, String, i32);
@@ -388,13 +389,9 @@ fn start_mariadb() -> (ManagedServer, Conn, OptsBuilder) {
         .tcp_port(server.port())
         .user(Some("root"))
         .prefer_socket(false);
-    for _ in 0..300 {
-        if let Ok(c) = Conn::new(opts.clone()) {
-            return (server, c, opts);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    panic!("connect to the managed MariaDB: no connection in 60 s");
+    let conn = mvcclab_servers::mariadb::connect(&opts.clone().into(), Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("connect to the managed MariaDB: {e}"));
+    (server, conn, opts)
 }
 
 #[test]
