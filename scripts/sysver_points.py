@@ -5,7 +5,12 @@
 statements per second (rows per second for delete_all) and 4 KiB blocks read / written
 per statement (per deleted row), as Markdown tables.
 
-Usage: scripts/sysver_points.py [--iteration I] POINT.json...
+With `--phase NAME` (a phase name without its `iN_` prefix, e.g. `range_select_first`,
+`delete_all`) it prints that phase across the iterations instead: per run and iteration,
+seconds, statements per second and 4 KiB blocks read / written per statement, for
+trends such as the seed's "range selects degrade as history grows".
+
+Usage: scripts/sysver_points.py [--iteration I | --phase NAME] POINT.json...
 """
 import json
 import sys
@@ -21,15 +26,52 @@ PHASES = [
 ]
 
 
-def main(argv):
-    it = 3
-    if len(argv) > 1 and argv[0] == "--iteration":
-        it, argv = int(argv[1]), argv[2:]
+def load_runs(paths):
     runs = []
-    for path in argv:
+    for path in paths:
         with open(path) as f:
             point = json.load(f)
         runs.extend(point["experiment"]["runs"])
+    return runs
+
+
+def trend(phase, runs):
+    """One phase over the iterations: `s · statements/s · read / written per statement`."""
+    iterations = sorted(
+        {int(p["name"].split("_", 1)[0][1:]) for r in runs for p in r["phases"]
+         if p["name"].split("_", 1)[1] == phase}
+    )
+    if not iterations:
+        sys.exit(f"no phase named {phase!r} in these points (names look like i1_insert)")
+    print(f"{phase} per iteration: seconds · statements per second · 4 KiB blocks read / "
+          "written per statement (delete_all: per row)\n")
+    print("| run | pool MiB | " + " | ".join(f"iteration {i}" for i in iterations) + " |")
+    print("|---|---:|" + "---:|" * len(iterations))
+    for r in runs:
+        phases = {p["name"]: p for p in r["phases"]}
+        cells = []
+        for i in iterations:
+            p = phases.get(f"i{i}_{phase}")
+            if p is None or not p["ops"]:
+                cells.append("")
+                continue
+            po = p["per_op"]
+            cells.append(
+                f"{p['elapsed_s']:.1f} · {p['ops'] / p['elapsed_s']:.0f} · "
+                f"{po['read_blocks_4k']:.2f} / {po['write_blocks_4k']:.2f}"
+            )
+        pool = r["device"]["buffer_pool_bytes"] / 1048576
+        print(f"| {r['design']['name']} | {pool:.1f} | " + " | ".join(cells) + " |")
+
+
+def main(argv):
+    it = 3
+    if len(argv) > 1 and argv[0] == "--phase":
+        trend(argv[1], load_runs(argv[2:]))
+        return
+    if len(argv) > 1 and argv[0] == "--iteration":
+        it, argv = int(argv[1]), argv[2:]
+    runs = load_runs(argv)
     head = "| run | pool MiB | " + " | ".join(h for _, h in PHASES) + " |"
     rule = "|---|---:|" + "---:|" * len(PHASES)
     rate, blocks = [head, rule], [head, rule]
