@@ -1182,7 +1182,7 @@ zzzz-yyyy rw-s 00000000 00:01 1 /dev/zero (deleted)
 
 #[cfg(test)]
 mod page_cache_scope_tests {
-    use super::PageCacheScope;
+    use super::{storage_rotational, PageCacheScope};
     use std::io::{Read, Write};
     use std::path::Path;
 
