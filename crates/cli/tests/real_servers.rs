@@ -337,6 +337,31 @@ fn bad_real_targets_are_usage_errors() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("runs on its own storage"));
+    // --rotational off the FUSE device: only when the servers' folder is on a rotational
+    // disk, which tmpfs (no block device) is not; on the FUSE device only in block-device
+    // mode.
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let out = mvcclab(&[
+        "compare",
+        "--designs",
+        "innodb,real:mariadb",
+        "--rotational",
+        "--server-dir",
+        shm.path().to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("storage without a rotational flag"), "{err}");
+    let out = mvcclab(&[
+        "compare",
+        "--designs",
+        "innodb,real:mariadb",
+        "--rotational",
+        "--fuse-device",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("only in --fuse-mode block-device"), "{err}");
 }
 
 /// `--exact-device-io`: as root, the server's files sit on a loop device of their own and

@@ -426,6 +426,27 @@ pub(crate) fn system_user(name: &str) -> Option<(u32, u32)> {
     })
 }
 
+/// Whether the block device holding `path` — or, when `path` does not exist yet, its
+/// nearest existing ancestor — is rotational: `/sys/dev/block/MAJOR:MINOR/queue/rotational`
+/// (the whole disk's for a partition) = 1. A loop device takes the flag of the disk under
+/// its backing file when the file is attached (drivers/block/loop.c; seen on kernel 6.18:
+/// `exact_device_io` loop devices over files on a rotational disk show 1), so a managed
+/// server with `exact_device_io` sees the same flag as its folder. `None` when the file system has
+/// no block device (tmpfs, FUSE: major 0) or sysfs does not say.
+pub fn storage_rotational(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = path.ancestors().find_map(|p| fs::metadata(p).ok())?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let base = format!("/sys/dev/block/{major}:{minor}");
+    let text = fs::read_to_string(format!("{base}/queue/rotational"))
+        .or_else(|_| fs::read_to_string(format!("{base}/../queue/rotational")))
+        .ok()?;
+    Some(text.trim() == "1")
+}
+
 /// Whether this process runs as root (effective uid 0): the OS page cache can be dropped,
 /// memory cgroups made, loop devices set up and servers started as their system users.
 pub fn is_root() -> bool {
@@ -887,15 +908,10 @@ impl ManagedServer {
     pub fn rotational(&self) -> Option<bool> {
         use std::os::unix::fs::MetadataExt;
         let dev = fs::metadata(&self.data).ok()?.dev();
-        let (major, minor) = (libc::major(dev), libc::minor(dev));
-        if major == 0 {
+        if libc::major(dev) == 0 {
             return (self.kind != ServerKind::PostgreSql).then_some(true);
         }
-        let base = format!("/sys/dev/block/{major}:{minor}");
-        let text = fs::read_to_string(format!("{base}/queue/rotational"))
-            .or_else(|_| fs::read_to_string(format!("{base}/../queue/rotational")))
-            .ok()?;
-        Some(text.trim() == "1")
+        storage_rotational(&self.data)
     }
 
     /// The files whose page cache is this server's ([`PageCacheScope`]): the folder
@@ -1166,7 +1182,7 @@ zzzz-yyyy rw-s 00000000 00:01 1 /dev/zero (deleted)
 
 #[cfg(test)]
 mod page_cache_scope_tests {
-    use super::PageCacheScope;
+    use super::{storage_rotational, PageCacheScope};
     use std::io::{Read, Write};
     use std::path::Path;
 
@@ -1204,6 +1220,15 @@ mod page_cache_scope_tests {
             .unwrap()
             .read_to_end(&mut back)
             .unwrap();
+    }
+
+    /// tmpfs has no block device, so no rotational flag, also for a path below it that
+    /// does not exist yet (its nearest existing ancestor decides).
+    #[test]
+    fn storage_rotational_is_none_without_a_block_device() {
+        let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+        assert_eq!(storage_rotational(shm.path()), None);
+        assert_eq!(storage_rotational(&shm.path().join("not/yet")), None);
     }
 
     /// The scope's files, nested ones included, leave the page cache; a file outside it

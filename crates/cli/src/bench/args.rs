@@ -190,8 +190,10 @@ pub struct DeviceArgs {
     /// an NVMe SSD. It changes no timing; engines read it: the innodb preset then flushes a
     /// page's dirty neighbours (design switch `flush_neighbors`), as MariaDB does only on
     /// rotational storage. For a real server it needs `--fuse-mode block-device` (the loop
-    /// device is marked rotational); without the FUSE device a real server sees this
-    /// machine's own disk, whose flag its report records.
+    /// device is marked rotational), or no FUSE device and `--server-dir` (default: the
+    /// temp directory) on a rotational disk: the server then sees that disk (a loop device
+    /// of `--exact-device-io` takes its flag), whose flag its report records; otherwise a
+    /// usage error.
     #[arg(long)]
     pub rotational: bool,
     /// Keep each design's database under this directory (default: in memory).

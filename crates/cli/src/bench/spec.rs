@@ -123,11 +123,36 @@ pub fn check_common(c: &CommonArgs, specs: &[RunSpec]) -> Result<()> {
         }
     }
     if real && c.device.rotational && c.server.fuse_mode != "block-device" {
-        bad(
-            "--rotational marks mvcclab's device rotational; a real server sees it only in \
-             --fuse-mode block-device (a loop device marked rotational). Without it the server \
-             sees the disk under its data directory, whose flag the report records",
-        )?;
+        // Off the FUSE device a managed server sees the disk under its folder (and a loop
+        // device of --exact-device-io takes that disk's flag): --rotational then matches
+        // the presets to it, which is right only when that disk is rotational (MariaDB
+        // flushes neighbours only there, buf0flu.cc `buf_flush_try_neighbors`).
+        if fuse_device(c) || !c.server.urls.is_empty() {
+            bad(
+                "--rotational marks mvcclab's device rotational; a server on the FUSE device \
+                 sees it only in --fuse-mode block-device (a loop device marked rotational), \
+                 and a --url server runs on its own storage",
+            )?;
+        }
+        let dir = c
+            .server
+            .server_dir
+            .clone()
+            .unwrap_or_else(std::env::temp_dir);
+        match mvcclab_servers::managed::storage_rotational(&dir) {
+            Some(true) => {}
+            flag => bad(&format!(
+                "--rotational: the real servers' folder {} is on {}, which they would not see \
+                 as rotational (--server-dir on a rotational disk, or --fuse-device \
+                 --fuse-mode block-device)",
+                dir.display(),
+                if flag == Some(false) {
+                    "a non-rotational disk"
+                } else {
+                    "storage without a rotational flag"
+                }
+            ))?,
+        }
     }
     for u in &c.server.urls {
         if ServerKind::of_url(u).is_none() {

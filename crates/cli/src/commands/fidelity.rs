@@ -278,6 +278,12 @@ fn run_flags(c: &CommonArgs, workload: &str) -> String {
     if c.server.fuse_device {
         s += &format!(" --fuse-device --fuse-mode {}", c.server.fuse_mode);
     }
+    if c.server.exact_device_io {
+        s += " --exact-device-io";
+    }
+    if let Some(dir) = &c.server.server_dir {
+        s += &format!(" --server-dir {}", dir.display());
+    }
     if c.device.rotational {
         s += " --rotational";
     }
@@ -597,6 +603,34 @@ mod tests {
             md.starts_with("Servers: real:mariadb 10.11.19-MariaDB-0+deb12u1.\n"),
             "{md}"
         );
+    }
+
+    /// The reproduce lines carry how the servers' device I/O was counted and where they
+    /// ran (without them a rotational grid's lines would run the servers unmeasured, or
+    /// refuse --rotational on a temp directory off the rotational disk).
+    #[test]
+    fn run_flags_keep_the_exact_device_io_and_the_server_dir() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            common: CommonArgs,
+        }
+        let c = Flags::parse_from([
+            "t",
+            "--exact-device-io",
+            "--server-dir",
+            "/work/srv",
+            "--rotational",
+        ])
+        .common;
+        let s = run_flags(&c, "oltp_update_index");
+        assert!(
+            s.ends_with(" --exact-device-io --server-dir /work/srv --rotational"),
+            "{s}"
+        );
+        let plain = run_flags(&Flags::parse_from(["t"]).common, "oltp_update_index");
+        assert!(!plain.contains("--exact-device-io") && !plain.contains("--server-dir"));
     }
 
     #[test]
