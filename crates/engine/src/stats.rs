@@ -200,6 +200,22 @@ metrics! {
     /// `buffer_pages_written` (innodb_metrics `buffer_flush_neighbor_pages`; only with the
     /// `flush_neighbors` switch on a rotational device).
     buffer_flush_neighbor_pages;
+    /// Dirty pages the page cleaner's LRU batch wrote from the LRU tail, part of
+    /// `buffer_pages_written` (innodb_metrics `buffer_LRU_batch_flush_total_pages`;
+    /// buf0flu.cc `buf_flush_LRU_list_batch`). Only pools with InnoDB's free-page target.
+    buffer_lru_batch_pages_written;
+    /// Dirty pages written oldest change first from the flush list, part of
+    /// `buffer_pages_written`: the page cleaner's batch above `max_dirty_pct` and the
+    /// checkpoint's flush of every dirty page (innodb_metrics
+    /// `buffer_flush_batch_total_pages`; buf0flu.cc `buf_do_flush_list_batch`).
+    buffer_flush_list_pages_written;
+    /// Pages initialized in the pool without a read while not resident: a new page of a
+    /// relation (or a page redo rebuilds whole) that needed a frame (InnoDB
+    /// `Innodb_pages_created`, innodb_metrics `buffer_pages_created`: buf0buf.cc
+    /// `buf_page_create_low` counts only a page it did not find in the pool; a freed page
+    /// still resident and allocated again is reused without counting). Compare with
+    /// `pages_allocated`, which counts every allocation.
+    buffer_pages_created;
     /// New pages allocated by extending a relation or reusing a freed page.
     pages_allocated;
     /// WAL records inserted (pg_stat_wal.wal_records).

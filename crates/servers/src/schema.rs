@@ -13,6 +13,9 @@
 //! | wal_writes, wal_syncs | pg_stat_wal `wal_write`, `wal_sync` | `Innodb_log_writes`, `Innodb_os_log_fsyncs` |
 //! | wal_written_bytes | – | `Innodb_os_log_written` |
 //! | doublewrite_pages, _batches | 0 (none) | `Innodb_dblwr_pages_written`, `Innodb_dblwr_writes` |
+//! | buffer_lru_batch_pages_written | – | INNODB_METRICS `buffer_LRU_batch_flush_total_pages` |
+//! | buffer_flush_list_pages_written | – | INNODB_METRICS `buffer_flush_batch_total_pages` |
+//! | buffer_pages_created | – | `Innodb_pages_created` |
 //! | checkpoints_timed, _requested | bgwriter `checkpoints_timed`, `checkpoints_req` | – |
 //! | read/write requests, bytes, 4 KiB blocks, syncs | loop device (`--exact-device-io`) | loop device |
 //! | n_tup_ins/upd/del | pg_stat_user_tables | `Handler_write/update/delete` |
@@ -169,6 +172,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             not.extend_from_slice(&[
                 "io.total.wal_fpi_bytes",
                 "io.total.wal_written_bytes",
+                "io.total.buffer_lru_batch_pages_written",
+                "io.total.buffer_flush_list_pages_written",
+                "io.total.buffer_pages_created",
                 "engine.purge_records",
                 "engine.history_list_length",
                 // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
@@ -188,6 +194,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             t.wal_syncs = g("os_log_fsyncs");
             t.doublewrite_pages = g("dblwr_pages_written");
             t.doublewrite_batches = g("dblwr_writes");
+            t.buffer_lru_batch_pages_written = m("buffer_LRU_batch_flush_total_pages");
+            t.buffer_flush_list_pages_written = m("buffer_flush_batch_total_pages");
+            t.buffer_pages_created = g("pages_created");
             f.tables = handler_rows(d);
             let purged = m("purge_del_mark_records") + m("purge_upd_exist_or_extern_records");
             f.undo = EngineCounters {
@@ -245,6 +254,9 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             f.tables = handler_rows(d);
             not.extend_from_slice(&[
                 "io.total.buffer_pages_written",
+                "io.total.buffer_lru_batch_pages_written",
+                "io.total.buffer_flush_list_pages_written",
+                "io.total.buffer_pages_created",
                 "io.total.doublewrite_pages",
                 "io.total.doublewrite_batches",
                 "io.total.wal_records",

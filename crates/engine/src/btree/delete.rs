@@ -17,6 +17,9 @@ use crate::wal::{rmgr, RecordBuilder};
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 
+/// How often `BTree::free_merged` tries to take a freed page that a reader pins.
+const FREE_RESIDENT_TRIES: usize = 100;
+
 impl BTree {
     /// Removes the entry with `key`; `Ok(false)` when there is none. Without a merge
     /// threshold a leaf may become empty and stays in the tree (PostgreSQL deletes empty
@@ -262,15 +265,38 @@ impl BTree {
     }
 
     /// Returns a page a merge emptied to the relation's free list, for a later split's
-    /// [`BufferPool::new_page`]. The page stays in the pool (dirty, marked freed) and is
-    /// written like any other: InnoDB skips writing a freed page (`buf_page_t::FREED`),
-    /// which its recovery allows by ignoring the log of pages freed later in it; mvcclab's
-    /// redo has no such pass, so the freed page is written once.
+    /// [`BufferPool::new_page`]. The page stays in the pool, marked freed and no longer
+    /// dirty ([`BufferPool::free_resident`]), so it is never written: InnoDB's
+    /// `btr_page_free` → fsp0fsp.cc `fseg_free_page` → buf0buf.cc `buf_page_free` marks
+    /// the block FREED, and the page cleaner releases a FREED block without writing it
+    /// (buf0flu.cc `buf_page_t::flush` → `buf_pool_t::release_freed_page`, from both the
+    /// LRU and the flush-list batch). Recovery needs no image of it: nothing reaches a
+    /// freed page until a split takes it again, and the split's record rebuilds it whole
+    /// (a will-init block); the records before the MERGE (itself will-init for this page)
+    /// apply on top of whatever image the page last had on the device, which is the page
+    /// as of its last write, or, with the doublewrite area, are skipped (`recovery::redo`,
+    /// MariaDB log0recv.cc `page_recv_t::will_not_read`). Only with the doublewrite area:
+    /// a checkpoint running during the merge skips the page once it is no longer dirty,
+    /// so its image on the device can be older than the checkpoint's redo pointer, and
+    /// the records between them are gone; without the skip, redo would apply the later
+    /// ones to that image. So under another torn-page protection, and for a page a reader
+    /// still pins after a short wait, the page keeps its dirty flag and is written once,
+    /// as every freed leaf was until 2026-11-27: one extra pool write per merge (0.23
+    /// merges per transaction of innodb oltp_update_index at `sweep`; docs/fidelity.md).
     ///
     /// [`BufferPool::new_page`]: crate::buffer::BufferPool::new_page
+    /// [`BufferPool::free_resident`]: crate::buffer::BufferPool::free_resident
     fn free_merged(&self, g: WritePageGuard<'_>) -> Result<()> {
         let id = g.page_id();
         drop(g);
+        if self.pool.has_doublewrite() {
+            for _ in 0..FREE_RESIDENT_TRIES {
+                if self.pool.free_resident(id) {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
         Ok(self.pool.store().free_page(id)?)
     }
 }

@@ -376,6 +376,13 @@ impl BufferPool {
         &self.wal
     }
 
+    /// Whether page writes go through the doublewrite area (torn-page protection
+    /// `doublewrite`); recovery then skips a page's records before a later record that
+    /// rebuilds it whole (`recovery::redo`).
+    pub fn has_doublewrite(&self) -> bool {
+        self.dblwr.is_some()
+    }
+
     fn count_rel(&self, rel: FileId, hit: bool) {
         let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
         if let Some(c) = self.rel_io.get(slot) {
@@ -754,6 +761,7 @@ impl BufferPool {
                     drop(data);
                     if create {
                         self.replacer.created(f);
+                        self.stats.add(Metric::buffer_pages_created, 1);
                     } else {
                         self.replacer.loaded(f);
                         self.stats.add(Metric::buffer_misses, 1);
@@ -1068,6 +1076,8 @@ impl BufferPool {
                     || (fr(f).dirty.load(Ordering::SeqCst) && rec < start)
             });
             if frames.is_empty() {
+                self.stats
+                    .add(Metric::buffer_flush_list_pages_written, total as u64);
                 return Ok(total);
             }
         }
@@ -1158,7 +1168,7 @@ impl BufferPool {
                 dirty.sort_unstable();
                 let excess = dirty.len() - limit;
                 let picked: Vec<FrameId> = dirty.into_iter().take(excess).map(|(_, f)| f).collect();
-                written += match self.neighbors_active(cfg.flush_neighbors) {
+                let flushed = match self.neighbors_active(cfg.flush_neighbors) {
                     // buf0flu.cc `buf_do_flush_list_batch` → `buf_flush_try_neighbors`.
                     Some(mode) => {
                         let mut queued = std::collections::HashSet::new();
@@ -1173,6 +1183,9 @@ impl BufferPool {
                     }
                     None => self.write_unpinned(&picked)?,
                 };
+                self.stats
+                    .add(Metric::buffer_flush_list_pages_written, flushed as u64);
+                written += flushed;
             }
         }
         Ok(written)
@@ -1275,6 +1288,8 @@ impl BufferPool {
             }
         }
         written += self.write_pinned_batches(&dirty)?;
+        self.stats
+            .add(Metric::buffer_lru_batch_pages_written, written as u64);
         Ok((evicted, written))
     }
 

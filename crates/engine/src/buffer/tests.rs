@@ -350,6 +350,9 @@ fn a_freed_page_stays_resident_unwritten_until_evicted_or_allocated_again() {
     drop(g);
     let d = s.snapshot().delta(&before).counters.total();
     assert_eq!((d.buffer_misses, d.read_blocks_4k), (0, 0));
+    // Allocated, but not created in the pool (buf0buf.cc `buf_page_create_low` counts
+    // `Innodb_pages_created` only for a page it did not find resident).
+    assert_eq!((d.pages_allocated, d.buffer_pages_created), (1, 0));
     // Marked freed again (the store keeps the block this time, so that the next pages
     // are new blocks), then pushed out by four new pages: its frame, at the LRU tail, is
     // reclaimed like a clean page's, with no write.
@@ -363,6 +366,7 @@ fn a_freed_page_stays_resident_unwritten_until_evicted_or_allocated_again() {
     assert!(!s.pool().is_resident(id), "evicted");
     let d = s.snapshot().delta(&before).counters.total();
     assert_eq!(d.buffer_pages_written, 0, "{d:?}");
+    assert_eq!(d.buffer_pages_created, 4, "{d:?}");
     // A pinned page is not marked.
     let g = s.pool().fetch_read(PageId::new(rel, 1)).unwrap();
     assert!(!s.pool().free_resident(PageId::new(rel, 1)));
@@ -425,8 +429,18 @@ fn max_dirty_pct_flushes_oldest_changes_first() {
         free_target: None,
         flush_neighbors: FlushNeighbors::Off,
     };
+    let before = s.snapshot();
     assert_eq!(s.pool().clean_round(&cfg).unwrap(), 5);
     assert_eq!(s.pool().state().dirty_pages, 5);
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!(
+        (
+            d.buffer_flush_list_pages_written,
+            d.buffer_lru_batch_pages_written
+        ),
+        (5, 0),
+        "flush-list writes (buffer_flush_batch_total_pages)"
+    );
     // The first five (oldest rec_lsn) went.
     let written: Vec<u64> = s
         .vfs()
@@ -655,6 +669,14 @@ fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
     let d = s.snapshot().delta(&before).counters;
     let pc = d.cause(Cause::PageCleaner);
     assert_eq!((pc.buffer_evictions, pc.buffer_pages_written), (100, 5));
+    assert_eq!(
+        (
+            pc.buffer_lru_batch_pages_written,
+            pc.buffer_flush_list_pages_written
+        ),
+        (5, 0),
+        "LRU batch writes (buffer_LRU_batch_flush_total_pages)"
+    );
     // With at least half the target free, a round does nothing (need_LRU_eviction).
     assert_eq!(pool.clean_round(&cfg).unwrap(), 0);
     assert_eq!(pool.free_frames(), 100);

@@ -448,4 +448,39 @@ mod tests {
         assert_eq!(u.rseg_info(0).history_size, 0);
         assert_eq!(u.pages_in_use(), 0);
     }
+
+    /// Small transactions whose history is purged and truncated between rounds: each
+    /// round's truncation frees every rollback segment's cached undo segment (its newest
+    /// log is purged, trx0purge.cc `free_history_rseg`, `TRX_UNDO_CACHED`), and the next
+    /// round creates a new one on the block just freed. The undo space allocates a page
+    /// per segment each round, but the pool finds the freed page still resident and
+    /// reuses its frame, so it creates (`buffer_pages_created`, MariaDB
+    /// `Innodb_pages_created`: buf0buf.cc `buf_page_create_low` counts only a page not
+    /// in the pool) only the first round's pages: O(rollback segments), not O(rounds).
+    #[test]
+    fn freed_undo_pages_allocated_again_are_not_created_again_in_the_pool() {
+        let (s, u) = space(256, 4);
+        let before = s.snapshot();
+        let mut trx = 100;
+        for _ in 0..50 {
+            let mut logs = Vec::new();
+            for _ in 0..8 {
+                logs.push(commit(&u, trx, 1, 0, 10).1);
+                trx += 1;
+            }
+            for l in logs {
+                u.purged(l);
+            }
+            assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 8);
+        }
+        let allocated = u.counters.pages_allocated.load(Ordering::Relaxed);
+        assert!(allocated >= 50 * 4, "{allocated} undo pages allocated");
+        let d = s.snapshot().delta(&before).counters.total();
+        assert!(
+            d.buffer_pages_created <= 2 * 4,
+            "{} pages created for {allocated} allocated",
+            d.buffer_pages_created
+        );
+        assert_eq!(d.buffer_misses, 0);
+    }
 }

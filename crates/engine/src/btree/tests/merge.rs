@@ -96,6 +96,66 @@ fn a_leaf_below_the_merge_threshold_moves_into_its_left_sibling_and_its_page_is_
     assert_redo_rebuilds(&s, &t);
 }
 
+/// The flags of page `block` of `t` as the device holds it (not the pool's copy).
+fn flags_on_device(s: &Storage, t: &BTree, block: u32) -> u16 {
+    let id = PageId::new(t.rel(), block);
+    let mut buf = vec![0u8; s.store().page_size().bytes()];
+    s.store().read_page(id, &mut buf).unwrap();
+    Node::parse(&buf, id).unwrap().header().flags
+}
+
+/// With the doublewrite area (InnoDB), a leaf a merge freed is never written: the page
+/// cleaner releases a FREED block without a write (buf0flu.cc `buf_page_t::flush` →
+/// `buf_pool_t::release_freed_page`), so the device keeps its last image, a live leaf,
+/// and a flush writes only the survivor, the parent and the right neighbour. Under
+/// full-page writes the freed page is still written once (`BTree::free_merged`).
+#[test]
+fn a_freed_leaf_is_not_written_with_the_doublewrite_area() {
+    use crate::storage::TornPageProtection;
+    for dblwr in [true, false] {
+        let mut cfg = StorageConfig::without_background(64);
+        if dblwr {
+            cfg.torn_page_protection = TornPageProtection::Doublewrite;
+        }
+        let s = Storage::open(cfg).unwrap();
+        assert_eq!(s.pool().has_doublewrite(), dblwr);
+        let (t, ls) = merge_fixture(&s, BTreeConfig::innodb());
+        let (second, third) = (&ls[1], &ls[2]);
+        for key in &second.1[..second.1.len() / 2] {
+            assert!(t.delete(key).unwrap());
+        }
+        s.pool().flush_all().unwrap();
+        let mut d = 0;
+        while t.ops().index_page_merge_successful == 0 {
+            assert!(t.delete(&third.1[d]).unwrap());
+            d += 1;
+        }
+        let written = s.pool().flush_all().unwrap();
+        let freed_on_device = flags_on_device(&s, &t, third.0) & node::FLAG_FREED != 0;
+        if dblwr {
+            assert!(!freed_on_device, "the freed leaf was written");
+            assert_eq!(written, 3, "survivor, parent, right neighbour");
+        } else {
+            assert!(
+                freed_on_device,
+                "without the skip in redo it is written once"
+            );
+            assert_eq!(written, 4);
+        }
+        // The page is reused by the next split, and the tree and redo agree.
+        let splits = t.ops().index_page_splits;
+        let mut i = 0u32;
+        while t.ops().index_page_splits == splits {
+            t.insert(&format!("z{i:08}").into_bytes(), &[1u8; 200])
+                .unwrap();
+            i += 1;
+        }
+        assert!(leaves(&s, &t).iter().any(|(b, _)| *b == third.0));
+        t.verify().unwrap();
+        assert_redo_rebuilds(&s, &t);
+    }
+}
+
 #[test]
 fn a_leaf_whose_left_sibling_is_full_takes_in_its_right_sibling() {
     let s = storage(64);
