@@ -320,6 +320,7 @@ pub fn warm_up(
             events: 0,
             rand_seed: c.rand_seed ^ 0xA5A5,
             rate_tps: c.rate,
+            ignore_errors: c.ignore_errors.clone(),
         };
         drive_shown(
             target,
@@ -355,6 +356,7 @@ pub fn measure(
         events: c.events,
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
+        ignore_errors: c.ignore_errors.clone(),
     };
     drive_shown(target, kind, opts, &run_opts, c, label, ctl, live)
         .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
