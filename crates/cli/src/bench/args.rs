@@ -137,6 +137,11 @@ pub struct CommonArgs {
     /// exit code 1 and a message naming it.
     #[arg(long, default_value = "default", value_parser = IgnoreErrors::parse)]
     pub ignore_errors: IgnoreErrors,
+    /// For tests (hidden): every N-th table operation of each session of the measured phase
+    /// goes to the missing table sbtest0, an error no sysbench driver ignores (workload
+    /// fault.rs `FaultTarget`); 0 = off.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub inject_error_every_ops: u64,
     /// Seconds per sample of the measured phase's time series (`results.timeseries`:
     /// transactions, latency, 4 KiB blocks by cause, MiB/s, ...) and of the progress
     /// line's rates, as sysbench's --report-interval; 0 = no time series.

@@ -24,6 +24,7 @@ use mvcclab_servers::cpu::{
     children_of, process_cpu, tree_cpu, wait_children_reaped, CpuUse, TreeCpu,
 };
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
+use mvcclab_workload::fault::FaultTarget;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
 
@@ -357,6 +358,15 @@ pub fn measure(
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
         ignore_errors: c.ignore_errors.clone(),
+    };
+    let faulty = FaultTarget {
+        inner: target,
+        every_ops: c.inject_error_every_ops,
+    };
+    let target: &dyn Target = if c.inject_error_every_ops > 0 {
+        &faulty
+    } else {
+        target
     };
     drive_shown(target, kind, opts, &run_opts, c, label, ctl, live)
         .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))
