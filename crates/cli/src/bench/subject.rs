@@ -304,8 +304,8 @@ impl CpuNow {
 
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
 ///
-/// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open (see
-/// [`driver_error`]).
+/// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open, an
+/// error that `--ignore-errors` does not ignore (exit 1, see [`driver_error`]).
 pub fn warm_up(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -339,7 +339,8 @@ pub fn warm_up(
 }
 
 /// The measured phase (`--time` / `--events`) on any target, under a progress bar that
-/// shows `live`'s rates when given.
+/// shows `live`'s rates when given; with `--inject-error-every-ops` the target is wrapped
+/// in a `FaultTarget` (tests).
 ///
 /// Errors: the driver's (as [`warm_up`]).
 pub fn measure(
