@@ -127,7 +127,7 @@ impl Session for ScriptedSession<'_> {
     fn execute(&mut self, _: &Op) -> Result<(), OpError> {
         self.1 += 1;
         self.0.executed.fetch_add(1, Ordering::Relaxed);
-        if self.1 % self.0.every == 0 {
+        if self.1.is_multiple_of(self.0.every) {
             return Err(self.0.error.clone());
         }
         Ok(())

@@ -68,7 +68,7 @@ impl Session for FaultSession<'_> {
         if self.every_ops > 0 {
             if let Some(missing) = on_missing_table(op) {
                 self.ops += 1;
-                if self.ops % self.every_ops == 0 {
+                if self.ops.is_multiple_of(self.every_ops) {
                     return self.inner.execute(&missing);
                 }
             }
