@@ -91,7 +91,7 @@ impl Embedded {
 
 /// The dialect of the engine a design models, whose sysbench driver decides which errors
 /// are ignored: PostgreSQL for heap tables, MariaDB for clustered ones (as the presets).
-pub(crate) fn dialect_of(db: &Database) -> Dialect {
+pub fn dialect_of(db: &Database) -> Dialect {
     match db.design().table_layout {
         mvcclab_engine::design::TableLayout::Heap => Dialect::PostgreSql,
         _ => Dialect::MySql,
@@ -101,7 +101,7 @@ pub(crate) fn dialect_of(db: &Database) -> Dialect {
 /// An engine error as the real engine of dialect `d` reports it: a transaction error with
 /// that engine's code ([`mvcclab_engine::mvcc::TxnError::sqlstate`], `mariadb_errno`),
 /// any other (storage, catalog, value) without a code, of kind [`crate::driver::ErrorKind::Other`].
-pub(crate) fn engine_error(e: &Error, d: Dialect) -> OpError {
+pub fn engine_error(e: &Error, d: Dialect) -> OpError {
     let code = e.as_txn().and_then(|t| match d {
         Dialect::PostgreSql => Some(ErrorCode::SqlState(t.sqlstate().into())),
         Dialect::MySql => t.mariadb_errno().map(ErrorCode::MariaDb),
