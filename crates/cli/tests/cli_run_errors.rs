@@ -4,72 +4,64 @@
 //! it. The fault comes from the hidden `--inject-error-every-ops` (workload fault.rs: every
 //! N-th table operation goes to the missing table sbtest0).
 
-use std::process::Command;
+use mvcclab_workload::driver::RunResult;
+use std::process::{Command, Output};
 
-fn mvcclab(args: &[&str]) -> std::process::Output {
+/// `mvcclab run --design <design> --workload <workload>` of `(threads, events)` over
+/// `rows` rows, quiet, JSON on stdout, plus `extra`.
+fn run(
+    design: &str,
+    workload: &str,
+    rows: u32,
+    (threads, events): (u32, u32),
+    extra: &[&str],
+) -> Output {
+    let (rows, threads, events) = (rows.to_string(), threads.to_string(), events.to_string());
     Command::new(env!("CARGO_BIN_EXE_mvcclab"))
-        .args(args)
+        .args(["run", "--design", design, "--workload", workload])
+        .args(["--table-size", &rows, "--threads", &threads])
+        .args(["--events", &events, "--time", "0", "--warmup", "0"])
+        .args(["--quiet", "--format", "json"])
+        .args(extra)
         .output()
         .expect("run mvcclab")
 }
 
-const SMALL: &[&str] = &[
-    "--table-size",
-    "500",
-    "--events",
-    "60",
-    "--time",
-    "0",
-    "--warmup",
-    "0",
-    "--threads",
-    "2",
-    "--quiet",
-];
-
-fn with_small(args: &[&str]) -> Vec<String> {
-    args.iter().chain(SMALL).map(|s| s.to_string()).collect()
+/// The results of a run that passed and, being `--quiet`, printed nothing on stderr.
+fn passed(out: &Output, what: &str) -> (RunResult, String) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what}: {err}");
+    assert!(err.is_empty(), "{what}: --quiet: {err}");
+    let report: mvcclab::result::Report = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &report.runs[0];
+    (
+        run.results.run.clone(),
+        run.driver.ignore_errors.to_string(),
+    )
 }
+
+const FAULT: [&str; 2] = ["--inject-error-every-ops", "7"];
 
 #[test]
 fn an_error_sysbench_does_not_ignore_stops_the_run_with_exit_1_and_names_it() {
-    for (design, code, statement) in [
-        (
-            "postgres",
-            "SQLSTATE 42P01",
-            "statement: SELECT c FROM sbtest0 WHERE id=$1",
-        ),
-        (
-            "innodb",
-            "MariaDB error 1146",
-            "statement: SELECT c FROM sbtest0 WHERE id=?",
-        ),
+    for (design, code, placeholder) in [
+        ("postgres", "SQLSTATE 42P01", "$1"),
+        ("innodb", "MariaDB error 1146", "?"),
     ] {
-        let args = with_small(&[
-            "run",
-            "--design",
-            design,
-            "--workload",
-            "oltp_point_select",
-            "--inject-error-every-ops",
-            "7",
-            "--format",
-            "json",
-        ]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = mvcclab(&args);
+        let out = run(design, "oltp_point_select", 500, (2, 60), &FAULT);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{design}: {err}");
         assert!(
             out.stdout.is_empty(),
             "{design}: no report after a fatal error"
         );
+        let statement = format!("statement: SELECT c FROM sbtest0 WHERE id={placeholder}");
         for part in [
             "does not ignore",
             code,
             "(other)",
             "table sbtest0 does not exist",
-            statement,
+            &statement,
             "--ignore-errors",
         ] {
             assert!(err.contains(part), "{design}: {part:?} missing in {err}");
@@ -84,43 +76,33 @@ fn ignore_errors_names_the_code_and_the_run_counts_it_by_kind() {
         ("innodb", "1146"),
         ("postgres", "all"),
     ] {
-        let args = with_small(&[
-            "run",
-            "--design",
+        let what = format!("{design} --ignore-errors {code}");
+        let out = run(
             design,
-            "--workload",
             "oltp_point_select",
-            "--inject-error-every-ops",
-            "7",
-            "--ignore-errors",
-            code,
-            "--format",
-            "json",
-        ]);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = mvcclab(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{design} {code}: {err}");
-        assert!(err.is_empty(), "--quiet: {err}");
-        let report: mvcclab::result::Report = serde_json::from_slice(&out.stdout).unwrap();
-        let r = &report.runs[0].results;
-        // Every event completes (an ignored error restarts it); 2 threads × 60 events
-        // of one point select each: a fault on every 7th.
-        assert_eq!(r.transactions, 60, "{design} {code}: {r:?}");
-        assert!(r.errors >= 60 / 7, "{design} {code}: {r:?}");
+            500,
+            (2, 60),
+            &[FAULT[0], FAULT[1], "--ignore-errors", code],
+        );
+        let (r, ignore) = passed(&out, &what);
+        // Every event completes (an ignored error restarts it): one point select per
+        // event, a fault on every 7th of a session's.
+        assert_eq!(r.transactions, 60, "{what}: {r:?}");
+        assert!(r.errors >= 60 / 7, "{what}: {r:?}");
         assert_eq!(r.errors_by_kind.get("other"), Some(&r.errors), "{r:?}");
         assert_eq!(r.retryable_errors, 0);
-        assert_eq!(report.runs[0].driver.ignore_errors.to_string(), code);
+        assert_eq!(ignore, code);
     }
 }
 
 #[test]
 fn a_bad_ignore_errors_code_is_a_usage_error() {
-    let out = mvcclab(
-        &with_small(&["run", "--ignore-errors", "23505,dup"])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+    let out = run(
+        "postgres",
+        "oltp_point_select",
+        500,
+        (2, 60),
+        &["--ignore-errors", "23505,dup"],
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -132,46 +114,20 @@ fn a_bad_ignore_errors_code_is_a_usage_error() {
 /// kind, the run passes and `--quiet` prints nothing.
 #[test]
 fn unique_violations_of_the_postgres_preset_are_counted_by_kind_and_the_run_passes() {
-    let args = [
-        "run",
-        "--design",
-        "postgres",
-        "--workload",
-        "oltp_read_write",
-        "--table-size",
-        "20",
-        "--events",
-        "400",
-        "--time",
-        "0",
-        "--warmup",
-        "0",
-        "--threads",
-        "4",
-        "--quiet",
-        "--format",
-        "json",
-    ];
-    let out = mvcclab(&args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(err.is_empty(), "--quiet: {err}");
-    let report: mvcclab::result::Report = serde_json::from_slice(&out.stdout).unwrap();
-    let r = &report.runs[0].results;
+    let out = run("postgres", "oltp_read_write", 20, (4, 400), &[]);
+    let (r, _) = passed(&out, "postgres oltp_read_write");
     assert_eq!(r.transactions, 400, "{r:?}");
+    let unique = r.errors_by_kind.get("unique_violation").copied();
     assert!(
-        r.errors_by_kind
-            .get("unique_violation")
-            .copied()
-            .unwrap_or(0)
-            > 0,
+        unique.unwrap_or(0) > 0,
         "20 rows, 4 threads: unique violations expected: {r:?}"
     );
     assert_eq!(r.errors, r.errors_by_kind.values().sum::<u64>(), "{r:?}");
+    let ignored = ["unique_violation", "deadlock", "serialization_failure"];
     assert!(
-        r.errors_by_kind.keys().all(
-            |k| ["unique_violation", "deadlock", "serialization_failure"].contains(&k.as_str())
-        ),
+        r.errors_by_kind
+            .keys()
+            .all(|k| ignored.contains(&k.as_str())),
         "only errors sysbench's pgsql driver ignores: {r:?}"
     );
 }

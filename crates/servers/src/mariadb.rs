@@ -308,10 +308,8 @@ fn op_error(e: mysql::Error) -> OpError {
 impl Session for MariaSession {
     /// Errors: the server's ([`op_error`]), naming the statement sent.
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
-        self.execute_op(op).map_err(|e| match op {
-            Op::Tpcc(_) => e,
-            _ => e.with_statement(sql::statement(Dialect::MySql, op).text),
-        })
+        self.execute_op(op)
+            .map_err(|e| sql::name_statement(Dialect::MySql, op, e))
     }
 
     fn rollback(&mut self) {

@@ -402,10 +402,8 @@ fn op_error(e: postgres::Error) -> OpError {
 impl Session for PgSession {
     /// Errors: the server's ([`op_error`]), naming the statement sent.
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
-        self.execute_op(op).map_err(|e| match op {
-            Op::Tpcc(_) => e,
-            _ => e.with_statement(sql::statement(Dialect::PostgreSql, op).text),
-        })
+        self.execute_op(op)
+            .map_err(|e| sql::name_statement(Dialect::PostgreSql, op, e))
     }
 
     fn rollback(&mut self) {

@@ -273,10 +273,8 @@ impl Session for EmbeddedSession<'_> {
     /// sysbench sends for `op` (sql.rs `statement`; none for TPC-C's transactions).
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
         let d = self.dialect;
-        self.execute_op(op).map_err(|e| match op {
-            Op::Tpcc(_) => e,
-            _ => e.with_statement(crate::sql::statement(d, op).text),
-        })
+        self.execute_op(op)
+            .map_err(|e| crate::sql::name_statement(d, op, e))
     }
 
     fn rollback(&mut self) {
