@@ -3,6 +3,7 @@
 //! its I/O is attributed per operation kind.
 
 use crate::driver::{ErrorCode, OpError, Session, Target};
+use crate::engine_error::{dialect_of, engine_error};
 use crate::rand::SbRand;
 use crate::sql::Dialect;
 use crate::sysbench::{load_row, sbtest_def, Op, SysbenchOptions, WorkloadKind};
@@ -11,7 +12,6 @@ use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId, Transaction};
 use mvcclab_engine::stats::{enter, Cause};
-use mvcclab_engine::Error;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -86,29 +86,6 @@ impl Embedded {
     /// The database.
     pub fn database(&self) -> &Arc<Database> {
         &self.db
-    }
-}
-
-/// The dialect of the engine a design models, whose sysbench driver decides which errors
-/// are ignored: PostgreSQL for heap tables, MariaDB for clustered ones (as the presets).
-pub fn dialect_of(db: &Database) -> Dialect {
-    match db.design().table_layout {
-        mvcclab_engine::design::TableLayout::Heap => Dialect::PostgreSql,
-        _ => Dialect::MySql,
-    }
-}
-
-/// An engine error as the real engine of dialect `d` reports it: a transaction error with
-/// that engine's code ([`mvcclab_engine::mvcc::TxnError::sqlstate`], `mariadb_errno`),
-/// any other (storage, catalog, value) without a code, of kind [`crate::driver::ErrorKind::Other`].
-pub fn engine_error(e: &Error, d: Dialect) -> OpError {
-    let code = e.as_txn().and_then(|t| match d {
-        Dialect::PostgreSql => Some(ErrorCode::SqlState(t.sqlstate().into())),
-        Dialect::MySql => t.mariadb_errno().map(ErrorCode::MariaDb),
-    });
-    match code {
-        Some(c) => OpError::coded(c, e.to_string()),
-        None => OpError::other(e.to_string()),
     }
 }
 

@@ -1,6 +1,7 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
-//! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine;
+//! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine,
+//! its errors in the dialect of the engine a design models ([`engine_error`]);
 //! [`fault`] wraps a target to fail on purpose (tests of the driver's error handling).
 //! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, the transaction mix),
 //! [`tpcc_load`] (the loader's rows and value generators, for any target),
@@ -16,6 +17,7 @@
 pub mod cpu;
 pub mod driver;
 pub mod embedded;
+pub mod engine_error;
 pub mod fault;
 pub mod rand;
 pub mod sql;

@@ -21,7 +21,7 @@
 //! row, then `get_for_update` of it.
 
 use crate::driver::{ErrorKind, OpError};
-use crate::embedded::engine_error;
+use crate::engine_error::engine_error;
 use crate::sql::Dialect;
 use crate::sysbench::SysbenchOptions;
 use crate::tpcc::{by_name_position, table_defs, TpccTable, TpccTxn, DIST_PER_WARE};
