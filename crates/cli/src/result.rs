@@ -21,7 +21,7 @@ use mvcclab_engine::stats::{Cause, CauseCounts};
 use mvcclab_engine::wal::RecordTypeCounts;
 pub use mvcclab_servers::ServerInfo;
 use mvcclab_workload::cpu::CpuUse;
-use mvcclab_workload::driver::RunResult;
+use mvcclab_workload::driver::{IgnoreErrors, RunResult};
 use mvcclab_workload::sysbench::SysbenchOptions;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -369,6 +369,10 @@ pub struct DriverInfo {
     /// --report-interval: seconds per sample of `results.timeseries` (0 = none).
     #[serde(default)]
     pub report_interval_s: f64,
+    /// --ignore-errors: `default` (sysbench's drivers' lists), `all`, or the codes ignored
+    /// beside the defaults; reports from before it read as `default`.
+    #[serde(default)]
+    pub ignore_errors: IgnoreErrors,
 }
 
 /// Memory and device settings.

@@ -29,7 +29,10 @@ fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<Stri
                     p if p.ends_with(".engine.wal_by_record") => {
                         ("<record_type>".into(), Some(k.clone()))
                     }
-                    p if p.ends_with(".results.latency") || p.ends_with(".results.ops_by_kind") => {
+                    p if p.ends_with(".results.latency")
+                        || p.ends_with(".results.ops_by_kind")
+                        || p.ends_with(".results.errors_by_kind") =>
+                    {
                         ("<kind>".into(), Some(k.clone()))
                     }
                     p if p.ends_with(".io.total")

@@ -23,7 +23,7 @@ use crate::{
     device_io_text, device_snapshot, RealServer, ServerError, ServerInfo, ServerKind,
     ServerOptions, Snapshot,
 };
-use mvcclab_workload::driver::{OpError, Session, Target};
+use mvcclab_workload::driver::{ErrorCode, OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use mvcclab_workload::tpcc_embedded::CheckOutcome;
@@ -274,7 +274,10 @@ struct MyText<'a>(&'a mut Conn);
 
 impl SqlConn for MyText<'_> {
     fn query(&mut self, sql: &str) -> Result<TextRows, OpError> {
-        let rows: Vec<mysql::Row> = self.0.query(sql).map_err(op_error)?;
+        let rows: Vec<mysql::Row> = self
+            .0
+            .query(sql)
+            .map_err(|e| op_error(e).with_statement(sql))?;
         Ok(rows
             .into_iter()
             .map(|r| {
@@ -291,18 +294,34 @@ impl SqlConn for MyText<'_> {
     }
 }
 
+/// A client error with the server's error number (its kind from
+/// `ErrorKind::from_mariadb`); one without (a lost connection, a driver error) has no
+/// code. sysbench's mysql driver ignores the numbers in `--mysql-ignore-errors` (default
+/// 1213, 1020, 1205: drv_mysql.c `check_error`) and stops the run at any other.
 fn op_error(e: mysql::Error) -> OpError {
-    // ER_LOCK_DEADLOCK 1213 and ER_LOCK_WAIT_TIMEOUT 1205: sysbench's mysql driver ignores
-    // both (drv_mysql.c, mysql_drv_query's "ignorable" errors) and retries the event.
-    let retryable = matches!(&e, mysql::Error::MySqlError(m) if m.code == 1213 || m.code == 1205);
-    OpError {
-        message: e.to_string(),
-        retryable,
+    match &e {
+        mysql::Error::MySqlError(m) => OpError::coded(ErrorCode::MariaDb(m.code), e.to_string()),
+        _ => OpError::other(e.to_string()),
     }
 }
 
 impl Session for MariaSession {
+    /// Errors: the server's ([`op_error`]), naming the statement sent.
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        self.execute_op(op)
+            .map_err(|e| sql::name_statement(Dialect::MySql, op, e))
+    }
+
+    fn rollback(&mut self) {
+        if self.in_transaction {
+            let _ = self.conn.query_drop("ROLLBACK");
+            self.in_transaction = false;
+        }
+    }
+}
+
+impl MariaSession {
+    fn execute_op(&mut self, op: &Op) -> Result<(), OpError> {
         if let Op::Tpcc(txn) = op {
             if !self.tpcc_setup {
                 for q in tpcc_sql::session_setup(Dialect::MySql) {
@@ -348,13 +367,6 @@ impl Session for MariaSession {
                 .map_err(op_error)
         } else {
             self.conn.exec_drop(&stmt, params).map_err(op_error)
-        }
-    }
-
-    fn rollback(&mut self) {
-        if self.in_transaction {
-            let _ = self.conn.query_drop("ROLLBACK");
-            self.in_transaction = false;
         }
     }
 }

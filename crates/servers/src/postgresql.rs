@@ -34,7 +34,7 @@ use crate::{
     ServerOptions, Snapshot,
 };
 use mvcclab_engine::wal::RecordTypeCounts;
-use mvcclab_workload::driver::{OpError, Session, Target};
+use mvcclab_workload::driver::{ErrorCode, OpError, Session, Target};
 use mvcclab_workload::sql::{self, Dialect, Param};
 use mvcclab_workload::sysbench::{Op, SysbenchOptions, WorkloadKind};
 use mvcclab_workload::tpcc_embedded::CheckOutcome;
@@ -363,7 +363,10 @@ struct PgText<'a>(&'a mut Client);
 
 impl SqlConn for PgText<'_> {
     fn query(&mut self, sql: &str) -> Result<TextRows, OpError> {
-        let msgs = self.0.simple_query(sql).map_err(op_error)?;
+        let msgs = self
+            .0
+            .simple_query(sql)
+            .map_err(|e| op_error(e).with_statement(sql))?;
         Ok(msgs
             .iter()
             .filter_map(|m| match m {
@@ -386,19 +389,33 @@ struct PgSession {
     tpcc_setup: bool,
 }
 
+/// A client error with the server's SQLSTATE (its kind from `ErrorKind::from_sqlstate`);
+/// one without (a lost connection) has no code and stops the run, as drv_pgsql.c
+/// `pgsql_check_status` makes every error but 40P01, 23505 and 40001 fatal.
 fn op_error(e: postgres::Error) -> OpError {
-    let retryable = matches!(
-        e.code(),
-        Some(c) if *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
-    );
-    OpError {
-        message: db_message(&e),
-        retryable,
+    match e.code() {
+        Some(c) => OpError::coded(ErrorCode::SqlState(c.code().to_string()), db_message(&e)),
+        None => OpError::other(db_message(&e)),
     }
 }
 
 impl Session for PgSession {
+    /// Errors: the server's ([`op_error`]), naming the statement sent.
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        self.execute_op(op)
+            .map_err(|e| sql::name_statement(Dialect::PostgreSql, op, e))
+    }
+
+    fn rollback(&mut self) {
+        if self.in_transaction {
+            let _ = self.client.batch_execute("ROLLBACK");
+            self.in_transaction = false;
+        }
+    }
+}
+
+impl PgSession {
+    fn execute_op(&mut self, op: &Op) -> Result<(), OpError> {
         if let Op::Tpcc(txn) = op {
             if !self.tpcc_setup {
                 for q in tpcc_sql::session_setup(Dialect::PostgreSql) {
@@ -446,13 +463,6 @@ impl Session for PgSession {
                 .execute(&stmt, &params)
                 .map(|_| ())
                 .map_err(op_error)
-        }
-    }
-
-    fn rollback(&mut self) {
-        if self.in_transaction {
-            let _ = self.client.batch_execute("ROLLBACK");
-            self.in_transaction = false;
         }
     }
 }

@@ -48,6 +48,7 @@ fn oltp_read_write_on_five_tables_keeps_every_statement_prepared() {
             events,
             rand_seed: 3,
             rate_tps: 0.0,
+            ignore_errors: Default::default(),
         },
         &RunControl::default(),
     )

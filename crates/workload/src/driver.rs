@@ -4,10 +4,20 @@
 //!
 //! Threads take their events from their own generator, seeded from `--rand-seed` and the
 //! thread number, so the stream of operations is deterministic for a seed and thread count
-//! (what happens when threads race for rows is not). An operation that fails (deadlock,
-//! serialization failure, duplicate key) ends its event: the transaction is rolled back, the
-//! error counted, and the thread goes on with the next event, as sysbench does with its
-//! ignored errors.
+//! (what happens when threads race for rows is not).
+//!
+//! # Errors, as sysbench handles them
+//! An operation that fails with an error the target's sysbench driver ignores ([`IgnoreErrors`]:
+//! PostgreSQL's deadlock, serialization failure and unique violation, drv_pgsql.c
+//! `pgsql_check_status`; MariaDB's 1213, 1020 and 1205, drv_mysql.c `check_error`) ends its
+//! attempt: the transaction is rolled back, the error counted by kind, and the event restarted
+//! with fresh random values, as sysbench.sql.lua `check_error` throws RESTART_EVENT and
+//! sysbench.lua `thread_run` calls `event()` again until it succeeds (the event is counted once,
+//! its latency includes the failed attempts). Any other error stops the run: every thread ends
+//! its event and [`run`] returns an error naming the code, message and statement, as sysbench
+//! exits when a fatal SQL error propagates out of `thread_run`. A script's own rollback
+//! ([`ErrorKind::ScriptRollback`], sysbench-tpcc's 1 % of new-orders) is counted as an error and
+//! the event completes, as tpcc_run.lua does.
 
 use crate::sysbench::{Generator, Op, SysbenchOptions, WorkloadKind};
 use hdrhistogram::Histogram;
@@ -17,13 +27,288 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// What kind of failure ended an operation, in the field's terms; the report counts
+/// failed events by it ([`RunResult::errors_by_kind`], keyed by [`ErrorKind::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The transaction was chosen as a deadlock's victim (PostgreSQL SQLSTATE 40P01
+    /// deadlock_detected; MariaDB ER_LOCK_DEADLOCK 1213).
+    Deadlock,
+    /// A lock was not granted in time (MariaDB ER_LOCK_WAIT_TIMEOUT 1205,
+    /// `innodb_lock_wait_timeout`; PostgreSQL SQLSTATE 55P03 lock_not_available).
+    LockWaitTimeout,
+    /// A concurrent change made the transaction's snapshot unusable (PostgreSQL SQLSTATE
+    /// 40001 serialization_failure; MariaDB ER_CHECKREAD 1020 "Record has changed since
+    /// last read", `innodb_snapshot_isolation`).
+    SerializationFailure,
+    /// A unique index or primary key already holds the key (PostgreSQL SQLSTATE 23505
+    /// unique_violation; MariaDB ER_DUP_ENTRY 1062).
+    UniqueViolation,
+    /// The workload script rolled its own transaction back on purpose: sysbench-tpcc's
+    /// new-order with an unused item (tpcc_run.lua `new_order`: "rs.nrows == 0", which
+    /// counts an error, sends ROLLBACK and returns, so the event still completes).
+    ScriptRollback,
+    /// Anything else: a missing table, a lost connection, a storage failure, a row the
+    /// script needs that is not there.
+    Other,
+}
+
+impl ErrorKind {
+    /// The kind's name in reports (`deadlock`, `lock_wait_timeout`,
+    /// `serialization_failure`, `unique_violation`, `script_rollback`, `other`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Deadlock => "deadlock",
+            ErrorKind::LockWaitTimeout => "lock_wait_timeout",
+            ErrorKind::SerializationFailure => "serialization_failure",
+            ErrorKind::UniqueViolation => "unique_violation",
+            ErrorKind::ScriptRollback => "script_rollback",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// The kind of a PostgreSQL error by its SQLSTATE (src/backend/utils/errcodes.txt).
+    pub fn from_sqlstate(sqlstate: &str) -> ErrorKind {
+        match sqlstate {
+            "40P01" => ErrorKind::Deadlock,
+            "55P03" => ErrorKind::LockWaitTimeout,
+            "40001" => ErrorKind::SerializationFailure,
+            "23505" => ErrorKind::UniqueViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// The kind of a MariaDB error by its number (include/mysqld_error.h).
+    pub fn from_mariadb(errno: u16) -> ErrorKind {
+        match errno {
+            1213 => ErrorKind::Deadlock,
+            1205 => ErrorKind::LockWaitTimeout,
+            1020 => ErrorKind::SerializationFailure,
+            // ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME.
+            1062 | 1586 => ErrorKind::UniqueViolation,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// The code a server (or the engine, in the dialect of the engine its design models)
+/// gives an error.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A PostgreSQL SQLSTATE, five characters (`23505`).
+    SqlState(String),
+    /// A MariaDB error number (`1062`).
+    MariaDb(u16),
+}
+
+impl ErrorCode {
+    /// A code as the user writes it in `--ignore-errors`: five digits or capital letters
+    /// are a SQLSTATE (`40P01`, `23505`), a number of up to four digits a MariaDB error
+    /// number (`1062`); `None` for anything else.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        let s = s.trim();
+        if s.len() == 5
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+        {
+            return Some(ErrorCode::SqlState(s.to_string()));
+        }
+        if (1..=4).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) {
+            return s.parse().ok().map(ErrorCode::MariaDb);
+        }
+        None
+    }
+
+    /// Whether sysbench 1.0's driver for this code's server ignores it by default:
+    /// drv_pgsql.c `pgsql_check_status` rolls back and returns DB_ERROR_IGNORABLE for
+    /// SQLSTATEs 40P01, 23505 and 40001 (a fixed list); drv_mysql.c `check_error` ignores
+    /// the numbers in `--mysql-ignore-errors`, default "1213,1020,1205".
+    pub fn sysbench_ignores(&self) -> bool {
+        match self {
+            ErrorCode::SqlState(s) => matches!(s.as_str(), "40P01" | "23505" | "40001"),
+            ErrorCode::MariaDb(n) => matches!(n, 1213 | 1020 | 1205),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ErrorCode::SqlState(s) => write!(f, "SQLSTATE {s}"),
+            ErrorCode::MariaDb(n) => write!(f, "MariaDB error {n}"),
+        }
+    }
+}
+
 /// An error of one operation, as a target reports it.
 #[derive(Debug, Clone)]
 pub struct OpError {
-    /// Text of the error.
+    /// Text of the error (the server's or the engine's message).
     pub message: String,
-    /// A deadlock or serialization failure, which a client retries (sysbench ignores them).
-    pub retryable: bool,
+    /// What kind of failure it is.
+    pub kind: ErrorKind,
+    /// The server's code for it; `None` for a failure without one (a lost connection, the
+    /// driver's or the script's own checks, a storage failure of the engine).
+    pub code: Option<ErrorCode>,
+    /// The statement that failed, when the target knows its text.
+    pub statement: Option<String>,
+}
+
+impl OpError {
+    /// An error with a code; its kind follows from the code.
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> OpError {
+        let kind = match &code {
+            ErrorCode::SqlState(s) => ErrorKind::from_sqlstate(s),
+            ErrorCode::MariaDb(n) => ErrorKind::from_mariadb(*n),
+        };
+        OpError {
+            message: message.into(),
+            kind,
+            code: Some(code),
+            statement: None,
+        }
+    }
+
+    /// An error without a code, of kind [`ErrorKind::Other`] (a lost connection, a row the
+    /// script needs that is missing).
+    pub fn other(message: impl Into<String>) -> OpError {
+        OpError {
+            message: message.into(),
+            kind: ErrorKind::Other,
+            code: None,
+            statement: None,
+        }
+    }
+
+    /// The same error, naming `statement` as the one that failed (kept when one is named
+    /// already).
+    pub fn with_statement(mut self, statement: impl Into<String>) -> OpError {
+        if self.statement.is_none() {
+            self.statement = Some(statement.into());
+        }
+        self
+    }
+
+    /// A deadlock, serialization failure or lock wait timeout: what a client retries from
+    /// the transaction's start (counted in [`RunResult::retryable_errors`]).
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Deadlock | ErrorKind::LockWaitTimeout | ErrorKind::SerializationFailure
+        )
+    }
+}
+
+impl std::fmt::Display for OpError {
+    /// `<code> (<kind>): <message>; statement: <text>`, the parts that are known.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(c) = &self.code {
+            write!(f, "{c} ")?;
+        }
+        write!(f, "({}): {}", self.kind.name(), self.message)?;
+        if let Some(s) = &self.statement {
+            write!(
+                f,
+                "; statement: {}",
+                s.split_whitespace().collect::<Vec<_>>().join(" ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Which errors end an event and let the run go on (`--ignore-errors`); any other error
+/// stops the run, as sysbench stops at an error its driver does not ignore (sb_lua.c: the
+/// Lua error of a DB_ERROR_FATAL query propagates out of sysbench.lua `thread_run` and the
+/// run fails). In reports it is the flag's text (`default`, `all`, `1062,23505`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum IgnoreErrors {
+    /// sysbench's defaults ([`ErrorCode::sysbench_ignores`]).
+    #[default]
+    Default,
+    /// Every error (sysbench's `--mysql-ignore-errors=all`).
+    All,
+    /// These codes beside sysbench's defaults.
+    Codes(Vec<ErrorCode>),
+}
+
+impl std::fmt::Display for IgnoreErrors {
+    /// The flag's text: `default`, `all`, or the codes separated by commas.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IgnoreErrors::Default => f.write_str("default"),
+            IgnoreErrors::All => f.write_str("all"),
+            IgnoreErrors::Codes(codes) => {
+                let texts: Vec<String> = codes
+                    .iter()
+                    .map(|c| match c {
+                        ErrorCode::SqlState(s) => s.clone(),
+                        ErrorCode::MariaDb(n) => n.to_string(),
+                    })
+                    .collect();
+                f.write_str(&texts.join(","))
+            }
+        }
+    }
+}
+
+impl From<IgnoreErrors> for String {
+    fn from(v: IgnoreErrors) -> String {
+        v.to_string()
+    }
+}
+
+impl TryFrom<String> for IgnoreErrors {
+    type Error = String;
+    fn try_from(s: String) -> Result<IgnoreErrors, String> {
+        IgnoreErrors::parse(&s)
+    }
+}
+
+impl IgnoreErrors {
+    /// Parses `--ignore-errors`: `all`, `default`, or a comma-separated list of codes
+    /// ([`ErrorCode::parse`]) ignored beside the defaults.
+    ///
+    /// Errors: a part that is not a code, named in the message.
+    pub fn parse(s: &str) -> Result<IgnoreErrors, String> {
+        match s.trim() {
+            "all" => return Ok(IgnoreErrors::All),
+            "default" => return Ok(IgnoreErrors::Default),
+            _ => {}
+        }
+        s.split(',')
+            .map(|p| {
+                ErrorCode::parse(p).ok_or_else(|| {
+                    format!(
+                        "--ignore-errors: {p:?} is neither a SQLSTATE (5 characters, e.g. \
+                         23505) nor a MariaDB error number (e.g. 1062); give codes \
+                         separated by commas, `all` or `default`"
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(IgnoreErrors::Codes)
+    }
+
+    /// Whether `e` ends its event and lets the run go on. A [`ErrorKind::ScriptRollback`]
+    /// always does (the script's own rollback, not an SQL error).
+    pub fn ignores(&self, e: &OpError) -> bool {
+        if e.kind == ErrorKind::ScriptRollback {
+            return true;
+        }
+        match self {
+            IgnoreErrors::All => true,
+            IgnoreErrors::Default => e.code.as_ref().is_some_and(ErrorCode::sysbench_ignores),
+            IgnoreErrors::Codes(codes) => e
+                .code
+                .as_ref()
+                .is_some_and(|c| c.sysbench_ignores() || codes.contains(c)),
+        }
+    }
 }
 
 /// Where a workload runs: the embedded engine, or a real server (crate mvcclab-servers).
@@ -68,6 +353,10 @@ pub struct RunOptions {
     /// queueing time in rate mode.
     #[serde(default)]
     pub rate_tps: f64,
+    /// --ignore-errors: which errors end an event and let the run go on; any other stops
+    /// the run. Reports from before it read as sysbench's defaults.
+    #[serde(default)]
+    pub ignore_errors: IgnoreErrors,
 }
 
 /// The event schedule of a `--rate` run (see [`RunOptions::rate_tps`]).
@@ -136,10 +425,15 @@ pub struct RunResult {
     pub writes: u64,
     /// BEGIN and COMMIT.
     pub other: u64,
-    /// Events ended by an error.
+    /// Attempts of events ended by an ignored error (sysbench's "ignored errors"; each
+    /// failed attempt of a restarted event counts), TPC-C's script rollbacks included.
     pub errors: u64,
-    /// Of which deadlocks or serialization failures.
+    /// Of which deadlocks, serialization failures or lock wait timeouts.
     pub retryable_errors: u64,
+    /// `errors` by [`ErrorKind::name`] (`unique_violation`, `deadlock`, ...); empty in
+    /// reports from before error kinds.
+    #[serde(default)]
+    pub errors_by_kind: BTreeMap<String, u64>,
     /// Operations per kind (point_select, index_update, ...).
     pub ops_by_kind: BTreeMap<String, u64>,
     /// Wall time of the run in seconds.
@@ -256,8 +550,10 @@ struct ThreadResult {
 /// `ctl.stop` is set (Ctrl-C; the result then says `interrupted`). Returns the measured
 /// result; `ctl.completed` counts finished events while it runs.
 ///
-/// Errors: a message naming the bad option (no limit given, zero threads), or the
-/// target's error opening a session.
+/// Errors: a message naming the bad option (no limit given, zero threads); the target's
+/// error opening a session; the first error `run.ignore_errors` does not ignore, with its
+/// code, kind, message and statement (the run's figures are then dropped, as sysbench
+/// reports none after a fatal error).
 pub fn run(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -292,6 +588,10 @@ pub fn run(
     });
     // Every thread's connection is open before the clock starts, as sysbench connects in
     // thread_init() before its timer.
+    // Set by the first thread whose event ends in an error `run.ignore_errors` does not
+    // ignore; every thread stops at the end of its event.
+    let fatal: Mutex<Option<String>> = Mutex::new(None);
+    let aborted = AtomicBool::new(false);
     let sessions = (0..run.threads)
         .map(|_| target.session())
         .collect::<Result<Vec<_>, String>>()?;
@@ -304,6 +604,7 @@ pub fn run(
             .zip(0..run.threads)
             .map(|(mut session, t)| {
                 let events_left = &events_left;
+                let (fatal, aborted) = (&fatal, &aborted);
                 let interval = ctl.interval_slot();
                 scope.spawn(move || {
                     let mut gen = Generator::new(kind, opts.clone(), run.rand_seed, t, run.threads);
@@ -313,6 +614,7 @@ pub fn run(
                     };
                     loop {
                         if stop.load(Ordering::Relaxed)
+                            || aborted.load(Ordering::Relaxed)
                             || deadline.is_some_and(|d| Instant::now() >= d)
                         {
                             break;
@@ -340,53 +642,51 @@ pub fn run(
                             }
                             None => Instant::now(),
                         };
-                        let ev = gen.next_event();
-                        let mut failed = false;
                         let queries_before = out.r.queries;
-                        for op in &ev {
-                            let op_start = Instant::now();
-                            match session.execute(op) {
-                                Ok(()) => {
-                                    let us = op_start.elapsed().as_micros() as u64;
-                                    let h = out
-                                        .hist
-                                        .entry(op.kind().to_string())
-                                        .or_insert_with(|| Histogram::new(3).expect("histogram"));
-                                    let _ = h.record(us.max(1));
-                                    *out.r.ops_by_kind.entry(op.kind().to_string()).or_default() +=
-                                        1;
-                                    if op.is_query() {
-                                        out.r.queries += 1;
-                                        if is_read(op) {
-                                            out.r.reads += 1;
-                                        } else {
-                                            out.r.writes += 1;
-                                        }
-                                    } else {
-                                        out.r.other += 1;
-                                    }
+                        // sysbench.lua `thread_run`: `repeat pcall(event) until success`,
+                        // each attempt with the script's fresh random values.
+                        let completed = loop {
+                            let ev = gen.next_event();
+                            let Err(e) = attempt(&mut *session, &ev, &mut out) else {
+                                break true;
+                            };
+                            session.rollback();
+                            if !run.ignore_errors.ignores(&e) {
+                                let mut f = fatal.lock().unwrap_or_else(|p| p.into_inner());
+                                if f.is_none() {
+                                    *f = Some(format!(
+                                        "the run stopped at an error that sysbench's driver \
+                                         does not ignore: {e}; pass --ignore-errors with its \
+                                         code (or `all`) to count such errors and go on"
+                                    ));
                                 }
-                                Err(e) => {
-                                    session.rollback();
-                                    out.r.errors += 1;
-                                    if e.retryable {
-                                        out.r.retryable_errors += 1;
-                                    }
-                                    if out.r.error_samples.len() < 5 {
-                                        out.r.error_samples.push(format!(
-                                            "{}: {}",
-                                            op.kind(),
-                                            e.message
-                                        ));
-                                    }
-                                    failed = true;
-                                    break;
-                                }
+                                aborted.store(true, Ordering::Relaxed);
+                                break false;
                             }
-                        }
+                            out.r.errors += 1;
+                            *out.r
+                                .errors_by_kind
+                                .entry(e.kind.name().into())
+                                .or_default() += 1;
+                            if e.is_retryable() {
+                                out.r.retryable_errors += 1;
+                            }
+                            if out.r.error_samples.len() < 5 {
+                                out.r.error_samples.push(e.to_string());
+                            }
+                            if e.kind == ErrorKind::ScriptRollback {
+                                break true;
+                            }
+                            if stop.load(Ordering::Relaxed)
+                                || aborted.load(Ordering::Relaxed)
+                                || deadline.is_some_and(|d| Instant::now() >= d)
+                            {
+                                break false;
+                            }
+                        };
                         ctl.statements
                             .fetch_add(out.r.queries - queries_before, Ordering::Relaxed);
-                        if !failed {
+                        if completed {
                             out.r.transactions += 1;
                             let us = (ev_start.elapsed().as_micros() as u64).max(1);
                             let h = out
@@ -412,6 +712,9 @@ pub fn run(
             .collect()
     });
     let elapsed_s = start.elapsed().as_secs_f64();
+    if let Some(message) = fatal.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        return Err(message);
+    }
     let mut total = RunResult {
         elapsed_s,
         ..Default::default()
@@ -425,6 +728,9 @@ pub fn run(
         total.other += t.r.other;
         total.errors += t.r.errors;
         total.retryable_errors += t.r.retryable_errors;
+        for (k, n) in t.r.errors_by_kind {
+            *total.errors_by_kind.entry(k).or_default() += n;
+        }
         for (k, n) in t.r.ops_by_kind {
             *total.ops_by_kind.entry(k).or_default() += n;
         }
@@ -449,4 +755,34 @@ pub fn run(
     total.qps = total.queries as f64 / elapsed_s.max(1e-9);
     total.latency = hist.iter().map(|(k, h)| (k.clone(), latency(h))).collect();
     Ok(total)
+}
+
+/// Runs the operations of one attempt of an event on `session`, counting each that
+/// succeeds in `out` (by kind, query class, latency); stops at the first error.
+fn attempt(session: &mut dyn Session, ev: &[Op], out: &mut ThreadResult) -> Result<(), OpError> {
+    for op in ev {
+        let op_start = Instant::now();
+        session.execute(op).map_err(|e| OpError {
+            message: format!("{}: {}", op.kind(), e.message),
+            ..e
+        })?;
+        let us = op_start.elapsed().as_micros() as u64;
+        let h = out
+            .hist
+            .entry(op.kind().to_string())
+            .or_insert_with(|| Histogram::new(3).expect("histogram"));
+        let _ = h.record(us.max(1));
+        *out.r.ops_by_kind.entry(op.kind().to_string()).or_default() += 1;
+        if op.is_query() {
+            out.r.queries += 1;
+            if is_read(op) {
+                out.r.reads += 1;
+            } else {
+                out.r.writes += 1;
+            }
+        } else {
+            out.r.other += 1;
+        }
+    }
+    Ok(())
 }

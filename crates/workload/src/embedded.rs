@@ -2,15 +2,16 @@
 //! its API (`mvcclab_engine::db`). Each operation runs under the engine's cause for it, so
 //! its I/O is attributed per operation kind.
 
-use crate::driver::{OpError, Session, Target};
+use crate::driver::{ErrorCode, OpError, Session, Target};
+use crate::engine_error::{dialect_of, engine_error};
 use crate::rand::SbRand;
+use crate::sql::Dialect;
 use crate::sysbench::{load_row, sbtest_def, Op, SysbenchOptions, WorkloadKind};
 use crate::tpcc_embedded::TpccSet;
 use mvcclab_engine::btree::ScanDirection;
 use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::{Assign, Database, TableId, Transaction};
 use mvcclab_engine::stats::{enter, Cause};
-use mvcclab_engine::Error;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -88,14 +89,6 @@ impl Embedded {
     }
 }
 
-fn op_error(e: Error) -> OpError {
-    let retryable = e.is_retryable();
-    OpError {
-        message: e.to_string(),
-        retryable,
-    }
-}
-
 impl Target for Embedded {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
         let _c = enter(Cause::Load);
@@ -163,6 +156,7 @@ impl Target for Embedded {
         let tables = self.tables.read().map(|t| t.clone()).unwrap_or_default();
         let tpcc = self.tpcc.read().map(|t| t.clone()).unwrap_or_default();
         Ok(Box::new(EmbeddedSession {
+            dialect: dialect_of(&self.db),
             db: &self.db,
             tables,
             tpcc,
@@ -172,6 +166,8 @@ impl Target for Embedded {
 }
 
 struct EmbeddedSession<'a> {
+    /// The dialect of the engine the design models: the codes its errors get.
+    dialect: Dialect,
     db: &'a Database,
     tables: Arc<Vec<SbTable>>,
     tpcc: Arc<Vec<TpccSet>>,
@@ -191,9 +187,13 @@ impl EmbeddedSession<'_> {
         (n as usize)
             .checked_sub(1)
             .and_then(|i| self.tables.get(i))
-            .ok_or_else(|| OpError {
-                message: format!("no table sbtest{n}"),
-                retryable: false,
+            .ok_or_else(|| {
+                // PostgreSQL's undefined_table, MariaDB's ER_NO_SUCH_TABLE.
+                let code = match self.dialect {
+                    Dialect::PostgreSql => ErrorCode::SqlState("42P01".into()),
+                    Dialect::MySql => ErrorCode::MariaDb(1146),
+                };
+                OpError::coded(code, format!("table sbtest{n} does not exist"))
             })
     }
 
@@ -206,18 +206,19 @@ impl EmbeddedSession<'_> {
         &mut self,
         f: impl FnOnce(&mut Transaction) -> mvcclab_engine::Result<()>,
     ) -> Result<(), OpError> {
+        let d = self.dialect;
         match self.tx.as_mut() {
             Some(tx) => {
                 let r = f(tx);
                 if r.is_err() {
                     self.tx = None; // already rolled back by the engine
                 }
-                r.map_err(op_error)
+                r.map_err(|e| engine_error(&e, d))
             }
             None => {
                 let mut tx = self.db.begin();
-                f(&mut tx).map_err(op_error)?;
-                tx.commit().map_err(op_error)
+                f(&mut tx).map_err(|e| engine_error(&e, d))?;
+                tx.commit().map_err(|e| engine_error(&e, d))
             }
         }
     }
@@ -245,15 +246,32 @@ impl EmbeddedSession<'_> {
 }
 
 impl Session for EmbeddedSession<'_> {
+    /// Errors: the engine's in the design's dialect ([`engine_error`]), naming the SQL
+    /// sysbench sends for `op` (sql.rs `statement`; none for TPC-C's transactions).
     fn execute(&mut self, op: &Op) -> Result<(), OpError> {
+        let d = self.dialect;
+        self.execute_op(op)
+            .map_err(|e| crate::sql::name_statement(d, op, e))
+    }
+
+    fn rollback(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.abort();
+        }
+    }
+}
+
+impl EmbeddedSession<'_> {
+    fn execute_op(&mut self, op: &Op) -> Result<(), OpError> {
+        let d = self.dialect;
         match op {
-            Op::Tpcc(txn) => crate::tpcc_embedded::execute(self.db, &self.tpcc, txn),
+            Op::Tpcc(txn) => crate::tpcc_embedded::execute(self.db, &self.tpcc, txn, d),
             Op::Begin => {
                 self.tx = Some(self.db.begin());
                 Ok(())
             }
             Op::Commit => match self.tx.take() {
-                Some(tx) => tx.commit().map_err(op_error),
+                Some(tx) => tx.commit().map_err(|e| engine_error(&e, d)),
                 None => Ok(()),
             },
             Op::PointSelect { table, id } => {
@@ -315,9 +333,10 @@ impl Session for EmbeddedSession<'_> {
                     // statement that fails is not given back.
                     None => {
                         let next = sb.auto_increment.fetch_add(1, Ordering::Relaxed) + 1;
-                        i32::try_from(next).map_err(|_| OpError {
-                            message: format!("AUTO_INCREMENT of sbtest{table} passed INT's range"),
-                            retryable: false,
+                        i32::try_from(next).map_err(|_| {
+                            OpError::other(format!(
+                                "AUTO_INCREMENT of sbtest{table} passed INT's range"
+                            ))
                         })?
                     }
                 };
@@ -353,12 +372,6 @@ impl Session for EmbeddedSession<'_> {
                     Ok(())
                 })
             }
-        }
-    }
-
-    fn rollback(&mut self) {
-        if let Some(tx) = self.tx.take() {
-            let _ = tx.abort();
         }
     }
 }

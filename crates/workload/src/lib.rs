@@ -1,6 +1,8 @@
 //! mvcclab's workloads: sysbench 1.0.20's OLTP scripts as streams of typed operations
 //! ([`sysbench`]), its random numbers ([`rand`]), and the driver that runs them against a
-//! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine.
+//! target ([`driver`]); the embedded target ([`embedded`]) runs them on mvcclab's engine,
+//! its errors in the dialect of the engine a design models ([`engine_error`]);
+//! [`fault`] wraps a target to fail on purpose (tests of the driver's error handling).
 //! TPC-C as Percona-Lab/sysbench-tpcc runs it: [`tpcc`] (schema, the transaction mix),
 //! [`tpcc_load`] (the loader's rows and value generators, for any target),
 //! [`tpcc_embedded`] (load, transactions and consistency checks on the engine) and
@@ -15,6 +17,8 @@
 pub mod cpu;
 pub mod driver;
 pub mod embedded;
+pub mod engine_error;
+pub mod fault;
 pub mod rand;
 pub mod sql;
 pub mod sysbench;
@@ -41,5 +45,7 @@ pub fn unique_permute(x: u32) -> u32 {
     }
 }
 
+#[cfg(test)]
+mod driver_errors_tests;
 #[cfg(test)]
 mod tests;

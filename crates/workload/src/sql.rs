@@ -248,6 +248,16 @@ pub fn bulk_insert(n: u32, auto_inc: bool, rows: &[(i32, i32, String, String)]) 
     format!("INSERT INTO sbtest{n}{cols} VALUES {}", values.join(","))
 }
 
+/// `e`, naming the statement sysbench sends for `op` in dialect `d` as the one that failed
+/// (TPC-C's transactions, several statements each, are left as they are: their SQL
+/// connections name the statement themselves).
+pub fn name_statement(d: Dialect, op: &Op, e: crate::driver::OpError) -> crate::driver::OpError {
+    match op {
+        Op::Tpcc(_) => e,
+        _ => e.with_statement(statement(d, op).text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,9 @@
 //! decrement. Delivery's `ORDER BY no_o_id LIMIT 1 FOR UPDATE` is the range scan's first
 //! row, then `get_for_update` of it.
 
-use crate::driver::OpError;
+use crate::driver::{ErrorKind, OpError};
+use crate::engine_error::engine_error;
+use crate::sql::Dialect;
 use crate::sysbench::SysbenchOptions;
 use crate::tpcc::{by_name_position, table_defs, TpccTable, TpccTxn, DIST_PER_WARE};
 use crate::tpcc_load::{
@@ -125,18 +127,20 @@ impl TpccSink for Batch<'_> {
     }
 }
 
-fn op(e: Error) -> OpError {
-    OpError {
-        retryable: e.is_retryable(),
-        message: e.to_string(),
-    }
+/// How a transaction failed, before it becomes an [`OpError`] in the design's dialect.
+enum Fail {
+    /// The engine's error ([`engine_error`] gives its code).
+    Engine(Error),
+    /// The script's own: its 1 % rollback, a row it needs that is missing.
+    Script(OpError),
 }
 
-fn fail(msg: String) -> OpError {
-    OpError {
-        message: msg,
-        retryable: false,
-    }
+fn op(e: Error) -> Fail {
+    Fail::Engine(e)
+}
+
+fn fail(msg: String) -> Fail {
+    Fail::Script(OpError::other(msg))
 }
 
 fn as_i64(v: &Value) -> i64 {
@@ -166,10 +170,18 @@ fn as_text(v: &Value) -> &str {
 /// Runs one transaction of the mix in a transaction of its own at the script's default
 /// `--trx_level=RR` (repeatable read).
 ///
-/// Errors: the engine's (a retryable one for deadlocks and serialization failures); the
-/// script's own failures: the 1 % of new-orders with an unused item ("item not found,
-/// rolled back", as the script counts an error and rolls back), a missing row.
-pub fn execute(db: &Database, sets: &[TpccSet], txn: &TpccTxn) -> Result<(), OpError> {
+/// Errors: the engine's, with the code of the engine dialect `d` names
+/// ([`engine_error`]); the script's own: the 1 % of new-orders with an unused item
+/// ([`ErrorKind::ScriptRollback`]: the script counts an error, rolls back and ends the event
+/// as done), a missing row ([`ErrorKind::Other`]).
+pub fn execute(db: &Database, sets: &[TpccSet], txn: &TpccTxn, d: Dialect) -> Result<(), OpError> {
+    execute_in(db, sets, txn).map_err(|f| match f {
+        Fail::Engine(e) => engine_error(&e, d),
+        Fail::Script(e) => e,
+    })
+}
+
+fn execute_in(db: &Database, sets: &[TpccSet], txn: &TpccTxn) -> Result<(), Fail> {
     let table = match txn {
         TpccTxn::NewOrder { table, .. }
         | TpccTxn::Payment { table, .. }
@@ -230,9 +242,9 @@ pub fn execute(db: &Database, sets: &[TpccSet], txn: &TpccTxn) -> Result<(), OpE
     }
 }
 
-type R = Result<(), OpError>;
+type R = Result<(), Fail>;
 
-fn need(row: Option<Row>, what: &str) -> Result<Row, OpError> {
+fn need(row: Option<Row>, what: &str) -> Result<Row, Fail> {
     row.ok_or_else(|| fail(format!("{what}: no such row")))
 }
 
@@ -298,7 +310,10 @@ fn new_order(
             .get(set.t(TpccTable::Item), &[Value::Integer(i_id)])
             .map_err(op)?;
         let Some(item) = item else {
-            return Err(fail("item not found (the script's 1 % rollback)".into()));
+            return Err(Fail::Script(OpError {
+                kind: ErrorKind::ScriptRollback,
+                ..OpError::other("item not found (the script's 1 % rollback)")
+            }));
         };
         let sk = [small(sup), Value::Integer(i_id)];
         // SELECT s_quantity, s_data, s_dist_NN ... FOR UPDATE
@@ -348,7 +363,7 @@ fn customer_by_name(
     w: u32,
     d: u32,
     last: &str,
-) -> Result<Row, OpError> {
+) -> Result<Row, Fail> {
     // SELECT count(c_id) ... ; SELECT c_id ... ORDER BY c_first: the same index range twice.
     let key = [small(w), tiny(d), Value::text(last)];
     let n = tx
@@ -484,7 +499,7 @@ fn order_lines(
     w: u32,
     d: u32,
     o: i32,
-) -> Result<Vec<Row>, OpError> {
+) -> Result<Vec<Row>, Fail> {
     tx.scan(
         set.t(TpccTable::OrderLine),
         Bound::Included(&[

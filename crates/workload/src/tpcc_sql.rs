@@ -30,7 +30,7 @@
 //! factor: the server target sets the global `innodb_fill_factor` instead, which only
 //! applies to sorted index builds (MariaDB KB "innodb_fill_factor").
 
-use crate::driver::OpError;
+use crate::driver::{ErrorKind, OpError};
 use crate::sql::Dialect;
 use crate::tpcc::{by_name_position, table_defs, TpccSize, TpccTable, TpccTxn, DIST_PER_WARE};
 use crate::tpcc_embedded::CheckOutcome;
@@ -44,8 +44,8 @@ pub type TextRows = Vec<Vec<Option<String>>>;
 pub trait SqlConn {
     /// Sends `sql` (one statement) and returns its rows (empty for statements without).
     ///
-    /// Errors: the server's, as [`OpError`] (`retryable` for deadlocks, serialization
-    /// failures and lock wait timeouts).
+    /// Errors: the server's, as [`OpError`] with the server's code and `sql` as its
+    /// statement.
     fn query(&mut self, sql: &str) -> Result<TextRows, OpError>;
 }
 
@@ -291,10 +291,7 @@ pub fn session_setup(d: Dialect) -> Vec<&'static str> {
 }
 
 fn fail(message: String) -> OpError {
-    OpError {
-        message,
-        retryable: false,
-    }
+    OpError::other(message)
 }
 
 /// The first row of `sql` (the script's `con:query_row`).
@@ -428,7 +425,10 @@ fn new_order(
             "SELECT i_price, i_name, i_data FROM item{t} WHERE i_id = {i_id}"
         ))?;
         let Some(item) = item.into_iter().next() else {
-            return Err(fail("item not found (the script's 1 % rollback)".into()));
+            return Err(OpError {
+                kind: ErrorKind::ScriptRollback,
+                ..fail("item not found (the script's 1 % rollback)".into())
+            });
         };
         let s = row(
             c,

@@ -8,6 +8,7 @@ use crate::result::DriverInfo;
 use crate::units::parse_size_bytes;
 use clap::Args;
 use mvcclab_engine::device::Compression;
+use mvcclab_workload::driver::IgnoreErrors;
 use mvcclab_workload::rand::RandType;
 use mvcclab_workload::sysbench::SysbenchOptions;
 use std::path::PathBuf;
@@ -128,6 +129,19 @@ pub struct CommonArgs {
     /// transactions per second on every target.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
+    /// Errors that end an event (rolled back, counted by kind in `results.errors_by_kind`,
+    /// the event restarted) instead of stopping the run: `default` (sysbench's drivers:
+    /// PostgreSQL SQLSTATEs 40P01, 23505, 40001; MariaDB errors 1213, 1020, 1205), `all`
+    /// (sysbench's --mysql-ignore-errors=all), or SQLSTATEs / MariaDB error numbers
+    /// separated by commas, ignored beside the defaults. Any other error stops the run with
+    /// exit code 1 and a message naming it.
+    #[arg(long, default_value = "default", value_parser = IgnoreErrors::parse)]
+    pub ignore_errors: IgnoreErrors,
+    /// For tests (hidden): every N-th table operation of each session of the measured phase
+    /// goes to the missing table sbtest0, an error no sysbench driver ignores (workload
+    /// fault.rs `FaultTarget`); 0 = off.
+    #[arg(long, hide = true, default_value_t = 0)]
+    pub inject_error_every_ops: u64,
     /// Seconds per sample of the measured phase's time series (`results.timeseries`:
     /// transactions, latency, 4 KiB blocks by cause, MiB/s, ...) and of the progress
     /// line's rates, as sysbench's --report-interval; 0 = no time series.
@@ -335,5 +349,6 @@ pub fn driver_info(c: &CommonArgs) -> DriverInfo {
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
         report_interval_s: c.report_interval,
+        ignore_errors: c.ignore_errors.clone(),
     }
 }

@@ -24,6 +24,7 @@ use mvcclab_servers::cpu::{
     children_of, process_cpu, tree_cpu, wait_children_reaped, CpuUse, TreeCpu,
 };
 use mvcclab_workload::driver::{run as drive, RunControl, RunOptions, RunResult, Target};
+use mvcclab_workload::fault::FaultTarget;
 use mvcclab_workload::sysbench::{SysbenchOptions, WorkloadKind};
 use std::sync::atomic::Ordering;
 
@@ -303,8 +304,8 @@ impl CpuNow {
 
 /// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
 ///
-/// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open (see
-/// [`driver_error`]).
+/// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open, an
+/// error that `--ignore-errors` does not ignore (exit 1, see [`driver_error`]).
 pub fn warm_up(
     target: &dyn Target,
     kind: WorkloadKind,
@@ -320,6 +321,7 @@ pub fn warm_up(
             events: 0,
             rand_seed: c.rand_seed ^ 0xA5A5,
             rate_tps: c.rate,
+            ignore_errors: c.ignore_errors.clone(),
         };
         drive_shown(
             target,
@@ -337,7 +339,8 @@ pub fn warm_up(
 }
 
 /// The measured phase (`--time` / `--events`) on any target, under a progress bar that
-/// shows `live`'s rates when given.
+/// shows `live`'s rates when given; with `--inject-error-every-ops` the target is wrapped
+/// in a `FaultTarget` (tests).
 ///
 /// Errors: the driver's (as [`warm_up`]).
 pub fn measure(
@@ -355,6 +358,16 @@ pub fn measure(
         events: c.events,
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
+        ignore_errors: c.ignore_errors.clone(),
+    };
+    let faulty = FaultTarget {
+        inner: target,
+        every_ops: c.inject_error_every_ops,
+    };
+    let target: &dyn Target = if c.inject_error_every_ops > 0 {
+        &faulty
+    } else {
+        target
     };
     drive_shown(target, kind, opts, &run_opts, c, label, ctl, live)
         .map_err(|e| driver_error(&run_opts, format!("{label}: {e}")))

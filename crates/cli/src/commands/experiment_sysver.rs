@@ -332,7 +332,7 @@ fn batched(
     let exec = |sess: &mut dyn Session, op: &Op| -> Result<()> {
         sess.execute(op).map_err(|e| {
             sess.rollback();
-            anyhow::anyhow!("{}: {}", op.kind(), e.message)
+            anyhow::anyhow!("{}: {e}", op.kind())
         })
     };
     while done < n && !ctl.stop.load(Ordering::Relaxed) {

@@ -538,6 +538,8 @@ fn chain_on<S: Subject>(
         events,
         rand_seed: seed,
         rate_tps: a.rate,
+        // sysbench's defaults: the phase then refuses any error it counted (below).
+        ignore_errors: Default::default(),
     };
     status(
         c.out.quiet,

@@ -51,6 +51,19 @@ impl TxnError {
         }
     }
 
+    /// The MariaDB error number of the same failure (include/mysqld_error.h), `None` for
+    /// [`TxnError::TransactionClosed`], which has none (MariaDB rolls a failed
+    /// transaction back and goes on in autocommit).
+    pub fn mariadb_errno(&self) -> Option<u16> {
+        match self {
+            TxnError::DuplicateKey { .. } => Some(1062),
+            TxnError::SerializationFailure(_) => Some(1020),
+            TxnError::Deadlock(_) => Some(1213),
+            TxnError::TooManyConcurrentTransactions(_) => Some(1637),
+            TxnError::TransactionClosed(_) => None,
+        }
+    }
+
     /// Whether the transaction should be retried from its start: the transaction-rollback
     /// class (SQLSTATE class 40: deadlock, serialization failure), which is what a benchmark
     /// driver counts as an ignored error and retries.
