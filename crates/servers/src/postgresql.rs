@@ -66,7 +66,7 @@ pub struct PostgreSql {
 /// (SQLSTATE 57P03 or a refused socket).
 ///
 /// Errors: [`ServerError::Connect`] for any other failure, or once `wait` has passed.
-pub(crate) fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
+pub fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
     let deadline = Instant::now() + wait;
     loop {
         match config.connect(NoTls) {
