@@ -1,6 +1,8 @@
 //! System-versioned tables (SQL:2011 `WITH SYSTEM VERSIONING`), as MariaDB 10.11 builds
 //! them above the storage engine, written once over the table access method traits so that
-//! both designs keep history in the table itself (`history_storage=same_index`).
+//! both designs keep history in the table itself (`history_storage=same_index`) — and, for
+//! the heap design, as PostgreSQL's periods extension keeps it in a history table
+//! (`history_storage=history_table`, below).
 //!
 //! What is modelled, and from where:
 //! - The table gets two columns, `row_start` and `row_end` TIMESTAMP(6) NOT NULL, after
@@ -35,16 +37,34 @@
 //! Times are microseconds since 2000-01-01 (the unit of [`Value::Timestamp`]) from one
 //! process-wide clock that never repeats a value ([`system_time_now_us`]): a statement
 //! takes one time for all its rows, as MariaDB's `thd->query_start()`; like MariaDB's
-//! timestamp versioning, that is the statement's time, not its transaction's commit time.
+//! timestamp versioning, that is the statement's time, not its transaction's commit time
+//! (with `history_table`, the transaction's start, as the periods extension stamps rows).
 //!
 //! History elsewhere (`history_storage`): `partition` keeps history rows in a second relation
 //! with the same columns and keys (MariaDB `PARTITION BY SYSTEM_TIME`: the current
 //! partition and a history partition, each with its own indexes; ha_partition routes a row
-//! by `row_end`), `history_table` the same in a separate table (PostgreSQL's periods
-//! extension: `periods.add_system_versioning` creates `t_history`, filled by its
-//! `write_history` trigger on UPDATE and DELETE). Then an UPDATE's history row and a
-//! DELETE's row go there, current reads never see history, and reads `FOR SYSTEM_TIME`
-//! read both relations.
+//! by `row_end`). Then an UPDATE's history row and a DELETE's row go there, current reads
+//! never see history, and reads `FOR SYSTEM_TIME` read both relations.
+//!
+//! `history_table` follows PostgreSQL's periods extension 1.2 instead of MariaDB
+//! ([`Versioned`]'s `periods`; periods--1.2.sql `add_system_time_period`,
+//! `add_system_versioning`; periods.c `generated_always_as_row_start_end`, `write_history`):
+//! 1. Every row a transaction writes gets the transaction's start as its time
+//!    (`transaction_timestamp()`, `GetCurrentTransactionStartTimestamp`), not the
+//!    statement's; the engine takes it when the transaction begins.
+//! 2. The keys stay as declared: `row_end` is not appended ([`versioned_def`] without
+//!    `end_in_keys`), since the table holds only current rows.
+//! 3. The history table `t_history` is created `LIKE t`: the columns, no primary key, no
+//!    index. Reads `FOR SYSTEM_TIME` read it whole and filter (the `t_with_history` view's
+//!    UNION ALL over an unindexed table), then merge with the table's rows in (key,
+//!    `row_end`) order.
+//! 4. UPDATE and DELETE write the old row with `row_end` = the transaction's start into
+//!    `t_history` — unless its `row_start` is that start (a row this transaction wrote: no
+//!    history row), and failing with "invalid row version" (SQLSTATE 2201H) when its
+//!    `row_start` is later (a row of a transaction that began after this one, seen at read
+//!    committed).
+//! 5. There is no DELETE HISTORY (refused) and no versioning by transaction id (the
+//!    design refuses `system_versioning=trx_id` with it).
 //!
 //! Versioning by transaction id (`system_versioning=trx_id`, MariaDB `VERS_TRX_ID`):
 //! `row_start`/`row_end` are BIGINT transaction ids (the writer's xid; a current row's
