@@ -198,6 +198,26 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
     );
 }
 
+/// `system_versioning` small with `args` (designs, variants): 300 rows, one iteration, 20
+/// selects, the big pool only; its report, whose runs must be `names` (preset, real).
+fn small_sysver(args: &[&str], dir: &Path, names: [&str; 2]) -> ExperimentReport {
+    let mut a = vec!["system_versioning"];
+    a.extend_from_slice(args);
+    a.extend([
+        "--rows",
+        "300",
+        "--iterations",
+        "1",
+        "--selects",
+        "20",
+        "--no-small-pool",
+    ]);
+    let r = experiment(&a, dir);
+    let got: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
+    assert_eq!(got, names);
+    r
+}
+
 /// `system_versioning` beside a real MariaDB (issue 29), small: the history-partition
 /// variant with two history partitions of LIMIT 100 rows, one iteration, the big pool
 /// only. Both sides ran the same phases; the server's phases count its own counters and
@@ -208,9 +228,8 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
 fn system_versioning_reports_the_real_mariadb_column() {
     let tmp = tempfile::tempdir().unwrap();
     let _guard = NoMountLeft(tmp.path().to_path_buf());
-    let r = experiment(
+    let r = small_sysver(
         &[
-            "system_versioning",
             "--designs",
             "innodb,real:mariadb",
             "--variants",
@@ -219,23 +238,12 @@ fn system_versioning_reports_the_real_mariadb_column() {
             "2",
             "--partition-limit",
             "100",
-            "--rows",
-            "300",
-            "--iterations",
-            "1",
-            "--selects",
-            "20",
-            "--no-small-pool",
         ],
         tmp.path(),
-    );
-    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
-    assert_eq!(
-        names,
         [
             "innodb/partition2/big_pool",
-            "real:mariadb/partition2/big_pool"
-        ]
+            "real:mariadb/partition2/big_pool",
+        ],
     );
     let (p, q) = (&r.runs[0], &r.runs[1]);
     assert!(q.server.as_ref().is_some_and(|s| !s.version.is_empty()));
@@ -290,30 +298,18 @@ fn system_versioning_reports_the_real_mariadb_column() {
 fn system_versioning_history_table_beside_real_postgresql_with_periods() {
     let tmp = tempfile::tempdir().unwrap();
     let _guard = NoMountLeft(tmp.path().to_path_buf());
-    let r = experiment(
+    let r = small_sysver(
         &[
-            "system_versioning",
             "--designs",
             "postgres,real:postgresql",
             "--variants",
             "history_table",
-            "--rows",
-            "300",
-            "--iterations",
-            "1",
-            "--selects",
-            "20",
-            "--no-small-pool",
         ],
         tmp.path(),
-    );
-    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
-    assert_eq!(
-        names,
         [
             "postgres/history_table/big_pool",
-            "real:postgresql/history_table/big_pool"
-        ]
+            "real:postgresql/history_table/big_pool",
+        ],
     );
     let (p, q) = (&r.runs[0], &r.runs[1]);
     assert_eq!(p.phases.len(), 10);

@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use mvcclab_engine::catalog::{ColumnType, Row, TableDef, Value};
 use mvcclab_engine::db::versioning::{ROW_END_MAX_US, TRX_ID_MAX};
 use mvcclab_engine::db::{
     system_time_now_us, Assign, Database, DatabaseConfig, SystemTime, TableId,
@@ -69,29 +69,7 @@ fn is_current(r: &Row) -> bool {
 /// `accounts(id PK, balance, owner)` with a non-unique index on owner and a unique one on
 /// `code`.
 fn def() -> TableDef {
-    TableDef {
-        name: "accounts".into(),
-        columns: vec![
-            Column::not_null("id", ColumnType::Integer),
-            Column::not_null("balance", ColumnType::BigInt),
-            Column::not_null("owner", ColumnType::Varchar(32)),
-            Column::not_null("code", ColumnType::Integer),
-        ],
-        primary_key: vec![0],
-        indexes: vec![
-            IndexDef {
-                name: "accounts_owner".into(),
-                columns: vec![2],
-                unique: false,
-            },
-            IndexDef {
-                name: "accounts_code".into(),
-                columns: vec![3],
-                unique: true,
-            },
-        ],
-        foreign_keys: Vec::new(),
-    }
+    mvcclab_engine::testkit::versioned_accounts_def()
 }
 
 fn row(id: i32, balance: i64, owner: &str, code: i32) -> Row {

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use mvcclab_engine::catalog::{Row, TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, DatabaseConfig, SystemTime, TableId};
 use mvcclab_engine::design::DesignConfig;
 use std::ops::Bound;
@@ -12,30 +12,9 @@ use std::ops::Bound;
 /// (id, balance, owner, code): the declared columns both sides return.
 pub type R = (i32, i64, String, i32);
 
+/// The `accounts` table (the engine's `testkit::versioned_accounts_def`).
 pub fn def() -> TableDef {
-    TableDef {
-        name: "accounts".into(),
-        columns: vec![
-            Column::not_null("id", ColumnType::Integer),
-            Column::not_null("balance", ColumnType::BigInt),
-            Column::not_null("owner", ColumnType::Varchar(32)),
-            Column::not_null("code", ColumnType::Integer),
-        ],
-        primary_key: vec![0],
-        indexes: vec![
-            IndexDef {
-                name: "accounts_owner".into(),
-                columns: vec![2],
-                unique: false,
-            },
-            IndexDef {
-                name: "accounts_code".into(),
-                columns: vec![3],
-                unique: true,
-            },
-        ],
-        foreign_keys: Vec::new(),
-    }
+    mvcclab_engine::testkit::versioned_accounts_def()
 }
 
 pub fn of_row(r: &Row) -> R {
