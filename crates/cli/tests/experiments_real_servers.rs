@@ -1,12 +1,13 @@
 //! The named experiments on the real engines (issue 24): `update_hot_set` and
 //! `version_chain` with `real:postgresql`, `real:mariadb` (and `update_hot_set` with
-//! `real:myrocks`), and `system_versioning` with `real:mariadb` (issue 29), beside the
+//! `real:myrocks`), and `system_versioning` with `real:mariadb` and with `real:postgresql`
+//! and the periods extension (issue 29), beside the
 //! presets, small,
 //! each server on mvcclab's FUSE device. Checks that the report holds the real columns
 //! (the same phases, the server's own counters and the device's counts by file class per
 //! phase) and the preset / real ratios, and that no mount is left behind.
 //!
-//! The packages (postgresql-15, mariadb-server, mariadb-plugin-rocksdb, fuse3) come from
+//! The packages (postgresql-15, postgresql-15-periods, mariadb-server, mariadb-plugin-rocksdb, fuse3) come from
 //! `.ci/run` and the README.
 
 use mvcclab::result::ExperimentReport;
@@ -197,6 +198,26 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
     );
 }
 
+/// `system_versioning` small with `args` (designs, variants): 300 rows, one iteration, 20
+/// selects, the big pool only; its report, whose runs must be `names` (preset, real).
+fn small_sysver(args: &[&str], dir: &Path, names: [&str; 2]) -> ExperimentReport {
+    let mut a = vec!["system_versioning"];
+    a.extend_from_slice(args);
+    a.extend([
+        "--rows",
+        "300",
+        "--iterations",
+        "1",
+        "--selects",
+        "20",
+        "--no-small-pool",
+    ]);
+    let r = experiment(&a, dir);
+    let got: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
+    assert_eq!(got, names);
+    r
+}
+
 /// `system_versioning` beside a real MariaDB (issue 29), small: the history-partition
 /// variant with two history partitions of LIMIT 100 rows, one iteration, the big pool
 /// only. Both sides ran the same phases; the server's phases count its own counters and
@@ -207,9 +228,8 @@ fn update_hot_set_and_version_chain_report_real_columns_and_ratios() {
 fn system_versioning_reports_the_real_mariadb_column() {
     let tmp = tempfile::tempdir().unwrap();
     let _guard = NoMountLeft(tmp.path().to_path_buf());
-    let r = experiment(
+    let r = small_sysver(
         &[
-            "system_versioning",
             "--designs",
             "innodb,real:mariadb",
             "--variants",
@@ -218,23 +238,12 @@ fn system_versioning_reports_the_real_mariadb_column() {
             "2",
             "--partition-limit",
             "100",
-            "--rows",
-            "300",
-            "--iterations",
-            "1",
-            "--selects",
-            "20",
-            "--no-small-pool",
         ],
         tmp.path(),
-    );
-    let names: Vec<&str> = r.runs.iter().map(|x| x.design.name.as_str()).collect();
-    assert_eq!(
-        names,
         [
             "innodb/partition2/big_pool",
-            "real:mariadb/partition2/big_pool"
-        ]
+            "real:mariadb/partition2/big_pool",
+        ],
     );
     let (p, q) = (&r.runs[0], &r.runs[1]);
     assert!(q.server.as_ref().is_some_and(|s| !s.version.is_empty()));
@@ -274,5 +283,67 @@ fn system_versioning_reports_the_real_mariadb_column() {
     {
         assert_eq!(ph.ops, 150, "{}", ph.name);
         assert_eq!(ph.tables.n_tup_ins, 150, "{}: history rows", ph.name);
+    }
+}
+
+/// `system_versioning`'s `history_table` variant beside a real PostgreSQL 15 with the
+/// periods extension (the heap design's counterpart, issue 29), small: one iteration, the
+/// big pool only. Both sides ran the same phases with the same statements, so the history
+/// rows each update phase wrote — one per updated row, none for a second update of a row
+/// in the same transaction (periods.c `write_history`: its start is the transaction's) —
+/// are the same number on both: the preset's inserts in that phase against the server's
+/// `pg_stat_user_tables.n_tup_ins`, which counts `sbtest1_history`; every current row goes
+/// to the history table in the DELETE, whose pages the server's snapshot names.
+#[test]
+fn system_versioning_history_table_beside_real_postgresql_with_periods() {
+    let tmp = tempfile::tempdir().unwrap();
+    let _guard = NoMountLeft(tmp.path().to_path_buf());
+    let r = small_sysver(
+        &[
+            "--designs",
+            "postgres,real:postgresql",
+            "--variants",
+            "history_table",
+        ],
+        tmp.path(),
+        [
+            "postgres/history_table/big_pool",
+            "real:postgresql/history_table/big_pool",
+        ],
+    );
+    let (p, q) = (&r.runs[0], &r.runs[1]);
+    assert_eq!(p.phases.len(), 10);
+    for (pp, qp) in p.phases.iter().zip(&q.phases) {
+        assert_eq!(pp.name, qp.name);
+        assert!(
+            r.ratios
+                .iter()
+                .any(|x| x.workload == pp.name && x.real == q.design.name),
+            "{}",
+            pp.name
+        );
+        let s = qp.server.as_ref().expect("the server's phase section");
+        let real_ins = s.counters["pg_stat_user_tables.n_tup_ins"];
+        match pp.name.as_str() {
+            "i1_update_non_index" | "i1_update_index" => {
+                assert_eq!(pp.ops, 150, "{}", pp.name);
+                let hist = pp.tables.n_tup_ins;
+                assert!(hist > 100 && hist <= 150, "{}: {hist}", pp.name);
+                assert_eq!(hist as f64, real_ins, "{}: history rows", pp.name);
+            }
+            "i1_delete_all" => {
+                assert_eq!(pp.ops, 300);
+                assert_eq!(pp.tables.n_tup_ins, 300);
+                assert_eq!(real_ins, 300.0);
+                assert!(
+                    s.counters
+                        .get("space.table_pages.sbtest1_history")
+                        .is_some_and(|&n| n > 0.0),
+                    "{:?}",
+                    s.counters.keys()
+                );
+            }
+            _ => {}
+        }
     }
 }

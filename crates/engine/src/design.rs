@@ -145,11 +145,11 @@ pub const SWITCHES: &[Switch] = &[
     Switch {
         name: "system_versioning",
         meaning: "every table is created WITH SYSTEM VERSIONING (SQL:2011): row_start/row_end columns, row_end appended to every unique key, an UPDATE also inserts the old row as a history row, a DELETE sets row_end (MariaDB 10.11 sql_insert.cc vers_insert_history_row, sql_delete.cc TABLE::delete_row); timestamp: TIMESTAMP(6) periods; trx_id: transaction ids with mysql.transaction_registry",
-        values: "off, timestamp, trx_id (not with history_storage=partition)",
+        values: "off, timestamp, trx_id (not with history_storage=partition or history_table)",
     },
     Switch {
         name: "history_storage",
-        meaning: "where a system-versioned table's history rows live: beside the current rows in the same clustered index or heap and its indexes (MariaDB's default), in a history partition with its own indexes (PARTITION BY SYSTEM_TIME), or in a separate history table filled on update and delete (PostgreSQL's periods extension)",
+        meaning: "where a system-versioned table's history rows live: beside the current rows in the same clustered index or heap and its indexes (MariaDB's default), in a history partition with its own indexes (PARTITION BY SYSTEM_TIME), or in a separate history table filled on update and delete (PostgreSQL's periods extension 1.2: rows stamped with the transaction's start, transaction_timestamp(); keys as declared, without row_end; the history table created LIKE the table, without keys or indexes; no history row for a row the same transaction wrote; periods.c write_history)",
         values: "same_index, partition (table_layout=clustered), history_table (table_layout=heap); anything but same_index needs system_versioning",
     },
     Switch {
@@ -619,6 +619,18 @@ impl DesignConfig {
                 "MariaDB refuses history partitions on a table versioned by transaction id (MDEV-15951)",
             );
         }
+        if self.system_versioning == SystemVersioning::TrxId
+            && self.history_storage == HistoryStorage::HistoryTable
+        {
+            // The periods extension's SYSTEM_TIME period is two timestamp columns set to
+            // transaction_timestamp() (periods--1.2.sql `add_system_time_period`); it has
+            // no transaction-id periods.
+            return bad(
+                "system_versioning=trx_id",
+                "history_storage=history_table",
+                "the periods extension versions by timestamp only (transaction_timestamp())",
+            );
+        }
         if self.history_storage == HistoryStorage::HistoryTable
             && self.table_layout != TableLayout::Heap
         {
@@ -831,6 +843,16 @@ mod tests {
         };
         let e = d.validate().unwrap_err().to_string();
         assert!(e.contains("table_layout=clustered"), "{e}");
+        let d = DesignConfig {
+            system_versioning: SystemVersioning::TrxId,
+            history_storage: HistoryStorage::HistoryTable,
+            ..DesignConfig::postgres()
+        };
+        let e = d.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("system_versioning=trx_id") && e.contains("history_storage=history_table"),
+            "{e}"
+        );
         let d = DesignConfig {
             autovacuum: true,
             ..DesignConfig::innodb()

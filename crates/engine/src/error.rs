@@ -172,6 +172,7 @@ mod tests {
                 false,
             ),
             (TxnError::TransactionClosed("aborted"), "25P02", false),
+            (TxnError::InvalidRowVersion(String::new()), "2201H", false),
         ];
         for (e, state, retry) in cases {
             assert_eq!(e.sqlstate(), state, "{e}");

@@ -1,7 +1,8 @@
 //! A page-level workload shared by `mvcclab storage-bench`, the tests and the benchmarks:
 //! fill a page (outside a hole) with one byte and WAL-log the change as an
 //! [`rmgr::TEST`] record. It exercises the buffer pool, the FPI rule and the WAL without
-//! any MVCC design.
+//! any MVCC design. Also the table the system-versioning tests of the engine and of the
+//! real servers share ([`versioned_accounts_def`]).
 
 use crate::buffer::{log_change, WritePageGuard};
 use crate::error::Result;
@@ -32,4 +33,36 @@ pub fn fill_and_log(wal: &Wal, g: &mut WritePageGuard<'_>, v: u8, new: bool) -> 
 /// The byte [`fill_and_log`] wrote into `page`.
 pub fn filled_value(page: &[u8]) -> u8 {
     page[PAGE_HEADER_BYTES]
+}
+
+/// `accounts(id INTEGER PRIMARY KEY, balance BIGINT, owner VARCHAR(32), code INTEGER)`, all
+/// NOT NULL, with a non-unique index `accounts_owner` on owner and a unique one
+/// `accounts_code` on code: the table the system-versioning tests run on both presets and
+/// beside the real servers (`crates/engine/tests/system_versioning.rs`,
+/// `crates/servers/tests/common/mod.rs`).
+pub fn versioned_accounts_def() -> crate::catalog::TableDef {
+    use crate::catalog::{Column, ColumnType, IndexDef, TableDef};
+    TableDef {
+        name: "accounts".into(),
+        columns: vec![
+            Column::not_null("id", ColumnType::Integer),
+            Column::not_null("balance", ColumnType::BigInt),
+            Column::not_null("owner", ColumnType::Varchar(32)),
+            Column::not_null("code", ColumnType::Integer),
+        ],
+        primary_key: vec![0],
+        indexes: vec![
+            IndexDef {
+                name: "accounts_owner".into(),
+                columns: vec![2],
+                unique: false,
+            },
+            IndexDef {
+                name: "accounts_code".into(),
+                columns: vec![3],
+                unique: true,
+            },
+        ],
+        foreign_keys: Vec::new(),
+    }
 }

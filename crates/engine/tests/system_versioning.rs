@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use mvcclab_engine::catalog::{ColumnType, Row, TableDef, Value};
 use mvcclab_engine::db::versioning::{ROW_END_MAX_US, TRX_ID_MAX};
 use mvcclab_engine::db::{
     system_time_now_us, Assign, Database, DatabaseConfig, SystemTime, TableId,
@@ -69,29 +69,7 @@ fn is_current(r: &Row) -> bool {
 /// `accounts(id PK, balance, owner)` with a non-unique index on owner and a unique one on
 /// `code`.
 fn def() -> TableDef {
-    TableDef {
-        name: "accounts".into(),
-        columns: vec![
-            Column::not_null("id", ColumnType::Integer),
-            Column::not_null("balance", ColumnType::BigInt),
-            Column::not_null("owner", ColumnType::Varchar(32)),
-            Column::not_null("code", ColumnType::Integer),
-        ],
-        primary_key: vec![0],
-        indexes: vec![
-            IndexDef {
-                name: "accounts_owner".into(),
-                columns: vec![2],
-                unique: false,
-            },
-            IndexDef {
-                name: "accounts_code".into(),
-                columns: vec![3],
-                unique: true,
-            },
-        ],
-        foreign_keys: Vec::new(),
-    }
+    mvcclab_engine::testkit::versioned_accounts_def()
 }
 
 fn row(id: i32, balance: i64, owner: &str, code: i32) -> Row {
@@ -236,14 +214,17 @@ fn as_of_returns_the_state_committed_at_each_step() {
         let t = db.create_table(def()).unwrap();
         let d = db.table_def(t).unwrap();
         assert_eq!(d.columns.len(), 6, "{name}: row_start, row_end appended");
+        // MariaDB appends row_end to every unique key; the periods extension (history
+        // table) leaves the keys as declared.
+        let by_periods = storage == HistoryStorage::HistoryTable;
         assert_eq!(
             d.primary_key,
-            vec![0, 5],
-            "{name}: row_end in the primary key"
+            if by_periods { vec![0] } else { vec![0, 5] },
+            "{name}: row_end in the primary key unless periods"
         );
         assert_eq!(
             d.indexes[1].columns,
-            vec![3, 5],
+            if by_periods { vec![3] } else { vec![3, 5] },
             "{name}: and in the unique index"
         );
         assert_eq!(
@@ -303,6 +284,15 @@ fn as_of_returns_the_state_committed_at_each_step() {
         };
         if let Some(h) = hist_name {
             let h = db.table_id(h).unwrap();
+            if by_periods {
+                // CREATE TABLE accounts_history (LIKE accounts): no key, no index.
+                let hd = db.table_def(h).unwrap();
+                assert!(
+                    hd.primary_key.is_empty() && hd.indexes.is_empty(),
+                    "{name}: {hd:?}"
+                );
+                assert_eq!(hd.columns, d.columns, "{name}");
+            }
             let hist = all_versions(&mut tx, h);
             assert_eq!(hist.len(), 4, "{name}");
             assert!(
@@ -355,6 +345,17 @@ fn as_of_returns_the_state_committed_at_each_step() {
             assert_eq!(registry(&db).len(), 4, "{name}: none for a rollback");
         }
 
+        if by_periods {
+            // The periods extension has no DELETE HISTORY, and its history table no key.
+            let mut tx = db.begin();
+            let e = tx.delete_history(t, steps[2].0).unwrap_err().to_string();
+            assert!(e.contains("history_table"), "{name}: {e}");
+            drop(tx);
+            db.gc(t).unwrap();
+            let (_, problems) = db.check_indexes(t).unwrap();
+            assert!(problems.is_empty(), "{name}: {problems:?}");
+            continue;
+        }
         // DELETE HISTORY BEFORE the last step removes the four history rows (two of row 2,
         // one each of rows 3 and 4: their row_end is before it), keeps the current ones, and AS OF the last step still
         // holds.
@@ -378,6 +379,95 @@ fn as_of_returns_the_state_committed_at_each_step() {
         db.gc(t).unwrap();
         let (_, problems) = db.check_indexes(t).unwrap();
         assert!(problems.is_empty(), "{name}: {problems:?}");
+    }
+}
+
+/// The postgres preset with `history_storage=history_table` follows the periods
+/// extension's triggers (periods.c `generated_always_as_row_start_end`, `write_history`),
+/// where same_index follows MariaDB: every row a transaction writes gets the transaction's
+/// start as row_start (`transaction_timestamp()`), not its statement's time; an UPDATE or
+/// DELETE of a row the same transaction wrote leaves no history row (its row_start is the
+/// transaction's start); and an UPDATE at read committed of a row written by a transaction
+/// that started later fails with "invalid row version" (SQLSTATE 2201H).
+#[test]
+fn history_table_follows_the_periods_triggers() {
+    for hs in [HistoryStorage::HistoryTable, HistoryStorage::SameIndex] {
+        let mut design = versioned(DesignConfig::postgres());
+        design.history_storage = hs;
+        let periods = hs == HistoryStorage::HistoryTable;
+        let db = open_db(design, 256);
+        let t = db.create_table(def()).unwrap();
+        // One transaction: two inserts in two statements, an update of each, a delete of
+        // the second.
+        let mut tx = db.begin();
+        tx.insert(t, row(1, 100, "odd", 1)).unwrap();
+        tx.insert(t, row(2, 200, "even", 2)).unwrap();
+        assert!(tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap());
+        assert!(tx
+            .update(t, &[Value::Integer(2)], &[Assign::Add(1, 1)])
+            .unwrap());
+        assert!(tx.delete(t, &[Value::Integer(2)]).unwrap());
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        let all = all_versions(&mut tx, t);
+        tx.commit().unwrap();
+        if periods {
+            // Nothing but the current row 1: the update and delete of rows this
+            // transaction wrote wrote no history (row_start = transaction start).
+            assert_eq!(strip(all.clone()), vec![row(1, 101, "odd", 1)], "{hs:?}");
+        } else {
+            // MariaDB: each statement its own time, so the update of row 1 wrote the
+            // inserted version as history, and row 2's insert and update both did.
+            assert_eq!(all.len(), 4, "{hs:?}: {all:?}");
+        }
+
+        // A later transaction of three statements: every row it writes has the same
+        // row_start with periods, three different ones with MariaDB's statement times.
+        let mut tx = db.begin();
+        tx.insert(t, row(3, 300, "odd", 3)).unwrap();
+        tx.insert(t, row(4, 400, "even", 4)).unwrap();
+        assert!(tx
+            .update(t, &[Value::Integer(1)], &[Assign::Add(1, 1)])
+            .unwrap());
+        tx.commit().unwrap();
+        let mut tx = db.begin();
+        let mut starts: Vec<String> = [1, 3, 4]
+            .iter()
+            .map(|&id| {
+                format!(
+                    "{:?}",
+                    tx.get(t, &[Value::Integer(id)]).unwrap().unwrap()[4]
+                )
+            })
+            .collect();
+        starts.dedup();
+        tx.commit().unwrap();
+        assert_eq!(
+            starts.len(),
+            if periods { 1 } else { 3 },
+            "{hs:?}: {starts:?}"
+        );
+
+        // Read committed: a transaction that began first updates a row written by one
+        // that began later and committed before the update.
+        let mut early = db.begin();
+        let mut late = db.begin();
+        assert!(late
+            .update(t, &[Value::Integer(3)], &[Assign::Add(1, 1)])
+            .unwrap());
+        late.commit().unwrap();
+        let r = early.update(t, &[Value::Integer(3)], &[Assign::Add(1, 1)]);
+        if periods {
+            match r {
+                Err(Error::Txn(e)) => assert_eq!(e.sqlstate(), "2201H", "{e}"),
+                other => panic!("{hs:?}: expected invalid row version, got {other:?}"),
+            }
+        } else {
+            assert!(r.unwrap(), "{hs:?}: MariaDB skips the history row instead");
+            early.commit().unwrap();
+        }
     }
 }
 

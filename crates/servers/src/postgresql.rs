@@ -66,7 +66,7 @@ pub struct PostgreSql {
 /// (SQLSTATE 57P03 or a refused socket).
 ///
 /// Errors: [`ServerError::Connect`] for any other failure, or once `wait` has passed.
-pub(crate) fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
+pub fn connect(config: &Config, wait: Duration) -> Result<Client, ServerError> {
     let deadline = Instant::now() + wait;
     loop {
         match config.connect(NoTls) {
@@ -296,8 +296,9 @@ impl PostgreSql {
 }
 
 /// The tables whose counters a snapshot sums: sysbench's `sbtestN`, sysbench-tpcc's nine of
-/// each set, and the `update_hot_set` experiment's.
-const TABLES: &str = "relname ~ '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set)$'";
+/// each set, and the `update_hot_set` experiment's; with `_history`, the periods extension's
+/// history table of one of them (`experiment system_versioning`'s `history_table` variant).
+const TABLES: &str = "relname ~ '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+(_history)?|hot_set)$'";
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {

@@ -25,11 +25,9 @@
 //! drop). It needs MariaDB installed (`apt-get install mariadb-server`, README Set-up).
 
 use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::{Column, ColumnType, IndexDef, Row, TableDef, Value};
+use mvcclab_engine::catalog::Value;
 use mvcclab_engine::db::versioning::TRANSACTION_REGISTRY;
-use mvcclab_engine::db::{
-    system_time_now_us, Assign, Database, DatabaseConfig, SystemTime, TableId,
-};
+use mvcclab_engine::db::{system_time_now_us, SystemTime, TableId};
 use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
 use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
 use mvcclab_servers::ServerKind;
@@ -38,70 +36,8 @@ use mysql::{Conn, OptsBuilder};
 use std::ops::Bound;
 use std::time::Duration;
 
-/// (id, balance, owner, code): the declared columns both sides return.
-type R = (i32, i64, String, i32);
-
-fn def() -> TableDef {
-    TableDef {
-        name: "accounts".into(),
-        columns: vec![
-            Column::not_null("id", ColumnType::Integer),
-            Column::not_null("balance", ColumnType::BigInt),
-            Column::not_null("owner", ColumnType::Varchar(32)),
-            Column::not_null("code", ColumnType::Integer),
-        ],
-        primary_key: vec![0],
-        indexes: vec![
-            IndexDef {
-                name: "accounts_owner".into(),
-                columns: vec![2],
-                unique: false,
-            },
-            IndexDef {
-                name: "accounts_code".into(),
-                columns: vec![3],
-                unique: true,
-            },
-        ],
-        foreign_keys: Vec::new(),
-    }
-}
-
-fn of_row(r: &Row) -> R {
-    match (&r[0], &r[1], &r[2], &r[3]) {
-        (Value::Integer(a), Value::BigInt(b), Value::Text(c), Value::Integer(d)) => {
-            (*a, *b, c.clone(), *d)
-        }
-        other => panic!("row of another shape: {other:?}"),
-    }
-}
-
-/// One step: statements as (sql for MariaDB, the same on the engine).
-enum Op {
-    Insert(i32, i64, &'static str, i32),
-    AddBalance(i32, i64),
-    SetOwner(i32, &'static str),
-    Delete(i32),
-}
-
-fn steps() -> Vec<Vec<Op>> {
-    use Op::*;
-    vec![
-        (1..=5)
-            .map(|i| {
-                Insert(
-                    i,
-                    100 * i as i64,
-                    if i % 2 == 0 { "even" } else { "odd" },
-                    i,
-                )
-            })
-            .collect(),
-        vec![AddBalance(2, 10), SetOwner(3, "even")],
-        vec![Delete(4), AddBalance(2, 1)],
-        vec![Insert(4, 44, "odd", 4)],
-    ]
-}
+mod common;
+use common::*;
 
 struct Real {
     conn: Conn,
@@ -111,16 +47,7 @@ impl Real {
     fn step(&mut self, ops: &[Op]) {
         self.conn.query_drop("START TRANSACTION").unwrap();
         for op in ops {
-            let sql = match op {
-                Op::Insert(i, b, o, c) => {
-                    format!("INSERT INTO accounts (id, balance, owner, code) VALUES ({i}, {b}, '{o}', {c})")
-                }
-                Op::AddBalance(i, d) => {
-                    format!("UPDATE accounts SET balance = balance + {d} WHERE id = {i}")
-                }
-                Op::SetOwner(i, o) => format!("UPDATE accounts SET owner = '{o}' WHERE id = {i}"),
-                Op::Delete(i) => format!("DELETE FROM accounts WHERE id = {i}"),
-            };
+            let sql = op.sql();
             self.conn
                 .query_drop(&sql)
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -160,65 +87,7 @@ impl Real {
     }
 }
 
-struct Emb {
-    db: Database,
-    t: TableId,
-}
-
 impl Emb {
-    /// A quiet database of design `d` with the `accounts` table.
-    fn open(d: DesignConfig) -> Emb {
-        let mut cfg = DatabaseConfig::new(d);
-        cfg.storage = mvcclab_engine::storage::StorageConfig::without_background(256);
-        let db = Database::open(cfg).unwrap();
-        let t = db.create_table(def()).unwrap();
-        Emb { db, t }
-    }
-
-    fn step(&mut self, ops: &[Op]) {
-        let t = self.t;
-        let mut tx = self.db.begin();
-        for op in ops {
-            match op {
-                Op::Insert(i, b, o, c) => tx
-                    .insert(
-                        t,
-                        vec![
-                            Value::Integer(*i),
-                            Value::BigInt(*b),
-                            Value::text(*o),
-                            Value::Integer(*c),
-                        ],
-                    )
-                    .unwrap(),
-                Op::AddBalance(i, d) => assert!(tx
-                    .update(t, &[Value::Integer(*i)], &[Assign::Add(1, *d)])
-                    .unwrap()),
-                Op::SetOwner(i, o) => assert!(tx
-                    .update(t, &[Value::Integer(*i)], &[Assign::Set(2, Value::text(*o))])
-                    .unwrap()),
-                Op::Delete(i) => assert!(tx.delete(t, &[Value::Integer(*i)]).unwrap()),
-            }
-        }
-        tx.commit().unwrap();
-    }
-
-    fn scan(&self, when: SystemTime) -> Vec<R> {
-        let mut tx = self.db.begin();
-        let rows = tx
-            .scan_system_time(
-                self.t,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-                when,
-            )
-            .unwrap();
-        tx.commit().unwrap();
-        rows.iter().map(of_row).collect()
-    }
-
     /// The number of rows of the preset's `transaction_registry`.
     fn registry_rows(&self) -> usize {
         self.registry().len()
@@ -252,26 +121,6 @@ impl Emb {
         rows.sort();
         rows.into_iter().map(|(c, t)| (t, c)).collect()
     }
-
-    fn by_id(&self, id: i32, when: SystemTime) -> Vec<R> {
-        let mut tx = self.db.begin();
-        let rows = tx
-            .get_system_time(self.t, &[Value::Integer(id)], when)
-            .unwrap();
-        tx.commit().unwrap();
-        rows.iter().map(of_row).collect()
-    }
-
-    fn by_owner(&self, owner: &str, when: SystemTime) -> Vec<R> {
-        let mut tx = self.db.begin();
-        let rows = tx
-            .get_by_index_system_time(self.t, 0, &[Value::text(owner)], when)
-            .unwrap();
-        tx.commit().unwrap();
-        let mut v: Vec<R> = rows.iter().map(of_row).collect();
-        v.sort();
-        v
-    }
 }
 
 /// The declared columns and keys of `accounts` in MariaDB's DDL.
@@ -292,20 +141,7 @@ fn real_part(real: &mut Real, p: &str) -> Vec<R> {
 
 /// The rows of the preset's history partition `p` (relation `accounts#p`), in key order.
 fn emb_part(emb: &Emb, p: &str) -> Vec<R> {
-    let h = emb.db.table_id(&format!("accounts#{p}")).unwrap();
-    let mut tx = emb.db.begin();
-    let rows = tx
-        .scan_system_time(
-            h,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            ScanDirection::Forward,
-            usize::MAX,
-            SystemTime::All,
-        )
-        .unwrap();
-    tx.commit().unwrap();
-    rows.iter().map(of_row).collect()
+    emb.relation_rows(&format!("accounts#{p}"))
 }
 
 /// MariaDB's DDL of the variant: by timestamp (implicit row_start/row_end), by trx id

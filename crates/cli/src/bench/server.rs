@@ -601,6 +601,11 @@ impl ServerRun {
             .with_context(|| format!("{}: {sql}", self.label))
     }
 
+    /// The engine behind this run.
+    pub fn kind(&self) -> ServerKind {
+        self.kind
+    }
+
     /// The data directory of the server mvcclab started (`None` with `--url`).
     pub fn data_dir(&self) -> Option<&Path> {
         self.server.managed().map(|m| m.data_dir())

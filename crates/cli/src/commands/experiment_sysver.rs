@@ -26,8 +26,13 @@
 //! CURRENT)` — or, with `--history-partitions K`, `PARTITION BY SYSTEM_TIME LIMIT n
 //! (PARTITION p0 HISTORY, ..., PARTITION pn CURRENT)` with K history partitions of
 //! `--partition-limit` rows, the preset's switches `history_partitions` and
-//! `history_partition_limit` alike (run `innodb/partitionK`); `real:postgresql` runs the plain variant only (PostgreSQL 15 has no system
-//! versioning; the periods extension is not installed here).
+//! `history_partition_limit` alike (run `innodb/partitionK`). The variant `history_table`
+//! (not in the default list) is the heap design's: the postgres preset with
+//! `history_storage=history_table` beside `real:postgresql` with the periods extension 1.2
+//! (`sbtest1` made system-versioned by `periods.add_system_time_period` and
+//! `periods.add_system_versioning`: a `sbtest1_history` table without index, filled by the
+//! extension's AFTER ROW trigger on UPDATE and DELETE); `real:postgresql` runs `plain` and
+//! `history_table` only (PostgreSQL 15 has no system versioning of its own).
 //!
 //! Each variant runs with a big pool that holds everything — sized before the run from
 //! the versions the run will have written ([`big_pool_bytes`]), and checked against the
@@ -74,7 +79,8 @@ pub struct SystemVersioningArgs {
     /// Select statements per select phase (each kind; 10 per transaction, range queries 8).
     #[arg(long, default_value_t = 20_000)]
     pub selects: u32,
-    /// Variants, comma-separated: plain, timestamp, trx_id, partition.
+    /// Variants, comma-separated: plain, timestamp, trx_id, partition; and history_table
+    /// (the postgres preset and real PostgreSQL with the periods extension; not a default).
     #[arg(
         long,
         default_value = "plain,timestamp,trx_id,partition",
@@ -129,9 +135,14 @@ fn variant_design(
             d.history_storage = HistoryStorage::Partition;
             (d.history_partitions, d.history_partition_limit) = parts;
         }
+        "history_table" => {
+            d.system_versioning = SystemVersioning::Timestamp;
+            d.history_storage = HistoryStorage::HistoryTable;
+        }
         other => {
             return Err(UsageError(format!(
-                "unknown variant '{other}'; variants are plain, timestamp, trx_id, partition"
+                "unknown variant '{other}'; variants are plain, timestamp, trx_id, partition, \
+                 history_table"
             ))
             .into())
         }
@@ -215,7 +226,7 @@ impl SysverSubject for EmbeddedRun {
         let db = self.db();
         let mut names = vec!["sbtest1".to_string()];
         names.extend(history_relation_names(
-            HistoryStorage::Partition,
+            db.design().history_storage,
             db.design().history_partitions,
             "sbtest1",
         ));
@@ -272,11 +283,39 @@ fn mariadb_variant_ddl(variant: &str, parts: (u16, u64)) -> Vec<String> {
     }
 }
 
+/// PostgreSQL's DDL that turns the empty plain `sbtest1` into `variant`: for
+/// `history_table`, the periods extension's SYSTEM_TIME period and system versioning
+/// (periods--1.2.sql `add_system_time_period`: columns `system_time_start` and
+/// `system_time_end`; `add_system_versioning`: `sbtest1_history` created `LIKE sbtest1`,
+/// the view and the `sbtest1__as_of` functions). CASCADE creates btree_gist, which periods
+/// requires. No other variant exists on PostgreSQL.
+fn postgresql_variant_ddl(variant: &str) -> Vec<String> {
+    match variant {
+        "history_table" => vec![
+            "CREATE EXTENSION IF NOT EXISTS periods CASCADE".into(),
+            "SELECT periods.add_system_time_period('sbtest1')".into(),
+            "SELECT periods.add_system_versioning('sbtest1')".into(),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 impl SysverSubject for ServerRun {
     fn create_sbtest1(&self, variant: &str, parts: (u16, u64)) -> Result<()> {
         self.load_table(&TableDef::sbtest(1), &mut std::iter::empty())?;
-        for q in mariadb_variant_ddl(variant, parts) {
-            self.execute_sql(&q)?;
+        let ddl = if self.kind() == ServerKind::PostgreSql {
+            postgresql_variant_ddl(variant)
+        } else {
+            mariadb_variant_ddl(variant, parts)
+        };
+        for q in ddl {
+            self.execute_sql(&q).with_context(|| {
+                if q.contains("periods") {
+                    "the periods extension (apt-get install -y postgresql-15-periods)".to_string()
+                } else {
+                    format!("variant {variant}")
+                }
+            })?;
         }
         Ok(())
     }
@@ -291,6 +330,16 @@ impl SysverSubject for ServerRun {
     }
 
     fn data_bytes(&self) -> Result<u64> {
+        if self.kind() == ServerKind::PostgreSql {
+            // pg_total_relation_size of sbtest1 and sbtest1_history (if any), in 8 KiB
+            // pages, read as the row count of a SELECT (the run layer's statement path
+            // returns row counts, not values).
+            let pages = self.execute_sql(
+                "SELECT 1 FROM generate_series(1, (SELECT (pg_total_relation_size('sbtest1') \
+                 + coalesce(pg_total_relation_size(to_regclass('sbtest1_history')), 0)) / 8192))",
+            )?;
+            return Ok(pages * 8192);
+        }
         // The table's files (sbtest1.ibd, or sbtest1#P#p_hist.ibd and sbtest1#P#p_cur.ibd)
         // and mysql/transaction_registry.ibd.
         fn walk(dir: &Path, sum: &mut u64) -> std::io::Result<()> {
@@ -518,7 +567,8 @@ pub fn check_system_versioning(a: &SystemVersioningArgs) -> Result<(u32, u32)> {
 /// variant `v` at device bandwidth `bandwidth` (MiB/s, `None` = unthrottled), with the big
 /// pool and then, unless `--no-small-pool`, the small one: one run each, each on a fresh
 /// database or a freshly started server. Empty when the variant does not exist for it (a
-/// history partition on a heap design; any versioned variant on PostgreSQL; MyRocks).
+/// history partition on a heap design; a versioned variant other than history_table on
+/// PostgreSQL; history_table on MariaDB; MyRocks).
 ///
 /// Errors: bad flags ([`UsageError`]); engine or server errors.
 pub fn system_versioning_point(
@@ -540,7 +590,10 @@ pub fn system_versioning_point(
     let base = match spec {
         RunSpec::Embedded(d) => d.clone(),
         RunSpec::Real(k) => {
-            if *k == ServerKind::MyRocks || (*k == ServerKind::PostgreSql && v != "plain") {
+            if *k == ServerKind::MyRocks
+                || (*k == ServerKind::PostgreSql && v != "plain" && v != "history_table")
+                || (*k != ServerKind::PostgreSql && v == "history_table")
+            {
                 return skip(&k.design_name());
             }
             let mut d = crate::design_arg::resolve_design(k.preset().unwrap_or("innodb"), &[])?;

@@ -271,14 +271,25 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
                 .tables()
                 .create(def, |id, def| self.am.create_table(id, def));
         };
-        let def = versioned_def(def, self.by_trx_id)?;
+        // The periods extension leaves the table's keys as declared; MariaDB appends
+        // row_end to each unique one.
+        let periods = hs == HistoryStorage::HistoryTable;
+        let def = versioned_def(def, self.by_trx_id, !periods)?;
         let names = history_relation_names(hs, self.parts.count, &def.name);
         for (i, name) in names.into_iter().enumerate() {
-            // A history partition or the history table: the same columns and keys, a
-            // relation of its own (MariaDB ha_partition's history partitions; the periods
-            // extension's CREATE TABLE ... _history).
+            // A history partition: the same columns and keys, a relation of its own
+            // (MariaDB ha_partition's history partitions). The history table: the same
+            // columns, no key and no index (the periods extension's
+            // `periods.add_system_versioning`: `CREATE TABLE t_history (LIKE t)`, which
+            // copies columns and NOT NULL only, and the notice "be sure to index it
+            // properly").
             let mut hist = def.clone();
             hist.name = name;
+            if periods {
+                hist.primary_key.clear();
+                hist.indexes.clear();
+                hist.foreign_keys.clear();
+            }
             for ix in &mut hist.indexes {
                 ix.name = if i == 0 {
                     format!("{}_h", ix.name)
@@ -321,6 +332,10 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             parts: self.parts.clone(),
             trt_begin_us: None,
             partitions_touched: false,
+            // BEGIN's time: xact.c `StartTransaction` sets xactStartTimestamp from the
+            // first statement's start, which is BEGIN's in a transaction block.
+            xact_start_us: (self.versioning == Some(HistoryStorage::HistoryTable))
+                .then(system_time_now_us),
         })
     }
 
@@ -412,6 +427,11 @@ struct DesignTxn<A: TableAccessMethod> {
     /// Set at the first change of a table versioned by transaction id (the begin_timestamp
     /// of its transaction_registry row): the commit then writes that row.
     trt_begin_us: Option<i64>,
+    /// The transaction's start in µs since 2000-01-01, the row_start / row_end its
+    /// statements write when history is kept in a history table (the periods extension
+    /// stamps rows with `transaction_timestamp()`, periods.c `TRANSACTION_TSTZ` =
+    /// `GetCurrentTransactionStartTimestamp()`); `None` otherwise.
+    xact_start_us: Option<i64>,
 }
 
 /// The relations that hold table `def`'s history under `hs`, in partition order, with
@@ -525,6 +545,7 @@ impl<A: TableAccessMethod> DesignTxn<A> {
         ) -> Result<T>,
     ) -> Result<T> {
         let vs = self.versioning;
+        let xact_start = self.xact_start_us;
         let am = self.am.clone();
         let parts = self.parts.clone();
         let mut trx_versioned = false;
@@ -541,8 +562,12 @@ impl<A: TableAccessMethod> DesignTxn<A> {
             };
             let (history, ids) = history_relations(&*am, &parts, hs, tb.def(), st)?;
             // The statement's time: its rows' row_start / row_end, and its start for
-            // INTERVAL (MariaDB's thd->query_start()).
-            let now = system_time_now_us();
+            // INTERVAL (MariaDB's thd->query_start()); the transaction's start with a
+            // history table (periods' transaction_timestamp()).
+            let now = match (hs, xact_start) {
+                (HistoryStorage::HistoryTable, Some(t)) => t,
+                _ => system_time_now_us(),
+            };
             // The working history partition, by LIMIT or by INTERVAL, for a statement
             // that may write history (partition_info::vers_set_hist_part).
             let mut hist_part = 0;
@@ -569,7 +594,8 @@ impl<A: TableAccessMethod> DesignTxn<A> {
                 hist_part = vers_set_hist_part_by_interval(&ends, start_unix_s);
             }
             let refs: Vec<&A::Table> = history.iter().map(|h| &**h).collect();
-            let v = Versioned::new(tb, refs, hist_part, registry.as_deref(), period, st, now);
+            let mut v = Versioned::new(tb, refs, hist_part, registry.as_deref(), period, st, now);
+            v.periods = hs == HistoryStorage::HistoryTable;
             let r = f(tb, Some(&v), st, state);
             let n = v.hist_written.get();
             if hs == HistoryStorage::Partition && n > 0 {

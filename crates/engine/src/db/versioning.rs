@@ -1,6 +1,8 @@
 //! System-versioned tables (SQL:2011 `WITH SYSTEM VERSIONING`), as MariaDB 10.11 builds
 //! them above the storage engine, written once over the table access method traits so that
-//! both designs keep history in the table itself (`history_storage=same_index`).
+//! both designs keep history in the table itself (`history_storage=same_index`) — and, for
+//! the heap design, as PostgreSQL's periods extension keeps it in a history table
+//! (`history_storage=history_table`, below).
 //!
 //! What is modelled, and from where:
 //! - The table gets two columns, `row_start` and `row_end` TIMESTAMP(6) NOT NULL, after
@@ -35,16 +37,34 @@
 //! Times are microseconds since 2000-01-01 (the unit of [`Value::Timestamp`]) from one
 //! process-wide clock that never repeats a value ([`system_time_now_us`]): a statement
 //! takes one time for all its rows, as MariaDB's `thd->query_start()`; like MariaDB's
-//! timestamp versioning, that is the statement's time, not its transaction's commit time.
+//! timestamp versioning, that is the statement's time, not its transaction's commit time
+//! (with `history_table`, the transaction's start, as the periods extension stamps rows).
 //!
 //! History elsewhere (`history_storage`): `partition` keeps history rows in a second relation
 //! with the same columns and keys (MariaDB `PARTITION BY SYSTEM_TIME`: the current
 //! partition and a history partition, each with its own indexes; ha_partition routes a row
-//! by `row_end`), `history_table` the same in a separate table (PostgreSQL's periods
-//! extension: `periods.add_system_versioning` creates `t_history`, filled by its
-//! `write_history` trigger on UPDATE and DELETE). Then an UPDATE's history row and a
-//! DELETE's row go there, current reads never see history, and reads `FOR SYSTEM_TIME`
-//! read both relations.
+//! by `row_end`). Then an UPDATE's history row and a DELETE's row go there, current reads
+//! never see history, and reads `FOR SYSTEM_TIME` read both relations.
+//!
+//! `history_table` follows PostgreSQL's periods extension 1.2 instead of MariaDB
+//! ([`Versioned`]'s `periods`; periods--1.2.sql `add_system_time_period`,
+//! `add_system_versioning`; periods.c `generated_always_as_row_start_end`, `write_history`):
+//! 1. Every row a transaction writes gets the transaction's start as its time
+//!    (`transaction_timestamp()`, `GetCurrentTransactionStartTimestamp`), not the
+//!    statement's; the engine takes it when the transaction begins.
+//! 2. The keys stay as declared: `row_end` is not appended ([`versioned_def`] without
+//!    `end_in_keys`), since the table holds only current rows.
+//! 3. The history table `t_history` is created `LIKE t`: the columns, no primary key, no
+//!    index. Reads `FOR SYSTEM_TIME` read it whole and filter (the `t_with_history` view's
+//!    UNION ALL over an unindexed table), then merge with the table's rows in (key,
+//!    `row_end`) order.
+//! 4. UPDATE and DELETE write the old row with `row_end` = the transaction's start into
+//!    `t_history` — unless its `row_start` is that start (a row this transaction wrote: no
+//!    history row), and failing with "invalid row version" (SQLSTATE 2201H) when its
+//!    `row_start` is later (a row of a transaction that began after this one, seen at read
+//!    committed).
+//! 5. There is no DELETE HISTORY (refused) and no versioning by transaction id (the
+//!    design refuses `system_versioning=trx_id` with it).
 //!
 //! Versioning by transaction id (`system_versioning=trx_id`, MariaDB `VERS_TRX_ID`):
 //! `row_start`/`row_end` are BIGINT transaction ids (the writer's xid; a current row's
@@ -198,12 +218,16 @@ pub fn system_time_now_us() -> i64 {
 }
 
 /// The definition of `def` made system-versioned: `row_start` and `row_end` NOT NULL
-/// appended (TIMESTAMP(6), or BIGINT transaction ids for `trx_id`), `row_end` appended to
-/// the primary key (if any) and to every unique index.
+/// appended (TIMESTAMP(6), or BIGINT transaction ids for `trx_id`), and, when
+/// `end_in_keys`, `row_end` appended to the primary key (if any) and to every unique index
+/// (MariaDB's "Adding ROW END to every unique key"; history in the same index or a
+/// partition). Without `end_in_keys` the keys stay the declared ones, as the periods
+/// extension leaves them (`periods.add_system_time_period` only adds the two columns; its
+/// history rows go to a table of their own, `history_storage=history_table`).
 ///
 /// Errors: [`Error::Catalog`] when `def` already has a column named `row_start` or
 /// `row_end` (MariaDB: "Duplicate column name").
-pub fn versioned_def(mut def: TableDef, by_trx_id: bool) -> Result<TableDef> {
+pub fn versioned_def(mut def: TableDef, by_trx_id: bool, end_in_keys: bool) -> Result<TableDef> {
     let ty = if by_trx_id {
         ColumnType::BigInt
     } else {
@@ -225,6 +249,9 @@ pub fn versioned_def(mut def: TableDef, by_trx_id: bool) -> Result<TableDef> {
     let end = def.columns.len() + 1;
     def.columns.push(Column::not_null(ROW_START, ty));
     def.columns.push(Column::not_null(ROW_END, ty));
+    if !end_in_keys {
+        return Ok(def);
+    }
     if !def.primary_key.is_empty() {
         def.primary_key.push(end);
     }
@@ -243,11 +270,15 @@ pub struct Period {
     end: usize,
     /// Versioned by transaction id (BIGINT columns) rather than by timestamp.
     trx: bool,
+    /// `row_end` ends the primary key and every unique index ([`versioned_def`] with
+    /// `end_in_keys`); false for a periods-style table whose keys are the declared ones.
+    end_in_key: bool,
 }
 
 impl Period {
     /// The period of `def`, if it has [`versioned_def`]'s shape (the last two columns
-    /// `row_start`, `row_end`, both TIMESTAMP(6) or both BIGINT).
+    /// `row_start`, `row_end`, both TIMESTAMP(6) or both BIGINT); `row_end` is taken to be
+    /// in the keys when it ends the primary key or a unique index.
     pub fn of(def: &TableDef) -> Option<Period> {
         let n = def.columns.len();
         if n < 3 {
@@ -262,6 +293,11 @@ impl Period {
             start: n - 2,
             end: n - 1,
             trx: s.ty == ColumnType::BigInt,
+            end_in_key: def.primary_key.last() == Some(&(n - 1))
+                || def
+                    .indexes
+                    .iter()
+                    .any(|ix| ix.unique && ix.columns.last() == Some(&(n - 1))),
         })
     }
 
@@ -306,23 +342,32 @@ impl Period {
         }
     }
 
+    /// Whether `row_end` ends the primary key and the unique indexes.
+    pub fn end_in_key(&self) -> bool {
+        self.end_in_key
+    }
+
     fn user_pk<'a>(&self, def: &TableDef, pk: &'a [Value]) -> Result<&'a [Value]> {
         def.require_primary_key("a lookup by primary key")?;
-        if pk.len() + 1 != def.primary_key.len() {
+        let declared = def.primary_key.len() - usize::from(self.end_in_key);
+        if pk.len() != declared {
             return Err(Error::InvalidValue(format!(
-                "table {}: primary key of {} columns given {} values (row_end is added by \
-                 system versioning; give the declared key)",
+                "table {}: primary key of {declared} columns given {} values (give the \
+                 declared key; system versioning adds row_end itself)",
                 def.name,
-                def.primary_key.len() - 1,
                 pk.len()
             )));
         }
         Ok(pk)
     }
 
+    /// The key of a row with declared key `pk` and `row_end` = `end`: `pk` itself when
+    /// `row_end` is not in the keys.
     fn with_end(&self, pk: &[Value], end: i64) -> Vec<Value> {
         let mut k = pk.to_vec();
-        k.push(self.value(end));
+        if self.end_in_key {
+            k.push(self.value(end));
+        }
         k
     }
 }
@@ -350,9 +395,16 @@ pub struct Versioned<'a, T> {
     pub st: &'a Statement<'a>,
     /// Registry lookups of this statement (trx_id versioning).
     cache: RefCell<TrxCache>,
-    /// The statement's time in µs since 2000-01-01 ([`system_time_now_us`], taken once):
-    /// the row_start / row_end it writes, as MariaDB's `thd->query_start()`.
+    /// The time in µs since 2000-01-01 the statement's rows get as row_start / row_end:
+    /// the statement's own ([`system_time_now_us`], taken once, as MariaDB's
+    /// `thd->query_start()`), or its transaction's start for a periods-style table
+    /// (`periods`).
     pub now_us: i64,
+    /// The periods extension's rules (`history_storage=history_table`; periods.c
+    /// `write_history`): `now_us` is the transaction's start, and an UPDATE or DELETE of a
+    /// row whose row_start is later than it fails with "invalid row version" instead of
+    /// skipping the history row as MariaDB does.
+    pub periods: bool,
 }
 
 /// What a statement looked up in the transaction registry: commit id and commit time by
@@ -378,6 +430,7 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     ) -> Self {
         Versioned {
             now_us,
+            periods: false,
             table,
             history,
             hist_part,
@@ -608,9 +661,25 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
 
     /// `vers_insert_history_row`: `old` with `row_end` = `now` into the working history
     /// relation (the table itself for same_index), unless its `row_start` is not before
-    /// `now`.
+    /// `now`. With the periods extension's rules (`periods`; periods.c `write_history`):
+    /// no history row when `row_start` = `now` (a row this transaction wrote: SQL:2016
+    /// 15.13 GR 9)a)iii)2)), and an error when `row_start` is later (a row written by a
+    /// transaction that started after this one and committed before this statement read
+    /// it, possible at read committed: SQL:2016 15.13 GR 9)a)iii)1)).
+    ///
+    /// Errors: [`TxnError::InvalidRowVersion`](crate::mvcc::TxnError::InvalidRowVersion)
+    /// in that case; as [`TableWrite::insert`].
     fn write_history(&self, state: &mut T::TxnState, mut old: Row, now: i64) -> Result<()> {
         let (start, _) = self.period.times(&old)?;
+        if self.periods && start > now {
+            return Err(Error::Txn(crate::mvcc::TxnError::InvalidRowVersion(
+                format!(
+                    "table {}: the row being updated or deleted was created after this \
+                 transaction started",
+                    self.def().name
+                ),
+            )));
+        }
         if start < now {
             old[self.period.end] = self.period.value(now);
             match self.history.get(self.hist_part) {
@@ -661,6 +730,35 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     pub fn get_by_index(&self, ix: usize, key: &[Value], when: SystemTime) -> Result<Vec<Row>> {
         let def = self.def();
         let unique = def.indexes.get(ix).is_some_and(|i| i.unique);
+        if !self.period.end_in_key {
+            // Keys as declared (periods): the table's index holds only current rows; a
+            // history table without that index is read whole and filtered, as
+            // PostgreSQL's plan over the `_with_history` view's UNION ALL does on a history
+            // table created `LIKE` the table (no indexes).
+            let cols = def
+                .indexes
+                .get(ix)
+                .ok_or_else(|| Error::Catalog(format!("table {}: no index #{ix}", def.name)))?
+                .columns
+                .clone();
+            let mut keep = Vec::new();
+            for rel in self.relations(when) {
+                let rows = if rel.def().indexes.len() > ix {
+                    rel.get_by_index(self.st, ix, key)?
+                } else {
+                    self.seq_filter(rel, &|r: &Row| {
+                        cols.iter().zip(key).all(|(&c, v)| &r[c] == v)
+                    })?
+                };
+                for r in rows {
+                    let (s, e) = self.period.times(&r)?;
+                    if self.sees(when, s, e)? {
+                        keep.push(r);
+                    }
+                }
+            }
+            return Ok(keep);
+        }
         if unique {
             if when != SystemTime::Current {
                 return Err(Error::InvalidConfig(format!(
@@ -727,17 +825,10 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         if rels.len() == 1 {
             return self.scan_one(self.table, lo, hi, dir, limit, when);
         }
-        let def = self.def();
         let mut keyed = Vec::new();
         for rel in rels {
             for r in self.scan_one(rel, lo, hi, dir, limit, when)? {
-                let k = if def.primary_key.is_empty() {
-                    Vec::new()
-                } else {
-                    let vals: Vec<Value> = def.primary_key.iter().map(|&c| r[c].clone()).collect();
-                    def.key_from_values(&def.primary_key, &vals)?
-                };
-                keyed.push((k, r));
+                keyed.push((self.order_key(&r)?, r));
             }
         }
         keyed.sort_by(|a, b| a.0.cmp(&b.0));
@@ -761,6 +852,36 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     ) -> Result<Vec<Row>> {
         let def = self.def();
         let mut out = Vec::new();
+        if !def.primary_key.is_empty() && rel.def().primary_key.is_empty() {
+            // The periods extension's history table (`CREATE TABLE ... (LIKE t)`: no
+            // primary key, no index): read whole, the rows in the bounds kept, then put in
+            // (key, row_end) order in `dir`.
+            let (lo_k, hi_k) = (self.bound_key(lo)?, self.bound_key(hi)?);
+            let mut keyed = Vec::new();
+            for r in self.seq_filter(rel, &|_| true)? {
+                let k = self.order_key(&r)?;
+                let above = match &lo_k {
+                    Bound::Unbounded => true,
+                    Bound::Included(b) => k.0 >= *b,
+                    Bound::Excluded(b) => k.0 > *b,
+                };
+                let below = match &hi_k {
+                    Bound::Unbounded => true,
+                    Bound::Included(b) => k.0 <= *b,
+                    Bound::Excluded(b) => k.0 < *b,
+                };
+                let (s, e) = self.period.times(&r)?;
+                if above && below && self.sees(when, s, e)? {
+                    keyed.push((k, r));
+                }
+            }
+            keyed.sort_by(|a, b| a.0.cmp(&b.0));
+            if dir == ScanDirection::Backward {
+                keyed.reverse();
+            }
+            keyed.truncate(limit);
+            return Ok(keyed.into_iter().map(|(_, r)| r).collect());
+        }
         if def.primary_key.is_empty() {
             // Only the unbounded scan exists (TableRead::scan refuses bounds).
             for r in rel.scan(self.st, lo, hi, dir, usize::MAX)? {
@@ -833,6 +954,53 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
         Ok(out)
     }
 
+    /// The declared primary key columns (the primary key without `row_end`).
+    fn declared_pk(&self) -> &[usize] {
+        let pk = &self.def().primary_key;
+        &pk[..pk.len() - usize::from(self.period.end_in_key && !pk.is_empty())]
+    }
+
+    /// A row's place in (declared key, `row_end`) order: the declared key's
+    /// order-preserving bytes (empty without a primary key) and `row_end`.
+    fn order_key(&self, r: &Row) -> Result<(Vec<u8>, i64)> {
+        let def = self.def();
+        let cols = self.declared_pk();
+        let k = if cols.is_empty() {
+            Vec::new()
+        } else {
+            let vals: Vec<Value> = cols.iter().map(|&c| r[c].clone()).collect();
+            def.key_from_values(cols, &vals)?
+        };
+        Ok((k, self.period.times(r)?.1))
+    }
+
+    /// A declared-key bound as order-preserving bytes.
+    fn bound_key(&self, b: Bound<&[Value]>) -> Result<Bound<Vec<u8>>> {
+        let def = self.def();
+        Ok(match b {
+            Bound::Unbounded => Bound::Unbounded,
+            Bound::Included(k) => Bound::Included(
+                def.key_from_values(self.declared_pk(), self.period.user_pk(def, k)?)?,
+            ),
+            Bound::Excluded(k) => Bound::Excluded(
+                def.key_from_values(self.declared_pk(), self.period.user_pk(def, k)?)?,
+            ),
+        })
+    }
+
+    /// The rows of `rel` for which `keep` holds, by a sequential scan (a relation without
+    /// the primary key or index a read would use).
+    fn seq_filter(&self, rel: &T, keep: &dyn Fn(&Row) -> bool) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        rel.seq_scan_each(self.st, &mut |r| {
+            if keep(&r) {
+                out.push(r);
+            }
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
     /// DELETE HISTORY BEFORE SYSTEM_TIME `before`: removes the history rows with
     /// `row_end < before`; returns how many.
     ///
@@ -841,6 +1009,15 @@ impl<'a, T: TableRead + TableWrite + crate::access::Catalogued> Versioned<'a, T>
     pub fn delete_history(&self, state: &mut T::TxnState, before: i64) -> Result<u64> {
         let def = self.def();
         def.require_primary_key("DELETE HISTORY")?;
+        if self.history.iter().any(|h| h.def().primary_key.is_empty()) {
+            // The periods extension has no DELETE HISTORY: its history table is a plain
+            // table without a key, and the engine deletes rows by primary key.
+            return Err(Error::Catalog(format!(
+                "table {}: DELETE HISTORY is MariaDB's; the periods extension's history table \
+                 (history_storage=history_table) has no primary key to delete its rows by",
+                def.name
+            )));
+        }
         let rels = if self.history.is_empty() {
             vec![self.table]
         } else {

@@ -33,6 +33,12 @@ pub enum TxnError {
     /// ER_TOO_MANY_CONCURRENT_TRXS 1637). SQLSTATE 53000 insufficient_resources.
     #[error("too many concurrent transactions: {0}")]
     TooManyConcurrentTransactions(String),
+    /// An UPDATE or DELETE of a system-versioned row whose period starts after the
+    /// transaction did (the periods extension's "invalid row version", periods.c
+    /// `write_history`; SQL:2016 15.13 GR 9)a)iii)1)): PostgreSQL SQLSTATE 2201H
+    /// invalid_row_version, "The transaction might succeed if retried".
+    #[error("invalid row version: {0}")]
+    InvalidRowVersion(String),
     /// The transaction can no longer be used (aborted, or already committed): PostgreSQL
     /// SQLSTATE 25P02 in_failed_sql_transaction.
     #[error("transaction is {0}; start a new one")]
@@ -48,6 +54,7 @@ impl TxnError {
             TxnError::Deadlock(_) => "40P01",
             TxnError::TooManyConcurrentTransactions(_) => "53000",
             TxnError::TransactionClosed(_) => "25P02",
+            TxnError::InvalidRowVersion(_) => "2201H",
         }
     }
 
