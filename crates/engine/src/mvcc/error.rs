@@ -60,14 +60,17 @@ impl TxnError {
 
     /// The MariaDB error number of the same failure (include/mysqld_error.h), `None` for
     /// [`TxnError::TransactionClosed`], which has none (MariaDB rolls a failed
-    /// transaction back and goes on in autocommit).
+    /// transaction back and goes on in autocommit), and for
+    /// [`TxnError::InvalidRowVersion`], the periods extension's error, which only a heap
+    /// design's history table raises (MariaDB versions a row in place and has no such
+    /// refusal).
     pub fn mariadb_errno(&self) -> Option<u16> {
         match self {
             TxnError::DuplicateKey { .. } => Some(1062),
             TxnError::SerializationFailure(_) => Some(1020),
             TxnError::Deadlock(_) => Some(1213),
             TxnError::TooManyConcurrentTransactions(_) => Some(1637),
-            TxnError::TransactionClosed(_) => None,
+            TxnError::TransactionClosed(_) | TxnError::InvalidRowVersion(_) => None,
         }
     }
 
