@@ -66,3 +66,39 @@ pub fn versioned_accounts_def() -> crate::catalog::TableDef {
         foreign_keys: Vec::new(),
     }
 }
+
+/// `mysql.transaction_registry` of a database versioned by transaction id
+/// ([`crate::db::versioning::TRANSACTION_REGISTRY`]) as `(transaction_id, commit_id)` rows
+/// in commit-id order, read in a transaction of its own: what the system-versioning tests
+/// of the engine and beside real MariaDB compare.
+///
+/// Errors: [`crate::error::Error::corrupted`] for a row whose first two columns are not
+/// BIGINTs; as [`crate::db::Database::table_id`] (no such table when the database
+/// has no table versioned by transaction id) and [`crate::db::Transaction::scan`].
+pub fn transaction_registry_rows(db: &crate::db::Database) -> Result<Vec<(i64, i64)>> {
+    use crate::catalog::Value;
+    use crate::db::versioning::TRANSACTION_REGISTRY;
+    use crate::error::Error;
+    use std::ops::Bound;
+    let reg = db.table_id(TRANSACTION_REGISTRY)?;
+    let mut tx = db.begin();
+    let rows = tx.scan(
+        reg,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        crate::btree::ScanDirection::Forward,
+        usize::MAX,
+    )?;
+    tx.commit()?;
+    let mut out = rows
+        .iter()
+        .map(|r| match (r.first(), r.get(1)) {
+            (Some(Value::BigInt(t)), Some(Value::BigInt(c))) => Ok((*t, *c)),
+            other => Err(Error::corrupted(format!(
+                "transaction_registry row of another shape: {other:?}"
+            ))),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_by_key(|r| r.1);
+    Ok(out)
+}

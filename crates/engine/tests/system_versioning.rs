@@ -651,26 +651,7 @@ fn history_survives_a_crash() {
 
 /// `transaction_registry` as (transaction_id, commit_id) rows in commit-id order.
 fn registry(db: &Database) -> Vec<(i64, i64)> {
-    let reg = db.table_id("transaction_registry").unwrap();
-    let mut tx = db.begin();
-    let mut rows: Vec<(i64, i64)> = tx
-        .scan(
-            reg,
-            Bound::Unbounded,
-            Bound::Unbounded,
-            ScanDirection::Forward,
-            usize::MAX,
-        )
-        .unwrap()
-        .iter()
-        .map(|r| match (&r[0], &r[1]) {
-            (Value::BigInt(t), Value::BigInt(c)) => (*t, *c),
-            other => panic!("registry row of another shape: {other:?}"),
-        })
-        .collect();
-    tx.commit().unwrap();
-    rows.sort_by_key(|r| r.1);
-    rows
+    mvcclab_engine::testkit::transaction_registry_rows(db).unwrap()
 }
 
 /// Each registry row's commit_id is a value of the transaction id sequence taken at its

@@ -24,16 +24,12 @@
 //! The test starts its own managed MariaDB (127.0.0.1, a free port, stopped by its pid on
 //! drop). It needs MariaDB installed (`apt-get install mariadb-server`, README Set-up).
 
-use mvcclab_engine::btree::ScanDirection;
-use mvcclab_engine::catalog::Value;
-use mvcclab_engine::db::versioning::TRANSACTION_REGISTRY;
 use mvcclab_engine::db::{system_time_now_us, SystemTime, TableId};
 use mvcclab_engine::design::{DesignConfig, HistoryStorage, SystemVersioning};
 use mvcclab_servers::managed::{ManagedOptions, ManagedServer};
 use mvcclab_servers::ServerKind;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
-use std::ops::Bound;
 use std::time::Duration;
 
 mod common;
@@ -100,26 +96,7 @@ impl Emb {
 
     /// The preset's `transaction_registry` as (transaction_id, commit_id) in commit order.
     fn registry(&self) -> Vec<(i64, i64)> {
-        let reg = self.db.table_id(TRANSACTION_REGISTRY).unwrap();
-        let mut tx = self.db.begin();
-        let mut rows: Vec<(i64, i64)> = tx
-            .scan(
-                reg,
-                Bound::Unbounded,
-                Bound::Unbounded,
-                ScanDirection::Forward,
-                usize::MAX,
-            )
-            .unwrap()
-            .iter()
-            .map(|r| match (&r[0], &r[1]) {
-                (Value::BigInt(t), Value::BigInt(c)) => (*c, *t),
-                other => panic!("registry row of another shape: {other:?}"),
-            })
-            .collect();
-        tx.commit().unwrap();
-        rows.sort();
-        rows.into_iter().map(|(c, t)| (t, c)).collect()
+        mvcclab_engine::testkit::transaction_registry_rows(&self.db).unwrap()
     }
 }
 
