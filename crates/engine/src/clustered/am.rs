@@ -704,7 +704,9 @@ mod tests {
     use super::*;
     use crate::storage::StorageConfig;
 
-    fn am_with_four_rsegs() -> Arc<ClusteredAm> {
+    /// An access method with four rollback segments and purge batches of one undo page,
+    /// after `n` committed transactions ([`commit_one`]).
+    fn am_with_four_rsegs(n: usize) -> Arc<ClusteredAm> {
         let storage = Arc::new(Storage::open(StorageConfig::without_background(256)).unwrap());
         let design = DesignConfig {
             rollback_segments: 4,
@@ -720,7 +722,11 @@ mod tests {
             design,
             recovering: None,
         };
-        ClusteredAm::open(open, purge).unwrap()
+        let am = ClusteredAm::open(open, purge).unwrap();
+        for _ in 0..n {
+            commit_one(&am);
+        }
+        am
     }
 
     /// One committed transaction writing one update undo record.
@@ -745,10 +751,7 @@ mod tests {
     /// nothing to purge: every segment had taken a transaction after that log (issue 26).
     #[test]
     fn truncation_between_full_batches_removes_purged_logs_the_view_has_passed() {
-        let am = am_with_four_rsegs();
-        for _ in 0..8 {
-            commit_one(&am);
-        }
+        let am = am_with_four_rsegs(8);
         let length = || am.history.length.load(Ordering::Relaxed);
         assert_eq!(length(), 8);
         for batch in 1..=4u64 {
@@ -777,17 +780,17 @@ mod tests {
     /// segment's purged logs in the history.
     #[test]
     fn truncation_reads_a_view_cloned_after_the_batch() {
-        let am = am_with_four_rsegs();
-        for _ in 0..4 {
-            commit_one(&am);
-        }
-        let length = || am.history.length.load(Ordering::Relaxed);
+        let am = am_with_four_rsegs(4);
         assert_eq!(am.trx_purge().unwrap(), 1);
         // The 5th transaction takes rollback segment 0, whose first log was just purged,
         // and commits before the truncation.
         commit_one(&am);
         am.truncate_history().unwrap();
-        assert_eq!(length(), 4, "rseg 0's purged log removed");
+        assert_eq!(
+            am.history.length.load(Ordering::Relaxed),
+            4,
+            "rseg 0's purged log removed"
+        );
         am.shutdown();
     }
 }
