@@ -22,6 +22,13 @@
 //!    `threads − 1` workers (innodb_purge_threads): one table, one thread.
 //! 4. A log leaves the history length when truncation removes it from its rollback
 //!    segment's list, not when it is purged (`trx_sys.history_size()`).
+//! 5. Truncation removes a rollback segment's purged logs when no transaction holds the
+//!    segment and purge's view, cloned as the next batch clones it, sees its newest
+//!    transaction (`free_history_rseg`). When it can remove none of the purged logs of the one segment
+//!    in turn (`purge_sys.skipped_rseg`), that segment is given to no new transaction until
+//!    a later truncation has removed some, then the next segment is in turn (MDEV-33213,
+//!    `rseg.set_skip_allocation()`, `purge_sys_t::rseg_enable`), so the history shrinks
+//!    under a write load that never pauses ([`UndoSpace::truncate_history`]).
 //!
 //! # Locking
 //! The purge coordinator thread holds a `Weak` reference and upgrades it per look. The
@@ -48,7 +55,7 @@ use crate::stop::StopSignal;
 use crate::storage::{CheckpointHook, Storage};
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -71,9 +78,6 @@ pub struct ClusteredAm {
     /// When the master task next wakes purge (`srv_master_callback`, every
     /// `wake_interval_ms`).
     next_wake: Mutex<Instant>,
-    /// The purge view of the last batch (`purge_sys.view` as `batch_cleanup` copies it to
-    /// `end_view`): the oldest xmin when the batch started, 0 before the first.
-    purge_view: AtomicU32,
     purge: PurgeConfig,
     stop: Arc<StopSignal>,
     /// The purge coordinator thread (joined at shutdown).
@@ -82,21 +86,31 @@ pub struct ClusteredAm {
 
 impl ClusteredAm {
     /// Truncates the rollback segments' history lists after a purge batch (srv0srv.cc
-    /// `purge_coordinator_state::do_purge` → `trx_purge_truncate_history`; MariaDB runs it
-    /// as `purge_truncation_task` beside the next batch, here it runs before it) and takes
-    /// the logs it removed off the history length. A rollback segment is truncated only
-    /// when purge "sees" its newest transaction (`purge_sys.sees(rseg.needs_purge)`, against
-    /// `end_view`: the last batch's view clamped to the purge head), so the limit is
-    /// [`truncation_limit`] of the last batch's view and the oldest log not yet purged, not
-    /// the oldest read view of now. Called under the coordinator mutex.
+    /// `purge_coordinator_state::do_purge` → `trx_purge_truncate_history`) and takes the
+    /// logs it removed off the history length. A log goes when purge has processed it
+    /// (below `purge_sys.head`); its rollback segment's whole history waits while a
+    /// transaction holds the segment or purge's view does not see the segment's newest
+    /// transaction (trx0purge.cc `free_history_rseg`: `purge_sys.sees(rseg.needs_purge)`,
+    /// which reads `purge_sys.view`).
+    ///
+    /// Which view: MariaDB submits the truncation as `purge_truncation_task` and starts the
+    /// next batch at once, and that batch begins by cloning the oldest read view into
+    /// `purge_sys.view` (`trx_purge` → `clone_oldest_view`), which the truncation then
+    /// reads. So the view here is the oldest read view cloned now, as the next batch
+    /// clones it. It is never lowered to
+    /// the purge head: MariaDB clamps only `end_view`, the view MVCC readers check undo
+    /// pages against (`purge_sys_t::batch_cleanup`, `view_guard`).
+    ///
+    /// Until 2026-11-27 the preset compared with the last batch's view lowered to the
+    /// oldest log not yet purged, so while purge ran full batches back to back (its head
+    /// behind the view) every rollback segment had taken a newer transaction than the head
+    /// and nothing was truncated: the history list grew by the commit rate (issue 26,
+    /// oltp_update_index at `1m` and `4m`). Called under the coordinator mutex.
     ///
     /// Errors: storage errors.
     fn truncate_history(&self) -> Result<()> {
-        let limit = truncation_limit(
-            self.purge_view.load(Ordering::Acquire),
-            self.history.oldest_trx_id(),
-        );
-        let removed = self.undo.truncate_history(limit)?;
+        let view = self.shared.tm.oldest_xmin();
+        let removed = self.undo.truncate_history(view)?;
         self.history.truncated(removed);
         Ok(())
     }
@@ -166,7 +180,6 @@ impl ClusteredAm {
     /// Errors: storage errors (the first one of any task).
     fn trx_purge(&self) -> Result<u64> {
         let horizon = self.shared.tm.oldest_xmin();
-        self.purge_view.store(horizon, Ordering::Release);
         let (batch, pages) = self.history.take_batch(horizon, self.purge.batch_pages);
         self.undo
             .counters
@@ -262,7 +275,6 @@ impl ClusteredAm {
             coordinator: Mutex::new(()),
             purge_running: AtomicBool::new(false),
             next_wake: Mutex::new(Instant::now() + Duration::from_millis(purge.wake_interval_ms)),
-            purge_view: AtomicU32::new(0),
             purge,
             stop: Arc::new(StopSignal::default()),
             purge_threads: Mutex::new(Vec::new()),
@@ -510,19 +522,6 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
-/// The limit history truncation compares each rollback segment's newest transaction with
-/// (trx0purge.cc `free_history_rseg`: `purge_sys.sees(rseg.needs_purge)` against
-/// `end_view`, which `purge_sys_t::batch_cleanup` clamps to the purge head): the last
-/// batch's view `view`, lowered to the oldest transaction whose log is not yet purged
-/// (`oldest_unpurged`, if any), so that a rollback segment holding a log committed after
-/// the batch's view keeps its whole history until a later batch purges it.
-pub(super) fn truncation_limit(view: Xid, oldest_unpurged: Option<TrxId>) -> Xid {
-    match oldest_unpurged {
-        Some(t) => view.min(Xid::try_from(t).unwrap_or(Xid::MAX)),
-        None => view,
-    }
-}
-
 /// The B-tree configuration of a secondary index (and, with the fillfactor switch, of the
 /// clustered index): InnoDB's accounting with the design's merge threshold.
 fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
@@ -701,22 +700,97 @@ impl TableAccessMethod for ClusteredAm {
 
 #[cfg(test)]
 mod tests {
-    use super::truncation_limit;
+    use super::super::undo_log::tests::rec;
+    use super::*;
+    use crate::storage::StorageConfig;
 
+    /// An access method with four rollback segments and purge batches of one undo page,
+    /// after `n` committed transactions ([`commit_one`]).
+    fn am_with_four_rsegs(n: usize) -> Arc<ClusteredAm> {
+        let storage = Arc::new(Storage::open(StorageConfig::without_background(256)).unwrap());
+        let design = DesignConfig {
+            rollback_segments: 4,
+            ..DesignConfig::innodb()
+        };
+        let purge = PurgeConfig {
+            threads: 0,
+            batch_pages: 1,
+            ..PurgeConfig::default()
+        };
+        let open = AmOpen {
+            storage,
+            design,
+            recovering: None,
+        };
+        let am = ClusteredAm::open(open, purge).unwrap();
+        for _ in 0..n {
+            commit_one(&am);
+        }
+        am
+    }
+
+    /// One committed transaction writing one update undo record.
+    fn commit_one(am: &ClusteredAm) {
+        let tm = &am.shared.tm;
+        let p = tm.begin();
+        let trx_id = TrxId::from(tm.assign_xid(p));
+        let mut t = TrxUndo::default();
+        am.undo.append(&mut t, false, trx_id, &rec(10)).unwrap();
+        am.finish_undo(trx_id, &mut t).unwrap();
+        am.undo.release(&mut t);
+        tm.end(p, true);
+    }
+
+    /// Eight committed single-update transactions over four rollback segments, two logs on
+    /// each segment's cached undo page, and purge in batches of one undo page, so a batch
+    /// leaves purgeable logs behind it (as MariaDB's back-to-back batches under
+    /// oltp_update_index do). Truncation after each batch removes the purged log, because
+    /// the batch's view sees its segment's newest transaction (trx0purge.cc
+    /// `free_history_rseg`: `purge_sys.sees(rseg.needs_purge)`). Comparing with the view
+    /// lowered to the oldest log not yet purged instead removed nothing until a batch found
+    /// nothing to purge: every segment had taken a transaction after that log (issue 26).
     #[test]
-    fn truncation_waits_for_the_oldest_unpurged_log_below_the_batch_view() {
-        // Nothing left to purge: the batch's view is the limit.
-        assert_eq!(truncation_limit(500, None), 500);
-        // A log committed after the view: the view still limits.
-        assert_eq!(truncation_limit(500, Some(700)), 500);
-        // A log older than the view not yet purged (committed after the batch took its
-        // logs, or left for the next batch): a rollback segment whose newest transaction
-        // is that old or newer keeps its history.
-        assert_eq!(truncation_limit(500, Some(420)), 420);
+    fn truncation_between_full_batches_removes_purged_logs_the_view_has_passed() {
+        let am = am_with_four_rsegs(8);
+        let length = || am.history.length.load(Ordering::Relaxed);
+        assert_eq!(length(), 8);
+        for batch in 1..=4u64 {
+            assert_eq!(am.trx_purge().unwrap(), 1, "batch {batch}: one undo page");
+            am.truncate_history().unwrap();
+            assert_eq!(
+                (am.history.purged_logs.load(Ordering::Relaxed), length()),
+                (batch, 8 - batch),
+                "batch {batch}: its log purged and truncated"
+            );
+        }
+        // The first log of each segment is gone; the second keeps the cached page.
+        assert_eq!(am.undo.counters.pages_freed.load(Ordering::Relaxed), 0);
+        while am.trx_purge().unwrap() > 0 {
+            am.truncate_history().unwrap();
+        }
+        am.truncate_history().unwrap();
+        assert_eq!(length(), 0);
+        am.shutdown();
+    }
+
+    /// The truncation after a batch reads the view the next batch clones at its start
+    /// (srv0srv.cc `do_purge` submits `purge_truncation_task` and runs the next
+    /// `trx_purge`, whose `clone_oldest_view` refreshes `purge_sys.view`): a transaction
+    /// that committed on a rollback segment after the batch began does not keep that
+    /// segment's purged logs in the history.
+    #[test]
+    fn truncation_reads_a_view_cloned_after_the_batch() {
+        let am = am_with_four_rsegs(4);
+        assert_eq!(am.trx_purge().unwrap(), 1);
+        // The 5th transaction takes rollback segment 0, whose first log was just purged,
+        // and commits before the truncation.
+        commit_one(&am);
+        am.truncate_history().unwrap();
         assert_eq!(
-            truncation_limit(0, Some(7)),
-            0,
-            "no batch yet: nothing truncated"
+            am.history.length.load(Ordering::Relaxed),
+            4,
+            "rseg 0's purged log removed"
         );
+        am.shutdown();
     }
 }

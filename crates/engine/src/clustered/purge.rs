@@ -197,11 +197,19 @@ impl UndoSpace {
     /// `purge_sys_t::iterator::free_history` → `free_history_rseg` for every rollback
     /// segment): latches each rollback segment header, reads the oldest log's header page,
     /// and while that log is purged, the rollback segment is held by no transaction and its
-    /// newest transaction is older than `horizon` (`purge_sys.sees(rseg.needs_purge)`),
+    /// newest transaction is older than `horizon`, purge's view (`purge_sys.sees(rseg.needs_purge)`),
     /// removes it from the list (flst_remove: the header and the newer neighbour's node) and,
     /// when it is the last log on its segment's first page, frees the segment (a cached one
-    /// leaves the cache and frees its slot; a to-purge one leaves the history size). Returns
-    /// the logs removed.
+    /// leaves the cache and frees its slot; a to-purge one leaves the history size).
+    ///
+    /// Starvation (MDEV-33213, MariaDB/server pull request #2994, in 10.11.19): a segment
+    /// that some transaction always holds, or always has used since the view, would keep
+    /// its history for as long as the load lasts. So when a purged log of the segment in
+    /// turn (`purge_sys.skipped_rseg`) must wait and this truncation removed none of its
+    /// logs, the segment is taken out of assignment (`rseg.set_skip_allocation()`; new
+    /// transactions take the next one); once a later truncation removes some of its logs,
+    /// it is given back and the next segment is in turn (`purge_sys_t::rseg_enable`). A
+    /// design with one rollback segment never skips it. Returns the logs removed.
     ///
     /// Errors: storage errors.
     pub fn truncate_history(&self, horizon: Xid) -> Result<u64> {
@@ -210,17 +218,30 @@ impl UndoSpace {
         for (r, rs) in self.rsegs.iter().enumerate() {
             let mut st = rs.state.lock();
             let mut h = self.pool.fetch_write(self.rseg_header(r as u8))?;
+            // Whether this truncation removed a log here, and whether the segment was out
+            // of assignment when it did (`freed`, `rseg_ref & SKIP` in free_history_rseg).
+            let (mut freed, mut was_skipped) = (false, false);
             while let Some(oldest) = st.history.back() {
                 let at = oldest.at;
                 let mut g = self
                     .pool
                     .fetch_write_fixed(PageId::new(self.rel, at.page))?;
-                if !oldest.purged
-                    || rs.refs.load(Ordering::Acquire) > 0
-                    || st.max_trx_id >= TrxId::from(horizon)
-                {
+                if !oldest.purged {
                     break;
                 }
+                let skipped = rs.skip.load(Ordering::SeqCst);
+                if rs.refs.load(Ordering::SeqCst) > 0 || st.max_trx_id >= TrxId::from(horizon) {
+                    if !skipped
+                        && !freed
+                        && self.rsegs.len() > 1
+                        && self.skipped_rseg.load(Ordering::Relaxed) as usize == r
+                    {
+                        rs.skip.store(true, Ordering::SeqCst);
+                        self.counters.rseg_skips.fetch_add(1, Ordering::Relaxed);
+                    }
+                    break;
+                }
+                was_skipped = skipped;
                 let log = st.history.pop_back().expect("oldest exists");
                 let newer = st.history.back().map(|l| l.at);
                 let (mut wh, mut wg) = (WriteLog::default(), WriteLog::default());
@@ -299,15 +320,29 @@ impl UndoSpace {
                 }
                 drop(g);
                 removed += 1;
+                freed = true;
                 if !to_free.is_empty() {
                     self.free_segment_pages(&to_free)?;
                 }
+            }
+            if freed && was_skipped {
+                self.rseg_enable(r);
             }
         }
         self.counters
             .logs_truncated
             .fetch_add(removed, Ordering::Relaxed);
         Ok(removed)
+    }
+    /// History truncation removed logs of rollback segment `r`, which it had taken out of
+    /// assignment: when `r` is the segment in turn, it is given back to new transactions and
+    /// the next segment is in turn (trx0purge.cc `purge_sys_t::rseg_enable`).
+    fn rseg_enable(&self, r: usize) {
+        if self.skipped_rseg.load(Ordering::Relaxed) as usize == r {
+            self.rsegs[r].skip.store(false, Ordering::SeqCst);
+            self.skipped_rseg
+                .store(((r + 1) % self.rsegs.len()) as u32, Ordering::Relaxed);
+        }
     }
 }
 
@@ -383,6 +418,69 @@ mod tests {
             assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_FIRST), FilAddr::NULL);
             assert_eq!(FilAddr::read(g.data(), rseg::HISTORY_LAST), FilAddr::NULL);
         }
+    }
+
+    /// A rollback segment whose purged logs truncation cannot remove (here a running
+    /// transaction holds it) while it removes none of them is taken out of assignment when
+    /// it is the segment in turn, so that no new transaction keeps it busy; once its holder
+    /// has ended and a truncation removes its logs, it is given back and the next segment
+    /// is in turn (trx0purge.cc `free_history_rseg` → `rseg.set_skip_allocation()`,
+    /// `purge_sys_t::rseg_enable`; trx0trx.cc `trx_assign_rseg_low` skips it, MDEV-33213).
+    #[test]
+    fn a_segment_truncation_cannot_reach_is_skipped_by_new_transactions_until_it_can() {
+        let (_s, u) = space(256, 4);
+        let logs: Vec<LogRef> = (10..14).map(|trx| commit(&u, trx, 1, 0, 10).1).collect();
+        for l in &logs {
+            u.purged(*l);
+        }
+        // The 5th transaction takes rseg 0 and keeps running.
+        let mut running = TrxUndo::default();
+        u.append(&mut running, false, 14, &rec(10)).unwrap();
+        assert_eq!(running.rseg, Some(0));
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 3, "rsegs 1..3");
+        assert_eq!(u.counters.rseg_skips.load(Ordering::Relaxed), 1);
+        // New transactions go round the other three segments.
+        let taken: Vec<u8> = (0..6)
+            .map(|i| {
+                let mut t = TrxUndo::default();
+                u.append(&mut t, false, 15 + i, &rec(10)).unwrap();
+                let r = t.rseg.unwrap();
+                u.finish_insert(&mut t).unwrap();
+                let (log, _) = u.finish_update(&mut t).unwrap().unwrap();
+                u.release(&mut t);
+                u.purged(log);
+                r
+            })
+            .collect();
+        assert_eq!(taken, [1, 2, 3, 1, 2, 3]);
+        // Truncation waits for the holder, and does not skip rseg 0 a second time.
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 6);
+        assert_eq!(u.rseg_info(0).history_len, 1);
+        u.finish_insert(&mut running).unwrap();
+        assert!(u.finish_update(&mut running).unwrap().is_some());
+        u.release(&mut running);
+        // Its first log goes (the running one's is not purged yet): rseg 0 is back.
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 1);
+        assert_eq!(u.skipped_rseg.load(Ordering::Relaxed), 1);
+        let mut t = TrxUndo::default();
+        u.append(&mut t, false, 30, &rec(10)).unwrap();
+        assert_eq!(t.rseg, Some(0), "rseg 0 is assigned again in its turn");
+        assert_eq!(u.counters.rseg_skips.load(Ordering::Relaxed), 1);
+    }
+
+    /// With one rollback segment, truncation never takes it out of assignment.
+    #[test]
+    fn the_only_rollback_segment_is_never_skipped() {
+        let (_s, u) = space(256, 1);
+        let (_, l) = commit(&u, 10, 1, 0, 10);
+        u.purged(l);
+        let mut running = TrxUndo::default();
+        u.append(&mut running, false, 11, &rec(10)).unwrap();
+        assert_eq!(u.truncate_history(Xid::MAX).unwrap(), 0);
+        assert_eq!(u.counters.rseg_skips.load(Ordering::Relaxed), 0);
+        let mut t = TrxUndo::default();
+        u.append(&mut t, false, 12, &rec(10)).unwrap();
+        assert_eq!(t.rseg, Some(0));
     }
 
     #[test]

@@ -47,7 +47,7 @@ use crate::mvcc::TrxId;
 use crate::page::{init_page, set_hole, PAGE_HEADER_BYTES};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 
 /// Page type tag of rollback segment header pages.
 pub const PAGE_TYPE_RSEG: u8 = 6;
@@ -202,6 +202,9 @@ pub(super) struct Rseg {
     pub(super) page: u32,
     /// Transactions holding it (trx_rseg_t::ref).
     pub(super) refs: AtomicU32,
+    /// History truncation took it out of assignment until it has removed some of its logs
+    /// (the SKIP bit of trx_rseg_t::ref, `set_skip_allocation`; in memory only).
+    pub(super) skip: AtomicBool,
     pub(super) state: Mutex<RsegState>,
 }
 

@@ -72,7 +72,7 @@ use crate::page::{get_u16, hole, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEAD
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Where a committed update undo log is: its rollback segment and its log header.
@@ -139,6 +139,10 @@ pub struct UndoCounters {
     /// Purge batches run (trx0purge.cc `trx_purge`, innodb_metrics `purge_invoked`), counted
     /// by `ClusteredAm`'s purge coordinator and `gc`.
     pub purge_batches: AtomicU64,
+    /// Rollback segments history truncation took out of assignment because it could remove
+    /// none of their purged logs (trx0purge.cc `free_history_rseg` →
+    /// `rseg.set_skip_allocation()`, MDEV-33213).
+    pub rseg_skips: AtomicU64,
 }
 
 /// The undo space of a database: N rollback segments and their undo pages in one relation
@@ -149,6 +153,9 @@ pub struct UndoSpace {
     pub(super) wal: Arc<Wal>,
     pub(super) rsegs: Box<[Rseg]>,
     pub(super) next_rseg: AtomicU32,
+    /// The rollback segment history truncation may take out of assignment next
+    /// (`purge_sys.skipped_rseg`): one at a time, in turn.
+    pub(super) skipped_rseg: AtomicU32,
     pub(super) next_trx_no: AtomicU64,
     /// Counters.
     pub counters: UndoCounters,
@@ -181,6 +188,7 @@ impl UndoSpace {
             rsegs.push(Rseg {
                 page: g.page_id().block,
                 refs: AtomicU32::new(0),
+                skip: AtomicBool::new(false),
                 state: Mutex::new(RsegState {
                     slots_used: vec![false; slots],
                     insert_cached: Vec::new(),
@@ -198,6 +206,7 @@ impl UndoSpace {
             wal,
             rsegs: rsegs.into_boxed_slice(),
             next_rseg: AtomicU32::new(0),
+            skipped_rseg: AtomicU32::new(0),
             next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
         })
@@ -252,12 +261,23 @@ impl UndoSpace {
         Ok(())
     }
 
-    /// trx_assign_rseg_low: the next rollback segment in turn, referenced by the caller
-    /// until [`UndoSpace::release`].
+    /// trx_assign_rseg_low: the next rollback segment in turn that history truncation has
+    /// not taken out of assignment, referenced by the caller until [`UndoSpace::release`].
+    /// The reference is taken before the skip flag is read, and truncation sets the flag
+    /// before it reads the references (both sequentially consistent), so a segment is never
+    /// both assigned and truncated whole (trx_rseg_t::acquire_if_available, one
+    /// compare-and-swap over the reference count and the SKIP bit). Only one segment is
+    /// skipped at a time, and never the only one, so the loop ends.
     fn assign_rseg(&self) -> u8 {
-        let id = self.next_rseg.fetch_add(1, Ordering::Relaxed) as usize % self.rsegs.len();
-        self.rsegs[id].refs.fetch_add(1, Ordering::AcqRel);
-        id as u8
+        loop {
+            let id = self.next_rseg.fetch_add(1, Ordering::Relaxed) as usize % self.rsegs.len();
+            let rs = &self.rsegs[id];
+            rs.refs.fetch_add(1, Ordering::SeqCst);
+            if !rs.skip.load(Ordering::SeqCst) {
+                return id as u8;
+            }
+            rs.refs.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// trx_undo_assign_low: gives `seg` a segment in rollback segment `r`, with a new log

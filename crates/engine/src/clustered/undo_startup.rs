@@ -22,7 +22,7 @@ use crate::page::{aux, get_u16, get_u32, get_u64, hole, page_type, PageId, PAGE_
 use crate::wal::Wal;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A history log as read at open: its transaction id, its records' roll pointers and its
@@ -88,6 +88,7 @@ impl UndoSpace {
             wal,
             rsegs: Box::new([]),
             next_rseg: AtomicU32::new(0),
+            skipped_rseg: AtomicU32::new(0),
             next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
         };
@@ -237,6 +238,7 @@ impl UndoSpace {
             rsegs.push(Rseg {
                 page: r as u32,
                 refs: AtomicU32::new(0),
+                skip: AtomicBool::new(false),
                 state: Mutex::new(st),
             });
         }
