@@ -3,6 +3,7 @@
 //! free the next insert splits the leaf (btr0cur.cc `btr_cur_optimistic_insert`), where a
 //! compact page would still take entries until it is full.
 
+use super::merge::{merge_fixture, LeafKeys};
 use super::*;
 
 /// Inserts keys in descending order (each at slot 0 of the leftmost leaf, so that every
@@ -56,21 +57,15 @@ fn a_leaf_with_garbage_splits_under_the_reorganize_limit() {
     );
 }
 
-/// The `merge_fixture` leaves (8 KiB pages, 94 % full) with a merge threshold of 45 %:
-/// a leaf crosses it at 17 entries, which fit into a page created by a split (19 entries
+/// `merge_fixture`'s leaves (8 KiB pages, 94 % full) with a merge threshold of 45 %: a
+/// leaf crosses it at 17 entries, which fit into a page created by a split (19 entries
 /// and the rest of the page contiguous).
-fn merge_fixture_45(s: &Storage) -> (BTree, Vec<(u32, Vec<Vec<u8>>)>) {
+fn merge_fixture_45(s: &Storage) -> (BTree, Vec<LeafKeys>) {
     let cfg = BTreeConfig {
         merge_threshold_pct: Some(45),
         ..BTreeConfig::innodb()
     };
-    let t = BTree::create(s.pool().clone(), cfg).unwrap();
-    for i in 0..600u32 {
-        t.insert(&k(i), &[0u8; 200]).unwrap();
-    }
-    let ls = leaves(s, &t);
-    assert!(ls.len() > 8, "{} leaves", ls.len());
-    (t, ls)
+    merge_fixture(s, cfg)
 }
 
 /// The keys of leaf `block`, read around the tree's code.
