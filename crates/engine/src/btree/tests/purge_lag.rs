@@ -10,20 +10,18 @@
 //! -- --ignored split_and_merge_rates_fall_as_purge_lags --nocapture`.
 
 use super::*;
+use crate::device::SplitMix64;
 use crate::page::PageSize;
 use std::collections::VecDeque;
 
-/// splitmix64 with sysbench 1.0.20's special distribution (sb_rand.c `sb_rand_special`,
-/// `--rand-spec-pct=1 --rand-spec-res=75 --rand-spec-iter=12`), enough for a key stream.
-struct SpecialRng(u64);
+/// sysbench 1.0.20's special distribution (sb_rand.c `sb_rand_special`,
+/// `--rand-spec-pct=1 --rand-spec-res=75 --rand-spec-iter=12`) over SplitMix64, enough for
+/// a key stream.
+struct SpecialRng(SplitMix64);
 
 impl SpecialRng {
     fn unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     fn special(&mut self, a: u32, b: u32) -> u32 {
@@ -52,7 +50,7 @@ fn rates(lag: usize, warm_up: usize, measured: usize) -> (f64, f64, f64) {
     let s = Storage::open(sc).unwrap();
     let t = BTree::create(s.pool().clone(), BTreeConfig::innodb()).unwrap();
     let rows = 250_000u32;
-    let mut rng = SpecialRng(42);
+    let mut rng = SpecialRng(SplitMix64(42));
     let mut k: Vec<u32> = (0..=rows).map(|_| rng.special(1, rows)).collect();
     let mut entries: Vec<(Vec<u8>, Vec<u8>)> = (1..=rows)
         .map(|id| (sec_key(k[id as usize], id), vec![0u8]))
