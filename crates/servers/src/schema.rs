@@ -212,6 +212,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 index_page_splits: m("index_page_splits"),
                 index_page_merge_attempts: m("index_page_merge_attempts"),
                 index_page_merge_successful: m("index_page_merge_successful"),
+                index_page_reorg_attempts: m("index_page_reorg_attempts"),
                 ..Default::default()
             };
             not.extend_from_slice(&[

@@ -121,17 +121,21 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
             )
         })
     });
-    add("B-tree splits, merges (attempts) / txn", &|r| {
-        m(r, "engine.undo.index_page_splits", &|r| {
-            let u = &r.engine.undo;
-            format!(
-                "{:.3}, {:.3} ({:.3})",
-                u.index_page_splits as f64 / txns(r),
-                u.index_page_merge_successful as f64 / txns(r),
-                u.index_page_merge_attempts as f64 / txns(r)
-            )
-        })
-    });
+    add(
+        "B-tree splits, merges (attempts), reorganizations / txn",
+        &|r| {
+            m(r, "engine.undo.index_page_splits", &|r| {
+                let u = &r.engine.undo;
+                format!(
+                    "{:.3}, {:.3} ({:.3}), {:.3}",
+                    u.index_page_splits as f64 / txns(r),
+                    u.index_page_merge_successful as f64 / txns(r),
+                    u.index_page_merge_attempts as f64 / txns(r),
+                    u.index_page_reorg_attempts as f64 / txns(r)
+                )
+            })
+        },
+    );
     add("pages (table, indexes, undo)", &|r| {
         format!(
             "{}, {}, {}",

@@ -64,6 +64,12 @@ pub struct EngineCounters {
     /// Of those, leaves merged (`index_page_merge_successful`).
     #[serde(default)]
     pub index_page_merge_successful: u64,
+    /// Leaves InnoDB would have reorganized (`index_page_reorg_attempts`; btr0btr.cc
+    /// `btr_page_reorganize_low`): an insert that fits only after its leaf's garbage is
+    /// made contiguous, and a merge page without contiguous room for the merged entries
+    /// (`BTreeOps::index_page_reorg_attempts`).
+    #[serde(default)]
+    pub index_page_reorg_attempts: u64,
 }
 
 /// What garbage collection did (vacuum for `postgres`, purge for `innodb`).

@@ -37,6 +37,8 @@ impl EngineCounters {
                 - before.index_page_merge_attempts,
             index_page_merge_successful: after.index_page_merge_successful
                 - before.index_page_merge_successful,
+            index_page_reorg_attempts: after.index_page_reorg_attempts
+                - before.index_page_reorg_attempts,
         }
     }
 }

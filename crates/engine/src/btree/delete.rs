@@ -171,7 +171,7 @@ impl BTree {
         if let Some(l) = left.as_mut() {
             let fits = self.node(l.data(), l.page_id(), Some(0))?.free_bytes() >= leaf_used;
             if fits {
-                self.merge(&mut parent, i, l, &mut leaf, right.as_mut())?;
+                self.merge(&mut parent, i, l, &mut leaf, right.as_mut(), false)?;
                 drop((parent, left, right));
                 return self.free_merged(leaf);
             }
@@ -192,7 +192,7 @@ impl BTree {
             NO_BLOCK => None,
             b => Some(self.fetch_write(b, r.page_id(), "right link")?),
         };
-        self.merge(&mut parent, i + 1, &mut leaf, &mut r, next.as_mut())?;
+        self.merge(&mut parent, i + 1, &mut leaf, &mut r, next.as_mut(), true)?;
         drop((parent, leaf, next));
         self.free_merged(r)
     }
@@ -201,7 +201,10 @@ impl BTree {
     /// the victim's downlink (slot `slot` of `parent`), links `survivor` to the victim's
     /// right sibling `next` and back, and marks the victim freed: one MERGE record
     /// (InnoDB `btr_compress`: `page_copy_rec_list_end` / `_start` into the merge page,
-    /// `btr_level_list_remove`, `btr_node_ptr_delete`, `btr_page_free`).
+    /// `btr_level_list_remove`, `btr_node_ptr_delete`, `btr_page_free`). `into_right`: the
+    /// leaf is `survivor` and InnoDB would move it into its right sibling `victim`, whose
+    /// garbage then decides the reorganization and the merged page's garbage
+    /// (`BTree::note_leaf_merge`).
     fn merge<'a>(
         &'a self,
         parent: &mut WritePageGuard<'a>,
@@ -209,15 +212,16 @@ impl BTree {
         survivor: &mut WritePageGuard<'a>,
         victim: &mut WritePageGuard<'a>,
         next: Option<&mut WritePageGuard<'a>>,
+        into_right: bool,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
-        let (sh, mut all, survivor_free) = {
+        let (sh, mut all, survivor_free, survivor_bytes) = {
             let n = self.node(survivor.data(), sid, Some(0))?;
-            (n.header(), n.entries()?, n.free_bytes())
+            (n.header(), n.entries()?, n.free_bytes(), n.used_bytes())
         };
-        let (vh, moved, moved_bytes) = {
+        let (vh, moved, moved_bytes, victim_free) = {
             let n = self.node(victim.data(), vid, Some(0))?;
-            (n.header(), n.entries()?, n.used_bytes())
+            (n.header(), n.entries()?, n.used_bytes(), n.free_bytes())
         };
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::corrupted(format!(
@@ -245,7 +249,13 @@ impl BTree {
             bwal::freed_header(),
             &none,
         )?;
-        self.note_leaf_merge(sid.block, survivor_free, moved_bytes, vid.block);
+        if into_right {
+            let garbage = self.leaf_garbage(vid.block);
+            self.note_leaf_merge(sid.block, vid.block, victim_free, garbage, survivor_bytes);
+        } else {
+            let garbage = self.leaf_garbage(sid.block);
+            self.note_leaf_merge(sid.block, vid.block, survivor_free, garbage, moved_bytes);
+        }
         node::remove_at(parent.data_mut(), pid, slot)?;
         let mut rec = RecordBuilder::new(rmgr::BTREE, info::MERGE)
             .block(sid, false, &data)

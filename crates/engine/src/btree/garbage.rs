@@ -26,6 +26,7 @@
 
 use super::node::Node;
 use super::tree::BTree;
+use std::sync::atomic::Ordering;
 
 impl BTree {
     /// `BTR_CUR_PAGE_REORGANIZE_LIMIT` (btr0cur.h: `srv_page_size / 32`).
@@ -67,6 +68,7 @@ impl BTree {
             self.garbage.set(block, garbage - need);
         } else if free_before.saturating_sub(garbage) < need {
             self.garbage.set(block, 0);
+            self.ops.reorgs.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -100,28 +102,37 @@ impl BTree {
         self.garbage.set(right, 0);
     }
 
-    /// A leaf merge moved `moved` bytes of entries into `survivor` (free
-    /// `survivor_free_before` bytes before) and freed `victim`: the survivor is
-    /// reorganized first when its contiguous space cannot take them (btr0btr.cc
-    /// `btr_can_merge_with_page`), else the moved records take its free list first.
+    /// A leaf merge: InnoDB copies `moved` bytes of entries into its merge page, which
+    /// had `target_free` bytes free and `target_garbage` of garbage, and reorganizes that
+    /// page first when its contiguous free space cannot take them (btr0btr.cc
+    /// `btr_can_merge_with_page` → `btr_page_reorganize_block`, counted in
+    /// [`super::BTreeOps::index_page_reorg_attempts`]); otherwise the copied records take
+    /// the page's free list first (`page_copy_rec_list_start` / `_end` insert one by one
+    /// through `page_cur_insert_rec_low`). The merged page, `kept` here, has the garbage
+    /// left; the freed page `freed` none. InnoDB's merge page is the left sibling, or the
+    /// right sibling when the leaf moves into it (`btr_compress`), where mvcclab keeps the
+    /// leaf and moves the right sibling's entries into it: the caller passes the right
+    /// sibling's free space and garbage then, so the merged page's garbage and the
+    /// reorganizations are InnoDB's.
     pub(super) fn note_leaf_merge(
         &self,
-        survivor: u32,
-        survivor_free_before: usize,
+        kept: u32,
+        freed: u32,
+        target_free: usize,
+        target_garbage: usize,
         moved: usize,
-        victim: u32,
     ) {
         if !self.cfg.page_garbage {
             return;
         }
-        let garbage = self.garbage.get(survivor);
-        let contiguous = survivor_free_before.saturating_sub(garbage);
+        let contiguous = target_free.saturating_sub(target_garbage);
         let left = if moved > contiguous {
+            self.ops.reorgs.fetch_add(1, Ordering::Relaxed);
             0
         } else {
-            garbage.saturating_sub(moved)
+            target_garbage.saturating_sub(moved)
         };
-        self.garbage.set(survivor, left);
-        self.garbage.set(victim, 0);
+        self.garbage.set(kept, left);
+        self.garbage.set(freed, 0);
     }
 }

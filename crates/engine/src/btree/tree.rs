@@ -263,11 +263,13 @@ pub(super) struct OpCounters {
     pub(super) splits: AtomicU64,
     pub(super) merge_attempts: AtomicU64,
     pub(super) merges: AtomicU64,
+    pub(super) reorgs: AtomicU64,
 }
 
 /// Structural changes a tree made since it was opened, under MariaDB's `innodb_metrics`
 /// names (srv0mon.h `MONITOR_INDEX_SPLIT`, `MONITOR_INDEX_MERGE_ATTEMPTS`,
-/// `MONITOR_INDEX_MERGE_SUCCESSFUL`). Counts of operations, not pages.
+/// `MONITOR_INDEX_MERGE_SUCCESSFUL`, `MONITOR_INDEX_REORG_ATTEMPTS`). Counts of operations,
+/// not pages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BTreeOps {
     /// Page splits, every level (`index_page_splits`; PostgreSQL counts none).
@@ -277,6 +279,15 @@ pub struct BTreeOps {
     pub index_page_merge_attempts: u64,
     /// Of those, leaves merged with a sibling (`index_page_merge_successful`).
     pub index_page_merge_successful: u64,
+    /// Leaves InnoDB would reorganize (`index_page_reorg_attempts`, counted by btr0btr.cc
+    /// `btr_page_reorganize_low`; every attempt succeeds on an uncompressed page): an insert
+    /// that fits only once the page's garbage is made contiguous (btr0cur.cc
+    /// `btr_cur_optimistic_insert`), and a merge page whose contiguous free space cannot
+    /// take the merged records (btr0btr.cc `btr_can_merge_with_page`). Only with
+    /// [`BTreeConfig::page_garbage`]; the pages themselves are always compact, so nothing is
+    /// rewritten or logged (see `btree::garbage`).
+    #[serde(default)]
+    pub index_page_reorg_attempts: u64,
 }
 
 impl BTreeOps {
@@ -287,6 +298,7 @@ impl BTreeOps {
             index_page_merge_attempts: self.index_page_merge_attempts + o.index_page_merge_attempts,
             index_page_merge_successful: self.index_page_merge_successful
                 + o.index_page_merge_successful,
+            index_page_reorg_attempts: self.index_page_reorg_attempts + o.index_page_reorg_attempts,
         }
     }
 }
@@ -455,6 +467,7 @@ impl BTree {
             index_page_splits: self.ops.splits.load(Ordering::Relaxed),
             index_page_merge_attempts: self.ops.merge_attempts.load(Ordering::Relaxed),
             index_page_merge_successful: self.ops.merges.load(Ordering::Relaxed),
+            index_page_reorg_attempts: self.ops.reorgs.load(Ordering::Relaxed),
         }
     }
 

@@ -679,6 +679,7 @@ impl TableAccessMethod for ClusteredAm {
             index_page_splits: ops.index_page_splits,
             index_page_merge_attempts: ops.index_page_merge_attempts,
             index_page_merge_successful: ops.index_page_merge_successful,
+            index_page_reorg_attempts: ops.index_page_reorg_attempts,
         }
     }
 

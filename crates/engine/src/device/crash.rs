@@ -179,10 +179,10 @@ fn apply(image: &mut Vec<u8>, offset: usize, data: &[u8]) {
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator, so the crate needs no
 /// `rand` and a cut replays from its seed on every platform.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -48,6 +48,8 @@
 mod compression;
 mod cow;
 mod crash;
+#[cfg(test)]
+pub(crate) use crash::SplitMix64;
 mod error;
 mod file;
 mod file_id;

@@ -3,10 +3,10 @@
 use super::*;
 
 /// A leaf's block and keys, as [`leaves`] lists them.
-type LeafKeys = (u32, Vec<Vec<u8>>);
+pub(super) type LeafKeys = (u32, Vec<Vec<u8>>);
 
 /// A tree of 600 ascending keys with 200-byte values (leaves 94 % full) and its leaves.
-fn merge_fixture(s: &Storage, cfg: BTreeConfig) -> (BTree, Vec<LeafKeys>) {
+pub(super) fn merge_fixture(s: &Storage, cfg: BTreeConfig) -> (BTree, Vec<LeafKeys>) {
     let t = BTree::create(s.pool().clone(), cfg).unwrap();
     for i in 0..600u32 {
         t.insert(&k(i), &[0u8; 200]).unwrap();

@@ -27,6 +27,7 @@ mod merge;
 mod model;
 mod page_garbage;
 mod posting_lists;
+mod purge_lag;
 mod scans;
 mod wal_records;
 
