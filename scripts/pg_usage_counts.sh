@@ -8,8 +8,10 @@
 # with its socket in DATA_DIR/../sock, the pg_buffercache extension created, shared_buffers
 # above 6 MiB and autovacuum off. Each statement runs on a fresh 20,000-row sbtest1
 # (VACUUM ANALYZE, CHECKPOINT), after a restart; prints relation, fork, block, usage
-# count and dirty flag of every buffer of sbtest1 and its indexes.
+# count and dirty flag of every buffer of sbtest1 and its indexes. FILLFACTOR (default 100)
+# is the table's fill factor (below 100: room for HOT updates).
 set -euo pipefail
+FF=${FILLFACTOR:-100}
 DATA=$1 PORT=$2
 shift 2
 BIN=/usr/lib/postgresql/15/bin
@@ -17,10 +19,10 @@ SOCK=$(dirname "$DATA")/sock
 P="psql -h $SOCK -p $PORT -U postgres -X -q -At -v ON_ERROR_STOP=1"
 pg() { su postgres -c "$P" ; }
 for stmt in "$@"; do
-  pg >/dev/null <<'SQL'
+  pg >/dev/null <<SQL
 DROP TABLE IF EXISTS sbtest1;
 CREATE TABLE sbtest1(id serial PRIMARY KEY, k integer NOT NULL DEFAULT 0,
-  c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '');
+  c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '') WITH (fillfactor = $FF);
 INSERT INTO sbtest1(id, k, c, pad) SELECT g, (g * 7919) % 10000, lpad(g::text, 119, '0'),
   lpad(g::text, 59, '0') FROM generate_series(1, 20000) g;
 CREATE INDEX k_1 ON sbtest1(k);

@@ -14,6 +14,7 @@
 //! | UPDATE SET k = k + 1 (no room: new version on another page) | old 1 dirty, new 1 dirty | 2, 2 dirty | 1, 1 dirty |
 //! | INSERT of a new id | 1 dirty | 1, 1 dirty | 1, 1 dirty |
 //! | DELETE then INSERT of the same id, one transaction | old 2 dirty, new 1 dirty | 2, 2 dirty | 1, 1 dirty |
+//! | UPDATE SET c = 'x', fill factor 90 (HOT) | 1 dirty | 1, 1 | – |
 
 mod common;
 use common::*;
@@ -83,7 +84,21 @@ fn usage(db: &Database, t: TableId) -> Vec<(&'static str, u8, bool)> {
 }
 
 fn after(f: impl Fn(&mut Transaction, TableId)) -> Vec<(&'static str, u8, bool)> {
-    let db = open_db(DesignConfig::postgres(), 2048);
+    after_with(100, f)
+}
+
+/// [`after`] on a table of fill factor `fillfactor`.
+fn after_with(
+    fillfactor: u8,
+    f: impl Fn(&mut Transaction, TableId),
+) -> Vec<(&'static str, u8, bool)> {
+    let db = open_db(
+        DesignConfig {
+            fillfactor,
+            ..DesignConfig::postgres()
+        },
+        2048,
+    );
     let t = load(&db);
     empty_pool(&db);
     let mut tx = db.begin();
@@ -156,5 +171,25 @@ fn a_delete_and_insert_of_one_id_pins_as_postgresql_does() {
             ("pkey", 2, false),
             ("pkey", 2, true),
         ]
+    );
+}
+
+/// A HOT update (room on the page: fill factor 90, `FILLFACTOR=90` for the script) pins
+/// the heap page once: the index scan's fetch, the old version's fetch and the update share
+/// the scan's pin.
+#[test]
+fn a_hot_update_pins_each_page_once() {
+    let got = after_with(90, |tx, t| {
+        assert!(tx
+            .update(
+                t,
+                &[Value::Integer(7000)],
+                &[Assign::Set(2, Value::Text("x".into()))]
+            )
+            .unwrap());
+    });
+    assert_eq!(
+        got,
+        vec![("heap", 1, true), ("pkey", 1, false), ("pkey", 1, false)]
     );
 }
