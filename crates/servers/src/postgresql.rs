@@ -245,7 +245,9 @@ impl PostgreSql {
     /// The shared buffers now by usage count and dirty flag, from contrib/pg_buffercache
     /// (`pg_buffercache.usage_N_dirty`, `pg_buffercache.usage_N_clean`, and
     /// `pg_buffercache.unused` for buffers holding no page), every buffer of the server
-    /// (catalogs included); state values. Nothing when the extension is missing.
+    /// (catalogs included), and by owner (`pg_buffercache.workload_main_fork`,
+    /// `.workload_fsm_vm`, `.other_relations`); state values. Nothing when the extension
+    /// is missing.
     fn read_buffer_cache(&self, s: &mut Snapshot) {
         const Q: &str = "SELECT usagecount::int, isdirty, count(*)::float8 FROM pg_buffercache \
                          GROUP BY 1, 2";
@@ -266,6 +268,23 @@ impl PostgreSql {
             };
             *s.entry(key).or_insert(0.0) += n;
         }
+        // Whose pages they are: the workload's tables and indexes (main fork, and their
+        // free space map and visibility map forks) or other relations (the catalogs), the
+        // share of the pool a preset, which keeps no catalog pages, has for data.
+        let q = format!(
+            "WITH w AS (SELECT oid FROM pg_class WHERE {TABLES} AND relkind = 'r'), \
+             f AS (SELECT pg_relation_filenode(oid) f FROM w UNION ALL \
+                   SELECT pg_relation_filenode(indexrelid) FROM pg_index \
+                   WHERE indrelid IN (SELECT oid FROM w)), \
+             b AS (SELECT relforknumber, relfilenode IN (SELECT f FROM f) \
+                   AND reldatabase = (SELECT oid FROM pg_database \
+                                      WHERE datname = current_database()) AS mine \
+                   FROM pg_buffercache WHERE relfilenode IS NOT NULL) \
+             SELECT count(*) FILTER (WHERE mine AND relforknumber = 0)::float8 workload_main_fork, \
+             count(*) FILTER (WHERE mine AND relforknumber <> 0)::float8 workload_fsm_vm, \
+             count(*) FILTER (WHERE NOT mine)::float8 other_relations FROM b"
+        );
+        let _ = self.read_row("pg_buffercache", &q, s);
     }
 
     /// A managed server's CPU use as `cpu.*` entries, from its process tree in /proc (the
