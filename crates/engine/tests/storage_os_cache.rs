@@ -14,6 +14,7 @@ fn run(os_cache_bytes: u64) -> (u64, u64, u64) {
             dirty_background_pct: 10,
             // Exact block counts of the rules below, without readahead's extra blocks.
             max_readahead_blocks: 0,
+            ..Default::default()
         },
         ..quiet_config(8)
     })

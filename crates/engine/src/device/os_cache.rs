@@ -29,6 +29,16 @@
 //!   `vm.dirty_background_ratio`, default 10), the oldest dirty blocks are written back until
 //!   half that share remains; the writing thread does it (the kernel would throttle it in
 //!   `balance_dirty_pages`), and the device counts each block to the cause that dirtied it.
+//! - Periodic write-back of old dirty data (fs/fs-writeback.c `wb_check_old_data_flush`,
+//!   `wb_writeback` with `for_kupdate`; mm/page-writeback.c `dirty_writeback_interval`,
+//!   `dirty_expire_interval`): every `dirty_writeback_ms` (`vm.dirty_writeback_centisecs`,
+//!   5 s) the kernel's flusher writes back every dirty page of each file (inode) that
+//!   became dirty more than `dirty_expire_ms` ago (`vm.dirty_expire_centisecs`, 30 s;
+//!   `inode->dirtied_when` is set when a clean file gets its first dirty page and kept
+//!   while it stays dirty, so a file written without pause is written back whole every
+//!   30–35 s). Here the check runs on the thread of the next read or write through the
+//!   cache once the interval has passed (no flusher thread; the first call checks), and
+//!   the blocks count to the causes that dirtied them.
 //! - `sync(file)` writes back every dirty block of the file, contiguous blocks in one call,
 //!   then syncs the device file: fsync.
 //!
@@ -48,6 +58,7 @@ use crate::stats::{current_cause, Cause, Metric};
 use parking_lot::{Condvar, Mutex};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
 
 const B: usize = BLOCK_4K as usize;
 
@@ -63,6 +74,23 @@ pub struct OsCacheConfig {
     /// 128 KiB, 32 blocks, by default); 0 turns readahead off.
     #[serde(default = "default_readahead_blocks")]
     pub max_readahead_blocks: u64,
+    /// A file dirty for longer than this many milliseconds is written back whole at the
+    /// next periodic check (`vm.dirty_expire_centisecs` × 10: 30,000 by default).
+    #[serde(default = "default_dirty_expire_ms")]
+    pub dirty_expire_ms: u64,
+    /// Milliseconds between two periodic checks for expired dirty files
+    /// (`vm.dirty_writeback_centisecs` × 10: 5,000 by default); 0 turns the periodic
+    /// write-back off, as 0 does in the kernel.
+    #[serde(default = "default_dirty_writeback_ms")]
+    pub dirty_writeback_ms: u64,
+}
+
+fn default_dirty_expire_ms() -> u64 {
+    30_000
+}
+
+fn default_dirty_writeback_ms() -> u64 {
+    5_000
 }
 
 fn default_readahead_blocks() -> u64 {
@@ -75,6 +103,8 @@ impl Default for OsCacheConfig {
             size_bytes: 0,
             dirty_background_pct: 10,
             max_readahead_blocks: default_readahead_blocks(),
+            dirty_expire_ms: default_dirty_expire_ms(),
+            dirty_writeback_ms: default_dirty_writeback_ms(),
         }
     }
 }
@@ -129,6 +159,10 @@ struct Inner {
     lru: BTreeMap<u64, Key>,
     dirty_order: BTreeMap<u64, Key>,
     dirty_by_file: HashMap<FileId, BTreeSet<u64>>,
+    /// When each file with dirty blocks got its first one (`inode->dirtied_when`).
+    dirtied_when: HashMap<FileId, Instant>,
+    /// The next periodic check for expired files; `None` before the first.
+    next_expire_check: Option<Instant>,
     file_len: HashMap<FileId, u64>,
     in_flight: HashMap<FileId, usize>,
     tick: u64,
@@ -160,7 +194,11 @@ impl Inner {
         }
         e.dirty = Some((t, cause));
         self.dirty_order.insert(t, key);
-        self.dirty_by_file.entry(key.0).or_default().insert(key.1);
+        let set = self.dirty_by_file.entry(key.0).or_default();
+        if set.is_empty() {
+            self.dirtied_when.insert(key.0, Instant::now());
+        }
+        set.insert(key.1);
     }
 
     fn mark_clean(&mut self, key: Key) -> Option<(Cause, Box<[u8]>)> {
@@ -170,6 +208,9 @@ impl Inner {
         self.dirty_order.remove(&t);
         if let Some(set) = self.dirty_by_file.get_mut(&key.0) {
             set.remove(&key.1);
+            if set.is_empty() {
+                self.dirtied_when.remove(&key.0);
+            }
         }
         Some((cause, data))
     }
@@ -226,6 +267,9 @@ pub struct OsPageCache {
     cap_blocks: usize,
     max_ra_blocks: u64,
     dirty_limit_blocks: usize,
+    dirty_expire: Duration,
+    /// `None`: no periodic write-back (`dirty_writeback_ms` 0).
+    dirty_writeback: Option<Duration>,
     inner: Mutex<Inner>,
     drained: Condvar,
 }
@@ -239,6 +283,9 @@ impl OsPageCache {
             max_ra_blocks: cfg.max_readahead_blocks,
             dirty_limit_blocks: (cap_blocks * cfg.dirty_background_pct.min(100) as usize / 100)
                 .max(1),
+            dirty_expire: Duration::from_millis(cfg.dirty_expire_ms),
+            dirty_writeback: (cfg.dirty_writeback_ms > 0)
+                .then(|| Duration::from_millis(cfg.dirty_writeback_ms)),
             inner: Mutex::new(Inner::default()),
             drained: Condvar::new(),
         })
@@ -280,6 +327,7 @@ impl OsPageCache {
         let (first, last) = (offset / BLOCK_4K, (end - 1) / BLOCK_4K);
         let mut missing = Vec::new();
         let flen;
+        let expired;
         {
             let mut inner = self.inner.lock();
             flen = self.file_len(&mut inner, nvme, file)?;
@@ -299,7 +347,9 @@ impl OsPageCache {
                     missing.push(b);
                 }
             }
+            expired = self.take_expired(&mut inner);
         }
+        self.write_runs(nvme, expired)?;
         let hits = (last - first + 1) - missing.len() as u64;
         nvme.stats().add(Metric::os_cache_hit_blocks_4k, hits);
         let ahead = self.readahead_window(file, first, last, !missing.is_empty(), flen);
@@ -519,7 +569,8 @@ impl OsPageCache {
         let l = inner.file_len.entry(file).or_insert(flen);
         *l = (*l).max(end);
         inner.evict_clean(self.cap_blocks);
-        let runs = self.take_writeback(&mut inner);
+        let mut runs = self.take_writeback(&mut inner);
+        runs.extend(self.take_expired(&mut inner));
         drop(inner);
         self.write_runs(nvme, runs)
     }
@@ -558,6 +609,7 @@ impl OsPageCache {
             }
         }
         inner.dirty_by_file.remove(&file);
+        inner.dirtied_when.remove(&file);
         inner.file_len.remove(&file);
         inner.ra.remove(&file);
     }
@@ -582,6 +634,36 @@ impl OsPageCache {
         let mut runs = Vec::new();
         for (f, mut blocks) in by_file {
             blocks.sort_unstable();
+            runs.extend(Self::take_runs(inner, f, &blocks));
+        }
+        runs
+    }
+
+    /// When a periodic check is due (see the module doc): takes every dirty block of each
+    /// file dirty for at least `dirty_expire` for write-back, and sets the next check.
+    fn take_expired(&self, inner: &mut Inner) -> Vec<Run> {
+        let Some(interval) = self.dirty_writeback else {
+            return Vec::new();
+        };
+        let now = Instant::now();
+        if inner.next_expire_check.is_some_and(|t| now < t) {
+            return Vec::new();
+        }
+        inner.next_expire_check = Some(now + interval);
+        let mut files: Vec<FileId> = inner
+            .dirtied_when
+            .iter()
+            .filter(|(_, &t)| now.saturating_duration_since(t) >= self.dirty_expire)
+            .map(|(&f, _)| f)
+            .collect();
+        files.sort_unstable();
+        let mut runs = Vec::new();
+        for f in files {
+            let blocks: Vec<u64> = inner
+                .dirty_by_file
+                .get(&f)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
             runs.extend(Self::take_runs(inner, f, &blocks));
         }
         runs
@@ -674,9 +756,78 @@ mod tests {
             size_bytes,
             dirty_background_pct: 50,
             max_readahead_blocks,
+            // No periodic write-back: these tests count what the other rules write.
+            dirty_writeback_ms: 0,
+            ..OsCacheConfig::default()
         })
         .unwrap();
         (nvme, c)
+    }
+
+    /// A cache whose periodic check runs at the first call and then not for an hour, with
+    /// files expiring after `dirty_expire_ms`.
+    fn setup_expiry(dirty_expire_ms: u64) -> (Nvme, OsPageCache) {
+        let (nvme, _) = setup(1 << 20);
+        let c = OsPageCache::new(&OsCacheConfig {
+            size_bytes: 1 << 20,
+            dirty_background_pct: 50,
+            max_readahead_blocks: 0,
+            dirty_expire_ms,
+            dirty_writeback_ms: 3_600_000,
+        })
+        .unwrap();
+        (nvme, c)
+    }
+
+    #[test]
+    fn an_expired_dirty_file_is_written_back_whole_without_fsync() {
+        // Expiry 0: the file is old enough at once; the first call's check takes it.
+        let (nvme, c) = setup_expiry(0);
+        {
+            let _g = enter(Cause::Checkpointer);
+            c.write(&nvme, 1, 0, &[5u8; 8192]).unwrap();
+        }
+        let s = nvme.stats().snapshot();
+        let cp = s.cause(Cause::Checkpointer);
+        assert_eq!(
+            (cp.write_blocks_4k, cp.write_requests, cp.syncs),
+            (2, 1, 0),
+            "the whole file, in one run, to the writer's cause, no fsync"
+        );
+        assert_eq!(c.dirty_blocks(), 0);
+        let mut back = [0u8; 8192];
+        nvme.read_at(1, 0, &mut back).unwrap();
+        assert_eq!(back, [5u8; 8192]);
+        // The next check is an hour away: a second write stays dirty.
+        c.write(&nvme, 1, 8192, &[6u8; 4096]).unwrap();
+        assert_eq!(c.dirty_blocks(), 1);
+        assert_eq!(nvme.stats().snapshot().total().write_blocks_4k, 2);
+    }
+
+    #[test]
+    fn a_file_dirty_for_less_than_the_expiry_stays_dirty() {
+        let (nvme, c) = setup_expiry(3_600_000);
+        c.write(&nvme, 1, 0, &[5u8; 8192]).unwrap();
+        let mut buf = [0u8; 4096];
+        c.read(&nvme, 1, 0, &mut buf).unwrap();
+        assert_eq!(c.dirty_blocks(), 2);
+        assert_eq!(nvme.stats().snapshot().total().write_blocks_4k, 0);
+    }
+
+    #[test]
+    fn no_periodic_write_back_when_its_interval_is_zero() {
+        let (nvme, _) = setup(1 << 20);
+        let c = OsPageCache::new(&OsCacheConfig {
+            size_bytes: 1 << 20,
+            dirty_background_pct: 50,
+            max_readahead_blocks: 0,
+            dirty_expire_ms: 0,
+            dirty_writeback_ms: 0,
+        })
+        .unwrap();
+        c.write(&nvme, 1, 0, &[5u8; 8192]).unwrap();
+        assert_eq!(c.dirty_blocks(), 2);
+        assert_eq!(nvme.stats().snapshot().total().write_blocks_4k, 0);
     }
 
     #[test]
