@@ -554,6 +554,14 @@ pub struct EngineReport {
     /// --stats=record` over the phase (managed servers only); empty where not measured.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub wal_by_record: BTreeMap<String, RecordTypeCounts>,
+    /// The buffer pool at the end of the measured phase as contrib/pg_buffercache shows
+    /// it: frames by usage count and dirty flag (`usage_<N>_dirty`, `usage_<N>_clean`;
+    /// N is the clock sweep's usage count, 0 under a policy without one) and frames
+    /// holding no page (`unused`). An embedded run's whole pool; a PostgreSQL server's
+    /// shared buffers read with pg_buffercache (catalogs included); empty where not read
+    /// (MariaDB, a server without the extension).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub buffer_cache: BTreeMap<String, u64>,
 }
 
 /// Space at the end of the run, and at the end of the load (`after_load`).

@@ -25,7 +25,11 @@ fn paths(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, Option<Stri
                     }
                     p if p.ends_with(".timeseries[].device_blocks") => ("<key>".into(), None),
                     p if p.ends_with(".io.per_op") => ("<op>".into(), Some(k.clone())),
-                    p if p.ends_with(".space.pages_by_table") => ("<table>".into(), None),
+                    p if p.ends_with(".space.pages_by_table")
+                        || p.ends_with(".engine.buffer_cache") =>
+                    {
+                        ("<state>".into(), None)
+                    }
                     p if p.ends_with(".engine.wal_by_record") => {
                         ("<record_type>".into(), Some(k.clone()))
                     }

@@ -15,7 +15,10 @@
 //! n_mod_since_analyze, reported as their values at the end), `pg_statio_user_tables` (heap/idx blks read and hit),
 //! `pg_stat_bgwriter` (buffers_checkpoint/clean/backend/alloc, checkpoints),
 //! `pg_stat_wal` (wal_records, wal_fpi, wal_bytes, wal_write, wal_sync),
-//! `pg_stat_database` (xact_commit, blks_read/hit, deadlocks) and the relations' sizes.
+//! `pg_stat_database` (xact_commit, blks_read/hit, deadlocks) and the relations' sizes;
+//! at the phase's start and end (not in the per-second samples), contrib/pg_buffercache's
+//! buffers by usage count and dirty flag (`pg_buffercache.*`, state values), for comparing
+//! the clock sweep's state with the postgres preset's pool.
 //! The load runs on the admin connection, whose pending counts are flushed with
 //! `pg_stat_force_next_flush()` before each snapshot.
 //!
@@ -237,6 +240,51 @@ impl PostgreSql {
         device_snapshot(self.managed.as_ref(), &mut s)?;
         self.read_cpu(&mut s);
         Ok(s)
+    }
+
+    /// The shared buffers now by usage count and dirty flag, from contrib/pg_buffercache
+    /// (`pg_buffercache.usage_N_dirty`, `pg_buffercache.usage_N_clean`, and
+    /// `pg_buffercache.unused` for buffers holding no page), every buffer of the server
+    /// (catalogs included), and by owner (`pg_buffercache.workload_main_fork`,
+    /// `.workload_fsm_vm`, `.other_relations`); state values. Nothing when the extension
+    /// is missing.
+    fn read_buffer_cache(&self, s: &mut Snapshot) {
+        const Q: &str = "SELECT usagecount::int, isdirty, count(*)::float8 FROM pg_buffercache \
+                         GROUP BY 1, 2";
+        let Ok(rows) = self.admin().query(Q, &[]) else {
+            return;
+        };
+        for r in rows {
+            let (usage, dirty, n): (Option<i32>, Option<bool>, f64) =
+                (r.get(0), r.get(1), r.get(2));
+            let key = match (usage, dirty) {
+                (Some(u), Some(d)) => {
+                    format!(
+                        "pg_buffercache.usage_{u}_{}",
+                        if d { "dirty" } else { "clean" }
+                    )
+                }
+                _ => "pg_buffercache.unused".to_string(),
+            };
+            *s.entry(key).or_insert(0.0) += n;
+        }
+        // Whose pages they are: the workload's tables and indexes (main fork, and their
+        // free space map and visibility map forks) or other relations (the catalogs), the
+        // share of the pool a preset, which keeps no catalog pages, has for data.
+        let q = format!(
+            "WITH w AS (SELECT oid FROM pg_class WHERE {TABLES} AND relkind = 'r'), \
+             f AS (SELECT pg_relation_filenode(oid) f FROM w UNION ALL \
+                   SELECT pg_relation_filenode(indexrelid) FROM pg_index \
+                   WHERE indrelid IN (SELECT oid FROM w)), \
+             b AS (SELECT relforknumber, relfilenode IN (SELECT f FROM f) \
+                   AND reldatabase = (SELECT oid FROM pg_database \
+                                      WHERE datname = current_database()) AS mine \
+                   FROM pg_buffercache WHERE relfilenode IS NOT NULL) \
+             SELECT count(*) FILTER (WHERE mine AND relforknumber = 0)::float8 workload_main_fork, \
+             count(*) FILTER (WHERE mine AND relforknumber <> 0)::float8 workload_fsm_vm, \
+             count(*) FILTER (WHERE NOT mine)::float8 other_relations FROM b"
+        );
+        let _ = self.read_row("pg_buffercache", &q, s);
     }
 
     /// A managed server's CPU use as `cpu.*` entries, from its process tree in /proc (the
@@ -547,6 +595,10 @@ impl RealServer for PostgreSql {
     }
 
     fn settle(&self, drop_caches: bool) -> Result<(), ServerError> {
+        // contrib/pg_buffercache, for the pool's usage counts at each snapshot
+        // (`read_buffer_cache`); a server without it (a `--url` server without the
+        // privilege or the contrib package) is measured without them.
+        let _ = self.exec("CREATE EXTENSION IF NOT EXISTS pg_buffercache");
         self.exec("CHECKPOINT")?;
         if drop_caches {
             // A managed server's own files only; a `--url` server's files are not ours
@@ -570,7 +622,9 @@ impl RealServer for PostgreSql {
         if self.exec("SELECT pg_reload_conf()").is_ok() {
             std::thread::sleep(Duration::from_millis(300));
         }
-        self.read_counters()
+        let mut s = self.read_counters()?;
+        self.read_buffer_cache(&mut s);
+        Ok(s)
     }
 
     fn sample(&self) -> Result<Snapshot, ServerError> {
@@ -587,6 +641,7 @@ impl RealServer for PostgreSql {
                 | "wal.lsn"
                 | "cpu.processes"
         ) || name.starts_with("space.")
+            || name.starts_with("pg_buffercache.")
     }
 
     fn wal_by_record(

@@ -4,7 +4,7 @@
 
 use super::args::{driver_info, CommonArgs, DeviceArgs};
 use super::config::open_database_on;
-use super::figures::{engine_report, io_report, read_events};
+use super::figures::{buffer_cache_histogram, engine_report, io_report, read_events};
 use super::phase::{Mark, PhaseDelta};
 use super::series::CounterReading;
 use super::subject::Subject;
@@ -231,13 +231,15 @@ impl Subject for EmbeddedRun {
             &results.ops_by_kind,
             results.transactions,
         );
-        let engine = engine_report(
+        let mut engine = engine_report(
             &io.total,
             d.tables,
             d.engine,
             read_events(kind, &results),
             d.wal_by_record,
         );
+        let pool = db.storage().pool();
+        engine.buffer_cache = buffer_cache_histogram(pool.state().frames, &pool.buffer_cache());
         let device = self.device;
         Ok(RunReport {
             target: "embedded".into(),

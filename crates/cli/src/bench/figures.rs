@@ -133,5 +133,69 @@ pub fn engine_report(
         tables,
         undo,
         wal_by_record,
+        buffer_cache: BTreeMap::new(),
+    }
+}
+
+/// A pool's frames in [`EngineReport::buffer_cache`]'s terms: by usage count and dirty
+/// flag, and the frames holding no page.
+pub fn buffer_cache_histogram(
+    frames: usize,
+    entries: &[mvcclab_engine::buffer::BufferCacheEntry],
+) -> BTreeMap<String, u64> {
+    let mut h = BTreeMap::new();
+    for e in entries {
+        let state = if e.dirty { "dirty" } else { "clean" };
+        *h.entry(format!("usage_{}_{state}", e.usage_count))
+            .or_insert(0) += 1;
+    }
+    h.insert("unused".into(), frames.saturating_sub(entries.len()) as u64);
+    h
+}
+
+/// The `pg_buffercache.*` state values of a PostgreSQL server's counters in
+/// [`EngineReport::buffer_cache`]'s terms; empty when the server has none.
+pub fn server_buffer_cache(counters: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
+    counters
+        .iter()
+        .filter_map(|(k, &v)| {
+            let name = k.strip_prefix("pg_buffercache.")?;
+            Some((name.to_string(), v.max(0.0).round() as u64))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mvcclab_engine::buffer::BufferCacheEntry;
+    use mvcclab_engine::page::PageId;
+
+    #[test]
+    fn a_pool_and_a_server_give_the_same_buffer_cache_names() {
+        let e = |frame, usage_count, dirty| BufferCacheEntry {
+            frame,
+            page: PageId::new(1, frame as u32),
+            usage_count,
+            dirty,
+            pins: 0,
+        };
+        let h = buffer_cache_histogram(8, &[e(0, 0, true), e(1, 0, true), e(2, 3, false)]);
+        let want: BTreeMap<String, u64> =
+            [("usage_0_dirty", 2), ("usage_3_clean", 1), ("unused", 5)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+        assert_eq!(h, want);
+        let server: BTreeMap<String, f64> = [
+            ("pg_buffercache.usage_0_dirty", 2.0),
+            ("pg_buffercache.usage_3_clean", 1.0),
+            ("pg_buffercache.unused", 5.0),
+            ("pg_stat_bgwriter.buffers_clean", 9.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(server_buffer_cache(&server), want);
     }
 }

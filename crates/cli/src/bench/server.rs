@@ -16,7 +16,7 @@
 //! and per second — in place of the server's own estimates.
 
 use super::args::{driver_info, CommonArgs, DeviceArgs, ServerArgs};
-use super::figures::{blocks_per_txn_by_cause, engine_report, read_events};
+use super::figures::{blocks_per_txn_by_cause, engine_report, read_events, server_buffer_cache};
 use super::series::CounterReading;
 use super::spec::fuse_device_of;
 use super::subject::Subject;
@@ -932,7 +932,7 @@ impl Subject for ServerRun {
             .server
             .wal_by_record(&before.counters, &m.after)
             .with_context(|| format!("{label}: WAL record statistics"))?;
-        let engine = engine_report(
+        let mut engine = engine_report(
             &io.total,
             f.tables,
             f.undo,
@@ -942,6 +942,7 @@ impl Subject for ServerRun {
         let mut info = self.server_info(device.as_ref());
         info.state_counters = m.state_counters;
         info.counters = m.counters;
+        engine.buffer_cache = server_buffer_cache(&info.counters);
         info.not_measured = f.not_measured.clone();
         let compression_totals = device.as_ref().map(|d| d.compression).unwrap_or_default();
         let device_info = self.device_info(device.as_ref());

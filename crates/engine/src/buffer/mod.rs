@@ -82,8 +82,9 @@ pub use doublewrite::Doublewrite;
 pub use guard::{ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
 pub use pool::{
-    release_held, BufferPool, BufferPoolConfig, FlushNeighbors, FreeTarget, PageCleanerConfig,
-    PageTypeIo, PoolState, RelIo, BUF_LRU_MIN_LEN, BUF_LRU_OLD_MIN_LEN, LRU_FLUSH_MAX_PAGES,
+    release_held, BufferCacheEntry, BufferPool, BufferPoolConfig, DescentPins, FlushNeighbors,
+    FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo, BUF_LRU_MIN_LEN,
+    BUF_LRU_OLD_MIN_LEN, LRU_FLUSH_MAX_PAGES,
 };
 pub use replacer::{FrameId, Replacer, ReplacerConfig};
 

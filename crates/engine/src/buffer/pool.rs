@@ -107,6 +107,39 @@ thread_local! {
         const { std::cell::Cell::new(None) };
 }
 
+/// What this thread's index descents do with their pins ([`BufferPool::record_descent`],
+/// [`BufferPool::repeat_descent`]).
+enum DescentMode {
+    /// Pins of pages of `rel` in pool `pool` are noted in `pages`.
+    Recording {
+        pool: usize,
+        rel: FileId,
+        pages: Vec<PageId>,
+    },
+    /// The first pin of each page in `pages` (pool `pool`) is the same pin again.
+    Repeating { pool: usize, pages: Vec<PageId> },
+}
+
+thread_local! {
+    static DESCENT: std::cell::RefCell<Option<DescentMode>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The pages of one relation a recorded descent pinned, in pin order
+/// ([`BufferPool::record_descent`]); handed to [`BufferPool::repeat_descent`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DescentPins {
+    pool: usize,
+    pages: Vec<PageId>,
+}
+
+impl DescentPins {
+    /// The pages recorded, in pin order (a page pinned twice appears twice).
+    pub fn pages(&self) -> &[PageId] {
+        &self.pages
+    }
+}
+
 /// The statement ended: this thread's scan no longer holds a buffer (nodeIndexscan.c
 /// `ExecEndIndexScan` → `index_endscan` releases `xs_cbuf`), so its next pin of that page
 /// raises the usage count again.
@@ -227,6 +260,25 @@ pub struct PoolState {
     pub resident_pages: usize,
     /// Frames holding a page changed since it was last written.
     pub dirty_pages: usize,
+}
+
+/// One frame of the pool as contrib/pg_buffercache's view shows a buffer: the page it
+/// holds, its replacement figure (the clock sweep's usage count, 0 to
+/// [`super::BM_MAX_USAGE_COUNT`]; 0 under a policy without one), whether it is dirty and
+/// how many pins it has now. Read without locks, as pg_buffercache reads each header on
+/// its own: a busy pool may change while it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferCacheEntry {
+    /// The frame.
+    pub frame: FrameId,
+    /// The page it holds.
+    pub page: PageId,
+    /// The replacer's usage figure (`pg_buffercache.usagecount`).
+    pub usage_count: u8,
+    /// Changed since it was last written (`isdirty`).
+    pub dirty: bool,
+    /// Pins held now (`pinning_backends`, counted per pin here).
+    pub pins: u32,
 }
 
 pub(super) struct Frame {
@@ -566,6 +618,18 @@ impl BufferPool {
         })
     }
 
+    /// Pins and exclusively locks page `id`, which the caller pinned moments ago and let go
+    /// only to take two pages' locks in a fixed order: the pin counts neither a hit nor an
+    /// access of the replacement policy, as PostgreSQL keeps the pin and only locks the
+    /// buffer again (hio.c `RelationGetBufferForTuple` with `otherBuffer`: both locked in
+    /// block order, neither pinned twice). A page evicted meanwhile is read again and
+    /// counted as a miss.
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fetch_write_relatch(&self, id: PageId) -> StorageResult<WritePageGuard<'_>> {
+        self.pin_write_counted(id, false, Access::Uncounted)
+    }
+
     /// Pins page `id` and takes its exclusive lock only if no one holds its content lock
     /// now; `None` otherwise (bufmgr.c `ConditionalLockBuffer`).
     ///
@@ -658,6 +722,11 @@ impl BufferPool {
         create: bool,
         access: Access,
     ) -> StorageResult<(FrameId, bool)> {
+        let access = if access == Access::Counted && !create {
+            self.descent_access(id)
+        } else {
+            access
+        };
         let r = self.pin_counted_inner(id, create, access)?;
         if access == Access::Counted && !create {
             if let Some(ra) = &self.linear_ra {
@@ -667,6 +736,83 @@ impl BufferPool {
             }
         }
         Ok(r)
+    }
+
+    /// How a counted pin of `id` counts under this thread's descent mode: noted and counted
+    /// while recording, the same pin again (uncounted) the first time a repeated descent
+    /// pins a recorded page, counted otherwise.
+    fn descent_access(&self, id: PageId) -> Access {
+        DESCENT.with(|d| match &mut *d.borrow_mut() {
+            Some(DescentMode::Recording { pool, rel, pages })
+                if *pool == self.id() && *rel == id.rel =>
+            {
+                pages.push(id);
+                Access::Counted
+            }
+            Some(DescentMode::Repeating { pool, pages }) if *pool == self.id() => {
+                match pages.iter().position(|&p| p == id) {
+                    Some(i) => {
+                        pages.remove(i);
+                        Access::Uncounted
+                    }
+                    None => Access::Counted,
+                }
+            }
+            _ => Access::Counted,
+        })
+    }
+
+    /// Runs `f` noting every counted pin it makes of a page of relation `rel` in this pool
+    /// (an index descent), for [`BufferPool::repeat_descent`]. Returns `f`'s result and
+    /// the pages pinned.
+    ///
+    /// Where the engine descends an index twice where PostgreSQL descends it once: nbtinsert.c
+    /// `_bt_doinsert` runs `_bt_search` once and checks uniqueness (`_bt_check_unique`) and
+    /// inserts on the leaf it keeps pinned, so each page on the path gets one pin (bufmgr.c
+    /// `PinBuffer` raises its usage count once, `ReadBuffer_common` counts one hit). The
+    /// engine's unique check scans the index first and the insertion descends again; with
+    /// the check recorded and the insertion repeated, the pair counts as the one descent.
+    /// Nesting replaces the outer mode for `f`'s duration.
+    pub fn record_descent<T>(&self, rel: FileId, f: impl FnOnce() -> T) -> (T, DescentPins) {
+        let outer = DESCENT.with(|d| {
+            d.borrow_mut().replace(DescentMode::Recording {
+                pool: self.id(),
+                rel,
+                pages: Vec::new(),
+            })
+        });
+        let r = f();
+        let mode = DESCENT.with(|d| std::mem::replace(&mut *d.borrow_mut(), outer));
+        let pages = match mode {
+            Some(DescentMode::Recording { pages, .. }) => pages,
+            _ => Vec::new(),
+        };
+        (
+            r,
+            DescentPins {
+                pool: self.id(),
+                pages,
+            },
+        )
+    }
+
+    /// Runs `f` with the pins `pins` recorded ([`BufferPool::record_descent`]) already
+    /// held: the first pin `f` makes of each recorded page counts neither a hit nor an
+    /// access of the replacement policy (a page evicted meanwhile is read again and counted
+    /// as a miss). Pins of other pages count as usual.
+    pub fn repeat_descent<T>(&self, pins: DescentPins, f: impl FnOnce() -> T) -> T {
+        if pins.pool != self.id() {
+            return f();
+        }
+        let outer = DESCENT.with(|d| {
+            d.borrow_mut().replace(DescentMode::Repeating {
+                pool: self.id(),
+                pages: pins.pages,
+            })
+        });
+        let r = f();
+        DESCENT.with(|d| *d.borrow_mut() = outer);
+        r
     }
 
     /// Reads the pages `first..first + n` of `rel` that exist and are not in the pool into
@@ -1505,6 +1651,26 @@ impl BufferPool {
             }
         }
         s
+    }
+
+    /// Every frame that holds a page, in frame order (contrib/pg_buffercache
+    /// `pg_buffercache_pages`): for comparing the pool's usage counts and dirty pages with
+    /// a real server's.
+    pub fn buffer_cache(&self) -> Vec<BufferCacheEntry> {
+        self.frames
+            .iter()
+            .enumerate()
+            .filter_map(|(f, fr)| {
+                let page = unpack(fr.page.load(Ordering::Acquire))?;
+                Some(BufferCacheEntry {
+                    frame: f,
+                    page,
+                    usage_count: self.replacer.usage(f),
+                    dirty: fr.dirty.load(Ordering::Acquire),
+                    pins: fr.pins.load(Ordering::Acquire),
+                })
+            })
+            .collect()
     }
 
     /// The resident pages the replacer would evict next, in its order, up to `n` (for tests

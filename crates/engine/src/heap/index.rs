@@ -403,13 +403,23 @@ impl HeapTable {
         loop {
             let guard = stripe.lock();
             let mut uniquedup = false;
-            match self.check_unique(ctx, index, &key, tid, &mut uniquedup)? {
+            // nbtinsert.c `_bt_doinsert` descends once: `_bt_check_unique` and the insertion
+            // work on the leaf `_bt_search` pinned. Here the check's scan and the insertion
+            // descend separately; the insertion's pins of the pages the check pinned are
+            // those same pins (one usage-count raise and one hit per page, as bufmgr.c
+            // `PinBuffer` and `ReadBuffer_common` count them for the single descent).
+            let (checked, pins) = self.pool.record_descent(index.rel(), || {
+                self.check_unique(ctx, index, &key, tid, &mut uniquedup)
+            });
+            match checked? {
                 None => {
                     // nbtinsert.c `_bt_delete_or_dedup_one_page`: bottom-up deletion also
                     // runs when the unique check met a duplicate (`uniquedup`).
                     let bottom_up = index_unchanged || uniquedup;
                     // ... and deduplication only then (`checkingunique && !uniquedup`).
-                    self.index_insert(ctx, index, &with_tid(key, tid), bottom_up, uniquedup)?;
+                    self.pool.repeat_descent(pins, || {
+                        self.index_insert(ctx, index, &with_tid(key, tid), bottom_up, uniquedup)
+                    })?;
                     drop(guard);
                     if self.is_pk(index) {
                         self.counters

@@ -548,9 +548,12 @@ impl HeapTable {
         let (new_g, new_page) = self.page_for_tuple(new_t.len(), Some(tid.block))?;
         let nb = new_g.page_id().block;
         let (mut ng, mut og) = if nb > tid.block {
+            // hio.c `RelationGetBufferForTuple` keeps the new page pinned while it locks
+            // the two in block order: the page is latched again here, not pinned again
+            // (no second usage-count raise or hit).
             drop(new_g);
             let og = self.pool.fetch_write(self.page_id(tid.block))?;
-            let ng = self.pool.fetch_write(self.page_id(nb))?;
+            let ng = self.pool.fetch_write_relatch(self.page_id(nb))?;
             (ng, og)
         } else {
             let og = self.pool.fetch_write(self.page_id(tid.block))?;
