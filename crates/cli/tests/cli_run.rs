@@ -425,6 +425,15 @@ fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
     );
 }
 
+/// `run` of the postgres preset on oltp_point_select, the flags the warm-up tests share.
+const POINT_SELECT: &[&str] = &[
+    "run",
+    "--design",
+    "postgres",
+    "--workload",
+    "oltp_point_select",
+];
+
 /// `--warmup-rate` paces the warm-up alone, and the report records what the warm-up ran
 /// (`results.warmup`). The measured phase runs unpaced (`--rate 0`, a fixed number of
 /// events); the warm-up's 2 s at 10 events per second can complete at most the events
@@ -433,28 +442,29 @@ fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
 /// never more, so the bound holds under any load.
 #[test]
 fn warmup_rate_paces_the_warm_up_and_the_report_records_it() {
-    let out = mvcclab(&[
-        "run",
-        "--design",
-        "postgres",
-        "--workload",
-        "oltp_point_select",
-        "--table-size",
-        "500",
-        "--threads",
-        "2",
-        "--events",
-        "200",
-        "--time",
-        "0",
-        "--warmup",
-        "2",
-        "--warmup-rate",
-        "10",
-        "--format",
-        "json",
-        "--quiet",
-    ]);
+    let out = mvcclab(
+        &[
+            POINT_SELECT,
+            &[
+                "--table-size",
+                "500",
+                "--threads",
+                "2",
+                "--events",
+                "200",
+                "--time",
+                "0",
+                "--warmup",
+                "2",
+                "--warmup-rate",
+                "10",
+                "--format",
+                "json",
+                "--quiet",
+            ],
+        ]
+        .concat(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -487,14 +497,8 @@ fn warmup_rate_paces_the_warm_up_and_the_report_records_it() {
 #[test]
 fn a_bad_warmup_rate_exits_2_naming_it() {
     for bad in ["-5", "abc", "inf", "NaN"] {
-        let out = mvcclab(&[
-            "run",
-            "--design",
-            "postgres",
-            "--workload",
-            "oltp_point_select",
-            &format!("--warmup-rate={bad}"),
-        ]);
+        let flag = format!("--warmup-rate={bad}");
+        let out = mvcclab(&[POINT_SELECT, &[flag.as_str()]].concat());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains("--warmup-rate"), "{bad}: {err}");

@@ -686,17 +686,12 @@ mod tests {
             tps: 233.306_677,
             ..Default::default()
         });
+        let line_of =
+            |cp: &CommonArgs| reproduce_at_rate(&c, "w", "postgres", "real:postgresql", cp, &[]);
         let cp = at_servers_rates(&c, &real);
         assert_eq!(cp.rate, 761.46);
         assert_eq!(cp.warmup_rate, Some(233.31));
-        let line = reproduce_at_rate(
-            &c,
-            "oltp_read_write",
-            "postgres",
-            "real:postgresql",
-            &cp,
-            &[],
-        );
+        let line = line_of(&cp);
         assert!(
             line.contains("--rate 761.46 --warmup-rate 233.31"),
             "{line}"
@@ -718,14 +713,7 @@ mod tests {
             let cp = at_servers_rates(&c, &real);
             assert_eq!(cp.warmup_rate, None);
             assert_eq!(crate::bench::warmup_options(&cp).rate_tps, 761.46);
-            let line = reproduce_at_rate(
-                &c,
-                "oltp_read_write",
-                "postgres",
-                "real:postgresql",
-                &cp,
-                &[],
-            );
+            let line = line_of(&cp);
             assert!(!line.contains("--warmup-rate"), "{line}");
         }
     }
