@@ -222,8 +222,9 @@ impl RunReport {
     }
 }
 
-/// What the driver measured ([`RunResult`], its fields flattened into this object) and the
-/// measured phase's time series. Reads as a [`RunResult`] (`Deref`).
+/// What the driver measured ([`RunResult`], its fields flattened into this object), the
+/// measured phase's time series and the warm-up's counts. Reads as a [`RunResult`]
+/// (`Deref`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     /// The driver's figures for the whole measured phase.
@@ -234,14 +235,55 @@ pub struct Results {
     /// interval's ends, so they add up to the phase's totals (see [`Sample`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeseries: Vec<Sample>,
+    /// What the unmeasured warm-up ran (absent with `--warmup 0`, after a Ctrl-C before
+    /// it, and in reports from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupResult>,
 }
 
 impl Results {
-    /// `run` without a time series.
+    /// `run` without a time series or a warm-up.
     pub fn new(run: RunResult) -> Results {
         Results {
             run,
             timeseries: Vec::new(),
+            warmup: None,
+        }
+    }
+}
+
+/// The warm-up's counts, from the driver's [`RunResult`] of that phase: how many
+/// transactions ran before the measured phase, and in how long. `mvcclab fidelity` paces
+/// a preset's warm-up at its real server's `tps` (`--warmup-rate`), so that both sides
+/// start their measured phase after the same number of transactions since the
+/// checkpoint (docs/fidelity.md, "Warm-ups of the same length").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WarmupResult {
+    /// Events (transactions) completed in the warm-up.
+    pub transactions: u64,
+    /// Statements executed in the warm-up, BEGIN/COMMIT excluded.
+    pub queries: u64,
+    /// Ignored errors in the warm-up (as [`RunResult::errors`]).
+    pub errors: u64,
+    /// Wall time of the warm-up in seconds, from its sessions open to its last event.
+    pub elapsed_s: f64,
+    /// `transactions / elapsed_s`: events per second.
+    pub tps: f64,
+    /// The warm-up was stopped early (Ctrl-C).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+impl WarmupResult {
+    /// The counts of the warm-up's driver run `r`.
+    pub fn of(r: &RunResult) -> WarmupResult {
+        WarmupResult {
+            transactions: r.transactions,
+            queries: r.queries,
+            errors: r.errors,
+            elapsed_s: r.elapsed_s,
+            tps: r.tps,
+            interrupted: r.interrupted,
         }
     }
 }
@@ -366,6 +408,10 @@ pub struct DriverInfo {
     /// --rate: scheduled events per second (0 = unlimited).
     #[serde(default)]
     pub rate_tps: f64,
+    /// --warmup-rate: scheduled events per second of the warm-up (0 = unlimited); absent
+    /// when not given, the warm-up then ran at `rate_tps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_rate_tps: Option<f64>,
     /// --report-interval: seconds per sample of `results.timeseries` (0 = none).
     #[serde(default)]
     pub report_interval_s: f64,

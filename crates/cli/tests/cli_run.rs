@@ -424,3 +424,84 @@ fn per_op_counts_each_statement_under_the_cause_its_io_is_counted_under() {
         run["io"]["per_op"]
     );
 }
+
+/// `run` of the postgres preset on oltp_point_select, the flags the warm-up tests share.
+const POINT_SELECT: &[&str] = &[
+    "run",
+    "--design",
+    "postgres",
+    "--workload",
+    "oltp_point_select",
+];
+
+/// `--warmup-rate` paces the warm-up alone, and the report records what the warm-up ran
+/// (`results.warmup`). The measured phase runs unpaced (`--rate 0`, a fixed number of
+/// events); the warm-up's 2 s at 10 events per second can complete at most the events
+/// its Poisson schedule places before its deadline (about 20, fixed by the seed): a
+/// warm-up at `--rate` (unpaced) completes thousands. A slow machine completes fewer,
+/// never more, so the bound holds under any load.
+#[test]
+fn warmup_rate_paces_the_warm_up_and_the_report_records_it() {
+    let out = mvcclab(
+        &[
+            POINT_SELECT,
+            &[
+                "--table-size",
+                "500",
+                "--threads",
+                "2",
+                "--events",
+                "200",
+                "--time",
+                "0",
+                "--warmup",
+                "2",
+                "--warmup-rate",
+                "10",
+                "--format",
+                "json",
+                "--quiet",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = &report["runs"][0];
+    assert_eq!(v["driver"]["warmup_rate_tps"].as_f64(), Some(10.0));
+    assert_eq!(v["driver"]["rate_tps"].as_f64(), Some(0.0));
+    let w = &v["results"]["warmup"];
+    let txns = w["transactions"].as_u64().expect("results.warmup recorded");
+    assert!(
+        (1..=45).contains(&txns),
+        "warm-up ran {txns} transactions: {w}"
+    );
+    // The warm-up ends at its last event before the deadline: at most its 2 s.
+    let elapsed_s = w["elapsed_s"].as_f64().unwrap();
+    assert!(elapsed_s > 0.0 && elapsed_s < 2.5, "{w}");
+    assert!(w["queries"].as_u64().unwrap() >= txns, "{w}");
+    // The measured phase is not paced by the warm-up's rate.
+    assert_eq!(v["results"]["transactions"].as_u64(), Some(200));
+    // Without --warmup there is no warm-up to record.
+    let out = small_run(&["run", "--design", "postgres", "--format", "json", "--quiet"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["runs"][0]["results"].get("warmup").is_none());
+    assert!(report["runs"][0]["driver"].get("warmup_rate_tps").is_none());
+}
+
+/// A bad `--warmup-rate` is a usage error naming the flag (exit 2), before any load.
+#[test]
+fn a_bad_warmup_rate_exits_2_naming_it() {
+    for bad in ["-5", "abc", "inf", "NaN"] {
+        let flag = format!("--warmup-rate={bad}");
+        let out = mvcclab(&[POINT_SELECT, &[flag.as_str()]].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--warmup-rate"), "{bad}: {err}");
+        assert!(err.contains("transaction rate"), "{bad}: {err}");
+    }
+}

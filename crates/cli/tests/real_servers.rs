@@ -428,7 +428,7 @@ fn fidelity_runs_the_preset_at_the_real_servers_rate() {
         "--time",
         "2",
         "--warmup",
-        "0",
+        "1",
         "--threads",
         "1",
         "--server-dir",
@@ -458,7 +458,42 @@ fn fidelity_runs_the_preset_at_the_real_servers_rate() {
         preset_tps < 1.5 * real_tps,
         "the preset ran at {preset_tps} tps, the server at {real_tps}"
     );
+    // The preset's warm-up is paced at the server's warm-up rate, which the server's
+    // report records; the server's own warm-up ran unpaced.
+    let real_warmup_tps = runs[1]["results"]["warmup"]["tps"].as_f64().unwrap();
+    assert!(
+        runs[1]["results"]["warmup"]["transactions"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let warmup_rate = runs[0]["driver"]["warmup_rate_tps"].as_f64().unwrap();
+    assert!(
+        (warmup_rate - real_warmup_tps).abs() < 0.01,
+        "warm-up rate {warmup_rate} vs real {real_warmup_tps} tps"
+    );
+    assert!(runs[1]["driver"].get("warmup_rate_tps").is_none());
+    let preset_warmup = runs[0]["results"]["warmup"]["transactions"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        (preset_warmup as f64) < 1.5 * real_warmup_tps + 10.0,
+        "the preset's warm-up ran {preset_warmup} transactions, the server's at {real_warmup_tps} tps"
+    );
     let cmds = f["commands"].as_array().unwrap();
     assert!(cmds[0].as_str().unwrap().contains("--rate"), "{cmds:?}");
+    assert!(
+        cmds[0].as_str().unwrap().contains("--warmup-rate"),
+        "{cmds:?}"
+    );
+    assert!(
+        f["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["metric"] == "warm-up transactions"),
+        "{}",
+        f["rows"]
+    );
     assert_server_gone(dir.path());
 }

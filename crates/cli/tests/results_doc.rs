@@ -98,8 +98,12 @@ fn every_field_of_a_report_is_documented_in_docs_results_md() {
             "80",
             "--time",
             "0",
+            // A short paced warm-up, so that `driver.warmup_rate_tps` and
+            // `results.warmup` are in the report.
             "--warmup",
-            "0",
+            "0.3",
+            "--warmup-rate",
+            "50",
             "--bandwidth",
             // Two values: the designs are loaded once, so `loads[]` is in the report too.
             "4000,8000",

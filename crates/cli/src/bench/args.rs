@@ -129,6 +129,12 @@ pub struct CommonArgs {
     /// transactions per second on every target.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
+    /// Average transaction rate of the warm-up in events per second, Poisson arrivals as
+    /// `--rate`; 0 = as fast as the threads go; not given = the warm-up runs at `--rate`.
+    /// `mvcclab fidelity` sets it to the real server's warm-up TPS for the preset, so that
+    /// both sides' warm-ups run the same number of transactions (`results.warmup`).
+    #[arg(long, value_name = "TPS", value_parser = parse_rate)]
+    pub warmup_rate: Option<f64>,
     /// Errors that end an event (rolled back, counted by kind in `results.errors_by_kind`,
     /// the event restarted) instead of stopping the run: `default` (sysbench's drivers:
     /// PostgreSQL SQLSTATEs 40P01, 23505, 40001; MariaDB errors 1213, 1020, 1205), `all`
@@ -164,6 +170,16 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
         Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
         _ => Err(format!(
             "'{s}' is not a bandwidth in MiB/s (a number above 0)"
+        )),
+    }
+}
+
+/// A transaction rate (`--warmup-rate`): events per second, a finite number, 0 or more.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a transaction rate: events per second, 0 (no limit) or more"
         )),
     }
 }
@@ -348,6 +364,7 @@ pub fn driver_info(c: &CommonArgs) -> DriverInfo {
         warmup_s: c.warmup,
         rand_seed: c.rand_seed,
         rate_tps: c.rate,
+        warmup_rate_tps: c.warmup_rate,
         report_interval_s: c.report_interval,
         ignore_errors: c.ignore_errors.clone(),
     }

@@ -59,5 +59,7 @@ pub use server::ServerRun;
 pub use spec::{
     apply_fillfactor, check_common, fuse_device, fuse_device_of, resolve_spec, RunSpec,
 };
-pub use subject::{experiment_phase, measure, run_loaded, run_subject, warm_up, Subject};
+pub use subject::{
+    experiment_phase, measure, run_loaded, run_subject, warm_up, warmup_options, Subject,
+};
 pub use versions::{version_notes, version_switches};

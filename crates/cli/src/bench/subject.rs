@@ -15,7 +15,7 @@ use super::args::{sysbench_options, CommonArgs};
 use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
 use crate::progress::{status, with_progress, LiveRates};
-use crate::result::{DeviceInfo, PhaseReport, RunCpu, RunReport, ServerInfo};
+use crate::result::{DeviceInfo, PhaseReport, RunCpu, RunReport, ServerInfo, WarmupResult};
 use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
 use mvcclab_engine::design::DesignConfig;
@@ -206,7 +206,7 @@ pub fn run_loaded<S: Subject>(
 ) -> Result<RunReport> {
     let opts = sysbench_options(c);
     s.settle(c)?;
-    warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
+    let warmup = warm_up(s.target(), kind, &opts, c, s.label(), ctl)?;
     let mark = s.mark(c)?;
     let cpu_before = CpuNow::take(s.server_pid());
     let live = LiveRates::default();
@@ -232,6 +232,7 @@ pub fn run_loaded<S: Subject>(
     let latency = ctl.take_interval_latency();
     let tail = (c.report_interval > 0.0).then(|| s.reading(&mark).unwrap_or_default());
     let mut report = s.report(mark, kind, opts, c, results)?;
+    report.results.warmup = warmup.as_ref().map(WarmupResult::of);
     report.cpu_seconds = Some(RunCpu {
         fuse_daemon_s: report.device.fuse_daemon_cpu_s,
         ..cpu
@@ -302,7 +303,23 @@ impl CpuNow {
     }
 }
 
-/// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target.
+/// The driver's options of the warm-up: `c.warmup` seconds of `c.threads` threads at
+/// `--warmup-rate` when given, else at `--rate` (sysbench has one rate for its
+/// `--warmup-time` and its run; `fidelity` paces a preset's warm-up at its server's
+/// warm-up TPS and its measured phase at the server's measured TPS).
+pub fn warmup_options(c: &CommonArgs) -> RunOptions {
+    RunOptions {
+        threads: c.threads,
+        time_s: c.warmup,
+        events: 0,
+        rand_seed: c.rand_seed ^ 0xA5A5,
+        rate_tps: c.warmup_rate.unwrap_or(c.rate),
+        ignore_errors: c.ignore_errors.clone(),
+    }
+}
+
+/// The unmeasured warm-up of `c.warmup` seconds (skipped after a Ctrl-C), on any target,
+/// with [`warmup_options`]; the driver's figures of it (`None` when skipped).
 ///
 /// Errors: the driver's: bad options ([`crate::UsageError`]), a session that cannot open, an
 /// error that `--ignore-errors` does not ignore (exit 1, see [`driver_error`]).
@@ -313,17 +330,10 @@ pub fn warm_up(
     c: &CommonArgs,
     label: &str,
     ctl: &RunControl,
-) -> Result<()> {
+) -> Result<Option<RunResult>> {
     if c.warmup > 0.0 && !ctl.stop.load(Ordering::Relaxed) {
-        let warm = RunOptions {
-            threads: c.threads,
-            time_s: c.warmup,
-            events: 0,
-            rand_seed: c.rand_seed ^ 0xA5A5,
-            rate_tps: c.rate,
-            ignore_errors: c.ignore_errors.clone(),
-        };
-        drive_shown(
+        let warm = warmup_options(c);
+        let r = drive_shown(
             target,
             kind,
             opts,
@@ -334,8 +344,9 @@ pub fn warm_up(
             None,
         )
         .map_err(|e| driver_error(&warm, format!("{label}: warm-up: {e}")))?;
+        return Ok(Some(r));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The measured phase (`--time` / `--events`) on any target, under a progress bar that

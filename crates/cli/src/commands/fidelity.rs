@@ -187,6 +187,11 @@ fn blocks_4k(r: &RunReport, pages: u64) -> f64 {
 const METRICS: &[Metric] = &[
     ("tps", |r| Some(r.results.tps), |_| true),
     (
+        "warm-up transactions",
+        |r| r.results.warmup.as_ref().map(|w| w.transactions as f64),
+        |_| true,
+    ),
+    (
         "pool reads, 4 KiB blocks / txn",
         |r| Some(blocks_4k(r, r.io.total.buffer_misses)),
         |_| true,
@@ -297,23 +302,58 @@ fn reproduce(c: &CommonArgs, workload: &str, preset: &str, real: &str) -> String
     )
 }
 
-/// The two commands of a rate-matched pair: the real server, then the preset at its TPS
-/// with the switches `sets` ([`version_switches`]).
+/// A rate as the flags give it: events per second rounded to 0.01.
+fn rate_flag(tps: f64) -> f64 {
+    (tps * 100.0).round() / 100.0
+}
+
+/// The preset's flags of a rate-matched pair: `c` with `--rate` at the TPS of the
+/// server's measured phase and `--warmup-rate` at the TPS of its warm-up
+/// (`results.warmup`). The server warms up unpaced from a cold start, more slowly than it
+/// then runs (or faster, when its OS cache was warm); a preset whose warm-up ran at the
+/// measured rate would start its phase after another number of transactions since the
+/// checkpoint: other cold misses and first full-page images would fall into the phase
+/// (docs/fidelity.md, "Warm-ups of the same length"). A server whose warm-up completed
+/// no transaction (or that recorded none) leaves `--warmup-rate` unset: a rate of 0
+/// would mean unpaced.
+pub fn at_servers_rates(c: &CommonArgs, real: &RunReport) -> CommonArgs {
+    let mut cp = c.clone();
+    cp.rate = rate_flag(real.results.tps);
+    cp.warmup_rate = real
+        .results
+        .warmup
+        .as_ref()
+        .filter(|w| w.transactions > 0 && w.tps > 0.0)
+        .map(|w| rate_flag(w.tps).max(0.01));
+    cp
+}
+
+/// The two commands of a rate-matched pair: the real server, then the preset under the
+/// flags `cp` ([`at_servers_rates`]: its rates) with the switches `sets`
+/// ([`version_switches`]).
 fn reproduce_at_rate(
     c: &CommonArgs,
     workload: &str,
     preset: &str,
     real: &str,
-    rate: f64,
+    cp: &CommonArgs,
     sets: &[String],
 ) -> String {
     let common = run_flags(c, workload);
     let target = real.strip_prefix("real:").unwrap_or(real);
     let sets: String = sets.iter().map(|s| format!(" --set {s}")).collect();
-    format!(
-        "mvcclab run --target {target} {common}\n\
-         mvcclab run --design {preset}{sets} {common} --rate {rate}   # --rate: the TPS the first run reached"
-    )
+    let rate = cp.rate;
+    match cp.warmup_rate {
+        Some(w) => format!(
+            "mvcclab run --target {target} {common}\n\
+             mvcclab run --design {preset}{sets} {common} --rate {rate} --warmup-rate {w}   \
+             # --rate, --warmup-rate: the TPS the first run reached in its measured phase and its warm-up"
+        ),
+        None => format!(
+            "mvcclab run --target {target} {common}\n\
+             mvcclab run --design {preset}{sets} {common} --rate {rate}   # --rate: the TPS the first run reached"
+        ),
+    }
 }
 
 /// `mvcclab fidelity`.
@@ -414,8 +454,7 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                     else {
                         break 'all;
                     };
-                    let mut cp = cw.clone();
-                    cp.rate = (real.results.tps * 100.0).round() / 100.0;
+                    let cp = at_servers_rates(&cw, &real);
                     let sets = version_switches(&real, &c.set);
                     let (p, preset_load) = if sets.is_empty() {
                         (p.clone(), a.load_once.then_some(preset_load))
@@ -438,14 +477,7 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                         break 'all;
                     };
                     pair_rows.extend(compare_pair(w, &preset, &real));
-                    commands.push(reproduce_at_rate(
-                        &cw,
-                        w,
-                        &p.name(),
-                        &r.name(),
-                        cp.rate,
-                        &sets,
-                    ));
+                    commands.push(reproduce_at_rate(&cw, w, &p.name(), &r.name(), &cp, &sets));
                     runs.extend([preset, real]);
                 }
                 for row in &mut pair_rows {
@@ -631,6 +663,59 @@ mod tests {
         );
         let plain = run_flags(&Flags::parse_from(["t"]).common, "oltp_update_index");
         assert!(!plain.contains("--exact-device-io") && !plain.contains("--server-dir"));
+    }
+
+    /// The preset's flags of a rate-matched pair take the server's measured TPS as
+    /// `--rate` and its warm-up TPS as `--warmup-rate`, and the reproduce line gives both;
+    /// a server without a recorded warm-up leaves the warm-up at `--rate`.
+    #[test]
+    fn the_preset_warms_up_at_the_servers_warm_up_rate() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            common: CommonArgs,
+        }
+        let c = Flags::parse_from(["t", "--warmup", "10"]).common;
+        let mut real: RunReport = serde_json::from_str(SAMPLE).unwrap();
+        real.design.name = "real:postgresql".into();
+        real.results.tps = 761.456;
+        real.results.warmup = Some(crate::result::WarmupResult {
+            transactions: 2_334,
+            elapsed_s: 10.004,
+            tps: 233.306_677,
+            ..Default::default()
+        });
+        let line_of =
+            |cp: &CommonArgs| reproduce_at_rate(&c, "w", "postgres", "real:postgresql", cp, &[]);
+        let cp = at_servers_rates(&c, &real);
+        assert_eq!(cp.rate, 761.46);
+        assert_eq!(cp.warmup_rate, Some(233.31));
+        let line = line_of(&cp);
+        assert!(
+            line.contains("--rate 761.46 --warmup-rate 233.31"),
+            "{line}"
+        );
+        let opts = crate::bench::warmup_options(&cp);
+        assert_eq!((opts.rate_tps, opts.time_s), (233.31, 10.0));
+        // The rows compare the two warm-ups' transactions.
+        let mut preset = real.clone();
+        preset.design.name = "postgres".into();
+        preset.results.warmup.as_mut().unwrap().transactions = 7_615;
+        let row = compare_pair("w", &preset, &real)
+            .into_iter()
+            .find(|r| r.metric == "warm-up transactions")
+            .expect("a warm-up row");
+        assert!(row.outside, "{row:?}");
+        // No warm-up recorded (or none completed): the warm-up runs at --rate.
+        for w in [None, Some(crate::result::WarmupResult::default())] {
+            real.results.warmup = w;
+            let cp = at_servers_rates(&c, &real);
+            assert_eq!(cp.warmup_rate, None);
+            assert_eq!(crate::bench::warmup_options(&cp).rate_tps, 761.46);
+            let line = line_of(&cp);
+            assert!(!line.contains("--warmup-rate"), "{line}");
+        }
     }
 
     #[test]
