@@ -580,15 +580,7 @@ impl OsPageCache {
     ///
     /// Errors: device errors.
     pub fn sync(&self, nvme: &Nvme, file: FileId) -> Result<()> {
-        let runs = {
-            let mut inner = self.inner.lock();
-            let blocks: Vec<u64> = inner
-                .dirty_by_file
-                .get(&file)
-                .map(|s| s.iter().copied().collect())
-                .unwrap_or_default();
-            Self::take_runs(&mut inner, file, &blocks)
-        };
+        let runs = Self::take_file(&mut self.inner.lock(), file);
         self.write_runs(nvme, runs)?;
         let mut inner = self.inner.lock();
         while inner.in_flight.get(&file).copied().unwrap_or(0) > 0 {
@@ -657,16 +649,20 @@ impl OsPageCache {
             .map(|(&f, _)| f)
             .collect();
         files.sort_unstable();
-        let mut runs = Vec::new();
-        for f in files {
-            let blocks: Vec<u64> = inner
-                .dirty_by_file
-                .get(&f)
-                .map(|s| s.iter().copied().collect())
-                .unwrap_or_default();
-            runs.extend(Self::take_runs(inner, f, &blocks));
-        }
-        runs
+        files
+            .into_iter()
+            .flat_map(|f| Self::take_file(inner, f))
+            .collect()
+    }
+
+    /// Takes every dirty block of `file` for write-back ([`Self::take_runs`]).
+    fn take_file(inner: &mut Inner, file: FileId) -> Vec<Run> {
+        let blocks: Vec<u64> = inner
+            .dirty_by_file
+            .get(&file)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        Self::take_runs(inner, file, &blocks)
     }
 
     /// Marks `blocks` (ascending) of `file` clean and groups them into contiguous runs of
