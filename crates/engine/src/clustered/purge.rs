@@ -334,6 +334,7 @@ impl UndoSpace {
             .fetch_add(removed, Ordering::Relaxed);
         Ok(removed)
     }
+
     /// History truncation removed logs of rollback segment `r`, which it had taken out of
     /// assignment: when `r` is the segment in turn, it is given back to new transactions and
     /// the next segment is in turn (trx0purge.cc `purge_sys_t::rseg_enable`).
