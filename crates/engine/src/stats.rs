@@ -209,6 +209,25 @@ metrics! {
     /// checkpoint's flush of every dirty page (innodb_metrics
     /// `buffer_flush_batch_total_pages`; buf0flu.cc `buf_do_flush_list_batch`).
     buffer_flush_list_pages_written;
+    /// LRU batches of the page cleaner that looked at one page or more (innodb_metrics
+    /// `buffer_LRU_batch_num_scan`; buf0flu.cc `buf_flush_LRU_list_batch`). Only pools
+    /// with InnoDB's free-page target.
+    buffer_lru_batches;
+    /// Pages those batches looked at from the LRU tail, clean, dirty or pinned
+    /// (innodb_metrics `buffer_LRU_batch_scanned`).
+    buffer_lru_batch_scanned;
+    /// Clean pages those batches evicted to the free list (innodb_metrics
+    /// `buffer_LRU_batch_evict_total_pages`, `Innodb_buffer_pool_pages_LRU_freed`).
+    buffer_lru_batch_evicted;
+    /// Accesses that moved a page of the old sublist to the young head of the LRU list
+    /// (`Innodb_buffer_pool_pages_made_young`; buf0lru.cc `buf_page_make_young`, which
+    /// counts a move only when the page was old, from `buf_page_make_young_if_needed`).
+    /// Only the LRU midpoint policy.
+    buffer_pages_made_young;
+    /// Accesses to a page of the old sublist within `old_blocks_time` of its first
+    /// access, which leave it where it is (`Innodb_buffer_pool_pages_made_not_young`;
+    /// buf0buf.h `buf_page_peek_if_too_old`). Only the LRU midpoint policy.
+    buffer_pages_made_not_young;
     /// Pages initialized in the pool without a read while not resident: a new page of a
     /// relation (or a page redo rebuilds whole) that needed a frame (InnoDB
     /// `Innodb_pages_created`, innodb_metrics `buffer_pages_created`: buf0buf.cc

@@ -15,6 +15,8 @@
 //! | doublewrite_pages, _batches | 0 (none) | `Innodb_dblwr_pages_written`, `Innodb_dblwr_writes` |
 //! | buffer_lru_batch_pages_written | – | INNODB_METRICS `buffer_LRU_batch_flush_total_pages` |
 //! | buffer_flush_list_pages_written | – | INNODB_METRICS `buffer_flush_batch_total_pages` |
+//! | buffer_lru_batches, _batch_scanned, _batch_evicted | – | INNODB_METRICS `buffer_LRU_batch_num_scan`, `buffer_LRU_batch_scanned`, `buffer_LRU_batch_evict_total_pages` |
+//! | buffer_pages_made_young, _made_not_young | – | `Innodb_buffer_pool_pages_made_young`, `_made_not_young` |
 //! | buffer_pages_created | – | `Innodb_pages_created` |
 //! | checkpoints_timed, _requested | bgwriter `checkpoints_timed`, `checkpoints_req` | – |
 //! | read/write requests, bytes, 4 KiB blocks, syncs | loop device (`--exact-device-io`) | loop device |
@@ -175,6 +177,11 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "io.total.buffer_lru_batch_pages_written",
                 "io.total.buffer_flush_list_pages_written",
                 "io.total.buffer_pages_created",
+                "io.total.buffer_lru_batches",
+                "io.total.buffer_lru_batch_scanned",
+                "io.total.buffer_lru_batch_evicted",
+                "io.total.buffer_pages_made_young",
+                "io.total.buffer_pages_made_not_young",
                 "engine.purge_records",
                 "engine.history_list_length",
                 // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
@@ -196,6 +203,11 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             t.doublewrite_batches = g("dblwr_writes");
             t.buffer_lru_batch_pages_written = m("buffer_LRU_batch_flush_total_pages");
             t.buffer_flush_list_pages_written = m("buffer_flush_batch_total_pages");
+            t.buffer_lru_batches = m("buffer_LRU_batch_num_scan");
+            t.buffer_lru_batch_scanned = m("buffer_LRU_batch_scanned");
+            t.buffer_lru_batch_evicted = m("buffer_LRU_batch_evict_total_pages");
+            t.buffer_pages_made_young = g("buffer_pool_pages_made_young");
+            t.buffer_pages_made_not_young = g("buffer_pool_pages_made_not_young");
             t.buffer_pages_created = g("pages_created");
             f.tables = handler_rows(d);
             let purged = m("purge_del_mark_records") + m("purge_upd_exist_or_extern_records");
@@ -258,6 +270,11 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "io.total.buffer_lru_batch_pages_written",
                 "io.total.buffer_flush_list_pages_written",
                 "io.total.buffer_pages_created",
+                "io.total.buffer_lru_batches",
+                "io.total.buffer_lru_batch_scanned",
+                "io.total.buffer_lru_batch_evicted",
+                "io.total.buffer_pages_made_young",
+                "io.total.buffer_pages_made_not_young",
                 "io.total.doublewrite_pages",
                 "io.total.doublewrite_batches",
                 "io.total.wal_records",
@@ -352,6 +369,14 @@ mod tests {
                 ("innodb_metrics.purge_invoked", 11.0),
                 ("innodb_metrics.buffer_page_written_system_page", 7.0),
                 ("innodb_metrics.buffer_page_read_undo_log", 6.0),
+                ("innodb_metrics.buffer_LRU_batch_num_scan", 39.0),
+                ("innodb_metrics.buffer_LRU_batch_scanned", 29929.0),
+                ("innodb_metrics.buffer_LRU_batch_evict_total_pages", 7837.0),
+                ("global_status.Innodb_buffer_pool_pages_made_young", 26864.0),
+                (
+                    "global_status.Innodb_buffer_pool_pages_made_not_young",
+                    27074.0,
+                ),
                 ("device.read_ios", 4.0),
                 ("device.read_sectors", 64.0),
                 ("device.write_ios", 1.0),
@@ -364,6 +389,21 @@ mod tests {
         assert_eq!(f.undo.purge_records, 5);
         assert_eq!(f.undo.purge_batches, 11);
         assert_eq!((f.undo.rseg_pages_written, f.undo.undo_pages_read), (7, 6));
+        assert_eq!(
+            (
+                f.total.buffer_lru_batches,
+                f.total.buffer_lru_batch_scanned,
+                f.total.buffer_lru_batch_evicted
+            ),
+            (39, 29929, 7837)
+        );
+        assert_eq!(
+            (
+                f.total.buffer_pages_made_young,
+                f.total.buffer_pages_made_not_young
+            ),
+            (26864, 27074)
+        );
         assert_eq!(f.total.read_blocks_4k, 8);
         assert_eq!(
             f.total.write_blocks_4k, 2,

@@ -603,7 +603,12 @@ impl BTree {
                 Some(o)
             }
         };
-        let mut r = self.pool.new_page(self.rel)?;
+        let mut r = if self.cfg.extent_allocation {
+            // btr0btr.cc `btr_page_split_and_insert`: `hint_page_no = page_no + 1`, FSP_UP.
+            self.pool.new_page_near(self.rel, lid.block + 1)?
+        } else {
+            self.pool.new_page(self.rel)?
+        };
         let rid = r.page_id();
         let left_h = NodeHeader {
             flags: hdr.flags | FLAG_INCOMPLETE_SPLIT,

@@ -75,6 +75,15 @@ pub struct BTreeConfig {
     /// (PostgreSQL: nbtree pages are compacted by `PageIndexMultiDelete`).
     #[serde(default)]
     pub page_garbage: bool,
+    /// A split's new page is allocated as InnoDB's file segment allocates it, near the
+    /// split page (the next block if free, else a free block of its extent, a new extent
+    /// when the segment is short of free pages, else the oldest extent not full:
+    /// fsp0fsp.cc `fseg_alloc_free_page_low`, hint page number + 1 from btr0btr.cc
+    /// `btr_page_split_and_insert`; `PageStore::allocate_page_near`). False: the
+    /// relation's lowest free block, else a new one (PostgreSQL nbtree takes a recycled
+    /// page from the free space map, `_bt_getbuf` → `GetFreeIndexPage`).
+    #[serde(default)]
+    pub extent_allocation: bool,
 }
 
 impl BTreeConfig {
@@ -96,13 +105,15 @@ impl BTreeConfig {
             deduplicate: true,
             merge_threshold_pct: None,
             page_garbage: false,
+            extent_allocation: false,
         }
     }
 
     /// InnoDB's accounting: no alignment, 2 bytes of page directory per record (InnoDB
     /// has one 2-byte slot per 4 to 8 records, page0page.h `PAGE_DIR_SLOT_MAX_N_OWNED`),
     /// 15/16 fill on ascending inserts, whole keys in node pointers, leaves merged below
-    /// half a page (MERGE_THRESHOLD 50), leaves with `PAGE_GARBAGE`.
+    /// half a page (MERGE_THRESHOLD 50), leaves with `PAGE_GARBAGE`, split pages allocated
+    /// from file segment extents.
     ///
     /// The entry header is the 4-byte length pair. It stands for the 4 bytes of InnoDB's
     /// 5-byte record header (`REC_N_NEW_EXTRA_BYTES`) that the page layer uses (heap_no and
@@ -119,6 +130,7 @@ impl BTreeConfig {
             deduplicate: false,
             merge_threshold_pct: Some(50),
             page_garbage: true,
+            extent_allocation: true,
         }
     }
 

@@ -12,7 +12,7 @@
 //! count in the buffer's atomic state word).
 
 use super::replacer::SweepPosition;
-use super::replacer::{FrameId, Replacer};
+use super::replacer::{FrameId, Replacer, Touch};
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// Highest usage count (buf_internals.h `BM_MAX_USAGE_COUNT`).
@@ -53,14 +53,16 @@ impl Replacer for ClockSweep {
         self.usage[frame].store(1, Ordering::Relaxed);
     }
 
-    fn accessed(&self, frame: FrameId) {
+    fn accessed(&self, frame: FrameId) -> Touch {
         let _ = self.usage[frame].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
             (u < BM_MAX_USAGE_COUNT).then_some(u + 1)
         });
+        Touch::Unchanged
     }
 
-    fn accessed_by_strategy(&self, frame: FrameId) {
+    fn accessed_by_strategy(&self, frame: FrameId) -> Touch {
         let _ = self.usage[frame].compare_exchange(0, 1, Ordering::Relaxed, Ordering::Relaxed);
+        Touch::Unchanged
     }
 
     fn usage(&self, frame: FrameId) -> u8 {

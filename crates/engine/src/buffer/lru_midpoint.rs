@@ -39,7 +39,7 @@
 //! without the mutex (InnoDB reads them unlatched too; a stale value costs at most one
 //! move too many or too few).
 
-use super::replacer::{FrameId, Replacer};
+use super::replacer::{FrameId, Replacer, Touch};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -71,6 +71,9 @@ struct List {
     /// Lock-free copy of each node's `old` flag, read on hits without the mutex (a hint: a
     /// stale value costs at most one extra lock acquisition).
     hint_old: Arc<[AtomicBool]>,
+    /// Each node's move count: raised whenever it is unlinked (made young, removed), read
+    /// without the mutex by the page cleaner's LRU batch ([`Replacer::position_token`]).
+    moves: Arc<[AtomicU64]>,
 }
 
 /// The LRU-with-midpoint policy. See the module doc.
@@ -83,6 +86,7 @@ pub struct LruMidpoint {
     young_evictions: u64,
     first_access_us: Box<[AtomicU64]>,
     is_old: Arc<[AtomicBool]>,
+    moves: Arc<[AtomicU64]>,
     stamp: Arc<[AtomicU64]>,
     clock: Arc<AtomicU64>,
     epoch: Instant,
@@ -95,6 +99,7 @@ impl List {
     }
 
     fn unlink(&mut self, f: usize) {
+        self.moves[f].fetch_add(1, Ordering::Relaxed);
         let n = self.nodes[f];
         if n.prev != NIL {
             self.nodes[n.prev].next = n.next;
@@ -206,6 +211,7 @@ impl LruMidpoint {
         let is_old: Arc<[AtomicBool]> = (0..frames).map(|_| AtomicBool::new(false)).collect();
         let stamp: Arc<[AtomicU64]> = (0..frames).map(|_| AtomicU64::new(0)).collect();
         let clock = Arc::new(AtomicU64::new(0));
+        let moves: Arc<[AtomicU64]> = (0..frames).map(|_| AtomicU64::new(0)).collect();
         let old_pct = (old_pct as usize).clamp(5, 95);
         // buf0lru.cc `buf_LRU_old_ratio_update`: the share in 1/1024ths; buf0buf.h
         // `buf_page_peek_if_young`: curr_size × (DIV − ratio) / (DIV × 4).
@@ -230,6 +236,7 @@ impl LruMidpoint {
                 stamp: stamp.clone(),
                 clock: clock.clone(),
                 hint_old: is_old.clone(),
+                moves: moves.clone(),
             }),
             old_pct,
             old_blocks_time_us: old_blocks_time_ms * 1000,
@@ -237,6 +244,7 @@ impl LruMidpoint {
             young_evictions,
             first_access_us: (0..frames).map(|_| AtomicU64::new(0)).collect(),
             is_old,
+            moves,
             stamp,
             clock,
             epoch: Instant::now(),
@@ -287,31 +295,47 @@ impl Replacer for LruMidpoint {
         self.first_access_us[frame].store(self.now_us(), Ordering::Relaxed);
     }
 
-    fn accessed(&self, frame: FrameId) {
+    /// buf0buf.cc `buf_page_create_low`: a block still in the page hash (a freed page
+    /// allocated again) is reinitialized in place (`set_reinit`), neither moved in the LRU
+    /// list nor given a new access time; only a page not in the pool is added at the head.
+    fn reinitialized(&self, _frame: FrameId) -> Touch {
+        Touch::Unchanged
+    }
+
+    fn accessed(&self, frame: FrameId) -> Touch {
         // buf_page_peek_if_too_old.
         let clock = self.clock.load(Ordering::Relaxed);
         if clock == 0 {
-            return;
+            return Touch::Unchanged;
         }
         if self.old_blocks_time_us > 0 && self.is_old[frame].load(Ordering::Relaxed) {
             // An old page is made young only when accessed at least old_blocks_time after
             // its first access.
             let first = self.first_access_us[frame].load(Ordering::Relaxed);
             if self.now_us().saturating_sub(first) < self.old_blocks_time_us {
-                return;
+                // `buf_pool.stat.n_pages_not_made_young++`.
+                return Touch::MadeNotYoung;
             }
         } else if clock < self.stamp[frame].load(Ordering::Relaxed) + self.young_evictions {
             // buf_page_peek_if_young: fewer evictions than the threshold since it was last
             // put at the head.
-            return;
+            return Touch::Unchanged;
         }
         let mut l = self.list.lock();
         if !l.nodes[frame].in_list {
-            return;
+            return Touch::Unchanged;
         }
+        let was_old = l.nodes[frame].old;
         l.unlink(frame);
         l.push_head(frame);
         l.adjust_old(self.old_pct, self.old_min_len);
+        // buf0lru.cc `buf_page_make_young`: `if (bpage->old)
+        // buf_pool.stat.n_pages_made_young++`.
+        if was_old {
+            Touch::MadeYoung
+        } else {
+            Touch::MovedToHead
+        }
     }
 
     fn removed(&self, frame: FrameId) {
@@ -334,6 +358,15 @@ impl Replacer for LruMidpoint {
             f = l.nodes[f].prev;
         }
         None
+    }
+
+    /// The frame's move count: it changes when the frame leaves its place (made young,
+    /// evicted), as InnoDB's LRU batch, which walks the live list through
+    /// `buf_pool.lru_hp` (buf0flu.cc `buf_flush_LRU_list_batch`), no longer meets a page
+    /// made young meanwhile (buf0lru.cc `buf_LRU_remove_block` moves the hazard pointer
+    /// off it).
+    fn position_token(&self, frame: FrameId) -> u64 {
+        self.moves[frame].load(Ordering::Relaxed)
     }
 
     fn next_victims(&self, n: usize) -> Vec<FrameId> {
@@ -437,7 +470,7 @@ mod tests {
         }
         evict_spare(&fast, 63, fast.young_evictions as usize);
         let old_frame = fast.order().iter().find(|(_, o)| *o).unwrap().0;
-        fast.accessed(old_frame);
+        assert_eq!(fast.accessed(old_frame), Touch::MadeYoung);
         assert_eq!(
             fast.order()[0],
             (old_frame, false),
@@ -450,13 +483,38 @@ mod tests {
         evict_spare(&r, 63, r.young_evictions as usize);
         let before = r.order();
         let old_frame = before.iter().find(|(_, o)| *o).unwrap().0;
-        r.accessed(old_frame);
-        r.accessed(old_frame);
+        assert_eq!(r.accessed(old_frame), Touch::MadeNotYoung);
+        assert_eq!(r.accessed(old_frame), Touch::MadeNotYoung);
         let after = r.order();
         assert!(
             after.iter().find(|(f, _)| *f == old_frame).unwrap().1,
             "still old within old_blocks_time"
         );
+    }
+
+    /// The position token changes when a frame moves or leaves, not when an access leaves
+    /// it in place, so the page cleaner's LRU batch can pass over a page made young after
+    /// it listed the victims.
+    #[test]
+    fn the_position_token_changes_when_a_frame_moves_or_leaves() {
+        let r = LruMidpoint::new(64, 37, 0, 4);
+        for f in 0..10 {
+            r.loaded(f);
+        }
+        let tail = r.next_victims(1)[0];
+        let t0 = r.position_token(tail);
+        assert_eq!(
+            r.accessed(tail),
+            Touch::Unchanged,
+            "before the first eviction"
+        );
+        assert_eq!(r.position_token(tail), t0);
+        evict_spare(&r, 63, r.young_evictions as usize);
+        assert_eq!(r.accessed(tail), Touch::MadeYoung);
+        let t1 = r.position_token(tail);
+        assert_ne!(t1, t0, "made young: moved");
+        r.removed(tail);
+        assert_ne!(r.position_token(tail), t1, "evicted: left");
     }
 
     #[test]
@@ -487,11 +545,15 @@ mod tests {
             r.created(f);
         }
         // Page 0 is now at the tail. Warm-up: no eviction yet, so an access moves nothing.
-        r.accessed(0);
+        assert_eq!(r.accessed(0), Touch::Unchanged);
         assert_eq!(r.next_victims(1), vec![0]);
         // After enough evictions, an access moves page 0 to the head and stamps it.
         evict_spare(&r, 999, r.young_evictions as usize + 1);
-        r.accessed(0);
+        assert_eq!(
+            r.accessed(0),
+            Touch::MovedToHead,
+            "a young page's move is not counted as made young"
+        );
         assert_eq!(r.order()[0], (0, false));
         // Every other page is then put at the head (none has been moved since its creation),
         // without an eviction: page 0 is pushed down to the tail, and an access leaves it
@@ -500,7 +562,11 @@ mod tests {
             r.accessed(f);
         }
         assert_eq!(r.order()[0], (399, false));
-        r.accessed(0);
+        assert_eq!(
+            r.accessed(0),
+            Touch::Unchanged,
+            "too young by the eviction clock"
+        );
         assert_eq!(r.next_victims(1), vec![0], "{:?}", &r.order()[..3]);
         // Once the clock has advanced by young_evictions, the next access moves it.
         evict_spare(&r, 999, r.young_evictions as usize);

@@ -86,7 +86,7 @@ pub use pool::{
     FreeTarget, PageCleanerConfig, PageTypeIo, PoolState, RelIo, BUF_LRU_MIN_LEN,
     BUF_LRU_OLD_MIN_LEN, LRU_FLUSH_MAX_PAGES,
 };
-pub use replacer::{FrameId, Replacer, ReplacerConfig};
+pub use replacer::{FrameId, Replacer, ReplacerConfig, Touch};
 
 use crate::page::StorageResult;
 use crate::wal::{Lsn, RecordBuilder, Wal};

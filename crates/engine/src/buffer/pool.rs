@@ -5,7 +5,7 @@
 use super::bgwriter::{BgWriterState, SyncState};
 use super::doublewrite::Doublewrite;
 use super::guard::{ReadPageGuard, WritePageGuard};
-use super::replacer::{FrameId, Replacer, ReplacerConfig};
+use super::replacer::{FrameId, Replacer, ReplacerConfig, Touch};
 use super::strategy;
 use super::{ClockSweep, LruMidpoint};
 use crate::device::FileId;
@@ -692,6 +692,20 @@ impl BufferPool {
         Ok(g)
     }
 
+    /// [`BufferPool::new_page`] for a page InnoDB's file segment allocates near block
+    /// `hint` ([`PageStore::allocate_page_near`]): a B-tree split's new right page, with the
+    /// split page's number + 1 as the hint. A freed block still resident is reused in
+    /// place, as `new_page` does.
+    ///
+    /// Errors: as [`PageStore::allocate_page_near`] and [`BufferPool::fetch_read`].
+    pub fn new_page_near(&self, rel: FileId, hint: u32) -> StorageResult<WritePageGuard<'_>> {
+        let id = self.store.allocate_page_near(rel, hint)?;
+        let mut g = self.pin_write(id, true)?;
+        g.hit = false;
+        g.data_mut().fill(0);
+        Ok(g)
+    }
+
     /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.
     ///
     /// The frame's page is read before the pin is dropped: only a holder that saw the frame
@@ -864,13 +878,21 @@ impl BufferPool {
                     }
                 }
                 let nested = HELD.with(|h| h.get() == Some((self.id(), f, id)));
-                if access != Access::Counted || nested {
+                let touch = if access != Access::Counted || nested {
                     // No usage change: a nested pin (PinBuffer with a private refcount), or
                     // a fix that is no access (buf_pool_t::page_fix).
+                    Touch::Unchanged
+                } else if create {
+                    self.replacer.reinitialized(f)
                 } else if strategy::with_active(self.id(), |_| ()).is_some() {
-                    self.replacer.accessed_by_strategy(f);
+                    self.replacer.accessed_by_strategy(f)
                 } else {
-                    self.replacer.accessed(f);
+                    self.replacer.accessed(f)
+                };
+                match touch {
+                    Touch::Unchanged | Touch::MovedToHead => {}
+                    Touch::MadeYoung => self.stats.add(Metric::buffer_pages_made_young, 1),
+                    Touch::MadeNotYoung => self.stats.add(Metric::buffer_pages_made_not_young, 1),
                 }
                 if !create && access != Access::Uncounted {
                     self.stats.add(Metric::buffer_hits, 1);
@@ -1401,14 +1423,27 @@ impl BufferPool {
         let n = self.frames.len();
         let min_len = (n / 20).saturating_sub(1).min(BUF_LRU_MIN_LEN);
         let neighbors = self.neighbors_active(neighbors);
-        let (mut evicted, mut written) = (0, 0);
+        let (mut evicted, mut written, mut scanned) = (0, 0, 0);
         let mut dirty = Vec::new();
         let mut queued = std::collections::HashSet::new();
-        for f in self.replacer.next_victims(n) {
+        // The order as it is now, each frame with its position token: a frame moved since
+        // (made young while the batch writes) is passed over, as InnoDB's batch, walking
+        // the live list, no longer meets it.
+        let order: Vec<(FrameId, u64)> = self
+            .replacer
+            .next_victims(n)
+            .into_iter()
+            .map(|f| (f, self.replacer.position_token(f)))
+            .collect();
+        for (f, token) in order {
             let free = self.free_frames();
             if free >= target || n - free <= min_len {
                 break;
             }
+            if self.replacer.position_token(f) != token {
+                continue;
+            }
+            scanned += 1;
             let fr = &self.frames[f];
             if fr.pins.load(Ordering::Acquire) != 0 || queued.contains(&f) {
                 continue;
@@ -1436,6 +1471,14 @@ impl BufferPool {
         written += self.write_pinned_batches(&dirty)?;
         self.stats
             .add(Metric::buffer_lru_batch_pages_written, written as u64);
+        if scanned > 0 {
+            // MONITOR_LRU_BATCH_SCANNED: counted only for a batch that scanned.
+            self.stats.add(Metric::buffer_lru_batches, 1);
+            self.stats
+                .add(Metric::buffer_lru_batch_scanned, scanned as u64);
+            self.stats
+                .add(Metric::buffer_lru_batch_evicted, evicted as u64);
+        }
         Ok((evicted, written))
     }
 

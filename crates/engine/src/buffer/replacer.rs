@@ -55,6 +55,25 @@ pub struct SweepPosition {
     pub recent_alloc: u64,
 }
 
+/// What an access did to the replacement order ([`Replacer::accessed`]), for InnoDB's
+/// young-making counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touch {
+    /// Nothing counted: a policy without an LRU order (the clock sweep raises a usage
+    /// count), the warm-up before the first eviction, or a young page put at the head too
+    /// few evictions ago (buf0buf.h `buf_page_peek_if_young`, which InnoDB does not count).
+    Unchanged,
+    /// A page of the old sublist moved to the young head
+    /// (`Innodb_buffer_pool_pages_made_young`, which counts only old pages: buf0lru.cc
+    /// `buf_page_make_young`).
+    MadeYoung,
+    /// A page of the young sublist moved back to the head, which InnoDB does not count.
+    MovedToHead,
+    /// A page of the old sublist accessed within `old_blocks_time` of its first access,
+    /// left where it is (`Innodb_buffer_pool_pages_made_not_young`).
+    MadeNotYoung,
+}
+
 /// A replacement policy. The pool tells it about loads, hits and removals; it names
 /// victims. Implementations are internally synchronized; calls come from many threads.
 pub trait Replacer: Send + Sync {
@@ -65,14 +84,22 @@ pub trait Replacer: Send + Sync {
     fn created(&self, frame: FrameId) {
         self.loaded(frame);
     }
-    /// A resident page in `frame` was pinned again (a buffer hit).
-    fn accessed(&self, frame: FrameId);
+    /// A resident page in `frame` was pinned again (a buffer hit); returns what that did
+    /// to the order.
+    fn accessed(&self, frame: FrameId) -> Touch;
+    /// The page resident in `frame` was initialized again without a read (a freed page
+    /// allocated again, or a page redo rebuilds whole). By default an access
+    /// ([`Replacer::accessed`]): PostgreSQL pins the buffer it finds (bufmgr.c
+    /// `ReadBuffer_common` with `RBM_ZERO_AND_LOCK` → `BufferAlloc` → `PinBuffer`).
+    fn reinitialized(&self, frame: FrameId) -> Touch {
+        self.accessed(frame)
+    }
     /// A resident page in `frame` was pinned by a reader with a ring
     /// ([`super::strategy`]). By default the same as [`Replacer::accessed`]; the clock
     /// sweep raises a usage count of 0 to 1 and leaves a higher one (bufmgr.c `PinBuffer`
     /// with a strategy).
-    fn accessed_by_strategy(&self, frame: FrameId) {
-        self.accessed(frame);
+    fn accessed_by_strategy(&self, frame: FrameId) -> Touch {
+        self.accessed(frame)
     }
     /// How recently used `frame` is, for a ring's reuse test (usage count ≤ 1 in
     /// freelist.c `GetBufferFromRing`). By default 0: always reusable.
@@ -87,6 +114,12 @@ pub trait Replacer: Send + Sync {
     /// Up to `n` frames in the order `victim` would consider them, without changing any
     /// state; for the page cleaner, which cleans what will be evicted next.
     fn next_victims(&self, n: usize) -> Vec<FrameId>;
+    /// A token that changes whenever `frame` leaves its place in the victim order (moved
+    /// or removed), so that a walk over [`Replacer::next_victims`]'s snapshot can skip a
+    /// frame moved since. By default 0: a policy without an order to walk.
+    fn position_token(&self, _frame: FrameId) -> u64 {
+        0
+    }
     /// A buffer allocation was requested (a frame for a page not resident, whether it then
     /// comes from the free list or from a victim), for the background writer's estimate of
     /// the allocation rate (freelist.c `StrategyGetBuffer` counts `numBufferAllocs` before

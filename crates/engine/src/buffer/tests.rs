@@ -317,6 +317,49 @@ fn page_cleaner_writes_are_counted_to_the_page_cleaner() {
     assert_eq!(d.cause(Cause::Insert).write_blocks_4k, 0);
 }
 
+/// A freed page allocated again keeps its place in InnoDB's LRU list (buf0buf.cc
+/// `buf_page_create_low` reinitializes a resident block in place); a read of an old page
+/// moves it to the head and counts as made young (buf0lru.cc `buf_page_make_young`).
+#[test]
+fn a_freed_page_allocated_again_keeps_its_lru_place_and_a_read_makes_an_old_page_young() {
+    let s = quiet(
+        64,
+        TornPageProtection::None,
+        ReplacerConfig::LruMidpoint {
+            old_pct: 37,
+            old_blocks_time_ms: 0,
+            old_min_len: 8,
+        },
+    );
+    let rel = s.store().create_relation().unwrap();
+    // 90 pages through 64 frames: 26 evictions, more than the 10 (64 × 646 / 4096) a page
+    // put at the head must wait before an access moves it again.
+    for v in 0..90u8 {
+        let mut g = s.pool().new_page(rel).unwrap();
+        put(&s, &mut g, v);
+    }
+    s.pool().flush_all().unwrap();
+    let tail = s.pool().victim_order(1)[0];
+    assert!(s.pool().free_resident(tail));
+    s.store().free_page(tail).unwrap();
+    let before = s.snapshot();
+    let g = s.pool().new_page(rel).unwrap();
+    assert_eq!(g.page_id(), tail, "the freed block is allocated again");
+    drop(g);
+    assert_eq!(
+        s.pool().victim_order(1),
+        vec![tail],
+        "reinitialized in place, not moved to the head"
+    );
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!((d.buffer_pages_made_young, d.buffer_misses), (0, 0));
+    // A read of the old tail page moves it to the head, counted as made young.
+    drop(s.pool().fetch_read(tail).unwrap());
+    assert_ne!(s.pool().victim_order(1), vec![tail], "moved to the head");
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!(d.buffer_pages_made_young, 1, "{d:?}");
+}
+
 /// A freed page stays in its frame, clean, until eviction reaches it (InnoDB's FREED
 /// state); it is never written, and allocating the block again reuses the frame without a
 /// read.
@@ -676,6 +719,15 @@ fn free_target_round_evicts_clean_tail_pages_until_the_target_is_free() {
         ),
         (5, 0),
         "LRU batch writes (buffer_LRU_batch_flush_total_pages)"
+    );
+    assert_eq!(
+        (
+            pc.buffer_lru_batches,
+            pc.buffer_lru_batch_scanned,
+            pc.buffer_lru_batch_evicted
+        ),
+        (1, 105, 100),
+        "one batch looked at the 100 clean and 5 dirty victims it met"
     );
     // With at least half the target free, a round does nothing (need_LRU_eviction).
     assert_eq!(pool.clean_round(&cfg).unwrap(), 0);

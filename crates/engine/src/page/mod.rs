@@ -35,6 +35,7 @@
 mod error;
 mod id;
 mod lsn;
+mod segment;
 mod store;
 
 pub use error::{StorageError, StorageResult};

@@ -4,16 +4,20 @@
 //!
 //! # Invariants
 //! 1. Block `b` of relation `r` lives at byte `b × page_size` of file `r`.
-//! 2. A block is handed out by [`PageStore::allocate_page`] once until it is freed; freed
-//!    blocks are reused lowest first before the relation grows (InnoDB reuses free pages
-//!    of a segment; PostgreSQL nbtree recycles deleted pages through the FSM).
+//! 2. A block is handed out by [`PageStore::allocate_page`] or
+//!    [`PageStore::allocate_page_near`] once until it is freed. `allocate_page` reuses
+//!    freed blocks lowest first before the relation grows (PostgreSQL nbtree recycles
+//!    deleted pages through the FSM); `allocate_page_near` chooses as an InnoDB file
+//!    segment does (`page::segment`), and may take a block past the end, the blocks it
+//!    skips becoming free blocks of the relation.
 //! 3. `n_blocks` may exceed the file's length: an allocated page reaches the device only
 //!    when the buffer pool first writes it (PostgreSQL 15 instead writes a zero page at
 //!    extension, `smgrextend`; set `zero_fill_on_extend` for that cost).
 //!
 //! # Locking
-//! The relation map is behind an `RwLock`; each relation's free list behind its own
-//! mutex; `n_blocks` is atomic. No lock is held across device I/O.
+//! The relation map is behind an `RwLock`; each relation's free list and extent counts
+//! behind its own mutex, under which `n_blocks` (atomic, read without it) changes. No lock
+//! is held across device I/O.
 //!
 //! # Crash safety
 //! The free list is in memory: after a restart, freed pages are not reused (they leak, no
@@ -21,18 +25,40 @@
 //! partial last page counted, and read as torn), and redo extends relations to the blocks
 //! the WAL names ([`PageStore::ensure_block`]): relation extension is not logged.
 
+use super::segment::FreeSpace;
 use super::{finish_for_write, verify, PageId, PageSize};
 use super::{StorageError, StorageResult};
 use crate::device::{file_ids, FileId, Vfs};
 use crate::stats::Metric;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 struct Relation {
+    /// Blocks allocated; changed under `free`, read without it.
     n_blocks: AtomicU32,
-    free: Mutex<BTreeSet<u32>>,
+    free: Mutex<FreeSpace>,
+}
+
+impl Relation {
+    fn new(n_blocks: u32, extent_pages: u32) -> Arc<Relation> {
+        Arc::new(Relation {
+            n_blocks: AtomicU32::new(n_blocks),
+            free: Mutex::new(FreeSpace::new(n_blocks, extent_pages)),
+        })
+    }
+}
+
+/// Blocks of an InnoDB extent for `page_size` (fsp0types.h `FSP_EXTENT_SIZE`: 1 MiB of
+/// pages up to 16 KiB pages, 64 pages above).
+pub(crate) fn extent_pages(page_size: PageSize) -> u32 {
+    let bytes = page_size.bytes() as u32;
+    if bytes <= 16384 {
+        (1 << 20) / bytes
+    } else {
+        64
+    }
 }
 
 /// Pages of relations on a [`Vfs`]. See the module doc.
@@ -66,13 +92,7 @@ impl PageStore {
             // and reads as torn until recovery restores it.
             let len = vfs.len_bytes(f)?;
             let n = len.div_ceil(page_size.bytes() as u64) as u32;
-            rels.insert(
-                f,
-                Arc::new(Relation {
-                    n_blocks: AtomicU32::new(n),
-                    free: Mutex::new(BTreeSet::new()),
-                }),
-            );
+            rels.insert(f, Relation::new(n, extent_pages(page_size)));
             next = next.max(f + 1);
         }
         Ok(PageStore {
@@ -105,13 +125,9 @@ impl PageStore {
             ));
         }
         self.vfs.create(rel)?;
-        self.rels.write().insert(
-            rel,
-            Arc::new(Relation {
-                n_blocks: AtomicU32::new(0),
-                free: Mutex::new(BTreeSet::new()),
-            }),
-        );
+        self.rels
+            .write()
+            .insert(rel, Relation::new(0, extent_pages(self.page_size)));
         Ok(rel)
     }
 
@@ -157,15 +173,38 @@ impl PageStore {
     pub fn allocate_page(&self, rel: FileId) -> StorageResult<PageId> {
         let r = self.rel(rel)?;
         self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
-        if let Some(b) = r.free.lock().pop_first() {
-            return Ok(PageId::new(rel, b));
-        }
-        let block = r.n_blocks.fetch_add(1, Ordering::AcqRel);
-        if self.zero_fill_on_extend {
+        let (block, extended) = Self::take(&r, |free, n| free.take_lowest(n));
+        if extended && self.zero_fill_on_extend {
             let zeros = vec![0u8; self.page_size.bytes()];
             self.vfs.write_at(rel, self.offset(block), &zeros)?;
         }
         Ok(PageId::new(rel, block))
+    }
+
+    /// Allocates a page of `rel` as InnoDB's file segment would for a page split whose
+    /// new page follows block `hint` − 1 (fsp0fsp.cc `fseg_alloc_free_page_low` with
+    /// `FSP_UP`; the rules are `page::segment`'s `FreeSpace::take_near`): the hint, a free block of its extent, a
+    /// new extent when the segment is short of free blocks, or the first free block of
+    /// the oldest extent not full. Counts `pages_allocated`; never writes (InnoDB's
+    /// `fsp_init_file_page` initializes the page in the buffer pool).
+    ///
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
+    pub fn allocate_page_near(&self, rel: FileId, hint: u32) -> StorageResult<PageId> {
+        let r = self.rel(rel)?;
+        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
+        let (block, _) = Self::take(&r, |free, n| free.take_near(hint, n));
+        Ok(PageId::new(rel, block))
+    }
+
+    /// Runs `pick` on `r`'s free space and block count under its lock; returns the block
+    /// and whether it lies past the old end.
+    fn take(r: &Relation, pick: impl FnOnce(&mut FreeSpace, &mut u32) -> u32) -> (u32, bool) {
+        let mut free = r.free.lock();
+        let old = r.n_blocks.load(Ordering::Acquire);
+        let mut n = old;
+        let b = pick(&mut free, &mut n);
+        r.n_blocks.store(n, Ordering::Release);
+        (b, b >= old)
     }
 
     /// Makes `id` an allocated block of its relation, creating the relation and growing
@@ -190,17 +229,28 @@ impl PageStore {
                 let mut rels = self.rels.write();
                 self.next_rel.fetch_max(id.rel + 1, Ordering::AcqRel);
                 rels.entry(id.rel)
-                    .or_insert_with(|| {
-                        Arc::new(Relation {
-                            n_blocks: AtomicU32::new(0),
-                            free: Mutex::new(BTreeSet::new()),
-                        })
-                    })
+                    .or_insert_with(|| Relation::new(0, extent_pages(self.page_size)))
                     .clone()
             }
         };
-        r.n_blocks.fetch_max(id.block + 1, Ordering::AcqRel);
+        let mut free = r.free.lock();
+        let old = r.n_blocks.load(Ordering::Acquire);
+        if id.block >= old {
+            free.extended(old, id.block + 1);
+            r.n_blocks.store(id.block + 1, Ordering::Release);
+        }
         Ok(())
+    }
+
+    /// Whether block `id.block` of its relation is free: freed and not allocated again, or
+    /// reserved past the last used block of an extent ([`PageStore::allocate_page_near`])
+    /// and never used. Such a block holds no page the WAL describes.
+    ///
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
+    pub fn is_free(&self, id: PageId) -> StorageResult<bool> {
+        let r = self.rel(id.rel)?;
+        let free = r.free.lock();
+        Ok(free.is_free(id.block, r.n_blocks.load(Ordering::Acquire)))
     }
 
     /// Returns a page to its relation's free list. The caller must have discarded it from
@@ -215,7 +265,11 @@ impl PageStore {
                 reason: "freeing a block never allocated",
             });
         }
-        r.free.lock().insert(id.block);
+        let mut free = r.free.lock();
+        // Freeing a free block again changes nothing (the free list is a set).
+        if !free.blocks.contains(&id.block) {
+            free.free(id.block);
+        }
         Ok(())
     }
 
