@@ -686,6 +686,11 @@ impl BufferPool {
     /// Errors: as [`PageStore::allocate_page`] and [`BufferPool::fetch_read`].
     pub fn new_page(&self, rel: FileId) -> StorageResult<WritePageGuard<'_>> {
         let id = self.store.allocate_page(rel)?;
+        self.pin_new(id)
+    }
+
+    /// Pins allocated page `id` zeroed, exclusively locked and dirty, without reading it.
+    fn pin_new(&self, id: PageId) -> StorageResult<WritePageGuard<'_>> {
         let mut g = self.pin_write(id, true)?;
         g.hit = false;
         g.data_mut().fill(0);
@@ -700,10 +705,7 @@ impl BufferPool {
     /// Errors: as [`PageStore::allocate_page_near`] and [`BufferPool::fetch_read`].
     pub fn new_page_near(&self, rel: FileId, hint: u32) -> StorageResult<WritePageGuard<'_>> {
         let id = self.store.allocate_page_near(rel, hint)?;
-        let mut g = self.pin_write(id, true)?;
-        g.hit = false;
-        g.data_mut().fill(0);
-        Ok(g)
+        self.pin_new(id)
     }
 
     /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.

@@ -183,10 +183,11 @@ impl PageStore {
 
     /// Allocates a page of `rel` as InnoDB's file segment would for a page split whose
     /// new page follows block `hint` − 1 (fsp0fsp.cc `fseg_alloc_free_page_low` with
-    /// `FSP_UP`; the rules are `page::segment`'s `FreeSpace::take_near`): the hint, a free block of its extent, a
-    /// new extent when the segment is short of free blocks, or the first free block of
-    /// the oldest extent not full. Counts `pages_allocated`; never writes (InnoDB's
-    /// `fsp_init_file_page` initializes the page in the buffer pool).
+    /// `FSP_UP`; the rules are `page::segment`'s `FreeSpace::take_near`): the hint, a
+    /// free block of its extent, a new extent when the segment is short of free blocks,
+    /// or the first free block of the oldest extent not full. Counts `pages_allocated`;
+    /// never writes (InnoDB's `fsp_init_file_page` initializes the page in the buffer
+    /// pool).
     ///
     /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
     pub fn allocate_page_near(&self, rel: FileId, hint: u32) -> StorageResult<PageId> {
