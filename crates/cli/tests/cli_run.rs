@@ -249,6 +249,18 @@ fn report_dir_holds_json_that_round_trips_csv_markdown_and_svg_plots() {
         md.contains("| tps |") && md.contains("blocks_per_txn.svg"),
         "{md}"
     );
+    // The page cleaner's LRU batch row: "-" for postgres (no free-page target), the
+    // innodb runs' per-batch figures when their page cleaner ran a batch.
+    let lru_row = md
+        .lines()
+        .find(|l| l.starts_with("| LRU batch: pages looked at, written, evicted / batch |"))
+        .unwrap_or_else(|| panic!("no LRU batch row: {md}"));
+    let cells: Vec<&str> = lru_row.split('|').map(str::trim).collect();
+    assert_eq!((cells[2], cells[4]), ("-", "-"), "postgres: {lru_row}");
+    for (cell, run) in [(cells[3], &report.runs[1]), (cells[5], &report.runs[3])] {
+        let batches = run.io.total.buffer_lru_batches;
+        assert_eq!(cell == "-", batches == 0, "innodb: {lru_row}");
+    }
     for svg in [
         "tps.svg",
         "blocks_per_txn.svg",

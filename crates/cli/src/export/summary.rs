@@ -83,6 +83,36 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
     add("doublewrite pages / txn", &|r| {
         format!("{:.3}", r.io.total.doublewrite_pages as f64 / txns(r))
     });
+    // InnoDB's page cleaner (innodb_metrics buffer_LRU_batch_*): "-" for a pool without
+    // its free-page target.
+    add("LRU batch: pages looked at, written, evicted / batch", &|r| {
+        m(r, "io.total.buffer_lru_batches", &|r| {
+            let t = &r.io.total;
+            if t.buffer_lru_batches == 0 {
+                return "-".into();
+            }
+            let b = t.buffer_lru_batches as f64;
+            format!(
+                "{:.0}, {:.0}, {:.0}",
+                t.buffer_lru_batch_scanned as f64 / b,
+                t.buffer_lru_batch_pages_written as f64 / b,
+                t.buffer_lru_batch_evicted as f64 / b
+            )
+        })
+    });
+    add("old pages made young, not / txn", &|r| {
+        m(r, "io.total.buffer_pages_made_young", &|r| {
+            let t = &r.io.total;
+            if t.buffer_pages_made_young + t.buffer_pages_made_not_young == 0 {
+                return "-".into();
+            }
+            format!(
+                "{:.3}, {:.3}",
+                t.buffer_pages_made_young as f64 / txns(r),
+                t.buffer_pages_made_not_young as f64 / txns(r)
+            )
+        })
+    });
     add("buffer hit ratio", &|r| {
         format!("{:.4}", r.engine.buffer_hit_ratio)
     });
