@@ -85,21 +85,24 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
     });
     // InnoDB's page cleaner (innodb_metrics buffer_LRU_batch_*): "-" for a pool without
     // its free-page target.
-    add("LRU batch: pages looked at, written, evicted / batch", &|r| {
-        m(r, "io.total.buffer_lru_batches", &|r| {
-            let t = &r.io.total;
-            if t.buffer_lru_batches == 0 {
-                return "-".into();
-            }
-            let b = t.buffer_lru_batches as f64;
-            format!(
-                "{:.0}, {:.0}, {:.0}",
-                t.buffer_lru_batch_scanned as f64 / b,
-                t.buffer_lru_batch_pages_written as f64 / b,
-                t.buffer_lru_batch_evicted as f64 / b
-            )
-        })
-    });
+    add(
+        "LRU batch: pages looked at, written, evicted / batch",
+        &|r| {
+            m(r, "io.total.buffer_lru_batches", &|r| {
+                let t = &r.io.total;
+                if t.buffer_lru_batches == 0 {
+                    return "-".into();
+                }
+                let b = t.buffer_lru_batches as f64;
+                format!(
+                    "{:.0}, {:.0}, {:.0}",
+                    t.buffer_lru_batch_scanned as f64 / b,
+                    t.buffer_lru_batch_pages_written as f64 / b,
+                    t.buffer_lru_batch_evicted as f64 / b
+                )
+            })
+        },
+    );
     add("old pages made young, not / txn", &|r| {
         m(r, "io.total.buffer_pages_made_young", &|r| {
             let t = &r.io.total;
