@@ -190,10 +190,9 @@ impl FreeSpace {
                 return self.take(hint, n);
             }
             if self.ext_used[hx as usize] < e {
-                let b = self
-                    .find_free(hx, hint % e, *n)
-                    .expect("an extent not full has a free block");
-                return self.take(b, n);
+                if let Some(b) = self.find_free(hx, hint % e, *n) {
+                    return self.take(b, n);
+                }
             }
         }
         let reserved = self.owned * e;
@@ -205,14 +204,15 @@ impl FreeSpace {
             return self.take_new_extent(n);
         }
         if unused > 0 {
-            let x = *self
+            // An extent on NOT_FULL has a free block (invariant 3); were it not so, a new
+            // extent serves.
+            if let Some(b) = self
                 .not_full
                 .front()
-                .expect("a segment with unused reserved blocks has an extent not full");
-            let b = self
-                .find_free(x, 0, *n)
-                .expect("an extent on NOT_FULL has a free block");
-            return self.take(b, n);
+                .and_then(|&x| self.find_free(x, 0, *n))
+            {
+                return self.take(b, n);
+            }
         }
         self.take_new_extent(n)
     }
