@@ -77,6 +77,19 @@ const NEVER: &[&str] = &[
     "engine.tables.hint_bit_writes",
 ];
 
+/// InnoDB's buffer pool fields (its page cleaner's batches, its LRU list, its created
+/// pages), which only MariaDB's InnoDB counts.
+const INNODB_POOL: &[&str] = &[
+    "io.total.buffer_lru_batch_pages_written",
+    "io.total.buffer_flush_list_pages_written",
+    "io.total.buffer_pages_created",
+    "io.total.buffer_lru_batches",
+    "io.total.buffer_lru_batch_scanned",
+    "io.total.buffer_lru_batch_evicted",
+    "io.total.buffer_pages_made_young",
+    "io.total.buffer_pages_made_not_young",
+];
+
 /// Device fields, filled only from a loop device.
 const DEVICE: &[&str] = &[
     "io.total.read_requests",
@@ -174,19 +187,12 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             not.extend_from_slice(&[
                 "io.total.wal_fpi_bytes",
                 "io.total.wal_written_bytes",
-                "io.total.buffer_lru_batch_pages_written",
-                "io.total.buffer_flush_list_pages_written",
-                "io.total.buffer_pages_created",
-                "io.total.buffer_lru_batches",
-                "io.total.buffer_lru_batch_scanned",
-                "io.total.buffer_lru_batch_evicted",
-                "io.total.buffer_pages_made_young",
-                "io.total.buffer_pages_made_not_young",
                 "engine.purge_records",
                 "engine.history_list_length",
                 // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
                 "engine.undo.index_page_splits",
             ]);
+            not.extend_from_slice(INNODB_POOL);
         }
         ServerKind::MariaDb => {
             let g = |k: &str| u(d, &format!("global_status.Innodb_{k}"));
@@ -267,14 +273,6 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
             f.tables = handler_rows(d);
             not.extend_from_slice(&[
                 "io.total.buffer_pages_written",
-                "io.total.buffer_lru_batch_pages_written",
-                "io.total.buffer_flush_list_pages_written",
-                "io.total.buffer_pages_created",
-                "io.total.buffer_lru_batches",
-                "io.total.buffer_lru_batch_scanned",
-                "io.total.buffer_lru_batch_evicted",
-                "io.total.buffer_pages_made_young",
-                "io.total.buffer_pages_made_not_young",
                 "io.total.doublewrite_pages",
                 "io.total.doublewrite_batches",
                 "io.total.wal_records",
@@ -290,6 +288,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.tables",
                 "engine.undo",
             ]);
+            not.extend_from_slice(INNODB_POOL);
         }
     }
     f.pages = (u(d, "space.table_pages"), u(d, "space.index_pages"));

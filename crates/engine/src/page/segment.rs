@@ -39,10 +39,6 @@ pub(super) struct FreeSpace {
     extent_pages: u32,
     reserved_end: u32,
     ext_used: Vec<u32>,
-    /// Extents owned by the segment (a used block).
-    owned: u32,
-    /// Used blocks.
-    used: u32,
     not_full: VecDeque<u32>,
 }
 
@@ -56,8 +52,6 @@ impl FreeSpace {
             extent_pages: e,
             reserved_end: 0,
             ext_used: Vec::new(),
-            owned: 0,
-            used: 0,
             not_full: VecDeque::new(),
         };
         for b in 0..n_blocks {
@@ -78,9 +72,7 @@ impl FreeSpace {
         let x = (b / self.extent_pages) as usize;
         let was = self.ext_used[x];
         self.ext_used[x] += 1;
-        self.used += 1;
         if was == 0 {
-            self.owned += 1;
             // fseg_mark_page_used: an extent taking its first page goes onto NOT_FULL.
             self.not_full.push_back(x as u32);
         }
@@ -94,16 +86,24 @@ impl FreeSpace {
         let x = (b / self.extent_pages) as usize;
         let was = self.ext_used[x];
         self.ext_used[x] -= 1;
-        self.used -= 1;
         if was == self.extent_pages && was > 1 {
             // fseg_free_page_low: a full extent moves to NOT_FULL (flst_add_last).
             self.not_full.push_back(x as u32);
         }
         if self.ext_used[x] == 0 {
             // ... and an extent left with no used page goes back to the space.
-            self.owned -= 1;
             self.not_full.retain(|&e| e != x as u32);
         }
+    }
+
+    /// Used blocks of a relation of `n` blocks (invariant 1).
+    fn used(&self, n: u32) -> u32 {
+        n - self.blocks.len() as u32
+    }
+
+    /// Extents that belong to the segment: those with a used block.
+    fn owned(&self) -> u32 {
+        self.ext_used.iter().filter(|&&u| u > 0).count() as u32
     }
 
     /// Whether block `b` is free, for a relation of `n` blocks.
@@ -141,7 +141,6 @@ impl FreeSpace {
 
     /// Takes the lowest freed block, else block `*n` (a new block at the end).
     pub(super) fn take_lowest(&mut self, n: &mut u32) -> u32 {
-        // The lowest freed block, or the first block past the end.
         let b = self.blocks.first().copied().unwrap_or(*n);
         self.take(b, n)
     }
@@ -178,7 +177,8 @@ impl FreeSpace {
     /// (`fsp_alloc_free_page`): here the lowest free block, as [`FreeSpace::take_lowest`].
     pub(super) fn take_near(&mut self, hint: u32, n: &mut u32) -> u32 {
         let e = self.extent_pages;
-        if self.used < e / 2 {
+        let used = self.used(*n);
+        if used < e / 2 {
             // A segment below half an extent holds fragment pages only, no extent of its
             // own: `fsp_alloc_free_page` (here the lowest free block).
             return self.take_lowest(n);
@@ -195,9 +195,10 @@ impl FreeSpace {
                 }
             }
         }
-        let reserved = self.owned * e;
-        let unused = reserved - self.used;
-        if self.used >= e / 2 && unused < reserved / 8 && unused < 4 * e {
+        let reserved = self.owned() * e;
+        let unused = reserved - used;
+        // Half an extent is used (the fragment stage returned above).
+        if unused < reserved / 8 && unused < 4 * e {
             if in_reserved && self.ext_used[hx as usize] == 0 {
                 return self.take(hint, n);
             }
@@ -291,12 +292,12 @@ mod tests {
         for b in 8..16 {
             s.free(b);
         }
-        assert_eq!(s.owned, 2, "extent 1 is the space's again");
+        assert_eq!(s.owned(), 2, "extent 1 is the space's again");
         assert!(!s.not_full.contains(&1));
         // 16 used of 16 reserved: no free reserved block, so a new extent; the lowest
         // all-free extent is extent 1.
         assert_eq!(s.take_near(20, &mut n), 8);
-        assert_eq!(s.owned, 3);
+        assert_eq!(s.owned(), 3);
         assert_eq!(n, 24);
     }
 
@@ -310,7 +311,7 @@ mod tests {
         s.free(4);
         s.free(2);
         assert_eq!(s.take_lowest(&mut n), 2);
-        assert_eq!((s.used, s.owned, n), (9, 1, 10));
+        assert_eq!((s.used(n), s.owned(), n), (9, 1, 10));
         assert_eq!(s.not_full, VecDeque::from([0]));
     }
 }
