@@ -77,11 +77,13 @@ fn secondary_index_built_after_the_load_is_complete_packed_and_maintained() {
         assert_eq!(db.build_secondary_indexes(t).unwrap(), 0, "built once");
         let (entries, built_leaves, fill) = index_stats(&db, t, &design);
         assert_eq!(entries, 20_000, "{}", design.name);
-        // PostgreSQL's fillfactor 90; InnoDB's innodb_fill_factor 100 (full pages).
+        // PostgreSQL's fillfactor 90; InnoDB's innodb_fill_factor 100 (full pages: the
+        // 13-byte records take 96.3 % of the free space of an empty page, the page
+        // directory InnoDB reserves for them, half a byte each, the rest).
         let want = if design.name == "postgres" {
             88.0..=90.5
         } else {
-            97.0..=100.0
+            95.5..=100.0
         };
         assert!(
             want.contains(&fill),

@@ -93,14 +93,26 @@ impl BTree {
         }
         // Pages of one level: (first key, entries), cut where the next entry would pass
         // the fill target (a page always takes at least one entry, as _bt_buildadd does).
+        // With innodb_compact, InnoDB's rule (btr0bulk.cc `PageBulk::isSpaceAvailable`):
+        // a record goes in while the free space it leaves, its share of the page directory
+        // counted, is at least the reserve, `srv_page_size × (100 − fill) / 100`.
+        let page_bytes = self.pool.store().page_size().bytes();
         let cut = |items: Vec<(Vec<u8>, Vec<u8>)>, pct: u8| -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
             let target = self.usable * pct as usize / 100;
+            let reserve = page_bytes * (100 - pct as usize) / 100;
+            let takes = |n: usize, used: usize| {
+                if self.geo.innodb_compact {
+                    self.page_fits(n, used + reserve)
+                } else {
+                    used <= target
+                }
+            };
             let mut pages: Vec<Vec<(Vec<u8>, Vec<u8>)>> = Vec::new();
             let mut used = 0;
             for (k, v) in items {
-                let sp = self.geo.space(k.len() + v.len());
+                let sp = self.geo.space(k.len(), v.len());
                 match pages.last_mut() {
-                    Some(p) if used + sp <= target => {
+                    Some(p) if takes(p.len() + 1, used + sp) => {
                         used += sp;
                         p.push((k, v));
                     }

@@ -152,7 +152,7 @@ pub fn plan_pass(n: &Node<'_>, max_posting: usize) -> Result<(Intervals, usize)>
             continue;
         }
         let mut payload = k0.len() + v0.len();
-        let mut space = geo.space(payload);
+        let mut space = geo.space(k0.len(), v0.len());
         let mut j = i + 1;
         while j < n.len() {
             let (k, v) = n.entry(j)?;
@@ -164,11 +164,11 @@ pub fn plan_pass(n: &Node<'_>, max_posting: usize) -> Result<(Intervals, usize)>
                 break;
             }
             payload += more;
-            space += geo.space(k.len() + v.len());
+            space += geo.space(k.len(), v.len());
             j += 1;
         }
         if j - i >= 2 {
-            let merged = geo.space(payload);
+            let merged = geo.space(k0.len(), payload - k0.len());
             saved += space.saturating_sub(merged);
             out.push((i, j - i));
         }

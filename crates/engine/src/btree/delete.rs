@@ -94,7 +94,14 @@ impl BTree {
         let Some(pct) = self.cfg.merge_threshold_pct else {
             return false;
         };
-        let data = n.used_bytes() - n.len() * self.geo.slot_bytes as usize;
+        // With innodb_compact, a slot and the 2-byte header are InnoDB's 4 header bytes
+        // besides the info bits (`Geometry::innodb_compact`): the used bytes are
+        // `page_get_data_size`.
+        let data = if self.geo.innodb_compact {
+            n.used_bytes()
+        } else {
+            n.used_bytes() - n.len() * self.geo.slot_bytes as usize
+        };
         let page = self.pool.store().page_size().bytes();
         data < page * pct as usize / 100
     }
@@ -108,7 +115,9 @@ impl BTree {
     /// parent is only read, without waiting for its latch (it precedes the parent in the
     /// lock order), and never merged with. Still below the threshold under the latches, the
     /// leaf counts a merge attempt; it moves into its left sibling when all its entries fit
-    /// there, else its right sibling (same parent) moves into it when that fits: the left
+    /// there (with [`BTreeConfig::innodb_compact`](super::BTreeConfig::innodb_compact), together with the page directory
+    /// InnoDB reserves for all of them: `btr_can_merge_with_page`'s
+    /// `page_get_max_insert_size_after_reorganize`), else its right sibling (same parent) moves into it when that fits: the left
     /// page always survives, so no page's low fence changes (InnoDB moves the leaf into
     /// its right sibling instead; the same pages are read and written, but InnoDB updates
     /// the left neighbour's link where mvcclab updates the right one's). The emptied page
@@ -142,10 +151,10 @@ impl BTree {
         };
         let mut leaf = self.fetch_write(block, pid, "downlink")?;
         let lid = leaf.page_id();
-        let (lh, below, leaf_used, leaf_free) = {
+        let (lh, below, leaf_n, leaf_used) = {
             let n = self.node(leaf.data(), lid, Some(0))?;
             let below = self.below_merge_threshold(&n);
-            (n.header(), below, n.used_bytes(), n.free_bytes())
+            (n.header(), below, n.len(), n.used_bytes())
         };
         if left.is_none() && lh.left != NO_BLOCK {
             // Read, not merged with: see the doc above.
@@ -169,8 +178,8 @@ impl BTree {
         }
         self.ops.merge_attempts.fetch_add(1, Ordering::Relaxed);
         if let Some(l) = left.as_mut() {
-            let fits = self.node(l.data(), l.page_id(), Some(0))?.free_bytes() >= leaf_used;
-            if fits {
+            let ln = self.node(l.data(), l.page_id(), Some(0))?;
+            if self.page_fits(ln.len() + leaf_n, ln.used_bytes() + leaf_used) {
                 self.merge(&mut parent, i, l, &mut leaf, right.as_mut(), false)?;
                 drop((parent, left, right));
                 return self.free_merged(leaf);
@@ -182,7 +191,8 @@ impl BTree {
         };
         let (fits, rr) = {
             let rn = self.node(r.data(), r.page_id(), Some(0))?;
-            (leaf_free >= rn.used_bytes(), rn.right())
+            let fits = self.page_fits(rn.len() + leaf_n, rn.used_bytes() + leaf_used);
+            (fits, rn.right())
         };
         if !fits {
             return Ok(());
@@ -215,13 +225,29 @@ impl BTree {
         into_right: bool,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
+        // Each page's free space for the other's entries (InnoDB's
+        // `page_get_max_insert_size(merge_page, n_recs)`).
+        let (sn, vn) = (
+            self.node(survivor.data(), sid, Some(0))?.len(),
+            self.node(victim.data(), vid, Some(0))?.len(),
+        );
         let (sh, mut all, survivor_free, survivor_bytes) = {
             let n = self.node(survivor.data(), sid, Some(0))?;
-            (n.header(), n.entries()?, n.free_bytes(), n.used_bytes())
+            (
+                n.header(),
+                n.entries()?,
+                n.free_bytes_for(vn),
+                n.used_bytes(),
+            )
         };
         let (vh, moved, moved_bytes, victim_free) = {
             let n = self.node(victim.data(), vid, Some(0))?;
-            (n.header(), n.entries()?, n.used_bytes(), n.free_bytes())
+            (
+                n.header(),
+                n.entries()?,
+                n.used_bytes(),
+                n.free_bytes_for(sn),
+            )
         };
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::corrupted(format!(

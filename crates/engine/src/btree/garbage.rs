@@ -80,24 +80,28 @@ impl BTree {
         }
     }
 
-    /// A leaf split: the left page `left` (free `left_free_before` bytes and
-    /// `left_garbage_before` of garbage before) keeps its heap, so what moved to the new
-    /// right page `right` becomes its garbage, less what the new entry reused when it
-    /// stayed on the left; the new page is compact (`page_move_rec_list_end`).
+    /// A leaf split: the left page `left` (entries of `left_used_before` bytes and
+    /// `left_garbage_before` of garbage before; [`Node::used_bytes`]) keeps its heap, so
+    /// what moved to the new right page `right` becomes its garbage, less what the new
+    /// entry reused when it stayed on the left; the new page is compact
+    /// (`page_move_rec_list_end`). The garbage is record bytes only: the page directory
+    /// shrinks with the records (`page_delete_rec_list_end`), so it is never garbage.
     pub(super) fn note_leaf_split(
         &self,
         left: u32,
-        left_free_before: usize,
+        left_used_before: usize,
         left_garbage_before: usize,
+        left_used_after: usize,
         left_free_after: usize,
         right: u32,
     ) {
         if !self.cfg.page_garbage {
             return;
         }
-        let heap_used = self.usable - left_free_before + left_garbage_before;
-        let used_after = self.usable - left_free_after;
-        let garbage = heap_used.saturating_sub(used_after).min(left_free_after);
+        let heap_used = left_used_before + left_garbage_before;
+        let garbage = heap_used
+            .saturating_sub(left_used_after)
+            .min(left_free_after);
         self.garbage.set(left, garbage);
         self.garbage.set(right, 0);
     }

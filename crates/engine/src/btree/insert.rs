@@ -175,7 +175,7 @@ impl BTree {
                 };
                 self.apply_leaf_change(g, Mode::Insert, i, key, value)?;
                 if garbage {
-                    let need = self.geo.space(key.len() + value.len());
+                    let need = self.geo.space(key.len(), value.len());
                     self.note_leaf_insert(id.block, free_before, need);
                 }
                 Ok(())
@@ -229,7 +229,7 @@ impl BTree {
         cleanup: Option<(&InsertCleanup<'_>, &mut CleanupOutcome)>,
     ) -> Result<Option<bool>> {
         let id = g.page_id();
-        let need = self.geo.space(key.len() + value.len());
+        let need = self.geo.space(key.len(), value.len());
         let fits_now = |t: &Self, g: &WritePageGuard<'_>| -> Result<(Place, bool)> {
             let n = t.node(g.data(), id, Some(0))?;
             Ok((t.place(&n, key)?, t.leaf_insert_fits(&n, id.block, need)))
@@ -347,7 +347,7 @@ impl BTree {
             };
             (pos, n.free_bytes(), old)
         };
-        let need = self.geo.space(key.len() + value.len());
+        let need = self.geo.space(key.len(), value.len());
         match (mode, pos) {
             (Mode::Insert, Ok(_)) => Err(self.duplicate(key)),
             (Mode::Replace, Err(_)) => Ok(Some(false)),
@@ -374,7 +374,7 @@ impl BTree {
                     Err(_) => return Ok(false),
                 },
             };
-            let need = self.geo.space(key.len() + value.len());
+            let need = self.geo.space(key.len(), value.len());
             let fits = match mode {
                 Mode::Insert => self.leaf_insert_fits(&n, g.page_id().block, need),
                 Mode::Replace => n.free_bytes() + old >= need,
@@ -465,7 +465,7 @@ impl BTree {
                     let down = right.to_le_bytes();
                     let (fits, phdr) = {
                         let n = self.node(pg.data(), pid, Some(child_level + 1))?;
-                        let fits = n.free_bytes() >= self.geo.space(sep.len() + down.len());
+                        let fits = n.free_bytes() >= self.geo.space(sep.len(), down.len());
                         (fits, n.header())
                     };
                     if fits {
@@ -522,7 +522,7 @@ impl BTree {
     fn split_point(&self, combined: &[Entry], leaf: bool, fill: Option<u8>) -> Result<usize> {
         let sizes: Vec<usize> = combined
             .iter()
-            .map(|e| self.geo.space(e.key.len() + e.value.len()))
+            .map(|e| self.geo.space(e.key.len(), e.value.len()))
             .collect();
         let total: usize = sizes.iter().sum();
         let target = self.usable * fill.unwrap_or(50) as usize / 100;
@@ -534,10 +534,10 @@ impl BTree {
             let first_right = if leaf {
                 sizes[m]
             } else {
-                self.geo.space(combined[m].value.len())
+                self.geo.space(0, combined[m].value.len())
             };
             let right = total - left - sizes[m] + first_right;
-            if left > self.usable || right > self.usable {
+            if !self.page_fits(m, left) || !self.page_fits(combined.len() - m, right) {
                 continue;
             }
             let score = if fill.is_some() {
@@ -622,17 +622,25 @@ impl BTree {
             right: hdr.right,
         };
         let (lp, rp) = (node::pairs(&combined), node::pairs(&right_entries));
-        let (before, free_before) = {
+        let (before, used_before) = {
             let n = self.node(g.data(), lid, Some(hdr.level))?;
-            (n.entries()?, n.free_bytes())
+            (n.entries()?, n.used_bytes())
         };
         let left_data = bwal::encode_split_left(left_h, &before, &lp);
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
         node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;
         if leaf {
-            let free_after = self.node(g.data(), lid, Some(0))?.free_bytes();
+            let n = self.node(g.data(), lid, Some(0))?;
             let garbage = self.leaf_garbage(lid.block);
-            self.note_leaf_split(lid.block, free_before, garbage, free_after, rid.block);
+            let (used_after, free_after) = (n.used_bytes(), n.free_bytes());
+            self.note_leaf_split(
+                lid.block,
+                used_before,
+                garbage,
+                used_after,
+                free_after,
+                rid.block,
+            );
         }
         let mut which = 0;
         let mut rec = RecordBuilder::new(rmgr::BTREE, info::SPLIT)

@@ -13,7 +13,9 @@
 //! | upper            | ...       | entries, packed, growing down (not in key order):      |
 //! |                  |           |   key_len u16 | value_len u16 | zero pad to            |
 //! |                  |           |   entry_header_bytes | key | value | zero pad to       |
-//! |                  |           |   entry_align                                          |
+//! |                  |           |   entry_align; with innodb_compact: key_len, value_len |
+//! |                  |           |   of 1 byte each below 128, else 2 (top bit set,       |
+//! |                  |           |   big-endian) | key | value                            |
 //! | special = len-16 | 2         | level (0 = leaf)                                       |
 //! | special + 2      | 2         | flags: 1 = META, 2 = INCOMPLETE_SPLIT, 4 = FREED       |
 //! | special + 4      | 4         | left sibling block (u32::MAX = none)                   |
@@ -21,7 +23,7 @@
 //! | special + 12     | 1         | entry_header_bytes  ┐ geometry: the page describes     |
 //! | special + 13     | 1         | entry_align         │ itself, so redo and checks need  |
 //! | special + 14     | 1         | slot_bytes          ┘ no configuration                 |
-//! | special + 15     | 1         | reserved (0)                                           |
+//! | special + 15     | 1         | bit 0: innodb_compact (the rest 0)                     |
 //! ```
 //! ```text
 //!  0        32                 lower            upper                      special   len
@@ -61,7 +63,7 @@
 //! | 48     | 2     | entry_header_bytes                             |
 //! | 50     | 2     | entry_align                                    |
 //! | 52     | 2     | slot_bytes                                     |
-//! | 54     | 2     | reserved (0)                                   |
+//! | 54     | 2     | 1 = innodb_compact, else 0                     |
 //! | 56     |       | hole up to the special area                    |
 //! ```
 //! Every reader here checks bounds: bad bytes give [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) naming the page,
@@ -147,19 +149,69 @@ fn corrupted(id: PageId, what: impl std::fmt::Display) -> Error {
 /// [`super::BTreeConfig`], recorded in every page's special area.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
-    /// Bytes of each entry's header (>= 4: key_len u16, value_len u16, zero padding).
+    /// Bytes of each entry's header (>= 4: key_len u16, value_len u16, zero padding); with
+    /// `innodb_compact`, 2, the least its 1- or 2-byte lengths take.
     pub entry_header_bytes: u16,
     /// Alignment of each entry's size in bytes (1, 2, 4 or 8).
     pub entry_align: u16,
     /// Bytes of each slot (>= 2: a u16 offset, zero padding).
     pub slot_bytes: u16,
+    /// InnoDB's COMPACT page accounting (MariaDB 10.11 storage/innobase). An entry's
+    /// header is its key and value lengths, 1 byte each below 128, else 2 (rem0rec.cc
+    /// stores a variable-length field's length the same way), so with its 2-byte slot a
+    /// leaf entry whose lengths are both below 128 takes 4 bytes more than its key and
+    /// value: InnoDB's 5-byte record header (`REC_N_NEW_EXTRA_BYTES`) less the info-bits
+    /// byte, which is the first byte of an InnoDB leaf entry's value here. What the page
+    /// can hold is InnoDB's: its free space is `page_get_max_insert_size(page, 1)`, the
+    /// free space of an empty page (`page_get_free_space_of_empty`: the page less the
+    /// 38-byte file header, the 56-byte page header, the infimum and supremum records,
+    /// the 8-byte trailer and the two directory slots they own) less the entries' bytes
+    /// and the page directory reserved for one more record (`page_dir_calc_reserved_space`:
+    /// one 2-byte slot per 4 records, `PAGE_DIR_SLOT_MIN_N_OWNED`), never more than the
+    /// physical hole. Requires a 2-byte header, alignment 1 and 2-byte slots.
+    pub innodb_compact: bool,
 }
 
+/// Bytes of an InnoDB page that records and the page directory cannot use
+/// (page0page.inl `page_get_free_space_of_empty` for COMPACT pages: `PAGE_NEW_SUPREMUM_END`
+/// 120, `PAGE_DIR` 8, `2 * PAGE_DIR_SLOT_SIZE` 4).
+pub const INNODB_PAGE_OVERHEAD_BYTES: usize = 132;
+
+/// InnoDB's page directory reserved for `n_records` records (page0page.cc
+/// `page_dir_calc_reserved_space`: `(PAGE_DIR_SLOT_SIZE × n + PAGE_DIR_SLOT_MIN_N_OWNED
+/// - 1) / PAGE_DIR_SLOT_MIN_N_OWNED`, 2-byte slots owning at least 4 records each).
+pub fn innodb_dir_reserved_bytes(n_records: usize) -> usize {
+    (2 * n_records + 3) / 4
+}
+
+/// Bytes a length takes in an `innodb_compact` entry header: 1 below 128, else 2.
+fn compact_len_bytes(len: usize) -> usize {
+    if len < 128 {
+        1
+    } else {
+        2
+    }
+}
+
+/// Largest length an `innodb_compact` entry header can hold (15 bits).
+const COMPACT_LEN_MAX: usize = 0x7fff;
+
 impl Geometry {
-    /// Checks the ranges (entry header 4..=64 bytes, alignment 1/2/4/8, slot 2..=16 bytes).
+    /// Checks the ranges (entry header 4..=64 bytes, alignment 1/2/4/8, slot 2..=16
+    /// bytes; with `innodb_compact`, header 2, alignment 1, slot 2).
     ///
     /// Errors: [`Error::InvalidConfig`] naming the field.
     pub fn validate(&self) -> Result<()> {
+        if self.innodb_compact {
+            if (self.entry_header_bytes, self.entry_align, self.slot_bytes) != (2, 1, 2) {
+                return Err(Error::InvalidConfig(format!(
+                    "btree innodb_compact needs entry_header_bytes 2, entry_align 1 and \
+                     slot_bytes 2, got {}, {} and {}",
+                    self.entry_header_bytes, self.entry_align, self.slot_bytes
+                )));
+            }
+            return Ok(());
+        }
         if !(ENTRY_LEN_BYTES as u16..=64).contains(&self.entry_header_bytes) {
             return Err(Error::InvalidConfig(format!(
                 "btree entry_header_bytes must be 4..=64, got {}",
@@ -185,19 +237,56 @@ impl Geometry {
         self.validate().is_ok()
     }
 
-    /// Bytes an entry with `payload_bytes` of key + value occupies in the entry area
-    /// (header and padding included).
-    pub fn entry_bytes(&self, payload_bytes: usize) -> usize {
+    /// Bytes of the header of an entry with a key of `key_bytes` and a value of
+    /// `value_bytes`.
+    pub fn header_bytes(&self, key_bytes: usize, value_bytes: usize) -> usize {
+        if self.innodb_compact {
+            compact_len_bytes(key_bytes) + compact_len_bytes(value_bytes)
+        } else {
+            self.entry_header_bytes as usize
+        }
+    }
+
+    /// Bytes an entry with a key of `key_bytes` and a value of `value_bytes` occupies in
+    /// the entry area (header and padding included).
+    pub fn entry_bytes(&self, key_bytes: usize, value_bytes: usize) -> usize {
         align_up(
-            self.entry_header_bytes as usize + payload_bytes,
+            self.header_bytes(key_bytes, value_bytes) + key_bytes + value_bytes,
             self.entry_align as usize,
         )
     }
 
-    /// Bytes an entry with `payload_bytes` of key + value takes from a page: entry area
-    /// plus its slot.
-    pub fn space(&self, payload_bytes: usize) -> usize {
-        self.entry_bytes(payload_bytes) + self.slot_bytes as usize
+    /// Bytes an entry with a key of `key_bytes` and a value of `value_bytes` takes from a
+    /// page: entry area plus its slot. With `innodb_compact` and both lengths below 128,
+    /// InnoDB's record size (see the field).
+    pub fn space(&self, key_bytes: usize, value_bytes: usize) -> usize {
+        self.entry_bytes(key_bytes, value_bytes) + self.slot_bytes as usize
+    }
+
+    /// Bytes of a page of `page_bytes` that entries and slots can use: [`usable_bytes`],
+    /// with `innodb_compact` no more than InnoDB's free space of an empty page
+    /// ([`INNODB_PAGE_OVERHEAD_BYTES`]).
+    pub fn capacity_bytes(&self, page_bytes: usize) -> usize {
+        let usable = usable_bytes(page_bytes);
+        if self.innodb_compact {
+            usable.min(page_bytes - INNODB_PAGE_OVERHEAD_BYTES)
+        } else {
+            usable
+        }
+    }
+
+    /// Whether `n_entries` entries taking `used_bytes` (entries and slots, as
+    /// [`Geometry::space`] sums them) fit one page of `page_bytes`: within
+    /// [`Geometry::capacity_bytes`], with `innodb_compact` together with the directory
+    /// InnoDB reserves for them ([`innodb_dir_reserved_bytes`]; page0page.inl
+    /// `page_get_max_insert_size_after_reorganize`).
+    pub fn fits(&self, n_entries: usize, used_bytes: usize, page_bytes: usize) -> bool {
+        let dir = if self.innodb_compact {
+            innodb_dir_reserved_bytes(n_entries)
+        } else {
+            0
+        };
+        used_bytes + dir <= self.capacity_bytes(page_bytes)
     }
 
     fn read(p: &[u8], special: usize) -> Geometry {
@@ -205,6 +294,7 @@ impl Geometry {
             entry_header_bytes: p[special + SP_GEOMETRY] as u16,
             entry_align: p[special + SP_GEOMETRY + 1] as u16,
             slot_bytes: p[special + SP_GEOMETRY + 2] as u16,
+            innodb_compact: p[special + SP_GEOMETRY + 3] & 1 != 0,
         }
     }
 }
@@ -336,8 +426,29 @@ impl<'a> Node<'a> {
     pub fn right(&self) -> u32 {
         rd32(self.p, self.special + SP_RIGHT)
     }
-    /// Free bytes (the hole).
+    /// Free bytes for one more entry: the hole, and with
+    /// [`Geometry::innodb_compact`] no more than InnoDB's `page_get_max_insert_size(page,
+    /// 1)` (the page's capacity less its entries and the directory reserved for one
+    /// more).
     pub fn free_bytes(&self) -> usize {
+        self.free_bytes_for(1)
+    }
+
+    /// Free bytes for `n_more` more entries: [`Node::free_bytes`] with the directory
+    /// reserved for all of them (InnoDB's `page_get_max_insert_size(page, n_more)`).
+    pub fn free_bytes_for(&self, n_more: usize) -> usize {
+        let hole = self.upper - self.lower;
+        if self.geo.innodb_compact {
+            let cap = self.p.len() - INNODB_PAGE_OVERHEAD_BYTES;
+            let taken = self.used_bytes() + innodb_dir_reserved_bytes(self.n + n_more);
+            hole.min(cap.saturating_sub(taken))
+        } else {
+            hole
+        }
+    }
+
+    /// Bytes of the hole between the slots and the entries (physical free space).
+    fn hole_bytes(&self) -> usize {
         self.upper - self.lower
     }
     /// Bytes used by slots and entries.
@@ -354,7 +465,11 @@ impl<'a> Node<'a> {
             ));
         }
         let off = rd16(self.p, PAGE_HEADER_BYTES + i * self.geo.slot_bytes as usize) as usize;
-        let h = self.geo.entry_header_bytes as usize;
+        let h = if self.geo.innodb_compact {
+            1
+        } else {
+            self.geo.entry_header_bytes as usize
+        };
         if off < self.upper || off + h > self.special {
             return Err(corrupted(
                 self.id,
@@ -364,8 +479,24 @@ impl<'a> Node<'a> {
                 ),
             ));
         }
-        let (k, v) = (rd16(self.p, off) as usize, rd16(self.p, off + 2) as usize);
-        if off + self.geo.entry_bytes(k + v) > self.special {
+        let (k, v) = if self.geo.innodb_compact {
+            let Some((k, kb)) = read_compact_len(self.p, off, self.special) else {
+                return Err(corrupted(
+                    self.id,
+                    format!("entry {i} at {off}: key length runs past the entry area"),
+                ));
+            };
+            let Some((v, _)) = read_compact_len(self.p, off + kb, self.special) else {
+                return Err(corrupted(
+                    self.id,
+                    format!("entry {i} at {off}: value length runs past the entry area"),
+                ));
+            };
+            (k, v)
+        } else {
+            (rd16(self.p, off) as usize, rd16(self.p, off + 2) as usize)
+        };
+        if off + self.geo.entry_bytes(k, v) > self.special {
             return Err(corrupted(
                 self.id,
                 format!(
@@ -382,7 +513,7 @@ impl<'a> Node<'a> {
     /// are impossible.
     pub fn entry(&self, i: usize) -> Result<(&'a [u8], &'a [u8])> {
         let (off, k, v) = self.locate(i)?;
-        let at = off + self.geo.entry_header_bytes as usize;
+        let at = off + self.geo.header_bytes(k, v);
         Ok((&self.p[at..at + k], &self.p[at + k..at + k + v]))
     }
 
@@ -408,7 +539,7 @@ impl<'a> Node<'a> {
     /// Bytes entry `i` takes from the page (entry area + slot). Errors: as [`Node::entry`].
     pub fn entry_space(&self, i: usize) -> Result<usize> {
         let (_, k, v) = self.locate(i)?;
-        Ok(self.geo.space(k + v))
+        Ok(self.geo.space(k, v))
     }
 
     /// Child block of internal entry `i`.
@@ -538,15 +669,51 @@ fn write_special(p: &mut [u8], geo: Geometry, h: NodeHeader) {
     p[sp + SP_GEOMETRY] = geo.entry_header_bytes as u8;
     p[sp + SP_GEOMETRY + 1] = geo.entry_align as u8;
     p[sp + SP_GEOMETRY + 2] = geo.slot_bytes as u8;
-    p[sp + SP_GEOMETRY + 3] = 0;
+    p[sp + SP_GEOMETRY + 3] = u8::from(geo.innodb_compact);
+}
+
+/// An `innodb_compact` length at `at` (below `end`): (length, bytes it took).
+fn read_compact_len(p: &[u8], at: usize, end: usize) -> Option<(usize, usize)> {
+    let b = *p.get(at).filter(|_| at < end)?;
+    if b & 0x80 == 0 {
+        return Some((b as usize, 1));
+    }
+    let lo = *p.get(at + 1).filter(|_| at + 1 < end)?;
+    Some(((((b & 0x7f) as usize) << 8) | lo as usize, 2))
+}
+
+/// Writes an `innodb_compact` length at `at`; returns the bytes it took.
+fn write_compact_len(p: &mut [u8], at: usize, len: usize) -> usize {
+    if len < 128 {
+        p[at] = len as u8;
+        1
+    } else {
+        p[at] = 0x80 | (len >> 8) as u8;
+        p[at + 1] = len as u8;
+        2
+    }
+}
+
+/// The longest key or value an entry of `geo` can hold.
+fn max_len(geo: Geometry) -> usize {
+    if geo.innodb_compact {
+        COMPACT_LEN_MAX
+    } else {
+        u16::MAX as usize
+    }
 }
 
 fn write_entry(p: &mut [u8], geo: Geometry, at: usize, key: &[u8], value: &[u8]) {
-    let h = geo.entry_header_bytes as usize;
-    let end = at + geo.entry_bytes(key.len() + value.len());
-    wr16(p, at, key.len() as u16);
-    wr16(p, at + 2, value.len() as u16);
-    p[at + ENTRY_LEN_BYTES..at + h].fill(0);
+    let h = geo.header_bytes(key.len(), value.len());
+    let end = at + geo.entry_bytes(key.len(), value.len());
+    if geo.innodb_compact {
+        let kb = write_compact_len(p, at, key.len());
+        write_compact_len(p, at + kb, value.len());
+    } else {
+        wr16(p, at, key.len() as u16);
+        wr16(p, at + 2, value.len() as u16);
+        p[at + ENTRY_LEN_BYTES..at + h].fill(0);
+    }
     p[at + h..at + h + key.len()].copy_from_slice(key);
     let vat = at + h + key.len();
     p[vat..vat + value.len()].copy_from_slice(value);
@@ -575,13 +742,13 @@ pub fn build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 ) -> Result<()> {
     let need: usize = entries
         .iter()
-        .map(|(k, v)| geo.space(k.as_ref().len() + v.as_ref().len()))
+        .map(|(k, v)| geo.space(k.as_ref().len(), v.as_ref().len()))
         .sum();
     if p.len() < PAGE_HEADER_BYTES + SPECIAL_BYTES + 64
         || need > usable_bytes(p.len())
-        || entries.iter().any(|(k, v)| {
-            k.as_ref().len() > u16::MAX as usize || v.as_ref().len() > u16::MAX as usize
-        })
+        || entries
+            .iter()
+            .any(|(k, v)| k.as_ref().len() > max_len(geo) || v.as_ref().len() > max_len(geo))
     {
         return Err(corrupted(
             id,
@@ -598,7 +765,7 @@ pub fn build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     let mut upper = p.len() - SPECIAL_BYTES;
     for (i, (k, v)) in entries.iter().enumerate() {
         let (k, v) = (k.as_ref(), v.as_ref());
-        upper -= geo.entry_bytes(k.len() + v.len());
+        upper -= geo.entry_bytes(k.len(), v.len());
         write_entry(p, geo, upper, k, v);
         write_slot(p, geo, i, upper);
     }
@@ -617,13 +784,9 @@ pub fn insert_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) -
         let node = Node::parse(p, id)?;
         (node.geo, node.n, node.lower, node.upper)
     };
-    let eb = geo.entry_bytes(key.len() + value.len());
+    let eb = geo.entry_bytes(key.len(), value.len());
     let s = geo.slot_bytes as usize;
-    if i > n
-        || key.len() > u16::MAX as usize
-        || value.len() > u16::MAX as usize
-        || upper - lower < eb + s
-    {
+    if i > n || key.len() > max_len(geo) || value.len() > max_len(geo) || upper - lower < eb + s {
         return Err(corrupted(
             id,
             format!(
@@ -655,7 +818,7 @@ pub fn remove_at(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
             node.lower,
             node.upper,
             off,
-            node.geo.entry_bytes(k + v),
+            node.geo.entry_bytes(k, v),
         )
     };
     let s = geo.slot_bytes as usize;
@@ -685,19 +848,14 @@ pub fn replace_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) 
     let (geo, off, old_eb, free) = {
         let node = Node::parse(p, id)?;
         let (off, k, v) = node.locate(i)?;
-        (
-            node.geo,
-            off,
-            node.geo.entry_bytes(k + v),
-            node.free_bytes(),
-        )
+        (node.geo, off, node.geo.entry_bytes(k, v), node.hole_bytes())
     };
-    let new_eb = geo.entry_bytes(key.len() + value.len());
+    let new_eb = geo.entry_bytes(key.len(), value.len());
     if new_eb == old_eb {
         write_entry(p, geo, off, key, value);
         return Ok(());
     }
-    if free + old_eb < new_eb || key.len() > u16::MAX as usize || value.len() > u16::MAX as usize {
+    if free + old_eb < new_eb || key.len() > max_len(geo) || value.len() > max_len(geo) {
         return Err(corrupted(
             id,
             format!("replacement entry of {new_eb} bytes does not fit ({free} bytes free)"),
@@ -715,7 +873,7 @@ pub fn patch_value(p: &mut [u8], id: PageId, i: usize, at: usize, bytes: &[u8]) 
     let (start, v) = {
         let node = Node::parse(p, id)?;
         let (off, k, v) = node.locate(i)?;
-        (off + node.geo.entry_header_bytes as usize + k, v)
+        (off + node.geo.header_bytes(k, v) + k, v)
     };
     if at + bytes.len() > v {
         return Err(corrupted(
@@ -826,6 +984,7 @@ impl Meta {
         b[16..18].copy_from_slice(&self.geometry.entry_header_bytes.to_le_bytes());
         b[18..20].copy_from_slice(&self.geometry.entry_align.to_le_bytes());
         b[20..22].copy_from_slice(&self.geometry.slot_bytes.to_le_bytes());
+        b[22..24].copy_from_slice(&u16::from(self.geometry.innodb_compact).to_le_bytes());
         b
     }
 
@@ -852,12 +1011,14 @@ impl Meta {
                 entry_header_bytes: rd16(b, 16),
                 entry_align: rd16(b, 18),
                 slot_bytes: rd16(b, 20),
+                innodb_compact: rd16(b, 22) == 1,
             },
         };
         if m.root == META_BLOCK
             || m.root == NO_BLOCK
             || m.height == 0
             || m.height > MAX_LEVEL as u32 + 1
+            || rd16(b, 22) > 1
             || !m.geometry.is_valid()
         {
             return Err(corrupted(id, format!("impossible meta contents {m:?}")));

@@ -12,7 +12,8 @@
 //!              | from u16 | tail u16
 //!              (the page's entries after the split: the first `head` entries it held
 //!              before, the `n` entries given, then its entries `from..from + tail`)
-//! geometry   = entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8
+//! geometry   = entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | flags u8
+//!              (bit 0: innodb_compact)
 //! ```
 //! | info | name | blocks (registration order) and their data | main data |
 //! |------|------|--------------------------------------------|-----------|
@@ -347,13 +348,14 @@ pub fn encode_keys<K: AsRef<[u8]>>(keys: &[K]) -> Vec<u8> {
     out
 }
 
-/// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8`.
+/// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | flags u8` (bit 0:
+/// [`Geometry::innodb_compact`]).
 pub fn encode_geometry(g: Geometry) -> [u8; 4] {
     [
         g.entry_header_bytes as u8,
         g.entry_align as u8,
         g.slot_bytes as u8,
-        0,
+        u8::from(g.innodb_compact),
     ]
 }
 
@@ -377,7 +379,7 @@ trait BtreeFields<'a> {
     fn entries(&mut self) -> Result<Vec<(&'a [u8], &'a [u8])>>;
     /// `level u16 | flags u16 | left u32 | right u32`.
     fn node_header(&mut self) -> Result<NodeHeader>;
-    /// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | reserved u8`, validated.
+    /// `entry_header_bytes u8 | entry_align u8 | slot_bytes u8 | flags u8`, validated.
     fn geometry(&mut self) -> Result<Geometry>;
 }
 
@@ -404,12 +406,16 @@ impl<'a> BtreeFields<'a> for DataReader<'a> {
         })
     }
     fn geometry(&mut self) -> Result<Geometry> {
+        let (h, a, s, flags) = (self.u8()?, self.u8()?, self.u8()?, self.u8()?);
         let g = Geometry {
-            entry_header_bytes: self.u8()? as u16,
-            entry_align: self.u8()? as u16,
-            slot_bytes: self.u8()? as u16,
+            entry_header_bytes: h as u16,
+            entry_align: a as u16,
+            slot_bytes: s as u16,
+            innodb_compact: flags == 1,
         };
-        self.u8()?;
+        if flags > 1 {
+            return Err(self.bad("unknown geometry flags").into());
+        }
         g.validate().map_err(|_| self.bad("impossible geometry"))?;
         Ok(g)
     }

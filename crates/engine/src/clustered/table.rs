@@ -74,8 +74,9 @@ impl RecordBatch {
 }
 /// Secondary entry value: live. The value of a secondary entry is the info-bits byte of
 /// InnoDB's record header (rem0rec.h `REC_INFO_DELETED_FLAG`), the one header byte the
-/// B-tree's 4-byte entry header does not stand for ([`crate::btree::BTreeConfig::innodb`]):
-/// a secondary entry takes 4 + key + 1 bytes, InnoDB's record 5 + key.
+/// B-tree's 2-byte entry header and 2-byte slot do not stand for
+/// ([`crate::btree::BTreeConfig::innodb`]): a secondary entry takes 4 + key + 1 bytes,
+/// InnoDB's record 5 + key.
 const LIVE: &[u8] = &[0];
 /// Secondary entry value: delete-marked (`REC_INFO_DELETED_FLAG` set).
 const DELETE_MARKED: &[u8] = &[crate::catalog::COMPACT_DELETED_FLAG];

@@ -42,7 +42,7 @@ fn a_leaf_with_garbage_splits_under_the_reorganize_limit() {
     let (without, free_without) = inserts_until_second_split(false);
     let s = storage(4);
     let limit = s.pool().store().page_size().bytes() / 32;
-    let need = BTreeConfig::innodb().geometry().space(k(0).len());
+    let need = BTreeConfig::innodb().geometry().space(k(0).len(), 0);
     // Compact: the leaf splits when the entry no longer fits.
     assert!(free_without < need, "{free_without}");
     // With garbage: as soon as the free space is under the limit.
