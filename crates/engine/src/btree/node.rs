@@ -181,7 +181,7 @@ pub const INNODB_PAGE_OVERHEAD_BYTES: usize = 132;
 /// `page_dir_calc_reserved_space`: `(PAGE_DIR_SLOT_SIZE × n + PAGE_DIR_SLOT_MIN_N_OWNED
 /// - 1) / PAGE_DIR_SLOT_MIN_N_OWNED`, 2-byte slots owning at least 4 records each).
 pub fn innodb_dir_reserved_bytes(n_records: usize) -> usize {
-    (2 * n_records + 3) / 4
+    (2 * n_records).div_ceil(4)
 }
 
 /// Bytes a length takes in an `innodb_compact` entry header: 1 below 128, else 2.

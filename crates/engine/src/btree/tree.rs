@@ -133,7 +133,9 @@ impl BTreeConfig {
     /// (`REC_N_NEW_EXTRA_BYTES`) that the page layer uses (heap_no and status, 2;
     /// next-record offset, 2); the fifth, the info bits with the delete mark, is the first
     /// byte of the value: of the COMPACT record in the clustered index, of the 1-byte
-    /// value of a secondary entry (`clustered::table`).
+    /// value of a secondary entry (`clustered::table`). An internal entry (separator key,
+    /// 4-byte child block) takes a byte less than InnoDB's node pointer record, whose
+    /// header has info bits too.
     pub fn innodb() -> Self {
         BTreeConfig {
             rightmost_fill_pct: 94,
