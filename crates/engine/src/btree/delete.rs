@@ -115,10 +115,11 @@ impl BTree {
     /// parent is only read, without waiting for its latch (it precedes the parent in the
     /// lock order), and never merged with. Still below the threshold under the latches, the
     /// leaf counts a merge attempt; it moves into its left sibling when all its entries fit
-    /// there (with [`BTreeConfig::innodb_compact`](super::BTreeConfig::innodb_compact), together with the page directory
-    /// InnoDB reserves for all of them: `btr_can_merge_with_page`'s
-    /// `page_get_max_insert_size_after_reorganize`), else its right sibling (same parent) moves into it when that fits: the left
-    /// page always survives, so no page's low fence changes (InnoDB moves the leaf into
+    /// there (with [`BTreeConfig::innodb_compact`](super::BTreeConfig::innodb_compact),
+    /// together with the page directory InnoDB reserves for all of them:
+    /// `btr_can_merge_with_page`'s `page_get_max_insert_size_after_reorganize`), else its
+    /// right sibling (same parent) moves into it when that fits: the left page always
+    /// survives, so no page's low fence changes (InnoDB moves the leaf into
     /// its right sibling instead; the same pages are read and written, but InnoDB updates
     /// the left neighbour's link where mvcclab updates the right one's). The emptied page
     /// is freed ([`node::FLAG_FREED`]) to the relation's free list. Merges stop at the
