@@ -316,6 +316,18 @@ pub struct BlocksRw {
 /// sample for sample (an exact peak is not comparable with samples).
 pub const ENGINE_HISTORY_LIST_LENGTH: &str = "engine.history_list_length";
 
+/// The embedded engine's B-tree counters among a [`Sample`]'s `server_counters`, for a
+/// design with undo: counts over the interval, the preset's side of a real InnoDB's
+/// `innodb_metrics` of the same names (`index_page_splits`, ...), so that the two are
+/// compared sample for sample (a merge happens in a purge burst, a split after it).
+/// Over a phase they add up to `engine.undo`'s fields of the same names.
+pub const ENGINE_BTREE_COUNTERS: [&str; 4] = [
+    "engine.index_page_splits",
+    "engine.index_page_merge_attempts",
+    "engine.index_page_merge_successful",
+    "engine.index_page_reorg_attempts",
+];
+
 /// One interval of a phase's time series (`--report-interval`, default 1 s): what
 /// happened between two readings of the cumulative counters. The counts of a phase's
 /// samples add up exactly to the phase's totals (`results.transactions`,
@@ -357,8 +369,8 @@ pub struct Sample {
     pub wal_bytes: u64,
     /// A real server's counters over the interval, by their own names (as
     /// `server.counters`): counts are differences, state values the value at the
-    /// interval's end. For the embedded engine only [`ENGINE_HISTORY_LIST_LENGTH`] (a
-    /// design with undo).
+    /// interval's end. For the embedded engine only [`ENGINE_HISTORY_LIST_LENGTH`] and
+    /// [`ENGINE_BTREE_COUNTERS`] (a design with undo).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters: BTreeMap<String, f64>,
     /// 4 KiB blocks on mvcclab's device under a real server, keyed `FILE_CLASS/PROCESS`.

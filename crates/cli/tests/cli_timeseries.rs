@@ -57,6 +57,24 @@ fn check_sums(r: &RunReport) {
             .map(|(k, c)| (*k, (c.read_blocks_4k, c.write_blocks_4k)))
             .collect();
     assert_eq!(by_cause, totals, "{name}: blocks by cause");
+    // A design with undo: its B-tree counters per interval add up to the phase's.
+    if r.design.version_storage == mvcclab_engine::design::VersionStorage::UndoDelta {
+        let u = &r.engine.undo;
+        let want = [
+            u.index_page_splits,
+            u.index_page_merge_attempts,
+            u.index_page_merge_successful,
+            u.index_page_reorg_attempts,
+        ];
+        for (key, want) in mvcclab::result::ENGINE_BTREE_COUNTERS.iter().zip(want) {
+            let got: f64 = ts
+                .iter()
+                .map(|s| s.server_counters.get(*key).copied().unwrap_or(f64::NAN))
+                .sum();
+            assert_eq!(got, want as f64, "{name}: {key}");
+        }
+        assert!(u.index_page_splits > 0, "{name}: no split to count");
+    }
     // Back to back from 0, each in the measured phase.
     let mut at = 0.0;
     for s in ts {

@@ -12,7 +12,7 @@ use crate::error::engine_error;
 use crate::export::label;
 use crate::result::{
     DeviceInfo, PerOpIo, PhaseReport, Results, RunReport, ServerInfo, Space, WorkloadInfo,
-    ENGINE_HISTORY_LIST_LENGTH,
+    ENGINE_BTREE_COUNTERS, ENGINE_HISTORY_LIST_LENGTH,
 };
 use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
@@ -203,8 +203,21 @@ impl Subject for EmbeddedRun {
         let counters = mark.io_since(&self.db);
         let mut server = mvcclab_servers::Snapshot::new();
         if self.db.design().version_storage == VersionStorage::UndoDelta {
-            let len = self.db.engine_counters().history_list_length;
-            server.insert(ENGINE_HISTORY_LIST_LENGTH.to_string(), len as f64);
+            // Counts since the mark, as a real server's are (series.rs takes differences).
+            let e = mark.engine_since(&self.db);
+            server.insert(
+                ENGINE_HISTORY_LIST_LENGTH.to_string(),
+                e.history_list_length as f64,
+            );
+            let ops = [
+                e.index_page_splits,
+                e.index_page_merge_attempts,
+                e.index_page_merge_successful,
+                e.index_page_reorg_attempts,
+            ];
+            for (name, n) in ENGINE_BTREE_COUNTERS.iter().zip(ops) {
+                server.insert(name.to_string(), n as f64);
+            }
         }
         Ok(CounterReading {
             total: counters.total(),

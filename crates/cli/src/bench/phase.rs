@@ -57,6 +57,12 @@ impl Mark {
             .delta(&self.storage.counters)
     }
 
+    /// The engine's counters since the mark (`EngineCounters::delta`: counts since the
+    /// mark, state values as they are now), for a time series' samples (bench/series.rs).
+    pub fn engine_since(&self, db: &Database) -> EngineCounters {
+        db.engine_counters().delta(&self.engine)
+    }
+
     /// What happened on `tables` (those of [`Mark::take`]) since the mark.
     /// Errors: [`mvcclab_engine::Error::Catalog`]; storage errors counting pages.
     pub fn since(&self, db: &Database, tables: &[TableId]) -> Result<PhaseDelta> {

@@ -42,8 +42,9 @@ pub struct CounterReading {
     /// `total`; a real server attributes only some of its counts (`io.by_cause`).
     pub counters: Counters,
     /// A real server's own counters: counts since the mark, state values as they are now;
-    /// for the embedded engine only its state value [`crate::result::ENGINE_HISTORY_LIST_LENGTH`] (a
-    /// design with undo).
+    /// for the embedded engine (a design with undo) the state value
+    /// [`crate::result::ENGINE_HISTORY_LIST_LENGTH`] and the counts
+    /// [`crate::result::ENGINE_BTREE_COUNTERS`], likewise since the mark.
     pub server: Snapshot,
     /// 4 KiB blocks on mvcclab's device by `file CLASS` and by `process KIND` since the
     /// mark (a real server on the FUSE device; see the module doc), empty otherwise.
