@@ -328,6 +328,34 @@ pub const ENGINE_BTREE_COUNTERS: [&str; 4] = [
     "engine.index_page_reorg_attempts",
 ];
 
+/// The embedded engine's entries of a [`Sample`]'s `server_counters` from its counters
+/// `e` (counts since a mark, state values at its end; `EngineCounters::delta`): for a
+/// design with undo, [`ENGINE_HISTORY_LIST_LENGTH`] and [`ENGINE_BTREE_COUNTERS`]; none
+/// otherwise.
+pub fn engine_series_counters(
+    design: &DesignConfig,
+    e: &EngineCounters,
+) -> mvcclab_servers::Snapshot {
+    let mut out = mvcclab_servers::Snapshot::new();
+    if design.version_storage != mvcclab_engine::design::VersionStorage::UndoDelta {
+        return out;
+    }
+    out.insert(
+        ENGINE_HISTORY_LIST_LENGTH.to_string(),
+        e.history_list_length as f64,
+    );
+    let ops = [
+        e.index_page_splits,
+        e.index_page_merge_attempts,
+        e.index_page_merge_successful,
+        e.index_page_reorg_attempts,
+    ];
+    for (name, n) in ENGINE_BTREE_COUNTERS.iter().zip(ops) {
+        out.insert(name.to_string(), n as f64);
+    }
+    out
+}
+
 /// One interval of a phase's time series (`--report-interval`, default 1 s): what
 /// happened between two readings of the cumulative counters. The counts of a phase's
 /// samples add up exactly to the phase's totals (`results.transactions`,

@@ -11,13 +11,13 @@ use super::subject::Subject;
 use crate::error::engine_error;
 use crate::export::label;
 use crate::result::{
-    DeviceInfo, PerOpIo, PhaseReport, Results, RunReport, ServerInfo, Space, WorkloadInfo,
-    ENGINE_BTREE_COUNTERS, ENGINE_HISTORY_LIST_LENGTH,
+    engine_series_counters, DeviceInfo, PerOpIo, PhaseReport, Results, RunReport, ServerInfo,
+    Space, WorkloadInfo,
 };
 use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
 use mvcclab_engine::db::{Assign, Database, TableId};
-use mvcclab_engine::design::{DesignConfig, GarbageCollection, VersionStorage};
+use mvcclab_engine::design::{DesignConfig, GarbageCollection};
 use mvcclab_engine::device::Device;
 use mvcclab_engine::stats::{enter, Cause};
 use mvcclab_workload::driver::{RunResult, Target};
@@ -201,24 +201,8 @@ impl Subject for EmbeddedRun {
 
     fn reading(&self, (_, mark): &Self::Mark) -> Result<CounterReading> {
         let counters = mark.io_since(&self.db);
-        let mut server = mvcclab_servers::Snapshot::new();
-        if self.db.design().version_storage == VersionStorage::UndoDelta {
-            // Counts since the mark, as a real server's are (series.rs takes differences).
-            let e = mark.engine_since(&self.db);
-            server.insert(
-                ENGINE_HISTORY_LIST_LENGTH.to_string(),
-                e.history_list_length as f64,
-            );
-            let ops = [
-                e.index_page_splits,
-                e.index_page_merge_attempts,
-                e.index_page_merge_successful,
-                e.index_page_reorg_attempts,
-            ];
-            for (name, n) in ENGINE_BTREE_COUNTERS.iter().zip(ops) {
-                server.insert(name.to_string(), n as f64);
-            }
-        }
+        // Counts since the mark, as a real server's are (series.rs takes differences).
+        let server = engine_series_counters(self.db.design(), &mark.engine_since(&self.db));
         Ok(CounterReading {
             total: counters.total(),
             counters,

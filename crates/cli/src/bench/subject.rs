@@ -16,12 +16,11 @@ use super::series::{close, sampled, CounterReading, Reading};
 use crate::error::driver_error;
 use crate::progress::{status, with_progress, LiveRates};
 use crate::result::{
-    DeviceInfo, PhaseReport, RunCpu, RunReport, ServerInfo, WarmupResult, ENGINE_BTREE_COUNTERS,
-    ENGINE_HISTORY_LIST_LENGTH,
+    engine_series_counters, DeviceInfo, PhaseReport, RunCpu, RunReport, ServerInfo, WarmupResult,
 };
 use anyhow::Result;
 use mvcclab_engine::catalog::{TableDef, Value};
-use mvcclab_engine::design::{DesignConfig, VersionStorage};
+use mvcclab_engine::design::DesignConfig;
 use mvcclab_engine::stats::Counters;
 use mvcclab_servers::cpu::{
     children_of, process_cpu, tree_cpu, wait_children_reaped, CpuUse, TreeCpu,
@@ -253,7 +252,8 @@ pub fn run_loaded<S: Subject>(
         tail.server = if report.server.is_some() {
             server
         } else {
-            engine_series_counters(&report)
+            // The report's totals, so that the samples add up to them exactly.
+            engine_series_counters(&report.design, &report.engine.undo)
         };
         let last = Reading {
             at_s: end_s,
@@ -267,32 +267,6 @@ pub fn run_loaded<S: Subject>(
         });
     }
     Ok(report)
-}
-
-/// The embedded engine's time-series counters (`Sample::server_counters`) as the
-/// report's totals give them, for the last reading of a run, so that the samples add up
-/// to those totals exactly: for a design with undo, [`ENGINE_HISTORY_LIST_LENGTH`] at
-/// the end and [`ENGINE_BTREE_COUNTERS`] over the phase (`engine.undo`); none otherwise.
-fn engine_series_counters(report: &RunReport) -> mvcclab_servers::Snapshot {
-    let mut out = mvcclab_servers::Snapshot::new();
-    if report.design.version_storage != VersionStorage::UndoDelta {
-        return out;
-    }
-    let u = &report.engine.undo;
-    out.insert(
-        ENGINE_HISTORY_LIST_LENGTH.to_string(),
-        report.engine.history_list_length as f64,
-    );
-    let ops = [
-        u.index_page_splits,
-        u.index_page_merge_attempts,
-        u.index_page_merge_successful,
-        u.index_page_reorg_attempts,
-    ];
-    for (name, n) in ENGINE_BTREE_COUNTERS.iter().zip(ops) {
-        out.insert(name.to_string(), n as f64);
-    }
-    out
 }
 
 /// CPU use of mvcclab's own process and of a managed server's process tree at one

@@ -226,30 +226,22 @@ impl BTree {
         into_right: bool,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
+        let sn = self.node(survivor.data(), sid, Some(0))?;
+        let vn = self.node(victim.data(), vid, Some(0))?;
         // Each page's free space for the other's entries (InnoDB's
         // `page_get_max_insert_size(merge_page, n_recs)`).
-        let (sn, vn) = (
-            self.node(survivor.data(), sid, Some(0))?.len(),
-            self.node(victim.data(), vid, Some(0))?.len(),
+        let (sh, mut all, survivor_free, survivor_bytes) = (
+            sn.header(),
+            sn.entries()?,
+            sn.free_bytes_for(vn.len()),
+            sn.used_bytes(),
         );
-        let (sh, mut all, survivor_free, survivor_bytes) = {
-            let n = self.node(survivor.data(), sid, Some(0))?;
-            (
-                n.header(),
-                n.entries()?,
-                n.free_bytes_for(vn),
-                n.used_bytes(),
-            )
-        };
-        let (vh, moved, moved_bytes, victim_free) = {
-            let n = self.node(victim.data(), vid, Some(0))?;
-            (
-                n.header(),
-                n.entries()?,
-                n.used_bytes(),
-                n.free_bytes_for(sn),
-            )
-        };
+        let (vh, moved, moved_bytes, victim_free) = (
+            vn.header(),
+            vn.entries()?,
+            vn.used_bytes(),
+            vn.free_bytes_for(sn.len()),
+        );
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::corrupted(format!(
                 "B+tree {pid}: downlink {slot} does not name {vid}"
