@@ -226,40 +226,33 @@ impl BTree {
         into_right: bool,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
-        let sn = self.node(survivor.data(), sid, Some(0))?;
+        // The survivor is rebuilt in place from its own entries and the victim's: its entries
+        // are read from a copy of the page, both pages' as slices (no copy per entry).
+        let before = survivor.data().to_vec();
+        let sn = self.node(&before, sid, Some(0))?;
         let vn = self.node(victim.data(), vid, Some(0))?;
         // Each page's free space for the other's entries (InnoDB's
         // `page_get_max_insert_size(merge_page, n_recs)`).
-        let (sh, mut all, survivor_free, survivor_bytes) = (
-            sn.header(),
-            sn.entries()?,
-            sn.free_bytes_for(vn.len()),
-            sn.used_bytes(),
-        );
-        let (vh, moved, moved_bytes, victim_free) = (
-            vn.header(),
-            vn.entries()?,
-            vn.used_bytes(),
-            vn.free_bytes_for(sn.len()),
-        );
+        let (sh, survivor_free, survivor_bytes) =
+            (sn.header(), sn.free_bytes_for(vn.len()), sn.used_bytes());
+        let (vh, moved_bytes, victim_free) =
+            (vn.header(), vn.used_bytes(), vn.free_bytes_for(sn.len()));
         if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
             return Err(Error::corrupted(format!(
                 "B+tree {pid}: downlink {slot} does not name {vid}"
             )));
         }
-        let data = bwal::encode_merge(vh.right, &node::pairs(&moved));
-        all.extend(moved);
+        let mut all = Vec::with_capacity(sn.len() + vn.len());
+        all.extend(sn.entry_slices()?);
+        let kept = all.len();
+        all.extend(vn.entry_slices()?);
+        let data = bwal::encode_merge(vh.right, &all[kept..]);
         let new_sh = NodeHeader {
             right: vh.right,
             ..sh
         };
-        node::build(
-            survivor.data_mut(),
-            sid,
-            self.geo,
-            new_sh,
-            &node::pairs(&all),
-        )?;
+        node::build(survivor.data_mut(), sid, self.geo, new_sh, &all)?;
+        drop(all);
         let none: [(&[u8], &[u8]); 0] = [];
         node::build(
             victim.data_mut(),

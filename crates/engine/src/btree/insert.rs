@@ -133,24 +133,24 @@ impl BTree {
     /// True when a deduplicating tree's leaf `entries` and the new `key` all hold one key
     /// value `K` and the page has posting entries (nbtsplitloc.c `_bt_strategy`'s
     /// SPLIT_SINGLE_VALUE test, on the page's first and last keys).
-    fn single_value(&self, entries: &[Entry], key: &[u8]) -> bool {
+    fn single_value(&self, entries: &[(&[u8], &[u8])], key: &[u8]) -> bool {
         self.new_postings
             && key.len() >= TID_BYTES
-            && entries.iter().any(|e| !e.value.is_empty())
+            && entries.iter().any(|(_, v)| !v.is_empty())
             && [entries.first(), entries.last()].iter().all(|e| {
-                e.is_some_and(|e| {
-                    e.key.len() == key.len() && dedup::prefix(&e.key) == dedup::prefix(key)
+                e.is_some_and(|(k, _)| {
+                    k.len() == key.len() && dedup::prefix(k) == dedup::prefix(key)
                 })
             })
     }
 
     /// The largest key an entry stands for: `K ‖ tid_max` for a posting entry of a leaf,
     /// else its key (what a separator must stay above).
-    fn max_key_of(&self, e: &Entry) -> Vec<u8> {
+    fn max_key_of(&self, (key, value): (&[u8], &[u8])) -> Vec<u8> {
         if self.cfg.deduplicate {
-            dedup::max_key(&e.key, &e.value)
+            dedup::max_key(key, value)
         } else {
-            e.key.clone()
+            key.to_vec()
         }
     }
 
@@ -395,11 +395,15 @@ impl BTree {
             }
             return Ok(true);
         }
-        let mut combined = self.node(g.data(), g.page_id(), Some(0))?.entries()?;
-        let new = Entry {
-            key: key.to_vec(),
-            value: value.to_vec(),
-        };
+        // The page's entries are read from a copy of it, as slices (no copy per entry): the
+        // split rebuilds the page.
+        let page_copy = g.data().to_vec();
+        let mut combined = self
+            .node(&page_copy, g.page_id(), Some(0))?
+            .entry_slices()?;
+        let new = (key, value);
+        let swap: Entry;
+        let plain: Entry;
         let mut fill = None;
         match (mode, place) {
             (Mode::Insert, Place::Before(slot)) => {
@@ -417,10 +421,9 @@ impl BTree {
             (Mode::Replace, Place::Before(slot)) => combined[slot] = new,
             (_, Place::Posting(s)) => {
                 let tid = &key[key.len() - TID_BYTES..];
-                let (post, plain) =
-                    dedup::swapped(g.page_id(), &combined[s].key, &combined[s].value, tid)?;
-                combined[s] = post;
-                combined.insert(s + 1, plain);
+                (swap, plain) = dedup::swapped(g.page_id(), combined[s].0, combined[s].1, tid)?;
+                combined[s] = (&swap.key, &swap.value);
+                combined.insert(s + 1, (&plain.key, &plain.value));
             }
             (_, Place::Dup) => return Err(self.duplicate(key)),
         }
@@ -477,14 +480,9 @@ impl BTree {
                         log_change(self.pool.wal(), &rec, &mut [&mut pg, &mut g])?;
                         return Ok(());
                     }
-                    let mut combined = self.node(pg.data(), pid, None)?.entries()?;
-                    combined.insert(
-                        i + 1,
-                        Entry {
-                            key: sep,
-                            value: down.to_vec(),
-                        },
-                    );
+                    let page_copy = pg.data().to_vec();
+                    let mut combined = self.node(&page_copy, pid, None)?.entry_slices()?;
+                    combined.insert(i + 1, (&sep, &down));
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
                     let (s, r) = self.split(&mut pg, phdr, combined, None, Some(&mut g), &held)?;
@@ -519,10 +517,15 @@ impl BTree {
     /// inserts: nbtsplitloc.c's fillfactor split of the rightmost page, InnoDB
     /// `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`] for a leaf of one key
     /// value), else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
-    fn split_point(&self, combined: &[Entry], leaf: bool, fill: Option<u8>) -> Result<usize> {
+    fn split_point(
+        &self,
+        combined: &[(&[u8], &[u8])],
+        leaf: bool,
+        fill: Option<u8>,
+    ) -> Result<usize> {
         let sizes: Vec<usize> = combined
             .iter()
-            .map(|e| self.geo.space(e.key.len(), e.value.len()))
+            .map(|(k, v)| self.geo.space(k.len(), v.len()))
             .collect();
         let total: usize = sizes.iter().sum();
         let target = self.usable * fill.unwrap_or(50) as usize / 100;
@@ -534,7 +537,7 @@ impl BTree {
             let first_right = if leaf {
                 sizes[m]
             } else {
-                self.geo.space(0, combined[m].value.len())
+                self.geo.space(0, combined[m].1.len())
             };
             let right = total - left - sizes[m] + first_right;
             if !self.page_fits(m, left) || !self.page_fits(combined.len() - m, right) {
@@ -572,7 +575,7 @@ impl BTree {
         &'a self,
         g: &mut WritePageGuard<'a>,
         hdr: NodeHeader,
-        mut combined: Vec<Entry>,
+        mut combined: Vec<(&[u8], &[u8])>,
         fill: Option<u8>,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
@@ -581,12 +584,12 @@ impl BTree {
         let m = self.split_point(&combined, leaf, fill)?;
         let sep = if !leaf {
             // The separator moves up; the right page's first entry means minus infinity.
-            std::mem::take(&mut combined[m].key)
+            std::mem::take(&mut combined[m].0).to_vec()
         } else if self.cfg.suffix_truncation {
             // Above the left half's largest key: a posting entry's last TID, not its key.
-            truncated_separator(&self.max_key_of(&combined[m - 1]), &combined[m].key)
+            truncated_separator(&self.max_key_of(combined[m - 1]), combined[m].0)
         } else {
-            combined[m].key.clone()
+            combined[m].0.to_vec()
         };
         let right_entries = combined.split_off(m);
         let lid = g.page_id();
@@ -621,10 +624,11 @@ impl BTree {
             left: lid.block,
             right: hdr.right,
         };
-        let (lp, rp) = (node::pairs(&combined), node::pairs(&right_entries));
+        let (lp, rp) = (combined, right_entries);
+        let page_before = g.data().to_vec();
         let (before, used_before) = {
-            let n = self.node(g.data(), lid, Some(hdr.level))?;
-            (n.entries()?, n.used_bytes())
+            let n = self.node(&page_before, lid, Some(hdr.level))?;
+            (n.entry_slices()?, n.used_bytes())
         };
         let left_data = bwal::encode_split_left(left_h, &before, &lp);
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;

@@ -615,9 +615,15 @@ impl<'a> Node<'a> {
         }
     }
 
-    /// Every entry, copied, each checked.
-    ///
-    /// Errors: as [`Node::entry`].
+    /// Every entry, in slot order, as (key, value) slices of the page: one allocation, no
+    /// copy. Errors: as [`Node::entry`].
+    pub fn entry_slices(&self) -> Result<Vec<(&'a [u8], &'a [u8])>> {
+        (0..self.n).map(|i| self.entry(i)).collect()
+    }
+
+    /// Every entry, in slot order, copied out of the page (one allocation per key and per
+    /// value: for a page about to be rebuilt from its own entries; [`Node::entry_slices`]
+    /// borrows them instead). Errors: as [`Node::entry`].
     pub fn entries(&self) -> Result<Vec<Entry>> {
         (0..self.n)
             .map(|i| {

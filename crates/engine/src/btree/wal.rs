@@ -285,12 +285,14 @@ pub fn vacuumed_entries(
 /// middle part is chosen among those that leave the rest a prefix of `before` and a run of
 /// `before` starting at most two entries after it (an insert, a replacement, a removal,
 /// or a replacement and an insert); anything else is logged whole in the middle part.
-pub fn encode_split_left<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+pub fn encode_split_left<K: AsRef<[u8]>, V: AsRef<[u8]>, BK: AsRef<[u8]>, BV: AsRef<[u8]>>(
     h: NodeHeader,
-    before: &[node::Entry],
+    before: &[(BK, BV)],
     left: &[(K, V)],
 ) -> Vec<u8> {
-    let same = |e: &node::Entry, (k, v): &(K, V)| e.key == k.as_ref() && e.value == v.as_ref();
+    let same = |(bk, bv): &(BK, BV), (k, v): &(K, V)| {
+        bk.as_ref() == k.as_ref() && bv.as_ref() == v.as_ref()
+    };
     let head = before
         .iter()
         .zip(left)

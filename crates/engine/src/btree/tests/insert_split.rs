@@ -194,7 +194,7 @@ fn split_left_logs_the_left_page_as_its_difference_from_the_page_before() {
         ),
     ];
     for (what, left, mid) in cases {
-        let data = wal::encode_split_left(h, &before, &node::pairs(&left));
+        let data = wal::encode_split_left(h, &node::pairs(&before), &node::pairs(&left));
         let d = wal::decode_split_left(&data, Lsn(1)).unwrap();
         assert_eq!(d.header, h, "{what}");
         assert_eq!(d.mid.len(), mid, "{what}: {d:?}");
