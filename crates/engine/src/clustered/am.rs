@@ -609,11 +609,7 @@ impl ClusteredAm {
         for t in &catalog.tables {
             inner.shared.tables.create(t.def.clone(), |id, def| {
                 let pool = inner.storage.pool().clone();
-                let sec = innodb_btree(&inner.design);
-                let cfg = BTreeConfig {
-                    rightmost_fill_pct: inner.design.fillfactor,
-                    ..sec.clone()
-                };
+                let (cfg, sec) = innodb_btrees(&inner.design);
                 let clustered = BTree::open(pool.clone(), t.relations.table, cfg)?;
                 let indexes = t
                     .relations
@@ -621,16 +617,7 @@ impl ClusteredAm {
                     .iter()
                     .map(|&rel| BTree::open(pool.clone(), rel, sec.clone()))
                     .collect::<Result<Vec<_>>>()?;
-                let mut table = ClusteredTable::new(
-                    id,
-                    def,
-                    clustered,
-                    indexes,
-                    inner.undo.clone(),
-                    inner.design.purge_resets_trx_id,
-                    inner.row_ids.clone(),
-                );
-                table.innodb_fill_factor = inner.design.index_fill_pct();
+                let table = inner.table_over(id, def, clustered, indexes);
                 table
                     .secondary_deferred
                     .store(t.secondary_deferred, Ordering::Release);
@@ -665,12 +652,43 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
-/// The B-tree configuration of a secondary index (and, with the fillfactor switch, of the
-/// clustered index): InnoDB's accounting with the design's merge threshold.
-fn innodb_btree(design: &DesignConfig) -> BTreeConfig {
-    BTreeConfig {
+/// The B-tree configurations of a clustered table, for creating its trees and for opening
+/// them at recovery: (clustered index, secondary indexes). Both have InnoDB's accounting
+/// with the design's merge threshold; the clustered index also takes the fillfactor
+/// switch as the fill ascending inserts leave in a leaf (InnoDB 15/16).
+fn innodb_btrees(design: &DesignConfig) -> (BTreeConfig, BTreeConfig) {
+    let sec = BTreeConfig {
         merge_threshold_pct: design.merge_threshold_pct(),
         ..BTreeConfig::innodb()
+    };
+    let clustered = BTreeConfig {
+        rightmost_fill_pct: design.fillfactor,
+        ..sec.clone()
+    };
+    (clustered, sec)
+}
+
+impl ClusteredAm {
+    /// Table `id` over its clustered and secondary trees, created or opened, with the
+    /// design's switches (`purge_resets_trx_id`, the index fill factor).
+    fn table_over(
+        &self,
+        id: TableId,
+        def: TableDef,
+        clustered: BTree,
+        indexes: Vec<BTree>,
+    ) -> ClusteredTable {
+        let mut table = ClusteredTable::new(
+            id,
+            def,
+            clustered,
+            indexes,
+            self.undo.clone(),
+            self.design.purge_resets_trx_id,
+            self.row_ids.clone(),
+        );
+        table.innodb_fill_factor = self.design.index_fill_pct();
+        table
     }
 }
 
@@ -703,30 +721,14 @@ impl TableAccessMethod for ClusteredAm {
             }
         }
         let pool = self.storage.pool().clone();
-        // The fillfactor switch is the fill ascending inserts leave in a leaf (InnoDB
-        // 15/16).
-        let sec = innodb_btree(&self.design);
-        let cfg = BTreeConfig {
-            rightmost_fill_pct: self.design.fillfactor,
-            ..sec.clone()
-        };
+        let (cfg, sec) = innodb_btrees(&self.design);
         let clustered = BTree::create(pool.clone(), cfg)?;
         let indexes = def
             .indexes
             .iter()
             .map(|_| BTree::create(pool.clone(), sec.clone()))
             .collect::<Result<Vec<_>>>()?;
-        let mut table = ClusteredTable::new(
-            id,
-            def,
-            clustered,
-            indexes,
-            self.undo.clone(),
-            self.design.purge_resets_trx_id,
-            self.row_ids.clone(),
-        );
-        table.innodb_fill_factor = self.design.index_fill_pct();
-        Ok(table)
+        Ok(self.table_over(id, def, clustered, indexes))
     }
 
     fn build_secondary_indexes(&self, table: &ClusteredTable) -> Result<u64> {
