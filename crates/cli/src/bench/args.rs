@@ -174,24 +174,28 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A transaction rate (`--warmup-rate`): events per second, a finite number, 0 or more.
-pub fn parse_rate(s: &str) -> Result<f64, String> {
+/// A finite number, 0 or more; else the error "'s' is not `what`".
+fn parse_non_negative(s: &str, what: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a transaction rate: events per second, 0 (no limit) or more"
-        )),
+        _ => Err(format!("'{s}' is not {what}")),
     }
+}
+
+/// A transaction rate (`--warmup-rate`): events per second, a finite number, 0 or more.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    parse_non_negative(
+        s,
+        "a transaction rate: events per second, 0 (no limit) or more",
+    )
 }
 
 /// `--report-interval`: seconds, 0 or more.
 pub fn parse_report_interval(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!(
-            "'{s}' is not a report interval in seconds (0 = no time series, or a number above 0)"
-        )),
-    }
+    parse_non_negative(
+        s,
+        "a report interval in seconds (0 = no time series, or a number above 0)",
+    )
 }
 
 /// Memory and device flags, shared by `run`, `compare` and the experiments.

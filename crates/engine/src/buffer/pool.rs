@@ -125,6 +125,15 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+/// Runs `f` with this thread's descent mode set to `mode`, then puts the outer mode back.
+/// Returns `f`'s result and the mode as `f` left it (a recording holds its pages).
+fn with_descent_mode<T>(mode: DescentMode, f: impl FnOnce() -> T) -> (T, Option<DescentMode>) {
+    let outer = DESCENT.with(|d| d.borrow_mut().replace(mode));
+    let r = f();
+    let mode = DESCENT.with(|d| std::mem::replace(&mut *d.borrow_mut(), outer));
+    (r, mode)
+}
+
 /// The pages of one relation a recorded descent pinned, in pin order
 /// ([`BufferPool::record_descent`]); handed to [`BufferPool::repeat_descent`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -790,15 +799,12 @@ impl BufferPool {
     /// the check recorded and the insertion repeated, the pair counts as the one descent.
     /// Nesting replaces the outer mode for `f`'s duration.
     pub fn record_descent<T>(&self, rel: FileId, f: impl FnOnce() -> T) -> (T, DescentPins) {
-        let outer = DESCENT.with(|d| {
-            d.borrow_mut().replace(DescentMode::Recording {
-                pool: self.id(),
-                rel,
-                pages: Vec::new(),
-            })
-        });
-        let r = f();
-        let mode = DESCENT.with(|d| std::mem::replace(&mut *d.borrow_mut(), outer));
+        let recording = DescentMode::Recording {
+            pool: self.id(),
+            rel,
+            pages: Vec::new(),
+        };
+        let (r, mode) = with_descent_mode(recording, f);
         let pages = match mode {
             Some(DescentMode::Recording { pages, .. }) => pages,
             _ => Vec::new(),
@@ -820,15 +826,11 @@ impl BufferPool {
         if pins.pool != self.id() {
             return f();
         }
-        let outer = DESCENT.with(|d| {
-            d.borrow_mut().replace(DescentMode::Repeating {
-                pool: self.id(),
-                pages: pins.pages,
-            })
-        });
-        let r = f();
-        DESCENT.with(|d| *d.borrow_mut() = outer);
-        r
+        let repeating = DescentMode::Repeating {
+            pool: self.id(),
+            pages: pins.pages,
+        };
+        with_descent_mode(repeating, f).0
     }
 
     /// Reads the pages `first..first + n` of `rel` that exist and are not in the pool into
