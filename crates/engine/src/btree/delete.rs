@@ -252,7 +252,6 @@ impl BTree {
             ..sh
         };
         node::build(survivor.data_mut(), sid, self.geo, new_sh, &all)?;
-        drop(all);
         let none: [(&[u8], &[u8]); 0] = [];
         node::build(
             victim.data_mut(),

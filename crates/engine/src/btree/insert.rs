@@ -428,7 +428,7 @@ impl BTree {
             (_, Place::Dup) => return Err(self.duplicate(key)),
         }
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (sep, right) = self.split(&mut g, hdr, combined, fill, None, &held)?;
+        let (sep, right) = self.split(&mut g, &page_copy, combined, fill, None, &held)?;
         if let Err(e) = self.insert_into_parent(wp, g, sep, right, 0) {
             // The SPLIT record is logged and the cascade stopped: a page below keeps
             // INCOMPLETE_SPLIT until recovery finishes it (see `left_incomplete_split`).
@@ -466,11 +466,10 @@ impl BTree {
                 Some((mut pg, i)) => {
                     let pid = pg.page_id();
                     let down = right.to_le_bytes();
-                    let (fits, phdr) = {
-                        let n = self.node(pg.data(), pid, Some(child_level + 1))?;
-                        let fits = n.free_bytes() >= self.geo.space(sep.len(), down.len());
-                        (fits, n.header())
-                    };
+                    let fits = self
+                        .node(pg.data(), pid, Some(child_level + 1))?
+                        .free_bytes()
+                        >= self.geo.space(sep.len(), down.len());
                     if fits {
                         node::insert_at(pg.data_mut(), pid, i + 1, &sep, &down)?;
                         self.clear_incomplete(&mut g)?;
@@ -485,7 +484,8 @@ impl BTree {
                     combined.insert(i + 1, (&sep, &down));
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
-                    let (s, r) = self.split(&mut pg, phdr, combined, None, Some(&mut g), &held)?;
+                    let (s, r) =
+                        self.split(&mut pg, &page_copy, combined, None, Some(&mut g), &held)?;
                     g = pg;
                     sep = s;
                     right = r;
@@ -564,7 +564,8 @@ impl BTree {
         })
     }
 
-    /// Splits the page held by `g` (header `hdr`) whose contents would be `combined`: the
+    /// Splits the page held by `g` (its contents `page_before`: the caller's copy, taken
+    /// under the latch it still holds) whose contents would be `combined`: the
     /// left part stays (flagged INCOMPLETE_SPLIT until its parent has the downlink), the
     /// rest moves to a new right page, the old right sibling's left link is updated, and
     /// `child` (the page whose split this completes, one level down) loses its flag; one
@@ -574,12 +575,15 @@ impl BTree {
     fn split<'a>(
         &'a self,
         g: &mut WritePageGuard<'a>,
-        hdr: NodeHeader,
+        page_before: &[u8],
         mut combined: Vec<(&[u8], &[u8])>,
         fill: Option<u8>,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
     ) -> Result<(Vec<u8>, u32)> {
+        let lid = g.page_id();
+        let before_node = self.node(page_before, lid, None)?;
+        let (hdr, used_before) = (before_node.header(), before_node.used_bytes());
         let leaf = hdr.level == 0;
         let m = self.split_point(&combined, leaf, fill)?;
         let sep = if !leaf {
@@ -592,7 +596,6 @@ impl BTree {
             combined[m].0.to_vec()
         };
         let right_entries = combined.split_off(m);
-        let lid = g.page_id();
         let mut old_right = match hdr.right {
             NO_BLOCK => None,
             b if held.contains(&b) => {
@@ -625,11 +628,7 @@ impl BTree {
             right: hdr.right,
         };
         let (lp, rp) = (combined, right_entries);
-        let page_before = g.data().to_vec();
-        let (before, used_before) = {
-            let n = self.node(&page_before, lid, Some(hdr.level))?;
-            (n.entry_slices()?, n.used_bytes())
-        };
+        let before = before_node.entry_slices()?;
         let left_data = bwal::encode_split_left(left_h, &before, &lp);
         node::build(r.data_mut(), rid, self.geo, right_h, &rp)?;
         node::build(g.data_mut(), lid, self.geo, left_h, &lp)?;

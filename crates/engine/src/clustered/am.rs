@@ -281,15 +281,18 @@ impl ClusteredAm {
         let _c = enter(Cause::Purge);
         let _g = self.coordinator.lock();
         let no_history = || self.history.length.load(Ordering::Relaxed) == 0;
+        // srv0srv.cc's `no_history:` label: wait for the task, truncate here, end the run.
+        let truncate_last = || {
+            self.wait_truncation()?;
+            self.truncate_history()
+        };
         let r = (|| loop {
             if no_history() {
-                self.wait_truncation()?;
-                return self.truncate_history();
+                return truncate_last();
             }
             let pages = self.trx_purge()?;
             if no_history() {
-                self.wait_truncation()?;
-                return self.truncate_history();
+                return truncate_last();
             }
             self.submit_truncation()?;
             if pages == 0 || self.stop.is_raised() {
