@@ -191,6 +191,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.history_list_length",
                 // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
                 "engine.undo.index_page_splits",
+                "engine.undo.index_page_splits_at_insert_point",
             ]);
             not.extend_from_slice(INNODB_POOL);
         }
@@ -257,6 +258,8 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 "engine.undo.purge_removed",
                 "engine.undo.purged_logs",
                 "engine.undo.history_list_length_peak",
+                // InnoDB counts splits, not which rule chose their split record.
+                "engine.undo.index_page_splits_at_insert_point",
             ]);
         }
         ServerKind::MyRocks => {

@@ -169,6 +169,14 @@ pub fn summary_rows(runs: &[RunReport]) -> Vec<(String, Vec<String>)> {
             })
         },
     );
+    add("B-tree splits at the insert point / txn", &|r| {
+        m(r, "engine.undo.index_page_splits_at_insert_point", &|r| {
+            format!(
+                "{:.3}",
+                r.engine.undo.index_page_splits_at_insert_point as f64 / txns(r)
+            )
+        })
+    });
     add("pages (table, indexes, undo)", &|r| {
         format!(
             "{}, {}, {}",

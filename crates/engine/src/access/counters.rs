@@ -57,6 +57,10 @@ pub struct EngineCounters {
     /// B-tree page splits, every index and level (innodb_metrics `index_page_splits`).
     #[serde(default)]
     pub index_page_splits: u64,
+    /// Of those, splits at the insert point next to the page's last insert (InnoDB's
+    /// sequential-insert heuristic, `BTreeConfig::sequential_split`; MariaDB counts none).
+    #[serde(default)]
+    pub index_page_splits_at_insert_point: u64,
     /// Leaves that fell below the merge threshold and tried to merge with a sibling
     /// (`index_page_merge_attempts`; btr0btr.cc `btr_compress`).
     #[serde(default)]

@@ -33,6 +33,8 @@ impl EngineCounters {
             rseg_pages_read: after.rseg_pages_read - before.rseg_pages_read,
             rseg_pages_written: after.rseg_pages_written - before.rseg_pages_written,
             index_page_splits: after.index_page_splits - before.index_page_splits,
+            index_page_splits_at_insert_point: after.index_page_splits_at_insert_point
+                - before.index_page_splits_at_insert_point,
             index_page_merge_attempts: after.index_page_merge_attempts
                 - before.index_page_merge_attempts,
             index_page_merge_successful: after.index_page_merge_successful

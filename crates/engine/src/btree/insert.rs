@@ -405,6 +405,7 @@ impl BTree {
         let swap: Entry;
         let plain: Entry;
         let mut fill = None;
+        let mut at = None;
         match (mode, place) {
             (Mode::Insert, Place::Before(slot)) => {
                 if hdr.right == NO_BLOCK && slot == n_entries {
@@ -415,6 +416,9 @@ impl BTree {
                     // left page BTREE_SINGLEVAL_FILLFACTOR full, since later TIDs of
                     // that value go right.
                     fill = Some(SINGLEVAL_FILL_PCT);
+                } else {
+                    let before = self.node(&page_copy, g.page_id(), Some(0))?;
+                    at = self.sequential_split_at(&before, slot);
                 }
                 combined.insert(slot, new);
             }
@@ -428,7 +432,7 @@ impl BTree {
             (_, Place::Dup) => return Err(self.duplicate(key)),
         }
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (sep, right) = self.split(&mut g, &page_copy, combined, fill, None, &held)?;
+        let (sep, right) = self.split(&mut g, &page_copy, combined, fill, at, None, &held)?;
         if let Err(e) = self.insert_into_parent(wp, g, sep, right, 0) {
             // The SPLIT record is logged and the cascade stopped: a page below keeps
             // INCOMPLETE_SPLIT until recovery finishes it (see `left_incomplete_split`).
@@ -480,12 +484,14 @@ impl BTree {
                         return Ok(());
                     }
                     let page_copy = pg.data().to_vec();
-                    let mut combined = self.node(&page_copy, pid, None)?.entry_slices()?;
+                    let parent = self.node(&page_copy, pid, None)?;
+                    let at = self.sequential_split_at(&parent, i + 1);
+                    let mut combined = parent.entry_slices()?;
                     combined.insert(i + 1, (&sep, &down));
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
                     let (s, r) =
-                        self.split(&mut pg, &page_copy, combined, None, Some(&mut g), &held)?;
+                        self.split(&mut pg, &page_copy, combined, None, at, Some(&mut g), &held)?;
                     g = pg;
                     sep = s;
                     right = r;
@@ -511,23 +517,73 @@ impl BTree {
         node::set_flags(g.data_mut(), id, flags & !FLAG_INCOMPLETE_SPLIT)
     }
 
-    /// Index `m` of the first entry of `combined` that goes right: among the points that
-    /// leave both halves fitting, the one whose left half is closest to the target, which
-    /// is `fill` percent of the usable bytes when given (`rightmost_fill_pct` for ascending
-    /// inserts: nbtsplitloc.c's fillfactor split of the rightmost page, InnoDB
-    /// `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`] for a leaf of one key
-    /// value), else half the bytes (`_bt_findsplitloc`'s default: equalize free space).
+    /// InnoDB's split at the insert point (btr0btr.cc `btr_page_split_and_insert`): for an
+    /// insert at entry `slot` of `node` (the page before the insert), the index into the
+    /// combined entries (the new one at `slot`) of the first entry that goes right, when
+    /// [`BTreeConfig::sequential_split`] is on and the insert lands next to the page's last
+    /// insert ([`Node::is_last_insert`]). Right after it
+    /// (`btr_page_get_split_rec_to_right`): the split record is the second entry after
+    /// the insert point, or, with fewer than two, the new entry goes right with the
+    /// entries after it. Right before it (`btr_page_get_split_rec_to_left`): the split
+    /// record is the insert point, moved on by one when it is the infimum or the first
+    /// entry, and the new entry goes with the entries from the split record on, or left
+    /// when it sorts below the split record. `None`: no such insert.
+    ///
+    /// [`BTreeConfig::sequential_split`]: super::BTreeConfig::sequential_split
+    fn sequential_split_at(&self, node: &Node<'_>, slot: usize) -> Option<usize> {
+        if !self.cfg.sequential_split {
+            return None;
+        }
+        let n = node.len();
+        if slot >= 1 && node.is_last_insert(slot - 1) {
+            return Some(if slot + 1 < n { slot + 2 } else { slot });
+        }
+        if slot < n && node.is_last_insert(slot) {
+            return Some(match slot {
+                0 => 1,
+                1 => 2,
+                s => s - 1,
+            });
+        }
+        None
+    }
+
+    /// Index `m` of the first entry of `combined` that goes right: `at` when given and
+    /// both halves fit (the split at the insert point, [`BTree::sequential_split_at`]),
+    /// else among the points that leave both halves fitting, the one whose left half is
+    /// closest to the target, which is `fill` percent of the usable bytes when given
+    /// (`rightmost_fill_pct` for ascending inserts: nbtsplitloc.c's fillfactor split of
+    /// the rightmost page, InnoDB `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`]
+    /// for a leaf of one key value), else half the bytes (`_bt_findsplitloc`'s default:
+    /// equalize free space).
     fn split_point(
         &self,
         combined: &[(&[u8], &[u8])],
         leaf: bool,
         fill: Option<u8>,
+        at: Option<usize>,
     ) -> Result<usize> {
         let sizes: Vec<usize> = combined
             .iter()
             .map(|(k, v)| self.geo.space(k.len(), v.len()))
             .collect();
         let total: usize = sizes.iter().sum();
+        if let Some(m) = at.filter(|&m| m >= 1 && m < combined.len()) {
+            let left: usize = sizes[..m].iter().sum();
+            // An internal page's first entry on the right keeps only its downlink.
+            let first_right = if leaf {
+                sizes[m]
+            } else {
+                self.geo.space(0, combined[m].1.len())
+            };
+            let right = total - left - sizes[m] + first_right;
+            if self.page_fits(m, left) && self.page_fits(combined.len() - m, right) {
+                self.ops
+                    .splits_at_insert_point
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok(m);
+            }
+        }
         let target = self.usable * fill.unwrap_or(50) as usize / 100;
         let mut best: Option<((u8, usize), usize)> = None;
         let mut left = 0;
@@ -571,13 +627,15 @@ impl BTree {
     /// `child` (the page whose split this completes, one level down) loses its flag; one
     /// SPLIT record. `held` are the other pages the caller has latched (a corrupted right
     /// link to one of them is an error, not a self-deadlock). Returns the separator for the parent and the new page's block
-    /// (PostgreSQL nbtinsert.c `_bt_split`; InnoDB `btr_page_split_and_insert`).
+    /// (PostgreSQL nbtinsert.c `_bt_split`; InnoDB `btr_page_split_and_insert`). The split
+    /// point is [`BTree::split_point`]'s for `fill` and `at`.
     fn split<'a>(
         &'a self,
         g: &mut WritePageGuard<'a>,
         page_before: &[u8],
         mut combined: Vec<(&[u8], &[u8])>,
         fill: Option<u8>,
+        at: Option<usize>,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
     ) -> Result<(Vec<u8>, u32)> {
@@ -585,7 +643,7 @@ impl BTree {
         let before_node = self.node(page_before, lid, None)?;
         let (hdr, used_before) = (before_node.header(), before_node.used_bytes());
         let leaf = hdr.level == 0;
-        let m = self.split_point(&combined, leaf, fill)?;
+        let m = self.split_point(&combined, leaf, fill, at)?;
         let sep = if !leaf {
             // The separator moves up; the right page's first entry means minus infinity.
             std::mem::take(&mut combined[m].0).to_vec()

@@ -32,6 +32,14 @@
 //!  +--------+------------------+ - - - - - - - -+---------+---------+-----+---------+
 //!              s0 ──────────────────────────────────────────┘ (slot i → its entry)
 //! ```
+//! The common header's `aux` word (page::aux) holds InnoDB's `PAGE_LAST_INSERT`: the
+//! offset of the entry [`insert_at`] added last, 0 when the page was rebuilt ([`build`]) or
+//! lost an entry since ([`remove_at`]), as page0cur.cc `page_cur_insert_rec_low` sets it
+//! and `page_cur_delete_rec` resets it. Entries do not move when another is inserted, so
+//! the offset names the same entry until a removal resets it. Only InnoDB's split point
+//! reads it ([`super::BTreeConfig::sequential_split`]); do and redo change it with the same
+//! functions, so both leave the same bytes.
+//!
 //! An internal page's entries are (separator key, child block u32 LE); the first entry's key
 //! is stored empty and means minus infinity, so child `i` holds the keys `k` with
 //! `key(i) <= k < key(i + 1)`.
@@ -71,7 +79,7 @@
 
 use crate::error::{Error, Result};
 use crate::page::{
-    hole, init_page, page_lsn, page_type, set_hole, set_page_lsn, special, PageId,
+    aux, hole, init_page, page_lsn, page_type, set_aux, set_hole, set_page_lsn, special, PageId,
     PAGE_HEADER_BYTES,
 };
 
@@ -426,6 +434,16 @@ impl<'a> Node<'a> {
     pub fn right(&self) -> u32 {
         rd32(self.p, self.special + SP_RIGHT)
     }
+    /// Whether entry `i` is the one inserted last (InnoDB's `PAGE_LAST_INSERT`, see the
+    /// module doc): false when `i` is out of range or the page lost an entry or was
+    /// rebuilt since its last insert.
+    pub fn is_last_insert(&self, i: usize) -> bool {
+        let last = aux(self.p) as usize;
+        last != 0
+            && i < self.n
+            && rd16(self.p, PAGE_HEADER_BYTES + i * self.geo.slot_bytes as usize) as usize == last
+    }
+
     /// Free bytes for one more entry: the hole, and with
     /// [`Geometry::innodb_compact`] no more than InnoDB's `page_get_max_insert_size(page,
     /// 1)` (the page's capacity less its entries and the directory reserved for one
@@ -781,7 +799,8 @@ pub fn build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
 }
 
 /// Inserts (key, value) as entry `i` of node page `p`, shifting later slots up
-/// (PostgreSQL `PageAddItem` in the middle of the line pointer array).
+/// (PostgreSQL `PageAddItem` in the middle of the line pointer array), and makes it the
+/// page's last insert (InnoDB `PAGE_LAST_INSERT`, see the module doc).
 ///
 /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the page is bad, `i` is past the end, or the entry
 /// does not fit (callers check [`Node::free_bytes`] first).
@@ -807,11 +826,13 @@ pub fn insert_at(p: &mut [u8], id: PageId, i: usize, key: &[u8], value: &[u8]) -
     p.copy_within(slot_at..lower, slot_at + s);
     write_slot(p, geo, i, at);
     set_hole(p, (lower + s) as u16, at as u16);
+    set_aux(p, at as u32);
     Ok(())
 }
 
 /// Removes entry `i` of node page `p`, closing the gap in the entry area so that the
-/// entries stay packed (PostgreSQL `PageIndexTupleDelete`).
+/// entries stay packed (PostgreSQL `PageIndexTupleDelete`), and clears the page's last
+/// insert (InnoDB page0cur.cc `page_cur_delete_rec` → `page_header_reset_last_insert`).
 ///
 /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) when the page or the entry is bad.
 pub fn remove_at(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
@@ -842,6 +863,7 @@ pub fn remove_at(p: &mut [u8], id: PageId, i: usize) -> Result<()> {
     p.copy_within(slot_at + s..lower, slot_at);
     p[lower - s..lower].fill(0);
     set_hole(p, (lower - s) as u16, (upper + eb) as u16);
+    set_aux(p, 0);
     Ok(())
 }
 

@@ -95,6 +95,17 @@ pub struct BTreeConfig {
     /// `entry_header_bytes` 2, `entry_align` 1 and `slot_bytes` 2.
     #[serde(default)]
     pub innodb_compact: bool,
+    /// A page splits at the insert point when the insert lands next to the page's last
+    /// insert (InnoDB's eager heuristic for sequential inserts, btr0btr.cc
+    /// `btr_page_split_and_insert` → `btr_page_get_split_rec_to_right` /
+    /// `btr_page_get_split_rec_to_left`, reading `PAGE_LAST_INSERT`, see `btree::node`):
+    /// right after it, the left page keeps the entries up to the new one and the next,
+    /// the rest move right; right before it, the entries below the one before the insert
+    /// point move left. Any other split divides the bytes in half. The rule of
+    /// [`BTreeConfig::rightmost_fill_pct`] comes first. False: every split but that one
+    /// halves the bytes (PostgreSQL `_bt_findsplitloc` has no such case).
+    #[serde(default)]
+    pub sequential_split: bool,
 }
 
 impl BTreeConfig {
@@ -118,6 +129,7 @@ impl BTreeConfig {
             page_garbage: false,
             extent_allocation: false,
             innodb_compact: false,
+            sequential_split: false,
         }
     }
 
@@ -125,7 +137,7 @@ impl BTreeConfig {
     /// space and page directory of one 2-byte slot per 4 records), no alignment, 15/16
     /// fill on ascending inserts, whole keys in node pointers, leaves merged below half a
     /// page (MERGE_THRESHOLD 50), leaves with `PAGE_GARBAGE`, split pages allocated from
-    /// file segment extents.
+    /// file segment extents, splits at the insert point next to the last insert.
     ///
     /// An entry takes its 1- or 2-byte key and value lengths, its key and value, and a
     /// 2-byte slot: 4 bytes besides key and value when both are shorter than 128 bytes,
@@ -148,6 +160,7 @@ impl BTreeConfig {
             page_garbage: true,
             extent_allocation: true,
             innodb_compact: true,
+            sequential_split: true,
         }
     }
 
@@ -291,6 +304,7 @@ impl GarbageMap {
 #[derive(Default)]
 pub(super) struct OpCounters {
     pub(super) splits: AtomicU64,
+    pub(super) splits_at_insert_point: AtomicU64,
     pub(super) merge_attempts: AtomicU64,
     pub(super) merges: AtomicU64,
     pub(super) reorgs: AtomicU64,
@@ -304,6 +318,10 @@ pub(super) struct OpCounters {
 pub struct BTreeOps {
     /// Page splits, every level (`index_page_splits`; PostgreSQL counts none).
     pub index_page_splits: u64,
+    /// Of those, splits at the insert point next to the page's last insert
+    /// ([`BTreeConfig::sequential_split`]; MariaDB counts none).
+    #[serde(default)]
+    pub index_page_splits_at_insert_point: u64,
     /// Leaves found below the merge threshold after a delete, with their siblings latched
     /// (`index_page_merge_attempts`, counted where `btr_compress` starts).
     pub index_page_merge_attempts: u64,
@@ -325,6 +343,8 @@ impl BTreeOps {
     pub fn plus(self, o: BTreeOps) -> BTreeOps {
         BTreeOps {
             index_page_splits: self.index_page_splits + o.index_page_splits,
+            index_page_splits_at_insert_point: self.index_page_splits_at_insert_point
+                + o.index_page_splits_at_insert_point,
             index_page_merge_attempts: self.index_page_merge_attempts + o.index_page_merge_attempts,
             index_page_merge_successful: self.index_page_merge_successful
                 + o.index_page_merge_successful,
@@ -508,6 +528,10 @@ impl BTree {
     pub fn ops(&self) -> BTreeOps {
         BTreeOps {
             index_page_splits: self.ops.splits.load(Ordering::Relaxed),
+            index_page_splits_at_insert_point: self
+                .ops
+                .splits_at_insert_point
+                .load(Ordering::Relaxed),
             index_page_merge_attempts: self.ops.merge_attempts.load(Ordering::Relaxed),
             index_page_merge_successful: self.ops.merges.load(Ordering::Relaxed),
             index_page_reorg_attempts: self.ops.reorgs.load(Ordering::Relaxed),

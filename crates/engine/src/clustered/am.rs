@@ -826,6 +826,7 @@ impl TableAccessMethod for ClusteredAm {
                 .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
                 .pages_written,
             index_page_splits: ops.index_page_splits,
+            index_page_splits_at_insert_point: ops.index_page_splits_at_insert_point,
             index_page_merge_attempts: ops.index_page_merge_attempts,
             index_page_merge_successful: ops.index_page_merge_successful,
             index_page_reorg_attempts: ops.index_page_reorg_attempts,

@@ -19,7 +19,8 @@
 //! | 24     | 2     | special       | start of the layout's special space (pd_special)         |
 //! | 26     | 1     | page_type     | layout tag (0 = untyped)                                 |
 //! | 27     | 1     | flags         | layout flags                                             |
-//! | 28     | 4     | aux           | a word the layout defines (heap: pd_prune_xid)           |
+//! | 28     | 4     | aux           | a word the layout defines (heap: pd_prune_xid; B+tree   |
+//! |        |       |               | node: the last insert, btree::node)                      |
 //! ```
 //! All integers little-endian. `lower..upper` is the hole left out of a full-page image;
 //! a layout that has no hole leaves `lower == upper`.
@@ -161,7 +162,7 @@ pub fn set_flags(page: &mut [u8], f: u8) {
     page[OFF_FLAGS] = f;
 }
 
-/// The layout-defined word (heap: pd_prune_xid).
+/// The layout-defined word (heap: pd_prune_xid; B+tree node: `PAGE_LAST_INSERT`).
 pub fn aux(page: &[u8]) -> u32 {
     get_u32(page, OFF_AUX)
 }

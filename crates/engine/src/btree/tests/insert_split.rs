@@ -204,3 +204,90 @@ fn split_left_logs_the_left_page_as_its_difference_from_the_page_before() {
         assert_eq!(rebuilt, node::pairs(&left), "{what}");
     }
 }
+
+/// A run of inserts in one gap of a leaf, each next to the one before, ends the leaf's
+/// next split at the insert point when `sequential_split` is on (InnoDB btr0btr.cc
+/// `btr_page_get_split_rec_to_right` for an ascending run, `_to_left` for a descending
+/// one). Returns the splits at the insert point the run made and the keys of the leaf
+/// that holds its last insert.
+fn split_after_a_run(descending: bool, sequential_split: bool) -> (u64, Vec<u8>, Vec<Vec<u8>>) {
+    let s = storage(256);
+    let cfg = BTreeConfig {
+        merge_threshold_pct: None,
+        sequential_split,
+        ..BTreeConfig::innodb()
+    };
+    let t = BTree::create(s.pool().clone(), cfg).unwrap();
+    // Keys 1,000 apart, inserted in a random order: leaves about two thirds full.
+    let mut keys: Vec<u32> = (1..=3_000).map(|i| i * 1_000).collect();
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    for i in (1..keys.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        keys.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    for &key in &keys {
+        t.insert(&k(key), &[1u8; 40]).unwrap();
+    }
+    // The run fills the gap above 1,500,000 until a split of its leaf took the rule; a
+    // split before the run's second insert halves the leaf (the last insert was
+    // elsewhere), so the run goes on past it. Without the rule: two splits.
+    let before = t.ops();
+    let mut last = Vec::new();
+    for j in 1..1_000u32 {
+        let key = if descending {
+            1_501_000 - j
+        } else {
+            1_500_000 + j
+        };
+        last = k(key);
+        t.insert(&last, &[2u8; 40]).unwrap();
+        let ops = t.ops();
+        let done = if sequential_split {
+            ops.index_page_splits_at_insert_point > before.index_page_splits_at_insert_point
+        } else {
+            ops.index_page_splits >= before.index_page_splits + 2
+        };
+        if done {
+            break;
+        }
+    }
+    let ops = t.ops();
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+    let leaf = leaves(&s, &t)
+        .into_iter()
+        .map(|(_, keys)| keys)
+        .find(|keys| keys.contains(&last))
+        .unwrap();
+    (
+        ops.index_page_splits_at_insert_point - before.index_page_splits_at_insert_point,
+        last,
+        leaf,
+    )
+}
+
+#[test]
+fn innodb_splits_a_run_of_inserts_at_the_insert_point() {
+    // Ascending: the left page keeps the entries up to the new one and the next.
+    let (n, last, leaf) = split_after_a_run(false, true);
+    assert_eq!(n, 1);
+    assert!(
+        leaf.len() >= 2 && leaf[leaf.len() - 2] == last || leaf == [last.clone()],
+        "{} entries, the new one at {:?}",
+        leaf.len(),
+        leaf.iter().position(|key| *key == last)
+    );
+    // Descending: the page with the new entry starts at the entry before it.
+    let (n, last, leaf) = split_after_a_run(true, true);
+    assert_eq!(n, 1);
+    assert_eq!(leaf.get(1), Some(&last), "{} entries", leaf.len());
+    // Without the rule the same runs split their leaves in halves.
+    for descending in [false, true] {
+        let (n, last, leaf) = split_after_a_run(descending, false);
+        assert_eq!(n, 0);
+        let at = leaf.iter().position(|key| *key == last).unwrap();
+        assert!(at >= 2 && at + 2 < leaf.len(), "{at} of {}", leaf.len());
+    }
+}

@@ -11,8 +11,11 @@ use super::*;
 /// the leftmost leaf's free bytes just before the second split.
 fn inserts_until_second_split(page_garbage: bool) -> (u32, usize) {
     let s = storage(64);
+    // Halving splits: InnoDB would split a descending run at its insert point
+    // (`sequential_split`), leaving nothing to reuse on the left.
     let cfg = BTreeConfig {
         page_garbage,
+        sequential_split: false,
         ..innodb_no_merge()
     };
     let t = BTree::create(s.pool().clone(), cfg).unwrap();
@@ -59,10 +62,12 @@ fn a_leaf_with_garbage_splits_under_the_reorganize_limit() {
 
 /// `merge_fixture`'s leaves (8 KiB pages, 94 % full) with a merge threshold of 45 %: a
 /// leaf crosses it at 17 entries, which fit into a page created by a split (19 entries
-/// and the rest of the page contiguous).
+/// and the rest of the page contiguous). Splits halve the leaf: the tests insert ascending
+/// runs, which InnoDB would split at the insert point (`sequential_split`).
 fn merge_fixture_45(s: &Storage) -> (BTree, Vec<LeafKeys>) {
     let cfg = BTreeConfig {
         merge_threshold_pct: Some(45),
+        sequential_split: false,
         ..BTreeConfig::innodb()
     };
     merge_fixture(s, cfg)
