@@ -316,6 +316,18 @@ pub struct BlocksRw {
 /// sample for sample (an exact peak is not comparable with samples).
 pub const ENGINE_HISTORY_LIST_LENGTH: &str = "engine.history_list_length";
 
+/// The embedded engine's free frames among a [`Sample`]'s `server_counters`, for a design
+/// with undo: a state value (the free list's length at the interval's end), the preset's
+/// side of a real InnoDB's `global_status.Innodb_buffer_pool_pages_free`, which its page
+/// cleaner keeps near `innodb_lru_scan_depth`.
+pub const ENGINE_BUFFER_POOL_PAGES_FREE: &str = "engine.buffer_pool_pages_free";
+
+/// Whether a `server_counters` entry of the embedded engine is a state value (taken at
+/// the interval's end, not differenced).
+pub fn is_engine_state(name: &str) -> bool {
+    name == ENGINE_HISTORY_LIST_LENGTH || name == ENGINE_BUFFER_POOL_PAGES_FREE
+}
+
 /// The embedded engine's B-tree counters among a [`Sample`]'s `server_counters`, for a
 /// design with undo: counts over the interval, the preset's side of a real InnoDB's
 /// `innodb_metrics` of the same names (`index_page_splits`, ...), so that the two are
@@ -330,8 +342,8 @@ pub const ENGINE_BTREE_COUNTERS: [&str; 4] = [
 
 /// The embedded engine's entries of a [`Sample`]'s `server_counters` from its counters
 /// `e` (counts since a mark, state values at its end; `EngineCounters::delta`): for a
-/// design with undo, [`ENGINE_HISTORY_LIST_LENGTH`] and [`ENGINE_BTREE_COUNTERS`]; none
-/// otherwise.
+/// design with undo, [`ENGINE_HISTORY_LIST_LENGTH`], [`ENGINE_BUFFER_POOL_PAGES_FREE`] and
+/// [`ENGINE_BTREE_COUNTERS`]; none otherwise.
 pub fn engine_series_counters(
     design: &DesignConfig,
     e: &EngineCounters,
@@ -343,6 +355,10 @@ pub fn engine_series_counters(
     out.insert(
         ENGINE_HISTORY_LIST_LENGTH.to_string(),
         e.history_list_length as f64,
+    );
+    out.insert(
+        ENGINE_BUFFER_POOL_PAGES_FREE.to_string(),
+        e.buffer_pool_pages_free as f64,
     );
     let ops = [
         e.index_page_splits,

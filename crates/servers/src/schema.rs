@@ -192,6 +192,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 // PostgreSQL counts no B-tree splits (nbtree has no counter for them).
                 "engine.undo.index_page_splits",
                 "engine.undo.index_page_splits_at_insert_point",
+                "engine.undo.buffer_pool_pages_free",
             ]);
             not.extend_from_slice(INNODB_POOL);
         }
@@ -232,6 +233,7 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 index_page_merge_attempts: m("index_page_merge_attempts"),
                 index_page_merge_successful: m("index_page_merge_successful"),
                 index_page_reorg_attempts: m("index_page_reorg_attempts"),
+                buffer_pool_pages_free: g("buffer_pool_pages_free"),
                 ..Default::default()
             };
             not.extend_from_slice(&[

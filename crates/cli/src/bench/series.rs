@@ -25,7 +25,7 @@
 //! from the device's counters and [`close`] turns it into each sample's `device_blocks`.
 
 use crate::progress::LiveRates;
-use crate::result::{BlocksRw, Sample, ENGINE_HISTORY_LIST_LENGTH};
+use crate::result::{is_engine_state, BlocksRw, Sample};
 use mvcclab_engine::stats::{CauseCounts, Counters};
 use mvcclab_servers::Snapshot;
 use mvcclab_workload::driver::{Latency, RunControl};
@@ -42,8 +42,9 @@ pub struct CounterReading {
     /// `total`; a real server attributes only some of its counts (`io.by_cause`).
     pub counters: Counters,
     /// A real server's own counters: counts since the mark, state values as they are now;
-    /// for the embedded engine (a design with undo) the state value
-    /// [`crate::result::ENGINE_HISTORY_LIST_LENGTH`] and the counts
+    /// for the embedded engine (a design with undo) the state values
+    /// [`crate::result::ENGINE_HISTORY_LIST_LENGTH`] and
+    /// [`crate::result::ENGINE_BUFFER_POOL_PAGES_FREE`] and the counts
     /// [`crate::result::ENGINE_BTREE_COUNTERS`], likewise since the mark.
     pub server: Snapshot,
     /// 4 KiB blocks on mvcclab's device by `file CLASS` and by `process KIND` since the
@@ -197,7 +198,7 @@ fn sample(phase: &str, prev: &Reading, cur: &Reading, is_state: &dyn Fn(&str) ->
         .iter()
         .map(|(k, v)| {
             let before = prev.counters.server.get(k).copied().unwrap_or(0.0);
-            let state = is_state(k) || k == ENGINE_HISTORY_LIST_LENGTH;
+            let state = is_state(k) || is_engine_state(k);
             (k.clone(), if state { *v } else { v - before })
         })
         .collect();

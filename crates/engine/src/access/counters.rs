@@ -74,6 +74,11 @@ pub struct EngineCounters {
     /// (`BTreeOps::index_page_reorg_attempts`).
     #[serde(default)]
     pub index_page_reorg_attempts: u64,
+    /// Frames on the buffer pool's free list at the reading, a state value
+    /// (`Innodb_buffer_pool_pages_free`): what the page cleaner's free-page target
+    /// (`innodb_lru_scan_depth`) keeps; the innodb design only.
+    #[serde(default)]
+    pub buffer_pool_pages_free: u64,
 }
 
 /// What garbage collection did (vacuum for `postgres`, purge for `innodb`).

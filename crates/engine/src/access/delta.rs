@@ -12,8 +12,8 @@ use super::stats::TableStats;
 
 impl EngineCounters {
     /// The counters of a phase from its start `before` to `self`: counts as
-    /// `self − before`; the state values `undo_pages_in_use`, `history_list_length` and
-    /// `history_list_length_peak` from `self`.
+    /// `self − before`; the state values `undo_pages_in_use`, `history_list_length`,
+    /// `history_list_length_peak` and `buffer_pool_pages_free` from `self`.
     pub fn delta(&self, before: &EngineCounters) -> EngineCounters {
         let (after, before) = (self, before);
         EngineCounters {
@@ -29,6 +29,7 @@ impl EngineCounters {
             purge_batches: after.purge_batches - before.purge_batches,
             history_list_length: after.history_list_length,
             history_list_length_peak: after.history_list_length_peak,
+            buffer_pool_pages_free: after.buffer_pool_pages_free,
             undo_pages_read: after.undo_pages_read - before.undo_pages_read,
             rseg_pages_read: after.rseg_pages_read - before.rseg_pages_read,
             rseg_pages_written: after.rseg_pages_written - before.rseg_pages_written,
@@ -107,6 +108,7 @@ mod tests {
             history_list_length: 50,
             history_list_length_peak: 90,
             index_page_splits: 3,
+            buffer_pool_pages_free: 700,
             ..Default::default()
         };
         let after = EngineCounters {
@@ -115,6 +117,7 @@ mod tests {
             history_list_length: 20,
             history_list_length_peak: 95,
             index_page_splits: 5,
+            buffer_pool_pages_free: 400,
             ..Default::default()
         };
         let d = after.delta(&before);
@@ -123,6 +126,7 @@ mod tests {
         assert_eq!(d.undo_pages_in_use, 4);
         assert_eq!(d.history_list_length, 20);
         assert_eq!(d.history_list_length_peak, 95);
+        assert_eq!(d.buffer_pool_pages_free, 400);
     }
 
     #[test]

@@ -830,6 +830,7 @@ impl TableAccessMethod for ClusteredAm {
             index_page_merge_attempts: ops.index_page_merge_attempts,
             index_page_merge_successful: ops.index_page_merge_successful,
             index_page_reorg_attempts: ops.index_page_reorg_attempts,
+            buffer_pool_pages_free: pool.free_frames() as u64,
         }
     }
 
