@@ -43,6 +43,21 @@ enum Mode {
 /// nbtree.h BTREE_SINGLEVAL_FILLFACTOR).
 const SINGLEVAL_FILL_PCT: u8 = 96;
 
+/// Where a split divides a page ([`BTree::split_point`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SplitRule {
+    /// Half the bytes each side (nbtsplitloc.c `_bt_findsplitloc`'s default; InnoDB
+    /// `page_get_middle_rec`).
+    Middle,
+    /// The left page keeps this percent of the usable bytes: `rightmost_fill_pct` for an
+    /// insert at the end of the rightmost leaf (nbtsplitloc.c's fillfactor split; InnoDB's
+    /// 15/16 on sequential inserts), [`SINGLEVAL_FILL_PCT`] for a leaf of one key value.
+    Fill(u8),
+    /// The first entry going right is this index of the combined entries: InnoDB's split
+    /// at the insert point ([`BTree::sequential_split_at`]).
+    At(usize),
+}
+
 impl BTree {
     /// Inserts (key, value) as a new entry. In a deduplicating tree the value must be empty
     /// and the key end in a TID; a key whose TID falls inside a posting entry's range is
@@ -404,21 +419,22 @@ impl BTree {
         let new = (key, value);
         let swap: Entry;
         let plain: Entry;
-        let mut fill = None;
-        let mut at = None;
+        let mut rule = SplitRule::Middle;
         match (mode, place) {
             (Mode::Insert, Place::Before(slot)) => {
                 if hdr.right == NO_BLOCK && slot == n_entries {
-                    fill = Some(self.cfg.rightmost_fill_pct);
+                    rule = SplitRule::Fill(self.cfg.rightmost_fill_pct);
                 } else if slot == n_entries && self.single_value(&combined, key) {
                     // nbtsplitloc.c's single value strategy: a leaf holding one key value
                     // (posting entries and the new TID at its end) splits leaving the
                     // left page BTREE_SINGLEVAL_FILLFACTOR full, since later TIDs of
                     // that value go right.
-                    fill = Some(SINGLEVAL_FILL_PCT);
+                    rule = SplitRule::Fill(SINGLEVAL_FILL_PCT);
                 } else {
                     let before = self.node(&page_copy, g.page_id(), Some(0))?;
-                    at = self.sequential_split_at(&before, slot);
+                    if let Some(m) = self.sequential_split_at(&before, slot) {
+                        rule = SplitRule::At(m);
+                    }
                 }
                 combined.insert(slot, new);
             }
@@ -432,7 +448,7 @@ impl BTree {
             (_, Place::Dup) => return Err(self.duplicate(key)),
         }
         let held: Vec<u32> = wp.path.iter().map(|(p, _)| p.page_id().block).collect();
-        let (sep, right) = self.split(&mut g, &page_copy, combined, fill, at, None, &held)?;
+        let (sep, right) = self.split(&mut g, &page_copy, combined, rule, None, &held)?;
         if let Err(e) = self.insert_into_parent(wp, g, sep, right, 0) {
             // The SPLIT record is logged and the cascade stopped: a page below keeps
             // INCOMPLETE_SPLIT until recovery finishes it (see `left_incomplete_split`).
@@ -485,13 +501,15 @@ impl BTree {
                     }
                     let page_copy = pg.data().to_vec();
                     let parent = self.node(&page_copy, pid, None)?;
-                    let at = self.sequential_split_at(&parent, i + 1);
+                    let rule = self
+                        .sequential_split_at(&parent, i + 1)
+                        .map_or(SplitRule::Middle, SplitRule::At);
                     let mut combined = parent.entry_slices()?;
                     combined.insert(i + 1, (&sep, &down));
                     let mut held: Vec<u32> = path.iter().map(|(p, _)| p.page_id().block).collect();
                     held.push(g.page_id().block);
                     let (s, r) =
-                        self.split(&mut pg, &page_copy, combined, None, at, Some(&mut g), &held)?;
+                        self.split(&mut pg, &page_copy, combined, rule, Some(&mut g), &held)?;
                     g = pg;
                     sep = s;
                     right = r;
@@ -548,21 +566,25 @@ impl BTree {
         None
     }
 
-    /// Index `m` of the first entry of `combined` that goes right: `at` when given and
-    /// both halves fit (the split at the insert point, [`BTree::sequential_split_at`]),
-    /// else among the points that leave both halves fitting, the one whose left half is
-    /// closest to the target, which is `fill` percent of the usable bytes when given
-    /// (`rightmost_fill_pct` for ascending inserts: nbtsplitloc.c's fillfactor split of
-    /// the rightmost page, InnoDB `btr_page_get_split_rec_to_right`; [`SINGLEVAL_FILL_PCT`]
-    /// for a leaf of one key value), else half the bytes (`_bt_findsplitloc`'s default:
-    /// equalize free space).
+    /// Index `m` of the first entry of `combined` that goes right, by `rule`: the index of
+    /// [`SplitRule::At`] when both halves fit (else as `Middle`); otherwise among the points
+    /// that leave both halves fitting, the one whose left half is closest to the target,
+    /// which is the percent of the usable bytes of [`SplitRule::Fill`], else half the
+    /// bytes (`_bt_findsplitloc`'s default: equalize free space).
     fn split_point(
         &self,
         combined: &[(&[u8], &[u8])],
         leaf: bool,
-        fill: Option<u8>,
-        at: Option<usize>,
+        rule: SplitRule,
     ) -> Result<usize> {
+        let fill = match rule {
+            SplitRule::Fill(pct) => Some(pct),
+            _ => None,
+        };
+        let at = match rule {
+            SplitRule::At(m) => Some(m),
+            _ => None,
+        };
         let sizes: Vec<usize> = combined
             .iter()
             .map(|(k, v)| self.geo.space(k.len(), v.len()))
@@ -628,14 +650,13 @@ impl BTree {
     /// SPLIT record. `held` are the other pages the caller has latched (a corrupted right
     /// link to one of them is an error, not a self-deadlock). Returns the separator for the parent and the new page's block
     /// (PostgreSQL nbtinsert.c `_bt_split`; InnoDB `btr_page_split_and_insert`). The split
-    /// point is [`BTree::split_point`]'s for `fill` and `at`.
+    /// point is [`BTree::split_point`]'s for `rule`.
     fn split<'a>(
         &'a self,
         g: &mut WritePageGuard<'a>,
         page_before: &[u8],
         mut combined: Vec<(&[u8], &[u8])>,
-        fill: Option<u8>,
-        at: Option<usize>,
+        rule: SplitRule,
         child: Option<&mut WritePageGuard<'a>>,
         held: &[u32],
     ) -> Result<(Vec<u8>, u32)> {
@@ -643,7 +664,7 @@ impl BTree {
         let before_node = self.node(page_before, lid, None)?;
         let (hdr, used_before) = (before_node.header(), before_node.used_bytes());
         let leaf = hdr.level == 0;
-        let m = self.split_point(&combined, leaf, fill, at)?;
+        let m = self.split_point(&combined, leaf, rule)?;
         let sep = if !leaf {
             // The separator moves up; the right page's first entry means minus infinity.
             std::mem::take(&mut combined[m].0).to_vec()
