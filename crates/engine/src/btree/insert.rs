@@ -577,50 +577,46 @@ impl BTree {
         leaf: bool,
         rule: SplitRule,
     ) -> Result<usize> {
-        let fill = match rule {
-            SplitRule::Fill(pct) => Some(pct),
-            _ => None,
-        };
-        let at = match rule {
-            SplitRule::At(m) => Some(m),
-            _ => None,
-        };
         let sizes: Vec<usize> = combined
             .iter()
             .map(|(k, v)| self.geo.space(k.len(), v.len()))
             .collect();
         let total: usize = sizes.iter().sum();
-        if let Some(m) = at.filter(|&m| m >= 1 && m < combined.len()) {
-            let left: usize = sizes[..m].iter().sum();
-            // An internal page's first entry on the right keeps only its downlink.
+        // The right page's bytes when the split puts entry `m` first on the right and the
+        // left page holds `left` bytes, if both pages fit. An internal page's first entry
+        // on the right keeps only its downlink.
+        let fitting_right = |m: usize, left: usize| {
             let first_right = if leaf {
                 sizes[m]
             } else {
                 self.geo.space(0, combined[m].1.len())
             };
             let right = total - left - sizes[m] + first_right;
-            if self.page_fits(m, left) && self.page_fits(combined.len() - m, right) {
-                self.ops
-                    .splits_at_insert_point
-                    .fetch_add(1, Ordering::Relaxed);
-                return Ok(m);
+            (self.page_fits(m, left) && self.page_fits(combined.len() - m, right)).then_some(right)
+        };
+        let fill = match rule {
+            SplitRule::Middle => None,
+            SplitRule::Fill(pct) => Some(pct),
+            SplitRule::At(m) => {
+                if (1..combined.len()).contains(&m)
+                    && fitting_right(m, sizes[..m].iter().sum()).is_some()
+                {
+                    self.ops
+                        .splits_at_insert_point
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Ok(m);
+                }
+                None
             }
-        }
+        };
         let target = self.usable * fill.unwrap_or(50) as usize / 100;
         let mut best: Option<((u8, usize), usize)> = None;
         let mut left = 0;
         for m in 1..combined.len() {
             left += sizes[m - 1];
-            // An internal page's first entry on the right keeps only its downlink.
-            let first_right = if leaf {
-                sizes[m]
-            } else {
-                self.geo.space(0, combined[m].1.len())
-            };
-            let right = total - left - sizes[m] + first_right;
-            if !self.page_fits(m, left) || !self.page_fits(combined.len() - m, right) {
+            let Some(right) = fitting_right(m, left) else {
                 continue;
-            }
+            };
             let score = if fill.is_some() {
                 if left <= target {
                     (0, target - left)

@@ -439,9 +439,12 @@ impl<'a> Node<'a> {
     /// rebuilt since its last insert.
     pub fn is_last_insert(&self, i: usize) -> bool {
         let last = aux(self.p) as usize;
-        last != 0
-            && i < self.n
-            && rd16(self.p, PAGE_HEADER_BYTES + i * self.geo.slot_bytes as usize) as usize == last
+        last != 0 && i < self.n && self.slot_offset(i) == last
+    }
+
+    /// The entry offset slot `i` holds, unchecked (`i` below [`Node::len`]).
+    fn slot_offset(&self, i: usize) -> usize {
+        rd16(self.p, PAGE_HEADER_BYTES + i * self.geo.slot_bytes as usize) as usize
     }
 
     /// Free bytes for one more entry: the hole, and with
@@ -482,7 +485,7 @@ impl<'a> Node<'a> {
                 format!("entry {i} asked of {} entries", self.n),
             ));
         }
-        let off = rd16(self.p, PAGE_HEADER_BYTES + i * self.geo.slot_bytes as usize) as usize;
+        let off = self.slot_offset(i);
         let h = if self.geo.innodb_compact {
             1
         } else {

@@ -19,7 +19,7 @@
 //! | 24     | 2     | special       | start of the layout's special space (pd_special)         |
 //! | 26     | 1     | page_type     | layout tag (0 = untyped)                                 |
 //! | 27     | 1     | flags         | layout flags                                             |
-//! | 28     | 4     | aux           | a word the layout defines (heap: pd_prune_xid; B+tree   |
+//! | 28     | 4     | aux           | a word the layout defines (heap: pd_prune_xid; B+tree    |
 //! |        |       |               | node: the last insert, btree::node)                      |
 //! ```
 //! All integers little-endian. `lower..upper` is the hole left out of a full-page image;

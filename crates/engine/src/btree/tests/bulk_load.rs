@@ -42,13 +42,7 @@ fn bulk_load_packs_leaves_to_the_fill_target_and_the_tree_stays_usable() {
     // A built tree is smaller than the same keys inserted in random order.
     let r = BTree::create(s.pool().clone(), pg_plain()).unwrap();
     let mut order: Vec<usize> = (0..entries.len()).collect();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for i in (1..order.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        order.swap(i, (x % (i as u64 + 1)) as usize);
-    }
+    shuffle(&mut order, 0x9E37_79B9_7F4A_7C15);
     for i in order {
         r.insert(&entries[i].0, b"").unwrap();
     }

@@ -220,13 +220,7 @@ fn split_after_a_run(descending: bool, sequential_split: bool) -> (u64, Vec<u8>,
     let t = BTree::create(s.pool().clone(), cfg).unwrap();
     // Keys 1,000 apart, inserted in a random order: leaves about two thirds full.
     let mut keys: Vec<u32> = (1..=3_000).map(|i| i * 1_000).collect();
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    for i in (1..keys.len()).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        keys.swap(i, (x % (i as u64 + 1)) as usize);
-    }
+    shuffle(&mut keys, 0x9E37_79B9_7F4A_7C15);
     for &key in &keys {
         t.insert(&k(key), &[1u8; 40]).unwrap();
     }

@@ -70,6 +70,18 @@ fn k(i: u32) -> Vec<u8> {
     format!("k{i:08}").into_bytes()
 }
 
+/// Shuffles `v` in place (Fisher–Yates) with an xorshift64 generator started at `seed`:
+/// the same order on every run.
+fn shuffle<T>(v: &mut [T], seed: u64) {
+    let mut x = seed;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+}
+
 fn collect(t: &BTree, lo: Bound<&[u8]>, hi: Bound<&[u8]>, dir: ScanDirection) -> Result<Vec<Kv>> {
     let mut out = Vec::new();
     t.scan(lo, hi, dir, &mut |k, v| {
