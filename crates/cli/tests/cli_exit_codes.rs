@@ -64,6 +64,51 @@ fn a_bad_flag_still_exits_2() {
     assert!(err.contains("--threads must be at least 1"), "{err}");
 }
 
+/// `--output` naming a directory, or a file in a directory that does not exist, is a
+/// usage error found before the run (not after it, when the report has nowhere to go);
+/// a file in an existing directory is written.
+#[test]
+fn an_output_path_that_cannot_be_written_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no_such_dir").join("r.json");
+    let file = dir.path().join("r.json");
+    let run = |output: &str| {
+        mvcclab(&[
+            "run",
+            "--table-size",
+            "100",
+            "--events",
+            "10",
+            "--time",
+            "0",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--format",
+            "json",
+            "--output",
+            output,
+        ])
+    };
+    for (output, says) in [
+        (dir.path().to_str().unwrap(), "is a directory"),
+        (missing.to_str().unwrap(), "does not exist"),
+    ] {
+        let out = run(output);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{output}: {err}");
+        assert!(err.contains(says) && err.contains("--output"), "{err}");
+        assert!(!err.contains("loading"), "refused before loading: {err}");
+    }
+    let out = run(file.to_str().unwrap());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(report["runs"].as_array().map(Vec::len), Some(1));
+}
 /// `device mount` on a machine without `fusermount3` (an empty PATH here): one line
 /// naming what to install, exit 2, nothing mounted.
 #[test]

@@ -36,6 +36,11 @@ use std::time::{Duration, Instant};
 
 const KIND: ServerKind = ServerKind::MariaDb;
 
+/// The workload's tables as a regular expression over a table's name (sysbench's
+/// `sbtestN`, sysbench-tpcc's nine tables with their set number, the hot-set experiment's
+/// table).
+const WORKLOAD_TABLES: &str = "(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set";
+
 /// INNODB_METRICS subsystems kept in a snapshot.
 const METRIC_SUBSYSTEMS: &str =
     "'buffer','buffer_page_io','purge','transaction','recovery','index','lock','server'";
@@ -144,6 +149,113 @@ impl MariaDb {
         self.admin()
             .query_drop(sql)
             .map_err(|e| ServerError::sql(KIND, sql, e))
+    }
+
+    /// The status variables, INNODB_METRICS, the workload tables' sizes, the device's and
+    /// the process's counters: a snapshot without the buffer pool census.
+    ///
+    /// Errors: [`ServerError::Sql`].
+    fn counters(&self) -> Result<Snapshot, ServerError> {
+        let mut s = Snapshot::new();
+        // One statement for every variable a snapshot keeps.
+        let names: Vec<String> = STATUS_VARIABLES.iter().map(|n| format!("'{n}'")).collect();
+        let condition = format!(
+            "Variable_name LIKE 'Innodb_%'{} OR Variable_name IN ({})",
+            if self.kind == ServerKind::MyRocks {
+                " OR Variable_name LIKE 'Rocksdb_%'"
+            } else {
+                ""
+            },
+            names.join(",")
+        );
+        for (k, v) in self.status(&condition)? {
+            s.insert(format!("global_status.{k}"), v);
+        }
+        let q = format!(
+            "SELECT NAME, COUNT, CAST(TYPE AS CHAR) FROM information_schema.INNODB_METRICS \
+             WHERE ENABLED = 1 AND SUBSYSTEM IN ({METRIC_SUBSYSTEMS})"
+        );
+        let rows: Vec<(String, i64, String)> = self
+            .admin()
+            .query(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        let mut state = self.state_metrics.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, count, ty) in rows {
+            let key = format!("innodb_metrics.{name}");
+            if ty == "value" {
+                state.insert(key.clone());
+            }
+            s.insert(key, count as f64);
+        }
+        drop(state);
+        let page = self.kind.page_size_bytes();
+        let q = format!(
+            "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / {page} AS DOUBLE), \
+             CAST(coalesce(sum(INDEX_LENGTH), 0) / {page} AS DOUBLE) FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP '^({WORKLOAD_TABLES})$'"
+        );
+        let sizes: Option<(f64, f64)> = self
+            .admin()
+            .query_first(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        let (t, i) = sizes.unwrap_or_default();
+        s.insert("space.table_pages".into(), t);
+        s.insert("space.index_pages".into(), i);
+        device_snapshot(self.managed.as_ref(), &mut s)?;
+        // A managed server's CPU use (mariadbd is one process: its own fields cover its
+        // exited threads' times and faults, not their context switches; cpu.rs).
+        if let Some(pid) = self.managed.as_ref().and_then(|m| m.pid()) {
+            if let Ok(t) = crate::cpu::tree_cpu(pid) {
+                crate::cpu::snapshot_entries(&t, &mut s);
+            }
+        }
+        Ok(s)
+    }
+
+    /// The buffer pool by owner from `information_schema.INNODB_BUFFER_PAGE`, in the
+    /// classes a preset's pool report gives (crates/cli/src/bench/figures.rs `PoolOwners`):
+    /// `innodb_buffer_page.owner_<class>_pages`, `_dirty` (`OLDEST_MODIFICATION > 0`) and
+    /// `_old` (`IS_OLD`, an integer 0 or 1 in 10.11: comparing it with `'YES'` counts the
+    /// young blocks), class `table` (the PRIMARY or GEN_CLUST_INDEX of a workload
+    /// table), `index` (its other indexes), `undo` (`UNDO_LOG` pages), `freed` (a FILE_PAGE
+    /// block of type `UNKNOWN`: a page freed while resident, buf0buf.cc `buf_page_free`,
+    /// whose identity handler/i_s.cc no longer reads; a block being read in shows the
+    /// same), `memory` (blocks lent to the adaptive hash index and lock heaps), `system`
+    /// (the rest: rollback segment headers, dictionary and file-space pages); and
+    /// `innodb_buffer_page.unused` (`NOT_USED`: the free list). State values. The view
+    /// copies every block's descriptor under the buffer pool mutex, so it is read in the
+    /// snapshots around a phase, not in a time series' samples.
+    ///
+    /// Errors: [`ServerError::Sql`].
+    fn read_buffer_page(&self, s: &mut Snapshot) -> Result<(), ServerError> {
+        let q = format!(
+            "SELECT CASE \
+               WHEN PAGE_STATE = 'NOT_USED' THEN 'unused' \
+               WHEN PAGE_STATE <> 'FILE_PAGE' THEN 'memory' \
+               WHEN PAGE_TYPE = 'UNKNOWN' THEN 'freed' \
+               WHEN PAGE_TYPE = 'UNDO_LOG' THEN 'undo' \
+               WHEN PAGE_TYPE = 'INDEX' AND TABLE_NAME REGEXP \
+                 CONCAT('^`', DATABASE(), '`\\\\.`({WORKLOAD_TABLES})`$') THEN \
+                 IF(INDEX_NAME IN ('PRIMARY', 'GEN_CLUST_INDEX'), 'table', 'index') \
+               ELSE 'system' END AS owner, \
+             CAST(COUNT(*) AS DOUBLE), CAST(SUM(OLDEST_MODIFICATION > 0) AS DOUBLE), \
+             CAST(SUM(IS_OLD = 1) AS DOUBLE) \
+             FROM information_schema.INNODB_BUFFER_PAGE GROUP BY owner"
+        );
+        let rows: Vec<(String, f64, f64, f64)> = self
+            .admin()
+            .query(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        for (owner, pages, dirty, old) in rows {
+            if owner == "unused" {
+                s.insert("innodb_buffer_page.unused".into(), pages);
+                continue;
+            }
+            for (what, v) in [("pages", pages), ("dirty", dirty), ("old", old)] {
+                s.insert(format!("innodb_buffer_page.owner_{owner}_{what}"), v);
+            }
+        }
+        Ok(())
     }
 
     /// `SHOW GLOBAL STATUS` values whose name matches the SQL `condition`, numeric ones
@@ -494,65 +606,22 @@ impl RealServer for MariaDb {
     }
 
     fn snapshot(&self) -> Result<Snapshot, ServerError> {
-        let mut s = Snapshot::new();
-        // One statement for every variable a snapshot keeps.
-        let names: Vec<String> = STATUS_VARIABLES.iter().map(|n| format!("'{n}'")).collect();
-        let condition = format!(
-            "Variable_name LIKE 'Innodb_%'{} OR Variable_name IN ({})",
-            if self.kind == ServerKind::MyRocks {
-                " OR Variable_name LIKE 'Rocksdb_%'"
-            } else {
-                ""
-            },
-            names.join(",")
-        );
-        for (k, v) in self.status(&condition)? {
-            s.insert(format!("global_status.{k}"), v);
-        }
-        let q = format!(
-            "SELECT NAME, COUNT, CAST(TYPE AS CHAR) FROM information_schema.INNODB_METRICS \
-             WHERE ENABLED = 1 AND SUBSYSTEM IN ({METRIC_SUBSYSTEMS})"
-        );
-        let rows: Vec<(String, i64, String)> = self
-            .admin()
-            .query(&q)
-            .map_err(|e| ServerError::sql(KIND, &q, e))?;
-        let mut state = self.state_metrics.lock().unwrap_or_else(|p| p.into_inner());
-        for (name, count, ty) in rows {
-            let key = format!("innodb_metrics.{name}");
-            if ty == "value" {
-                state.insert(key.clone());
-            }
-            s.insert(key, count as f64);
-        }
-        drop(state);
-        let page = self.kind.page_size_bytes();
-        let q = format!(
-            "SELECT CAST(coalesce(sum(DATA_LENGTH), 0) / {page} AS DOUBLE), \
-             CAST(coalesce(sum(INDEX_LENGTH), 0) / {page} AS DOUBLE) FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME REGEXP \
-             '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set)$'"
-        );
-        let sizes: Option<(f64, f64)> = self
-            .admin()
-            .query_first(&q)
-            .map_err(|e| ServerError::sql(KIND, &q, e))?;
-        let (t, i) = sizes.unwrap_or_default();
-        s.insert("space.table_pages".into(), t);
-        s.insert("space.index_pages".into(), i);
-        device_snapshot(self.managed.as_ref(), &mut s)?;
-        // A managed server's CPU use (mariadbd is one process: its own fields cover its
-        // exited threads' times and faults, not their context switches; cpu.rs).
-        if let Some(pid) = self.managed.as_ref().and_then(|m| m.pid()) {
-            if let Ok(t) = crate::cpu::tree_cpu(pid) {
-                crate::cpu::snapshot_entries(&t, &mut s);
-            }
+        let mut s = self.counters()?;
+        if self.kind != ServerKind::MyRocks {
+            self.read_buffer_page(&mut s)?;
         }
         Ok(s)
     }
 
+    /// The counters without the buffer pool census, which scans every block of the pool
+    /// under its mutex: what a time series samples once per interval.
+    fn sample(&self) -> Result<Snapshot, ServerError> {
+        self.counters()
+    }
+
     fn is_state(&self, name: &str) -> bool {
         name.starts_with("space.")
+            || name.starts_with("innodb_buffer_page.")
             || name == "cpu.processes"
             || name
                 .strip_prefix("global_status.")

@@ -1,5 +1,6 @@
 #!/bin/bash
 # usage: mdbpool.sh WORKLOAD ROWS POOL_BYTES RATE OUT — fresh MariaDB, load, sysbench 45 s, INNODB_BUFFER_PAGE composition at 25 s and 40 s
+# (2026-11-27) IS_OLD is an integer in 10.11; rw1m.pool25.txt and rw1m.pool40.txt were read with IS_OLD='YES', so their "old" column counts the young blocks.
 set -e
 WL=$1; ROWS=$2; POOL=$3; R=$4; OUT=$5
 D=/tmp/mdbp; rm -rf $D; mkdir -p $D; chown mysql:mysql $D
@@ -9,7 +10,7 @@ setsid runuser -u mysql -- /usr/sbin/mariadbd --no-defaults --datadir=$D --socke
 for i in $(seq 60); do mariadb -h127.0.0.1 -P$PORT -uroot -e "select 1" >/dev/null 2>&1 && break; sleep 1; done
 mariadb -h127.0.0.1 -P$PORT -uroot -e "create database sbtest"
 /work/main/target/release/mvcclab run --target mariadb --url mysql://root@127.0.0.1:$PORT/sbtest --workload $WL --tables 1 --table-size $ROWS --time 1 > $OUT.load.log 2>&1
-Q="select PAGE_STATE, PAGE_TYPE, coalesce(INDEX_NAME,'-') idx, count(*) n, sum(OLDEST_MODIFICATION>0) dirty, sum(IS_OLD='YES') old from information_schema.INNODB_BUFFER_PAGE group by 1,2,3 order by n desc"
+Q="select PAGE_STATE, PAGE_TYPE, coalesce(INDEX_NAME,'-') idx, count(*) n, sum(OLDEST_MODIFICATION>0) dirty, sum(IS_OLD=1) old from information_schema.INNODB_BUFFER_PAGE group by 1,2,3 order by n desc"
 sysbench $WL --mysql-host=127.0.0.1 --mysql-port=$PORT --mysql-user=root --mysql-db=sbtest --tables=1 --table-size=$ROWS --threads=4 --rate=$R --time=45 run > $OUT.sysbench.log &
 SB=$!
 sleep 25; mariadb -h127.0.0.1 -P$PORT -uroot -e "$Q" > $OUT.pool25.txt

@@ -4,7 +4,7 @@
 
 use super::args::{driver_info, CommonArgs, DeviceArgs};
 use super::config::open_database_on;
-use super::figures::{buffer_cache_histogram, engine_report, io_report, read_events};
+use super::figures::{buffer_cache_histogram, engine_report, io_report, read_events, PoolOwners};
 use super::phase::{Mark, PhaseDelta};
 use super::series::CounterReading;
 use super::subject::Subject;
@@ -236,7 +236,11 @@ impl Subject for EmbeddedRun {
             d.wal_by_record,
         );
         let pool = db.storage().pool();
-        engine.buffer_cache = buffer_cache_histogram(pool.state().frames, &pool.buffer_cache());
+        let owners = pool_owners(db, &tables)?;
+        engine.buffer_cache =
+            buffer_cache_histogram(pool.state().frames, &pool.buffer_cache(), |e| {
+                owners.class(e)
+            });
         let device = self.device;
         Ok(RunReport {
             target: "embedded".into(),
@@ -320,6 +324,22 @@ impl Subject for EmbeddedRun {
 
 /// The space at the end, with the device's bytes split by file kind when it
 /// compresses.
+/// The relations of `tables` and the undo log, to class a pool's frames by owner.
+///
+/// Errors: [`mvcclab_engine::Error::Catalog`] for a table that does not exist.
+fn pool_owners(db: &Database, tables: &[TableId]) -> Result<PoolOwners> {
+    let mut o = PoolOwners {
+        undo: db.undo_relation(),
+        ..Default::default()
+    };
+    for &t in tables {
+        let r = db.relations(t)?;
+        o.tables.insert(r.table);
+        o.indexes.extend(r.index_relations());
+    }
+    Ok(o)
+}
+
 fn space(db: &Database, d: &super::phase::PhaseDelta, page: u64) -> Space {
     use mvcclab_engine::device::file_ids::{is_relation, is_wal};
     let mut s = Space::new(

@@ -5,12 +5,14 @@
 //! versions traversed per read, ...).
 
 use crate::result::{per, BlocksPerTxn, EngineReport, Io, PerOp};
+use mvcclab_engine::buffer::BufferCacheEntry;
 use mvcclab_engine::db::EngineCounters;
+use mvcclab_engine::device::FileId;
 use mvcclab_engine::heap::TableStats;
 use mvcclab_engine::stats::{Cause, CauseCounts, Counters};
 use mvcclab_engine::wal::RecordTypeCounts;
 use mvcclab_workload::driver::RunResult;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The operations behind each foreground cause, by the driver's operation kinds.
 fn ops_of_cause(cause: Cause, ops_by_kind: &BTreeMap<String, u64>, txns: u64) -> u64 {
@@ -138,28 +140,76 @@ pub fn engine_report(
 }
 
 /// A pool's frames in [`EngineReport::buffer_cache`]'s terms: by usage count and dirty
-/// flag, and the frames holding no page.
+/// flag, the frames holding no page, and by owner (`owner_<class>_pages`, `_dirty`,
+/// `_old`, classes from `owner`; [`PoolOwners`]).
 pub fn buffer_cache_histogram(
     frames: usize,
-    entries: &[mvcclab_engine::buffer::BufferCacheEntry],
+    entries: &[BufferCacheEntry],
+    owner: impl Fn(&BufferCacheEntry) -> &'static str,
 ) -> BTreeMap<String, u64> {
     let mut h = BTreeMap::new();
     for e in entries {
         let state = if e.dirty { "dirty" } else { "clean" };
         *h.entry(format!("usage_{}_{state}", e.usage_count))
             .or_insert(0) += 1;
+        let class = owner(e);
+        for (what, counted) in [("pages", true), ("dirty", e.dirty), ("old", e.old)] {
+            if counted {
+                *h.entry(format!("owner_{class}_{what}")).or_insert(0) += 1;
+            }
+        }
     }
     h.insert("unused".into(), frames.saturating_sub(entries.len()) as u64);
     h
 }
 
-/// The `pg_buffercache.*` state values of a PostgreSQL server's counters in
-/// [`EngineReport::buffer_cache`]'s terms; empty when the server has none.
+/// Whose page a frame holds, in the classes a preset's pool and MariaDB's
+/// `information_schema.INNODB_BUFFER_PAGE` both give (the server's side:
+/// crates/servers/src/mariadb.rs `read_buffer_page`): `table` (a workload table's heap or
+/// clustered index), `index` (its other indexes), `undo` (undo log pages:
+/// `PAGE_TYPE = 'UNDO_LOG'`), `freed` (a page freed while it stays resident: InnoDB's
+/// FREED blocks, which that view shows as `PAGE_TYPE = 'UNKNOWN'`), `system` (anything
+/// else: rollback segment headers, which MariaDB shows as `SYSTEM` pages, and MariaDB's
+/// dictionary and file-space pages).
+#[derive(Clone, Debug, Default)]
+pub struct PoolOwners {
+    /// Heap or clustered-index relations of the workload's tables.
+    pub tables: BTreeSet<FileId>,
+    /// Their index relations (a heap table's primary key included).
+    pub indexes: BTreeSet<FileId>,
+    /// The undo log's relation, if the design has one.
+    pub undo: Option<FileId>,
+}
+
+impl PoolOwners {
+    /// The class of `e`'s page.
+    pub fn class(&self, e: &BufferCacheEntry) -> &'static str {
+        let rel = e.page.rel;
+        if e.freed {
+            "freed"
+        } else if self.tables.contains(&rel) {
+            "table"
+        } else if self.indexes.contains(&rel) {
+            "index"
+        } else if self.undo == Some(rel) && e.page_type == mvcclab_engine::clustered::PAGE_TYPE_UNDO
+        {
+            "undo"
+        } else {
+            "system"
+        }
+    }
+}
+
+/// The `pg_buffercache.*` state values of a PostgreSQL server's counters, or the
+/// `innodb_buffer_page.*` ones of a MariaDB server's, in [`EngineReport::buffer_cache`]'s
+/// terms; empty when the server has none.
 pub fn server_buffer_cache(counters: &BTreeMap<String, f64>) -> BTreeMap<String, u64> {
     counters
         .iter()
         .filter_map(|(k, &v)| {
-            let name = k.strip_prefix("pg_buffercache.")?;
+            let name = k
+                .strip_prefix("pg_buffercache.")
+                .or_else(|| k.strip_prefix("innodb_buffer_page."))?;
             Some((name.to_string(), v.max(0.0).round() as u64))
         })
         .collect()
@@ -168,7 +218,6 @@ pub fn server_buffer_cache(counters: &BTreeMap<String, f64>) -> BTreeMap<String,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mvcclab_engine::buffer::BufferCacheEntry;
     use mvcclab_engine::page::PageId;
 
     #[test]
@@ -179,13 +228,23 @@ mod tests {
             usage_count,
             dirty,
             pins: 0,
+            old: false,
+            page_type: 0,
+            freed: false,
         };
-        let h = buffer_cache_histogram(8, &[e(0, 0, true), e(1, 0, true), e(2, 3, false)]);
-        let want: BTreeMap<String, u64> =
-            [("usage_0_dirty", 2), ("usage_3_clean", 1), ("unused", 5)]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
+        let h = buffer_cache_histogram(8, &[e(0, 0, true), e(1, 0, true), e(2, 3, false)], |_| {
+            "table"
+        });
+        let want: BTreeMap<String, u64> = [
+            ("usage_0_dirty", 2),
+            ("usage_3_clean", 1),
+            ("unused", 5),
+            ("owner_table_pages", 3),
+            ("owner_table_dirty", 2),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
         assert_eq!(h, want);
         let server: BTreeMap<String, f64> = [
             ("pg_buffercache.usage_0_dirty", 2.0),
@@ -196,6 +255,51 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        assert_eq!(server_buffer_cache(&server), want);
+        let mut want_server = want.clone();
+        want_server.retain(|k, _| !k.starts_with("owner_"));
+        assert_eq!(server_buffer_cache(&server), want_server);
+        // MariaDB's census has the preset's owner names.
+        let mariadb: BTreeMap<String, f64> = [
+            ("innodb_buffer_page.owner_table_pages", 3.0),
+            ("innodb_buffer_page.owner_table_dirty", 2.0),
+            ("innodb_buffer_page.unused", 5.0),
+            ("global_status.Innodb_buffer_pool_pages_free", 5.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let mut want_mariadb = want.clone();
+        want_mariadb.retain(|k, _| !k.starts_with("usage_"));
+        assert_eq!(server_buffer_cache(&mariadb), want_mariadb);
+    }
+
+    /// A frame's owner: freed before anything else, then its relation, and in the undo
+    /// relation its page type (undo pages; the rollback segment headers are `system`).
+    #[test]
+    fn pool_owners_class_frames_as_innodb_buffer_page_does() {
+        let o = PoolOwners {
+            tables: [20].into(),
+            indexes: [21].into(),
+            undo: Some(30),
+        };
+        let e = |rel, page_type, freed| BufferCacheEntry {
+            frame: 0,
+            page: PageId::new(rel, 1),
+            usage_count: 0,
+            dirty: false,
+            pins: 0,
+            old: false,
+            page_type,
+            freed,
+        };
+        let undo = mvcclab_engine::clustered::PAGE_TYPE_UNDO;
+        let rseg = mvcclab_engine::clustered::PAGE_TYPE_RSEG;
+        assert_eq!(o.class(&e(20, 0, false)), "table");
+        assert_eq!(o.class(&e(21, 0, false)), "index");
+        assert_eq!(o.class(&e(21, 0, true)), "freed");
+        assert_eq!(o.class(&e(30, undo, false)), "undo");
+        assert_eq!(o.class(&e(30, undo, true)), "freed");
+        assert_eq!(o.class(&e(30, rseg, false)), "system");
+        assert_eq!(o.class(&e(99, 0, false)), "system");
     }
 }

@@ -110,7 +110,7 @@ pub struct ConnectionStormArgs {
     #[arg(long, default_value = "md")]
     pub format: String,
     /// Write the report here; `-` is standard output.
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_parser = crate::export::output_path)]
     pub output: String,
     /// Also write DIR/connection_storm.json and DIR/summary.md.
     #[arg(long, value_name = "DIR")]

@@ -30,7 +30,7 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Where the merged report goes (with --merge); `-` is standard output.
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_parser = crate::export::output_path)]
     pub output: String,
     /// Draw `blocks_per_second.svg` stacked by cause, one panel per run.
     #[arg(long)]

@@ -93,7 +93,7 @@ pub struct StorageBenchArgs {
     #[arg(long, value_enum, default_value_t = BasicFormat::Table)]
     pub format: BasicFormat,
     /// Write the report here; `-` is standard output.
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_parser = crate::export::output_path)]
     pub output: String,
 }
 

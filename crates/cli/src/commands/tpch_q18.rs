@@ -592,7 +592,7 @@ pub struct TpchQ18Args {
     #[arg(long, default_value_t = 1.0)]
     pub report_interval: f64,
     /// Write the report (JSON) here; `-` is standard output.
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_parser = crate::export::output_path)]
     pub output: String,
     /// Also write DIR/tpch_q18.json and DIR/summary.md.
     #[arg(long, value_name = "DIR")]

@@ -28,7 +28,7 @@ pub use exporter::Exporter;
 pub use json::{to_json, JsonExporter};
 pub use markdown::{fidelity_markdown, markdown_table, to_markdown, MarkdownExporter};
 pub use merge::{join_experiment_runs, merge_points, read_points, Merged};
-pub use output::{emit, exporter, write_report, BasicFormat, Format, OutputArgs};
+pub use output::{emit, exporter, output_path, write_report, BasicFormat, Format, OutputArgs};
 pub use report_dir::{write_experiment_dir, write_report_dir};
 pub use summary::{
     causes_with_blocks, fidelity_grid, label, ratio_text, run_label, server_versions, summary_rows,

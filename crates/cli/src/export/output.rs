@@ -18,7 +18,7 @@ pub struct OutputArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Write the report here; `-` is standard output.
-    #[arg(long, default_value = "-")]
+    #[arg(long, default_value = "-", value_parser = output_path)]
     pub output: String,
     /// Also write the report directory into DIR: JSON, CSV, a Markdown summary and, for
     /// run/compare, SVG plots.
@@ -53,6 +53,30 @@ pub enum BasicFormat {
     Table,
     /// The report as JSON.
     Json,
+}
+
+/// Checks an `--output` value before any work starts, so that a run of minutes does not
+/// end in an error about where its report goes: `-`, or a file path whose directory
+/// exists and which is not itself a directory (use `--report DIR` for a directory).
+///
+/// Errors: the path names a directory, or its parent directory does not exist.
+pub fn output_path(s: &str) -> std::result::Result<String, String> {
+    if s == "-" {
+        return Ok(s.to_string());
+    }
+    let p = std::path::Path::new(s);
+    if p.is_dir() {
+        return Err(format!(
+            "{s} is a directory; --output takes a file path or - (--report DIR writes a report directory)"
+        ));
+    }
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => Err(format!(
+            "directory {} does not exist; create it first",
+            d.display()
+        )),
+        _ => Ok(s.to_string()),
+    }
 }
 
 /// Writes `text` to `output`: a file path, or `-` for standard output.

@@ -338,6 +338,10 @@ impl Replacer for LruMidpoint {
         }
     }
 
+    fn is_old(&self, frame: FrameId) -> bool {
+        self.is_old[frame].load(Ordering::Relaxed)
+    }
+
     fn removed(&self, frame: FrameId) {
         let mut l = self.list.lock();
         if l.nodes[frame].in_list {

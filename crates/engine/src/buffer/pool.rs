@@ -274,7 +274,10 @@ pub struct PoolState {
 /// One frame of the pool as contrib/pg_buffercache's view shows a buffer: the page it
 /// holds, its replacement figure (the clock sweep's usage count, 0 to
 /// [`super::BM_MAX_USAGE_COUNT`]; 0 under a policy without one), whether it is dirty and
-/// how many pins it has now. Read without locks, as pg_buffercache reads each header on
+/// how many pins it has now; and as InnoDB's `information_schema.INNODB_BUFFER_PAGE`
+/// shows a block: whether it is in the old sublist (`IS_OLD`), its page type, and whether
+/// the page was freed while it stayed resident (a FREED block, which that view shows as
+/// `PAGE_TYPE = 'UNKNOWN'`). Read without locks, as pg_buffercache reads each header on
 /// its own: a busy pool may change while it is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BufferCacheEntry {
@@ -288,6 +291,17 @@ pub struct BufferCacheEntry {
     pub dirty: bool,
     /// Pins held now (`pinning_backends`, counted per pin here).
     pub pins: u32,
+    /// In the old sublist of InnoDB's LRU list (`INNODB_BUFFER_PAGE.IS_OLD`); false under
+    /// a policy without one ([`super::replacer::Replacer::is_old`]).
+    #[serde(default)]
+    pub old: bool,
+    /// The page's layout tag ([`crate::page::page_type`]), read from the frame.
+    #[serde(default)]
+    pub page_type: u8,
+    /// The page's block is free in its relation while the frame still holds it: a page
+    /// freed in place ([`BufferPool::free_resident`], InnoDB's FREED block state).
+    #[serde(default)]
+    pub freed: bool,
 }
 
 pub(super) struct Frame {
@@ -1709,12 +1723,19 @@ impl BufferPool {
             .enumerate()
             .filter_map(|(f, fr)| {
                 let page = unpack(fr.page.load(Ordering::Acquire))?;
+                let page_type = match fr.data.try_read() {
+                    Some(d) if fr.valid.load(Ordering::Acquire) => crate::page::page_type(&d),
+                    _ => 0,
+                };
                 Some(BufferCacheEntry {
                     frame: f,
                     page,
                     usage_count: self.replacer.usage(f),
                     dirty: fr.dirty.load(Ordering::Acquire),
                     pins: fr.pins.load(Ordering::Acquire),
+                    old: self.replacer.is_old(f),
+                    page_type,
+                    freed: self.store.is_free(page).unwrap_or(false),
                 })
             })
             .collect()

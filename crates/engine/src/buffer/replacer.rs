@@ -106,6 +106,12 @@ pub trait Replacer: Send + Sync {
     fn usage(&self, _frame: FrameId) -> u8 {
         0
     }
+    /// Whether `frame` is in the old sublist of an LRU list with midpoint insertion
+    /// (`buf_page_t::old`, `INNODB_BUFFER_PAGE.IS_OLD`). By default false: a policy
+    /// without one.
+    fn is_old(&self, _frame: FrameId) -> bool {
+        false
+    }
     /// `frame` no longer holds a page.
     fn removed(&self, frame: FrameId);
     /// A frame to evict among those for which `evictable` is true (unpinned), or `None`

@@ -342,6 +342,19 @@ fn a_freed_page_allocated_again_keeps_its_lru_place_and_a_read_makes_an_old_page
     let tail = s.pool().victim_order(1)[0];
     assert!(s.pool().free_resident(tail));
     s.store().free_page(tail).unwrap();
+    // The census (INNODB_BUFFER_PAGE's view): the tail is old and freed; 37 % of the 64
+    // frames are old; the head is neither.
+    let census = s.pool().buffer_cache();
+    let entry = |id| *census.iter().find(|e| e.page == id).unwrap();
+    assert!(entry(tail).old && entry(tail).freed, "{:?}", entry(tail));
+    let old = census.iter().filter(|e| e.old).count();
+    assert!((22..=25).contains(&old), "{old} old frames of 64");
+    assert_eq!(census.iter().filter(|e| e.freed).count(), 1);
+    // The page type is read from the frame.
+    let head = census.iter().find(|e| !e.old).unwrap().page;
+    crate::page::set_page_type(s.pool().fetch_write(head).unwrap().data_mut(), 9);
+    let census = s.pool().buffer_cache();
+    assert_eq!(census.iter().find(|e| e.page == head).unwrap().page_type, 9);
     let before = s.snapshot();
     let g = s.pool().new_page(rel).unwrap();
     assert_eq!(g.page_id(), tail, "the freed block is allocated again");

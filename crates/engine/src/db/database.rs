@@ -470,6 +470,12 @@ impl Database {
         self.engine.relations(t)
     }
 
+    /// The undo log's relation (innodb: rollback segment headers and undo pages), or
+    /// `None` for a design without one.
+    pub fn undo_relation(&self) -> Option<crate::device::FileId> {
+        self.engine.catalog().undo_relation
+    }
+
     /// Stops background work and closes the storage with a checkpoint.
     ///
     /// Errors: those of the final checkpoint.
