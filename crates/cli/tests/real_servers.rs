@@ -264,6 +264,26 @@ fn mariadb_counters_match_the_statements_sent() {
     check_series(&r, "global_status.Com_commit");
     let cpu = r.cpu.as_ref().expect("cpu section of a managed server");
     assert!(cpu.by_kind["server"].task_clock_us() > 0, "{cpu:?}");
+    // The pool census: every block of the pool in one class, the workload's pages
+    // classed as its table and index, dirty and old within pages.
+    let bc = &r.engine.buffer_cache;
+    let get = |k: &str| bc.get(k).copied().unwrap_or(0);
+    let classes = ["table", "index", "undo", "freed", "system", "memory"];
+    let resident: u64 = classes
+        .iter()
+        .map(|c| get(&format!("owner_{c}_pages")))
+        .sum();
+    let pool_pages = counter(&r, "global_status.Innodb_buffer_pool_pages_total");
+    assert_eq!((resident + get("unused")) as f64, pool_pages, "{bc:?}");
+    assert!(
+        get("owner_table_pages") > 0 && get("owner_index_pages") > 0,
+        "{bc:?}"
+    );
+    for c in classes {
+        let pages = get(&format!("owner_{c}_pages"));
+        assert!(get(&format!("owner_{c}_dirty")) <= pages, "{c}: {bc:?}");
+        assert!(get(&format!("owner_{c}_old")) <= pages, "{c}: {bc:?}");
+    }
 }
 
 #[test]
