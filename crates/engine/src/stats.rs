@@ -228,6 +228,12 @@ metrics! {
     /// access, which leave it where it is (`Innodb_buffer_pool_pages_made_not_young`;
     /// buf0buf.h `buf_page_peek_if_too_old`). Only the LRU midpoint policy.
     buffer_pages_made_not_young;
+    /// Accesses that moved a page of the young sublist back to the head of the LRU list
+    /// because it had drifted past the first quarter of the young sublist, by the eviction
+    /// clock (buf0buf.h `buf_page_peek_if_young` false → buf0lru.cc `buf_page_make_young`,
+    /// which counts nothing for a young page: InnoDB has no such counter, so MariaDB's
+    /// side of this figure is not measured). Only the LRU midpoint policy.
+    buffer_pages_moved_to_head;
     /// Pages initialized in the pool without a read while not resident: a new page of a
     /// relation (or a page redo rebuilds whole) that needed a frame (InnoDB
     /// `Innodb_pages_created`, innodb_metrics `buffer_pages_created`: buf0buf.cc

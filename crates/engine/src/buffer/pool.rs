@@ -908,7 +908,8 @@ impl BufferPool {
                     self.replacer.accessed(f)
                 };
                 match touch {
-                    Touch::Unchanged | Touch::MovedToHead => {}
+                    Touch::Unchanged => {}
+                    Touch::MovedToHead => self.stats.add(Metric::buffer_pages_moved_to_head, 1),
                     Touch::MadeYoung => self.stats.add(Metric::buffer_pages_made_young, 1),
                     Touch::MadeNotYoung => self.stats.add(Metric::buffer_pages_made_not_young, 1),
                 }

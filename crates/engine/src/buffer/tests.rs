@@ -371,6 +371,25 @@ fn a_freed_page_allocated_again_keeps_its_lru_place_and_a_read_makes_an_old_page
     assert_ne!(s.pool().victim_order(1), vec![tail], "moved to the head");
     let d = s.snapshot().delta(&before).counters.total();
     assert_eq!(d.buffer_pages_made_young, 1, "{d:?}");
+    // The young page nearest the old sublist was put at the head before the first
+    // eviction, more than 64 × 646 / 4096 = 10 evictions ago: a read moves it back to the
+    // head (buf_page_peek_if_young), counted as moved, not as made young.
+    let census = s.pool().buffer_cache();
+    let is_young = |id: &PageId| census.iter().any(|e| e.page == *id && !e.old && !e.freed);
+    let last_young = s
+        .pool()
+        .victim_order(64)
+        .into_iter()
+        .find(is_young)
+        .unwrap();
+    let before = s.snapshot();
+    drop(s.pool().fetch_read(last_young).unwrap());
+    let d = s.snapshot().delta(&before).counters.total();
+    assert_eq!(
+        (d.buffer_pages_moved_to_head, d.buffer_pages_made_young),
+        (1, 0),
+        "{d:?}"
+    );
 }
 
 /// A freed page stays in its frame, clean, until eviction reaches it (InnoDB's FREED
