@@ -56,36 +56,34 @@ pub enum BasicFormat {
 }
 
 /// Checks an `--output` value before any work starts, so that a run of minutes does not
-/// end in an error about where its report goes: `-`, or a file path whose directory
-/// exists and which is not itself a directory (use `--report DIR` for a directory).
+/// end in an error about where its report goes: `-`, or a path that is not a directory
+/// (use `--report DIR` for a directory). A missing parent directory is created when the
+/// report is written ([`emit`]), as `--report` creates its directory.
 ///
-/// Errors: the path names a directory, or its parent directory does not exist.
+/// Errors: the path names a directory.
 pub fn output_path(s: &str) -> std::result::Result<String, String> {
-    if s == "-" {
-        return Ok(s.to_string());
-    }
-    let p = std::path::Path::new(s);
-    if p.is_dir() {
+    if s != "-" && std::path::Path::new(s).is_dir() {
         return Err(format!(
             "{s} is a directory; --output takes a file path or - (--report DIR writes a report directory)"
         ));
     }
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => Err(format!(
-            "directory {} does not exist; create it first",
-            d.display()
-        )),
-        _ => Ok(s.to_string()),
-    }
+    Ok(s.to_string())
 }
 
-/// Writes `text` to `output`: a file path, or `-` for standard output.
+/// Writes `text` to `output`: a file path, its missing parent directories created, or
+/// `-` for standard output.
 ///
-/// Errors: the file cannot be written (the message names `--output`).
+/// Errors: the directory or the file cannot be written (the message names `--output`).
 pub fn emit(text: &str, output: &str) -> Result<()> {
     if output == "-" {
         std::io::stdout().write_all(text.as_bytes())?;
     } else {
+        if let Some(dir) = std::path::Path::new(output).parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating the directory of --output {output}"))?;
+            }
+        }
         std::fs::write(output, text).with_context(|| format!("writing --output {output}"))?;
     }
     Ok(())
