@@ -11,6 +11,14 @@ fn mvcclab(args: &[&str]) -> std::process::Output {
         .expect("run mvcclab")
 }
 
+/// `mvcclab <command>` of 10 events over 100 rows, no timed phases, quiet, plus `extra`.
+fn tiny(command: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![command, "--quiet", "--table-size", "100", "--events", "10"];
+    args.extend_from_slice(&["--time", "0", "--warmup", "0"]);
+    args.extend_from_slice(extra);
+    mvcclab(&args)
+}
+
 /// `--data-dir` under a regular file: the engine cannot create the design's directory
 /// (tests run as root, so permissions would not stop it; ENOTDIR does).
 #[test]
@@ -20,20 +28,7 @@ fn an_engine_failure_exits_1_with_the_engines_message() {
     std::fs::write(&file, b"not a directory").unwrap();
     let data_dir = file.join("data");
     for command in ["run", "compare"] {
-        let out = mvcclab(&[
-            command,
-            "--quiet",
-            "--table-size",
-            "100",
-            "--events",
-            "10",
-            "--time",
-            "0",
-            "--warmup",
-            "0",
-            "--data-dir",
-            data_dir.to_str().unwrap(),
-        ]);
+        let out = tiny(command, &["--data-dir", data_dir.to_str().unwrap()]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{command}: {err}");
         assert!(
@@ -45,20 +40,7 @@ fn an_engine_failure_exits_1_with_the_engines_message() {
 
 #[test]
 fn a_bad_flag_still_exits_2() {
-    let out = mvcclab(&[
-        "run",
-        "--threads",
-        "0",
-        "--table-size",
-        "100",
-        "--events",
-        "10",
-        "--time",
-        "0",
-        "--warmup",
-        "0",
-        "--quiet",
-    ]);
+    let out = tiny("run", &["--threads", "0"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--threads must be at least 1"), "{err}");
@@ -70,24 +52,7 @@ fn a_bad_flag_still_exits_2() {
 #[test]
 fn an_output_path_that_is_a_directory_is_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |output: &str| {
-        mvcclab(&[
-            "run",
-            "--table-size",
-            "100",
-            "--events",
-            "10",
-            "--time",
-            "0",
-            "--warmup",
-            "0",
-            "--quiet",
-            "--format",
-            "json",
-            "--output",
-            output,
-        ])
-    };
+    let run = |output: &str| tiny("run", &["--format", "json", "--output", output]);
     let out = run(dir.path().to_str().unwrap());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
