@@ -322,8 +322,6 @@ impl Subject for EmbeddedRun {
     }
 }
 
-/// The space at the end, with the device's bytes split by file kind when it
-/// compresses.
 /// The relations of `tables` and the undo log, to class a pool's frames by owner.
 ///
 /// Errors: [`mvcclab_engine::Error::Catalog`] for a table that does not exist.
@@ -340,6 +338,8 @@ fn pool_owners(db: &Database, tables: &[TableId]) -> Result<PoolOwners> {
     Ok(o)
 }
 
+/// The space at the end, with the device's bytes split by file kind when it
+/// compresses.
 fn space(db: &Database, d: &super::phase::PhaseDelta, page: u64) -> Space {
     use mvcclab_engine::device::file_ids::{is_relation, is_wal};
     let mut s = Space::new(
