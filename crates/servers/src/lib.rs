@@ -44,6 +44,16 @@
 //! dies, the kernel stops its servers (parent-death signal, see [`managed`]).
 #![warn(missing_docs)]
 
+/// The workload's numbered tables as a regular-expression alternation over a table's
+/// name: sysbench's `sbtestN` and sysbench-tpcc's nine tables with their set number. One
+/// list for both servers' queries (postgresql.rs `TABLES`, mariadb.rs `WORKLOAD_TABLES`),
+/// each adding its own suffixes and the hot-set experiment's table.
+macro_rules! workload_table_names {
+    () => {
+        "(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+"
+    };
+}
+
 pub mod cpu;
 pub mod file_class;
 pub mod loopdev;

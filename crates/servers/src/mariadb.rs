@@ -39,7 +39,7 @@ const KIND: ServerKind = ServerKind::MariaDb;
 /// The workload's tables as a regular expression over a table's name (sysbench's
 /// `sbtestN`, sysbench-tpcc's nine tables with their set number, the hot-set experiment's
 /// table).
-const WORKLOAD_TABLES: &str = "(sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+|hot_set";
+const WORKLOAD_TABLES: &str = concat!(workload_table_names!(), "|hot_set");
 
 /// INNODB_METRICS subsystems kept in a snapshot.
 const METRIC_SUBSYSTEMS: &str =

@@ -346,7 +346,11 @@ impl PostgreSql {
 /// The tables whose counters a snapshot sums: sysbench's `sbtestN`, sysbench-tpcc's nine of
 /// each set, and the `update_hot_set` experiment's; with `_history`, the periods extension's
 /// history table of one of them (`experiment system_versioning`'s `history_table` variant).
-const TABLES: &str = "relname ~ '^((sbtest|warehouse|district|customer|history|orders|new_orders|order_line|stock|item)[0-9]+(_history)?|hot_set)$'";
+const TABLES: &str = concat!(
+    "relname ~ '^(",
+    workload_table_names!(),
+    "(_history)?|hot_set)$'"
+);
 
 impl Target for PostgreSql {
     fn prepare(&self, kind: WorkloadKind, opts: &SysbenchOptions, seed: u64) -> Result<(), String> {
