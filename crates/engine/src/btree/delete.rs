@@ -20,6 +20,15 @@ use std::sync::atomic::Ordering;
 /// How often `BTree::free_merged` tries to take a freed page that a reader pins.
 const FREE_RESIDENT_TRIES: usize = 100;
 
+/// Which of the two leaves of a merge is freed (`BTree::merge`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Victim {
+    /// The right one: it moves into its left sibling (MERGE).
+    Right,
+    /// The left one: it moves into its right sibling (MERGE_RIGHT).
+    Left,
+}
+
 impl BTree {
     /// Removes the entry with `key`; `Ok(false)` when there is none. Without a merge
     /// threshold a leaf may become empty and stays in the tree (PostgreSQL deletes empty
@@ -111,20 +120,22 @@ impl BTree {
     /// `btr_cur_compress_if_useful`). The pessimistic descent latches the parent
     /// exclusively, then the leaf's left sibling under the same parent, the leaf and its
     /// right sibling, in key order (InnoDB's `btr_cur_latch_leaves` latches left, self,
-    /// right for BTR_MODIFY_TREE, reading both siblings). A left sibling under another
-    /// parent is only read, without waiting for its latch (it precedes the parent in the
-    /// lock order), and never merged with. Still below the threshold under the latches, the
-    /// leaf counts a merge attempt; it moves into its left sibling when all its entries fit
-    /// there (with [`BTreeConfig::innodb_compact`](super::BTreeConfig::innodb_compact),
-    /// together with the page directory InnoDB reserves for all of them:
-    /// `btr_can_merge_with_page`'s `page_get_max_insert_size_after_reorganize`), else its
-    /// right sibling (same parent) moves into it when that fits: the left page always
-    /// survives, so no page's low fence changes (InnoDB moves the leaf into
-    /// its right sibling instead; the same pages are read and written, but InnoDB updates
-    /// the left neighbour's link where mvcclab updates the right one's). The emptied page
+    /// right for BTR_MODIFY_TREE). A left sibling under another parent precedes the parent
+    /// in the lock order: it is only try-latched, without waiting, and never merged with.
+    /// Still below the threshold under the latches, the leaf counts a merge attempt; it
+    /// moves into its left sibling when all its entries fit there (with
+    /// [`BTreeConfig::innodb_compact`](super::BTreeConfig::innodb_compact), together with
+    /// the page directory InnoDB reserves for all of them: `btr_can_merge_with_page`'s
+    /// `page_get_max_insert_size_after_reorganize`; MERGE), else into its right sibling
+    /// (same parent) when they fit there (`is_left` false; MERGE_RIGHT): the right page
+    /// survives, its low fence lowered to the leaf's, and the leaf's left neighbour is
+    /// linked to it, so that neighbour's latch is needed; when the try-latch of a left
+    /// neighbour under another parent failed, there is no merge (InnoDB, which holds the
+    /// index latch in SX for the whole change, waits for it). Either way the leaf itself
     /// is freed ([`node::FLAG_FREED`]) to the relation's free list. Merges stop at the
     /// leaves: an internal page that falls below the threshold stays (InnoDB compresses the
-    /// father level too, and lifts a lone child into the root).
+    /// father level too, and lifts a lone child into the root), and a sibling under another
+    /// parent is never merged with (InnoDB merges across fathers).
     ///
     /// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a damaged page on the path or sibling links that
     /// disagree with the parent's downlinks; pool and WAL errors.
@@ -157,11 +168,14 @@ impl BTree {
             let below = self.below_merge_threshold(&n);
             (n.header(), below, n.len(), n.used_bytes())
         };
-        if left.is_none() && lh.left != NO_BLOCK {
-            // Read, not merged with: see the doc above.
+        // A left sibling under another parent precedes the parent in the lock order: it
+        // is only try-latched (see the doc above).
+        let mut other_left = if left.is_none() && lh.left != NO_BLOCK {
             let other = self.linked(lh.left, lid, "left link")?;
-            drop(self.pool.try_fetch_write(other)?);
-        }
+            self.pool.try_fetch_write(other)?
+        } else {
+            None
+        };
         if left_block.is_some_and(|b| b != lh.left)
             || right_in_parent.is_some_and(|b| b != lh.right)
         {
@@ -181,7 +195,7 @@ impl BTree {
         if let Some(l) = left.as_mut() {
             let ln = self.node(l.data(), l.page_id(), Some(0))?;
             if self.page_fits(ln.len() + leaf_n, ln.used_bytes() + leaf_used) {
-                self.merge(&mut parent, i, l, &mut leaf, right.as_mut(), false)?;
+                self.merge(&mut parent, i, l, &mut leaf, right.as_mut(), Victim::Right)?;
                 drop((parent, left, right));
                 return self.free_merged(leaf);
             }
@@ -190,31 +204,36 @@ impl BTree {
         let (Some(_), Some(mut r)) = (right_in_parent, right) else {
             return Ok(());
         };
-        let (fits, rr) = {
+        let fits = {
             let rn = self.node(r.data(), r.page_id(), Some(0))?;
-            let fits = self.page_fits(rn.len() + leaf_n, rn.used_bytes() + leaf_used);
-            (fits, rn.right())
+            self.page_fits(rn.len() + leaf_n, rn.used_bytes() + leaf_used)
         };
-        if !fits {
+        // The leaf's left neighbour gets a new right link: without its latch (a left
+        // sibling under another parent that another thread holds) there is no merge.
+        let prev = left.as_mut().or(other_left.as_mut());
+        if !fits || (lh.left != NO_BLOCK && prev.is_none()) {
             return Ok(());
         }
-        drop(left);
-        let mut next = match rr {
-            NO_BLOCK => None,
-            b => Some(self.fetch_write(b, r.page_id(), "right link")?),
-        };
-        self.merge(&mut parent, i + 1, &mut leaf, &mut r, next.as_mut(), true)?;
-        drop((parent, leaf, next));
-        self.free_merged(r)
+        self.merge(&mut parent, i, &mut r, &mut leaf, prev, Victim::Left)?;
+        drop((parent, left, other_left, r));
+        self.free_merged(leaf)
     }
 
-    /// Moves every entry of `victim` to the end of `survivor` (its left sibling), removes
-    /// the victim's downlink (slot `slot` of `parent`), links `survivor` to the victim's
-    /// right sibling `next` and back, and marks the victim freed: one MERGE record
-    /// (InnoDB `btr_compress`: `page_copy_rec_list_end` / `_start` into the merge page,
-    /// `btr_level_list_remove`, `btr_node_ptr_delete`, `btr_page_free`). `into_right`: the
-    /// leaf is `survivor` and InnoDB would move it into its right sibling `victim`, whose
-    /// garbage then decides the reorganization and the merged page's garbage
+    /// Moves every entry of `victim` into `survivor`, its sibling under `parent`, removes
+    /// one downlink, links `survivor` to the victim's outer neighbour `outer` and back, and
+    /// marks the victim freed: one record (InnoDB `btr_compress`: `page_copy_rec_list_end`
+    /// / `_start` into the merge page, `btr_level_list_remove`, the node pointer's update
+    /// and delete, `btr_page_free`).
+    /// - [`Victim::Right`]: `victim` is the right sibling, at downlink `slot`, and its
+    ///   entries go after the survivor's; `outer` is the victim's right sibling; the
+    ///   victim's downlink is removed (MERGE).
+    /// - [`Victim::Left`]: `victim` is the left sibling, at downlink `slot`, and its
+    ///   entries go before the survivor's; `outer` is the victim's left sibling; downlink
+    ///   `slot` keeps its separator and names the survivor, whose own downlink
+    ///   (`slot + 1`) is removed (`btr_node_ptr_set_child_page_no`; MERGE_RIGHT). The
+    ///   survivor's low fence moves down to the victim's.
+    ///
+    /// The survivor's garbage and free space decide its reorganization
     /// (`BTree::note_leaf_merge`).
     fn merge<'a>(
         &'a self,
@@ -222,8 +241,8 @@ impl BTree {
         slot: usize,
         survivor: &mut WritePageGuard<'a>,
         victim: &mut WritePageGuard<'a>,
-        next: Option<&mut WritePageGuard<'a>>,
-        into_right: bool,
+        outer: Option<&mut WritePageGuard<'a>>,
+        side: Victim,
     ) -> Result<()> {
         let (sid, vid, pid) = (survivor.page_id(), victim.page_id(), parent.page_id());
         // The survivor is rebuilt in place from its own entries and the victim's: its entries
@@ -231,25 +250,53 @@ impl BTree {
         let before = survivor.data().to_vec();
         let sn = self.node(&before, sid, Some(0))?;
         let vn = self.node(victim.data(), vid, Some(0))?;
-        // Each page's free space for the other's entries (InnoDB's
+        // The survivor's free space for the victim's entries (InnoDB's
         // `page_get_max_insert_size(merge_page, n_recs)`).
-        let (sh, survivor_free, survivor_bytes) =
-            (sn.header(), sn.free_bytes_for(vn.len()), sn.used_bytes());
-        let (vh, moved_bytes, victim_free) =
-            (vn.header(), vn.used_bytes(), vn.free_bytes_for(sn.len()));
-        if self.node(parent.data(), pid, Some(1))?.child(slot)? != vid.block {
-            return Err(Error::corrupted(format!(
-                "B+tree {pid}: downlink {slot} does not name {vid}"
-            )));
+        let (sh, survivor_free) = (sn.header(), sn.free_bytes_for(vn.len()));
+        let (vh, moved_bytes) = (vn.header(), vn.used_bytes());
+        let (survivor_slot, victim_slot) = match side {
+            Victim::Right => (slot - 1, slot),
+            Victim::Left => (slot + 1, slot),
+        };
+        {
+            let pn = self.node(parent.data(), pid, Some(1))?;
+            if pn.child(victim_slot)? != vid.block || pn.child(survivor_slot)? != sid.block {
+                return Err(Error::corrupted(format!(
+                    "B+tree {pid}: downlinks {victim_slot} and {survivor_slot} do not name {vid} and {sid}"
+                )));
+            }
         }
-        let mut all = Vec::with_capacity(sn.len() + vn.len());
-        all.extend(sn.entry_slices()?);
-        let kept = all.len();
-        all.extend(vn.entry_slices()?);
-        let data = bwal::encode_merge(vh.right, &all[kept..]);
-        let new_sh = NodeHeader {
-            right: vh.right,
-            ..sh
+        let own = sn.entry_slices()?;
+        let moved = vn.entry_slices()?;
+        let (all, new_sh, code, link, data) = match side {
+            Victim::Right => {
+                let all: Vec<_> = own.iter().chain(&moved).copied().collect();
+                let h = NodeHeader {
+                    right: vh.right,
+                    ..sh
+                };
+                (
+                    all,
+                    h,
+                    info::MERGE,
+                    vh.right,
+                    bwal::encode_merge(vh.right, &moved),
+                )
+            }
+            Victim::Left => {
+                let all: Vec<_> = moved.iter().chain(&own).copied().collect();
+                let h = NodeHeader {
+                    left: vh.left,
+                    ..sh
+                };
+                (
+                    all,
+                    h,
+                    info::MERGE_RIGHT,
+                    vh.left,
+                    bwal::encode_merge(vh.left, &moved),
+                )
+            }
         };
         node::build(survivor.data_mut(), sid, self.geo, new_sh, &all)?;
         let none: [(&[u8], &[u8]); 0] = [];
@@ -260,24 +307,39 @@ impl BTree {
             bwal::freed_header(),
             &none,
         )?;
-        if into_right {
-            let garbage = self.leaf_garbage(vid.block);
-            self.note_leaf_merge(sid.block, vid.block, victim_free, garbage, survivor_bytes);
-        } else {
-            let garbage = self.leaf_garbage(sid.block);
-            self.note_leaf_merge(sid.block, vid.block, survivor_free, garbage, moved_bytes);
+        let garbage = self.leaf_garbage(sid.block);
+        self.note_leaf_merge(sid.block, vid.block, survivor_free, garbage, moved_bytes);
+        let mut parent_data = (slot as u16).to_le_bytes().to_vec();
+        match side {
+            Victim::Right => node::remove_at(parent.data_mut(), pid, slot)?,
+            Victim::Left => {
+                node::set_child(parent.data_mut(), pid, slot, sid.block)?;
+                node::remove_at(parent.data_mut(), pid, slot + 1)?;
+                parent_data.extend_from_slice(&sid.block.to_le_bytes());
+            }
         }
-        node::remove_at(parent.data_mut(), pid, slot)?;
-        let mut rec = RecordBuilder::new(rmgr::BTREE, info::MERGE)
+        let mut rec = RecordBuilder::new(rmgr::BTREE, code)
             .block(sid, false, &data)
             .block(vid, true, &[])
-            .block(pid, false, &(slot as u16).to_le_bytes());
+            .block(pid, false, &parent_data);
         let mut guards: Vec<&mut WritePageGuard<'a>> = vec![survivor, victim, parent];
-        if let Some(nx) = next {
-            let nid = nx.page_id();
-            node::set_left(nx.data_mut(), nid, sid.block)?;
-            rec = rec.block(nid, false, &sid.block.to_le_bytes());
-            guards.push(nx);
+        if let Some(o) = outer {
+            let oid = o.page_id();
+            if oid.block != link {
+                return Err(Error::corrupted(format!(
+                    "B+tree {vid}: its sibling link names {link}, not {oid}"
+                )));
+            }
+            match side {
+                Victim::Right => node::set_left(o.data_mut(), oid, sid.block)?,
+                Victim::Left => node::set_right(o.data_mut(), oid, sid.block)?,
+            }
+            rec = rec.block(oid, false, &sid.block.to_le_bytes());
+            guards.push(o);
+        } else if link != NO_BLOCK {
+            return Err(Error::corrupted(format!(
+                "B+tree {vid}: its sibling {link} was not latched for the merge"
+            )));
         }
         let rec = rec.main_data(&bwal::encode_geometry(self.geo));
         log_change(self.pool.wal(), &rec, &mut guards)?;

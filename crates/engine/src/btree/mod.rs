@@ -18,8 +18,8 @@
 //! Schkolnick 1977), which needs neither high keys nor move-right. Without a merge
 //! threshold (PostgreSQL: nbtree never merges) empty leaves stay; with one
 //! ([`BTreeConfig::merge_threshold_pct`], InnoDB btr0btr.cc `btr_compress`) a leaf left
-//! below it by a delete merges with a sibling under the same parent, the left page
-//! surviving.
+//! below it by a delete merges with a sibling under the same parent: into the left one,
+//! else into the right one, the leaf's page freed either way.
 //!
 //! The files follow PostgreSQL's nbtree file map (src/backend/access/nbtree/), each
 //! operation's file an `impl BTree` block:
@@ -60,10 +60,11 @@
 //! 2. Within a page, keys strictly ascend in slot order. An internal page's first key is
 //!    empty and means minus infinity; child `i` holds exactly the keys `k` with
 //!    `key(i) <= k < key(i + 1)` (bounds inherited from the parent at the ends). So every
-//!    page has a fixed *low fence* that never changes (splits keep the left page's low
-//!    fence, the new right page takes `[separator, old high)`; a merge keeps the left
-//!    page, whose range grows to the freed right page's high bound), and no page changes
-//!    level while it is in the tree. A page a merge freed ([`node::FLAG_FREED`]) is named
+//!    page has a *low fence*, which only a merge into the right sibling changes (splits
+//!    keep the left page's low fence, the new right page takes `[separator, old high)`; a
+//!    merge into the left sibling grows the left page's range to the freed page's high
+//!    bound; a merge into the right sibling lowers the right page's low fence to the freed
+//!    page's), and no page changes level while it is in the tree. A page a merge freed ([`node::FLAG_FREED`]) is named
 //!    by no downlink or sibling link; the relation's free list gives it to a later split,
 //!    which rebuilds it whole.
 //! 3. The entry area `[upper, special)` holds exactly the live entries, packed; the hole
@@ -128,11 +129,13 @@
 //! 8. A merge ([`BTree::delete`] below the threshold) descends pessimistically to the
 //!    leaf's parent (exclusive, ancestors released: the parent only loses a downlink),
 //!    then latches exclusively, in key order, the left sibling under the same parent, the
-//!    leaf, its right sibling, and, when the right sibling is merged away, that page's
-//!    right sibling. A left sibling under another parent precedes the parent in the lock
-//!    order: it is only try-latched (read, never merged with). A scan moving right never
-//!    reaches a freed page: it latches the right sibling before releasing its leaf, and a
-//!    merge holds both the survivor and the freed page. A forward scan that released its
+//!    leaf, and its right sibling; a left sibling under another parent precedes the parent
+//!    in the lock order, so it is only try-latched after the leaf (never merged with; a
+//!    merge into the right sibling, which relinks it, does not happen without it). Every
+//!    wait is for a page later in the order than every page the thread holds, the
+//!    try-latched one included. A scan moving right never reaches a freed page: it
+//!    latches the right sibling before releasing its leaf, and a merge holds the freed
+//!    leaf, the survivor and the neighbour whose link it changes. A forward scan that released its
 //!    leaf to run its callback resumes from the root after the last key delivered when
 //!    merges are on (its leaf may have been freed, even reused, meanwhile; InnoDB's
 //!    `btr_pcur_t::restore_position`), and from its leaf's block otherwise.
@@ -143,8 +146,13 @@
 //! sibling after its left, the new right page of a split after the left, and, when an
 //! internal page splits, its right sibling after the child whose split it completes
 //! (still latched: its whole range lies left of that sibling's low fence, as in
-//! PostgreSQL's `_bt_split`). Since low fences never change (invariant 2), the order is
-//! fixed and no cycle of waits can form. A page just allocated for a split or a new root
+//! PostgreSQL's `_bt_split`). The one change of a low fence leaves the order of the pages
+//! in the tree as it was: a merge into the right sibling R lowers R's low fence from the
+//! separator `s` to the freed leaf L's low fence `f`, and the only page in the tree
+//! between (`f`, 0) and (`s`, 0) was L (no page of a higher level has its low fence in
+//! `(f, s]`: `s` is a separator inside their common parent, so no page above the leaves
+//! starts there), which the merge held and freed. So the order of the pages in the tree
+//! is fixed and no cycle of waits can form. A page just allocated for a split or a new root
 //! is outside the order: no other thread can reach it before it is linked in, so latching
 //! it never waits (the pool's eviction only try-locks a victim).
 //!
@@ -183,7 +191,10 @@
 //! unreachable. A merge is one MERGE record naming the surviving leaf (the entries
 //! appended, its new right link), the freed leaf (will_init: rebuilt empty and flagged
 //! freed), the parent (the downlink removed) and the freed leaf's right sibling (its new
-//! left link), so a crash leaves the merge whole or absent. Freed pages are listed in
+//! left link), or one MERGE_RIGHT record naming the surviving right sibling (the entries
+//! put first, its new left link), the freed leaf, the parent (the freed leaf's downlink
+//! pointed at the survivor, the survivor's own removed) and the freed leaf's left
+//! sibling (its new right link), so a crash leaves the merge whole or absent. Freed pages are listed in
 //! memory only: after a crash they stay unused (they leak, as freed undo pages do).
 
 mod build;

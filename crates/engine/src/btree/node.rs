@@ -992,6 +992,23 @@ pub fn set_left(p: &mut [u8], id: PageId, left: u32) -> Result<()> {
     Ok(())
 }
 
+/// Sets the right sibling of node page `p`. Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page.
+pub fn set_right(p: &mut [u8], id: PageId, right: u32) -> Result<()> {
+    Node::parse(p, id)?;
+    let sp = p.len() - SPECIAL_BYTES;
+    wr32(p, sp + SP_RIGHT, right);
+    Ok(())
+}
+
+/// Points downlink `i` of internal page `p` at block `child`, its separator unchanged
+/// (InnoDB btr0btr.cc `btr_node_ptr_set_child_page_no`).
+///
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for a bad page, or an entry that is not a downlink.
+pub fn set_child(p: &mut [u8], id: PageId, i: usize, child: u32) -> Result<()> {
+    Node::parse(p, id)?.child(i)?;
+    patch_value(p, id, i, 0, &child.to_le_bytes())
+}
+
 /// Contents of the meta page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {

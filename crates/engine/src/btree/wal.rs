@@ -31,6 +31,7 @@
 //! | 0xC0 | VACUUM       | 0: leaf, as DELETE_DEAD: `n u16 | n × slot u16` (ascending: entries removed), then, only when a posting entry lost some of its TIDs, `m u16 | m × slot_entry` (entries rewritten; slots as before the record); redo compacts the survivors as the change did | — |
 //! | 0xF0 | CREATE       | 0: meta page, will_init, meta fields; 1: root leaf, will_init, `node_image` | — |
 //! | 0xB0 | MERGE        | 0: surviving leaf, `right u32 | n u16 | n × entry` (its new right link; the entries appended at its end); 1: freed leaf, will_init, empty; 2: parent, `slot u16` (the freed leaf's downlink, removed); 3 (when the freed leaf had a right sibling): that sibling, `new left u32` | `geometry` |
+//! | 0xD0 | MERGE_RIGHT  | 0: surviving leaf (the freed leaf's right sibling), `left u32 | n u16 | n × entry` (its new left link; the entries put before its own); 1: freed leaf, will_init, empty; 2: parent, `slot u16 | child u32` (the freed leaf's downlink, which now names the survivor `child`; the survivor's old downlink at `slot + 1` removed); 3 (when the freed leaf had a left sibling): that sibling, `new right u32` | `geometry` |
 //!
 //! The codes follow PostgreSQL's `XLOG_BTREE_*` where the record means the same
 //! (INSERT_LEAF 0x00, INSERT_UPPER 0x10, NEWROOT 0xA0, VACUUM 0xC0); SPLIT
@@ -62,7 +63,12 @@
 //! (so the bytes are those of a tree without deduplication) when there are none. MERGE
 //! is InnoDB's page merge (btr0btr.cc `btr_compress`), which MariaDB logs as the moved
 //! records' inserts, the node pointer's delete and the page's FREE_PAGE record in one
-//! mini-transaction; PostgreSQL has no such record.
+//! mini-transaction; PostgreSQL has no such record. MERGE_RIGHT is the same merge when
+//! the leaf moves into its right sibling (`btr_compress` with `is_left` false:
+//! `page_copy_rec_list_end` into the right page, `btr_level_list_remove`,
+//! `btr_node_ptr_set_child_page_no` on the leaf's node pointer, the right page's own node
+//! pointer deleted), under a code PostgreSQL gives to XLOG_BTREE_REUSE_PAGE, which
+//! mvcclab does not write.
 
 use super::node::{self, Geometry, Meta, NodeHeader, FLAG_INCOMPLETE_SPLIT, META_BYTES};
 use crate::error::Result;
@@ -110,6 +116,9 @@ pub mod info {
     pub const DEDUP: u8 = 0x90;
     /// A leaf merged into its left sibling and freed (InnoDB btr0btr.cc `btr_compress`).
     pub const MERGE: u8 = 0xB0;
+    /// A leaf merged into its right sibling and freed (InnoDB btr0btr.cc `btr_compress`
+    /// when the leaf does not fit into its left sibling: `is_left` false).
+    pub const MERGE_RIGHT: u8 = 0xD0;
 }
 
 /// The name of B+tree record `info` (the constant's name in [`info`]), `None` for an
@@ -130,6 +139,7 @@ pub fn info_name(code: u8) -> Option<&'static str> {
         info::INSERT_POST => "INSERT_POST",
         info::DEDUP => "DEDUP",
         info::MERGE => "MERGE",
+        info::MERGE_RIGHT => "MERGE_RIGHT",
         _ => return None,
     })
 }
@@ -146,10 +156,12 @@ fn put_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(out: &mut Vec<u8>, entries: &[(K,
     }
 }
 
-/// `right u32 | n u16 | n × entry`: a MERGE record's data for the surviving leaf.
-pub fn encode_merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(right: u32, entries: &[(K, V)]) -> Vec<u8> {
+/// `link u32 | n u16 | n × entry`: the surviving leaf's data in a MERGE record (`link` is
+/// its new right link, the entries are appended) or a MERGE_RIGHT record (its new left
+/// link, the entries put first).
+pub fn encode_merge<K: AsRef<[u8]>, V: AsRef<[u8]>>(link: u32, entries: &[(K, V)]) -> Vec<u8> {
     let mut out = Vec::new();
-    out.extend_from_slice(&right.to_le_bytes());
+    out.extend_from_slice(&link.to_le_bytes());
     put_entries(&mut out, entries);
     out
 }
@@ -714,7 +726,48 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             }));
             node::build(page, id, g, h, &node::pairs(&all))?;
         }
-        (info::MERGE, 1) => {
+        (info::MERGE_RIGHT, 0) => {
+            let left = r.u32()?;
+            let moved = r.entries()?;
+            r.end()?;
+            let (h, g, own) = {
+                let survivor = node::Node::parse(page, id)?;
+                let h = NodeHeader {
+                    left,
+                    ..survivor.header()
+                };
+                (h, survivor.geometry(), survivor.entries()?)
+            };
+            if let (Some(last), Some(first)) = (moved.last(), own.first()) {
+                if last.0 >= first.key.as_slice() {
+                    return Err(r
+                        .bad("MERGE_RIGHT puts keys not below the surviving leaf's first")
+                        .into());
+                }
+            }
+            let mut all: Vec<node::Entry> = moved
+                .iter()
+                .map(|(k, v)| node::Entry {
+                    key: k.to_vec(),
+                    value: v.to_vec(),
+                })
+                .collect();
+            all.extend(own);
+            node::build(page, id, g, h, &node::pairs(&all))?;
+        }
+        (info::MERGE_RIGHT, 2) => {
+            let slot = r.u16()? as usize;
+            let child = r.u32()?;
+            r.end()?;
+            node::set_child(page, id, slot, child)?;
+            node::remove_at(page, id, slot + 1)?;
+        }
+        (info::MERGE_RIGHT, 3) => {
+            let right = r.u32()?;
+            r.end()?;
+            node::set_right(page, id, right)?;
+        }
+        (info::MERGE | info::MERGE_RIGHT, 1) => {
             r.end()?;
             let g = reader(&rec.main_data, lsn).geometry()?;
             let none: [(&[u8], &[u8]); 0] = [];

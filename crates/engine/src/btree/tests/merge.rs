@@ -156,27 +156,201 @@ fn a_freed_leaf_is_not_written_with_the_doublewrite_area() {
     }
 }
 
+/// The blocks of the one `code` record written since `from`, with their will-init flags.
+fn merge_record_blocks(s: &Storage, from: crate::wal::Lsn, code: u8) -> Vec<(u32, bool)> {
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(from).unwrap();
+    let merges: Vec<_> = recs
+        .iter()
+        .filter(|r| r.rmgr == rmgr::BTREE && (r.info == info::MERGE || r.info == info::MERGE_RIGHT))
+        .collect();
+    assert_eq!(merges.len(), 1, "one merge record");
+    assert_eq!(merges[0].info, code);
+    merges[0]
+        .blocks
+        .iter()
+        .map(|b| (b.page.block, b.will_init))
+        .collect()
+}
+
+/// The left and right links of page `block` of `t`.
+fn links(s: &Storage, t: &BTree, block: u32) -> (u32, u32) {
+    let id = PageId::new(t.rel(), block);
+    let g = s.pool().fetch_read(id).unwrap();
+    let h = Node::parse(g.data(), id).unwrap().header();
+    (h.left, h.right)
+}
+
+/// Every key of `want` is found, in both scan directions and one by one.
+fn assert_keys(t: &BTree, want: &[Vec<u8>]) {
+    assert_eq!(keys_of(t), want);
+    let mut bwd = keys_in(
+        t,
+        Bound::Unbounded,
+        Bound::Unbounded,
+        ScanDirection::Backward,
+    );
+    bwd.reverse();
+    assert_eq!(bwd, want);
+    for key in want {
+        assert!(t.get(key).unwrap().is_some());
+    }
+}
+
+/// InnoDB's `btr_compress` with `is_left` false: a leaf that does not fit into its left
+/// sibling moves into its right one, which survives with the leaf's low fence; the leaf
+/// is freed and its left neighbour linked to the survivor (MERGE_RIGHT).
 #[test]
-fn a_leaf_whose_left_sibling_is_full_takes_in_its_right_sibling() {
+fn a_leaf_whose_left_sibling_is_full_moves_into_its_right_sibling() {
     let s = storage(64);
     let (t, ls) = merge_fixture(&s, BTreeConfig::innodb());
     // Leaf 2 falls below the threshold while leaf 1 is full and leaf 3 is a third full:
-    // leaf 3 moves into leaf 2.
-    for key in &ls[3].1[..ls[3].1.len() * 2 / 3] {
+    // leaf 2 moves into leaf 3.
+    let mut gone: Vec<Vec<u8>> = ls[3].1[..ls[3].1.len() * 2 / 3].to_vec();
+    for key in &gone {
         assert!(t.delete(key).unwrap());
     }
     assert_eq!(t.ops().index_page_merge_successful, 0, "leaf 4 is full");
+    let from = s.wal().insert_lsn();
     let mut d = 0;
     while t.ops().index_page_merge_successful == 0 {
         assert!(t.delete(&ls[2].1[d]).unwrap());
         d += 1;
     }
+    gone.extend_from_slice(&ls[2].1[..d]);
+    let root = root_of(&s, &t);
+    assert_eq!(
+        merge_record_blocks(&s, from, info::MERGE_RIGHT),
+        [
+            (ls[3].0, false),
+            (ls[2].0, true),
+            (root, false),
+            (ls[1].0, false)
+        ],
+        "survivor (the right sibling), freed leaf, parent, the freed leaf's left neighbour"
+    );
     let now: Vec<u32> = leaves(&s, &t).iter().map(|(b, _)| *b).collect();
     assert!(
-        now.contains(&ls[2].0) && !now.contains(&ls[3].0),
-        "leaf 3 freed"
+        now.contains(&ls[3].0) && !now.contains(&ls[2].0),
+        "leaf 2 freed, leaf 3 kept"
     );
+    assert_eq!(links(&s, &t, ls[1].0).1, ls[3].0);
+    assert_eq!(links(&s, &t, ls[3].0).0, ls[1].0);
     t.verify().unwrap();
+    let mut want: Vec<Vec<u8>> = (0..600u32).map(k).collect();
+    want.retain(|key| !gone.contains(key));
+    assert_keys(&t, &want);
+    assert_redo_rebuilds(&s, &t);
+}
+
+/// The root of a two-level tree (the parent of every leaf).
+fn root_of(s: &Storage, t: &BTree) -> u32 {
+    let meta_id = PageId::new(t.rel(), 0);
+    let meta = Meta::read(s.pool().fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
+    assert_eq!(meta.height, 2, "the leaves share the root as parent");
+    meta.root
+}
+
+/// The level-1 pages of `t`, left to right, each with its children.
+fn parents(s: &Storage, t: &BTree) -> Vec<(u32, Vec<u32>)> {
+    let pool = s.pool();
+    let meta_id = PageId::new(t.rel(), 0);
+    let meta = Meta::read(pool.fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
+    let mut b = meta.root;
+    loop {
+        let id = PageId::new(t.rel(), b);
+        let g = pool.fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        if n.level() == 1 {
+            break;
+        }
+        b = n.child(0).unwrap();
+    }
+    let mut out = Vec::new();
+    while b != NO_BLOCK {
+        let id = PageId::new(t.rel(), b);
+        let g = pool.fetch_read(id).unwrap();
+        let n = Node::parse(g.data(), id).unwrap();
+        out.push((b, (0..n.len()).map(|i| n.child(i).unwrap()).collect()));
+        b = n.right();
+    }
+    out
+}
+
+/// A parent's first leaf has its left neighbour under another parent, which precedes the
+/// parent in the lock order: the merge into the right sibling relinks that neighbour only
+/// when a try-latch gets it, and otherwise does not happen.
+#[test]
+fn a_first_child_moves_into_its_right_sibling_only_with_its_left_neighbour_latched() {
+    let s = storage(96);
+    let cfg = BTreeConfig {
+        suffix_truncation: false,
+        ..BTreeConfig::innodb()
+    };
+    let t = BTree::create(s.pool().clone(), cfg).unwrap();
+    // 600-byte keys: a dozen per page, at both levels.
+    let key = |i: u32| {
+        let mut b = k(i);
+        b.resize(600, b'.');
+        b
+    };
+    let n = 400u32;
+    for i in 0..n {
+        t.insert(&key(i), &[]).unwrap();
+    }
+    let ps = parents(&s, &t);
+    assert!(ps.len() >= 2, "{} level-1 pages", ps.len());
+    let (p2, kids) = &ps[1];
+    let (ll, l, r) = (*ps[0].1.last().unwrap(), kids[0], kids[1]);
+    let ls = leaves(&s, &t);
+    let keys_of_leaf = |b: u32| ls.iter().find(|(x, _)| *x == b).unwrap().1.clone();
+    let (lk, rk) = (keys_of_leaf(l), keys_of_leaf(r));
+    // Thin the right sibling so that the leaf will fit into it.
+    let mut gone: Vec<Vec<u8>> = rk[..rk.len() / 2].to_vec();
+    for key in &gone {
+        assert!(t.delete(key).unwrap());
+    }
+    let ops = t.ops();
+    // With the left neighbour held by a reader, the leaf falls below the threshold and
+    // stays.
+    let held = s.pool().fetch_read(PageId::new(t.rel(), ll)).unwrap();
+    let mut d = 0;
+    while t.ops().index_page_merge_attempts == ops.index_page_merge_attempts {
+        assert!(t.delete(&lk[d]).unwrap());
+        d += 1;
+    }
+    assert_eq!(
+        t.ops().index_page_merge_successful,
+        ops.index_page_merge_successful,
+        "merged without the left neighbour's latch"
+    );
+    drop(held);
+    // Released, the next delete merges the leaf into its right sibling.
+    let from = s.wal().insert_lsn();
+    assert!(t.delete(&lk[d]).unwrap());
+    d += 1;
+    gone.extend_from_slice(&lk[..d]);
+    assert_eq!(
+        t.ops().index_page_merge_successful,
+        ops.index_page_merge_successful + 1
+    );
+    assert_eq!(
+        merge_record_blocks(&s, from, info::MERGE_RIGHT),
+        [(r, false), (l, true), (*p2, false), (ll, false)],
+        "survivor, freed leaf, parent, the left neighbour under the other parent"
+    );
+    assert_eq!(links(&s, &t, ll).1, r);
+    assert_eq!(links(&s, &t, r).0, ll);
+    let after = parents(&s, &t);
+    assert_eq!(
+        after[1].1[0], r,
+        "the parent's first downlink names the survivor"
+    );
+    assert_eq!(after[1].1.len(), kids.len() - 1);
+    t.verify().unwrap();
+    let mut want: Vec<Vec<u8>> = (0..n).map(key).collect();
+    want.retain(|x| !gone.contains(x));
+    assert_keys(&t, &want);
     assert_redo_rebuilds(&s, &t);
 }
 
@@ -261,6 +435,17 @@ fn concurrent_deletes_merge_leaves_while_scans_and_lookups_see_every_kept_key() 
     assert_eq!(keys_of(&t), kept);
     let ops = t.ops();
     assert!(ops.index_page_merge_successful > 10, "{ops:?}");
+    // Both kinds ran among the scans: into the left sibling and into the right one.
+    s.wal().flush_all().unwrap();
+    let (recs, _) = s.wal().read_from(Lsn(FIRST_LSN)).unwrap();
+    let count = |code| {
+        recs.iter()
+            .filter(|r| r.rmgr == rmgr::BTREE && r.info == code)
+            .count()
+    };
+    let (left, right) = (count(info::MERGE), count(info::MERGE_RIGHT));
+    assert!(left > 0 && right > 0, "{left} MERGE, {right} MERGE_RIGHT");
+    assert_eq!((left + right) as u64, ops.index_page_merge_successful);
     let st = t.verify().unwrap();
     assert!(st.leaf_pages < 20, "{st:?}");
     assert_redo_rebuilds(&s, &t);
