@@ -866,6 +866,35 @@ pub struct FidelityRow {
     /// `sweep`); absent in experiments' ratios and in reports from before the scale grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<String>,
+    /// How many pairs of runs the row sums up (`mvcclab fidelity --repeats`; 1 in reports
+    /// from before it). With more than one, `preset_value` and `real_value` are the
+    /// medians of each side's values and `ratio` the median of the pairs' ratios
+    /// ([`FidelityRow::summarize`]).
+    #[serde(default = "one_pair")]
+    pub repeats: u32,
+    /// The smallest and the largest of the pairs' ratios (the ratio itself with one pair;
+    /// null when no pair has one).
+    #[serde(default)]
+    pub ratio_min: Option<f64>,
+    /// See `ratio_min`.
+    #[serde(default)]
+    pub ratio_max: Option<f64>,
+}
+
+/// `FidelityRow::repeats` of a report from before `--repeats`.
+fn one_pair() -> u32 {
+    1
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `None` when empty.
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 /// Per-transaction counts (blocks, pages, images) below this on both sides count as equal
@@ -909,7 +938,66 @@ impl FidelityRow {
             equal_zero,
             outside,
             scale: None,
+            repeats: 1,
+            ratio_min: ratio,
+            ratio_max: ratio,
         }
+    }
+
+    /// One row for the rows of one figure over several pairs of runs (same scale,
+    /// workload, preset, real target and metric; at least one): each side's median value,
+    /// the median of the pairs' ratios (of those that have one) with their range, equal
+    /// when every pair is, and flagged as [`FidelityRow::of`] flags the median ratio
+    /// (or when no pair has a ratio). The first row gives the names; `None` for no rows.
+    pub fn summarize(pairs: &[FidelityRow]) -> Option<FidelityRow> {
+        let first = pairs.first()?;
+        if pairs.len() == 1 {
+            return Some(first.clone());
+        }
+        let mut preset: Vec<f64> = pairs.iter().map(|r| r.preset_value).collect();
+        let mut real: Vec<f64> = pairs.iter().map(|r| r.real_value).collect();
+        let mut ratios: Vec<f64> = pairs.iter().filter_map(|r| r.ratio).collect();
+        let equal_zero = pairs.iter().all(|r| r.equal_zero);
+        let ratio = median(&mut ratios);
+        let outside = !equal_zero && ratio.is_none_or(|x| !(0.8..=1.25).contains(&x));
+        Some(FidelityRow {
+            preset_value: median(&mut preset).unwrap_or(0.0),
+            real_value: median(&mut real).unwrap_or(0.0),
+            ratio,
+            equal_zero,
+            outside,
+            repeats: pairs.iter().map(|r| r.repeats).sum(),
+            ratio_min: ratios.first().copied(),
+            ratio_max: ratios.last().copied(),
+            ..first.clone()
+        })
+    }
+
+    /// `rows` with the rows of each figure (same scale, workload, preset, real target and
+    /// metric) summed up in one ([`FidelityRow::summarize`]), in the order the figures
+    /// first appear; rows of a single pair are returned as they are.
+    pub fn summarize_repeats(rows: &[FidelityRow]) -> Vec<FidelityRow> {
+        let key = |r: &FidelityRow| {
+            (
+                r.scale.clone(),
+                r.workload.clone(),
+                r.preset.clone(),
+                r.real.clone(),
+                r.metric.clone(),
+            )
+        };
+        let mut groups: Vec<(_, Vec<FidelityRow>)> = Vec::new();
+        for r in rows {
+            let k = key(r);
+            match groups.iter_mut().find(|(g, _)| *g == k) {
+                Some((_, v)) => v.push(r.clone()),
+                None => groups.push((k, vec![r.clone()])),
+            }
+        }
+        groups
+            .iter()
+            .filter_map(|(_, v)| Self::summarize(v))
+            .collect()
     }
 }
 

@@ -95,3 +95,77 @@ fn an_unknown_scale_exits_2_naming_the_valid_ones() {
     assert!(err.contains("'huge'"), "{err}");
     assert!(err.contains("base, 1m, 4m, sweep"), "{err}");
 }
+
+/// Three pairs of one workload (`--repeats 3`, re-rendered with `--from`): each figure is
+/// one row with the median of the pairs' ratios and their range, flagged by the median.
+#[test]
+fn repeated_pairs_give_the_median_ratio_and_its_range() {
+    // Preset WAL bytes 100,000, 130,000 and 120,000 against the server's 100,000 each
+    // time: one pair alone would be flagged (1.30), the median (1.20) is not.
+    let mut runs = Vec::new();
+    for w in [100_000, 130_000, 120_000] {
+        runs.push(run("postgres", 500, w));
+        runs.push(run("real:postgresql", 500, 100_000));
+    }
+    let report = json!({
+        "rows": [],
+        "commands": [],
+        "report": {
+            "schema_version": 1, "mvcclab_version": "test", "command": "fidelity",
+            "runs": runs
+        },
+        "scales": [scale("base", 500)]
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fidelity.json");
+    std::fs::write(&file, serde_json::to_string(&report).unwrap()).unwrap();
+    let out = mvcclab(&[
+        "fidelity",
+        "--from",
+        file.to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(md.contains("sums up 3 pairs of runs"), "{md}");
+    let wal: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("WAL/redo bytes / txn"))
+        .collect();
+    assert_eq!(wal.len(), 1, "one row per figure: {md}");
+    assert!(wal[0].ends_with("| 1.20 [1.00–1.30] |"), "{}", wal[0]);
+    // The JSON keeps the count and the range.
+    let out = mvcclab(&[
+        "fidelity",
+        "--from",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let row = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "WAL/redo bytes / txn")
+        .expect("the WAL row");
+    assert_eq!(row["repeats"], 3);
+    assert_eq!(
+        (row["ratio_min"].as_f64(), row["ratio_max"].as_f64()),
+        (Some(1.0), Some(1.3))
+    );
+    assert_eq!(row["outside"], false);
+}
+
+#[test]
+fn zero_repeats_exit_2() {
+    let out = mvcclab(&["fidelity", "--repeats", "0", "--quiet"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--repeats"), "{err}");
+}

@@ -68,6 +68,13 @@ pub struct FidelityArgs {
     /// schema, so their loads are the same.
     #[arg(long)]
     pub load_once: bool,
+    /// Pairs of runs per workload and scale (at least 1). With more than one, each
+    /// figure's row gives the median of each side's values and the median of the pairs'
+    /// ratios with their range (`FidelityRow::summarize`), and the flag follows the
+    /// median: one pair's ratio near 0.8 or 1.25 moves with the run (docs/fidelity.md,
+    /// grid28). With `--load-once` every repeat starts from the same load.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeats: u32,
     /// Size, threads, memory and output flags, as for `compare`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -384,6 +391,7 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                 rows
             })
             .collect();
+        f.rows = FidelityRow::summarize_repeats(&f.rows);
         return output(&f, c);
     }
     let mut scales: Vec<FidelityScale> = Vec::new();
@@ -421,7 +429,11 @@ pub fn run(a: FidelityArgs) -> Result<()> {
         // Per pair: the real server's load and the preset's (`--load-once`), made at the
         // pair's first run of this scale.
         let mut loads: Vec<[Option<Loaded>; 2]> = pairs.iter().map(|_| [None, None]).collect();
-        for w in &a.workloads {
+        for (w, repeat) in a
+            .workloads
+            .iter()
+            .flat_map(|w| (1..=a.repeats).map(move |i| (w, i)))
+        {
             for ((name, p, r), [real_load, preset_load]) in pairs.iter().zip(loads.iter_mut()) {
                 if ctl.stop.load(Ordering::Relaxed) {
                     status(c.out.quiet, "Ctrl-C: skipping the remaining runs");
@@ -433,6 +445,12 @@ pub fn run(a: FidelityArgs) -> Result<()> {
                     status(
                         c.out.quiet,
                         &format!("scale {}: {}, {w}", s.name, s.shape()),
+                    );
+                }
+                if a.repeats > 1 {
+                    status(
+                        c.out.quiet,
+                        &format!("{name} on {w}: pair {repeat} of {}", a.repeats),
                     );
                 }
                 let mut pair_rows = Vec::new();
@@ -491,7 +509,7 @@ pub fn run(a: FidelityArgs) -> Result<()> {
     let mut report = Report::new("fidelity", runs);
     report.loads = load_reports;
     let f = FidelityReport {
-        rows,
+        rows: FidelityRow::summarize_repeats(&rows),
         commands,
         report,
         scales,
@@ -599,6 +617,39 @@ mod tests {
         assert!(row("tps", 1.0, 0.0).outside, "one side 0");
         let z = row("tps", 0.0, 0.0);
         assert!(z.equal_zero && !z.outside && z.ratio.is_none());
+    }
+
+    #[test]
+    fn repeated_pairs_sum_up_to_their_medians() {
+        // An even count: the mean of the middle two, per side and for the ratio.
+        let rows = [
+            row("tps", 100.0, 100.0),
+            row("tps", 140.0, 100.0),
+            row("tps", 130.0, 100.0),
+            row("tps", 90.0, 100.0),
+        ];
+        let m = FidelityRow::summarize(&rows).unwrap();
+        assert_eq!((m.repeats, m.preset_value, m.real_value), (4, 115.0, 100.0));
+        assert!((m.ratio.unwrap() - 1.15).abs() < 1e-9, "{m:?}");
+        assert_eq!((m.ratio_min, m.ratio_max), (Some(0.9), Some(1.4)));
+        assert!(
+            !m.outside,
+            "two of four pairs are outside, the median is not"
+        );
+        assert_eq!(ratio_text(&m), "1.15 [0.90–1.40]");
+        // A pair whose server read 0 has no ratio: the others' median, and the flag.
+        let m = FidelityRow::summarize(&[row("tps", 1.0, 0.0), row("tps", 130.0, 100.0)]).unwrap();
+        assert_eq!(m.ratio, Some(1.3));
+        assert!(m.outside);
+        // Rows of other figures or scales stay apart; order is kept.
+        let mut other = row("tps", 100.0, 100.0);
+        other.scale = Some("1m".into());
+        let all = [rows[0].clone(), other.clone(), rows[1].clone()];
+        let s = FidelityRow::summarize_repeats(&all);
+        assert_eq!(s.len(), 2);
+        assert_eq!((s[0].repeats, s[1].repeats), (2, 1));
+        assert_eq!(s[1], other);
+        assert_eq!(FidelityRow::summarize(&[]), None);
     }
 
     #[test]

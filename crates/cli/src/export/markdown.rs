@@ -142,6 +142,7 @@ pub fn fidelity_markdown(f: &FidelityReport) -> String {
     if !servers.is_empty() {
         out += &format!("Servers: {}.\n\n", servers.join("; "));
     }
+    out += &repeats_note(f);
     if f.scales.len() > 1 {
         for s in &f.scales {
             out += &format!("## Scale {}: {}\n\n", s.name, s.shape());
@@ -167,6 +168,18 @@ pub fn fidelity_markdown(f: &FidelityReport) -> String {
     }
     out += "```\n";
     out
+}
+
+/// With `--repeats`, what a row of several pairs shows (a line and a blank line); empty
+/// when every row is one pair.
+pub(crate) fn repeats_note(f: &FidelityReport) -> String {
+    match f.rows.iter().map(|r| r.repeats).max() {
+        Some(n) if n > 1 => format!(
+            "Each figure sums up {n} pairs of runs: each side's median value, and the median \
+             of the pairs' ratios with their range [lowest–highest]; `!` follows the median.\n\n"
+        ),
+        _ => String::new(),
+    }
 }
 
 /// `--format md`: the summary without plots.

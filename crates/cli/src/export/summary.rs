@@ -276,13 +276,18 @@ pub(crate) fn fidelity_value(x: f64) -> String {
 }
 
 /// A fidelity ratio as the table and Markdown views show it (`both 0`, `both ≈ 0`, `real 0`,
-/// a `!` outside 0.8–1.25).
+/// a `!` outside 0.8–1.25); a row of several pairs (`--repeats`) as its median with the
+/// pairs' range, `1.13 [1.08–1.25]`.
 pub fn ratio_text(r: &FidelityRow) -> String {
     let flag = if r.outside { " !" } else { "" };
+    let range = match (r.repeats > 1, r.ratio_min, r.ratio_max) {
+        (true, Some(lo), Some(hi)) => format!(" [{lo:.2}–{hi:.2}]"),
+        _ => String::new(),
+    };
     match r.ratio {
         _ if r.equal_zero && (r.preset_value != 0.0 || r.real_value != 0.0) => "both ≈ 0".into(),
         _ if r.equal_zero => "both 0".into(),
-        Some(x) => format!("{x:.2}{flag}"),
+        Some(x) => format!("{x:.2}{range}{flag}"),
         None => format!("real 0{flag}"),
     }
 }

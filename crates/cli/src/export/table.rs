@@ -329,6 +329,7 @@ pub fn fidelity_table(f: &FidelityReport, shape: &str) -> String {
         &table_rows(&f.rows, f.scales.len() > 1),
         12,
     );
+    out += &super::markdown::repeats_note(f);
     if f.scales.len() > 1 {
         let (labels, rows) = fidelity_grid(f);
         out += "\n";
