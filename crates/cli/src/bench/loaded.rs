@@ -117,7 +117,7 @@ pub fn load_once(spec: &RunSpec, c: &CommonArgs) -> Result<Loaded> {
     status(
         c.out.quiet,
         &format!(
-            "{name}: loading {} × {} rows once for every bandwidth ...",
+            "{name}: loading {} × {} rows once, for every run that follows ...",
             c.tables, c.table_size
         ),
     );
