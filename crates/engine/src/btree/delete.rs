@@ -41,11 +41,35 @@ impl BTree {
     ///
     /// [`BTreeConfig::merge_threshold_pct`]: super::BTreeConfig::merge_threshold_pct
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.delete_where(key, |_| true)
+    }
+
+    /// [`BTree::delete`] of the entry with `key` only when `pred` holds for its value,
+    /// tested under the leaf's exclusive latch, in the one descent that deletes it, as
+    /// InnoDB's purge checks the secondary record it found before it deletes it on the
+    /// same cursor (row0purge.cc `row_purge_remove_sec_if_poss_leaf`: one
+    /// `row_search_index_entry`, then `btr_cur_optimistic_delete`). `Ok(false)` when there
+    /// is no such entry or `pred` says no. In a deduplicating tree `pred` sees an empty
+    /// value for a TID inside a posting entry (it has none of its own).
+    ///
+    /// Errors: as [`BTree::delete`].
+    pub fn delete_where(&self, key: &[u8], pred: impl FnOnce(&[u8]) -> bool) -> Result<bool> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
         let id = g.page_id();
         let (found, posting) = {
             let n = self.node(g.data(), id, Some(0))?;
             let found = self.locate_tid(&n, key)?;
+            if let Some((i, _)) = found {
+                let (k, v) = n.entry(i)?;
+                let own = if self.cfg.deduplicate && dedup::is_posting(k, v) {
+                    &[][..]
+                } else {
+                    v
+                };
+                if !pred(own) {
+                    return Ok(false);
+                }
+            }
             let posting = match found {
                 Some((i, j)) if self.cfg.deduplicate => {
                     let (k, v) = n.entry(i)?;

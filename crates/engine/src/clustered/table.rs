@@ -625,11 +625,11 @@ impl ClusteredTable {
                 if !cur.delete_marked || cur.trx_id != trx_id {
                     return Ok(0); // re-inserted or changed since: not this delete's to purge
                 }
+                // One search per entry: found and still delete-marked, it goes
+                // (row0purge.cc `row_purge_remove_sec_if_poss_leaf`).
                 for ix in 0..self.indexes.len() {
                     let k = self.sec_key(ix, &cur.row, &u.pk)?;
-                    if self.indexes[ix].get(&k)?.as_deref() == Some(DELETE_MARKED) {
-                        self.indexes[ix].delete(&k)?;
-                    }
+                    self.indexes[ix].delete_where(&k, |v| v == DELETE_MARKED)?;
                 }
                 self.clustered.delete(&u.pk)?;
                 Ok(1)
@@ -638,13 +638,20 @@ impl ClusteredTable {
                 // row0purge.cc `row_purge_remove_sec_if_poss_leaf`: the old entry, if it is
                 // still there and delete-marked, goes unless a version some read view may
                 // still see carries it (`row_purge_poss_sec` → row0vers.cc
-                // `row_vers_old_has_index_entry`). The versions are read once, on the first
-                // entry that needs them.
+                // `row_vers_old_has_index_entry`), in one search of the index: MariaDB
+                // finds the entry, asks `row_purge_poss_sec` with the leaf latched, and
+                // deletes on the same cursor. Here the versions are read first (once, for
+                // the first old key that differs from the current one) and the entry is
+                // then deleted in one descent if it is still delete-marked
+                // (`BTree::delete_where`), so no index latch is held while the clustered
+                // index and the undo log are read. Until 2026-11-27 each entry took two
+                // descents (a lookup, then the delete).
                 let mut needed: Option<Vec<Row>> = None;
                 let mut n = 0;
                 for ix in 0..self.indexes.len() {
                     let k = self.sec_key(ix, &old, &u.pk)?;
-                    if self.indexes[ix].get(&k)?.as_deref() != Some(DELETE_MARKED) {
+                    if k == self.sec_key(ix, &cur.row, &u.pk)? && !cur.delete_marked {
+                        // The current record carries the old key: its entry is live.
                         continue;
                     }
                     if needed.is_none() {
@@ -662,8 +669,7 @@ impl ClusteredTable {
                             break;
                         }
                     }
-                    if !carried {
-                        self.indexes[ix].delete(&k)?;
+                    if !carried && self.indexes[ix].delete_where(&k, |v| v == DELETE_MARKED)? {
                         n += 1;
                     }
                 }

@@ -450,3 +450,38 @@ fn concurrent_deletes_merge_leaves_while_scans_and_lookups_see_every_kept_key() 
     assert!(st.leaf_pages < 20, "{st:?}");
     assert_redo_rebuilds(&s, &t);
 }
+
+/// `delete_where` tests the value under the leaf latch and deletes in the same descent
+/// (InnoDB purge's `row_purge_remove_sec_if_poss_leaf`): one root-to-leaf path of page
+/// accesses, where a lookup and a delete take two.
+#[test]
+fn delete_where_deletes_only_a_matching_value_in_one_descent() {
+    let s = storage(64);
+    let t = BTree::create(s.pool().clone(), innodb_no_merge()).unwrap();
+    for i in 0..600u32 {
+        t.insert(&k(i), if i % 2 == 0 { b"d" } else { b"l" })
+            .unwrap();
+    }
+    let height = u64::from(t.stats().unwrap().height);
+    assert!(height >= 2);
+    let accesses = || {
+        let c = s.snapshot().counters.total();
+        c.buffer_hits + c.buffer_misses
+    };
+    let a0 = accesses();
+    assert!(t.delete_where(&k(10), |v| v == b"d").unwrap());
+    assert_eq!(accesses() - a0, height, "one descent");
+    assert!(t.get(&k(10)).unwrap().is_none());
+    // The value does not match: the entry stays.
+    assert!(!t.delete_where(&k(11), |v| v == b"d").unwrap());
+    assert_eq!(t.get(&k(11)).unwrap().as_deref(), Some(&b"l"[..]));
+    // No such entry.
+    assert!(!t.delete_where(&k(10), |_| true).unwrap());
+    // A lookup, then a delete: two descents.
+    let a1 = accesses();
+    assert!(t.get(&k(12)).unwrap().is_some());
+    assert!(t.delete(&k(12)).unwrap());
+    assert_eq!(accesses() - a1, 2 * height);
+    t.verify().unwrap();
+    assert_redo_rebuilds(&s, &t);
+}
