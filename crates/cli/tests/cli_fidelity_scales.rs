@@ -29,6 +29,27 @@ fn scale(name: &str, table_size: u64) -> Value {
     })
 }
 
+/// `mvcclab fidelity --from` a saved `report` (written to a temporary fidelity.json) in
+/// `format`; asserts that it succeeded and returns its standard output.
+fn from_saved(report: &Value, format: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fidelity.json");
+    std::fs::write(&file, serde_json::to_string(report).unwrap()).unwrap();
+    let out = mvcclab(&[
+        "fidelity",
+        "--from",
+        file.to_str().unwrap(),
+        "--format",
+        format,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Two scales (the sample run at 500 and 1,000 rows): one table per scale, and a grid with
 /// one column per scale whose cells are each scale's own ratio.
 #[test]
@@ -45,22 +66,7 @@ fn the_scale_grid_has_one_column_per_scale() {
         },
         "scales": [scale("base", 500), scale("sweep", 1000)]
     });
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("fidelity.json");
-    std::fs::write(&file, serde_json::to_string(&report).unwrap()).unwrap();
-    let out = mvcclab(&[
-        "fidelity",
-        "--from",
-        file.to_str().unwrap(),
-        "--format",
-        "md",
-    ]);
-    let md = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let md = from_saved(&report, "md");
     assert!(md.contains("## Scale base: 1 × 500 rows"), "{md}");
     assert!(md.contains("## Scale sweep: 1 × 1000 rows"), "{md}");
     let grid = md.split("## Scale grid").nth(1).expect("a grid section");
@@ -76,14 +82,7 @@ fn the_scale_grid_has_one_column_per_scale() {
     assert_eq!(wal.matches(" | ").count(), 2, "{wal}");
     assert!(wal.ends_with("| 2.00 ! | 1.00 |"), "{wal}");
     // The table view carries the same grid.
-    let out = mvcclab(&[
-        "fidelity",
-        "--from",
-        file.to_str().unwrap(),
-        "--format",
-        "table",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = from_saved(&report, "table");
     assert!(text.contains("scale grid"), "{text}");
 }
 
@@ -116,22 +115,7 @@ fn repeated_pairs_give_the_median_ratio_and_its_range() {
         },
         "scales": [scale("base", 500)]
     });
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("fidelity.json");
-    std::fs::write(&file, serde_json::to_string(&report).unwrap()).unwrap();
-    let out = mvcclab(&[
-        "fidelity",
-        "--from",
-        file.to_str().unwrap(),
-        "--format",
-        "md",
-    ]);
-    let md = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let md = from_saved(&report, "md");
     assert!(md.contains("sums up 3 pairs of runs"), "{md}");
     let wal: Vec<&str> = md
         .lines()
@@ -140,14 +124,7 @@ fn repeated_pairs_give_the_median_ratio_and_its_range() {
     assert_eq!(wal.len(), 1, "one row per figure: {md}");
     assert!(wal[0].ends_with("| 1.20 [1.00–1.30] |"), "{}", wal[0]);
     // The JSON keeps the count and the range.
-    let out = mvcclab(&[
-        "fidelity",
-        "--from",
-        file.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let v: Value = serde_json::from_str(&from_saved(&report, "json")).expect("json");
     let row = v["rows"]
         .as_array()
         .unwrap()

@@ -253,28 +253,9 @@ fn root_of(s: &Storage, t: &BTree) -> u32 {
 
 /// The level-1 pages of `t`, left to right, each with its children.
 fn parents(s: &Storage, t: &BTree) -> Vec<(u32, Vec<u32>)> {
-    let pool = s.pool();
-    let meta_id = PageId::new(t.rel(), 0);
-    let meta = Meta::read(pool.fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
-    let mut b = meta.root;
-    loop {
-        let id = PageId::new(t.rel(), b);
-        let g = pool.fetch_read(id).unwrap();
-        let n = Node::parse(g.data(), id).unwrap();
-        if n.level() == 1 {
-            break;
-        }
-        b = n.child(0).unwrap();
-    }
-    let mut out = Vec::new();
-    while b != NO_BLOCK {
-        let id = PageId::new(t.rel(), b);
-        let g = pool.fetch_read(id).unwrap();
-        let n = Node::parse(g.data(), id).unwrap();
-        out.push((b, (0..n.len()).map(|i| n.child(i).unwrap()).collect()));
-        b = n.right();
-    }
-    out
+    walk_level(s, t, 1, |n| {
+        (0..n.len()).map(|i| n.child(i).unwrap()).collect()
+    })
 }
 
 /// A parent's first leaf has its left neighbour under another parent, which precedes the

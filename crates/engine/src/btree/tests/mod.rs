@@ -124,6 +124,14 @@ fn is_corrupted<T: std::fmt::Debug>(r: Result<T>) -> bool {
 
 /// Leaf blocks left to right with their keys, read around the tree's code.
 fn leaves(s: &Storage, t: &BTree) -> Vec<(u32, Vec<Vec<u8>>)> {
+    walk_level(s, t, 0, |n| {
+        n.entries().unwrap().into_iter().map(|e| e.key).collect()
+    })
+}
+
+/// The pages of level `level` of `t`, left to right along the right links from the
+/// leftmost (reached from the root by first downlinks), each with `f` of its node.
+fn walk_level<T>(s: &Storage, t: &BTree, level: u16, f: impl Fn(&Node<'_>) -> T) -> Vec<(u32, T)> {
     let pool = s.pool();
     let meta_id = PageId::new(t.rel(), 0);
     let meta = Meta::read(pool.fetch_read(meta_id).unwrap().data(), meta_id).unwrap();
@@ -132,7 +140,7 @@ fn leaves(s: &Storage, t: &BTree) -> Vec<(u32, Vec<Vec<u8>>)> {
         let id = PageId::new(t.rel(), b);
         let g = pool.fetch_read(id).unwrap();
         let n = Node::parse(g.data(), id).unwrap();
-        if n.level() == 0 {
+        if n.level() == level {
             break;
         }
         b = n.child(0).unwrap();
@@ -142,7 +150,7 @@ fn leaves(s: &Storage, t: &BTree) -> Vec<(u32, Vec<Vec<u8>>)> {
         let id = PageId::new(t.rel(), b);
         let g = pool.fetch_read(id).unwrap();
         let n = Node::parse(g.data(), id).unwrap();
-        out.push((b, n.entries().unwrap().into_iter().map(|e| e.key).collect()));
+        out.push((b, f(&n)));
         b = n.right();
     }
     out
