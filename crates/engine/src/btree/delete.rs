@@ -292,36 +292,28 @@ impl BTree {
         }
         let own = sn.entry_slices()?;
         let moved = vn.entry_slices()?;
-        let (all, new_sh, code, link, data) = match side {
-            Victim::Right => {
-                let all: Vec<_> = own.iter().chain(&moved).copied().collect();
-                let h = NodeHeader {
+        // The victim's outer link becomes the survivor's on that side.
+        let (all, new_sh, code, link): (Vec<_>, _, _, _) = match side {
+            Victim::Right => (
+                own.iter().chain(&moved).copied().collect(),
+                NodeHeader {
                     right: vh.right,
                     ..sh
-                };
-                (
-                    all,
-                    h,
-                    info::MERGE,
-                    vh.right,
-                    bwal::encode_merge(vh.right, &moved),
-                )
-            }
-            Victim::Left => {
-                let all: Vec<_> = moved.iter().chain(&own).copied().collect();
-                let h = NodeHeader {
+                },
+                info::MERGE,
+                vh.right,
+            ),
+            Victim::Left => (
+                moved.iter().chain(&own).copied().collect(),
+                NodeHeader {
                     left: vh.left,
                     ..sh
-                };
-                (
-                    all,
-                    h,
-                    info::MERGE_RIGHT,
-                    vh.left,
-                    bwal::encode_merge(vh.left, &moved),
-                )
-            }
+                },
+                info::MERGE_RIGHT,
+                vh.left,
+            ),
         };
+        let data = bwal::encode_merge(link, &moved);
         node::build(survivor.data_mut(), sid, self.geo, new_sh, &all)?;
         let none: [(&[u8], &[u8]); 0] = [];
         node::build(

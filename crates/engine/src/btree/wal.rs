@@ -440,6 +440,55 @@ fn reader(b: &[u8], lsn: Lsn) -> Reader<'_> {
     DataReader::new(b, lsn, "B+tree WAL record")
 }
 
+/// Redo of a MERGE (`before` false) or MERGE_RIGHT (`before` true) record's surviving
+/// leaf: `link u32 | n u16 | n × entry` read from `r`, the survivor `page` (block `id`)
+/// rebuilt with the moved entries after its own and `link` as its right sibling, or before
+/// them and `link` as its left sibling.
+///
+/// Errors: [`StorageError::Corrupted`](crate::error::StorageError::Corrupted) for short
+/// or trailing bytes, a bad page, or moved keys on the wrong side of the survivor's.
+fn redo_merge_survivor(
+    page: &mut [u8],
+    id: PageId,
+    r: &mut Reader<'_>,
+    before: bool,
+) -> Result<()> {
+    let link = r.u32()?;
+    let moved = r.entries()?;
+    r.end()?;
+    let (h, g, own) = {
+        let survivor = node::Node::parse(page, id)?;
+        let h = survivor.header();
+        let h = if before {
+            NodeHeader { left: link, ..h }
+        } else {
+            NodeHeader { right: link, ..h }
+        };
+        (h, survivor.geometry(), survivor.entries()?)
+    };
+    let moved: Vec<node::Entry> = moved
+        .iter()
+        .map(|(k, v)| node::Entry {
+            key: k.to_vec(),
+            value: v.to_vec(),
+        })
+        .collect();
+    let (low, high) = if before { (moved, own) } else { (own, moved) };
+    if let (Some(last), Some(first)) = (low.last(), high.first()) {
+        if last.key >= first.key {
+            return Err(r
+                .bad(if before {
+                    "MERGE_RIGHT puts keys not below the surviving leaf's first"
+                } else {
+                    "MERGE appends keys not above the surviving leaf's"
+                })
+                .into());
+        }
+    }
+    let all: Vec<node::Entry> = low.into_iter().chain(high).collect();
+    node::build(page, id, g, h, &node::pairs(&all))
+}
+
 /// A decoded `node_image`.
 pub type NodeImage<'a> = (NodeHeader, Vec<(&'a [u8], &'a [u8])>);
 
@@ -701,60 +750,8 @@ pub fn redo_block(rec: &WalRecord, b: usize, page: &mut [u8]) -> Result<()> {
             let m = Meta::decode(&meta_block.data, meta_block.page)?;
             node::build(page, id, m.geometry, h, &entries)?;
         }
-        (info::MERGE, 0) => {
-            let right = r.u32()?;
-            let moved = r.entries()?;
-            r.end()?;
-            let (h, g, mut all) = {
-                let survivor = node::Node::parse(page, id)?;
-                let h = NodeHeader {
-                    right,
-                    ..survivor.header()
-                };
-                (h, survivor.geometry(), survivor.entries()?)
-            };
-            if let (Some(last), Some(first)) = (all.last(), moved.first()) {
-                if last.key.as_slice() >= first.0 {
-                    return Err(r
-                        .bad("MERGE appends keys not above the surviving leaf's")
-                        .into());
-                }
-            }
-            all.extend(moved.iter().map(|(k, v)| node::Entry {
-                key: k.to_vec(),
-                value: v.to_vec(),
-            }));
-            node::build(page, id, g, h, &node::pairs(&all))?;
-        }
-        (info::MERGE_RIGHT, 0) => {
-            let left = r.u32()?;
-            let moved = r.entries()?;
-            r.end()?;
-            let (h, g, own) = {
-                let survivor = node::Node::parse(page, id)?;
-                let h = NodeHeader {
-                    left,
-                    ..survivor.header()
-                };
-                (h, survivor.geometry(), survivor.entries()?)
-            };
-            if let (Some(last), Some(first)) = (moved.last(), own.first()) {
-                if last.0 >= first.key.as_slice() {
-                    return Err(r
-                        .bad("MERGE_RIGHT puts keys not below the surviving leaf's first")
-                        .into());
-                }
-            }
-            let mut all: Vec<node::Entry> = moved
-                .iter()
-                .map(|(k, v)| node::Entry {
-                    key: k.to_vec(),
-                    value: v.to_vec(),
-                })
-                .collect();
-            all.extend(own);
-            node::build(page, id, g, h, &node::pairs(&all))?;
-        }
+        (info::MERGE, 0) => redo_merge_survivor(page, id, &mut r, false)?,
+        (info::MERGE_RIGHT, 0) => redo_merge_survivor(page, id, &mut r, true)?,
         (info::MERGE_RIGHT, 2) => {
             let slot = r.u16()? as usize;
             let child = r.u32()?;
