@@ -971,3 +971,57 @@ fn flush_neighbors_reaches_the_page_cleaner_only_on_a_rotational_device() {
         FlushNeighbors::Off
     );
 }
+
+/// The pool counts the pages it writes home per relation (`RelIo::blks_written`), and
+/// `table_stats` gives them as `heap_blks_written` (the clustered index) and
+/// `idx_blks_written` (`k_1`): a checkpoint after the load writes every dirty page of
+/// both, within the pool's own count, and a second one with nothing dirty writes none.
+#[test]
+fn pages_written_home_are_counted_per_relation() {
+    let db = open_db(DesignConfig::innodb(), 256);
+    let t = load(&db, 2_000);
+    db.gc(t).unwrap();
+    let (table_pages, index_pages) = db.table_pages(t).unwrap();
+    let pool_written = || {
+        db.storage()
+            .snapshot()
+            .counters
+            .total()
+            .buffer_pages_written
+    };
+    let before = db.table_stats(t).unwrap();
+    let pool_before = pool_written();
+    db.storage().checkpoint().unwrap();
+    let after = db.table_stats(t).unwrap();
+    let heap = after.heap_blks_written - before.heap_blks_written;
+    let idx = after.idx_blks_written - before.idx_blks_written;
+    assert!(
+        table_pages > 1 && index_pages > 1,
+        "{table_pages} / {index_pages}"
+    );
+    assert!(
+        heap > 0 && heap <= table_pages,
+        "heap {heap} of {table_pages} pages"
+    );
+    assert!(
+        idx > 0 && idx <= index_pages,
+        "index {idx} of {index_pages} pages"
+    );
+    let pool = pool_written() - pool_before;
+    assert!(
+        heap + idx <= pool,
+        "{heap} + {idx} within the pool's {pool}"
+    );
+    let rel = db.relations(t).unwrap().table;
+    assert_eq!(
+        db.storage().pool().rel_io(rel).blks_written,
+        after.heap_blks_written
+    );
+    db.storage().checkpoint().unwrap();
+    let again = db.table_stats(t).unwrap();
+    assert_eq!(
+        (again.heap_blks_written, again.idx_blks_written),
+        (after.heap_blks_written, after.idx_blks_written),
+        "nothing dirty, nothing written"
+    );
+}

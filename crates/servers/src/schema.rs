@@ -75,6 +75,8 @@ const NEVER: &[&str] = &[
     "engine.tables.versions_traversed",
     "engine.tables.pages_pruned",
     "engine.tables.hint_bit_writes",
+    "engine.tables.heap_blks_written",
+    "engine.tables.idx_blks_written",
 ];
 
 /// InnoDB's buffer pool fields (its page cleaner's batches, its LRU list, its created

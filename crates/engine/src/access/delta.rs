@@ -84,6 +84,8 @@ impl TableStats {
         t.heap_blks_read += a.heap_blks_read - b.heap_blks_read;
         t.idx_blks_hit += a.idx_blks_hit - b.idx_blks_hit;
         t.idx_blks_read += a.idx_blks_read - b.idx_blks_read;
+        t.heap_blks_written += a.heap_blks_written - b.heap_blks_written;
+        t.idx_blks_written += a.idx_blks_written - b.idx_blks_written;
         t.index_entries_inserted += a.index_entries_inserted - b.index_entries_inserted;
         t.versions_traversed += a.versions_traversed - b.versions_traversed;
         t.pages_pruned += a.pages_pruned - b.pages_pruned;

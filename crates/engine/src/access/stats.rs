@@ -100,6 +100,8 @@ impl TableCounters {
             heap_blks_read: 0,
             idx_blks_hit: 0,
             idx_blks_read: 0,
+            heap_blks_written: 0,
+            idx_blks_written: 0,
             index_entries_inserted: l(&self.index_entries_inserted),
             versions_traversed: l(&self.versions_traversed),
             pages_pruned: l(&self.pages_pruned),
@@ -149,6 +151,16 @@ pub struct TableStats {
     pub idx_blks_hit: u64,
     /// Index pages read.
     pub idx_blks_read: u64,
+    /// Heap (or clustered-index) pages written from the buffer pool to their home
+    /// location, in pages of the design's page size (`RelIo::blks_written` of the table's
+    /// relation; no counterpart in pg_statio_user_tables or InnoDB, so a real server's
+    /// report lists it under `not_measured`).
+    #[serde(default)]
+    pub heap_blks_written: u64,
+    /// Index pages written from the buffer pool, all the table's other indexes, as
+    /// `heap_blks_written`.
+    #[serde(default)]
+    pub idx_blks_written: u64,
     /// Index entries inserted.
     pub index_entries_inserted: u64,
     /// Tuple versions examined by reads.

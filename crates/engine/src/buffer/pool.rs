@@ -26,14 +26,17 @@ const PARTITIONS: usize = 128;
 const REL_IO_SLOTS: usize = 4096;
 
 /// Page requests of one relation (pg_statio_user_tables / pg_statio_user_indexes:
-/// `*_blks_hit`, `*_blks_read`).
+/// `*_blks_hit`, `*_blks_read`) and its pages written from the pool (which neither
+/// PostgreSQL nor InnoDB counts per relation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelIo {
     /// Requests served from the pool.
     pub blks_hit: u64,
     /// Requests that read the page.
     pub blks_read: u64,
-    /// Pages written from the pool to their home location.
+    /// Pages written from the pool to their home location (a page written through the
+    /// doublewrite area counts once), whatever wrote them: LRU batch, flush list,
+    /// checkpoint or an evicting thread.
     pub blks_written: u64,
 }
 const NO_PAGE: u64 = u64::MAX;
@@ -462,6 +465,14 @@ impl BufferPool {
         let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
         if let Some(c) = self.rel_io.get(slot) {
             c[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One page of relation `rel` written home ([`RelIo::blks_written`]).
+    fn count_rel_written(&self, rel: FileId) {
+        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
+        if let Some(c) = self.rel_io.get(slot) {
+            c[2].fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -1218,8 +1229,9 @@ impl BufferPool {
         }
         self.stats
             .add(Metric::buffer_pages_written, copies.len() as u64);
-        for (_, copy) in copies.iter() {
+        for (id, copy) in copies.iter() {
             self.type_io[crate::page::page_type(copy) as usize][1].fetch_add(1, Ordering::Relaxed);
+            self.count_rel_written(id.rel);
         }
         Ok(())
     }

@@ -445,10 +445,12 @@ impl Database {
         let heap = pool.rel_io(rels.table);
         s.heap_blks_hit = heap.blks_hit;
         s.heap_blks_read = heap.blks_read;
+        s.heap_blks_written = heap.blks_written;
         for rel in rels.index_relations() {
             let io = pool.rel_io(rel);
             s.idx_blks_hit += io.blks_hit;
             s.idx_blks_read += io.blks_read;
+            s.idx_blks_written += io.blks_written;
         }
         Ok(s)
     }
