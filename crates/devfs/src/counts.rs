@@ -6,6 +6,7 @@
 //! 1: 4 KiB blocks touched, requests split at `iop_max_bytes`), so the per-file and
 //! per-process figures add up to the device's totals.
 
+use crate::innodb_pages::{page_images, PageCounter, PageIo};
 use mvcclab_engine::device::{blocks_4k, requests, CompressionTotals};
 use mvcclab_engine::stats::CauseCounts;
 use parking_lot::Mutex;
@@ -131,6 +132,11 @@ pub struct DeviceCounts {
     /// CPU seconds (user + system) the daemon's request threads (`fuser-N`) have used;
     /// they share the machine's cores with the server and the clients.
     pub daemon_cpu_s: f64,
+    /// InnoDB pages read and written, by `index ID` or `type TYPE`, when the mount counts
+    /// them ([`crate::DevMount::count_innodb_pages`]; `innodb_pages` module doc); empty
+    /// otherwise.
+    #[serde(default)]
+    pub innodb_pages: BTreeMap<String, PageIo>,
 }
 
 impl DeviceCounts {
@@ -157,6 +163,15 @@ impl DeviceCounts {
             by_process: sub(&self.by_process, &earlier.by_process),
             compression: self.compression,
             daemon_cpu_s: (self.daemon_cpu_s - earlier.daemon_cpu_s).max(0.0),
+            innodb_pages: self
+                .innodb_pages
+                .iter()
+                .map(|(k, v)| {
+                    let then = earlier.innodb_pages.get(k).copied().unwrap_or_default();
+                    (k.clone(), v.minus(&then))
+                })
+                .filter(|(_, v)| !v.is_zero())
+                .collect(),
             per_second: self
                 .per_second
                 .get(first.min(last)..last.min(self.per_second.len()))
@@ -201,6 +216,8 @@ pub(crate) struct Counting {
     mapped: Mutex<(Option<u64>, BlockMap)>,
     /// The file whose requests are counted by part (its inode and namer), if any.
     split: Mutex<Option<(u64, PartFn)>>,
+    /// InnoDB page images by index, once asked for ([`Counting::count_innodb_pages`]).
+    pages: Mutex<Option<PageCounter>>,
 }
 
 #[derive(Default)]
@@ -224,6 +241,15 @@ impl Counting {
             mapped_path: Mutex::new(None),
             mapped: Mutex::new((None, BlockMap::new())),
             split: Mutex::new(None),
+            pages: Mutex::new(None),
+        }
+    }
+
+    /// Counts the InnoDB page images of every read and write from now on.
+    pub(crate) fn count_innodb_pages(&self) {
+        let mut p = self.pages.lock();
+        if p.is_none() {
+            *p = Some(PageCounter::default());
         }
     }
 
@@ -277,6 +303,17 @@ impl Counting {
     /// is what a read returned or a write carried (empty for a sync).
     pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64, data: &[u8]) {
         self.count_blocks(ino, req);
+        if let Request::Read { .. } | Request::Write { .. } = req {
+            if self.pages.lock().is_some() {
+                // Scanned outside the lock: a CRC-32C per candidate image.
+                let images = page_images(data);
+                if !images.is_empty() {
+                    if let Some(p) = self.pages.lock().as_mut() {
+                        p.count(&images, matches!(req, Request::Write { .. }));
+                    }
+                }
+            }
+        }
         let part = match (&*self.split.lock(), req) {
             (Some((i, f)), Request::Read { offset, .. } | Request::Write { offset, .. })
                 if *i == ino =>
@@ -354,6 +391,12 @@ impl Counting {
             compression,
             per_second: g.per_second.clone(),
             daemon_cpu_s: daemon_cpu_s(),
+            innodb_pages: self
+                .pages
+                .lock()
+                .as_ref()
+                .map(PageCounter::by_key)
+                .unwrap_or_default(),
         }
     }
 }

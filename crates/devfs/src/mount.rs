@@ -334,6 +334,13 @@ impl DevMount {
         })
     }
 
+    /// Counts the InnoDB page images of every read and write by index from now on
+    /// ([`DeviceCounts::innodb_pages`]; `innodb_pages` module doc), in either mode: a page
+    /// image is found by its checksum, not by its file.
+    pub fn count_innodb_pages(&self) {
+        self.fs.count_innodb_pages()
+    }
+
     /// The per-block counts of the mapped file so far.
     pub fn block_map(&self) -> crate::BlockMap {
         self.fs.block_map()

@@ -744,6 +744,11 @@ impl ManagedServer {
                     d.split_file("data/ibdata1", part)
                         .map_err(|e| ServerError::io("splitting ibdata1's counts", e))?;
                 }
+                if let (Some(d), ServerKind::MariaDb) = (&device, kind) {
+                    // Either mode: InnoDB's reads and writes by index, found by checksum
+                    // (mvcclab_devfs::DeviceCounts::innodb_pages).
+                    d.count_innodb_pages();
+                }
                 let pool = o.buffer_pool_bytes.max(6 << 20);
                 // innodb_lru_scan_depth is also the number of free pages the page cleaner
                 // keeps (buf0flu.cc, buf_flush_page_cleaner; MariaDB KB

@@ -706,6 +706,36 @@ impl RealServer for MariaDb {
             .collect())
     }
 
+    /// `information_schema.INNODB_SYS_INDEXES` joined with `INNODB_SYS_TABLES` on
+    /// `TABLE_ID`; a workload table is one of this database's `WORKLOAD_TABLES`, as in
+    /// `read_buffer_page`.
+    fn innodb_indexes(&self) -> Result<BTreeMap<u64, (String, &'static str)>, ServerError> {
+        let q = format!(
+            "SELECT i.INDEX_ID, CONCAT(t.NAME, '/', i.NAME), \
+               CASE WHEN t.NAME NOT REGEXP CONCAT('^', DATABASE(), '/({WORKLOAD_TABLES})$') \
+                 THEN 'system' \
+               WHEN i.NAME IN ('PRIMARY', 'GEN_CLUST_INDEX') THEN 'table' \
+               ELSE 'index' END \
+             FROM information_schema.INNODB_SYS_INDEXES i \
+             JOIN information_schema.INNODB_SYS_TABLES t ON t.TABLE_ID = i.TABLE_ID"
+        );
+        let rows: Vec<(u64, String, String)> = self
+            .admin()
+            .query(&q)
+            .map_err(|e| ServerError::sql(KIND, &q, e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, name, class)| {
+                let class = match class.as_str() {
+                    "table" => "table",
+                    "index" => "index",
+                    _ => "system",
+                };
+                (id, (name, class))
+            })
+            .collect())
+    }
+
     fn wal_file_class(&self) -> &'static str {
         if self.kind == ServerKind::MyRocks {
             "rocksdb_wal"

@@ -145,6 +145,17 @@ pub trait RealServer: Target {
             .collect())
     }
 
+    /// What each InnoDB index id names, for the device's page counts by index
+    /// (`mvcclab_devfs::DeviceCounts::innodb_pages`): `table/index` (as
+    /// `INNODB_SYS_TABLES.NAME` and `INNODB_SYS_INDEXES.NAME`) and its class, `table` for
+    /// the clustered index of a workload table (`PRIMARY` or `GEN_CLUST_INDEX`), `index`
+    /// for its other indexes, `system` for the rest. Empty for a server without InnoDB.
+    ///
+    /// Errors: [`ServerError::Sql`] when the dictionary views cannot be read.
+    fn innodb_indexes(&self) -> Result<BTreeMap<u64, (String, &'static str)>, ServerError> {
+        Ok(BTreeMap::new())
+    }
+
     /// The file class that holds its write-ahead log (`pg_wal`, `ib_logfile0`).
     fn wal_file_class(&self) -> &'static str;
 

@@ -309,13 +309,20 @@ impl ServerRun {
             (Some(b), Some(d)) => Some(d.counts().since(b)),
             _ => None,
         };
-        let counters = delta(&**server, &before.counters, &after);
+        let mut counters = delta(&**server, &before.counters, &after);
+        if let Some(d) = device.as_ref().filter(|d| !d.innodb_pages.is_empty()) {
+            let names = server
+                .innodb_indexes()
+                .with_context(|| format!("{label}: naming InnoDB's indexes"))?;
+            innodb_page_counters(&d.innodb_pages, &names, &mut counters);
+        }
         let state_counters = counters
             .keys()
             .filter(|k| server.is_state(k))
             .cloned()
             .collect();
         let mut f = figures(self.kind, &counters);
+        fill_innodb_page_figures(&mut f, &counters);
         let mut by_file_class = BTreeMap::new();
         let mut by_process = BTreeMap::new();
         let mut per_second = Vec::new();
@@ -1121,10 +1128,129 @@ impl Subject for ServerRun {
     }
 }
 
+/// The device's InnoDB page counts of a phase (`mvcclab_devfs::DeviceCounts::innodb_pages`)
+/// as server counters: `innodb_pages.<table/index>.<field>` for each index `names` knows
+/// (an unknown id as `index ID`, a page that is not an index page as `type TYPE`), and
+/// their sums by class, `innodb_pages.<class>.<field>` (`table`, `index`, `system`);
+/// fields `pages_read`, `pages_written`, `leaf_pages_read`, `leaf_pages_written`.
+fn innodb_page_counters(
+    pages: &BTreeMap<String, mvcclab_devfs::PageIo>,
+    names: &BTreeMap<u64, (String, &'static str)>,
+    counters: &mut Snapshot,
+) {
+    for (key, io) in pages {
+        let (name, class) = key
+            .strip_prefix("index ")
+            .and_then(|id| id.parse::<u64>().ok())
+            .and_then(|id| names.get(&id))
+            .map_or((key.clone(), "system"), |(n, c)| (n.clone(), *c));
+        for (field, v) in [
+            ("pages_read", io.pages_read),
+            ("pages_written", io.pages_written),
+            ("leaf_pages_read", io.leaf_pages_read),
+            ("leaf_pages_written", io.leaf_pages_written),
+        ] {
+            *counters
+                .entry(format!("innodb_pages.{name}.{field}"))
+                .or_default() += v as f64;
+            *counters
+                .entry(format!("innodb_pages.{class}.{field}"))
+                .or_default() += v as f64;
+        }
+    }
+}
+
+/// A MariaDB server's per-table page reads and writes from the device's counts
+/// ([`innodb_page_counters`]): the workload tables' clustered indexes as
+/// `heap_blks_read` / `heap_blks_written`, their other indexes as `idx_blks_read` /
+/// `idx_blks_written`, in pages, which are then measured; nothing without those counts.
+fn fill_innodb_page_figures(f: &mut SchemaFigures, counters: &Snapshot) {
+    let get = |k: &str| counters.get(k).copied();
+    let (Some(_), Some(_)) = (
+        get("innodb_pages.table.pages_read"),
+        get("innodb_pages.table.pages_written"),
+    ) else {
+        return;
+    };
+    let v = |k: &str| get(k).unwrap_or(0.0).max(0.0).round() as u64;
+    f.tables.heap_blks_read = v("innodb_pages.table.pages_read");
+    f.tables.heap_blks_written = v("innodb_pages.table.pages_written");
+    f.tables.idx_blks_read = v("innodb_pages.index.pages_read");
+    f.tables.idx_blks_written = v("innodb_pages.index.pages_written");
+    let filled = [
+        "engine.tables.heap_blks_read",
+        "engine.tables.heap_blks_written",
+        "engine.tables.idx_blks_read",
+        "engine.tables.idx_blks_written",
+    ];
+    f.not_measured.retain(|n| !filled.contains(&n.as_str()));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use mvcclab_devfs::BlockIo;
+
+    #[test]
+    fn innodb_page_counts_name_indexes_and_fill_the_table_figures() {
+        let io = |r, w| mvcclab_devfs::PageIo {
+            pages_read: r,
+            pages_written: w,
+            leaf_pages_read: r,
+            leaf_pages_written: w,
+        };
+        let pages: BTreeMap<String, mvcclab_devfs::PageIo> = [
+            ("index 23".to_string(), io(600, 110)),
+            ("index 24".to_string(), io(50, 60)),
+            ("index 99".to_string(), io(1, 0)),
+            ("type 3".to_string(), io(0, 7)),
+        ]
+        .into_iter()
+        .collect();
+        let names: BTreeMap<u64, (String, &'static str)> = [
+            (23, ("sbtest/sbtest1/PRIMARY".to_string(), "table")),
+            (24, ("sbtest/sbtest1/k_1".to_string(), "index")),
+        ]
+        .into_iter()
+        .collect();
+        let mut counters = Snapshot::new();
+        innodb_page_counters(&pages, &names, &mut counters);
+        assert_eq!(
+            counters["innodb_pages.sbtest/sbtest1/k_1.pages_written"],
+            60.0
+        );
+        assert_eq!(counters["innodb_pages.index 99.pages_read"], 1.0);
+        assert_eq!(counters["innodb_pages.system.pages_written"], 7.0);
+        assert_eq!(counters["innodb_pages.system.pages_read"], 1.0);
+        let mut f = SchemaFigures {
+            not_measured: vec![
+                "engine.tables.heap_blks_read".into(),
+                "engine.tables.idx_blks_written".into(),
+                "engine.tables.heap_blks_hit".into(),
+            ],
+            ..Default::default()
+        };
+        fill_innodb_page_figures(&mut f, &counters);
+        assert_eq!(
+            (
+                f.tables.heap_blks_read,
+                f.tables.heap_blks_written,
+                f.tables.idx_blks_read,
+                f.tables.idx_blks_written
+            ),
+            (600, 110, 50, 60)
+        );
+        assert_eq!(
+            f.not_measured,
+            vec!["engine.tables.heap_blks_hit".to_string()]
+        );
+        let mut without = SchemaFigures::default();
+        fill_innodb_page_figures(&mut without, &Snapshot::new());
+        assert_eq!(
+            without.tables.heap_blks_written, 0,
+            "no device counts, nothing filled"
+        );
+    }
 
     #[test]
     fn blocks_go_to_the_file_whose_extent_holds_them_and_the_rest_to_fs_metadata() {

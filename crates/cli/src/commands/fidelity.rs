@@ -208,6 +208,42 @@ const METRICS: &[Metric] = &[
         |r| Some(blocks_4k(r, r.io.total.buffer_pages_written)),
         |_| true,
     ),
+    // The pool's reads and writes by relation: a preset's pool counts them, a MariaDB
+    // server's come from the FUSE device's page images (`innodb_pages`), a PostgreSQL
+    // server's reads from pg_statio_user_tables; a side that does not count one lists it
+    // under `not_measured` and the row is left out.
+    (
+        "table pages read, 4 KiB blocks / txn",
+        |r| {
+            r.measured("engine.tables.heap_blks_read")
+                .then(|| blocks_4k(r, r.engine.tables.heap_blks_read))
+        },
+        |_| true,
+    ),
+    (
+        "table pages written, 4 KiB blocks / txn",
+        |r| {
+            r.measured("engine.tables.heap_blks_written")
+                .then(|| blocks_4k(r, r.engine.tables.heap_blks_written))
+        },
+        |_| true,
+    ),
+    (
+        "index pages read, 4 KiB blocks / txn",
+        |r| {
+            r.measured("engine.tables.idx_blks_read")
+                .then(|| blocks_4k(r, r.engine.tables.idx_blks_read))
+        },
+        |_| true,
+    ),
+    (
+        "index pages written, 4 KiB blocks / txn",
+        |r| {
+            r.measured("engine.tables.idx_blks_written")
+                .then(|| blocks_4k(r, r.engine.tables.idx_blks_written))
+        },
+        |_| true,
+    ),
     (
         "device reads, 4 KiB blocks / txn",
         |r| {
@@ -607,6 +643,35 @@ mod tests {
     }
 
     const SAMPLE: &str = include_str!("../../tests/data/run_report.json");
+
+    #[test]
+    fn pages_by_relation_are_compared_only_where_the_real_server_counts_them() {
+        let mut p: RunReport = serde_json::from_str(SAMPLE).unwrap();
+        let mut r = p.clone();
+        p.design.name = "innodb".into();
+        r.design.name = "real:mariadb".into();
+        let txns = p.results.transactions.max(1);
+        p.engine.tables.idx_blks_written = txns;
+        r.engine.tables.idx_blks_written = 2 * txns;
+        let metric = "index pages written, 4 KiB blocks / txn";
+        let mut info = mvcclab_servers::ServerInfo {
+            not_measured: vec!["engine.tables.idx_blks_written".into()],
+            ..Default::default()
+        };
+        r.server = Some(info.clone());
+        assert!(
+            !compare_pair("w", &p, &r).iter().any(|x| x.metric == metric),
+            "MariaDB off the FUSE device does not count it"
+        );
+        info.not_measured.clear();
+        r.server = Some(info);
+        let row = compare_pair("w", &p, &r)
+            .into_iter()
+            .find(|x| x.metric == metric)
+            .expect("both sides count it");
+        assert!(row.ratio.is_some_and(|x| (x - 0.5).abs() < 1e-9), "{row:?}");
+        assert!(row.outside, "{row:?}");
+    }
 
     #[test]
     fn ratios_are_flagged_outside_0_8_to_1_25() {
