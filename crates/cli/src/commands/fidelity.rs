@@ -191,6 +191,20 @@ fn blocks_4k(r: &RunReport, pages: u64) -> f64 {
     per_txn(r, pages) * r.device.page_size_bytes as f64 / 4096.0
 }
 
+/// `pages` of `engine.tables.<field>` in 4 KiB blocks per transaction, when the run
+/// measured it: a preset always; a real server unless its report lists the field under
+/// `not_measured`, and for the written pages only with the FUSE device's InnoDB page counts
+/// in its counters (`innodb_pages.*`), since reports from before those fields existed do
+/// not list them as not measured.
+fn relation_pages(r: &RunReport, field: &str, pages: u64) -> Option<f64> {
+    let from_device = |s: &mvcclab_servers::ServerInfo| {
+        !field.ends_with("_written") || s.counters.keys().any(|k| k.starts_with("innodb_pages."))
+    };
+    let measured =
+        r.measured(&format!("engine.tables.{field}")) && r.server.as_ref().is_none_or(from_device);
+    measured.then(|| blocks_4k(r, pages))
+}
+
 const METRICS: &[Metric] = &[
     ("tps", |r| Some(r.results.tps), |_| true),
     (
@@ -211,37 +225,25 @@ const METRICS: &[Metric] = &[
     // The pool's reads and writes by relation: a preset's pool counts them, a MariaDB
     // server's come from the FUSE device's page images (`innodb_pages`), a PostgreSQL
     // server's reads from pg_statio_user_tables; a side that does not count one lists it
-    // under `not_measured` and the row is left out.
+    // under `not_measured` and the row is left out (see `relation_pages`).
     (
         "table pages read, 4 KiB blocks / txn",
-        |r| {
-            r.measured("engine.tables.heap_blks_read")
-                .then(|| blocks_4k(r, r.engine.tables.heap_blks_read))
-        },
+        |r| relation_pages(r, "heap_blks_read", r.engine.tables.heap_blks_read),
         |_| true,
     ),
     (
         "table pages written, 4 KiB blocks / txn",
-        |r| {
-            r.measured("engine.tables.heap_blks_written")
-                .then(|| blocks_4k(r, r.engine.tables.heap_blks_written))
-        },
+        |r| relation_pages(r, "heap_blks_written", r.engine.tables.heap_blks_written),
         |_| true,
     ),
     (
         "index pages read, 4 KiB blocks / txn",
-        |r| {
-            r.measured("engine.tables.idx_blks_read")
-                .then(|| blocks_4k(r, r.engine.tables.idx_blks_read))
-        },
+        |r| relation_pages(r, "idx_blks_read", r.engine.tables.idx_blks_read),
         |_| true,
     ),
     (
         "index pages written, 4 KiB blocks / txn",
-        |r| {
-            r.measured("engine.tables.idx_blks_written")
-                .then(|| blocks_4k(r, r.engine.tables.idx_blks_written))
-        },
+        |r| relation_pages(r, "idx_blks_written", r.engine.tables.idx_blks_written),
         |_| true,
     ),
     (
@@ -664,6 +666,13 @@ mod tests {
             "MariaDB off the FUSE device does not count it"
         );
         info.not_measured.clear();
+        r.server = Some(info.clone());
+        assert!(
+            !compare_pair("w", &p, &r).iter().any(|x| x.metric == metric),
+            "a report without the device's page counts (older than them) did not measure it"
+        );
+        info.counters
+            .insert("innodb_pages.index.pages_written".into(), 2.0 * txns as f64);
         r.server = Some(info);
         let row = compare_pair("w", &p, &r)
             .into_iter()
