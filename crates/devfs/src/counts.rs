@@ -12,6 +12,7 @@ use mvcclab_engine::stats::CauseCounts;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// One request as the counters see it.
@@ -218,6 +219,8 @@ pub(crate) struct Counting {
     split: Mutex<Option<(u64, PartFn)>>,
     /// InnoDB page images by index, once asked for ([`Counting::count_innodb_pages`]).
     pages: Mutex<Option<PageCounter>>,
+    /// Whether `pages` counts: read on every request without the mutex.
+    pages_on: AtomicBool,
 }
 
 #[derive(Default)]
@@ -242,6 +245,7 @@ impl Counting {
             mapped: Mutex::new((None, BlockMap::new())),
             split: Mutex::new(None),
             pages: Mutex::new(None),
+            pages_on: AtomicBool::new(false),
         }
     }
 
@@ -251,6 +255,7 @@ impl Counting {
         if p.is_none() {
             *p = Some(PageCounter::default());
         }
+        self.pages_on.store(true, Ordering::Release);
     }
 
     /// Counts the requests of inode `ino` by the part `part` names from now on.
@@ -304,7 +309,7 @@ impl Counting {
     pub(crate) fn count(&self, ino: u64, pid: u32, req: Request, waited_us: u64, data: &[u8]) {
         self.count_blocks(ino, req);
         if let Request::Read { .. } | Request::Write { .. } = req {
-            if self.pages.lock().is_some() {
+            if self.pages_on.load(Ordering::Acquire) {
                 // Scanned outside the lock: a CRC-32C per candidate image.
                 let images = page_images(data);
                 if !images.is_empty() {
