@@ -217,8 +217,9 @@ pub(crate) struct Counting {
     mapped: Mutex<(Option<u64>, BlockMap)>,
     /// The file whose requests are counted by part (its inode and namer), if any.
     split: Mutex<Option<(u64, PartFn)>>,
-    /// InnoDB page images by index, once asked for ([`Counting::count_innodb_pages`]).
-    pages: Mutex<Option<PageCounter>>,
+    /// InnoDB page images by index, counted once asked for
+    /// ([`Counting::count_innodb_pages`]; empty until then).
+    pages: Mutex<PageCounter>,
     /// Whether `pages` counts: read on every request without the mutex.
     pages_on: AtomicBool,
 }
@@ -244,17 +245,13 @@ impl Counting {
             mapped_path: Mutex::new(None),
             mapped: Mutex::new((None, BlockMap::new())),
             split: Mutex::new(None),
-            pages: Mutex::new(None),
+            pages: Mutex::new(PageCounter::default()),
             pages_on: AtomicBool::new(false),
         }
     }
 
     /// Counts the InnoDB page images of every read and write from now on.
     pub(crate) fn count_innodb_pages(&self) {
-        let mut p = self.pages.lock();
-        if p.is_none() {
-            *p = Some(PageCounter::default());
-        }
         self.pages_on.store(true, Ordering::Release);
     }
 
@@ -313,9 +310,9 @@ impl Counting {
                 // Scanned outside the lock: a CRC-32C per candidate image.
                 let images = page_images(data);
                 if !images.is_empty() {
-                    if let Some(p) = self.pages.lock().as_mut() {
-                        p.count(&images, matches!(req, Request::Write { .. }));
-                    }
+                    self.pages
+                        .lock()
+                        .count(&images, matches!(req, Request::Write { .. }));
                 }
             }
         }
@@ -396,12 +393,7 @@ impl Counting {
             compression,
             per_second: g.per_second.clone(),
             daemon_cpu_s: daemon_cpu_s(),
-            innodb_pages: self
-                .pages
-                .lock()
-                .as_ref()
-                .map(PageCounter::by_key)
-                .unwrap_or_default(),
+            innodb_pages: self.pages.lock().by_key(),
         }
     }
 }

@@ -1165,14 +1165,11 @@ fn innodb_page_counters(
 /// `heap_blks_read` / `heap_blks_written`, their other indexes as `idx_blks_read` /
 /// `idx_blks_written`, in pages, which are then measured; nothing without those counts.
 fn fill_innodb_page_figures(f: &mut SchemaFigures, counters: &Snapshot) {
-    let get = |k: &str| counters.get(k).copied();
-    let (Some(_), Some(_)) = (
-        get("innodb_pages.table.pages_read"),
-        get("innodb_pages.table.pages_written"),
-    ) else {
+    // innodb_page_counters writes every field of a class together.
+    if !counters.contains_key("innodb_pages.table.pages_read") {
         return;
-    };
-    let v = |k: &str| get(k).unwrap_or(0.0).max(0.0).round() as u64;
+    }
+    let v = |k: &str| counters.get(k).copied().unwrap_or(0.0).max(0.0).round() as u64;
     f.tables.heap_blks_read = v("innodb_pages.table.pages_read");
     f.tables.heap_blks_written = v("innodb_pages.table.pages_written");
     f.tables.idx_blks_read = v("innodb_pages.index.pages_read");

@@ -56,33 +56,22 @@ impl BTree {
     pub fn delete_where(&self, key: &[u8], pred: impl FnOnce(&[u8]) -> bool) -> Result<bool> {
         let mut g = self.descend_write(&Target::Lower(Bound::Included(key)))?;
         let id = g.page_id();
-        let (found, posting) = {
+        let (i, posting) = {
             let n = self.node(g.data(), id, Some(0))?;
-            let found = self.locate_tid(&n, key)?;
-            if let Some((i, _)) = found {
-                let (k, v) = n.entry(i)?;
-                let own = if self.cfg.deduplicate && dedup::is_posting(k, v) {
-                    &[][..]
-                } else {
-                    v
-                };
-                if !pred(own) {
-                    return Ok(false);
-                }
-            }
-            let posting = match found {
-                Some((i, j)) if self.cfg.deduplicate => {
-                    let (k, v) = n.entry(i)?;
-                    dedup::is_posting(k, v)
-                        .then(|| dedup::without(k, v, |x| x == j))
-                        .flatten()
-                }
-                _ => None,
+            let Some((i, j)) = self.locate_tid(&n, key)? else {
+                return Ok(false);
             };
-            (found, posting)
-        };
-        let Some((i, _)) = found else {
-            return Ok(false);
+            let (k, v) = n.entry(i)?;
+            let in_posting = self.cfg.deduplicate && dedup::is_posting(k, v);
+            if !pred(if in_posting { &[] } else { v }) {
+                return Ok(false);
+            }
+            let posting = if in_posting {
+                dedup::without(k, v, |x| x == j)
+            } else {
+                None
+            };
+            (i, posting)
         };
         if let Some(e) = posting {
             // One TID out of a posting entry: the entry rewritten (nbtpage.c

@@ -462,25 +462,29 @@ impl BufferPool {
     }
 
     fn count_rel(&self, rel: FileId, hit: bool) {
-        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
-        if let Some(c) = self.rel_io.get(slot) {
+        if let Some(c) = self.rel_counters(rel) {
             c[usize::from(!hit)].fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// One page of relation `rel` written home ([`RelIo::blks_written`]).
     fn count_rel_written(&self, rel: FileId) {
-        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
-        if let Some(c) = self.rel_io.get(slot) {
+        if let Some(c) = self.rel_counters(rel) {
             c[2].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The counters of relation `rel` (hits, reads, writes), `None` beyond the first
+    /// [`REL_IO_SLOTS`] relations.
+    fn rel_counters(&self, rel: FileId) -> Option<&[AtomicU64; 3]> {
+        self.rel_io
+            .get(rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize)
     }
 
     /// Page requests of relation `rel` since the pool opened (zero for relations beyond the
     /// first 4096, which are not counted per relation).
     pub fn rel_io(&self, rel: FileId) -> RelIo {
-        let slot = rel.wrapping_sub(crate::device::file_ids::FIRST_RELATION) as usize;
-        self.rel_io.get(slot).map_or(RelIo::default(), |c| RelIo {
+        self.rel_counters(rel).map_or(RelIo::default(), |c| RelIo {
             blks_hit: c[0].load(Ordering::Relaxed),
             blks_read: c[1].load(Ordering::Relaxed),
             blks_written: c[2].load(Ordering::Relaxed),
