@@ -28,6 +28,7 @@
 //! | history_list_length | – | INNODB_METRICS `trx_rseg_history_len` |
 //! | undo_pages_read, _written | – | INNODB_METRICS `buffer_page_read_undo_log`, `buffer_page_written_undo_log` |
 //! | rseg_pages_read, _written | – | INNODB_METRICS `buffer_page_read_system_page`, `buffer_page_written_system_page` (rollback segment headers and a few other system pages) |
+//! | file_space_pages_read, _written | – | INNODB_METRICS `buffer_page_read_` and `buffer_page_written_` of `fsp_hdr`, `xdes`, `index_inode`, `ibuf_bitmap`, summed |
 //!
 //! `by_cause` holds only what a server's counters attribute: PostgreSQL's checkpointer
 //! (`buffers_checkpoint`) and background writer (`buffers_clean`, as `page_cleaner`).
@@ -56,6 +57,11 @@ pub struct SchemaFigures {
 }
 
 /// Fields no real server fills: mvcclab's own instruments.
+/// MariaDB's INNODB_METRICS names (after `buffer_page_read_` / `buffer_page_written_`) of
+/// the file-space page types (srv0mon.cc `MONITOR_BUF_PAGE_READ`: `FSP_HDR`, `XDES`,
+/// `INODE`, `IBUF_BITMAP`).
+const FILE_SPACE_METRICS: [&str; 4] = ["fsp_hdr", "xdes", "index_inode", "ibuf_bitmap"];
+
 const NEVER: &[&str] = &[
     "io.total.buffer_evictions",
     "io.total.pages_allocated",
@@ -233,6 +239,14 @@ pub fn figures(kind: ServerKind, d: &Snapshot) -> SchemaFigures {
                 // dictionary pages besides.
                 rseg_pages_read: m("buffer_page_read_system_page"),
                 rseg_pages_written: m("buffer_page_written_system_page"),
+                file_space_pages_read: FILE_SPACE_METRICS
+                    .iter()
+                    .map(|k| m(&format!("buffer_page_read_{k}")))
+                    .sum(),
+                file_space_pages_written: FILE_SPACE_METRICS
+                    .iter()
+                    .map(|k| m(&format!("buffer_page_written_{k}")))
+                    .sum(),
                 index_page_splits: m("index_page_splits"),
                 index_page_merge_attempts: m("index_page_merge_attempts"),
                 index_page_merge_successful: m("index_page_merge_successful"),

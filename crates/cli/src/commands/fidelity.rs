@@ -205,6 +205,21 @@ fn relation_pages(r: &RunReport, field: &str, pages: u64) -> Option<f64> {
     measured.then(|| blocks_4k(r, pages))
 }
 
+/// `pages` of the tablespaces' file-space pages (`engine.undo.file_space_pages_*`) in 4 KiB
+/// blocks per transaction, when the run counted them: a MariaDB server whose counters
+/// hold innodb_metrics' `buffer_page_written_fsp_hdr`; a preset that moved any (reports
+/// from before 2026-11-28 have none, and the field reads 0 there; a preset that moved
+/// none in the phase leaves the row out too).
+fn file_space_pages(r: &RunReport, pages: u64) -> Option<f64> {
+    let counted = match &r.server {
+        Some(s) => s
+            .counters
+            .contains_key("innodb_metrics.buffer_page_written_fsp_hdr"),
+        None => r.engine.undo.file_space_pages_read + r.engine.undo.file_space_pages_written > 0,
+    };
+    counted.then(|| blocks_4k(r, pages))
+}
+
 const METRICS: &[Metric] = &[
     ("tps", |r| Some(r.results.tps), |_| true),
     (
@@ -245,6 +260,16 @@ const METRICS: &[Metric] = &[
         "index pages written, 4 KiB blocks / txn",
         |r| relation_pages(r, "idx_blks_written", r.engine.tables.idx_blks_written),
         |_| true,
+    ),
+    (
+        "file-space pages read, 4 KiB blocks / txn",
+        |r| file_space_pages(r, r.engine.undo.file_space_pages_read),
+        |p| p == "innodb",
+    ),
+    (
+        "file-space pages written, 4 KiB blocks / txn",
+        |r| file_space_pages(r, r.engine.undo.file_space_pages_written),
+        |p| p == "innodb",
     ),
     (
         "device reads, 4 KiB blocks / txn",

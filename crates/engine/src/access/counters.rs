@@ -54,6 +54,16 @@ pub struct EngineCounters {
     /// (`buffer_page_written_system_page`).
     #[serde(default)]
     pub rseg_pages_written: u64,
+    /// File-space pages read into the buffer pool: the tablespace header with its extent
+    /// descriptors, segment inodes and change-buffer bitmaps (innodb: `btree::file_space`;
+    /// MariaDB's innodb_metrics `buffer_page_read_fsp_hdr`, `_xdes`, `_index_inode`,
+    /// `_ibuf_bitmap`).
+    #[serde(default)]
+    pub file_space_pages_read: u64,
+    /// File-space pages written from the buffer pool (`buffer_page_written_fsp_hdr`,
+    /// `_xdes`, `_index_inode`, `_ibuf_bitmap`).
+    #[serde(default)]
+    pub file_space_pages_written: u64,
     /// B-tree page splits, every index and level (innodb_metrics `index_page_splits`).
     #[serde(default)]
     pub index_page_splits: u64,

@@ -33,6 +33,9 @@ impl EngineCounters {
             undo_pages_read: after.undo_pages_read - before.undo_pages_read,
             rseg_pages_read: after.rseg_pages_read - before.rseg_pages_read,
             rseg_pages_written: after.rseg_pages_written - before.rseg_pages_written,
+            file_space_pages_read: after.file_space_pages_read - before.file_space_pages_read,
+            file_space_pages_written: after.file_space_pages_written
+                - before.file_space_pages_written,
             index_page_splits: after.index_page_splits - before.index_page_splits,
             index_page_splits_at_insert_point: after.index_page_splits_at_insert_point
                 - before.index_page_splits_at_insert_point,

@@ -38,6 +38,7 @@ pub trait Catalogued {
             table,
             primary_key: first_is_key.then(|| trees[0].rel()),
             indexes: secondary.iter().map(|t| t.rel()).collect(),
+            file_space: trees.first().and_then(|t| t.file_space()).map(|f| f.rel()),
         }
     }
     /// Its pgstat counters (`pg_stat_user_tables`).

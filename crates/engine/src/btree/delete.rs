@@ -158,6 +158,8 @@ impl BTree {
         let (wp, mut parent) = self.descend_pessimistic(key, 1)?;
         // The parent only loses a downlink: nothing above it changes.
         drop(wp);
+        // btr0cur.cc `btr_cur_pessimistic_delete` → `fsp_reserve_free_extents`.
+        self.fsp_extents_reserved()?;
         let pid = parent.page_id();
         let (i, left_block, block, right_in_parent) = {
             let n = self.node(parent.data(), pid, Some(1))?;
@@ -349,7 +351,9 @@ impl BTree {
         let rec = rec.main_data(&bwal::encode_geometry(self.geo));
         log_change(self.pool.wal(), &rec, &mut guards)?;
         self.ops.merges.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        // `btr_compress` → `ibuf_update_free_bits_if_full` on the page merged into.
+        let survivor_free = self.node(guards[0].data(), sid, Some(0))?.free_bytes();
+        self.fsp_leaf_free_bits(Some(survivor_free))
     }
 
     /// Returns a page a merge emptied to the relation's free list, for a later split's
@@ -385,6 +389,8 @@ impl BTree {
                 std::thread::yield_now();
             }
         }
-        Ok(self.pool.store().free_page(id)?)
+        self.pool.store().free_page(id)?;
+        // fsp0fsp.cc `fseg_free_page`: the extent descriptor and the segment inode.
+        self.fsp_page_allocated_or_freed()
     }
 }

@@ -380,6 +380,8 @@ impl BTree {
     /// split inserts its separator into the parent still latched, up to a new root.
     fn modify_pessimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<bool> {
         let (wp, mut g) = self.descend_pessimistic(key, 0)?;
+        // btr0cur.cc `btr_cur_pessimistic_insert` / `_update` → `fsp_reserve_free_extents`.
+        self.fsp_extents_reserved()?;
         let (place, n_entries, hdr, fits) = {
             let n = self.node(g.data(), g.page_id(), Some(0))?;
             let (place, old) = match mode {
@@ -691,6 +693,7 @@ impl BTree {
             self.pool.new_page(self.rel)?
         };
         let rid = r.page_id();
+        self.fsp_page_allocated_or_freed()?;
         let left_h = NodeHeader {
             flags: hdr.flags | FLAG_INCOMPLETE_SPLIT,
             right: rid.block,
@@ -746,6 +749,10 @@ impl BTree {
         }
         log_change(self.pool.wal(), &rec, &mut guards)?;
         self.ops.splits.fetch_add(1, Ordering::Relaxed);
+        if leaf {
+            // btr0btr.cc `btr_page_split_and_insert` → `ibuf_update_free_bits_for_two_pages_low`.
+            self.fsp_leaf_free_bits(None)?;
+        }
         Ok((sep, rid.block))
     }
 
@@ -763,6 +770,7 @@ impl BTree {
     ) -> Result<()> {
         let mut root = self.pool.new_page(self.rel)?;
         let rid = root.page_id();
+        self.fsp_page_allocated_or_freed()?;
         let h = NodeHeader {
             level,
             flags: 0,

@@ -36,6 +36,9 @@
 //!   `_bt_delitems_delete_check`);
 //! - `delete.rs`: delete and the merge below the threshold (InnoDB btr0btr.cc
 //!   `btr_compress`: nbtree never merges);
+//! - `file_space.rs`: the file-space pages of an InnoDB tablespace (`FSP_HDR`,
+//!   `IBUF_BITMAP`, `INODE`) that splits, merges and their extent reservations touch
+//!   (fsp0fsp.cc; nbtree has none);
 //! - `garbage.rs`: InnoDB's `PAGE_GARBAGE` of the leaves and the split it causes
 //!   (btr0cur.cc `btr_cur_optimistic_insert`; nbtree has none);
 //! - `vacuum.rs`: bulk delete (nbtree.c `btbulkdelete` → `btvacuumscan`);
@@ -202,6 +205,7 @@ pub mod cleanup;
 pub mod dedup;
 mod delete;
 mod delete_dead;
+pub mod file_space;
 mod garbage;
 mod insert;
 pub mod node;
@@ -215,6 +219,7 @@ pub mod wal;
 pub use cleanup::{
     CleanupOutcome, DeleteCandidate, DeleteOp, DeleteVerdict, IndexDeleteTuples, InsertCleanup,
 };
+pub use file_space::FileSpace;
 pub use search::{LeafRef, LeafVisitor, ScanDirection};
 pub use tree::{BTree, BTreeConfig, BTreeOps, BTreeStats};
 pub use wal::info;

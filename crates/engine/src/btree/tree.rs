@@ -12,6 +12,7 @@
 //! the rules they follow.
 
 use super::dedup::{self, TID_BYTES};
+use super::file_space::FileSpace;
 use super::node::{self, Geometry, Meta, Node, NodeHeader, FLAG_FREED, META_BLOCK, NO_BLOCK};
 use super::wal::{self as bwal, info};
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
@@ -278,6 +279,10 @@ pub struct BTree {
     pub(super) split_left_incomplete: AtomicBool,
     /// The leaves' `PAGE_GARBAGE` ([`BTreeConfig::page_garbage`]; `btree::garbage`).
     pub(super) garbage: GarbageMap,
+    /// The file-space pages of the tree's tablespace, and whether the tree is a secondary
+    /// index (whose leaves have change-buffer free bits), when its table has them
+    /// ([`BTree::set_file_space`]; `btree::file_space`).
+    pub(super) file_space: Option<(Arc<FileSpace>, bool)>,
 }
 
 /// The garbage of a tree's leaves by block (absent: none), each read and changed under the
@@ -491,9 +496,54 @@ impl BTree {
             root_cache: AtomicU64::new(0),
             split_left_incomplete: AtomicBool::new(false),
             garbage: GarbageMap::default(),
+            file_space: None,
             cfg,
             pool,
         })
+    }
+
+    /// Makes the tree touch the file-space pages of its tablespace as MariaDB's B-tree
+    /// does (`btree::file_space`): on every page it allocates or frees, every split and
+    /// merge attempt (`FSP_HDR`, `INODE`), and, when `secondary`, on its leaves' splits
+    /// and merges (`IBUF_BITMAP`). InnoDB keeps them per tablespace, so a table's trees
+    /// share one [`FileSpace`].
+    pub fn set_file_space(&mut self, file_space: Arc<FileSpace>, secondary: bool) {
+        self.file_space = Some((file_space, secondary));
+    }
+
+    /// The file-space pages the tree touches, if any ([`BTree::set_file_space`]).
+    pub fn file_space(&self) -> Option<&Arc<FileSpace>> {
+        self.file_space.as_ref().map(|(f, _)| f)
+    }
+
+    /// A page of the tree was allocated or freed: its tablespace's extent descriptor and
+    /// segment inode change (`FileSpace::page_allocated_or_freed`).
+    pub(super) fn fsp_page_allocated_or_freed(&self) -> Result<()> {
+        match &self.file_space {
+            Some((fs, _)) => fs.page_allocated_or_freed(),
+            None => Ok(()),
+        }
+    }
+
+    /// A pessimistic insert or delete reserves free extents (`FileSpace::extents_reserved`).
+    pub(super) fn fsp_extents_reserved(&self) -> Result<()> {
+        match &self.file_space {
+            Some((fs, _)) => fs.extents_reserved(),
+            None => Ok(()),
+        }
+    }
+
+    /// A leaf split (`split`) or a leaf merge that left `survivor_free` bytes free in the
+    /// surviving page (`None` for a split): a secondary index's free bits change in its
+    /// tablespace's `IBUF_BITMAP` (`FileSpace::free_bits_changed`), at a merge only when
+    /// the survivor's bits fall below 3.
+    pub(super) fn fsp_leaf_free_bits(&self, survivor_free: Option<usize>) -> Result<()> {
+        match &self.file_space {
+            Some((fs, true)) if survivor_free.is_none_or(|f| fs.free_bits_below_max(f)) => {
+                fs.free_bits_changed()
+            }
+            _ => Ok(()),
+        }
     }
 
     /// This tree with new posting entries allowed or not (the design switch

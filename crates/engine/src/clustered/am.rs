@@ -60,7 +60,7 @@ use crate::access::{
     AmOpen, AmShared, EngineCounters, GcReport, Recovering, TableAccessMethod, TableId, TxnCore,
     XactEnd,
 };
-use crate::btree::{BTree, BTreeConfig};
+use crate::btree::{BTree, BTreeConfig, FileSpace};
 use crate::catalog::{Row, TableDef, Value};
 use crate::design::{DesignConfig, GarbageCollection};
 use crate::error::{Error, Result};
@@ -620,7 +620,11 @@ impl ClusteredAm {
                     .iter()
                     .map(|&rel| BTree::open(pool.clone(), rel, sec.clone()))
                     .collect::<Result<Vec<_>>>()?;
-                let table = inner.table_over(id, def, clustered, indexes);
+                let file_space = match t.relations.file_space {
+                    Some(rel) => Some(Arc::new(FileSpace::open(pool.clone(), rel)?)),
+                    None => None,
+                };
+                let table = inner.table_over(id, def, clustered, indexes, file_space);
                 table
                     .secondary_deferred
                     .store(t.secondary_deferred, Ordering::Release);
@@ -655,6 +659,13 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
+/// The page types of a tablespace's file-space pages (`btree::file_space`).
+const FILE_SPACE_PAGE_TYPES: [u8; 3] = [
+    crate::btree::file_space::PAGE_TYPE_FSP_HDR,
+    crate::btree::file_space::PAGE_TYPE_IBUF_BITMAP,
+    crate::btree::file_space::PAGE_TYPE_INODE,
+];
+
 /// The B-tree configurations of a clustered table, for creating its trees and for opening
 /// them at recovery: (clustered index, secondary indexes). Both have InnoDB's accounting
 /// with the design's merge threshold; the clustered index also takes the fillfactor
@@ -673,14 +684,22 @@ fn innodb_btrees(design: &DesignConfig) -> (BTreeConfig, BTreeConfig) {
 
 impl ClusteredAm {
     /// Table `id` over its clustered and secondary trees, created or opened, with the
-    /// design's switches (`purge_resets_trx_id`, the index fill factor).
+    /// design's switches (`purge_resets_trx_id`, the index fill factor); the trees touch
+    /// `file_space`, the pages of the table's tablespace header, when it has them.
     fn table_over(
         &self,
         id: TableId,
         def: TableDef,
-        clustered: BTree,
-        indexes: Vec<BTree>,
+        mut clustered: BTree,
+        mut indexes: Vec<BTree>,
+        file_space: Option<Arc<FileSpace>>,
     ) -> ClusteredTable {
+        if let Some(fs) = file_space {
+            clustered.set_file_space(fs.clone(), false);
+            for ix in &mut indexes {
+                ix.set_file_space(fs.clone(), true);
+            }
+        }
         let mut table = ClusteredTable::new(
             id,
             def,
@@ -731,7 +750,10 @@ impl TableAccessMethod for ClusteredAm {
             .iter()
             .map(|_| BTree::create(pool.clone(), sec.clone()))
             .collect::<Result<Vec<_>>>()?;
-        Ok(self.table_over(id, def, clustered, indexes))
+        // MariaDB's file-per-table tablespace's header, bitmap and inode pages
+        // (fsp0fsp.cc `fsp_header_init`), a relation of their own here.
+        let file_space = Arc::new(FileSpace::create(pool.clone())?);
+        Ok(self.table_over(id, def, clustered, indexes, Some(file_space)))
     }
 
     fn build_secondary_indexes(&self, table: &ClusteredTable) -> Result<u64> {
@@ -825,6 +847,14 @@ impl TableAccessMethod for ClusteredAm {
             rseg_pages_written: pool
                 .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
                 .pages_written,
+            file_space_pages_read: FILE_SPACE_PAGE_TYPES
+                .iter()
+                .map(|&t| pool.page_type_io(t).pages_read)
+                .sum(),
+            file_space_pages_written: FILE_SPACE_PAGE_TYPES
+                .iter()
+                .map(|&t| pool.page_type_io(t).pages_written)
+                .sum(),
             index_page_splits: ops.index_page_splits,
             index_page_splits_at_insert_point: ops.index_page_splits_at_insert_point,
             index_page_merge_attempts: ops.index_page_merge_attempts,
