@@ -728,18 +728,21 @@ fn a_torn_page_initialized_since_its_last_write_is_rebuilt_by_redo() {
         let dblwr_before = db.storage().snapshot().counters.total().doublewrite_pages;
         cut_in_flush(&db, &dev, seed * 2 + 1, seed);
         let dblwr = db.storage().snapshot().counters.total().doublewrite_pages - dblwr_before;
-        // Only pages that existed at the checkpoint (the rollback segment's header) go
-        // through the area.
+        // Only pages that existed at the checkpoint go through the area: the rollback
+        // segment's header, and the undo relation's file-space header and inode pages
+        // (`btree::file_space`; the table's are initialized after it).
         assert!(
-            dblwr <= 2,
+            dblwr <= 4,
             "seed {seed}: {dblwr} pages through the doublewrite area"
         );
         let (db, torn) = power_on_and_reopen(db, &dev, seed);
         torn_total += torn.len();
         let report = db.recovery_report().clone();
-        assert_eq!(
-            report.doublewrite_pages_restored, 0,
-            "seed {seed}: {report:?}"
+        // Only a page that went through the area can be restored from it (the undo
+        // relation's file-space pages, when the cut tore one of them).
+        assert!(
+            report.doublewrite_pages_restored <= dblwr,
+            "seed {seed}: {dblwr} through the area, {report:?}"
         );
         rebuilt_total += report.blocks_skipped;
         let all = rows(&db, t, true);

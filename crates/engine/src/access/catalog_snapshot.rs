@@ -31,6 +31,11 @@ pub struct CatalogSnapshot {
     pub tables: Vec<CatalogTable>,
     /// The undo log's relation (innodb), when there is one.
     pub undo_relation: Option<FileId>,
+    /// The file-space pages of the undo log's tablespace (innodb: the system tablespace's
+    /// header and inode pages that undo segments' page allocations change;
+    /// `btree::file_space`). Absent in catalogs from before 2026-11-28.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_file_space: Option<FileId>,
 }
 
 impl CatalogSnapshot {

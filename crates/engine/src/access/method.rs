@@ -271,6 +271,10 @@ pub trait TableAccessMethod: Send + Sync + 'static {
     fn undo_relation(&self) -> Option<FileId> {
         None
     }
+    /// The relation of the undo log's file-space pages the catalog records, if any.
+    fn undo_file_space(&self) -> Option<FileId> {
+        None
+    }
     /// Stops the design's background threads (autovacuum, purge), waiting for each.
     fn shutdown(&self);
 }

@@ -35,13 +35,20 @@
 //! `btr_cur_optimistic_insert` → `ibuf_update_free_bits_if_full`,
 //! `btr_cur_optimistic_delete` → `ibuf_update_free_bits_low`); the redo InnoDB writes
 //! for these pages (a few bytes per change); `XDES` pages past the first 256 MiB of a
-//! tablespace (a table here keeps one descriptor page, `FSP_HDR`); the system
-//! tablespace's pages for undo segments; the sorted build's allocations.
+//! tablespace (a table here keeps one descriptor page, `FSP_HDR`); the sorted build's
+//! allocations.
+//!
+//! The undo log's relation (MariaDB's system tablespace, with `innodb_undo_tablespaces=0`,
+//! 10.11's default) has a `FileSpace` too (`clustered::undo_log`): every undo page
+//! allocated or freed changes its `FSP_HDR` and `INODE` (trx0undo.cc
+//! `trx_undo_seg_create` → `fseg_create`, `trx_undo_add_page` →
+//! `fseg_alloc_free_page_general`, `trx_undo_free_page` / `trx_purge_free_segment` →
+//! `fseg_free_page` / `fseg_free_step`).
 //!
 //! # Invariants
 //! The relation has exactly three blocks, `FSP_HDR_BLOCK`, `IBUF_BITMAP_BLOCK` and
 //! `INODE_BLOCK`, each all zeros on the device (never written) or a page of its type whose
-//! `aux` word counts the changes made to it (wrapping).
+//! `aux` word counts the changes made to it (wrapping), repeated in its last 4 bytes.
 //!
 //! # Locking
 //! A touch holds the page's latch only for the touch (exclusive to change it, shared to
@@ -78,6 +85,11 @@ pub const PAGE_TYPE_IBUF_BITMAP: u8 = 9;
 /// Page type of the inode page (InnoDB's `FIL_PAGE_INODE`, 3).
 pub const PAGE_TYPE_INODE: u8 = 3;
 
+/// Bytes of the trailer: the change count again, in the page's last bytes (the special
+/// space), so that a write torn after its first sectors fails the checksum, as InnoDB's
+/// FIL trailer makes a torn page detectable (`FIL_PAGE_END_LSN_OLD_CHKSUM`).
+const TRAILER_BYTES: usize = 4;
+
 /// The three pages' blocks and types, in block order.
 const PAGES: [(u32, u8); 3] = [
     (FSP_HDR_BLOCK, PAGE_TYPE_FSP_HDR),
@@ -113,8 +125,11 @@ impl FileSpace {
                     g.page_id().block
                 )));
             }
-            page::init_page(g.data_mut(), page_type, 0);
+            page::init_page(g.data_mut(), page_type, TRAILER_BYTES);
             g.note_logged(pool.wal().insert_lsn());
+            // A page initialized since its last write goes home without the doublewrite
+            // area, as InnoDB's pages initialized by `fsp_header_init` do (REINIT).
+            g.note_reinit();
         }
         Ok(FileSpace { pool, rel })
     }
@@ -141,8 +156,9 @@ impl FileSpace {
                 Ok(_) => {}
                 Err(StorageError::ChecksumMismatch { .. } | StorageError::Corrupted { .. }) => {
                     let mut g = pool.fetch_for_overwrite(id)?;
-                    page::init_page(g.data_mut(), page_type, 0);
+                    page::init_page(g.data_mut(), page_type, TRAILER_BYTES);
                     g.note_logged(pool.wal().insert_lsn());
+                    g.note_reinit();
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -163,10 +179,12 @@ impl FileSpace {
         if page::page_type(data) == 0 {
             // Never written and not in the pool since a restart: read as zeros.
             let t = PAGES[block as usize].1;
-            page::init_page(data, t, 0);
+            page::init_page(data, t, TRAILER_BYTES);
         }
         let n = page::aux(data).wrapping_add(1);
         page::set_aux(data, n);
+        let end = data.len();
+        data[end - TRAILER_BYTES..].copy_from_slice(&n.to_le_bytes());
         g.note_logged(self.pool.wal().insert_lsn());
         Ok(())
     }

@@ -559,11 +559,16 @@ impl ClusteredAm {
     pub fn open(open: AmOpen<'_>, purge: PurgeConfig) -> Result<Arc<Self>> {
         let Some(Recovering { catalog, redone }) = open.recovering else {
             let (storage, design) = (open.storage, open.design);
-            let undo = Arc::new(UndoSpace::create(
+            let mut undo = UndoSpace::create(
                 storage.pool().clone(),
                 storage.wal().clone(),
                 design.rollback_segments,
-            )?);
+            )?;
+            // The system tablespace's header and inode pages, which undo segments'
+            // page allocations change (fsp0fsp.cc `fseg_create`, `fseg_alloc_free_page`,
+            // `fseg_free_page`).
+            undo.file_space = Some(Arc::new(FileSpace::create(storage.pool().clone())?));
+            let undo = Arc::new(undo);
             let inner = Self::new_inner(
                 storage,
                 design,
@@ -579,12 +584,15 @@ impl ClusteredAm {
         let rel = catalog
             .undo_relation
             .ok_or_else(|| Error::corrupted("innodb catalog without the undo relation"))?;
-        let (undo, found) = UndoSpace::open(
+        let (mut undo, found) = UndoSpace::open(
             storage.pool().clone(),
             storage.wal().clone(),
             rel,
             design.rollback_segments,
         )?;
+        if let Some(fs) = catalog.undo_file_space {
+            undo.file_space = Some(Arc::new(FileSpace::open(storage.pool().clone(), fs)?));
+        }
         let mut aborted: Vec<Xid> = redone
             .xact_ends
             .iter()
@@ -870,6 +878,10 @@ impl TableAccessMethod for ClusteredAm {
 
     fn undo_relation(&self) -> Option<crate::device::FileId> {
         Some(self.undo.rel())
+    }
+
+    fn undo_file_space(&self) -> Option<crate::device::FileId> {
+        self.undo.file_space.as_ref().map(|f| f.rel())
     }
 
     fn shutdown(&self) {

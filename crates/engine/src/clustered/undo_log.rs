@@ -63,6 +63,7 @@ use super::undo_page::{
 };
 use super::undo_rec::{record_on_page, RollPtr, UndoRecord};
 use super::undo_wal::{info, put, put_forced, put_log_header, WriteLog};
+use crate::btree::FileSpace;
 use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
 use crate::error::TxnError;
@@ -159,6 +160,11 @@ pub struct UndoSpace {
     pub(super) next_trx_no: AtomicU64,
     /// Counters.
     pub counters: UndoCounters,
+    /// The file-space pages of the undo log's tablespace (MariaDB's system tablespace):
+    /// every undo page allocated or freed changes its header and inode pages, as
+    /// fsp0fsp.cc `fseg_alloc_free_page` / `fseg_free_page` do for an undo segment
+    /// (`btree::file_space`). `None` for a database made before 2026-11-28.
+    pub(super) file_space: Option<Arc<FileSpace>>,
 }
 
 const REUSE_LIMIT_NUM: usize = 3;
@@ -209,6 +215,7 @@ impl UndoSpace {
             skipped_rseg: AtomicU32::new(0),
             next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
+            file_space: None,
         })
     }
 
@@ -381,6 +388,8 @@ impl UndoSpace {
         self.counters
             .segments_created
             .fetch_add(1, Ordering::Relaxed);
+        // `trx_undo_seg_create` → `fseg_create`: the inode and the first page's extent.
+        self.file_space_changed()?;
         seg.pages = vec![p];
         seg.slot = slot;
         seg.log_offset = off as u16;
@@ -414,6 +423,8 @@ impl UndoSpace {
             .pages_allocated
             .fetch_add(1, Ordering::Relaxed);
         seg.pages.push(p);
+        // `trx_undo_add_page` → `fseg_alloc_free_page_general`.
+        self.file_space_changed()?;
         Ok(p)
     }
 
@@ -845,7 +856,16 @@ impl UndoSpace {
         }
         self.pool.store().free_page(id)?;
         self.counters.pages_freed.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        self.file_space_changed()
+    }
+
+    /// An undo page was allocated or freed: the undo tablespace's file-space pages change
+    /// (`FileSpace::page_allocated_or_freed`), when the database has them.
+    fn file_space_changed(&self) -> Result<()> {
+        match &self.file_space {
+            Some(fs) => fs.page_allocated_or_freed(),
+            None => Ok(()),
+        }
     }
 
     /// Undo pages in use (allocated and not freed; rollback segment headers not included).

@@ -91,6 +91,7 @@ impl UndoSpace {
             skipped_rseg: AtomicU32::new(0),
             next_trx_no: AtomicU64::new(0),
             counters: UndoCounters::default(),
+            file_space: None,
         };
         let mut out = RecoveredUndo::default();
         let mut history: Vec<(u64, HistoryEntry)> = Vec::new();

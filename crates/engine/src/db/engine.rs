@@ -372,6 +372,7 @@ impl<A: TableAccessMethod> Engine for DesignEngine<A> {
             layout: String::new(),
             tables: self.am.tables().catalog_tables(),
             undo_relation: self.am.undo_relation(),
+            undo_file_space: self.am.undo_file_space(),
         }
     }
 
