@@ -185,6 +185,12 @@ pub fn experiment_table(r: &ExperimentReport, markdown: bool) -> String {
                 p.undo.undo_pages_written, p.undo.rseg_pages_written
             )
         });
+        add("file-space pages read / written (total)".into(), &|p| {
+            format!(
+                "{} / {}",
+                p.undo.file_space_pages_read, p.undo.file_space_pages_written
+            )
+        });
         add("history list, samples: largest / mean".into(), &|p| {
             let h: Vec<f64> = p
                 .timeseries

@@ -1,0 +1,6 @@
+#!/bin/bash
+# grid of same-run pairs with the file-space pages (fsp31)
+OUT=docs/fidelity/fsp31/out; rm -rf $OUT; mkdir -p $OUT
+date > docs/fidelity/fsp31/out.times
+flock /work/measure.lock nice -n -5 mvcclab fidelity --scales base,1m,sweep --presets innodb --workloads oltp_update_index,oltp_read_write --load-once --fuse-device --fuse-mode block-device --time 30 --warmup 10 --report $OUT/ > $OUT/log 2>&1
+echo "rc=$? $(date)" >> docs/fidelity/fsp31/out.times
