@@ -17,8 +17,14 @@ use std::ops::Bound;
 
 fn load(db: &Database, rows: i32) -> TableId {
     let t = db.create_table(sbtest_def("sbtest1")).unwrap();
+    insert_rows(db, t, 0..rows);
+    t
+}
+
+/// Inserts rows `ids` (id, k = id, c, pad) into sbtest table `t` in one transaction.
+fn insert_rows(db: &Database, t: TableId, ids: std::ops::Range<i32>) {
     let mut tx = db.begin();
-    for id in 0..rows {
+    for id in ids {
         tx.insert(
             t,
             vec![
@@ -31,7 +37,6 @@ fn load(db: &Database, rows: i32) -> TableId {
         .unwrap();
     }
     tx.commit().unwrap();
-    t
 }
 
 /// Undo records written to the WAL since `from` (UNDO APPEND records carry them), and the
@@ -1083,20 +1088,7 @@ fn file_space_pages_follow_the_trees_allocations_and_frees() {
     let db = Database::open(crash_db_config(DesignConfig::innodb(), &dev)).unwrap();
     assert_eq!(db.relations(t).unwrap().file_space, Some(fs));
     assert_eq!(aux(&db, 0), hdr, "written at the close, read back");
-    let mut tx = db.begin();
-    for id in 3_000..4_000 {
-        tx.insert(
-            t,
-            vec![
-                Value::Integer(id),
-                Value::Integer(id),
-                Value::Text(format!("c{id}")),
-                Value::Text("pad".into()),
-            ],
-        )
-        .unwrap();
-    }
-    tx.commit().unwrap();
+    insert_rows(&db, t, 3_000..4_000);
     assert!(
         aux(&db, 0) > hdr,
         "the reopened trees touch the pages again"
