@@ -352,8 +352,7 @@ impl BTree {
         log_change(self.pool.wal(), &rec, &mut guards)?;
         self.ops.merges.fetch_add(1, Ordering::Relaxed);
         // `btr_compress` → `ibuf_update_free_bits_if_full` on the page merged into.
-        let survivor_free = self.node(guards[0].data(), sid, Some(0))?.free_bytes();
-        self.fsp_leaf_free_bits(Some(survivor_free))
+        self.fsp_leaf_free_bits(Some((guards[0].data(), sid)))
     }
 
     /// Returns a page a merge emptied to the relation's free list, for a later split's

@@ -92,12 +92,14 @@ pub const PAGE_TYPE_INODE: u8 = 3;
 /// FIL trailer makes a torn page detectable (`FIL_PAGE_END_LSN_OLD_CHKSUM`).
 const TRAILER_BYTES: usize = 4;
 
-/// The three pages' blocks and types, in block order.
-const PAGES: [(u32, u8); 3] = [
-    (FSP_HDR_BLOCK, PAGE_TYPE_FSP_HDR),
-    (IBUF_BITMAP_BLOCK, PAGE_TYPE_IBUF_BITMAP),
-    (INODE_BLOCK, PAGE_TYPE_INODE),
-];
+/// The three pages' types, indexed by block (`FSP_HDR_BLOCK`, `IBUF_BITMAP_BLOCK`,
+/// `INODE_BLOCK`).
+pub const PAGE_TYPES: [u8; 3] = [PAGE_TYPE_FSP_HDR, PAGE_TYPE_IBUF_BITMAP, PAGE_TYPE_INODE];
+
+/// The blocks of the relation with their page types, in block order.
+fn pages() -> impl Iterator<Item = (u32, u8)> {
+    (0u32..).zip(PAGE_TYPES)
+}
 
 /// The file-space pages of one table's tablespace, in a relation of their own. See the
 /// module doc.
@@ -119,7 +121,7 @@ impl FileSpace {
     /// Errors: store and pool errors.
     pub fn create(pool: Arc<BufferPool>) -> Result<FileSpace> {
         let rel = pool.store().create_relation()?;
-        for (block, page_type) in PAGES {
+        for (block, page_type) in pages() {
             let mut g = pool.new_page(rel)?;
             if g.page_id().block != block {
                 return Err(Error::corrupted(format!(
@@ -138,10 +140,10 @@ impl FileSpace {
 
     /// Opens the file-space pages of relation `rel` after a restart: the relation is made
     /// to hold its three blocks (a crash may have left it shorter: it is never named by
-    /// the WAL), and each page is read; one found torn or misdirected is rebuilt dirty in
-    /// the pool (InnoDB reads page 0 of every tablespace it opens, `fil_node_open_file`;
-    /// its doublewrite buffer restores a torn one, here the content is the in-memory
-    /// state).
+    /// the WAL), and each page is read; one found never written (zeros), torn or
+    /// misdirected is rebuilt dirty in the pool (InnoDB reads page 0 of every tablespace
+    /// it opens, `fil_node_open_file`; its doublewrite buffer restores a torn one, here
+    /// the content is the in-memory state).
     ///
     /// Errors: [`Error::InvalidConfig`] for an id that is not a relation file; store and
     /// pool errors other than a damaged page.
@@ -152,17 +154,20 @@ impl FileSpace {
             )));
         }
         pool.store().ensure_block(PageId::new(rel, INODE_BLOCK))?;
-        for (block, page_type) in PAGES {
+        for (block, page_type) in pages() {
             let id = PageId::new(rel, block);
-            match pool.fetch_read_fixed(id) {
-                Ok(_) => {}
+            let whole = match pool.fetch_read_fixed(id) {
+                Ok(g) => page::page_type(g.data()) == page_type,
                 Err(StorageError::ChecksumMismatch { .. } | StorageError::Corrupted { .. }) => {
-                    let mut g = pool.fetch_for_overwrite(id)?;
-                    page::init_page(g.data_mut(), page_type, TRAILER_BYTES);
-                    g.note_logged(pool.wal().insert_lsn());
-                    g.note_reinit();
+                    false
                 }
                 Err(e) => return Err(e.into()),
+            };
+            if !whole {
+                let mut g = pool.fetch_for_overwrite(id)?;
+                page::init_page(g.data_mut(), page_type, TRAILER_BYTES);
+                g.note_logged(pool.wal().insert_lsn());
+                g.note_reinit();
             }
         }
         Ok(FileSpace { pool, rel })
@@ -178,11 +183,6 @@ impl FileSpace {
     fn change(&self, block: u32) -> Result<()> {
         let mut g = self.pool.fetch_write_fixed(PageId::new(self.rel, block))?;
         let data = g.data_mut();
-        if page::page_type(data) == 0 {
-            // Never written and not in the pool since a restart: read as zeros.
-            let t = PAGES[block as usize].1;
-            page::init_page(data, t, TRAILER_BYTES);
-        }
         let n = page::aux(data).wrapping_add(1);
         page::set_aux(data, n);
         let end = data.len();

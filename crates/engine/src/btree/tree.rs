@@ -533,17 +533,25 @@ impl BTree {
         }
     }
 
-    /// A leaf split (`split`) or a leaf merge that left `survivor_free` bytes free in the
-    /// surviving page (`None` for a split): a secondary index's free bits change in its
+    /// A leaf split (`split`), or a leaf merge whose surviving page `survivor` (page
+    /// `sid`, as merged) is given: a secondary index's free bits change in its
     /// tablespace's `IBUF_BITMAP` (`FileSpace::free_bits_changed`), at a merge only when
-    /// the survivor's bits fall below 3.
-    pub(super) fn fsp_leaf_free_bits(&self, survivor_free: Option<usize>) -> Result<()> {
-        match &self.file_space {
-            Some((fs, true)) if survivor_free.is_none_or(|f| fs.free_bits_below_max(f)) => {
-                fs.free_bits_changed()
+    /// the survivor's bits fall below 3. The survivor is parsed only for a secondary
+    /// index with file-space pages.
+    pub(super) fn fsp_leaf_free_bits(&self, survivor: Option<(&[u8], PageId)>) -> Result<()> {
+        let Some((fs, true)) = &self.file_space else {
+            return Ok(());
+        };
+        let below = match survivor {
+            None => true,
+            Some((data, sid)) => {
+                fs.free_bits_below_max(self.node(data, sid, Some(0))?.free_bytes())
             }
-            _ => Ok(()),
+        };
+        if below {
+            fs.free_bits_changed()?;
         }
+        Ok(())
     }
 
     /// This tree with new posting entries allowed or not (the design switch

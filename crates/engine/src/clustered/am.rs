@@ -667,13 +667,6 @@ impl CheckpointHook for ClusteredAm {
     }
 }
 
-/// The page types of a tablespace's file-space pages (`btree::file_space`).
-const FILE_SPACE_PAGE_TYPES: [u8; 3] = [
-    crate::btree::file_space::PAGE_TYPE_FSP_HDR,
-    crate::btree::file_space::PAGE_TYPE_IBUF_BITMAP,
-    crate::btree::file_space::PAGE_TYPE_INODE,
-];
-
 /// The B-tree configurations of a clustered table, for creating its trees and for opening
 /// them at recovery: (clustered index, secondary indexes). Both have InnoDB's accounting
 /// with the design's merge threshold; the clustered index also takes the fillfactor
@@ -831,6 +824,13 @@ impl TableAccessMethod for ClusteredAm {
         let pool = self.storage.pool();
         let h = &self.history;
         let ops = self.shared.tables.btree_ops();
+        // The tablespaces' file-space pages, by their page types (`btree::file_space`).
+        let (fsp_read, fsp_written) = crate::btree::file_space::PAGE_TYPES
+            .iter()
+            .map(|&t| pool.page_type_io(t))
+            .fold((0, 0), |(r, w), io| {
+                (r + io.pages_read, w + io.pages_written)
+            });
         EngineCounters {
             undo_records_written: u.records_written.load(Ordering::Relaxed),
             undo_pages_allocated: u.pages_allocated.load(Ordering::Relaxed),
@@ -855,14 +855,8 @@ impl TableAccessMethod for ClusteredAm {
             rseg_pages_written: pool
                 .page_type_io(crate::clustered::PAGE_TYPE_RSEG)
                 .pages_written,
-            file_space_pages_read: FILE_SPACE_PAGE_TYPES
-                .iter()
-                .map(|&t| pool.page_type_io(t).pages_read)
-                .sum(),
-            file_space_pages_written: FILE_SPACE_PAGE_TYPES
-                .iter()
-                .map(|&t| pool.page_type_io(t).pages_written)
-                .sum(),
+            file_space_pages_read: fsp_read,
+            file_space_pages_written: fsp_written,
             index_page_splits: ops.index_page_splits,
             index_page_splits_at_insert_point: ops.index_page_splits_at_insert_point,
             index_page_merge_attempts: ops.index_page_merge_attempts,
