@@ -746,6 +746,18 @@ impl BufferPool {
         self.pin_new(id)
     }
 
+    /// [`BufferPool::new_page`] for a fragment page ([`PageStore::allocate_fragment_page`]:
+    /// an undo page, InnoDB's `fsp_alloc_free_page` in the system tablespace, near block
+    /// `hint`). A freed block still resident is reused in place (buf0buf.cc
+    /// `buf_page_create_low`, not counted as created); one evicted since is created at the
+    /// head of the LRU list.
+    ///
+    /// Errors: as [`PageStore::allocate_fragment_page`] and [`BufferPool::fetch_read`].
+    pub fn new_fragment_page(&self, rel: FileId, hint: u32) -> StorageResult<WritePageGuard<'_>> {
+        let id = self.store.allocate_fragment_page(rel, hint)?;
+        self.pin_new(id)
+    }
+
     /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.
     ///
     /// The frame's page is read before the pin is dropped: only a holder that saw the frame

@@ -361,7 +361,9 @@ impl UndoSpace {
         };
         let slot = slot as u16;
         let mut h = self.pool.fetch_write(self.rseg_header(r))?;
-        let mut g = self.pool.new_page(self.rel)?;
+        // `fseg_create` → `fseg_alloc_free_page_low` with hint 0 → `fsp_alloc_free_page`:
+        // a fragment page of the system tablespace.
+        let mut g = self.pool.new_fragment_page(self.rel, 0)?;
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), true);
         let mut wg = WriteLog::default();
@@ -401,10 +403,12 @@ impl UndoSpace {
     fn add_page(&self, r: u8, seg: &mut UndoSegment) -> Result<u32> {
         let _st = self.rsegs[r as usize].state.lock();
         let mut h = self.pool.fetch_write(PageId::new(self.rel, seg.pages[0]))?;
-        let mut g = self.pool.new_page(self.rel)?;
+        let prev = *seg.pages.last().expect("a segment has its first page");
+        // `fseg_alloc_free_page_general(…, undo->top_page_no + 1, FSP_UP)`: a fragment page
+        // from the last page on.
+        let mut g = self.pool.new_fragment_page(self.rel, prev + 1)?;
         let p = g.page_id().block;
         format_undo_page(g.data_mut(), false);
-        let prev = *seg.pages.last().expect("a segment has its first page");
         let mut wg = WriteLog::default();
         put_forced(&mut g, &mut wg, OFF_AUX, &prev.to_le_bytes());
         let mut wh = WriteLog::default();

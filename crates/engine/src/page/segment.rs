@@ -9,8 +9,11 @@
 //! `extent_pages` consecutive blocks (`FSP_EXTENT_SIZE`: 1 MiB of pages up to 16 KiB
 //! pages, 64 pages above). An extent with a used page belongs to the segment; one whose
 //! pages are all free is the space's again (fsp0fsp.cc `fseg_free_page_low` →
-//! `fsp_free_extent`). Not modelled: the 32 fragment pages a segment takes one at a time
-//! before its first extent (a fragment page here is the lowest free block), and the
+//! `fsp_free_extent`). A relation whose every segment stays under half an extent (the undo
+//! relation: InnoDB's system tablespace, holding one-page undo segments) takes its pages
+//! as fragment pages from the space's fragment extents ([`FreeSpace::take_fragment`],
+//! `fsp_alloc_free_page`). Not modelled: the 32 fragment pages a B-tree segment takes one
+//! at a time before its first extent (a fragment page there is the lowest free block), and the
 //! `FSEG_FREE` list of extents a segment holds with no page used (an extent is taken when
 //! a page of it is).
 //!
@@ -23,6 +26,9 @@
 //!    `reserved_end`.
 //! 3. `not_full` holds each extent with a used and a free block once, in the order it
 //!    became so (`flst_add_last` onto `FSEG_NOT_FULL`).
+//! 4. `free_extents` holds each extent below `reserved_end` with no used block once, in
+//!    the order it became so (the space's `FSP_FREE` list: `fsp_free_extent` appends an
+//!    emptied extent, `fsp_fill_free_list` the extents a growth adds, in ascending order).
 //!
 //! # Locking and crash safety
 //! Owned by the relation's free-space mutex in [`super::store`]; in memory only, rebuilt
@@ -40,6 +46,7 @@ pub(super) struct FreeSpace {
     reserved_end: u32,
     ext_used: Vec<u32>,
     not_full: VecDeque<u32>,
+    free_extents: VecDeque<u32>,
 }
 
 impl FreeSpace {
@@ -53,6 +60,7 @@ impl FreeSpace {
             reserved_end: 0,
             ext_used: Vec::new(),
             not_full: VecDeque::new(),
+            free_extents: VecDeque::new(),
         };
         for b in 0..n_blocks {
             s.mark_used(b);
@@ -62,6 +70,8 @@ impl FreeSpace {
 
     fn grow_to(&mut self, block: u32) {
         while block >= self.reserved_end {
+            self.free_extents
+                .push_back(self.reserved_end / self.extent_pages);
             self.reserved_end += self.extent_pages;
             self.ext_used.push(0);
         }
@@ -73,7 +83,9 @@ impl FreeSpace {
         let was = self.ext_used[x];
         self.ext_used[x] += 1;
         if was == 0 {
-            // fseg_mark_page_used: an extent taking its first page goes onto NOT_FULL.
+            // fseg_mark_page_used: an extent taking its first page leaves the space's free
+            // list and goes onto NOT_FULL.
+            self.free_extents.retain(|&e| e != x as u32);
             self.not_full.push_back(x as u32);
         }
         if self.ext_used[x] == self.extent_pages {
@@ -91,8 +103,10 @@ impl FreeSpace {
             self.not_full.push_back(x as u32);
         }
         if self.ext_used[x] == 0 {
-            // ... and an extent left with no used page goes back to the space.
+            // ... and an extent left with no used page goes back to the space, at the end
+            // of its free list (fsp_free_extent: flst_add_last onto FSP_FREE).
             self.not_full.retain(|&e| e != x as u32);
+            self.free_extents.push_back(x as u32);
         }
     }
 
@@ -167,7 +181,8 @@ impl FreeSpace {
     ///    extent's first free block from the hint on, wrapping round;
     /// 2. when fewer than an eighth of the segment's reserved blocks (and fewer than four
     ///    extents' worth) are free and half an extent is used, a new extent: the hint's own
-    ///    if it is the space's (all free), else the lowest extent of the space's (all free),
+    ///    if it is the space's (all free), else the first on the space's free list (the
+    ///    extent emptied longest ago),
     ///    else one past the end; its first block (or the hint);
     /// 3. else, with a free reserved block, the first free block of the first extent on
     ///    `FSEG_NOT_FULL`;
@@ -218,17 +233,70 @@ impl FreeSpace {
         self.take_new_extent(n)
     }
 
-    /// The first block of the lowest extent with no used block, below the reserved end if
-    /// there is one (fsp0fsp.cc `fsp_alloc_free_extent` takes the head of the space's free
-    /// extent list), else of a new extent at the end.
+    /// The block a fragment page takes, following fsp0fsp.cc `fsp_alloc_free_page`, which
+    /// serves every page of a segment with fewer than half an extent used (an undo log
+    /// segment's pages: trx0undo.cc `trx_undo_seg_create` → `fseg_create` with hint 0,
+    /// `trx_undo_add_page` with the segment's last page + 1), in a relation of `*n` blocks
+    /// (grown as needed). The relation is the tablespace; its extents with a used and a
+    /// free block are the space's `FSP_FREE_FRAG` list (`not_full`, in the order they
+    /// joined it: `flst_add_last` when a free extent is taken for fragments and when a
+    /// full one has a page freed, `fsp_free_page`), its full ones `FSP_FULL_FRAG`, its
+    /// empty ones `FSP_FREE`:
+    /// 1. when the hint's extent is on `FSP_FREE_FRAG`, its first free block from the
+    ///    hint on, wrapping round (`xdes_find_free(descr, hint % FSP_EXTENT_SIZE)`);
+    /// 2. else the first free block of the first extent on `FSP_FREE_FRAG` (the hint
+    ///    reset to 0);
+    /// 3. else a free extent joins `FSP_FREE_FRAG` (`fsp_alloc_free_extent`: the hint's
+    ///    own when it has no used block, else the first on the space's free list, which
+    ///    is the one emptied longest ago, else one past the end) and the block at the
+    ///    hint's offset in it is taken.
+    ///
+    /// So freed pages are taken again extent by extent in list order, not lowest first:
+    /// a page freed in an extent further down the list stays free (and, in the buffer
+    /// pool, resident as a freed page until eviction) while the first extent has room, and
+    /// extents emptied together (one-page undo segments freed by one history truncation)
+    /// are taken again only after the extents emptied before them.
+    pub(super) fn take_fragment(&mut self, hint: u32, n: &mut u32) -> u32 {
+        let e = self.extent_pages;
+        let hx = hint / e;
+        if hint < self.reserved_end {
+            let used = self.ext_used[hx as usize];
+            if used > 0 && used < e {
+                if let Some(b) = self.find_free(hx, hint % e, *n) {
+                    return self.take(b, n);
+                }
+            }
+        }
+        if let Some(b) = self
+            .not_full
+            .front()
+            .and_then(|&x| self.find_free(x, 0, *n))
+        {
+            return self.take(b, n);
+        }
+        let x = if hint < self.reserved_end && self.ext_used[hx as usize] == 0 {
+            hx
+        } else {
+            self.first_free_extent()
+        };
+        let b = x * e + hint % e;
+        self.grow_to(b);
+        self.take(b, n)
+    }
+
+    /// The extent `fsp_alloc_free_extent` takes when the hint's own is not free: the
+    /// first on the space's free list (`FSP_FREE`, invariant 4: the extent emptied
+    /// longest ago), else a new one at the end.
+    fn first_free_extent(&self) -> u32 {
+        self.free_extents
+            .front()
+            .copied()
+            .unwrap_or(self.reserved_end / self.extent_pages)
+    }
+
+    /// The first block of a new extent for the segment ([`FreeSpace::first_free_extent`]).
     fn take_new_extent(&mut self, n: &mut u32) -> u32 {
-        let x = self
-            .ext_used
-            .iter()
-            .position(|&u| u == 0)
-            .map(|x| x as u32)
-            .unwrap_or(self.reserved_end / self.extent_pages);
-        let b = x * self.extent_pages;
+        let b = self.first_free_extent() * self.extent_pages;
         self.grow_to(b);
         self.take(b, n)
     }
@@ -299,6 +367,50 @@ mod tests {
         assert_eq!(s.take_near(20, &mut n), 8);
         assert_eq!(s.owned(), 3);
         assert_eq!(n, 24);
+    }
+
+    #[test]
+    fn fragment_pages_come_from_the_first_free_frag_extent_not_the_lowest_free_block() {
+        // Three extents of 8, all used; free 2 (extent 0), then 12 and 13 (extent 1):
+        // extent 0 joined FREE_FRAG first.
+        let mut n = 24;
+        let mut s = FreeSpace::new(n, 8);
+        for b in [2, 12, 13] {
+            s.free(b);
+        }
+        // Case 1: the hint's extent is a fragment extent: from the hint on, wrapping.
+        assert_eq!(s.take_fragment(14, &mut n), 12, "wraps round in extent 1");
+        // Case 2: the hint's extent (2) is full: the first FREE_FRAG extent, hint reset.
+        assert_eq!(s.take_fragment(20, &mut n), 2);
+        // Extent 0 is full again and left the list; a page freed in extent 2 puts it at
+        // the list's end, behind extent 1, so block 13 goes first though 17 is freed later
+        // and 13 is higher.
+        s.free(17);
+        assert_eq!(s.not_full, VecDeque::from([1, 2]));
+        assert_eq!(s.take_fragment(0, &mut n), 13);
+        assert_eq!(s.take_fragment(0, &mut n), 17);
+        // Case 3: no fragment extent: a new extent at the hint's offset; the blocks it
+        // skips are free and the extent is on FREE_FRAG.
+        assert_eq!(s.take_fragment(3, &mut n), 27);
+        assert_eq!(n, 28);
+        assert_eq!(s.take_fragment(0, &mut n), 24);
+        assert_eq!(s.not_full, VecDeque::from([3]));
+        // Extents emptied go back to the space's free list in the order they emptied, and
+        // are taken again from its head, before the end grows: extent 3 emptied before
+        // extent 1, so it goes first though it is the higher.
+        for b in [24, 27] {
+            s.free(b);
+        }
+        for b in 8..16 {
+            s.free(b);
+        }
+        assert_eq!((s.ext_used[1], s.ext_used[3]), (0, 0));
+        assert!(s.not_full.is_empty());
+        assert_eq!(s.free_extents, VecDeque::from([3, 1]));
+        assert_eq!(s.take_fragment(0, &mut n), 24, "the extent emptied first");
+        assert_eq!(s.free_extents, VecDeque::from([1]));
+        assert_eq!(s.take_fragment(0, &mut n), 25, "then its next free block");
+        assert_eq!(n, 28);
     }
 
     #[test]

@@ -4,12 +4,13 @@
 //!
 //! # Invariants
 //! 1. Block `b` of relation `r` lives at byte `b × page_size` of file `r`.
-//! 2. A block is handed out by [`PageStore::allocate_page`] or
-//!    [`PageStore::allocate_page_near`] once until it is freed. `allocate_page` reuses
-//!    freed blocks lowest first before the relation grows (PostgreSQL nbtree recycles
-//!    deleted pages through the FSM); `allocate_page_near` chooses as an InnoDB file
-//!    segment does (`page::segment`), and may take a block past the end, the blocks it
-//!    skips becoming free blocks of the relation.
+//! 2. A block is handed out by [`PageStore::allocate_page`],
+//!    [`PageStore::allocate_page_near`] or [`PageStore::allocate_fragment_page`] once until
+//!    it is freed. `allocate_page` reuses freed blocks lowest first before the relation
+//!    grows (PostgreSQL nbtree recycles deleted pages through the FSM);
+//!    `allocate_page_near` chooses as an InnoDB file segment does and
+//!    `allocate_fragment_page` as InnoDB's fragment extents do (`page::segment`); both may
+//!    take a block past the end, the blocks skipped becoming free blocks of the relation.
 //! 3. `n_blocks` may exceed the file's length: an allocated page reaches the device only
 //!    when the buffer pool first writes it (PostgreSQL 15 instead writes a zero page at
 //!    extension, `smgrextend`; set `zero_fill_on_extend` for that cost).
@@ -194,6 +195,22 @@ impl PageStore {
         let r = self.rel(rel)?;
         self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
         let (block, _) = Self::take(&r, |free, n| free.take_near(hint, n));
+        Ok(PageId::new(rel, block))
+    }
+
+    /// Allocates a fragment page of `rel` as InnoDB's `fsp_alloc_free_page` does for a
+    /// segment under half an extent, with `hint` the block it would like (fsp0fsp.cc; the
+    /// rules are `page::segment`'s `FreeSpace::take_fragment`): the hint's extent when it is
+    /// a fragment extent, else the first fragment extent's first free block, else a free
+    /// extent. The undo relation allocates its pages so (trx0undo.cc
+    /// `trx_undo_seg_create` with hint 0, `trx_undo_add_page` with the last page + 1).
+    /// Counts `pages_allocated`; never writes.
+    ///
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
+    pub fn allocate_fragment_page(&self, rel: FileId, hint: u32) -> StorageResult<PageId> {
+        let r = self.rel(rel)?;
+        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
+        let (block, _) = Self::take(&r, |free, n| free.take_fragment(hint, n));
         Ok(PageId::new(rel, block))
     }
 
