@@ -37,6 +37,10 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+/// Extents a tablespace adds to its free list at a time when the list is empty (fsp0fsp.h
+/// `FSP_FREE_ADD`).
+const FSP_FREE_ADD: u32 = 4;
+
 /// Free blocks and extent bookkeeping of one relation. See the module doc.
 #[derive(Debug)]
 pub(super) struct FreeSpace {
@@ -182,8 +186,8 @@ impl FreeSpace {
     /// 2. when fewer than an eighth of the segment's reserved blocks (and fewer than four
     ///    extents' worth) are free and half an extent is used, a new extent: the hint's own
     ///    if it is the space's (all free), else the first on the space's free list (the
-    ///    extent emptied longest ago),
-    ///    else one past the end; its first block (or the hint);
+    ///    extent emptied longest ago; four new extents past the end when it is empty);
+    ///    its first block (or the hint);
     /// 3. else, with a free reserved block, the first free block of the first extent on
     ///    `FSEG_NOT_FULL`;
     /// 4. else a new extent's first block.
@@ -248,8 +252,8 @@ impl FreeSpace {
     ///    reset to 0);
     /// 3. else a free extent joins `FSP_FREE_FRAG` (`fsp_alloc_free_extent`: the hint's
     ///    own when it has no used block, else the first on the space's free list, which
-    ///    is the one emptied longest ago, else one past the end) and the block at the
-    ///    hint's offset in it is taken.
+    ///    is the one emptied longest ago, the list filled four extents at a time past the
+    ///    end when empty) and the block at the hint's offset in it is taken.
     ///
     /// So freed pages are taken again extent by extent in list order, not lowest first:
     /// a page freed in an extent further down the list stays free (and, in the buffer
@@ -286,12 +290,14 @@ impl FreeSpace {
 
     /// The extent `fsp_alloc_free_extent` takes when the hint's own is not free: the
     /// first on the space's free list (`FSP_FREE`, invariant 4: the extent emptied
-    /// longest ago), else a new one at the end.
-    fn first_free_extent(&self) -> u32 {
-        self.free_extents
-            .front()
-            .copied()
-            .unwrap_or(self.reserved_end / self.extent_pages)
+    /// longest ago). An empty list is filled first with the next [`FSP_FREE_ADD`] extents
+    /// past the reserved end, in ascending order (fsp0fsp.cc `fsp_fill_free_list`), so an
+    /// extent emptied later waits behind them.
+    fn first_free_extent(&mut self) -> u32 {
+        if self.free_extents.is_empty() {
+            self.grow_to(self.reserved_end + FSP_FREE_ADD * self.extent_pages - 1);
+        }
+        self.free_extents[0]
     }
 
     /// The first block of a new extent for the segment ([`FreeSpace::first_free_extent`]).
@@ -389,15 +395,18 @@ mod tests {
         assert_eq!(s.not_full, VecDeque::from([1, 2]));
         assert_eq!(s.take_fragment(0, &mut n), 13);
         assert_eq!(s.take_fragment(0, &mut n), 17);
-        // Case 3: no fragment extent: a new extent at the hint's offset; the blocks it
-        // skips are free and the extent is on FREE_FRAG.
+        // Case 3: no fragment extent and an empty free list: the space adds four extents
+        // to its free list (fsp_fill_free_list) and takes the first, at the hint's offset;
+        // the blocks it skips are free and the extent is on FREE_FRAG.
         assert_eq!(s.take_fragment(3, &mut n), 27);
         assert_eq!(n, 28);
+        assert_eq!(s.free_extents, VecDeque::from([4, 5, 6]));
         assert_eq!(s.take_fragment(0, &mut n), 24);
         assert_eq!(s.not_full, VecDeque::from([3]));
-        // Extents emptied go back to the space's free list in the order they emptied, and
-        // are taken again from its head, before the end grows: extent 3 emptied before
-        // extent 1, so it goes first though it is the higher.
+        // Extents emptied go to the end of the free list in the order they emptied, and
+        // the list is taken from its head: extent 3 emptied before extent 1, both behind
+        // the three added before; the blocks of extent 1 are taken again only after
+        // those of four other extents.
         for b in [24, 27] {
             s.free(b);
         }
@@ -406,11 +415,11 @@ mod tests {
         }
         assert_eq!((s.ext_used[1], s.ext_used[3]), (0, 0));
         assert!(s.not_full.is_empty());
-        assert_eq!(s.free_extents, VecDeque::from([3, 1]));
-        assert_eq!(s.take_fragment(0, &mut n), 24, "the extent emptied first");
-        assert_eq!(s.free_extents, VecDeque::from([1]));
-        assert_eq!(s.take_fragment(0, &mut n), 25, "then its next free block");
-        assert_eq!(n, 28);
+        assert_eq!(s.free_extents, VecDeque::from([4, 5, 6, 3, 1]));
+        assert_eq!(s.take_fragment(0, &mut n), 32, "the head of the free list");
+        assert_eq!(s.free_extents, VecDeque::from([5, 6, 3, 1]));
+        assert_eq!(s.take_fragment(0, &mut n), 33, "then its next free block");
+        assert_eq!(n, 34);
     }
 
     #[test]
