@@ -1204,3 +1204,61 @@ fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
         "an access makes the tail page young"
     );
 }
+
+/// Fragment pages (InnoDB's `fsp_alloc_free_page`, the undo relation's pages): pages freed
+/// together empty their extents, which go to the end of the space's free list, so the next
+/// pages come from the extents that were free before them; the first ones come back a
+/// round later. Taking the lowest freed block would hand the same blocks out again at once.
+#[test]
+fn fragment_pages_freed_together_are_taken_again_a_round_later() {
+    let s = quiet(
+        8,
+        TornPageProtection::None,
+        ReplacerConfig::lru_midpoint_default(),
+    );
+    let store = s.store();
+    let e = crate::page::extent_pages(store.page_size());
+    let rel = store.create_relation().unwrap();
+    // The first extent stays used, as the undo relation's rollback segment headers do.
+    for b in 0..e {
+        assert_eq!(store.allocate_page(rel).unwrap().block, b);
+    }
+    let round = || -> Vec<u32> {
+        (0..2 * e)
+            .map(|_| store.allocate_fragment_page(rel, 0).unwrap().block)
+            .collect()
+    };
+    let free = |rel, blocks: &[u32]| {
+        for &b in blocks {
+            store.free_page(PageId::new(rel, b)).unwrap();
+        }
+    };
+    // The space's free list gets four extents (1–4); the first round takes two.
+    let first = round();
+    assert_eq!(
+        first,
+        (e..3 * e).collect::<Vec<_>>(),
+        "extents 1 and 2, in order"
+    );
+    free(rel, &first);
+    let second = round();
+    assert_eq!(
+        second,
+        (3 * e..5 * e).collect::<Vec<_>>(),
+        "extents 3 and 4, free before 1 and 2 came back"
+    );
+    free(rel, &second);
+    assert_eq!(round(), first, "then extents 1 and 2 again");
+    assert_eq!(
+        store.n_blocks(rel).unwrap(),
+        5 * e,
+        "nothing past extent 4 was used"
+    );
+    // Lowest first would have taken the freed blocks again at once.
+    let other = store.create_relation().unwrap();
+    let lowest: Vec<u32> = (0..4)
+        .map(|_| store.allocate_page(other).unwrap().block)
+        .collect();
+    free(other, &lowest);
+    assert_eq!(store.allocate_page(other).unwrap().block, lowest[0]);
+}

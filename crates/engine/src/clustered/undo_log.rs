@@ -21,7 +21,12 @@
 //! segment. Insert undo is then no longer needed: a segment that is not cached is freed.
 //! Update undo joins the history list for purge; its segment, cached or not, is freed when
 //! history truncation removes the last log on its first page and no later transaction
-//! started a log on that page.
+//! started a log on that page. New undo pages are fragment pages of the undo relation, as
+//! InnoDB's are of the system tablespace ([`BufferPool::new_fragment_page`]: a new
+//! segment's page with hint 0, a segment's next page after its last), so the segments a
+//! truncation frees together are replaced from other extents, and their pages wait in the
+//! pool as freed pages until eviction or their extent's next turn (docs/innodb.md, "Undo
+//! pages in the system tablespace's fragment extents").
 //!
 //! # Invariants
 //! 1. A roll pointer stays valid until the log holding it is truncated from the history,
