@@ -42,6 +42,7 @@ mod store;
 pub use error::{StorageError, StorageResult};
 pub use id::PageId;
 pub use lsn::Lsn;
+#[cfg(test)]
 pub(crate) use store::extent_pages;
 pub use store::PageStore;
 
