@@ -16,6 +16,8 @@ t0 = ev[0][0]
 last_free, by_s = {}, collections.defaultdict(lambda: [0, 0, collections.Counter(), []])
 for t, k, b, _ in ev:
     d = by_s[(t - t0) // 1000]
+    if k not in 'af':
+        continue  # created / reinitialized lines of preset-diag-patch.py's build
     if k == 'a':
         d[0] += 1
         d[2][b // 64] += 1
