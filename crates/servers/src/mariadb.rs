@@ -219,8 +219,10 @@ impl MariaDb {
     /// young blocks), class `table` (the PRIMARY or GEN_CLUST_INDEX of a workload
     /// table), `index` (its other indexes), `undo` (`UNDO_LOG` pages), `freed` (a FILE_PAGE
     /// block of type `UNKNOWN`: a page freed while resident, buf0buf.cc `buf_page_free`,
-    /// whose identity handler/i_s.cc no longer reads; a block being read in shows the
-    /// same), `memory` (blocks lent to the adaptive hash index and lock heaps), `system`
+    /// whose identity handler/i_s.cc no longer reads — `i_s_innodb_buffer_page_get_info`
+    /// fills in nothing else for a FREED block, so its space, page number,
+    /// `OLDEST_MODIFICATION` and `IS_OLD` read 0 and `owner_freed_dirty`/`_old` are always
+    /// 0; a block being read in shows the same), `memory` (blocks lent to the adaptive hash index and lock heaps), `system`
     /// (the rest: rollback segment headers, dictionary and file-space pages); and
     /// `innodb_buffer_page.unused` (`NOT_USED`: the free list). State values. The view
     /// copies every block's descriptor under the buffer pool mutex, so it is read in the
