@@ -218,19 +218,15 @@ impl FreeSpace {
         let unused = reserved - used;
         // Half an extent is used (the fragment stage returned above).
         if unused < reserved / 8 && unused < 4 * e {
-            if in_reserved && self.ext_used[hx as usize] == 0 {
-                return self.take(hint, n);
-            }
-            return self.take_new_extent(n);
+            let (x, hints_own) = self.alloc_free_extent(hint);
+            let b = if hints_own { hint } else { x * e };
+            self.grow_to(b);
+            return self.take(b, n);
         }
         if unused > 0 {
             // An extent on NOT_FULL has a free block (invariant 3); were it not so, a new
             // extent serves.
-            if let Some(b) = self
-                .not_full
-                .front()
-                .and_then(|&x| self.find_free(x, 0, *n))
-            {
+            if let Some(b) = self.first_free_on_not_full(*n) {
                 return self.take(b, n);
             }
         }
@@ -271,21 +267,30 @@ impl FreeSpace {
                 }
             }
         }
-        if let Some(b) = self
-            .not_full
-            .front()
-            .and_then(|&x| self.find_free(x, 0, *n))
-        {
+        if let Some(b) = self.first_free_on_not_full(*n) {
             return self.take(b, n);
         }
-        let x = if hint < self.reserved_end && self.ext_used[hx as usize] == 0 {
-            hx
-        } else {
-            self.first_free_extent()
-        };
-        let b = x * e + hint % e;
+        let b = self.alloc_free_extent(hint).0 * e + hint % e;
         self.grow_to(b);
         self.take(b, n)
+    }
+
+    /// The first free block of the first extent on `not_full` (`FSEG_NOT_FULL` for a
+    /// segment, `FSP_FREE_FRAG` for fragment pages), in a relation of `n` blocks.
+    fn first_free_on_not_full(&self, n: u32) -> Option<u32> {
+        self.not_full.front().and_then(|&x| self.find_free(x, 0, n))
+    }
+
+    /// The extent fsp0fsp.cc `fsp_alloc_free_extent` takes for `hint`: the hint's own when
+    /// it is reserved and has no used block, else [`FreeSpace::first_free_extent`]; and
+    /// whether it is the hint's own.
+    fn alloc_free_extent(&mut self, hint: u32) -> (u32, bool) {
+        let hx = hint / self.extent_pages;
+        if hint < self.reserved_end && self.ext_used[hx as usize] == 0 {
+            (hx, true)
+        } else {
+            (self.first_free_extent(), false)
+        }
     }
 
     /// The extent `fsp_alloc_free_extent` takes when the hint's own is not free: the

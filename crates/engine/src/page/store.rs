@@ -172,9 +172,7 @@ impl PageStore {
     ///
     /// Errors: [`StorageError::NoSuchPage`] for an unknown relation; device errors.
     pub fn allocate_page(&self, rel: FileId) -> StorageResult<PageId> {
-        let r = self.rel(rel)?;
-        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
-        let (block, extended) = Self::take(&r, |free, n| free.take_lowest(n));
+        let (block, extended) = self.allocate_by(rel, |free, n| free.take_lowest(n))?;
         if extended && self.zero_fill_on_extend {
             let zeros = vec![0u8; self.page_size.bytes()];
             self.vfs.write_at(rel, self.offset(block), &zeros)?;
@@ -192,9 +190,7 @@ impl PageStore {
     ///
     /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
     pub fn allocate_page_near(&self, rel: FileId, hint: u32) -> StorageResult<PageId> {
-        let r = self.rel(rel)?;
-        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
-        let (block, _) = Self::take(&r, |free, n| free.take_near(hint, n));
+        let (block, _) = self.allocate_by(rel, |free, n| free.take_near(hint, n))?;
         Ok(PageId::new(rel, block))
     }
 
@@ -208,21 +204,28 @@ impl PageStore {
     ///
     /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
     pub fn allocate_fragment_page(&self, rel: FileId, hint: u32) -> StorageResult<PageId> {
-        let r = self.rel(rel)?;
-        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
-        let (block, _) = Self::take(&r, |free, n| free.take_fragment(hint, n));
+        let (block, _) = self.allocate_by(rel, |free, n| free.take_fragment(hint, n))?;
         Ok(PageId::new(rel, block))
     }
 
-    /// Runs `pick` on `r`'s free space and block count under its lock; returns the block
-    /// and whether it lies past the old end.
-    fn take(r: &Relation, pick: impl FnOnce(&mut FreeSpace, &mut u32) -> u32) -> (u32, bool) {
+    /// One allocation in `rel`, counted as `pages_allocated`: runs `pick` on the relation's
+    /// free space and block count under its lock; returns the block and whether it lies
+    /// past the old end.
+    ///
+    /// Errors: [`StorageError::NoSuchPage`] for an unknown relation.
+    fn allocate_by(
+        &self,
+        rel: FileId,
+        pick: impl FnOnce(&mut FreeSpace, &mut u32) -> u32,
+    ) -> StorageResult<(u32, bool)> {
+        let r = self.rel(rel)?;
+        self.vfs.nvme().stats().add(Metric::pages_allocated, 1);
         let mut free = r.free.lock();
         let old = r.n_blocks.load(Ordering::Acquire);
         let mut n = old;
         let b = pick(&mut free, &mut n);
         r.n_blocks.store(n, Ordering::Release);
-        (b, b >= old)
+        Ok((b, b >= old))
     }
 
     /// Makes `id` an allocated block of its relation, creating the relation and growing
