@@ -380,6 +380,14 @@ impl BTree {
     /// split inserts its separator into the parent still latched, up to a new root.
     fn modify_pessimistic(&self, key: &[u8], value: &[u8], mode: Mode) -> Result<bool> {
         let (wp, mut g) = self.descend_pessimistic(key, 0)?;
+        if self.cfg.split_fixes_left_sibling {
+            // btr0cur.cc `btr_cur_t::search_leaf`, BTR_MODIFY_TREE: "x-latch also siblings
+            // from left to right"; the left one through `btr_latch_prev` (a page fix).
+            let left = self.node(g.data(), g.page_id(), Some(0))?.header().left;
+            if left != NO_BLOCK {
+                self.fix_linked(left, g.page_id(), "left link")?;
+            }
+        }
         // btr0cur.cc `btr_cur_pessimistic_insert` / `_update` → `fsp_reserve_free_extents`.
         self.fsp_extents_reserved()?;
         let (place, n_entries, hdr, fits) = {

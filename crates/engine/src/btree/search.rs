@@ -330,6 +330,24 @@ impl BTree {
         }
     }
 
+    /// Restores a cursor stored on the entry `key`, read from leaf `leaf`, as InnoDB's
+    /// persistent cursor does at the start of each row fetch after the first (btr0pcur.cc
+    /// `btr_pcur_t::restore_position`): when the leaf is still in the pool, only an access
+    /// of the replacement policy, no hit counted ([`BufferPool::restore_access`]: the
+    /// optimistic restore); otherwise a search from the root for `key`, counted as any
+    /// descent (the pessimistic restore). Nothing is read from the page.
+    ///
+    /// Errors: as [`BTree::scan`], for the search.
+    ///
+    /// [`BufferPool::restore_access`]: crate::buffer::BufferPool::restore_access
+    pub fn restore_position(&self, key: &[u8], leaf: u32) -> Result<()> {
+        if self.pool.restore_access(PageId::new(self.rel, leaf)) {
+            return Ok(());
+        }
+        self.descend_read(&Target::Lower(Bound::Included(key)), false)
+            .map(|_| ())
+    }
+
     #[allow(clippy::type_complexity)]
     fn scan_forward(
         &self,

@@ -107,6 +107,17 @@ pub struct BTreeConfig {
     /// halves the bytes (PostgreSQL `_bt_findsplitloc` has no such case).
     #[serde(default)]
     pub sequential_split: bool,
+    /// A descent that may split a leaf (the pessimistic one) also fixes the leaf's left
+    /// sibling, reading it on a miss, as InnoDB's `BTR_MODIFY_TREE` search latches left,
+    /// self and right before the split (btr0cur.cc `btr_cur_t::search_leaf` →
+    /// `btr_latch_prev` → buf0buf.cc `buf_pool_t::page_fix`: a hit leaves the page where
+    /// it is in the LRU list, a miss reads it in at the midpoint; the right sibling, which
+    /// a split relinks, is fetched by both engines). The left sibling is neither changed
+    /// nor latched here: only its pin and its read are modelled (see
+    /// [`BufferPool::fix_page`](crate::buffer::BufferPool::fix_page)). False: PostgreSQL's
+    /// `_bt_split` touches only the right sibling.
+    #[serde(default)]
+    pub split_fixes_left_sibling: bool,
 }
 
 impl BTreeConfig {
@@ -131,6 +142,7 @@ impl BTreeConfig {
             extent_allocation: false,
             innodb_compact: false,
             sequential_split: false,
+            split_fixes_left_sibling: false,
         }
     }
 
@@ -138,7 +150,8 @@ impl BTreeConfig {
     /// space and page directory of one 2-byte slot per 4 records), no alignment, 15/16
     /// fill on ascending inserts, whole keys in node pointers, leaves merged below half a
     /// page (MERGE_THRESHOLD 50), leaves with `PAGE_GARBAGE`, split pages allocated from
-    /// file segment extents, splits at the insert point next to the last insert.
+    /// file segment extents, splits at the insert point next to the last insert, the left
+    /// sibling fixed by the descent that splits.
     ///
     /// An entry takes its 1- or 2-byte key and value lengths, its key and value, and a
     /// 2-byte slot: 4 bytes besides key and value when both are shorter than 128 bytes,
@@ -162,6 +175,7 @@ impl BTreeConfig {
             extent_allocation: true,
             innodb_compact: true,
             sequential_split: true,
+            split_fixes_left_sibling: true,
         }
     }
 
@@ -668,6 +682,16 @@ impl BTree {
         let id = self.linked(block, from, what)?;
         self.pool
             .fetch_write(id)
+            .map_err(|e| Self::missing(e, from, what, block))
+    }
+
+    /// Fixes the page `block` named by a link (`what`) on page `from` without latching it
+    /// ([`crate::buffer::BufferPool::fix_page`]).
+    pub(super) fn fix_linked(&self, block: u32, from: PageId, what: &str) -> Result<()> {
+        let id = self.linked(block, from, what)?;
+        self.pool
+            .fix_page(id)
+            .map(|_| ())
             .map_err(|e| Self::missing(e, from, what, block))
     }
 

@@ -594,6 +594,59 @@ impl BufferPool {
         Ok(self.read_guard(f, id, hit))
     }
 
+    /// Pins page `id` without a content lock and without an access of the replacement
+    /// policy, reading it on a miss, and unpins it: the pool-side effect of InnoDB's
+    /// `buf_pool_t::page_fix` for a page the caller fixes and latches but neither reads nor
+    /// changes (btr0cur.cc `btr_latch_prev`: the left sibling of a leaf that a
+    /// `BTR_MODIFY_TREE` search reaches). A hit is counted and leaves the page where it is
+    /// in the LRU list; a miss reads it in as [`BufferPool::fetch_read`] does (at the
+    /// midpoint). Taking no lock, it cannot wait on a latch the caller's order forbids.
+    /// Returns whether it was a hit.
+    ///
+    /// Errors: as [`BufferPool::fetch_read`].
+    pub fn fix_page(&self, id: PageId) -> StorageResult<bool> {
+        let (f, hit) = self.pin_counted(id, false, Access::Fix)?;
+        self.unpin(f);
+        Ok(hit)
+    }
+
+    /// An access of the replacement policy to page `id` if it is resident, counting no hit
+    /// and reading nothing: InnoDB's optimistic restore of a persistent cursor to the leaf
+    /// it was stored on (btr0pcur.cc `btr_pcur_t::restore_position` →
+    /// `btr_pcur_optimistic_latch_leaves` → buf0buf.cc `buf_page_optimistic_fix`,
+    /// `buf_page_optimistic_get`, which calls `buf_page_make_young_if_needed` but not
+    /// `buf_inc_get`, so `Innodb_buffer_pool_read_requests` does not count it). Returns
+    /// false, changing nothing, when the page is not resident (InnoDB then restores by a
+    /// search from the root, which the caller does).
+    pub fn restore_access(&self, id: PageId) -> bool {
+        let f = {
+            let t = self.partition(id).lock();
+            match t.get(&id) {
+                Some(&f) => {
+                    self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
+                    f
+                }
+                None => return false,
+            }
+        };
+        let valid = self.frames[f].valid.load(Ordering::Acquire);
+        if valid {
+            self.count_touch(self.replacer.accessed(f));
+        }
+        self.unpin(f);
+        valid
+    }
+
+    /// Counts what an access did to the page's place in the replacement order.
+    fn count_touch(&self, touch: Touch) {
+        match touch {
+            Touch::Unchanged => {}
+            Touch::MovedToHead => self.stats.add(Metric::buffer_pages_moved_to_head, 1),
+            Touch::MadeYoung => self.stats.add(Metric::buffer_pages_made_young, 1),
+            Touch::MadeNotYoung => self.stats.add(Metric::buffer_pages_made_not_young, 1),
+        }
+    }
+
     /// True when page `id` of this pool is this thread's held buffer.
     fn is_held(&self, id: PageId) -> bool {
         HELD.with(|h| matches!(h.get(), Some((p, _, i)) if p == self.id() && i == id))
@@ -934,12 +987,7 @@ impl BufferPool {
                 } else {
                     self.replacer.accessed(f)
                 };
-                match touch {
-                    Touch::Unchanged => {}
-                    Touch::MovedToHead => self.stats.add(Metric::buffer_pages_moved_to_head, 1),
-                    Touch::MadeYoung => self.stats.add(Metric::buffer_pages_made_young, 1),
-                    Touch::MadeNotYoung => self.stats.add(Metric::buffer_pages_made_not_young, 1),
-                }
+                self.count_touch(touch);
                 if !create && access != Access::Uncounted {
                     self.stats.add(Metric::buffer_hits, 1);
                     self.count_rel(id.rel, true);

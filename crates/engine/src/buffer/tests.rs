@@ -1162,11 +1162,9 @@ fn clock_sweep_cleaner_writes_ahead_for_the_recent_allocations() {
     assert_eq!(again, 0);
 }
 
-/// A fix (MariaDB's purge, `buf_pool_t::page_fix`) or a fetch without an access counts a
-/// hit but leaves the page where it is in the LRU list; an access (`buf_page_get_gen`
-/// followed by `buf_page_make_young_if_needed`) makes the same page young.
-#[test]
-fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
+/// Twenty pages written through an LRU pool of sixteen frames (no `old_blocks_time`):
+/// four evictions start the eviction clock, after which an access may move a page.
+fn twenty_pages_in_sixteen_lru_frames() -> Storage {
     let s = quiet(
         16,
         TornPageProtection::Doublewrite,
@@ -1177,13 +1175,20 @@ fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
         },
     );
     let rel = s.store().create_relation().unwrap();
-    let pool = s.pool();
-    // Twenty pages in sixteen frames: four evictions start the eviction clock, after
-    // which an access may move a page.
     for v in 0..20u8 {
-        let mut g = pool.new_page(rel).unwrap();
+        let mut g = s.pool().new_page(rel).unwrap();
         put(&s, &mut g, v);
     }
+    s
+}
+
+/// A fix (MariaDB's purge, `buf_pool_t::page_fix`) or a fetch without an access counts a
+/// hit but leaves the page where it is in the LRU list; an access (`buf_page_get_gen`
+/// followed by `buf_page_make_young_if_needed`) makes the same page young.
+#[test]
+fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
+    let s = twenty_pages_in_sixteen_lru_frames();
+    let pool = s.pool();
     let hits = || s.stats().snapshot().total().buffer_hits;
     let order = pool.victim_order(16);
     let tail = order[0];
@@ -1203,6 +1208,45 @@ fn a_fix_counts_a_hit_and_leaves_the_page_in_its_lru_place() {
         tail,
         "an access makes the tail page young"
     );
+}
+
+/// A cursor's optimistic restore (`buf_page_optimistic_get`) is an access of the LRU list
+/// without a hit (`buf_inc_get` is not called) and reads nothing: a page not in the pool is
+/// left to the caller's search. A page fix (`buf_pool_t::page_fix`, the left sibling of a
+/// split) reads a missing page in at the midpoint and counts a hit on a resident one,
+/// without an access.
+#[test]
+fn a_cursor_restore_moves_a_page_without_a_hit_and_a_fix_reads_without_moving() {
+    let s = twenty_pages_in_sixteen_lru_frames();
+    let pool = s.pool();
+    pool.flush_all().unwrap();
+    let counts = || {
+        let t = s.stats().snapshot().total();
+        (t.buffer_hits, t.buffer_misses, t.buffer_pages_made_young)
+    };
+    let order = pool.victim_order(16);
+    let tail = order[0];
+    let c0 = counts();
+    assert!(pool.restore_access(tail));
+    let c1 = counts();
+    assert_eq!((c1.0, c1.1), (c0.0, c0.1), "no hit, no read");
+    assert_eq!(c1.2, c0.2 + 1, "the old tail page is made young");
+    assert_ne!(pool.victim_order(1)[0], tail);
+    // A page that left the pool: nothing happens, and the caller is told.
+    let gone = pool.victim_order(1)[0];
+    assert!(pool.discard(gone));
+    let order = pool.victim_order(16);
+    assert!(!pool.restore_access(gone));
+    assert_eq!(counts().0, c1.0);
+    assert_eq!(pool.victim_order(16), order);
+    // A fix reads it back (a miss) at the midpoint and then counts a hit, moving nothing.
+    assert!(!pool.fix_page(gone).unwrap());
+    assert_eq!(counts().1, c1.1 + 1);
+    assert!(pool.is_resident(gone));
+    let order = pool.victim_order(16);
+    assert!(pool.fix_page(gone).unwrap());
+    assert_eq!(counts().0, c1.0 + 1);
+    assert_eq!(pool.victim_order(16), order);
 }
 
 /// Fragment pages (InnoDB's `fsp_alloc_free_page`, the undo relation's pages): pages freed

@@ -72,6 +72,54 @@ impl RecordBatch {
         self.spans.last().map(|&(k, v, _)| &self.bytes[k..v])
     }
 }
+/// Where MariaDB's handler calls into InnoDB during a plain range read, for the cursor
+/// restores they cost. ha_innobase::index_next asks for one row per call
+/// (ha_innodb.cc `general_fetch`, counting `n_rows_fetched`); row0sel.cc `row_search_mvcc`
+/// restores the persistent cursor at the start of every call but the first
+/// (`sel_restore_position_for_mysql`), then returns one row while fewer than
+/// `MYSQL_FETCH_CACHE_THRESHOLD` (4) rows were fetched and afterwards fills its fetch
+/// cache with up to `MYSQL_FETCH_CACHE_SIZE` (8) rows (only for a read without locks,
+/// `select_lock_type == LOCK_NONE`), handing the cached rows out without touching a page;
+/// a call after a cache that was not filled ends the range without a restore. So the
+/// rows after which the next call restores are the 1st, 2nd, 3rd, 4th, 12th, 20th, …
+/// Each restore is an access of the leaf the cursor was stored on
+/// ([`crate::btree::BTree::restore_position`]): a page a range read brings in is accessed
+/// several times within the statement, which matters to InnoDB's LRU list (a page that the
+/// midpoint's move made young meanwhile goes to the head at the next access).
+#[derive(Default)]
+struct FetchCalls {
+    /// Rows handed out so far.
+    returned: usize,
+    /// The row the next call restores to, when the call that returned it ended there
+    /// (its key, the leaf it was read from).
+    restore_at: Option<(Vec<u8>, u32)>,
+}
+
+impl FetchCalls {
+    /// Whether the call that returns row `n` (1-based) ends after it.
+    fn call_ends_at(n: usize) -> bool {
+        n <= 4 || (n - 4) % 8 == 0
+    }
+
+    /// The next row is about to be handed out (or the end of the range found): the call
+    /// that fetches it first restores the cursor, `restore(key, leaf)`, if the previous
+    /// call ended on a row.
+    fn before_row(&mut self, restore: impl FnOnce(&[u8], u32) -> Result<()>) -> Result<()> {
+        match self.restore_at.take() {
+            Some((key, leaf)) => restore(&key, leaf),
+            None => Ok(()),
+        }
+    }
+
+    /// Row `key`, read from `leaf`, was handed out.
+    fn returned(&mut self, key: &[u8], leaf: u32) {
+        self.returned += 1;
+        if Self::call_ends_at(self.returned) {
+            self.restore_at = Some((key.to_vec(), leaf));
+        }
+    }
+}
+
 /// Secondary entry value: live. The value of a secondary entry is the info-bits byte of
 /// InnoDB's record header (rem0rec.h `REC_INFO_DELETED_FLAG`), the one header byte the
 /// B-tree's 2-byte entry header and 2-byte slot do not stand for
@@ -875,7 +923,10 @@ impl TableRead for ClusteredTable {
 
     /// Consistent read of a primary-key range. On a table without a primary key only the
     /// unbounded range is allowed: every visible row in `DB_ROW_ID` order (the clustered
-    /// index's order; reversed for `Backward`).
+    /// index's order; reversed for `Backward`). The cursor is restored where MariaDB's
+    /// handler calls restore it (`FetchCalls`: after the first four rows and every eighth
+    /// after them, each an access of the leaf in the LRU list); no restore follows the
+    /// `limit`-th row.
     ///
     /// Errors: storage errors; [`Error::Catalog`] for a bound on a table without a primary
     /// key.
@@ -899,22 +950,31 @@ impl TableRead for ClusteredTable {
         let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
         let mut rows = Vec::new();
         let mut batch = RecordBatch::default();
+        let mut leaves: Vec<u32> = Vec::new();
+        let mut calls = FetchCalls::default();
         while rows.len() < limit {
             batch.clear();
-            self.clustered.scan(
+            leaves.clear();
+            // The clustered tree has no entries marked dead: a live scan returns them all,
+            // each with its leaf.
+            self.clustered.scan_live(
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
                 dir,
-                &mut |k, v| {
+                &mut |leaf, k, v| {
                     batch.push(k, v);
+                    leaves.push(leaf.block);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in batch.iter() {
+            for ((pk, rec), &leaf) in batch.iter().zip(&leaves) {
                 if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
+                    calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
                     rows.push(row);
+                    calls.returned(pk, leaf);
                     if rows.len() >= limit {
+                        // The server asks for no further row.
                         return Ok(rows);
                     }
                 }
@@ -927,6 +987,9 @@ impl TableRead for ClusteredTable {
                 _ => break,
             }
         }
+        // The call that finds the range's end restores too, unless the last call's fetch
+        // cache was not filled.
+        calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
         Ok(rows)
     }
 
@@ -934,7 +997,8 @@ impl TableRead for ClusteredTable {
     /// ha_innobase::rnd_next → row0sel.cc `row_search_mvcc` from the first leaf), each
     /// visible version handed to `f` until it returns false, records copied out of the
     /// tree a batch at a time so no page latch is held while `f` runs; only the columns
-    /// `proj` needs are decoded (`ClusteredTable::visible_version_projected`).
+    /// `proj` needs are decoded (`ClusteredTable::visible_version_projected`). The
+    /// handler's calls restore the cursor as a range read's do (`FetchCalls`).
     fn seq_scan_columns(
         &self,
         st: &Statement<'_>,
@@ -944,20 +1008,28 @@ impl TableRead for ClusteredTable {
         let ctx = &RowCtx::from(st);
         let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
         let mut batch = RecordBatch::default();
+        let mut leaves: Vec<u32> = Vec::new();
+        // rnd_next fetches as index_next does (ha_innodb.cc `general_fetch`): see
+        // `FetchCalls`.
+        let mut calls = FetchCalls::default();
         loop {
             batch.clear();
-            self.clustered.scan(
+            leaves.clear();
+            self.clustered.scan_live(
                 lo.as_ref().map(|v| v.as_slice()),
                 Bound::Unbounded,
                 ScanDirection::Forward,
-                &mut |k, v| {
+                &mut |leaf, k, v| {
                     batch.push(k, v);
+                    leaves.push(leaf.block);
                     Ok(batch.len() < SCAN_BATCH)
                 },
             )?;
             let full = batch.len() == SCAN_BATCH;
-            for (pk, rec) in batch.iter() {
+            for ((pk, rec), &leaf) in batch.iter().zip(&leaves) {
                 if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
+                    calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
+                    calls.returned(pk, leaf);
                     if !f(row)? {
                         return Ok(());
                     }
@@ -965,7 +1037,7 @@ impl TableRead for ClusteredTable {
             }
             match (full, batch.last_key()) {
                 (true, Some(k)) => lo = Bound::Excluded(k.to_vec()),
-                _ => return Ok(()),
+                _ => return calls.before_row(|k, l| self.clustered.restore_position(k, l)),
             }
         }
     }
@@ -1232,5 +1304,50 @@ impl Catalogued for ClusteredTable {
     }
     fn secondary_deferred(&self) -> &std::sync::atomic::AtomicBool {
         &self.secondary_deferred
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FetchCalls;
+
+    /// The rows after which MariaDB's next handler call restores the cursor, and so the
+    /// restores of a range of `n` rows read to its end.
+    fn restores(n: usize) -> Vec<usize> {
+        let mut calls = FetchCalls::default();
+        let mut at = Vec::new();
+        for row in 1..=n {
+            calls
+                .before_row(|k, _| {
+                    at.push(k[0] as usize);
+                    Ok(())
+                })
+                .unwrap();
+            calls.returned(&[row as u8], 0);
+        }
+        calls
+            .before_row(|k, _| {
+                at.push(k[0] as usize);
+                Ok(())
+            })
+            .unwrap();
+        at
+    }
+
+    /// row0sel.cc: one row per call for the first four (MYSQL_FETCH_CACHE_THRESHOLD), then
+    /// up to eight per call (MYSQL_FETCH_CACHE_SIZE); a call after a cache that was not
+    /// filled ends the range without a restore.
+    #[test]
+    fn a_range_read_restores_after_each_of_the_first_four_rows_then_every_eighth() {
+        assert_eq!(restores(0), Vec::<usize>::new());
+        assert_eq!(restores(1), vec![1]);
+        assert_eq!(restores(4), vec![1, 2, 3, 4]);
+        // Rows 5 to 10 come from one call whose cache was not filled: no restore after.
+        assert_eq!(restores(10), vec![1, 2, 3, 4]);
+        assert_eq!(restores(12), vec![1, 2, 3, 4, 12]);
+        // sysbench's 100-row ranges: 16 restores besides the first call's search.
+        let r = restores(100);
+        assert_eq!(r.len(), 16);
+        assert_eq!(&r[4..], &[12, 20, 28, 36, 44, 52, 60, 68, 76, 84, 92, 100]);
     }
 }

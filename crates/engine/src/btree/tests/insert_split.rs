@@ -285,3 +285,50 @@ fn innodb_splits_a_run_of_inserts_at_the_insert_point() {
         assert!(at >= 2 && at + 2 < leaf.len(), "{at} of {}", leaf.len());
     }
 }
+
+/// InnoDB's descent for a split fixes the leaf's left sibling (btr0cur.cc
+/// `btr_cur_t::search_leaf`, BTR_MODIFY_TREE → `btr_latch_prev`): a left sibling that
+/// left the pool is read back by the split of its neighbour, and by nothing else; a
+/// tree without `split_fixes_left_sibling` (PostgreSQL's `_bt_split`) leaves it out.
+#[test]
+fn a_split_reads_the_left_sibling_only_when_innodb_fixes_it() {
+    for fixes in [true, false] {
+        let s = storage(256);
+        let cfg = BTreeConfig {
+            split_fixes_left_sibling: fixes,
+            ..BTreeConfig::innodb()
+        };
+        let t = BTree::create(s.pool().clone(), cfg).unwrap();
+        for i in 0..600u32 {
+            t.insert(&k(i * 10), &[1u8; 100]).unwrap();
+        }
+        let ls = leaves(&s, &t);
+        assert!(ls.len() >= 4, "{} leaves", ls.len());
+        let (left, ref left_keys) = ls[1];
+        let (leaf, ref leaf_keys) = ls[2];
+        assert!(!left_keys.is_empty());
+        let left_id = PageId::new(t.rel(), left);
+        s.pool().flush_all().unwrap();
+        assert!(s.pool().discard(left_id));
+        // Keys between the leaf's own, until the leaf splits; each insert before the
+        // split fits in the leaf and leaves the left sibling alone.
+        let first = std::str::from_utf8(&leaf_keys[0][1..])
+            .unwrap()
+            .parse::<u32>()
+            .unwrap();
+        let splits = t.ops().index_page_splits;
+        let mut n = 0;
+        while t.ops().index_page_splits == splits {
+            assert!(!s.pool().is_resident(left_id), "read before the split");
+            t.insert(&k(first + 1 + n * 10), &[2u8; 100]).unwrap();
+            n += 1;
+            assert!(n < 200, "leaf {leaf} never split");
+        }
+        assert_eq!(
+            s.pool().is_resident(left_id),
+            fixes,
+            "left sibling {left} of split leaf {leaf}"
+        );
+        t.verify().unwrap();
+    }
+}
