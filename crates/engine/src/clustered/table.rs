@@ -98,7 +98,7 @@ struct FetchCalls {
 impl FetchCalls {
     /// Whether the call that returns row `n` (1-based) ends after it.
     fn call_ends_at(n: usize) -> bool {
-        n <= 4 || (n - 4) % 8 == 0
+        n <= 4 || (n - 4).is_multiple_of(8)
     }
 
     /// The next row is about to be handed out (or the end of the range found): the call
