@@ -72,6 +72,7 @@ impl RecordBatch {
         self.spans.last().map(|&(k, v, _)| &self.bytes[k..v])
     }
 }
+
 /// Where MariaDB's handler calls into InnoDB during a plain range read, for the cursor
 /// restores they cost. ha_innobase::index_next asks for one row per call
 /// (ha_innodb.cc `general_fetch`, counting `n_rows_fetched`); row0sel.cc `row_search_mvcc`
