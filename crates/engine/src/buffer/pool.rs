@@ -619,15 +619,8 @@ impl BufferPool {
     /// false, changing nothing, when the page is not resident (InnoDB then restores by a
     /// search from the root, which the caller does).
     pub fn restore_access(&self, id: PageId) -> bool {
-        let f = {
-            let t = self.partition(id).lock();
-            match t.get(&id) {
-                Some(&f) => {
-                    self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
-                    f
-                }
-                None => return false,
-            }
+        let Some(f) = self.pin_mapped(id) else {
+            return false;
         };
         let valid = self.frames[f].valid.load(Ordering::Acquire);
         if valid {
@@ -635,6 +628,16 @@ impl BufferPool {
         }
         self.unpin(f);
         valid
+    }
+
+    /// Pins the frame that page `id` is mapped to, if any, under its partition lock
+    /// (invariant 2). The frame may still be loading (`valid` false).
+    fn pin_mapped(&self, id: PageId) -> Option<FrameId> {
+        let t = self.partition(id).lock();
+        t.get(&id).map(|&f| {
+            self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
+            f
+        })
     }
 
     /// Counts what an access did to the page's place in the replacement order.
@@ -959,14 +962,7 @@ impl BufferPool {
     ) -> StorageResult<(FrameId, bool)> {
         let part = self.partition(id);
         loop {
-            let found = {
-                let t = part.lock();
-                t.get(&id).map(|&f| {
-                    self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
-                    f
-                })
-            };
-            if let Some(f) = found {
+            if let Some(f) = self.pin_mapped(id) {
                 let fr = &self.frames[f];
                 if !fr.valid.load(Ordering::Acquire) {
                     drop(fr.data.read()); // wait for the thread loading it

@@ -35,41 +35,51 @@ const SCAN_BATCH: usize = 256;
 
 /// The records a scan copies out of the tree per batch (up to [`SCAN_BATCH`]), their keys
 /// and values in one buffer reused from batch to batch, so a scan allocates nothing per
-/// record.
+/// record, each with the leaf it was read from (where a cursor stored on it is restored,
+/// `FetchCalls`).
 #[derive(Default)]
 struct RecordBatch {
     bytes: Vec<u8>,
-    /// Per record: where its key starts, where its value starts, where it ends.
-    spans: Vec<(usize, usize, usize)>,
+    /// Per record: where its key starts, where its value starts, where it ends, its leaf.
+    spans: Vec<(usize, usize, usize, u32)>,
 }
 
 impl RecordBatch {
-    fn clear(&mut self) {
+    /// Replaces the batch with the next records of `tree` in `lo..hi` in direction `dir`,
+    /// up to [`SCAN_BATCH`]. The clustered tree has no entries marked dead: its live scan
+    /// returns them all, each with its leaf. Returns whether the batch is full (more may
+    /// follow its last key).
+    ///
+    /// Errors: as [`BTree::scan_live`].
+    fn fill(
+        &mut self,
+        tree: &BTree,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+    ) -> Result<bool> {
         self.bytes.clear();
         self.spans.clear();
+        tree.scan_live(lo, hi, dir, &mut |leaf, k, v| {
+            let ks = self.bytes.len();
+            self.bytes.extend_from_slice(k);
+            let vs = self.bytes.len();
+            self.bytes.extend_from_slice(v);
+            self.spans.push((ks, vs, self.bytes.len(), leaf.block));
+            Ok(self.spans.len() < SCAN_BATCH)
+        })?;
+        Ok(self.spans.len() == SCAN_BATCH)
     }
 
-    fn push(&mut self, key: &[u8], value: &[u8]) {
-        let k = self.bytes.len();
-        self.bytes.extend_from_slice(key);
-        let v = self.bytes.len();
-        self.bytes.extend_from_slice(value);
-        self.spans.push((k, v, self.bytes.len()));
-    }
-
-    fn len(&self) -> usize {
-        self.spans.len()
-    }
-
-    /// The records in the order pushed, `(key, value)`.
-    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    /// The records in the order read, `(key, value, leaf)`.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8], u32)> {
         self.spans
             .iter()
-            .map(|&(k, v, e)| (&self.bytes[k..v], &self.bytes[v..e]))
+            .map(|&(k, v, e, leaf)| (&self.bytes[k..v], &self.bytes[v..e], leaf))
     }
 
     fn last_key(&self) -> Option<&[u8]> {
-        self.spans.last().map(|&(k, v, _)| &self.bytes[k..v])
+        self.spans.last().map(|&(k, v, _, _)| &self.bytes[k..v])
     }
 }
 
@@ -951,27 +961,18 @@ impl TableRead for ClusteredTable {
         let (mut lo, mut hi) = (conv(lo)?, conv(hi)?);
         let mut rows = Vec::new();
         let mut batch = RecordBatch::default();
-        let mut leaves: Vec<u32> = Vec::new();
         let mut calls = FetchCalls::default();
+        let restore = |k: &[u8], l| self.clustered.restore_position(k, l);
         while rows.len() < limit {
-            batch.clear();
-            leaves.clear();
-            // The clustered tree has no entries marked dead: a live scan returns them all,
-            // each with its leaf.
-            self.clustered.scan_live(
+            let full = batch.fill(
+                &self.clustered,
                 lo.as_ref().map(|v| v.as_slice()),
                 hi.as_ref().map(|v| v.as_slice()),
                 dir,
-                &mut |leaf, k, v| {
-                    batch.push(k, v);
-                    leaves.push(leaf.block);
-                    Ok(batch.len() < SCAN_BATCH)
-                },
             )?;
-            let full = batch.len() == SCAN_BATCH;
-            for ((pk, rec), &leaf) in batch.iter().zip(&leaves) {
+            for (pk, rec, leaf) in batch.iter() {
                 if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
-                    calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
+                    calls.before_row(restore)?;
                     rows.push(row);
                     calls.returned(pk, leaf);
                     if rows.len() >= limit {
@@ -990,7 +991,7 @@ impl TableRead for ClusteredTable {
         }
         // The call that finds the range's end restores too, unless the last call's fetch
         // cache was not filled.
-        calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
+        calls.before_row(restore)?;
         Ok(rows)
     }
 
@@ -1009,27 +1010,20 @@ impl TableRead for ClusteredTable {
         let ctx = &RowCtx::from(st);
         let mut lo: Bound<Vec<u8>> = Bound::Unbounded;
         let mut batch = RecordBatch::default();
-        let mut leaves: Vec<u32> = Vec::new();
         // rnd_next fetches as index_next does (ha_innodb.cc `general_fetch`): see
         // `FetchCalls`.
         let mut calls = FetchCalls::default();
+        let restore = |k: &[u8], l| self.clustered.restore_position(k, l);
         loop {
-            batch.clear();
-            leaves.clear();
-            self.clustered.scan_live(
+            let full = batch.fill(
+                &self.clustered,
                 lo.as_ref().map(|v| v.as_slice()),
                 Bound::Unbounded,
                 ScanDirection::Forward,
-                &mut |leaf, k, v| {
-                    batch.push(k, v);
-                    leaves.push(leaf.block);
-                    Ok(batch.len() < SCAN_BATCH)
-                },
             )?;
-            let full = batch.len() == SCAN_BATCH;
-            for ((pk, rec), &leaf) in batch.iter().zip(&leaves) {
+            for (pk, rec, leaf) in batch.iter() {
                 if let Some(row) = self.visible_version_projected(ctx, pk, rec, proj)? {
-                    calls.before_row(|k, l| self.clustered.restore_position(k, l))?;
+                    calls.before_row(restore)?;
                     calls.returned(pk, leaf);
                     if !f(row)? {
                         return Ok(());
@@ -1038,7 +1032,7 @@ impl TableRead for ClusteredTable {
             }
             match (full, batch.last_key()) {
                 (true, Some(k)) => lo = Bound::Excluded(k.to_vec()),
-                _ => return calls.before_row(|k, l| self.clustered.restore_position(k, l)),
+                _ => return calls.before_row(restore),
             }
         }
     }
