@@ -38,9 +38,49 @@ impl ReadPageGuard<'_> {
     }
 }
 
+impl<'a> ReadPageGuard<'a> {
+    /// A second pin of this guard's frame, without its content lock, that outlives the
+    /// guard: the page stays in the pool (no eviction, no LRU batch takes it) until the
+    /// [`PageFix`] drops, while writers can still latch it. InnoDB's buffer-fix
+    /// (`buf_page_t::fix`) as purge keeps it on each undo page of a batch (trx0purge.cc
+    /// `purge_sys_t::get_page` → `buf_pool_t::page_fix`, released by `batch_cleanup`).
+    pub fn fix(&self) -> PageFix<'a> {
+        // The guard's own pin keeps the frame mapped to this page meanwhile.
+        self.pool.frames[self.frame]
+            .pins
+            .fetch_add(1, Ordering::AcqRel);
+        PageFix {
+            pool: self.pool,
+            frame: self.frame,
+            id: self.id,
+        }
+    }
+}
+
 impl Drop for ReadPageGuard<'_> {
     fn drop(&mut self) {
         self.data.take();
+        self.pool.unpin(self.frame);
+    }
+}
+
+/// A pin of a page without its content lock ([`ReadPageGuard::fix`]): the page cannot be
+/// evicted until this drops. Its bytes are reached through a guard taken again.
+pub struct PageFix<'a> {
+    pool: &'a BufferPool,
+    frame: FrameId,
+    id: PageId,
+}
+
+impl PageFix<'_> {
+    /// The fixed page.
+    pub fn page_id(&self) -> PageId {
+        self.id
+    }
+}
+
+impl Drop for PageFix<'_> {
+    fn drop(&mut self) {
         self.pool.unpin(self.frame);
     }
 }

@@ -79,7 +79,7 @@ pub mod vacuum_cost;
 
 pub use clock_sweep::{ClockSweep, BM_MAX_USAGE_COUNT};
 pub use doublewrite::Doublewrite;
-pub use guard::{ReadPageGuard, WritePageGuard};
+pub use guard::{PageFix, ReadPageGuard, WritePageGuard};
 pub use lru_midpoint::LruMidpoint;
 pub use pool::{
     release_held, BufferCacheEntry, BufferPool, BufferPoolConfig, DescentPins, FlushNeighbors,

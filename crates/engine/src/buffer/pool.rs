@@ -330,7 +330,7 @@ pub(super) struct Frame {
 /// A fixed set of frames caching pages of a [`PageStore`]. See the `buffer` module doc for
 /// the rules.
 pub struct BufferPool {
-    frames: Box<[Frame]>,
+    pub(super) frames: Box<[Frame]>,
     table: Box<[Mutex<HashMap<PageId, FrameId>>]>,
     free: Mutex<Vec<FrameId>>,
     replacer: Box<dyn Replacer>,
@@ -504,6 +504,11 @@ impl BufferPool {
     /// The free-page target in frames, when the page cleaner keeps one.
     pub fn free_target(&self) -> Option<usize> {
         self.free_target
+    }
+
+    /// Frames in the pool (InnoDB `buf_pool.usable_size()`: the pages it can hold).
+    pub fn n_frames(&self) -> usize {
+        self.frames.len()
     }
 
     /// Frames on the free list now.

@@ -1249,6 +1249,36 @@ fn a_cursor_restore_moves_a_page_without_a_hit_and_a_fix_reads_without_moving() 
     assert_eq!(pool.victim_order(16), order);
 }
 
+/// A fix taken from a read guard (MariaDB's purge keeps each undo page of a batch fixed,
+/// trx0purge.cc `purge_sys_t::get_page`) outlives the guard: the page stays in the pool
+/// while every other page cycles through it, and can be evicted once the fix drops.
+#[test]
+fn a_fixed_page_stays_in_the_pool_until_the_fix_drops() {
+    let s = twenty_pages_in_sixteen_lru_frames();
+    let pool = s.pool();
+    let tail = pool.victim_order(1)[0];
+    let others: Vec<PageId> = (0..20)
+        .map(|b| PageId::new(tail.rel, b))
+        .filter(|&id| id != tail)
+        .collect();
+    let cycle = || {
+        for &id in &others {
+            drop(pool.fetch_read(id).unwrap());
+        }
+    };
+    let g = pool.fetch_read_fixed(tail).unwrap();
+    let fix = g.fix();
+    drop(g);
+    assert_eq!(fix.page_id(), tail);
+    cycle();
+    cycle();
+    assert!(pool.is_resident(tail), "fixed: never a victim");
+    drop(fix);
+    cycle();
+    cycle();
+    assert!(!pool.is_resident(tail), "unfixed: evicted by the cycle");
+}
+
 /// Fragment pages (InnoDB's `fsp_alloc_free_page`, the undo relation's pages): pages freed
 /// together empty their extents, which go to the end of the space's free list, so the next
 /// pages come from the extents that were free before them; the first ones come back a

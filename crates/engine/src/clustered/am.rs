@@ -23,8 +23,12 @@
 //!    few commits arrive in between, and the run ends soon after it catches up (measured
 //!    on MariaDB 10.11: `purge_invoked` stops within 0.1 s of the backlog's end; issue 26).
 //! 3. A batch (`trx_purge`) takes the logs every read view has passed, in commit order,
-//!    until they span `batch_pages` distinct undo pages (innodb_purge_batch_size), reads
-//!    their records in the coordinator (`trx_purge_attach_undo_recs`), gives each table's
+//!    until they span `batch_pages` distinct undo pages (innodb_purge_batch_size, at most
+//!    three quarters of the pool's frames), reads their records in the coordinator
+//!    (`trx_purge_attach_undo_recs`), keeping each undo page it reads fixed (pinned, not
+//!    latched) until the batch's records are purged (`purge_sys_t::get_page`, released by
+//!    `purge_sys_t::batch_cleanup`), so in a small pool up to 127 frames at the LRU
+//!    list's old end cannot be evicted meanwhile, gives each table's
 //!    records to one task, and runs the tasks on the coordinator and up to
 //!    `threads − 1` workers (innodb_purge_threads): one table, one thread.
 //! 4. A log leaves the history length when truncation removes it from its rollback
@@ -69,7 +73,7 @@ use crate::stats::{enter, Cause};
 use crate::stop::StopSignal;
 use crate::storage::{CheckpointHook, Storage};
 use parking_lot::{Condvar, Mutex};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -315,16 +319,26 @@ impl ClusteredAm {
     /// Errors: storage errors (the first one of any task).
     fn trx_purge(&self) -> Result<u64> {
         let horizon = self.shared.tm.oldest_xmin();
-        let (batch, pages) = self.history.take_batch(horizon, self.purge.batch_pages);
+        // trx0purge.cc `trx_purge_attach_undo_recs` also ends a batch when its fixed undo
+        // pages reach three quarters of the pool (`buf_pool.usable_size() * 3 / 4`).
+        let limit = self
+            .purge
+            .batch_pages
+            .min(self.undo.pool.n_frames() * 3 / 4)
+            .max(1);
+        let (batch, pages) = self.history.take_batch(horizon, limit);
         self.undo
             .counters
             .purge_batches
             .fetch_add(1, Ordering::Relaxed);
         let mut by_table: BTreeMap<u32, Vec<(UndoRecord, TrxId)>> = BTreeMap::new();
         let mut first_err = None;
+        // Every undo page the batch reads stays fixed until its records are purged
+        // (`purge_sys_t::get_page`, released by `purge_sys_t::batch_cleanup`).
+        let mut fixed = HashMap::new();
         'read: for e in &batch {
             for rp in &e.records {
-                match self.undo.read_for_purge(*rp) {
+                match self.undo.read_for_purge_fixing(*rp, &mut fixed) {
                     Ok(u) => by_table.entry(u.table).or_default().push((u, e.trx_id)),
                     Err(err) => {
                         first_err = Some(err);
@@ -362,6 +376,8 @@ impl ClusteredAm {
                 .map(|w| w.join().expect("purge worker panicked"))
                 .fold(mine, |acc, r| acc.and(r))
         });
+        // `batch_cleanup`: "Release the undo pages."
+        drop(fixed);
         result?;
         for e in &batch {
             self.history.purged(e, &self.undo);

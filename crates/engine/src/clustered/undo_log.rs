@@ -69,7 +69,7 @@ use super::undo_page::{
 use super::undo_rec::{record_on_page, RollPtr, UndoRecord};
 use super::undo_wal::{info, put, put_forced, put_log_header, WriteLog};
 use crate::btree::FileSpace;
-use crate::buffer::{log_change, BufferPool, ReadPageGuard, WritePageGuard};
+use crate::buffer::{log_change, BufferPool, PageFix, ReadPageGuard, WritePageGuard};
 use crate::device::FileId;
 use crate::error::TxnError;
 use crate::error::{Error, Result, StorageResult};
@@ -77,7 +77,7 @@ use crate::mvcc::TrxId;
 use crate::page::{get_u16, hole, set_hole, PageId, OFF_AUX, OFF_LOWER, PAGE_HEADER_BYTES};
 use crate::wal::{rmgr, RecordBuilder, Wal};
 use parking_lot::Mutex;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -531,6 +531,25 @@ impl UndoSpace {
     /// Errors: as [`UndoSpace::read`].
     pub fn read_for_purge(&self, rp: RollPtr) -> Result<UndoRecord> {
         self.read_with(rp, BufferPool::fetch_read_fixed)
+    }
+
+    /// [`UndoSpace::read_for_purge`] that also keeps the record's undo page fixed in
+    /// `fixed` (one [`PageFix`] per page) until the caller drops it: purge's batch holds
+    /// every undo page it has read from until the batch ends (trx0purge.cc
+    /// `purge_sys_t::get_page`: "batch_cleanup() will unfix()"), so none of them can be
+    /// evicted while the batch's records are purged.
+    ///
+    /// Errors: as [`UndoSpace::read`].
+    pub fn read_for_purge_fixing<'a>(
+        &'a self,
+        rp: RollPtr,
+        fixed: &mut HashMap<u32, PageFix<'a>>,
+    ) -> Result<UndoRecord> {
+        self.read_with(rp, |pool, id| {
+            let g = pool.fetch_read_fixed(id)?;
+            fixed.entry(id.block).or_insert_with(|| g.fix());
+            Ok(g)
+        })
     }
 
     fn read_with<'a>(
@@ -994,6 +1013,38 @@ pub(super) mod tests {
             0,
             "none purged"
         );
+    }
+
+    /// Purge's read keeps the undo page fixed for the batch (trx0purge.cc
+    /// `purge_sys_t::get_page`, released by `batch_cleanup`): one pin per page however
+    /// many of its records are read, none once the batch's fixes drop.
+    #[test]
+    fn a_purge_read_keeps_its_undo_page_fixed_until_the_batch_lets_go() {
+        let (s, u) = space(256, 2);
+        let pool = s.pool();
+        let (first, _log) = commit(&u, 100, 3, 0, 10);
+        let page = PageId::new(u.rel, first.page_no);
+        let pins = || {
+            pool.buffer_cache()
+                .into_iter()
+                .find(|e| e.page == page)
+                .map(|e| e.pins)
+        };
+        assert_eq!(pins(), Some(0));
+        let mut fixed = HashMap::new();
+        u.read_for_purge_fixing(first, &mut fixed).unwrap();
+        u.read_for_purge_fixing(first, &mut fixed).unwrap();
+        assert_eq!(fixed.len(), 1);
+        assert_eq!(
+            pins(),
+            Some(1),
+            "fixed once, after the reads' guards dropped"
+        );
+        drop(fixed);
+        assert_eq!(pins(), Some(0));
+        // The plain purge read leaves no pin behind.
+        u.read_for_purge(first).unwrap();
+        assert_eq!(pins(), Some(0));
     }
 
     #[test]
