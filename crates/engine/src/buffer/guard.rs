@@ -45,10 +45,7 @@ impl<'a> ReadPageGuard<'a> {
     /// (`buf_page_t::fix`) as purge keeps it on each undo page of a batch (trx0purge.cc
     /// `purge_sys_t::get_page` → `buf_pool_t::page_fix`, released by `batch_cleanup`).
     pub fn fix(&self) -> PageFix<'a> {
-        // The guard's own pin keeps the frame mapped to this page meanwhile.
-        self.pool.frames[self.frame]
-            .pins
-            .fetch_add(1, Ordering::AcqRel);
+        self.pool.pin_again(self.frame);
         PageFix {
             pool: self.pool,
             frame: self.frame,

@@ -330,7 +330,7 @@ pub(super) struct Frame {
 /// A fixed set of frames caching pages of a [`PageStore`]. See the `buffer` module doc for
 /// the rules.
 pub struct BufferPool {
-    pub(super) frames: Box<[Frame]>,
+    frames: Box<[Frame]>,
     table: Box<[Mutex<HashMap<PageId, FrameId>>]>,
     free: Mutex<Vec<FrameId>>,
     replacer: Box<dyn Replacer>,
@@ -817,6 +817,12 @@ impl BufferPool {
     pub fn new_fragment_page(&self, rel: FileId, hint: u32) -> StorageResult<WritePageGuard<'_>> {
         let id = self.store.allocate_fragment_page(rel, hint)?;
         self.pin_new(id)
+    }
+
+    /// One more pin of frame `f`, which the caller already pins (so it stays mapped to its
+    /// page meanwhile): [`ReadPageGuard::fix`](super::ReadPageGuard::fix).
+    pub(super) fn pin_again(&self, f: FrameId) {
+        self.frames[f].pins.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Drops one pin; the last pin of a frame that holds no page puts it on the free list.

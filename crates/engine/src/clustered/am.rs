@@ -324,8 +324,7 @@ impl ClusteredAm {
         let limit = self
             .purge
             .batch_pages
-            .min(self.undo.pool.n_frames() * 3 / 4)
-            .max(1);
+            .min(self.undo.pool.n_frames() * 3 / 4);
         let (batch, pages) = self.history.take_batch(horizon, limit);
         self.undo
             .counters
